@@ -1,0 +1,62 @@
+// swift-tools-version: 6.0
+// tilepack: package map tiles into MBTiles and LZ4 bundles and serve them to a tile layer.
+import PackageDescription
+
+/// A system C library found through pkg-config, with the Debian package that provides it.
+func systemLibrary(_ name: String, pkgConfig: String, apt: [String]) -> Target {
+    .systemLibrary(name: name, path: "Sources/\(name)", pkgConfig: pkgConfig, providers: [.apt(apt)])
+}
+
+let package = Package(
+    name: "tilepack",
+    platforms: [.macOS(.v15), .iOS(.v18)],
+    products: [
+        .library(name: "Tilepack", targets: ["TilepackCore", "TilepackStorage", "TilepackImaging"]),
+        .executable(name: "tilepack", targets: ["tilepack"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+    ],
+    targets: [
+        // Floor 1: the C libraries, each imported (internal import) by exactly one Swift module.
+        systemLibrary("CTilepackSQLite", pkgConfig: "sqlite3", apt: ["libsqlite3-dev"]),
+        systemLibrary("CTilepackPNG", pkgConfig: "libpng", apt: ["libpng-dev"]),
+        systemLibrary("CTilepackTurboJPEG", pkgConfig: "libturbojpeg", apt: ["libturbojpeg0-dev"]),
+        systemLibrary("CTilepackWebP", pkgConfig: "libwebp", apt: ["libwebp-dev"]),
+        systemLibrary("CTilepackLZ4", pkgConfig: "liblz4", apt: ["liblz4-dev"]),
+        systemLibrary("CTilepackZlib", pkgConfig: "zlib", apt: ["zlib1g-dev"]),
+
+        // Floor 1: the vocabulary. Foundation only.
+        .target(name: "TilepackCore"),
+
+        // Floor 2: archives (MBTiles, bundle) and bitmaps.
+        .target(
+            name: "TilepackStorage",
+            dependencies: [
+                "TilepackCore", "CTilepackSQLite", "CTilepackLZ4", "CTilepackZlib",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        .target(
+            name: "TilepackImaging",
+            dependencies: ["TilepackCore", "CTilepackPNG", "CTilepackTurboJPEG", "CTilepackWebP"]
+        ),
+
+        // Floor 5: the command-line tool, thin.
+        .executableTarget(
+            name: "tilepack",
+            dependencies: [
+                "TilepackCore", "TilepackStorage", "TilepackImaging",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+
+        // Tests.
+        .target(name: "TilepackTestSupport", dependencies: ["TilepackCore"], path: "Tests/TilepackTestSupport"),
+        .testTarget(name: "TilepackCoreTests", dependencies: ["TilepackCore", "TilepackTestSupport"]),
+        .testTarget(name: "TilepackStorageTests", dependencies: ["TilepackStorage", "TilepackTestSupport"]),
+        .testTarget(name: "TilepackImagingTests", dependencies: ["TilepackImaging", "TilepackTestSupport"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

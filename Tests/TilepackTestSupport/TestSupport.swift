@@ -1,0 +1,47 @@
+import Foundation
+
+/// Paths of the shared fixtures and the package, and temporary directories for tests.
+public enum TestSupport {
+    /// The package root (the folder holding Package.swift).
+    public static let packageRoot: URL = {
+        var url = URL(fileURLWithPath: #filePath)
+        while url.path != "/" {
+            url.deleteLastPathComponent()
+            if FileManager.default.fileExists(atPath: url.appendingPathComponent("Package.swift").path) { return url }
+        }
+        fatalError("Package.swift not found above \(#filePath)")
+    }()
+
+    /// `../shared/fixtures/` beside the package root: real archives written by other tools.
+    public static let fixturesRoot: URL = {
+        if let env = ProcessInfo.processInfo.environment["TILEPACK_FIXTURES"] { return URL(fileURLWithPath: env) }
+        return packageRoot.deletingLastPathComponent().appendingPathComponent("shared/fixtures")
+    }()
+
+    /// The path of a fixture, e.g. `fixture("martin/world_cities.mbtiles")`.
+    public static func fixture(_ relativePath: String) -> String {
+        fixturesRoot.appendingPathComponent(relativePath).path
+    }
+
+    /// Whether the shared fixtures are present.
+    public static var fixturesAvailable: Bool {
+        FileManager.default.fileExists(atPath: fixturesRoot.path)
+    }
+}
+
+/// A fresh temporary directory, removed when the value is deinitialised.
+public final class TemporaryDirectory: @unchecked Sendable {
+    public let url: URL
+    public var path: String { url.path }
+
+    public init(_ label: String = "tilepack") throws {
+        url = FileManager.default.temporaryDirectory
+            .appendingPathComponent("\(label)-\(UUID().uuidString)", isDirectory: true)
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    /// The path of `name` inside the directory.
+    public func file(_ name: String) -> String { url.appendingPathComponent(name).path }
+
+    deinit { try? FileManager.default.removeItem(at: url) }
+}
