@@ -1,0 +1,88 @@
+import Foundation
+
+/// Monotonic wall-clock seconds.
+public func now() -> Double {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+}
+
+/// Runs `body` `runs` times and returns the median of the elapsed seconds.
+public func medianSeconds(runs: Int = 5, _ body: () throws -> Void) rethrows -> Double {
+    var times: [Double] = []
+    for _ in 0..<max(1, runs) {
+        let start = now()
+        try body()
+        times.append(now() - start)
+    }
+    times.sort()
+    return times[times.count / 2]
+}
+
+/// The process's peak resident set size in bytes (ru_maxrss).
+public func peakResidentBytes() -> Int {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF, &usage)
+    #if canImport(Darwin)
+    return Int(usage.ru_maxrss)
+    #else
+    return Int(usage.ru_maxrss) * 1024
+    #endif
+}
+
+/// The process's current resident set size in bytes (Linux: /proc/self/statm), or nil.
+public func currentResidentBytes() -> Int? {
+    #if os(Linux)
+    guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return nil }
+    let fields = text.split(separator: " ")
+    guard fields.count > 1, let pages = Int(fields[1]) else { return nil }
+    return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+    #else
+    return nil
+    #endif
+}
+
+/// One line of a benchmark report: a figure and the floor or peer it is compared with.
+public struct Comparison {
+    public var name: String
+    public var value: Double
+    public var unit: String
+    public var reference: String
+    public var referenceValue: Double
+    /// The goal for `ratio` and whether higher is better, e.g. (0.9, true) for "at least 0.9x".
+    public var goal: (ratio: Double, higherIsBetter: Bool)?
+
+    public init(_ name: String, value: Double, unit: String, vs reference: String, referenceValue: Double,
+                goal: (ratio: Double, higherIsBetter: Bool)? = nil) {
+        self.name = name
+        self.value = value
+        self.unit = unit
+        self.reference = reference
+        self.referenceValue = referenceValue
+        self.goal = goal
+    }
+
+    public var ratio: Double { value / referenceValue }
+
+    public var line: String {
+        var text = "\(name): \(format(value)) \(unit) vs \(reference): \(format(referenceValue)) \(unit) -> ratio \(String(format: "%.2f", ratio))x"
+        if let goal {
+            let met = goal.higherIsBetter ? ratio >= goal.ratio : ratio <= goal.ratio
+            text += " (goal \(goal.higherIsBetter ? ">=" : "<=") \(goal.ratio)x: \(met ? "met" : "NOT met"))"
+        }
+        return text
+    }
+}
+
+/// Prints comparisons as lines under a heading.
+public func report(_ heading: String, _ comparisons: [Comparison]) {
+    print("== \(heading) ==")
+    for c in comparisons { print(c.line) }
+}
+
+/// A number with a sensible number of digits.
+public func format(_ value: Double) -> String {
+    if value >= 1000 { return String(format: "%.0f", value) }
+    if value >= 10 { return String(format: "%.1f", value) }
+    return String(format: "%.3g", value)
+}
