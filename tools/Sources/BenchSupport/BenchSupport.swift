@@ -22,7 +22,11 @@ public func medianSeconds(runs: Int = 5, _ body: () throws -> Void) rethrows -> 
 /// The process's peak resident set size in bytes (ru_maxrss).
 public func peakResidentBytes() -> Int {
     var usage = rusage()
+    #if os(Linux)
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    #else
     getrusage(RUSAGE_SELF, &usage)
+    #endif
     #if canImport(Darwin)
     return Int(usage.ru_maxrss)
     #else
