@@ -4,9 +4,12 @@ import Foundation
 /// the northern edge. The unit depends on the call that returns it: a fraction of the world
 /// (`0...1`), tiles at a zoom (`0...2^zoom`) or pixels (`0...tileSize * 2^zoom`).
 public struct MercatorPoint: Hashable, Sendable, CustomStringConvertible {
+    /// Eastwards from the antimeridian (longitude -180).
     public var x: Double
+    /// Southwards from the northern edge of the Mercator square.
     public var y: Double
 
+    /// Creates a point from its two coordinates, in the unit the caller works in.
     public init(x: Double, y: Double) {
         self.x = x
         self.y = y

@@ -112,6 +112,9 @@ import TilepackCore
         #expect(throws: QuadkeyError.invalidDigit("01é2", character: "é", offset: 2)) { try TileCoordinate(quadkey: "01é2") }
         #expect(throws: QuadkeyError.invalidDigit("12 ", character: " ", offset: 2)) { try TileCoordinate(quadkey: "12 ") }
         #expect(throws: QuadkeyError.invalidDigit("-1", character: "-", offset: 0)) { try TileCoordinate(quadkey: "-1") }
+        let combining = "10\u{301}"
+        #expect(throws: QuadkeyError.invalidDigit(combining, character: "0\u{301}", offset: 1)) { try TileCoordinate(quadkey: combining) }
+        #expect(throws: QuadkeyError.invalidDigit("٣", character: "٣", offset: 0)) { try TileCoordinate(quadkey: "٣") }
         let long = String(repeating: "0", count: 31)
         #expect(throws: QuadkeyError.tooLong(long, length: 31)) { try TileCoordinate(quadkey: long) }
         let huge = String(repeating: "1", count: 100_000)
