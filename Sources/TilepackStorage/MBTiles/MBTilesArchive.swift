@@ -12,10 +12,16 @@ public struct MBTilesOpenOptions: Hashable, Sendable {
     /// How many idle read connections the archive keeps for reuse. More concurrent readers than
     /// this still work; the extra connections are closed when they are returned.
     public var maximumIdleConnections: Int
+    /// Seconds one step of a query may run before it is stopped with an error, so that a
+    /// hostile file (a `tiles` view over an endless recursive query) cannot hang the reader.
+    /// Legitimate steps are far shorter; `nil` turns the limit off.
+    public var stepTimeLimit: Double?
 
-    public init(immutable: Bool = false, maximumIdleConnections: Int = max(4, ProcessInfo.processInfo.activeProcessorCount)) {
+    public init(immutable: Bool = false, maximumIdleConnections: Int = max(4, ProcessInfo.processInfo.activeProcessorCount),
+                stepTimeLimit: Double? = 60) {
         self.immutable = immutable
         self.maximumIdleConnections = max(1, maximumIdleConnections)
+        self.stepTimeLimit = stepTimeLimit
     }
 }
 
@@ -49,7 +55,8 @@ public final class MBTilesArchive: TileArchive {
         _ = try MBTilesFileCheck.check(path: path)
         let uri = MBTilesFileCheck.uri(path: path, parameters: options.immutable ? ["mode=ro", "immutable=1"] : ["mode=ro"])
         self.uri = uri
-        let connection = try SQLiteConnection(filename: uri, archivePath: path, readOnly: true, uri: true)
+        let connection = try SQLiteConnection(
+            filename: uri, archivePath: path, readOnly: true, uri: true, stepTimeLimit: options.stepTimeLimit)
         let schema = try MBTilesSchema.detect(connection, path: path)
         self.schema = schema
         let reader = try MBTilesReader(connection: connection)
@@ -243,7 +250,8 @@ public final class MBTilesArchive: TileArchive {
     // MARK: Connections
 
     private func makeReader() throws(TileArchiveError) -> MBTilesReader {
-        try MBTilesReader(connection: SQLiteConnection(filename: uri, archivePath: path, readOnly: true, uri: true))
+        try MBTilesReader(connection: SQLiteConnection(
+            filename: uri, archivePath: path, readOnly: true, uri: true, stepTimeLimit: options.stepTimeLimit))
     }
 
     @inline(__always)
