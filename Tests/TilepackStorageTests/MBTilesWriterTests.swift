@@ -76,6 +76,10 @@ func directoryEntries(_ dir: TemporaryDirectory) -> [String] {
         #expect(back.map(\.0) == tiles.map(\.0))
         #expect(back.map(\.1) == tiles.map(\.1))
         #expect(try archive.integrityCheck().isEmpty)
+        // Left with the settings a reader wants: a rollback journal, not WAL, not OFF.
+        let check = try SQLiteConnection(filename: path, archivePath: path, readOnly: true, uri: false)
+        #expect(try check.scalarText("PRAGMA journal_mode") == "delete")
+        #expect(try check.scalarInt("PRAGMA application_id") == 0x4d50_4258)
         // Derived metadata: format sniffed, zooms and bounds from the tiles, the caller's keys kept.
         let written = try archive.readMetadata()
         #expect(try written.format == .png)
