@@ -13,6 +13,8 @@ let package = Package(
     products: [
         .library(name: "Tilepack", targets: ["TilepackCore", "TilepackStorage", "TilepackImaging"]),
         .executable(name: "tilepack", targets: ["tilepack"]),
+        // Imaging alone (no SQLite/crypto), for the tile layer and the imaging tools (bench, fuzz).
+        .library(name: "TilepackImaging", targets: ["TilepackImaging"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
