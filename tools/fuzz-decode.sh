@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fuzzes the TilepackImaging decoders for a bounded time (CI): tools/fuzz-decode.sh [seconds, default 60]
 # Seeds: the imaging test resources (every PNG type, real JPEG/WebP/MVT tiles). Builds fuzz-decode
-# with libFuzzer (-sanitize=fuzzer) in its own scratch directory; if that build fails, runs the same
+# with libFuzzer (-sanitize=fuzzer, linked by lld: gold fails on it) in its own scratch directory; if that build fails, runs the same
 # target's seeded random-mutation loop instead. Exit status non-zero on a crash or timeout.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -12,7 +12,7 @@ mkdir -p "$work/corpus" "$work/artifacts"
 cp "$root"/Tests/TilepackImagingTests/Resources/*.{png,jpg,webp,mvt,gz} "$work/corpus/"
 
 if swift build -c release --package-path "$root/tools" --scratch-path "$root/tools/.build-fuzz" --product fuzz-decode \
-    -Xswiftc -sanitize=fuzzer -Xcc -DTILEPACK_FUZZING; then
+    -Xswiftc -sanitize=fuzzer -Xswiftc -use-ld=lld -Xcc -DTILEPACK_FUZZING; then
     echo "fuzz-decode: libFuzzer, ${seconds}s"
     status=0
     "$root/tools/.build-fuzz/release/fuzz-decode" "$work/corpus" -max_total_time="$seconds" -timeout=10 \

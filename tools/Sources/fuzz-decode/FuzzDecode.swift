@@ -87,7 +87,7 @@ func mutate(_ input: [UInt8], _ other: [UInt8], _ rng: inout SplitMix64) -> [UIn
 struct FuzzDecode {
     static func main() {
         var argc = CommandLine.argc
-        var argv = CommandLine.unsafeArgv
+        var argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = CommandLine.unsafeArgv
         let status = withUnsafeMutablePointer(to: &argv) { argvPointer in
             tilepack_fuzz_run_libfuzzer(&argc, argvPointer, libFuzzerCallback)
         }
@@ -123,7 +123,7 @@ struct FuzzDecode {
         for s in seeds { s.withUnsafeBytes { fuzzOne($0) } }
         while Date().timeIntervalSince(start) < seconds {
             let input = mutate(seeds[Int.random(in: 0..<seeds.count, using: &rng)], seeds[Int.random(in: 0..<seeds.count, using: &rng)], &rng)
-            if runs % 64 == 0 { FileManager.default.createFile(atPath: crashFile, contents: Data(input)) }
+            if runs % 64 == 0 { _ = FileManager.default.createFile(atPath: crashFile, contents: Data(input)) }
             input.withUnsafeBytes { bytes in
                 fuzzOne(bytes)
                 if (try? ImageDecoder.imageInfo(bytes)) != nil { decoded += 1 }
