@@ -13,6 +13,8 @@ let package = Package(
     products: [
         .library(name: "Tilepack", targets: ["TilepackCore", "TilepackStorage", "TilepackImaging"]),
         .executable(name: "tilepack", targets: ["tilepack"]),
+        // Imaging alone (no SQLite/crypto), for the tile layer and the imaging tools (bench, fuzz).
+        .library(name: "TilepackImaging", targets: ["TilepackImaging"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -56,7 +58,11 @@ let package = Package(
         .target(name: "TilepackTestSupport", dependencies: ["TilepackCore"], path: "Tests/TilepackTestSupport"),
         .testTarget(name: "TilepackCoreTests", dependencies: ["TilepackCore", "TilepackTestSupport"]),
         .testTarget(name: "TilepackStorageTests", dependencies: ["TilepackStorage", "TilepackTestSupport"]),
-        .testTarget(name: "TilepackImagingTests", dependencies: ["TilepackImaging", "TilepackTestSupport"]),
+        .testTarget(
+            name: "TilepackImagingTests",
+            dependencies: ["TilepackImaging", "TilepackTestSupport"],
+            resources: [.copy("Resources")]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )
