@@ -60,7 +60,8 @@ let package = Package(
         .testTarget(name: "TilepackStorageTests", dependencies: ["TilepackStorage", "TilepackTestSupport"]),
         .testTarget(
             name: "TilepackImagingTests",
-            dependencies: ["TilepackImaging", "TilepackTestSupport"],
+            // Storage reads the shared fixture archives in place.
+            dependencies: ["TilepackImaging", "TilepackStorage", "TilepackTestSupport"],
             resources: [.copy("Resources")]
         ),
     ],

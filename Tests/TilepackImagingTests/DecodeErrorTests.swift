@@ -9,8 +9,8 @@ import TilepackCore
     }
 
     @Test func vectorAndJSONContentIsNotDecodableToABitmap() throws {
-        let gzip = try Resources.data("world-cities-4-4-7.pbf.gz")
-        let mvt = try Resources.data("uncompressed.mvt")
+        let gzip = try FixtureTile.data("martin/world_cities.mbtiles", zoom: 4, x: 4, tmsRow: 7)
+        let mvt = try FixtureTile.data("martin/uncompressed_mvt.mbtiles", zoom: 0, x: 0, tmsRow: 0)
         let json = Data(#"{"foo":"bar"}"#.utf8)
         for data in [gzip, mvt] { #expect(decodeError(data) == .notRaster(.pbf)) }
         #expect(decodeError(json) == .notRaster(.json))
@@ -34,13 +34,13 @@ import TilepackCore
         huge.replaceSubrange(16..<24, with: [0, 1, 0x86, 0xA0, 0, 1, 0x86, 0xA0])
         #expect(decodeError(huge) == .tooLarge(width: 100_000, height: 100_000, limit: 4096))
         // JPEG: patch the SOF0 frame size to 5000 x 6000.
-        var jpeg = try Resources.data("geography-class-1-1-0.jpg")
+        var jpeg = try FixtureTile.data("martin/geography-class-jpg.mbtiles", zoom: 1, x: 1, tmsRow: 0)
         var sof = 2  // walk the marker segments to the frame header
         while jpeg[sof + 1] != 0xC0 && jpeg[sof + 1] != 0xC2 { sof += 2 + Int(jpeg[sof + 2]) << 8 + Int(jpeg[sof + 3]) }
         jpeg.replaceSubrange(sof + 5..<sof + 9, with: [0x17, 0x70, 0x13, 0x88])
         #expect(decodeError(jpeg) == .tooLarge(width: 5000, height: 6000, limit: 4096))
         // WebP against a caller's lower bound.
-        #expect(decodeError(try Resources.data("martin-webp-0-0-0.webp"), maximumDimension: 256)
+        #expect(decodeError(try FixtureTile.data("martin/webp.mbtiles", zoom: 0, x: 0, tmsRow: 0), maximumDimension: 256)
                 == .tooLarge(width: 512, height: 512, limit: 256))
     }
 

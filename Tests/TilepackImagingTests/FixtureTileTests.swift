@@ -2,11 +2,13 @@ import Foundation
 import Testing
 import TilepackCore
 @testable import TilepackImaging
+import TilepackStorage
+import TilepackTestSupport
 
-/// Real tiles written by other tools (extracted from ../shared/fixtures, see Resources/README.md).
+/// Real tiles written by other tools, read in place from ../shared/fixtures.
 @Suite struct FixtureTileTests {
     @Test func decodesTheMartinWebPTileAt512Pixels() throws {
-        let data = try Resources.data("martin-webp-0-0-0.webp")
+        let data = try FixtureTile.data("martin/webp.mbtiles", zoom: 0, x: 0, tmsRow: 0)
         #expect(try ImageDecoder.imageInfo(data) == ImageInfo(format: .webp, width: 512, height: 512))
         let bitmap = try ImageDecoder.decode(data, pixelFormat: .rgba8888)
         #expect(bitmap.width == 512 && bitmap.height == 512)
@@ -27,7 +29,7 @@ import TilepackCore
     }
 
     @Test func decodesThePalettePNGTile() throws {
-        let data = try Resources.data("plain_1-3-4-4.png")
+        let data = try FixtureTile.data("node-mbtiles/plain_1.mbtiles", zoom: 3, x: 4, tmsRow: 4)
         #expect(data[24] == 4 && data[25] == 3)  // bit depth 4, colour type 3 (palette)
         let bitmap = try ImageDecoder.decode(data, pixelFormat: .rgba8888)
         #expect(bitmap.width == 256 && bitmap.height == 256)
@@ -39,7 +41,7 @@ import TilepackCore
     }
 
     @Test func decodesTheJPEGTileInEveryFormatConsistently() throws {
-        let data = try Resources.data("geography-class-1-1-0.jpg")
+        let data = try FixtureTile.data("martin/geography-class-jpg.mbtiles", zoom: 1, x: 1, tmsRow: 0)
         #expect(try ImageDecoder.imageInfo(data) == ImageInfo(format: .jpeg, width: 256, height: 256))
         let rgba = try ImageDecoder.decode(data, pixelFormat: .rgba8888)
         #expect(stride(from: 3, to: rgba.pixels.count, by: 4).allSatisfy { rgba.pixels[$0] == 255 })
@@ -53,7 +55,7 @@ import TilepackCore
     }
 
     @Test func webPDecodesConsistentlyInEveryFormat() throws {
-        let data = try Resources.data("martin-webp-0-0-0.webp")
+        let data = try FixtureTile.data("martin/webp.mbtiles", zoom: 0, x: 0, tmsRow: 0)
         let rgba = try ImageDecoder.decode(data, pixelFormat: .rgba8888)
         for format in PixelFormat.allCases where format != .rgba8888 {
             #expect(try ImageDecoder.decode(data, pixelFormat: format) == rgba.converted(to: format), "\(format)")
@@ -61,11 +63,10 @@ import TilepackCore
     }
 
     @Test func decodesEveryTileOfTheSharedFixturesWhenPresent() throws {
-        // Reads the archives in place through the sqlite3 CLI when both are available.
-        guard TestSupport.fixturesAvailable, FileManager.default.isExecutableFile(atPath: "/usr/bin/sqlite3") else { return }
         for (file, size) in [("martin/geography-class-png.mbtiles", 256), ("martin/geography-class-jpg.mbtiles", 256),
                              ("martin/webp.mbtiles", 512), ("node-mbtiles/plain_2.mbtiles", 256)] {
-            let tiles = try sqliteHexBlobs(TestSupport.fixture(file), "select hex(tile_data) from tiles")
+            var tiles: [Data] = []
+            try MBTilesArchive(path: TestSupport.fixture(file)).forEachTile { _, bytes in tiles.append(Data(bytes)) }
             #expect(!tiles.isEmpty, "\(file)")
             for tile in tiles {
                 var buffer = [UInt8](repeating: 0, count: size * size * 4)
@@ -77,24 +78,13 @@ import TilepackCore
     }
 }
 
-import TilepackTestSupport
 
-/// Blobs from an SQLite file through the `sqlite3` CLI (Storage is not a dependency of these tests).
-func sqliteHexBlobs(_ path: String, _ sql: String) throws -> [Data] {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
-    process.arguments = ["-readonly", path, sql]
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    try process.run()
-    let output = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return String(decoding: output, as: UTF8.self).split(separator: "\n").map { line in
-        var data = Data(capacity: line.utf8.count / 2)
-        var high: UInt8?
-        for c in line.utf8 {
-            let v = c <= 57 ? c - 48 : c - 55
-            if let h = high { data.append(h << 4 | v); high = nil } else { high = v }
+/// One tile of a shared fixture archive, read in place (the fixtures are not copied into the project).
+enum FixtureTile {
+    static func data(_ fixture: String, zoom: Int, x: Int, tmsRow: Int) throws -> Data {
+        let tile = try TileCoordinate(zoom: zoom, x: x, row: tmsRow, scheme: .tms)
+        guard let data = try MBTilesArchive(path: TestSupport.fixture(fixture)).tileData(at: tile) else {
+            throw TileArchiveError(path: fixture, fault: .corrupt("no tile \(tile)"))
         }
         return data
     }

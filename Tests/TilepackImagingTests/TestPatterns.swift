@@ -71,12 +71,18 @@ enum Patterns {
 
 enum Resources {
     static func data(_ name: String) throws -> Data {
+        switch name {
+        case "martin-webp-0-0-0.webp": return try FixtureTile.data("martin/webp.mbtiles", zoom: 0, x: 0, tmsRow: 0)
+        case "geography-class-1-1-0.jpg": return try FixtureTile.data("martin/geography-class-jpg.mbtiles", zoom: 1, x: 1, tmsRow: 0)
+        case "plain_1-3-4-4.png": return try FixtureTile.data("node-mbtiles/plain_1.mbtiles", zoom: 3, x: 4, tmsRow: 4)
+        default: break
+        }
         let url = try #require(Bundle.module.url(forResource: name, withExtension: nil, subdirectory: "Resources"),
                                "missing test resource \(name)")
         return try Data(contentsOf: url)
     }
 
-    /// Real tiles extracted once from the shared fixtures (see Resources/README.md).
+    /// Real tiles of the shared fixtures, read in place (see FixtureTile).
     static let fixtureTiles = ["martin-webp-0-0-0.webp", "geography-class-1-1-0.jpg", "plain_1-3-4-4.png"]
 }
 
