@@ -38,22 +38,27 @@ public final class MapTileLayer: Sendable, CustomStringConvertible {
     /// How many diagnostics a layer keeps (the oldest are dropped first).
     public static let diagnosticLimit = 256
     private let cacheStore = Mutex<TileDiskCache?>(nil)
+    private let cacheClock: @Sendable () -> Date
 
     /// A layer with the SDK's defaults.
     /// - Parameters:
     ///   - name: a name for messages.
     ///   - cacheRootDirectory: where the disk cache lives; default ``TileDiskCache/defaultRootDirectory``.
-    public init(name: String = "tile layer", cacheRootDirectory: URL = TileDiskCache.defaultRootDirectory) {
+    ///   - cacheClock: the wall clock of the disk cache (store times, expiry); tests pass their own.
+    public init(name: String = "tile layer", cacheRootDirectory: URL = TileDiskCache.defaultRootDirectory,
+                cacheClock: @escaping @Sendable () -> Date = { Date() }) {
         self.name = name
         self.cacheRootDirectory = cacheRootDirectory
+        self.cacheClock = cacheClock
         self.state = Mutex(State())
     }
 
     /// A layer showing an `MKTileOverlay`-style source: its data source is `overlay`, and it is
     /// opaque (``transparent`` false) exactly when `overlay.canReplaceMapContent` is true.
     public convenience init(overlay: URLTemplateTileSource, name: String = "tile overlay",
-                            cacheRootDirectory: URL = TileDiskCache.defaultRootDirectory) {
-        self.init(name: name, cacheRootDirectory: cacheRootDirectory)
+                            cacheRootDirectory: URL = TileDiskCache.defaultRootDirectory,
+                            cacheClock: @escaping @Sendable () -> Date = { Date() }) {
+        self.init(name: name, cacheRootDirectory: cacheRootDirectory, cacheClock: cacheClock)
         state.withLock {
             $0.dataSource = overlay
             $0.transparent = !overlay.canReplaceMapContent
@@ -405,7 +410,7 @@ public final class MapTileLayer: Sendable, CustomStringConvertible {
         guard settings.cacheEnabled, let id = settings.cacheIdentifier else { return nil }
         return cacheStore.withLock { store in
             if let store { return store }
-            let cache = TileDiskCache(directory: cacheRootDirectory.appendingPathComponent(id, isDirectory: true))
+            let cache = TileDiskCache(directory: cacheRootDirectory.appendingPathComponent(id, isDirectory: true), now: cacheClock)
             store = cache
             return cache
         }
@@ -419,7 +424,7 @@ public final class MapTileLayer: Sendable, CustomStringConvertible {
     public func clearCache() throws(TileCacheError) {
         guard let id = cacheIdentifier else { return }
         let cache = cacheStore.withLock { store in
-            store ?? TileDiskCache(directory: cacheRootDirectory.appendingPathComponent(id, isDirectory: true))
+            store ?? TileDiskCache(directory: cacheRootDirectory.appendingPathComponent(id, isDirectory: true), now: cacheClock)
         }
         try cache.clear()
     }

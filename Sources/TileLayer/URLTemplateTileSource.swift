@@ -122,37 +122,38 @@ enum TileDecoding {
 
     static func decode(_ data: Data, into buffer: UnsafeMutableRawBufferPointer, tileSize: Int,
                        pixelFormat: PixelFormat, source: String) throws(TileLoadError) {
-        do {
-            try data.withUnsafeBytes { bytes throws(TileLoadError) in
-                let info: ImageInfo
-                do {
-                    info = try ImageDecoder.imageInfo(bytes)
-                } catch {
-                    throw .undecodable(url: source, reason: "\(error)")
-                }
-                guard info.width == tileSize, info.height == tileSize else {
-                    throw .wrongSize(url: source, expected: tileSize, width: info.width, height: info.height)
-                }
-                do {
-                    try ImageDecoder.decode(bytes, into: buffer, pixelFormat: pixelFormat,
-                                            expectedWidth: tileSize, expectedHeight: tileSize)
-                } catch {
-                    throw .undecodable(url: source, reason: "\(error)")
-                }
+        let failure: TileLoadError? = data.withUnsafeBytes { bytes in
+            let info: ImageInfo
+            do {
+                info = try ImageDecoder.imageInfo(bytes)
+            } catch {
+                return .undecodable(url: source, reason: "\(error)")
             }
-        } catch let error as TileLoadError {
-            throw error
-        } catch {
-            throw .undecodable(url: source, reason: "\(error)")
+            guard info.width == tileSize, info.height == tileSize else {
+                return .wrongSize(url: source, expected: tileSize, width: info.width, height: info.height)
+            }
+            do {
+                try ImageDecoder.decode(bytes, into: buffer, pixelFormat: pixelFormat,
+                                        expectedWidth: tileSize, expectedHeight: tileSize)
+            } catch {
+                return .undecodable(url: source, reason: "\(error)")
+            }
+            return nil
         }
+        if let failure { throw failure }
     }
 
     /// Decodes `data` into a new bitmap of the layer's size and format.
     static func bitmap(_ data: Data, tileSize: Int, pixelFormat: PixelFormat, source: String) throws(TileLoadError) -> Bitmap {
         var pixels = [UInt8](repeating: 0, count: tileSize * tileSize * pixelFormat.bytesPerPixel)
-        try pixels.withUnsafeMutableBytes { buffer throws(TileLoadError) in
-            try decode(data, into: buffer, tileSize: tileSize, pixelFormat: pixelFormat, source: source)
+        let failure = pixels.withUnsafeMutableBytes { buffer -> TileLoadError? in
+            let result = Result { () throws(TileLoadError) in
+                try decode(data, into: buffer, tileSize: tileSize, pixelFormat: pixelFormat, source: source)
+            }
+            if case .failure(let error) = result { return error }
+            return nil
         }
+        if let failure { throw failure }
         guard let bitmap = Bitmap(width: tileSize, height: tileSize, pixelFormat: pixelFormat, pixels: pixels) else {
             throw .undecodable(url: source, reason: "the pixels do not make a bitmap")
         }
