@@ -13,6 +13,8 @@ let package = Package(
     products: [
         .library(name: "Tilepack", targets: ["TilepackCore", "TilepackStorage", "TilepackImaging", "TileLayer"]),
         .executable(name: "tilepack", targets: ["tilepack"]),
+        // Imaging alone (no SQLite/crypto), for the tile layer and the imaging tools (bench, fuzz).
+        .library(name: "TilepackImaging", targets: ["TilepackImaging"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -69,7 +71,11 @@ let package = Package(
         .target(name: "TilepackTestSupport", dependencies: ["TilepackCore"], path: "Tests/TilepackTestSupport"),
         .testTarget(name: "TilepackCoreTests", dependencies: ["TilepackCore", "TilepackTestSupport"]),
         .testTarget(name: "TilepackStorageTests", dependencies: ["TilepackStorage", "TilepackTestSupport"]),
-        .testTarget(name: "TilepackImagingTests", dependencies: ["TilepackImaging", "TilepackTestSupport"]),
+        .testTarget(
+            name: "TilepackImagingTests",
+            dependencies: ["TilepackImaging", "TilepackTestSupport"],
+            resources: [.copy("Resources")]
+        ),
         .testTarget(
             name: "TileLayerTests",
             dependencies: [

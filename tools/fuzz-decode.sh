@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Fuzzes the TilepackImaging decoders for a bounded time (CI): tools/fuzz-decode.sh [seconds, default 60]
+# Seeds: the imaging test resources (every PNG type, real JPEG/WebP/MVT tiles). Builds fuzz-decode
+# with libFuzzer (-sanitize=fuzzer) in its own scratch directory; if that build fails, runs the same
+# target's seeded random-mutation loop instead. Exit status non-zero on a crash or timeout.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+seconds="${1:-60}"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/corpus" "$work/artifacts"
+cp "$root"/Tests/TilepackImagingTests/Resources/*.{png,jpg,webp,mvt,gz} "$work/corpus/"
+
+if swift build -c release --package-path "$root/tools" --scratch-path "$root/tools/.build-fuzz" --product fuzz-decode \
+    -Xswiftc -sanitize=fuzzer -Xcc -DTILEPACK_FUZZING; then
+    echo "fuzz-decode: libFuzzer, ${seconds}s"
+    status=0
+    "$root/tools/.build-fuzz/release/fuzz-decode" "$work/corpus" -max_total_time="$seconds" -timeout=10 \
+        -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 -artifact_prefix="$root/tools/fuzz-decode-" || status=$?
+    exit $status
+else
+    echo "fuzz-decode: libFuzzer build failed; running the seeded mutation harness for ${seconds}s"
+    swift build -c release --package-path "$root/tools" --product fuzz-decode
+    (cd "$work/artifacts" && timeout $((seconds + 60)) "$root/tools/.build/release/fuzz-decode" --seconds "$seconds" "$work/corpus")
+fi
