@@ -228,7 +228,7 @@ struct DiskCacheTests {
         try await Task.sleep(for: .milliseconds(400))
         let storedEarly = stored.isSet
         #expect(!storedEarly)  // blocked by the other process's lock
-        FileManager.default.createFile(atPath: release, contents: nil)
+        _ = FileManager.default.createFile(atPath: release, contents: nil)
         process.waitUntilExit()
         let deadline = ContinuousClock.now + .seconds(10)
         while !stored.isSet && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }

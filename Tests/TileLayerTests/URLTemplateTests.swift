@@ -202,7 +202,7 @@ struct URLTemplateTests {
         let directory = try TemporaryDirectory()
         await #expect(throws: TileLoadError.self) { try await TileURLLoader.load(URL(fileURLWithPath: directory.file("nope.png"))) }
         let big = directory.file("big.png")
-        FileManager.default.createFile(atPath: big, contents: nil)
+        _ = FileManager.default.createFile(atPath: big, contents: nil)
         let handle = try #require(FileHandle(forWritingAtPath: big))
         try handle.truncate(atOffset: UInt64(TileURLLoader.maximumTileBytes + 1))
         try handle.close()
@@ -213,7 +213,7 @@ struct URLTemplateTests {
             try await TileURLLoader.load(URL(string: "ftp://h/x.png")!)
         }
         let garbage = directory.file("garbage.png")
-        FileManager.default.createFile(atPath: garbage, contents: Data("not an image".utf8))
+        _ = FileManager.default.createFile(atPath: garbage, contents: Data("not an image".utf8))
         #expect(throws: TileLoadError.self) {
             try TileDecoding.bitmap(Data("not an image".utf8), tileSize: 256, pixelFormat: .rgba8888, source: garbage)
         }
