@@ -11,7 +11,7 @@ let package = Package(
     name: "tilepack",
     platforms: [.macOS(.v15), .iOS(.v18)],
     products: [
-        .library(name: "Tilepack", targets: ["TilepackCore", "TilepackStorage", "TilepackImaging"]),
+        .library(name: "Tilepack", targets: ["TilepackCore", "TilepackStorage", "TilepackImaging", "TileLayer"]),
         .executable(name: "tilepack", targets: ["tilepack"]),
         // Imaging alone (no SQLite/crypto), for the tile layer and the imaging tools (bench, fuzz).
         .library(name: "TilepackImaging", targets: ["TilepackImaging"]),
@@ -19,6 +19,9 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+        // TileLayer's http(s) tiles. Its swift-nio also gives the tests a loopback HTTP server.
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.81.0"),
     ],
     targets: [
         // Floor 1: the C libraries, each imported (internal import) by exactly one Swift module.
@@ -45,11 +48,21 @@ let package = Package(
             dependencies: ["TilepackCore", "CTilepackPNG", "CTilepackTurboJPEG", "CTilepackWebP"]
         ),
 
+        // Floor 3: the tile layer core (NMAMapTileLayer / MKTileOverlay semantics, headless map view).
+        .target(
+            name: "TileLayer",
+            dependencies: [
+                "TilepackCore", "TilepackImaging",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
+
         // Floor 5: the command-line tool, thin.
         .executableTarget(
             name: "tilepack",
             dependencies: [
-                "TilepackCore", "TilepackStorage", "TilepackImaging",
+                "TilepackCore", "TilepackStorage", "TilepackImaging", "TileLayer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -63,6 +76,16 @@ let package = Package(
             // Storage reads the shared fixture archives in place.
             dependencies: ["TilepackImaging", "TilepackStorage", "TilepackTestSupport"],
             resources: [.copy("Resources")]
+        ),
+        .testTarget(
+            name: "TileLayerTests",
+            dependencies: [
+                "TileLayer", "TilepackImaging", "TilepackTestSupport",
+                // A loopback HTTP server for the http(s) tile tests, on the NIO that AsyncHTTPClient already builds.
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -1,13 +1,13 @@
 import ArgumentParser
 
 @main
-struct Tilepack: ParsableCommand {
+struct Tilepack: AsyncParsableCommand {
     static let version = "0.1.0"
 
     static let configuration = CommandConfiguration(
         commandName: "tilepack",
         abstract: "Package map tiles into MBTiles and LZ4 bundles, and check them.",
         version: version,
-        subcommands: []
+        subcommands: [RenderCommand.self]
     )
 }

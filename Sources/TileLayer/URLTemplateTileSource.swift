@@ -1,0 +1,162 @@
+import Foundation
+import TilepackCore
+import TilepackImaging
+
+/// The address of one tile as an ``URLTemplateTileSource`` sees it (`MKTileOverlayPath`).
+public struct TilePath: Hashable, Sendable, CustomStringConvertible {
+    /// The column.
+    public var x: Int
+    /// The row, counted from the north (XYZ); ``URLTemplateTileSource/isGeometryFlipped`` flips it
+    /// when the URL is built.
+    public var y: Int
+    /// The zoom level.
+    public var z: Int
+    /// The screen scale the tile is for: 1, 2 or 3.
+    public var contentScaleFactor: Double
+
+    public init(x: Int, y: Int, z: Int, contentScaleFactor: Double = 1) {
+        self.x = x
+        self.y = y
+        self.z = z
+        self.contentScaleFactor = contentScaleFactor
+    }
+
+    public init(_ tile: TileCoordinate, contentScaleFactor: Double = 1) {
+        self.init(x: tile.x, y: tile.y, z: tile.zoom, contentScaleFactor: contentScaleFactor)
+    }
+
+    public var description: String { "\(z)/\(x)/\(y)@\(contentScaleFactor)x" }
+}
+
+/// A tile source built from a URL template: tilepack's `MKTileOverlay`, usable as the data source
+/// of a ``MapTileLayer`` (see ``MapTileLayer/init(overlay:name:cacheRootDirectory:)``).
+///
+/// `{x}`, `{y}`, `{z}` and `{scale}` in the template are replaced by the tile's column, row, zoom
+/// and screen scale. The template may name a local file (`file:///tiles/{z}/{x}/{y}.png`) or a
+/// server (`https://host/{z}/{x}/{y}.png`). Downloaded PNG or JPEG tiles are converted to the
+/// layer's pixel format; a tile whose size is not the layer's tile size is refused.
+///
+/// Subclass and override ``url(forTilePath:)`` or ``loadTile(at:)`` to change how tiles are found
+/// or loaded. Subclasses must stay immutable (their stored properties `let` and Sendable).
+open class URLTemplateTileSource: MapTileLayerDataSource, @unchecked Sendable {
+    /// The template given at initialisation, or `nil` (then a subclass builds URLs or loads tiles itself).
+    public let urlTemplate: String?
+    /// Whether rows count from the south (TMS) instead of the north; default false.
+    public let isGeometryFlipped: Bool
+    /// The lowest zoom with tiles; default 0. No tile below it is ever requested.
+    public let minimumZ: Int
+    /// The highest zoom with tiles; default 21. No tile above it is ever requested (with fallback
+    /// on, the layer scales up tiles of this zoom instead).
+    public let maximumZ: Int
+    /// Whether the tiles are fully opaque and may replace the map content below; default false.
+    public let canReplaceMapContent: Bool
+
+    public init(urlTemplate: String?, isGeometryFlipped: Bool = false, minimumZ: Int = 0, maximumZ: Int = 21,
+                canReplaceMapContent: Bool = false) {
+        self.urlTemplate = urlTemplate
+        self.isGeometryFlipped = isGeometryFlipped
+        self.minimumZ = minimumZ
+        self.maximumZ = maximumZ
+        self.canReplaceMapContent = canReplaceMapContent
+    }
+
+    /// The URL of a tile: the template with its placeholders replaced, the row flipped when
+    /// ``isGeometryFlipped`` (with the path's own zoom). `nil` when there is no template or the
+    /// result is not a URL.
+    open func url(forTilePath path: TilePath) -> URL? {
+        guard let urlTemplate else { return nil }
+        let row = isGeometryFlipped ? TileScheme.tms.flipIfTMS(row: path.y, zoom: path.z) : path.y
+        let scale = path.contentScaleFactor.rounded() == path.contentScaleFactor
+            ? String(Int(path.contentScaleFactor)) : String(path.contentScaleFactor)
+        let text = urlTemplate
+            .replacingOccurrences(of: "{x}", with: String(path.x))
+            .replacingOccurrences(of: "{y}", with: String(row))
+            .replacingOccurrences(of: "{z}", with: String(path.z))
+            .replacingOccurrences(of: "{scale}", with: scale)
+        if text.hasPrefix("/") { return URL(fileURLWithPath: text) }
+        return URL(string: text)
+    }
+
+    /// The encoded bytes of a tile. The default loads ``url(forTilePath:)`` from a file or server.
+    /// - Throws: ``TileLoadError`` (or any error of an override): the tile fails and is asked again later.
+    open func loadTile(at path: TilePath) async throws -> Data {
+        guard let url = url(forTilePath: path) else {
+            throw TileLoadError.noURL(TileCoordinate(validatingZoom: path.z, x: path.x, y: path.y)
+                ?? TileCoordinate(uncheckedZoom: 0, x: 0, y: 0))
+        }
+        return try await TileURLLoader.load(url)
+    }
+
+    // MARK: MapTileLayerDataSource
+
+    /// Tiles exist only from ``minimumZ`` to ``maximumZ``.
+    public func mapTileLayer(_ layer: MapTileLayer, hasTileAt tile: TileCoordinate) -> Bool {
+        (minimumZ...max(minimumZ, maximumZ)).contains(tile.zoom) && minimumZ <= maximumZ
+    }
+
+    /// Loads the tile in a task and decodes it into the request's buffer.
+    public func mapTileLayer(_ layer: MapTileLayer, requestDataForTileAt tile: TileCoordinate,
+                             tileRequest: TileRequest) -> TileRequestDisposition {
+        let path = TilePath(tile, contentScaleFactor: tileRequest.contentScaleFactor)
+        Task {
+            do {
+                let data = try await self.loadTile(at: path)
+                let name = self.url(forTilePath: path)?.absoluteString ?? path.description
+                try TileDecoding.decode(data, into: tileRequest, source: name)
+                tileRequest.complete(.complete)
+            } catch {
+                layer.record(TileLayerDiagnostic(kind: .tileFailed, tile: tile, message: "\(error)"))
+                tileRequest.complete(.failed)
+            }
+        }
+        return .accepted
+    }
+}
+
+/// Decoding downloaded tiles into a layer's pixel format.
+enum TileDecoding {
+    /// Decodes PNG/JPEG `data` straight into the request's buffer in its pixel format.
+    static func decode(_ data: Data, into request: TileRequest, source: String) throws(TileLoadError) {
+        try decode(data, into: request.bytes, tileSize: request.tileSize, pixelFormat: request.pixelFormat, source: source)
+    }
+
+    static func decode(_ data: Data, into buffer: UnsafeMutableRawBufferPointer, tileSize: Int,
+                       pixelFormat: PixelFormat, source: String) throws(TileLoadError) {
+        let failure: TileLoadError? = data.withUnsafeBytes { bytes in
+            let info: ImageInfo
+            do {
+                info = try ImageDecoder.imageInfo(bytes)
+            } catch {
+                return .undecodable(url: source, reason: "\(error)")
+            }
+            guard info.width == tileSize, info.height == tileSize else {
+                return .wrongSize(url: source, expected: tileSize, width: info.width, height: info.height)
+            }
+            do {
+                try ImageDecoder.decode(bytes, into: buffer, pixelFormat: pixelFormat,
+                                        expectedWidth: tileSize, expectedHeight: tileSize)
+            } catch {
+                return .undecodable(url: source, reason: "\(error)")
+            }
+            return nil
+        }
+        if let failure { throw failure }
+    }
+
+    /// Decodes `data` into a new bitmap of the layer's size and format.
+    static func bitmap(_ data: Data, tileSize: Int, pixelFormat: PixelFormat, source: String) throws(TileLoadError) -> Bitmap {
+        var pixels = [UInt8](repeating: 0, count: tileSize * tileSize * pixelFormat.bytesPerPixel)
+        let failure = pixels.withUnsafeMutableBytes { buffer -> TileLoadError? in
+            let result = Result { () throws(TileLoadError) in
+                try decode(data, into: buffer, tileSize: tileSize, pixelFormat: pixelFormat, source: source)
+            }
+            if case .failure(let error) = result { return error }
+            return nil
+        }
+        if let failure { throw failure }
+        guard let bitmap = Bitmap(width: tileSize, height: tileSize, pixelFormat: pixelFormat, pixels: pixels) else {
+            throw .undecodable(url: source, reason: "the pixels do not make a bitmap")
+        }
+        return bitmap
+    }
+}
