@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Fuzzes the TilepackImaging decoders for a bounded time (CI): tools/fuzz-decode.sh [seconds, default 60]
-# Seeds: the imaging test resources (every PNG type, real JPEG/WebP/MVT tiles). Builds fuzz-decode
+# Seeds: the imaging test resources (every PNG type) and real JPEG/WebP/PNG/MVT tiles read from
+# ../shared/fixtures with the sqlite3 CLI. Builds fuzz-decode
 # with libFuzzer (-sanitize=fuzzer, linked by lld: gold fails on it) in its own scratch directory; if that build fails, runs the same
 # target's seeded random-mutation loop instead. Exit status non-zero on a crash or timeout.
 set -euo pipefail
@@ -9,7 +10,15 @@ seconds="${1:-60}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/corpus" "$work/artifacts"
-cp "$root"/Tests/TilepackImagingTests/Resources/*.{png,jpg,webp,mvt,gz} "$work/corpus/"
+cp "$root"/Tests/TilepackImagingTests/Resources/*.png "$work/corpus/"
+fixtures="$root/../shared/fixtures"
+for archive in martin/geography-class-jpg.mbtiles martin/webp.mbtiles node-mbtiles/plain_1.mbtiles \
+               martin/world_cities.mbtiles martin/uncompressed_mvt.mbtiles; do
+    [ -f "$fixtures/$archive" ] || continue
+    name="$(basename "$archive" .mbtiles)"
+    sqlite3 -readonly "$fixtures/$archive" \
+        "select writefile('$work/corpus/$name-' || zoom_level || '-' || tile_column || '-' || tile_row, tile_data) from tiles limit 3" >/dev/null
+done
 
 if swift build -c release --package-path "$root/tools" --scratch-path "$root/tools/.build-fuzz" --product fuzz-decode \
     -Xswiftc -sanitize=fuzzer -Xswiftc -use-ld=lld -Xcc -DTILEPACK_FUZZING; then
