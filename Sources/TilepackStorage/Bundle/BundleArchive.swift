@@ -444,7 +444,7 @@ public struct BundleArchive: TileArchive {
             }
         }
         guard offset % UInt64(BundleFormat.alignment) == 0, offset <= UInt64(dataLength), UInt64(storedLength) <= UInt64(dataLength) - offset else {
-            throw fail("bytes \(offset)..<\(offset + UInt64(storedLength)) of the data section (\(dataLength) bytes) are not an aligned range inside it")
+            throw fail("\(storedLength) bytes at offset \(offset) of the data section (\(dataLength) bytes) are not an aligned range inside it")
         }
         let start = dataOffset + Int(offset)
         let stored = UnsafeRawBufferPointer(rebasing: file[start..<(start + storedLength)])
