@@ -15,8 +15,9 @@ corpus="$work/corpus"
 mkdir -p "$work"
 rm -rf "$corpus"
 
+# lld: gold crashes (internal error in format_file_lineno) linking Swift 6.3 with libFuzzer.
 fuzzer_flags=(-c release --product fuzz-bundle --scratch-path "$work/libfuzzer"
-  -Xswiftc -sanitize=fuzzer -Xswiftc -DTILEPACK_LIBFUZZER)
+  -Xswiftc -sanitize=fuzzer -Xswiftc -DTILEPACK_LIBFUZZER -Xswiftc -use-ld=lld)
 if swift build "${fuzzer_flags[@]}" >"$work/build.log" 2>&1; then
   bin="$(swift build "${fuzzer_flags[@]}" --show-bin-path)/fuzz-bundle"
   TILEPACK_FUZZ_MAKE_CORPUS="$corpus" "$bin"
