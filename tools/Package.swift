@@ -30,12 +30,24 @@ let package = Package(
             name: "bench-imaging",
             dependencies: ["BenchSupport", "CImagingFloor", .product(name: "TilepackImaging", package: "tilepack")]
         ),
-        // Imaging decoders under libFuzzer (tools/fuzz-decode.sh builds it with -sanitize=fuzzer);
-        // built normally, it runs a seeded random-mutation loop over the same entry point.
+        // Starts libFuzzer's loop from a program with its own main when built with -sanitize=fuzzer
+        // and -DTILEPACK_FUZZING (tools/fuzz-*.sh); returns -1 otherwise. Shared by the fuzz targets.
         .target(name: "CFuzzDriver"),
+        // Imaging decoders under libFuzzer; built normally, a seeded random-mutation loop over the same entry point.
         .executableTarget(
             name: "fuzz-decode",
             dependencies: ["CFuzzDriver", .product(name: "TilepackImaging", package: "tilepack")]
+        ),
+        // The .tilepack bundle against MBTiles: open, memory, random reads, size.
+        .executableTarget(
+            name: "bench-bundle",
+            dependencies: ["BenchSupport", .product(name: "Tilepack", package: "tilepack")]
+        ),
+        // Fuzz target for the bundle reader: libFuzzer when built with -sanitize=fuzzer
+        // (tools/fuzz-bundle.sh), otherwise a seeded random-mutation harness.
+        .executableTarget(
+            name: "fuzz-bundle",
+            dependencies: ["CFuzzDriver", .product(name: "Tilepack", package: "tilepack")]
         ),
     ],
     swiftLanguageModes: [.v6]
