@@ -1,2 +1,0 @@
-// Declarations only (see include/CFuzzerDriver.h); libFuzzer provides the definition.
-#include "CFuzzerDriver.h"
