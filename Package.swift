@@ -43,11 +43,17 @@ let package = Package(
             dependencies: ["TilepackCore", "CTilepackPNG", "CTilepackTurboJPEG", "CTilepackWebP"]
         ),
 
+        // Floor 3: what the command-line tool does, as a library.
+        .target(
+            name: "TilepackOperations",
+            dependencies: ["TilepackCore", "TilepackStorage", "TilepackImaging", "CTilepackZlib"]
+        ),
+
         // Floor 5: the command-line tool, thin.
         .executableTarget(
             name: "tilepack",
             dependencies: [
-                "TilepackCore", "TilepackStorage", "TilepackImaging",
+                "TilepackCore", "TilepackStorage", "TilepackImaging", "TilepackOperations",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -57,6 +63,7 @@ let package = Package(
         .testTarget(name: "TilepackCoreTests", dependencies: ["TilepackCore", "TilepackTestSupport"]),
         .testTarget(name: "TilepackStorageTests", dependencies: ["TilepackStorage", "TilepackTestSupport"]),
         .testTarget(name: "TilepackImagingTests", dependencies: ["TilepackImaging", "TilepackTestSupport"]),
+        .testTarget(name: "TilepackOperationsTests", dependencies: ["TilepackOperations", "TilepackTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

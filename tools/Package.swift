@@ -13,6 +13,11 @@ let package = Package(
     targets: [
         // Timing, medians, peak RSS and the ratio table every benchmark prints.
         .target(name: "BenchSupport"),
+        // Synthetic map-like tiles for the sample tree, tests and benchmarks.
+        .target(name: "TileSynth", dependencies: [
+            .product(name: "Tilepack", package: "tilepack"),
+        ]),
+        .executableTarget(name: "make-samples", dependencies: ["TileSynth"]),
     ],
     swiftLanguageModes: [.v6]
 )
