@@ -17,7 +17,7 @@ public enum TileSynth {
     static let graticule = RGBA8(r: 150, g: 150, b: 160)
 
     /// A map-like tile: water and land from a smooth function of longitude and latitude (so that
-    /// neighbouring tiles and zoom levels agree), 10-degree graticule lines, and the label.
+    /// neighbouring tiles and zoom levels agree), graticule lines (90 / 2^z degrees apart), and the label.
     public static func mapTile(_ tile: TileCoordinate, size: Int = 256) -> Bitmap {
         var bitmap = Bitmap(width: size, height: size, pixelFormat: .rgba8888)
         let worldPixels = Double(size) * Double(1 << tile.zoom)
@@ -28,6 +28,8 @@ public enum TileSynth {
             return atan(sinh(n)) * 180 / .pi
         }
         let degreesPerPixel = 360 / worldPixels
+        // Four graticule lines across a tile at every zoom; each zoom's lines include the previous zoom's.
+        let spacing = 90 / Double(1 << tile.zoom)
         bitmap.pixels.withUnsafeMutableBufferPointer { p in
             for py in 0..<size {
                 let lat = latitudes[py]
@@ -35,8 +37,8 @@ public enum TileSynth {
                     let lon = longitudes[px]
                     let h = sin(lon * 0.05) * cos(lat * 0.07) + 0.5 * sin(lon * 0.13 + lat * 0.11) + 0.25 * cos(lat * 0.31 - lon * 0.17)
                     var c = h > 0.35 ? park : h > -0.2 ? land : water
-                    let lonLine = abs(lon / 10 - (lon / 10).rounded()) * 10 < degreesPerPixel * 0.75
-                    let latLine = abs(lat / 10 - (lat / 10).rounded()) * 10 < degreesPerPixel * 0.75 * cos(lat * .pi / 180)
+                    let lonLine = abs(lon / spacing - (lon / spacing).rounded()) * spacing < degreesPerPixel * 0.75
+                    let latLine = abs(lat / spacing - (lat / spacing).rounded()) * spacing < degreesPerPixel * 0.75 * cos(lat * .pi / 180)
                     if lonLine || latLine { c = graticule }
                     let i = (py * size + px) * 4
                     p[i] = c.r; p[i + 1] = c.g; p[i + 2] = c.b; p[i + 3] = 255
