@@ -3,14 +3,22 @@ import TilepackStorage
 
 /// Makes the sink an operation writes into, by archive kind.
 enum ArchiveSinks {
-    static func make(kind: ArchiveKind, destination: String, options: ImportOptions) throws(OperationError) -> any TileSink {
+    /// How a new archive is written.
+    struct Options {
+        var overwrite = false
+        var append = false
+        var deduplicate = false
+        var encode: PixelFormat?
+    }
+
+    static func make(kind: ArchiveKind, destination: String, metadata: TileMetadata, options: Options) throws(OperationError) -> any TileSink {
         do {
             switch kind {
             case .mbtiles:
                 if options.encode != nil {
                     throw OperationError(path: destination, fault: .badInput("raw pixels (--encode) can only be stored in a .tilepack bundle"))
                 }
-                return try MBTilesSink(destination: destination, options: options)
+                return try MBTilesSink(destination: destination, metadata: metadata, options: options)
             case .bundle:
                 if options.append {
                     throw OperationError(path: destination, fault: .badInput("a bundle cannot be appended to: it is written in one pass (import into MBTiles with --append, then convert)"))
@@ -32,13 +40,14 @@ final class MBTilesSink: TileSink {
     private let writer: MBTilesWriter
     private let append: Bool
 
-    init(destination: String, options: ImportOptions) throws(TileArchiveError) {
+    /// - Parameter metadata: what is known before the tiles (the name at least); `finish` adds the rest.
+    init(destination: String, metadata: TileMetadata, options: ArchiveSinks.Options) throws(TileArchiveError) {
         append = options.append
         if options.append {
             writer = try MBTilesWriter(updating: destination)
         } else {
             writer = try MBTilesWriter(
-                creating: destination, metadata: TileMetadata(),
+                creating: destination, metadata: metadata,
                 options: MBTilesWriterOptions(schema: options.deduplicate ? .deduplicated : .flat, overwrite: options.overwrite))
         }
     }

@@ -74,13 +74,16 @@ public enum TileImporter {
                                     minZoom: options.minZoom, maxZoom: options.maxZoom, bounds: options.bounds)
         let total = progress == nil ? nil : countFiles(source)
 
-        let kind = try ArchiveKind(destinationPath: destination)
-        let sink = try ArchiveSinks.make(kind: kind, destination: destination, options: options)
         var metadata = TileMetadata(evidence.metadata)
         for (key, value) in options.metadata { metadata[key] = value }
         if metadata.name == nil {
             metadata.name = URL(fileURLWithPath: source).standardizedFileURL.lastPathComponent
         }
+        // The tiles decide the format; a declared one is compared with them at the end.
+        metadata[TileMetadata.Key.format] = nil
+        let kind = try ArchiveKind(destinationPath: destination)
+        let sink = try ArchiveSinks.make(kind: kind, destination: destination, metadata: metadata, options: ArchiveSinks.Options(
+            overwrite: options.overwrite, append: options.append, deduplicate: options.deduplicate, encode: options.encode))
 
         var archiveFormat: TileFormat?
         var rawSize: Int?
@@ -100,8 +103,8 @@ public enum TileImporter {
             for (index, file) in batch.entries.enumerated() {
                 done += 1
                 switch batch.results[index] {
-                case .failure(let reason):
-                    report.skipped.append(SkippedFile(path: file.path, reason: reason))
+                case .failure(let failure):
+                    report.skipped.append(SkippedFile(path: file.path, reason: failure.reason))
                 case .success(let tile):
                     if let archiveFormat, tile.format != archiveFormat, !options.allowMixedFormats {
                         throw OperationError(path: file.path, fault: .badInput(
@@ -114,14 +117,14 @@ public enum TileImporter {
                         }
                         rawSize = size
                     }
-                    if archiveFormat == nil {
-                        archiveFormat = tile.format
-                        try sink.begin(content: tile.rawSize.map { .rawBitmap(RawBitmapLayout(pixelFormat: options.encode ?? .rgba8888, width: $0, height: $0)) } ?? .encoded(tile.format))
-                    }
                     do {
+                        if archiveFormat == nil {
+                            archiveFormat = tile.format
+                            try sink.begin(content: tile.rawSize.map { .rawBitmap(RawBitmapLayout(pixelFormat: options.encode ?? .rgba8888, width: $0, height: $0)) } ?? .encoded(tile.format))
+                        }
                         try tile.bytes.withUnsafeBytes { try sink.add(file.tile, bytes: $0) }
                     } catch {
-                        throw OperationError(path: destination, fault: .io("writing tile \(file.tile): \(error)"))
+                        throw OperationError.wrapping(error, path: destination)
                     }
                     report.imported += 1
                     report.bytes += tile.bytes.count
@@ -146,7 +149,7 @@ public enum TileImporter {
         do {
             try sink.finish(metadata: metadata)
         } catch {
-            throw OperationError(path: destination, fault: .io("\(error)"))
+            throw OperationError.wrapping(error, path: destination)
         }
         report.seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
         progress?(OperationProgress(done: done, total: total, bytes: report.bytes, elapsed: report.seconds))
@@ -228,16 +231,18 @@ final class BatchReader: @unchecked Sendable {
 
     static func read(_ file: TileFile, options: ImportOptions) -> Result<ReadTile, ReadFailure> {
         let bytes: [UInt8]
-        do {
+        do throws(FileReading.Failure) {
             bytes = try FileReading.read(file.path)
         } catch {
             return .failure(ReadFailure(reason: error.description))
         }
+        let checked = bytes.withUnsafeBytes { buffer in
+            Result { () throws(TileIntegrity.Finding) in try TileIntegrity.check(buffer) }
+        }
         let format: TileFormat
-        do {
-            format = try bytes.withUnsafeBytes { buffer throws(TileIntegrity.Finding) in try TileIntegrity.check(buffer) }
-        } catch {
-            return .failure(ReadFailure(reason: error.description))
+        switch checked {
+        case .success(let sniffed): format = sniffed
+        case .failure(let finding): return .failure(ReadFailure(reason: finding.description))
         }
         guard let pixelFormat = options.encode else {
             return .success(ReadTile(format: format, bytes: bytes))

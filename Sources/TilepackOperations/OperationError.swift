@@ -33,3 +33,14 @@ public struct OperationError: Error, Sendable, CustomStringConvertible {
 
     public var description: String { path.isEmpty ? fault.description : "\(path): \(fault)" }
 }
+
+extension OperationError {
+    /// An error from a lower layer as an operation error: archive errors keep their own path.
+    static func wrapping(_ error: any Error, path: String) -> OperationError {
+        switch error {
+        case let error as OperationError: error
+        case let error as TileArchiveError: OperationError(path: error.path, fault: .archive(error))
+        default: OperationError(path: path, fault: .io("\(error)"))
+        }
+    }
+}

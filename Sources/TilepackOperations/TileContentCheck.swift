@@ -35,10 +35,16 @@ enum TileContentCheck {
                     return .failure(CheckFailure(reason: "image is \(info.width)x\(info.height), over the 4096 px limit"))
                 }
                 if scratch.count < count { scratch = [UInt8](repeating: 0, count: count) }
-                try scratch.withUnsafeMutableBytes { buffer throws(ImagingError) in
-                    try ImageDecoder.decode(bytes, into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<count]),
-                                            pixelFormat: .rgba8888, expectedWidth: info.width, expectedHeight: info.height)
+                let decoded: ImagingError? = scratch.withUnsafeMutableBytes { (buffer: UnsafeMutableRawBufferPointer) -> ImagingError? in
+                    do throws(ImagingError) {
+                        try ImageDecoder.decode(bytes, into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<count]),
+                                                pixelFormat: .rgba8888, expectedWidth: info.width, expectedHeight: info.height)
+                        return nil
+                    } catch {
+                        return error
+                    }
                 }
+                if let decoded { throw decoded }
                 return .success(Outcome(format: format, width: info.width, height: info.height))
             } catch {
                 return .failure(CheckFailure(reason: "\(format) does not decode: \(error)"))

@@ -6,7 +6,7 @@ import TilepackCore
 /// without its end marker). Full decoding is `verify`'s job.
 public enum TileIntegrity {
     /// What the check found.
-    public enum Finding: Hashable, Sendable, CustomStringConvertible {
+    public enum Finding: Error, Hashable, Sendable, CustomStringConvertible {
         case empty
         case unknownFormat
         case damaged(TileFormat, String)

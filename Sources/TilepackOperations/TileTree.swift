@@ -106,7 +106,7 @@ public struct TileTreeWalker: Sequence, Sendable {
             for name in names {
                 let path = folder.path + "/" + name
                 if folder.level == 0 && TileTreeWalker.descriptionFiles.contains(name) { continue }
-                guard let info = FileIdentity.stat(path) else {
+                guard let info = FileIdentity.lookup(path) else {
                     pending.append(.skipped(SkippedFile(path: path, reason: "unreadable: dangling link or no permission")))
                     continue
                 }
@@ -180,7 +180,7 @@ public struct TileTreeWalker: Sequence, Sendable {
     public func accepts(_ tile: TileCoordinate) -> Bool {
         if let minZoom, tile.zoom < minZoom { return false }
         if let maxZoom, tile.zoom > maxZoom { return false }
-        if let bounds, !bounds.intersects(tile) { return false }
+        if let bounds, (try? bounds.intersects(tile)) != true { return false }
         return true
     }
 }
@@ -192,9 +192,9 @@ struct FileIdentity: Hashable {
     var isDirectory: Bool
 
     /// `stat(2)` following links; `nil` when the entry cannot be stat'ed (dangling link, no access).
-    static func stat(_ path: String) -> FileIdentity? {
-        var info = Foundation.stat()
-        guard Foundation.stat(path, &info) == 0 else { return nil }
+    static func lookup(_ path: String) -> FileIdentity? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
         return FileIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino),
                             isDirectory: (info.st_mode & S_IFMT) == S_IFDIR)
     }

@@ -2,8 +2,8 @@ import ArgumentParser
 import TilepackCore
 import TilepackOperations
 
-extension TileScheme: @retroactive ExpressibleByArgument {}
-extension TileTreeLayout: @retroactive ExpressibleByArgument {}
+extension TileScheme: ExpressibleByArgument {}
+extension TileTreeLayout: ExpressibleByArgument {}
 
 /// `--encode raw-rgba` and friends: decode at import and store raw pixels in a bundle.
 struct RawEncoding: ExpressibleByArgument {

@@ -8,6 +8,6 @@ struct Tilepack: ParsableCommand {
         commandName: "tilepack",
         abstract: "Package map tiles into MBTiles and LZ4 bundles, and check them.",
         version: version,
-        subcommands: []
+        subcommands: [ImportCommand.self, ExportCommand.self, ConvertCommand.self, VerifyCommand.self, InfoCommand.self]
     )
 }
