@@ -44,7 +44,8 @@ final class MBTilesSink: TileSink {
     init(destination: String, metadata: TileMetadata, options: ArchiveSinks.Options) throws(TileArchiveError) {
         append = options.append
         if options.append {
-            writer = try MBTilesWriter(updating: destination)
+            // The added tiles change the zooms and bounds: derive them again from all the tiles.
+            writer = try MBTilesWriter(updating: destination, options: MBTilesWriterOptions(derivation: .replace))
         } else {
             writer = try MBTilesWriter(
                 creating: destination, metadata: metadata,

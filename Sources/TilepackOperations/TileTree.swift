@@ -30,8 +30,11 @@ public struct SkippedFile: Hashable, Sendable, Codable, CustomStringConvertible 
     public var description: String { "\(path): \(reason)" }
 }
 
-/// Walks a tile tree `root/z/x/y.ext` (or `z/y/x.ext`) lazily, in numeric order, yielding tile
-/// files and reporting everything else.
+/// Walks a tile tree `root/z/x/y.ext` (or `z/y/x.ext`) lazily, yielding tile files and reporting
+/// everything else.
+///
+/// Folders are visited in numeric order and the tiles of one folder sorted by coordinate, so a
+/// `zxy` tree comes out in (zoom, x, y) XYZ order whatever its row scheme.
 ///
 /// Memory stays proportional to one folder's listing, not to the tree. The walk never leaves the
 /// tree's three levels, so a symbolic-link loop cannot make it recurse; a link to a folder already
@@ -139,7 +142,7 @@ public struct TileTreeWalker: Sequence, Sendable {
                 }
                 return
             }
-            var tiles: [(Int, Entry)] = []
+            var tiles: [(TileCoordinate, Entry)] = []
             for (_, name) in files {
                 let path = folder.path + "/" + name
                 guard let dot = name.lastIndex(of: "."), dot != name.startIndex else {
@@ -160,7 +163,7 @@ public struct TileTreeWalker: Sequence, Sendable {
                     continue
                 }
                 let file = TileFile(tile: tile, path: path)
-                tiles.append((number, walker.accepts(tile) ? .tile(file) : .filtered(file)))
+                tiles.append((tile, walker.accepts(tile) ? .tile(file) : .filtered(file)))
             }
             pending.append(contentsOf: tiles.sorted { $0.0 < $1.0 }.map(\.1))
         }
