@@ -13,8 +13,10 @@ let package = Package(
     products: [
         .library(name: "Tilepack", targets: ["TilepackCore", "TilepackStorage", "TilepackImaging", "TileLayer"]),
         .executable(name: "tilepack", targets: ["tilepack"]),
-        // Imaging alone (no SQLite/crypto), for the tile layer and the imaging tools (bench, fuzz).
-        .library(name: "TilepackImaging", targets: ["TilepackImaging"]),
+        // Parts of the library alone, so that tools need not build what they do not use
+        // (the HTTP client of the tile layer, SQLite and crypto of storage).
+        .library(name: "TilepackImaging", targets: ["TilepackCore", "TilepackImaging"]),
+        .library(name: "TilepackStorage", targets: ["TilepackCore", "TilepackStorage"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -58,11 +60,17 @@ let package = Package(
             ]
         ),
 
+        // Floor 3: what the command-line tool does, as a library.
+        .target(
+            name: "TilepackOperations",
+            dependencies: ["TilepackCore", "TilepackStorage", "TilepackImaging", "CTilepackZlib"]
+        ),
+
         // Floor 5: the command-line tool, thin.
         .executableTarget(
             name: "tilepack",
             dependencies: [
-                "TilepackCore", "TilepackStorage", "TilepackImaging", "TileLayer",
+                "TilepackCore", "TilepackStorage", "TilepackImaging", "TileLayer", "TilepackOperations",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -71,22 +79,7 @@ let package = Package(
         .target(name: "TilepackTestSupport", dependencies: ["TilepackCore"], path: "Tests/TilepackTestSupport"),
         .testTarget(name: "TilepackCoreTests", dependencies: ["TilepackCore", "TilepackTestSupport"]),
         .testTarget(name: "TilepackStorageTests", dependencies: ["TilepackStorage", "TilepackTestSupport"]),
-        .testTarget(
-            name: "TilepackImagingTests",
-            // Storage reads the shared fixture archives in place.
-            dependencies: ["TilepackImaging", "TilepackStorage", "TilepackTestSupport"],
-            resources: [.copy("Resources")]
-        ),
-        .testTarget(
-            name: "TileLayerTests",
-            dependencies: [
-                "TileLayer", "TilepackImaging", "TilepackTestSupport",
-                // A loopback HTTP server for the http(s) tile tests, on the NIO that AsyncHTTPClient already builds.
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-            ]
-        ),
+                "TilepackCore", "TilepackStorage", "TilepackImaging", "TileLayer", "TilepackOperations",
     ],
     swiftLanguageModes: [.v6]
 )

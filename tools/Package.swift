@@ -18,7 +18,7 @@ let package = Package(
         .target(name: "MBTilesFloor", linkerSettings: [.linkedLibrary("sqlite3")]),
         .executableTarget(
             name: "bench-mbtiles",
-            dependencies: ["BenchSupport", "MBTilesFloor", .product(name: "Tilepack", package: "tilepack")]
+            dependencies: ["BenchSupport", "MBTilesFloor", .product(name: "TilepackStorage", package: "tilepack")]
         ),
         // Imaging: decode throughput through tilepack vs plain C loops over libpng, TurboJPEG, libwebp.
         .target(
@@ -41,14 +41,17 @@ let package = Package(
         // The .tilepack bundle against MBTiles: open, memory, random reads, size.
         .executableTarget(
             name: "bench-bundle",
-            dependencies: ["BenchSupport", .product(name: "Tilepack", package: "tilepack")]
+            dependencies: ["BenchSupport", .product(name: "TilepackStorage", package: "tilepack")]
         ),
         // Fuzz target for the bundle reader: libFuzzer when built with -sanitize=fuzzer
         // (tools/fuzz-bundle.sh), otherwise a seeded random-mutation harness.
         .executableTarget(
             name: "fuzz-bundle",
-            dependencies: ["CFuzzDriver", .product(name: "Tilepack", package: "tilepack")]
+            dependencies: ["CFuzzDriver", .product(name: "TilepackStorage", package: "tilepack")]
         ),
+        // Synthetic map-like tiles for the sample tree, tests and benchmarks.
+        .target(name: "TileSynth", dependencies: [.product(name: "TilepackImaging", package: "tilepack")]),
+        .executableTarget(name: "make-samples", dependencies: ["TileSynth"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -8,6 +8,9 @@ struct Tilepack: AsyncParsableCommand {
         commandName: "tilepack",
         abstract: "Package map tiles into MBTiles and LZ4 bundles, and check them.",
         version: version,
-        subcommands: [RenderCommand.self]
+        subcommands: [
+            ImportCommand.self, ExportCommand.self, ConvertCommand.self, VerifyCommand.self, InfoCommand.self,
+            RenderCommand.self,
+        ]
     )
 }

@@ -39,7 +39,8 @@ public final class BundleWriter {
 
     public let destination: String
     public let content: TileContent
-    private let metadata: TileMetadata
+    /// The metadata to write; may be changed until ``finish()``.
+    public var metadata: TileMetadata
     private let options: Options
     private let file: AtomicFile
     private let spool: Int32

@@ -1,0 +1,105 @@
+import TilepackCore
+import TilepackStorage
+
+/// Makes the sink an operation writes into, by archive kind.
+enum ArchiveSinks {
+    /// How a new archive is written.
+    struct Options {
+        var overwrite = false
+        var append = false
+        var deduplicate = false
+        var encode: PixelFormat?
+    }
+
+    static func make(kind: ArchiveKind, destination: String, metadata: TileMetadata, options: Options) throws(OperationError) -> any TileSink {
+        do {
+            switch kind {
+            case .mbtiles:
+                if options.encode != nil {
+                    throw OperationError(path: destination, fault: .badInput("raw pixels (--encode) can only be stored in a .tilepack bundle"))
+                }
+                return try MBTilesSink(destination: destination, metadata: metadata, options: options)
+            case .bundle:
+                if options.append {
+                    throw OperationError(path: destination, fault: .badInput("a bundle cannot be appended to: it is written in one pass (import into MBTiles with --append, then convert)"))
+                }
+                return try BundleSink(destination: destination, overwrite: options.overwrite)
+            }
+        } catch let error as OperationError {
+            throw error
+        } catch let error as TileArchiveError {
+            throw OperationError(path: destination, fault: .archive(error))
+        } catch {
+            throw OperationError(path: destination, fault: .io("\(error)"))
+        }
+    }
+}
+
+/// Writes into a new MBTiles file, or appends to one (`--append`).
+final class MBTilesSink: TileSink {
+    private let writer: MBTilesWriter
+    private let append: Bool
+
+    /// - Parameter metadata: what is known before the tiles (the name at least); `finish` adds the rest.
+    init(destination: String, metadata: TileMetadata, options: ArchiveSinks.Options) throws(TileArchiveError) {
+        append = options.append
+        if options.append {
+            // The added tiles change the zooms and bounds: derive them again from all the tiles.
+            writer = try MBTilesWriter(updating: destination, options: MBTilesWriterOptions(derivation: .replace))
+        } else {
+            writer = try MBTilesWriter(
+                creating: destination, metadata: metadata,
+                options: MBTilesWriterOptions(schema: options.deduplicate ? .deduplicated : .flat, overwrite: options.overwrite))
+        }
+    }
+
+    func begin(content: TileContent) throws {}
+
+    func add(_ tile: TileCoordinate, bytes: UnsafeRawBufferPointer) throws {
+        try writer.write(bytes, at: tile)
+    }
+
+    func finish(metadata: TileMetadata) throws {
+        if append {
+            // Keep what the archive says; add only keys it lacks, and let the writer re-derive the rest.
+            for key in metadata.keys where writer.metadata[key] == nil { writer.metadata[key] = metadata[key] }
+        } else {
+            writer.metadata = metadata
+        }
+        try writer.finish()
+    }
+}
+
+/// Writes a new bundle; the writer starts at the first tile, when the content is known.
+final class BundleSink: TileSink {
+    private let destination: String
+    private let overwrite: Bool
+    private var writer: BundleWriter?
+
+    init(destination: String, overwrite: Bool) throws(TileArchiveError) {
+        self.destination = destination
+        self.overwrite = overwrite
+        // Fail before reading any tile when the destination is taken.
+        _ = try AtomicFile(destination: destination, overwrite: overwrite)
+    }
+
+    func begin(content: TileContent) throws {
+        writer = try BundleWriter(destination: destination, content: content, overwrite: overwrite)
+    }
+
+    func add(_ tile: TileCoordinate, bytes: UnsafeRawBufferPointer) throws {
+        guard let writer else { preconditionFailure("BundleSink.add before begin") }
+        try writer.addTile(at: tile, bytes: bytes)
+    }
+
+    func finish(metadata: TileMetadata) throws {
+        if writer == nil {
+            // No tile at all: an empty bundle of the declared (or default) format.
+            let format = (try? metadata.format) ?? nil
+            try begin(content: .encoded(format ?? .png))
+        }
+        guard let writer else { return }
+        writer.metadata = metadata
+        try writer.finish()
+    }
+}

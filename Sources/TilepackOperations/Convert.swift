@@ -1,0 +1,125 @@
+import Foundation
+import TilepackCore
+import TilepackImaging
+import TilepackStorage
+
+/// Options of ``ArchiveConverter``.
+public struct ConvertOptions: Sendable {
+    /// Replace an existing output.
+    public var overwrite = false
+    /// MBTiles output: store identical tiles once (`map` + `images`); otherwise flat.
+    public var deduplicate = false
+    /// Bundle output: decode every image and store raw pixels in this format.
+    public var encode: PixelFormat?
+    public init() {}
+}
+
+/// What a conversion did.
+public struct ConvertReport: Sendable, Codable {
+    public var source: String
+    public var destination: String
+    public var tiles = 0
+    public var bytesIn = 0
+    public var bytesOut = 0
+    public var seconds = 0.0
+}
+
+/// Copies every tile and the metadata from one archive into a new one: MBTiles <-> bundle, and
+/// MBTiles flat <-> deduplicated. Tile bytes are kept as they are unless `encode` asks for raw
+/// pixels (or a raw-bitmap bundle is written to MBTiles, whose tiles are then PNG-encoded), so
+/// `agg_tiles_hash` of the output equals the input's.
+public enum ArchiveConverter {
+    public static func run(source: String, destination: String, options: ConvertOptions,
+                           progress: ProgressHandler? = nil) throws(OperationError) -> ConvertReport {
+        let start = DispatchTime.now().uptimeNanoseconds
+        let input: any TileArchive
+        do {
+            input = try openTileArchive(path: source)
+        } catch {
+            throw OperationError(path: source, fault: .archive(error))
+        }
+        if URL(fileURLWithPath: source).standardizedFileURL.path == URL(fileURLWithPath: destination).standardizedFileURL.path {
+            throw OperationError(path: destination, fault: .badInput("the output is the input"))
+        }
+        let kind = try ArchiveKind(destinationPath: destination)
+        let sourceRaw: RawBitmapLayout? = if case .rawBitmap(let layout) = input.content { layout } else { nil }
+        let encodeToPNG = sourceRaw != nil && (kind == .mbtiles || options.encode == nil)
+        var metadata: TileMetadata
+        let total: Int?
+        do {
+            metadata = try input.metadata()
+            total = try input.tileCount()
+        } catch {
+            throw OperationError.wrapping(error, path: source)
+        }
+        let sink = try ArchiveSinks.make(kind: kind, destination: destination, metadata: metadata, options: ArchiveSinks.Options(
+            overwrite: options.overwrite, deduplicate: options.deduplicate, encode: kind == .bundle ? options.encode : nil))
+        if options.encode != nil && kind == .mbtiles {
+            throw OperationError(path: destination, fault: .badInput("raw pixels (--encode) can only be stored in a .tilepack bundle"))
+        }
+
+        var report = ConvertReport(source: source, destination: destination)
+        var began = false
+        var lastReport = start
+        do {
+            try input.forEachTile { tile, bytes in
+                report.bytesIn += bytes.count
+                var payload: [UInt8]?
+                var content: TileContent
+                if let pixelFormat = options.encode, sourceRaw == nil {
+                    // Decode to raw pixels.
+                    let bitmap = try ImageDecoder.decode(bytes, pixelFormat: pixelFormat)
+                    guard bitmap.width == bitmap.height else {
+                        throw OperationError(path: source, fault: .badInput("tile \(tile) is \(bitmap.width)x\(bitmap.height): a raw tile must be square"))
+                    }
+                    payload = bitmap.pixels
+                    content = .rawBitmap(RawBitmapLayout(pixelFormat: pixelFormat, width: bitmap.width, height: bitmap.height))
+                } else if let raw = sourceRaw {
+                    guard let bitmap = Bitmap(width: raw.width, height: raw.height, pixelFormat: raw.pixelFormat, pixels: Array(bytes)) else {
+                        throw OperationError(path: source, fault: .badInput("tile \(tile): \(bytes.count) bytes do not make a \(raw) bitmap"))
+                    }
+                    if let pixelFormat = options.encode, kind == .bundle {
+                        let converted = bitmap.converted(to: pixelFormat)
+                        payload = converted.pixels
+                        content = .rawBitmap(RawBitmapLayout(pixelFormat: pixelFormat, width: raw.width, height: raw.height))
+                    } else {
+                        payload = Array(try PNGEncoder.encode(bitmap))
+                        content = .encoded(.png)
+                    }
+                } else {
+                    guard let format = TileFormat.sniff(bytes) ?? ((try? metadata.format) ?? nil) else {
+                        throw OperationError(path: source, fault: .badInput("tile \(tile) is of no known format"))
+                    }
+                    content = .encoded(format)
+                }
+                if !began {
+                    try sink.begin(content: content)
+                    began = true
+                }
+                if let payload {
+                    try payload.withUnsafeBytes { try sink.add(tile, bytes: $0) }
+                    report.bytesOut += payload.count
+                } else {
+                    try sink.add(tile, bytes: bytes)
+                    report.bytesOut += bytes.count
+                }
+                report.tiles += 1
+                let now = DispatchTime.now().uptimeNanoseconds
+                if let progress, now - lastReport > 200_000_000 {
+                    lastReport = now
+                    progress(OperationProgress(done: report.tiles, total: total, bytes: report.bytesIn, elapsed: Double(now - start) / 1e9))
+                }
+            }
+            if options.encode != nil || encodeToPNG {
+                // The bytes changed: the old hash and format no longer describe them.
+                metadata[TileMetadata.Key.aggregateTilesHash] = nil
+                metadata[TileMetadata.Key.format] = encodeToPNG ? TileFormat.png.metadataValue : nil
+            }
+            try sink.finish(metadata: metadata)
+        } catch {
+            throw OperationError.wrapping(error, path: destination)
+        }
+        report.seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        return report
+    }
+}

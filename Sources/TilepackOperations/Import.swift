@@ -1,0 +1,266 @@
+import Foundation
+import TilepackCore
+import TilepackImaging
+
+/// Options of ``TileImporter``.
+public struct ImportOptions: Sendable {
+    public var layout: TileTreeLayout = .zxy
+    /// The row scheme; `nil` takes it from the tree's description files, else XYZ.
+    public var scheme: TileScheme?
+    public var minZoom: Int?
+    public var maxZoom: Int?
+    public var bounds: GeoBoundingBox?
+    /// Import a tree whose tiles are of more than one format (the archive's `format` is the first).
+    public var allowMixedFormats = false
+    /// Metadata given by the user (name, attribution, description, type); wins over the tree's.
+    public var metadata: [String: String] = [:]
+    /// Add to an existing archive instead of creating one.
+    public var append = false
+    /// Replace an existing output file.
+    public var overwrite = false
+    /// For a bundle: decode every image and store raw pixels in this format.
+    public var encode: PixelFormat?
+    /// For MBTiles: store identical tiles once (`map` + `images`).
+    public var deduplicate = false
+    /// Files read at once.
+    public var threads = max(1, ProcessInfo.processInfo.activeProcessorCount)
+
+    public init() {}
+}
+
+/// What an import did.
+public struct ImportReport: Sendable, Codable {
+    public var source: String
+    public var destination: String
+    public var format: String?
+    public var scheme: TileScheme
+    public var layout: TileTreeLayout
+    public var imported = 0
+    public var bytes = 0
+    /// Tiles per zoom level.
+    public var zooms: [Int: Int] = [:]
+    /// Everything found in the tree and not imported, with the reason.
+    public var skipped: [SkippedFile] = []
+    /// Tiles left out by the zoom or box filters.
+    public var filtered = 0
+    /// What the importer read from the tree and decided.
+    public var notes: [String] = []
+    public var seconds = 0.0
+}
+
+/// Imports a directory tree of tile files into an archive.
+public enum TileImporter {
+    /// Tiles read and checked per batch; the memory an import holds is about two batches.
+    static let batchSize = 512
+
+    /// Runs an import.
+    /// - Throws: ``OperationError`` for anything that stops the import; the destination is then
+    ///   left as it was. Files that cannot be imported are not errors: they are in the report.
+    public static func run(source: String, destination: String, options: ImportOptions,
+                           progress: ProgressHandler? = nil) throws(OperationError) -> ImportReport {
+        let start = DispatchTime.now().uptimeNanoseconds
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: source, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw OperationError(path: source, fault: .badInput("not a folder of tiles"))
+        }
+        let evidence = try TreeEvidence.read(root: source)
+        let scheme = try evidence.resolveScheme(flag: options.scheme)
+        var report = ImportReport(source: source, destination: destination, scheme: scheme, layout: options.layout)
+        report.notes = evidence.notes
+        if options.scheme == nil, let from = evidence.schemeSource {
+            report.notes.append("using \(scheme) rows as \(from) says")
+        }
+        let walker = TileTreeWalker(root: source, layout: options.layout, scheme: scheme,
+                                    minZoom: options.minZoom, maxZoom: options.maxZoom, bounds: options.bounds)
+        let total = progress == nil ? nil : countFiles(source)
+
+        var metadata = TileMetadata(evidence.metadata)
+        for (key, value) in options.metadata { metadata[key] = value }
+        if metadata.name == nil {
+            metadata.name = URL(fileURLWithPath: source).standardizedFileURL.lastPathComponent
+        }
+        // The tiles decide the format; a declared one is compared with them at the end.
+        metadata[TileMetadata.Key.format] = nil
+        let kind = try ArchiveKind(destinationPath: destination)
+        let sink = try ArchiveSinks.make(kind: kind, destination: destination, metadata: metadata, options: ArchiveSinks.Options(
+            overwrite: options.overwrite, append: options.append, deduplicate: options.deduplicate, encode: options.encode))
+
+        var archiveFormat: TileFormat?
+        var rawSize: Int?
+        var iterator = walker.makeIterator()
+        var lastReport = start
+        var done = 0
+
+        // Read batch k+1 on worker threads while batch k is written on this one.
+        var next = BatchReader(entries: takeBatch(&iterator, report: &report), options: options)
+        next.start()
+        while true {
+            let batch = next
+            batch.wait()
+            let entries = takeBatch(&iterator, report: &report)
+            next = BatchReader(entries: entries, options: options)
+            if !entries.isEmpty { next.start() }
+            for (index, file) in batch.entries.enumerated() {
+                done += 1
+                switch batch.results[index] {
+                case .failure(let failure):
+                    report.skipped.append(SkippedFile(path: file.path, reason: failure.reason))
+                case .success(let tile):
+                    if let archiveFormat, tile.format != archiveFormat, !options.allowMixedFormats {
+                        throw OperationError(path: file.path, fault: .badInput(
+                            "this tile is \(tile.format) but earlier tiles are \(archiveFormat): the tree mixes formats (use --allow-mixed-formats to import it anyway)"))
+                    }
+                    if let size = tile.rawSize {
+                        if let rawSize, rawSize != size {
+                            report.skipped.append(SkippedFile(path: file.path, reason: "\(size)x\(size) pixels, but earlier tiles are \(rawSize)x\(rawSize)"))
+                            continue
+                        }
+                        rawSize = size
+                    }
+                    do {
+                        if archiveFormat == nil {
+                            archiveFormat = tile.format
+                            try sink.begin(content: tile.rawSize.map { .rawBitmap(RawBitmapLayout(pixelFormat: options.encode ?? .rgba8888, width: $0, height: $0)) } ?? .encoded(tile.format))
+                        }
+                        try tile.bytes.withUnsafeBytes { try sink.add(file.tile, bytes: $0) }
+                    } catch {
+                        throw OperationError.wrapping(error, path: destination)
+                    }
+                    report.imported += 1
+                    report.bytes += tile.bytes.count
+                    report.zooms[file.tile.zoom, default: 0] += 1
+                }
+            }
+            let now = DispatchTime.now().uptimeNanoseconds
+            if let progress, now - lastReport > 200_000_000 {
+                lastReport = now
+                progress(OperationProgress(done: done, total: total, bytes: report.bytes, elapsed: Double(now - start) / 1e9))
+            }
+            if entries.isEmpty { break }
+        }
+
+        if let archiveFormat {
+            report.format = archiveFormat.metadataValue
+            if let declared = evidence.format, declared != archiveFormat {
+                report.notes.append("the tree's description says \(declared), the tiles are \(archiveFormat): format set to \(archiveFormat)")
+            }
+            metadata.setFormat(archiveFormat)
+        }
+        do {
+            try sink.finish(metadata: metadata)
+        } catch {
+            throw OperationError.wrapping(error, path: destination)
+        }
+        report.seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        progress?(OperationProgress(done: done, total: total, bytes: report.bytes, elapsed: report.seconds))
+        return report
+    }
+
+    /// The next batch of tiles to read; skipped and filtered entries go straight to the report.
+    private static func takeBatch(_ iterator: inout TileTreeWalker.Iterator, report: inout ImportReport) -> [TileFile] {
+        var files: [TileFile] = []
+        files.reserveCapacity(batchSize)
+        while files.count < batchSize, let entry = iterator.next() {
+            switch entry {
+            case .tile(let file): files.append(file)
+            case .skipped(let skipped): report.skipped.append(skipped)
+            case .filtered: report.filtered += 1
+            }
+        }
+        return files
+    }
+
+    /// Files below `root`, counted from folder listings alone (for the progress bar's ETA).
+    static func countFiles(_ root: String) -> Int {
+        var count = 0
+        var stack = [(root, 0)]
+        while let (path, level) = stack.popLast() {
+            guard let names = try? FileManager.default.contentsOfDirectory(atPath: path) else { continue }
+            if level == 2 { count += names.count; continue }
+            for name in names where name.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) {
+                stack.append((path + "/" + name, level + 1))
+            }
+        }
+        return count
+    }
+}
+
+/// One tile read and checked by a worker.
+struct ReadTile: Sendable {
+    var format: TileFormat
+    /// The file's bytes, or the decoded pixels when encoding raw bitmaps.
+    var bytes: [UInt8]
+    /// The side in pixels when `bytes` are raw pixels.
+    var rawSize: Int?
+}
+
+/// Reads and checks one batch of files on worker threads.
+final class BatchReader: @unchecked Sendable {
+    let entries: [TileFile]
+    let options: ImportOptions
+    // Written by workers at distinct indices before `group` leaves; read after `wait()`.
+    private(set) var results: [Result<ReadTile, ReadFailure>]
+    private let group = DispatchGroup()
+
+    struct ReadFailure: Error { var reason: String }
+
+    init(entries: [TileFile], options: ImportOptions) {
+        self.entries = entries
+        self.options = options
+        self.results = Array(repeating: .failure(ReadFailure(reason: "not read")), count: entries.count)
+    }
+
+    func start() {
+        let count = entries.count
+        let workers = min(options.threads, max(1, count))
+        DispatchQueue.global().async(group: group) {
+            self.results.withUnsafeMutableBufferPointer { buffer in
+                let results = UncheckedBuffer(buffer)
+                DispatchQueue.concurrentPerform(iterations: workers) { worker in
+                    var i = worker
+                    while i < count {
+                        results.buffer[i] = Self.read(self.entries[i], options: self.options)
+                        i += workers
+                    }
+                }
+            }
+        }
+    }
+
+    func wait() { group.wait() }
+
+    static func read(_ file: TileFile, options: ImportOptions) -> Result<ReadTile, ReadFailure> {
+        let bytes: [UInt8]
+        do throws(FileReading.Failure) {
+            bytes = try FileReading.read(file.path)
+        } catch {
+            return .failure(ReadFailure(reason: error.description))
+        }
+        let checked = bytes.withUnsafeBytes { buffer in
+            Result { () throws(TileIntegrity.Finding) in try TileIntegrity.check(buffer) }
+        }
+        let format: TileFormat
+        switch checked {
+        case .success(let sniffed): format = sniffed
+        case .failure(let finding): return .failure(ReadFailure(reason: finding.description))
+        }
+        guard let pixelFormat = options.encode else {
+            return .success(ReadTile(format: format, bytes: bytes))
+        }
+        do {
+            let bitmap = try ImageDecoder.decode(Data(bytes), pixelFormat: pixelFormat)
+            guard bitmap.width == bitmap.height else {
+                return .failure(ReadFailure(reason: "\(bitmap.width)x\(bitmap.height) pixels: a tile must be square"))
+            }
+            return .success(ReadTile(format: format, bytes: bitmap.pixels, rawSize: bitmap.width))
+        } catch {
+            return .failure(ReadFailure(reason: "cannot decode for --encode: \(error)"))
+        }
+    }
+}
+
+/// Lets worker threads write distinct elements of one buffer.
+struct UncheckedBuffer<Element>: @unchecked Sendable {
+    let buffer: UnsafeMutableBufferPointer<Element>
+    init(_ buffer: UnsafeMutableBufferPointer<Element>) { self.buffer = buffer }
+}

@@ -1,0 +1,93 @@
+import Foundation
+import TilepackCore
+import TilepackStorage
+
+/// What `tilepack info` shows about an archive.
+public struct ArchiveInfo: Sendable, Codable {
+    public struct Level: Sendable, Codable, Hashable {
+        public var zoom: Int
+        public var tiles: Int
+        public var bytes: Int
+        /// Tile extent at this zoom: XYZ columns and rows.
+        public var minX: Int, maxX: Int, minY: Int, maxY: Int
+    }
+
+    public var path: String
+    public var format: TileArchiveFormat
+    /// The MBTiles schema, or the bundle's content.
+    public var layout: String
+    /// What the payloads are: png, jpg, pbf, raw pixels, ...
+    public var content: String?
+    public var fileSize: Int
+    public var metadata: [String: String]
+    public var levels: [Level]
+    public var tiles: Int
+    public var tileBytes: Int
+    /// Distinct tile contents (byte-identical tiles counted once).
+    public var distinctTiles: Int
+    /// `tiles / distinctTiles`: how much deduplication saves (1 = nothing).
+    public var dedupRatio: Double
+    /// The extent of the tiles at the highest zoom, west,south,east,north.
+    public var bounds: String?
+}
+
+/// Reads everything `info` reports, in one pass over the tiles.
+public enum ArchiveInspector {
+    public static func run(path: String) throws(OperationError) -> ArchiveInfo {
+        let archive: any TileArchive
+        let format: TileArchiveFormat
+        do {
+            format = try TileArchiveFormat.detect(path: path)
+            archive = try openTileArchive(path: path)
+        } catch {
+            throw OperationError(path: path, fault: .archive(error))
+        }
+        let layout: String = switch archive {
+        case let mbtiles as MBTilesArchive: "MBTiles, \(mbtiles.schema.kind) schema"
+        case let bundle as BundleArchive: "bundle, \(bundle.payloadCount) stored payloads"
+        default: format.description
+        }
+        var levels: [Int: ArchiveInfo.Level] = [:]
+        var hashes: [Int: [Int]] = [:]  // content hash -> sizes, for a distinct count
+        var distinct = 0
+        var tiles = 0
+        var bytesTotal = 0
+        let metadata: TileMetadata
+        do {
+            metadata = try archive.metadata()
+            try archive.forEachTile { tile, bytes in
+                tiles += 1
+                bytesTotal += bytes.count
+                var level = levels[tile.zoom] ?? ArchiveInfo.Level(zoom: tile.zoom, tiles: 0, bytes: 0, minX: tile.x, maxX: tile.x, minY: tile.y, maxY: tile.y)
+                level.tiles += 1
+                level.bytes += bytes.count
+                level.minX = min(level.minX, tile.x); level.maxX = max(level.maxX, tile.x)
+                level.minY = min(level.minY, tile.y); level.maxY = max(level.maxY, tile.y)
+                levels[tile.zoom] = level
+                var hasher = Hasher()
+                hasher.combine(bytes: bytes)
+                let key = hasher.finalize()
+                // A 64-bit hash and the length tell contents apart well enough for a statistic.
+                if hashes[key]?.contains(bytes.count) != true {
+                    hashes[key, default: []].append(bytes.count)
+                    distinct += 1
+                }
+            }
+        } catch {
+            throw OperationError.wrapping(error, path: path)
+        }
+        let sorted = levels.keys.sorted().compactMap { levels[$0] }
+        var bounds: String?
+        if let top = sorted.last,
+           let nw = TileCoordinate(validatingZoom: top.zoom, x: top.minX, y: top.minY),
+           let se = TileCoordinate(validatingZoom: top.zoom, x: top.maxX, y: top.maxY) {
+            let a = WebMercator.boundingBox(of: nw), b = WebMercator.boundingBox(of: se)
+            bounds = GeoBoundingBox(west: a.west, south: b.south, east: b.east, north: a.north).description
+        }
+        let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.intValue ?? 0
+        return ArchiveInfo(
+            path: path, format: format, layout: layout, content: archive.content.map { "\($0)" },
+            fileSize: size, metadata: metadata.entries, levels: sorted, tiles: tiles, tileBytes: bytesTotal,
+            distinctTiles: distinct, dedupRatio: distinct > 0 ? Double(tiles) / Double(distinct) : 1, bounds: bounds)
+    }
+}

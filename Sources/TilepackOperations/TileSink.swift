@@ -1,0 +1,30 @@
+import TilepackCore
+
+/// Where an operation writes tiles: an archive being written (MBTiles or bundle).
+///
+/// Implementations write to a temporary file and only ``finish(metadata:)`` puts the archive in
+/// place; dropping a sink without finishing leaves no destination file (or the old one untouched).
+protocol TileSink: AnyObject {
+    /// Declares what the payloads are; called once, before the first tile.
+    func begin(content: TileContent) throws
+    /// Adds one tile (XYZ). Called from one thread at a time.
+    func add(_ tile: TileCoordinate, bytes: UnsafeRawBufferPointer) throws
+    /// Writes the metadata, completes the archive and moves it into place.
+    func finish(metadata: TileMetadata) throws
+}
+
+/// The two archive formats tilepack writes, chosen by the output path's extension.
+public enum ArchiveKind: String, Sendable, Codable {
+    case mbtiles
+    case bundle = "tilepack"
+
+    /// `.mbtiles` or `.tilepack`; anything else is an error that says which to use.
+    public init(destinationPath path: String) throws(OperationError) {
+        let lower = path.lowercased()
+        if lower.hasSuffix(".mbtiles") { self = .mbtiles }
+        else if lower.hasSuffix(".tilepack") { self = .bundle }
+        else {
+            throw OperationError(path: path, fault: .badInput("the output's extension chooses its format: use .mbtiles (MBTiles) or .tilepack (tilepack bundle)"))
+        }
+    }
+}

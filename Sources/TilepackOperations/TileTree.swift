@@ -1,0 +1,204 @@
+import Foundation
+import TilepackCore
+
+/// How a directory tree of tiles names its folders and files.
+public enum TileTreeLayout: String, Sendable, CaseIterable, Codable {
+    /// `z/x/y.ext`: the slippy-map, gdal2tiles and mbutil default.
+    case zxy
+    /// `z/y/x.ext`: rows as folders (mbutil's `zyx`, some ArcGIS caches).
+    case zyx
+}
+
+/// One tile file found in a tree.
+public struct TileFile: Hashable, Sendable {
+    /// The tile, XYZ (already flipped when the tree counts rows from the south).
+    public var tile: TileCoordinate
+    /// The file's path.
+    public var path: String
+}
+
+/// A file or folder in a tree that was not imported, and why.
+public struct SkippedFile: Hashable, Sendable, Codable, CustomStringConvertible {
+    public var path: String
+    public var reason: String
+
+    public init(path: String, reason: String) {
+        self.path = path
+        self.reason = reason
+    }
+
+    public var description: String { "\(path): \(reason)" }
+}
+
+/// Walks a tile tree `root/z/x/y.ext` (or `z/y/x.ext`) lazily, yielding tile files and reporting
+/// everything else.
+///
+/// Folders are visited in numeric order and the tiles of one folder sorted by coordinate, so a
+/// `zxy` tree comes out in (zoom, x, y) XYZ order whatever its row scheme.
+///
+/// Memory stays proportional to one folder's listing, not to the tree. The walk never leaves the
+/// tree's three levels, so a symbolic-link loop cannot make it recurse; a link to a folder already
+/// visited (same device and inode) is reported as a loop and not entered twice, and a dangling or
+/// unreadable entry is reported as unreadable.
+public struct TileTreeWalker: Sequence, Sendable {
+    public enum Entry: Sendable {
+        case tile(TileFile)
+        case skipped(SkippedFile)
+        /// A tile outside the zoom or box filter: not imported, on purpose.
+        case filtered(TileFile)
+    }
+
+    public var root: String
+    public var layout: TileTreeLayout
+    public var scheme: TileScheme
+    public var minZoom: Int?
+    public var maxZoom: Int?
+    public var bounds: GeoBoundingBox?
+
+    /// Files at the root that describe the tree rather than hold tiles; read by ``TreeEvidence``.
+    public static let descriptionFiles: Set<String> = ["tilemapresource.xml", "metadata.json"]
+
+    public init(root: String, layout: TileTreeLayout = .zxy, scheme: TileScheme = .xyz,
+                minZoom: Int? = nil, maxZoom: Int? = nil, bounds: GeoBoundingBox? = nil) {
+        self.root = root
+        self.layout = layout
+        self.scheme = scheme
+        self.minZoom = minZoom
+        self.maxZoom = maxZoom
+        self.bounds = bounds
+    }
+
+    public func makeIterator() -> Iterator { Iterator(self) }
+
+    public struct Iterator: IteratorProtocol {
+        private let walker: TileTreeWalker
+        private var pending: [Entry] = []
+        private var pendingIndex = 0
+        // The folders still to list, deepest last; each with its level and parsed numbers.
+        private var stack: [(path: String, level: Int, numbers: [Int])] = []
+        private var visited: Set<FileIdentity> = []
+
+        init(_ walker: TileTreeWalker) {
+            self.walker = walker
+            stack = [(walker.root, 0, [])]
+        }
+
+        public mutating func next() -> Entry? {
+            while true {
+                if pendingIndex < pending.count {
+                    defer { pendingIndex += 1 }
+                    return pending[pendingIndex]
+                }
+                pending.removeAll(keepingCapacity: true)
+                pendingIndex = 0
+                guard let folder = stack.popLast() else { return nil }
+                list(folder)
+            }
+        }
+
+        private mutating func list(_ folder: (path: String, level: Int, numbers: [Int])) {
+            let names: [String]
+            do {
+                names = try FileManager.default.contentsOfDirectory(atPath: folder.path)
+            } catch {
+                pending.append(.skipped(SkippedFile(path: folder.path, reason: "unreadable folder: \(Self.reason(error))")))
+                return
+            }
+            var folders: [(Int, String)] = []
+            var files: [(Int, String)] = []
+            for name in names {
+                let path = folder.path + "/" + name
+                if folder.level == 0 && TileTreeWalker.descriptionFiles.contains(name) { continue }
+                guard let info = FileIdentity.lookup(path) else {
+                    pending.append(.skipped(SkippedFile(path: path, reason: "unreadable: dangling link or no permission")))
+                    continue
+                }
+                if info.isDirectory {
+                    guard folder.level < 2 else {
+                        pending.append(.skipped(SkippedFile(path: path, reason: "unexpected folder at the tile level")))
+                        continue
+                    }
+                    guard let number = Self.number(name) else {
+                        pending.append(.skipped(SkippedFile(path: path, reason: "folder name is not a number")))
+                        continue
+                    }
+                    guard visited.insert(info).inserted else {
+                        pending.append(.skipped(SkippedFile(path: path, reason: "symbolic link loop: folder already visited")))
+                        continue
+                    }
+                    folders.append((number, name))
+                } else {
+                    guard folder.level == 2 else {
+                        pending.append(.skipped(SkippedFile(path: path, reason: "stray file outside z/x/y")))
+                        continue
+                    }
+                    files.append((0, name))
+                }
+            }
+            if folder.level < 2 {
+                // Push in descending order so the smallest number is listed first.
+                for (number, name) in folders.sorted(by: { $0.0 > $1.0 }) {
+                    stack.append((folder.path + "/" + name, folder.level + 1, folder.numbers + [number]))
+                }
+                return
+            }
+            var tiles: [(TileCoordinate, Entry)] = []
+            for (_, name) in files {
+                let path = folder.path + "/" + name
+                guard let dot = name.lastIndex(of: "."), dot != name.startIndex else {
+                    pending.append(.skipped(SkippedFile(path: path, reason: name.hasPrefix(".") ? "hidden file" : "no file extension")))
+                    continue
+                }
+                guard let number = Self.number(String(name[..<dot])) else {
+                    pending.append(.skipped(SkippedFile(path: path, reason: "file name is not a number")))
+                    continue
+                }
+                let z = folder.numbers[0]
+                let (x, row) = walker.layout == .zxy ? (folder.numbers[1], number) : (number, folder.numbers[1])
+                let tile: TileCoordinate
+                do {
+                    tile = try TileCoordinate(zoom: z, x: x, row: row, scheme: walker.scheme)
+                } catch {
+                    pending.append(.skipped(SkippedFile(path: path, reason: "out of range: \(error)")))
+                    continue
+                }
+                let file = TileFile(tile: tile, path: path)
+                tiles.append((tile, walker.accepts(tile) ? .tile(file) : .filtered(file)))
+            }
+            pending.append(contentsOf: tiles.sorted { $0.0 < $1.0 }.map(\.1))
+        }
+
+        /// A decimal number without sign or padding tricks beyond leading zeros; at most 10 digits.
+        static func number(_ text: String) -> Int? {
+            guard !text.isEmpty, text.utf8.count <= 10, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+            return Int(text)
+        }
+
+        static func reason(_ error: Error) -> String {
+            (error as NSError).localizedDescription
+        }
+    }
+
+    /// Whether a tile passes the zoom and box filters.
+    public func accepts(_ tile: TileCoordinate) -> Bool {
+        if let minZoom, tile.zoom < minZoom { return false }
+        if let maxZoom, tile.zoom > maxZoom { return false }
+        if let bounds, (try? bounds.intersects(tile)) != true { return false }
+        return true
+    }
+}
+
+/// A file's device and inode, to recognise a folder reached twice through links.
+struct FileIdentity: Hashable {
+    var device: UInt64
+    var inode: UInt64
+    var isDirectory: Bool
+
+    /// `stat(2)` following links; `nil` when the entry cannot be stat'ed (dangling link, no access).
+    static func lookup(_ path: String) -> FileIdentity? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return FileIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino),
+                            isDirectory: (info.st_mode & S_IFMT) == S_IFDIR)
+    }
+}

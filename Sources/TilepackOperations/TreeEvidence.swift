@@ -1,0 +1,151 @@
+import Foundation
+#if canImport(FoundationXML)
+import FoundationXML
+#endif
+import TilepackCore
+
+/// What a tile tree says about itself: gdal2tiles' `tilemapresource.xml` and mbutil's (or
+/// gdal2tiles --xyz's) `metadata.json` at its root.
+public struct TreeEvidence: Sendable, Equatable {
+    /// The row scheme the tree declares, if it declares one.
+    public var scheme: TileScheme?
+    /// Which file declared ``scheme``.
+    public var schemeSource: String?
+    /// The tile format the tree declares.
+    public var format: TileFormat?
+    /// The tile size in pixels the tree declares.
+    public var tileSize: Int?
+    /// Metadata keys and values to carry into the archive (from `metadata.json`, or the title).
+    public var metadata: [String: String] = [:]
+    /// What was read, one line each, for the user.
+    public var notes: [String] = []
+
+    public init() {}
+
+    /// Reads the description files at `root`. A missing file is no evidence; a malformed one is an error.
+    public static func read(root: String) throws(OperationError) -> TreeEvidence {
+        var evidence = TreeEvidence()
+        let xmlPath = root + "/tilemapresource.xml"
+        if let data = FileManager.default.contents(atPath: xmlPath) {
+            try evidence.readTileMapResource(data, path: xmlPath)
+        }
+        let jsonPath = root + "/metadata.json"
+        if let data = FileManager.default.contents(atPath: jsonPath) {
+            try evidence.readMetadataJSON(data, path: jsonPath)
+        }
+        return evidence
+    }
+
+    /// gdal2tiles writes `tilemapresource.xml` (OSGeo TMS 1.0) only for TMS output: its presence
+    /// means rows count from the south. A profile other than mercator is not a Web Mercator pyramid.
+    mutating func readTileMapResource(_ data: Data, path: String) throws(OperationError) {
+        let delegate = TileMapParser()
+        let parser = XMLParser(data: data)
+        parser.delegate = delegate
+        guard parser.parse(), delegate.sawTileMap else {
+            throw OperationError(path: path, fault: .badInput("not a TMS TileMap document: \(parser.parserError.map { "\($0)" } ?? "no <TileMap> element")"))
+        }
+        if let srs = delegate.srs?.uppercased(), !["EPSG:3857", "EPSG:900913", "OSGEO:41001", "EPSG:3785"].contains(srs) {
+            throw OperationError(path: path, fault: .badInput("the tiles are in \(srs), not Web Mercator (EPSG:3857); tilepack stores Web Mercator pyramids only"))
+        }
+        scheme = .tms
+        schemeSource = "tilemapresource.xml"
+        notes.append("tilemapresource.xml (OSGeo TMS, as gdal2tiles writes it): rows counted from the south")
+        if let ext = delegate.extensionName, let declared = TileFormat(metadataValue: ext) {
+            format = declared
+            notes.append("tilemapresource.xml: tile format \(declared)")
+        }
+        if let width = delegate.width, let size = Int(width) {
+            tileSize = size
+        }
+        if let title = delegate.title, !title.isEmpty { metadata["name"] = title }
+    }
+
+    /// mbutil's `metadata.json`: an object of metadata keys. A `scheme` key declares the rows.
+    mutating func readMetadataJSON(_ data: Data, path: String) throws(OperationError) {
+        let object: Any
+        do {
+            object = try JSONSerialization.jsonObject(with: data)
+        } catch {
+            throw OperationError(path: path, fault: .badInput("not JSON: \(error.localizedDescription)"))
+        }
+        guard let dictionary = object as? [String: Any] else {
+            throw OperationError(path: path, fault: .badInput("metadata.json must hold a JSON object"))
+        }
+        for (key, value) in dictionary {
+            switch value {
+            case let text as String: metadata[key] = text
+            case let number as NSNumber: metadata[key] = number.stringValue
+            default:
+                // Nested objects and arrays (the `json` key, vector_layers) are kept as JSON text.
+                guard JSONSerialization.isValidJSONObject(value),
+                      let text = try? JSONSerialization.data(withJSONObject: value, options: [.sortedKeys]) else { continue }
+                metadata[key] = String(decoding: text, as: UTF8.self)
+            }
+        }
+        if let text = metadata.removeValue(forKey: "scheme") {
+            guard let declared = TileScheme(rawValue: text.lowercased()) else {
+                throw OperationError(path: path, fault: .badInput("scheme '\(text)' is neither xyz nor tms"))
+            }
+            if let scheme, scheme != declared {
+                throw OperationError(path: path, fault: .conflict("metadata.json says scheme \(declared), but \(schemeSource ?? "the tree") says \(scheme)"))
+            }
+            scheme = declared
+            schemeSource = "metadata.json"
+            notes.append("metadata.json: scheme \(declared)")
+        }
+        if let text = metadata["format"] {
+            guard let declared = TileFormat(metadataValue: text) else {
+                throw OperationError(path: path, fault: .badInput("format '\(text)' is not a tile format tilepack knows"))
+            }
+            format = declared
+        }
+        notes.append("metadata.json: \(metadata.count) metadata keys")
+    }
+
+    /// The scheme to import with: the flag and the evidence must agree; either alone decides;
+    /// neither means XYZ.
+    public func resolveScheme(flag: TileScheme?) throws(OperationError) -> TileScheme {
+        switch (flag, scheme) {
+        case let (flag?, declared?) where flag != declared:
+            throw OperationError(path: schemeSource ?? "", fault: .conflict(
+                "--scheme \(flag) says rows count from the \(flag == .tms ? "south" : "north"), but \(schemeSource ?? "the tree") says \(declared) (from the \(declared == .tms ? "south" : "north")); drop --scheme to use the file, or fix the file"))
+        case let (flag?, _): return flag
+        case let (nil, declared?): return declared
+        case (nil, nil): return .xyz
+        }
+    }
+}
+
+private final class TileMapParser: NSObject, XMLParserDelegate {
+    var sawTileMap = false
+    var srs: String?
+    var title: String?
+    var extensionName: String?
+    var width: String?
+    private var text = ""
+
+    func parser(_ parser: XMLParser, didStartElement name: String, namespaceURI: String?,
+                qualifiedName: String?, attributes: [String: String] = [:]) {
+        text = ""
+        switch name {
+        case "TileMap": sawTileMap = true
+        case "TileFormat":
+            extensionName = attributes["extension"]
+            width = attributes["width"]
+        default: break
+        }
+    }
+
+    func parser(_ parser: XMLParser, foundCharacters string: String) { text += string }
+
+    func parser(_ parser: XMLParser, didEndElement name: String, namespaceURI: String?, qualifiedName: String?) {
+        let value = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        switch name {
+        case "SRS": srs = value
+        case "Title": title = value
+        default: break
+        }
+        text = ""
+    }
+}

@@ -1,0 +1,408 @@
+import Foundation
+import TilepackCore
+import TilepackStorage
+
+/// Options of ``ArchiveVerifier``.
+public struct VerifyOptions: Sendable {
+    /// Skip decoding every tile (container, schema, metadata and hashes are still checked).
+    public var quick = false
+    /// Worker threads for the per-tile checks.
+    public var threads = max(1, ProcessInfo.processInfo.activeProcessorCount)
+    public init() {}
+}
+
+/// One thing `verify` found.
+public struct VerifyFinding: Sendable, Codable, Hashable, CustomStringConvertible {
+    public enum Severity: String, Sendable, Codable { case error, warning }
+
+    public var severity: Severity
+    /// What was checked: `container`, `schema`, `metadata`, `tile`, `hash`.
+    public var check: String
+    public var message: String
+    /// The tile concerned, as `z/x/y` (XYZ), with the stored TMS row for MBTiles.
+    public var tile: String?
+    /// The metadata key concerned.
+    public var key: String?
+
+    public init(_ severity: Severity, _ check: String, _ message: String, tile: String? = nil, key: String? = nil) {
+        self.severity = severity
+        self.check = check
+        self.message = message
+        self.tile = tile
+        self.key = key
+    }
+
+    public var description: String {
+        var text = "\(severity): [\(check)] "
+        if let tile { text += "tile \(tile): " }
+        if let key { text += "'\(key)': " }
+        return text + message
+    }
+}
+
+/// What `verify` concluded about one file.
+public struct VerifyReport: Sendable, Codable {
+    public var path: String
+    /// `mbtiles`, `bundle`, or `nil` when the file is not an archive tilepack reads.
+    public var format: TileArchiveFormat?
+    /// The storage layout (MBTiles schema, or the bundle's content).
+    public var layout: String?
+    /// Whether the file is an archive at all; `false` means exit status 2.
+    public var usable = true
+    public var tiles = 0
+    /// Tiles whose content was decoded (0 with `--quick`).
+    public var decodedTiles = 0
+    public var findings: [VerifyFinding] = []
+    public var seconds = 0.0
+
+    public var errorCount: Int { findings.filter { $0.severity == .error }.count }
+    public var warningCount: Int { findings.filter { $0.severity == .warning }.count }
+
+    /// 0 when there is no error (warnings allowed unless `strict`), 1 when errors were found,
+    /// 2 when the file is not a usable archive.
+    public func exitCode(strict: Bool) -> Int32 {
+        if !usable { return 2 }
+        if errorCount > 0 || (strict && warningCount > 0) { return 1 }
+        return 0
+    }
+}
+
+/// The deep check behind `tilepack verify`, for MBTiles and bundles.
+public enum ArchiveVerifier {
+    /// Tiles handed to the workers at once.
+    static let batchSize = 256
+    /// Findings of one kind listed before the rest are only counted.
+    static let maximumListed = 200
+
+    public static func run(path: String, options: VerifyOptions = VerifyOptions(),
+                           progress: ProgressHandler? = nil) -> VerifyReport {
+        let start = DispatchTime.now().uptimeNanoseconds
+        var report = VerifyReport(path: path)
+        let format: TileArchiveFormat
+        do {
+            format = try TileArchiveFormat.detect(path: path)
+        } catch {
+            report.usable = false
+            report.findings.append(VerifyFinding(.error, "container", error.fault.description))
+            return report
+        }
+        report.format = format
+        var collector = Collector(report: report)
+        switch format {
+        case .mbtiles: verifyMBTiles(path: path, options: options, collector: &collector, progress: progress, start: start)
+        case .bundle: verifyBundle(path: path, options: options, collector: &collector, progress: progress, start: start)
+        }
+        collector.finishCounting()
+        report = collector.report
+        report.seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        return report
+    }
+
+    // MARK: MBTiles
+
+    static func verifyMBTiles(path: String, options: VerifyOptions, collector: inout Collector,
+                              progress: ProgressHandler?, start: UInt64) {
+        let archive: MBTilesArchive
+        do {
+            archive = try MBTilesArchive(path: path)
+        } catch {
+            switch error.fault {
+            case .notAnArchive, .missingTable:
+                collector.report.usable = false
+            default:
+                break
+            }
+            // An SQLite file that cannot be opened is a damaged container (exit 1); one without
+            // MBTiles tables is not an archive at all (exit 2).
+            collector.add(VerifyFinding(.error, "container", error.fault.description))
+            return
+        }
+        collector.report.layout = archive.schema.kind.description
+        do {
+            let problems = try archive.integrityCheck()
+            for problem in problems { collector.add(VerifyFinding(.error, "container", "SQLite integrity_check: \(problem)")) }
+        } catch {
+            collector.add(VerifyFinding(.error, "container", "SQLite integrity_check failed: \(error.fault)"))
+        }
+        let schema = archive.schema
+        if !schema.hasUniqueIndex {
+            collector.add(VerifyFinding(.warning, "schema", "no unique index on (zoom_level, tile_column, tile_row) of '\(schema.coordinateTable)': duplicate tiles are possible and every lookup scans the table"))
+        }
+        if !schema.extraTables.isEmpty {
+            collector.add(VerifyFinding(.warning, "schema", "tables that are not MBTiles: \(schema.extraTables.joined(separator: ", "))"))
+        }
+        if !schema.hasMetadataTable {
+            collector.add(VerifyFinding(.warning, "schema", "no metadata table"))
+        }
+
+        // Every row as stored: coordinates, NULL data, content.
+        var checker = ContentChecker(options: options, progress: progress, start: start)
+        do {
+            try archive.forEachRawRow { row in
+                collector.report.tiles += 1
+                if let problem = row.coordinateProblem {
+                    collector.add(VerifyFinding(.error, "tile", problem, tile: row.storedCoordinates))
+                    return
+                }
+                guard let tile = row.tile else { return }
+                let label = "\(tile) (TMS row \(tile.row(in: .tms)))"
+                guard let data = row.tileData else {
+                    collector.add(VerifyFinding(.error, "tile", "tile_data is NULL", tile: label))
+                    return
+                }
+                checker.add(tile: tile, label: label, bytes: data, collector: &collector)
+            }
+        } catch {
+            collector.add(VerifyFinding(.error, "container", "reading the tiles failed: \(error)"))
+        }
+        checker.finish(collector: &collector)
+
+        do {
+            try archive.checkTileHashes { mismatch in
+                collector.add(VerifyFinding(.error, "hash", "tile_hash is \(mismatch.declared ?? "NULL"), the MD5 of tile_data is \(mismatch.computed ?? "NULL")",
+                                            tile: "\(mismatch.zoomLevel)/\(mismatch.tileColumn)/\(mismatch.tileRow) (TMS row)"))
+            }
+        } catch {
+            collector.add(VerifyFinding(.error, "hash", "checking tile_hash failed: \(error)"))
+        }
+
+        let metadata: TileMetadata
+        do {
+            metadata = try archive.readMetadata()
+        } catch {
+            collector.add(VerifyFinding(.error, "metadata", "cannot read the metadata: \(error.fault)"))
+            return
+        }
+        if let stored = metadata[TileMetadata.Key.aggregateTilesHash] {
+            do {
+                let computed = try archive.aggregateTilesHash()
+                if computed.uppercased() != stored.uppercased() {
+                    collector.add(VerifyFinding(.error, "hash", "agg_tiles_hash is \(stored), the tiles hash to \(computed)", key: TileMetadata.Key.aggregateTilesHash))
+                }
+            } catch {
+                collector.add(VerifyFinding(.error, "hash", "computing agg_tiles_hash failed: \(error.fault)"))
+            }
+        }
+        let summary = try? archive.contentSummary()
+        checkMetadata(metadata, summary: summary, checker: checker, collector: &collector)
+    }
+
+    // MARK: Bundle
+
+    static func verifyBundle(path: String, options: VerifyOptions, collector: inout Collector,
+                             progress: ProgressHandler?, start: UInt64) {
+        let archive: BundleArchive
+        do {
+            archive = try BundleArchive(path: path)
+        } catch {
+            collector.add(VerifyFinding(.error, "container", error.fault.description))
+            return
+        }
+        collector.report.layout = archive.content.map { "\($0)" } ?? "empty"
+        do {
+            _ = try archive.verify()
+        } catch {
+            collector.add(VerifyFinding(.error, "container", error.fault.description))
+            return
+        }
+        var checker = ContentChecker(options: options, progress: progress, start: start)
+        let raw: RawBitmapLayout? = if case .rawBitmap(let layout) = archive.content { layout } else { nil }
+        do {
+            try archive.forEachTile { tile, bytes in
+                collector.report.tiles += 1
+                if let raw {
+                    // Raw pixels have nothing to decode: their size is the check.
+                    if bytes.count != raw.byteCount {
+                        collector.add(VerifyFinding(.error, "tile", "\(bytes.count) bytes, a \(raw) tile has \(raw.byteCount ?? -1)", tile: "\(tile)"))
+                    }
+                    return
+                }
+                checker.add(tile: tile, label: "\(tile)", bytes: bytes, collector: &collector)
+            }
+        } catch {
+            collector.add(VerifyFinding(.error, "container", "reading the tiles failed: \(error)"))
+        }
+        checker.finish(collector: &collector)
+        let metadata: TileMetadata
+        do {
+            metadata = try archive.metadata()
+        } catch {
+            collector.add(VerifyFinding(.error, "metadata", "cannot read the metadata: \(error)"))
+            return
+        }
+        let levels = checker.levels.keys.sorted().compactMap { checker.levels[$0] }
+        var summary = MBTilesContentSummary(levels: levels, format: raw == nil ? (try? metadata.format) ?? nil : nil)
+        summary.sniffedFormat = checker.formats.keys.sorted { checker.formats[$0]! > checker.formats[$1]! }.first
+        checkMetadata(metadata, summary: summary, checker: checker, collector: &collector, raw: raw != nil)
+    }
+
+    // MARK: Metadata
+
+    /// Metadata against the spec and the content: missing or inconsistent metadata is a warning.
+    static func checkMetadata(_ metadata: TileMetadata, summary: MBTilesContentSummary?, checker: ContentChecker,
+                              collector: inout Collector, raw: Bool = false) {
+        for issue in MBTilesMetadataValidator.validate(metadata, content: summary) {
+            if raw && issue.key == TileMetadata.Key.format { continue }
+            collector.add(VerifyFinding(.warning, "metadata", issue.message, key: issue.key))
+        }
+        if !raw, let declared = try? metadata.format, let (sniffed, count) = checker.formats.max(by: { $0.value < $1.value }),
+           declared != sniffed {
+            collector.add(VerifyFinding(.warning, "metadata", "format says \(declared), but \(count) tiles are \(sniffed)", key: TileMetadata.Key.format))
+        }
+        if checker.formats.count > 1 {
+            let mix = checker.formats.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")
+            collector.add(VerifyFinding(.warning, "tile", "the tiles mix formats: \(mix)"))
+        }
+    }
+}
+
+/// Findings with a cap on how many of one kind are listed.
+struct Collector {
+    var report: VerifyReport
+    private var counts: [String: Int] = [:]
+    private var unlisted: [String: (VerifyFinding, Int)] = [:]
+
+    init(report: VerifyReport) { self.report = report }
+
+    mutating func add(_ finding: VerifyFinding) {
+        let kind = "\(finding.severity)/\(finding.check)"
+        counts[kind, default: 0] += 1
+        if counts[kind]! <= ArchiveVerifier.maximumListed {
+            report.findings.append(finding)
+        } else {
+            unlisted[kind, default: (finding, 0)].1 += 1
+        }
+    }
+
+    /// Adds one line per kind whose findings were only counted.
+    mutating func finishCounting() {
+        for (_, (sample, extra)) in unlisted.sorted(by: { $0.key < $1.key }) {
+            report.findings.append(VerifyFinding(sample.severity, sample.check, "... and \(extra) more like the above (not listed)"))
+        }
+        unlisted = [:]
+    }
+}
+
+/// Decodes tiles on worker threads in batches, while the caller reads the next tiles.
+struct ContentChecker {
+    let options: VerifyOptions
+    let progress: ProgressHandler?
+    let start: UInt64
+    private var batch: [(tile: TileCoordinate, label: String, bytes: [UInt8])] = []
+    private var running: PendingBatch?
+    /// Tile counts per zoom with their extents.
+    private(set) var levels: [Int: MBTilesContentSummary.Level] = [:]
+    /// Tiles per detected format.
+    private(set) var formats: [TileFormat: Int] = [:]
+    /// The first image size seen, that every other image must have.
+    private var imageSize: (width: Int, height: Int, label: String)?
+    private var done = 0
+    private var lastReport: UInt64 = 0
+
+    init(options: VerifyOptions, progress: ProgressHandler?, start: UInt64) {
+        self.options = options
+        self.progress = progress
+        self.start = start
+    }
+
+    mutating func add(tile: TileCoordinate, label: String, bytes: UnsafeRawBufferPointer, collector: inout Collector) {
+        if var level = levels[tile.zoom] {
+            level.tileCount += 1
+            level.minX = min(level.minX, tile.x); level.maxX = max(level.maxX, tile.x)
+            level.minY = min(level.minY, tile.y); level.maxY = max(level.maxY, tile.y)
+            levels[tile.zoom] = level
+        } else {
+            levels[tile.zoom] = MBTilesContentSummary.Level(zoom: tile.zoom, tileCount: 1, minX: tile.x, maxX: tile.x, minY: tile.y, maxY: tile.y)
+        }
+        if options.quick {
+            guard let format = TileFormat.sniff(bytes) else {
+                collector.add(VerifyFinding(.error, "tile", bytes.isEmpty ? "empty tile" : "bytes of no known tile format (first bytes \(TileContentCheck.hexPrefix(bytes)))", tile: label))
+                return
+            }
+            formats[format, default: 0] += 1
+            return
+        }
+        batch.append((tile, label, Array(bytes)))
+        if batch.count >= ArchiveVerifier.batchSize { flush(collector: &collector) }
+    }
+
+    mutating func finish(collector: inout Collector) {
+        flush(collector: &collector)
+        if let running { absorb(running, collector: &collector) }
+        running = nil
+    }
+
+    /// Starts the full batch on the workers, then takes in the results of the previous one.
+    private mutating func flush(collector: inout Collector) {
+        guard !batch.isEmpty else { return }
+        let next = PendingBatch(items: batch, threads: options.threads)
+        batch.removeAll(keepingCapacity: true)
+        next.start()
+        if let running { absorb(running, collector: &collector) }
+        running = next
+    }
+
+    private mutating func absorb(_ pending: PendingBatch, collector: inout Collector) {
+        pending.wait()
+        for (index, item) in pending.items.enumerated() {
+            done += 1
+            switch pending.results[index] {
+            case .failure(let failure):
+                collector.add(VerifyFinding(.error, "tile", failure.reason, tile: item.label))
+            case .success(let outcome):
+                collector.report.decodedTiles += 1
+                formats[outcome.format, default: 0] += 1
+                guard let width = outcome.width, let height = outcome.height else { continue }
+                if width != height || width & (width - 1) != 0 {
+                    collector.add(VerifyFinding(.error, "tile", "image is \(width)x\(height): a tile must be a square whose side is a power of two", tile: item.label))
+                } else if let imageSize {
+                    if imageSize.width != width || imageSize.height != height {
+                        collector.add(VerifyFinding(.error, "tile", "image is \(width)x\(height), but tile \(imageSize.label) is \(imageSize.width)x\(imageSize.height)", tile: item.label))
+                    }
+                } else {
+                    imageSize = (width, height, item.label)
+                }
+            }
+        }
+        let now = DispatchTime.now().uptimeNanoseconds
+        if let progress, now - lastReport > 200_000_000 {
+            lastReport = now
+            progress(OperationProgress(done: done, total: nil, bytes: 0, elapsed: Double(now - start) / 1e9))
+        }
+    }
+}
+
+/// One batch of tiles being checked on worker threads.
+final class PendingBatch: @unchecked Sendable {
+    let items: [(tile: TileCoordinate, label: String, bytes: [UInt8])]
+    let threads: Int
+    // Written by workers at distinct indices before `group` is left; read after `wait()`.
+    private(set) var results: [Result<TileContentCheck.Outcome, CheckFailure>]
+    private let group = DispatchGroup()
+
+    init(items: [(tile: TileCoordinate, label: String, bytes: [UInt8])], threads: Int) {
+        self.items = items
+        self.threads = threads
+        results = Array(repeating: .failure(CheckFailure(reason: "not checked")), count: items.count)
+    }
+
+    func start() {
+        let count = items.count
+        let workers = min(threads, max(1, count))
+        DispatchQueue.global().async(group: group) {
+            self.results.withUnsafeMutableBufferPointer { buffer in
+                let results = UncheckedBuffer(buffer)
+                DispatchQueue.concurrentPerform(iterations: workers) { worker in
+                    var scratch: [UInt8] = []
+                    var i = worker
+                    while i < count {
+                        results.buffer[i] = self.items[i].bytes.withUnsafeBytes { TileContentCheck.check($0, scratch: &scratch) }
+                        i += workers
+                    }
+                }
+            }
+        }
+    }
+
+    func wait() { group.wait() }
+}

@@ -1,0 +1,58 @@
+import Foundation
+import TilepackCore
+
+/// The archive formats tilepack reads, told apart by their first bytes (never by the file name).
+public enum TileArchiveFormat: String, Sendable, Hashable, Codable, CustomStringConvertible {
+    case mbtiles
+    case bundle
+
+    public var description: String { self == .mbtiles ? "MBTiles" : "tilepack bundle" }
+
+    /// Recognises the file's format from its first bytes.
+    /// - Throws: ``TileArchiveError`` with `notAnArchive` saying what the file looks like
+    ///   (empty, PMTiles, an image, text, ...), or `cannotOpen`.
+    public static func detect(path: String) throws(TileArchiveError) -> TileArchiveFormat {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            let code = errno
+            throw TileArchiveError(path: path, fault: .cannotOpen(errno: code, reason: String(cString: strerror(code))))
+        }
+        defer { close(fd) }
+        var info = stat()
+        if fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR {
+            throw TileArchiveError(path: path, fault: .notAnArchive(detected: "a folder (to import a tile tree use `tilepack import`)"))
+        }
+        var head = [UInt8](repeating: 0, count: 16)
+        let count = head.withUnsafeMutableBytes { read(fd, $0.baseAddress, 16) }
+        guard count > 0 else { throw TileArchiveError(path: path, fault: .notAnArchive(detected: "an empty file")) }
+        head.removeLast(16 - count)
+        if head.starts(with: Array("SQLite format 3\0".utf8)) { return .mbtiles }
+        if head.starts(with: BundleFormat.magic) { return .bundle }
+        throw TileArchiveError(path: path, fault: .notAnArchive(detected: describe(head)))
+    }
+
+    /// What a file that is neither MBTiles nor a bundle looks like.
+    static func describe(_ head: [UInt8]) -> String {
+        if head.starts(with: Array("PMTiles".utf8)) {
+            let version = head.count > 7 ? head[7] : 0
+            let shown = version >= 0x20 && version < 0x7F ? "'\(Character(UnicodeScalar(version)))' (0x\(String(version, radix: 16)))" : "\(version)"
+            return "a PMTiles archive (spec version \(shown)); tilepack reads MBTiles and .tilepack bundles"
+        }
+        if let format = head.withUnsafeBytes({ TileFormat.sniff($0) }), format.isRaster {
+            return "a single \(format) image, not an archive"
+        }
+        if head.starts(with: [0x50, 0x4B, 0x03, 0x04]) { return "a ZIP file" }
+        if head.allSatisfy({ $0 == 0x09 || $0 == 0x0A || $0 == 0x0D || ($0 >= 0x20 && $0 < 0x7F) }) {
+            return "a text file"
+        }
+        return "a file of unknown format (first bytes \(head.prefix(8).map { String(format: "%02x", $0) }.joined(separator: " ")))"
+    }
+}
+
+/// Opens an MBTiles file or a bundle, whichever the bytes say it is.
+public func openTileArchive(path: String) throws(TileArchiveError) -> any TileArchive {
+    switch try TileArchiveFormat.detect(path: path) {
+    case .mbtiles: try MBTilesArchive(path: path)
+    case .bundle: try BundleArchive(path: path)
+    }
+}

@@ -1,0 +1,129 @@
+import ArgumentParser
+import Foundation
+import TilepackCore
+import TilepackOperations
+
+struct ImportCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "import",
+        abstract: "Import a directory tree of tiles (z/x/y.ext) into an MBTiles or .tilepack archive.",
+        discussion: """
+        The output's extension chooses the format: .mbtiles or .tilepack. Tile formats (png, jpg, \
+        webp, pbf) are detected from the bytes. A tilemapresource.xml (gdal2tiles) or metadata.json \
+        (mbutil) at the tree's root is read and its scheme used; a --scheme that contradicts it is an error.
+
+        Exit status: 0 when every tile file was imported, 3 when the archive was written but some \
+        files were skipped (listed with --report), 1 when nothing was written.
+        """
+    )
+
+    @Argument(help: "The folder holding the tiles.")
+    var tree: String
+
+    @Argument(help: "The archive to write (.mbtiles or .tilepack).")
+    var archive: String
+
+    @Option(help: "Folder layout: zxy (z/x/y.ext) or zyx (z/y/x.ext).")
+    var layout: TileTreeLayout = .zxy
+
+    @Option(help: "Rows counted from the north (xyz) or the south (tms). Default: what the tree says, else xyz.")
+    var scheme: TileScheme?
+
+    @Option(name: .customLong("min-zoom"), help: "Lowest zoom to import.")
+    var minZoom: Int?
+
+    @Option(name: .customLong("max-zoom"), help: "Highest zoom to import.")
+    var maxZoom: Int?
+
+    @Option(help: "Import only tiles touching west,south,east,north (degrees).")
+    var bbox: BoundingBoxArgument?
+
+    @Option(help: "Metadata: the tileset's name (default: the folder's name).")
+    var name: String?
+
+    @Option(help: "Metadata: attribution.")
+    var attribution: String?
+
+    @Option(help: "Metadata: description.")
+    var description: String?
+
+    @Option(help: "Metadata: overlay or baselayer.")
+    var type: String?
+
+    @Option(help: "Store raw pixels in a bundle: \(RawEncoding.allValueStrings.joined(separator: ", ")).")
+    var encode: RawEncoding?
+
+    @Flag(help: "MBTiles: store identical tiles once (map + images schema).")
+    var dedup = false
+
+    @Flag(name: .customLong("allow-mixed-formats"), help: "Import a tree whose tiles are of more than one format.")
+    var allowMixedFormats = false
+
+    @Flag(help: "Add to an existing archive; a tile already there is replaced.")
+    var append = false
+
+    @Flag(help: "Overwrite an existing output.")
+    var force = false
+
+    @Option(help: "Write the list of skipped files to this file.")
+    var report: String?
+
+    @OptionGroup var output: OutputOptions
+
+    func validate() throws {
+        if let minZoom, let maxZoom, minZoom > maxZoom {
+            throw ValidationError("--min-zoom \(minZoom) is above --max-zoom \(maxZoom)")
+        }
+        for zoom in [minZoom, maxZoom].compactMap({ $0 }) where !(0...TileCoordinate.maximumZoom).contains(zoom) {
+            throw ValidationError("zoom \(zoom) is outside 0...\(TileCoordinate.maximumZoom)")
+        }
+        if let type, TileMetadata.LayerType(rawValue: type) == nil {
+            throw ValidationError("--type must be overlay or baselayer")
+        }
+        if append && force { throw ValidationError("--append and --force exclude each other") }
+        if encode != nil && !archive.lowercased().hasSuffix(".tilepack") {
+            throw ValidationError("--encode stores raw pixels, which only a .tilepack bundle can hold")
+        }
+    }
+
+    func run() throws {
+        var options = ImportOptions()
+        options.layout = layout
+        options.scheme = scheme
+        options.minZoom = minZoom
+        options.maxZoom = maxZoom
+        options.bounds = bbox?.box
+        options.allowMixedFormats = allowMixedFormats
+        options.append = append
+        options.overwrite = force
+        options.encode = encode?.pixelFormat
+        options.deduplicate = dedup
+        for (key, value) in [("name", name), ("attribution", attribution), ("description", description), ("type", type)] {
+            if let value { options.metadata[key] = value }
+        }
+        let result = try TileImporter.run(
+            source: tree, destination: archive, options: options,
+            progress: ProgressBar.handler(label: "import", quiet: output.quiet))
+        if let report {
+            let text = result.skipped.map { "\($0.path)\t\($0.reason)\n" }.joined()
+            try Data(text.utf8).write(to: URL(fileURLWithPath: report))
+        }
+        if output.json {
+            try printJSON(result)
+        } else {
+            for note in result.notes { printError("note: \(note)") }
+            for skipped in result.skipped.prefix(20) { printError("skipped: \(skipped)") }
+            if result.skipped.count > 20 { printError("... and \(result.skipped.count - 20) more skipped (see --report)") }
+            let zooms = result.zooms.keys.sorted()
+            let zoomText = zooms.isEmpty ? "no zooms" : "z\(zooms.first!)-\(zooms.last!)"
+            print("imported \(result.imported) tiles (\(result.format ?? "no tiles"), \(zoomText), \(result.bytes) bytes) into \(archive) in \(String(format: "%.2f", result.seconds)) s; skipped \(result.skipped.count), filtered \(result.filtered)")
+        }
+        if !result.skipped.isEmpty { throw ExitCode(3) }
+    }
+}
+
+func printJSON<T: Encodable>(_ value: T) throws {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+    print(String(decoding: try encoder.encode(value), as: UTF8.self))
+}
