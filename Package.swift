@@ -79,7 +79,23 @@ let package = Package(
         .target(name: "TilepackTestSupport", dependencies: ["TilepackCore"], path: "Tests/TilepackTestSupport"),
         .testTarget(name: "TilepackCoreTests", dependencies: ["TilepackCore", "TilepackTestSupport"]),
         .testTarget(name: "TilepackStorageTests", dependencies: ["TilepackStorage", "TilepackTestSupport"]),
-                "TilepackCore", "TilepackStorage", "TilepackImaging", "TileLayer", "TilepackOperations",
+        .testTarget(
+            name: "TilepackImagingTests",
+            // Storage reads the shared fixture archives in place.
+            dependencies: ["TilepackImaging", "TilepackStorage", "TilepackTestSupport"],
+            resources: [.copy("Resources")]
+        ),
+        .testTarget(
+            name: "TileLayerTests",
+            dependencies: [
+                "TileLayer", "TilepackImaging", "TilepackTestSupport",
+                // A loopback HTTP server for the http(s) tile tests, on the NIO that AsyncHTTPClient already builds.
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
+        .testTarget(name: "TilepackOperationsTests", dependencies: ["TilepackOperations", "TilepackTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )
