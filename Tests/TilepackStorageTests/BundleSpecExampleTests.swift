@@ -40,6 +40,7 @@ import TilepackTestSupport
         #expect(try archive.tileData(at: BundleFixtures.tile(1, 0, 0)) == Data("{\"a\":1}".utf8))
         #expect(try archive.tileData(at: BundleFixtures.tile(1, 1, 0)) == Data("[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]".utf8))
         #expect(try archive.verify().lz4PayloadCount == 1)
-        #expect(BundleFormat.crc32(UnsafeRawBufferPointer(start: "123456789", count: 9)) == 0xCBF4_3926)
+        // The CRC-32 check value of the ISO-HDLC polynomial.
+        #expect(Array("123456789".utf8).withUnsafeBytes { BundleFormat.crc32($0) } == 0xCBF4_3926)
     }
 }
