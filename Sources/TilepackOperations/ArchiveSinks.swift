@@ -84,7 +84,8 @@ final class BundleSink: TileSink {
     }
 
     func begin(content: TileContent) throws {
-        writer = try BundleWriter(destination: destination, content: content, overwrite: overwrite)
+        writer = try BundleWriter(destination: destination, content: content,
+                                  options: BundleWriter.Options(derivation: .fillMissing), overwrite: overwrite)
     }
 
     func add(_ tile: TileCoordinate, bytes: UnsafeRawBufferPointer) throws {

@@ -231,7 +231,7 @@ public enum ArchiveVerifier {
             return
         }
         let levels = checker.levels.keys.sorted().compactMap { checker.levels[$0] }
-        var summary = MBTilesContentSummary(levels: levels, format: raw == nil ? (try? metadata.format) ?? nil : nil)
+        var summary = TileContentSummary(levels: levels, format: raw == nil ? (try? metadata.format) ?? nil : nil)
         summary.sniffedFormat = checker.formats.keys.sorted { checker.formats[$0]! > checker.formats[$1]! }.first
         checkMetadata(metadata, summary: summary, checker: checker, collector: &collector, raw: raw != nil)
     }
@@ -239,7 +239,7 @@ public enum ArchiveVerifier {
     // MARK: Metadata
 
     /// Metadata against the spec and the content: missing or inconsistent metadata is a warning.
-    static func checkMetadata(_ metadata: TileMetadata, summary: MBTilesContentSummary?, checker: ContentChecker,
+    static func checkMetadata(_ metadata: TileMetadata, summary: TileContentSummary?, checker: ContentChecker,
                               collector: inout Collector, raw: Bool = false) {
         for issue in MBTilesMetadataValidator.validate(metadata, content: summary) {
             if raw && issue.key == TileMetadata.Key.format { continue }
@@ -291,7 +291,7 @@ struct ContentChecker {
     private var batch: [(tile: TileCoordinate, label: String, bytes: [UInt8])] = []
     private var running: PendingBatch?
     /// Tile counts per zoom with their extents.
-    private(set) var levels: [Int: MBTilesContentSummary.Level] = [:]
+    private(set) var levels: [Int: TileContentSummary.Level] = [:]
     /// Tiles per detected format.
     private(set) var formats: [TileFormat: Int] = [:]
     /// The first image size seen, that every other image must have.
@@ -312,7 +312,7 @@ struct ContentChecker {
             level.minY = min(level.minY, tile.y); level.maxY = max(level.maxY, tile.y)
             levels[tile.zoom] = level
         } else {
-            levels[tile.zoom] = MBTilesContentSummary.Level(zoom: tile.zoom, tileCount: 1, minX: tile.x, maxX: tile.x, minY: tile.y, maxY: tile.y)
+            levels[tile.zoom] = TileContentSummary.Level(zoom: tile.zoom, tileCount: 1, minX: tile.x, maxX: tile.x, minY: tile.y, maxY: tile.y)
         }
         if options.quick {
             guard let format = TileFormat.sniff(bytes) else {

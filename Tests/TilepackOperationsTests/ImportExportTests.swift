@@ -28,6 +28,11 @@ import TilepackTestSupport
 
             // The archive holds XYZ coordinates whatever the tree's scheme.
             let archive = try openTileArchive(path: archivePath)
+            // Zooms, bounds and centre are derived from the tiles, so verify has nothing to warn about.
+            let metadata = try archive.metadata()
+            #expect(try metadata.minZoom == 0 && metadata.maxZoom == 2 && metadata.format == .png)
+            #expect(try metadata.bounds != nil && metadata.center != nil)
+            #expect(ArchiveVerifier.run(path: archivePath).exitCode(strict: true) == 0)
             for tile in tiles {
                 #expect(try archive.tileData(at: tile) == written[tile], "\(tile) in \(layout)/\(scheme)")
             }

@@ -22,10 +22,15 @@ public final class BundleWriter {
         public var minimumLZ4Saving: Double
         /// Whether payloads are LZ4-compressed at all.
         public var compresses: Bool
+        /// Whether `format`, `bounds`, `center`, `minzoom`, `maxzoom` are filled from the tiles.
+        /// By default the bundle holds exactly the metadata it is given; `tilepack import` and
+        /// `convert` ask for `.fillMissing`, as the MBTiles writer does by default.
+        public var derivation: MetadataDerivation
 
-        public init(minimumLZ4Saving: Double = 1.0 / 32, compresses: Bool = true) {
+        public init(minimumLZ4Saving: Double = 1.0 / 32, compresses: Bool = true, derivation: MetadataDerivation = .none) {
             self.minimumLZ4Saving = minimumLZ4Saving
             self.compresses = compresses
+            self.derivation = derivation
         }
     }
 
@@ -180,6 +185,7 @@ public final class BundleWriter {
         // Payload order: the smallest Hilbert key of the tiles using each payload.
         var firstUse = [UInt64](repeating: .max, count: payloads.count)
         var zoom = 0
+        var levels: [TileContentSummary.Level] = []
         for (i, entry) in tiles.enumerated() {
             while entry.key >= BundleFormat.zoomBase(zoom + 1) { zoom += 1 }
             guard let tile = BundleFormat.tile(key: entry.key, zoom: zoom) else { continue }
@@ -187,6 +193,15 @@ public final class BundleWriter {
                 throw TileArchiveError(path: destination, fault: .invalidTile(tile: tile, reason: "added twice"))
             }
             zoomCounts[zoom] += 1
+            if let last = levels.last, last.zoom == zoom {
+                levels[levels.count - 1].tileCount += 1
+                levels[levels.count - 1].minX = min(last.minX, tile.x)
+                levels[levels.count - 1].maxX = max(last.maxX, tile.x)
+                levels[levels.count - 1].minY = min(last.minY, tile.y)
+                levels[levels.count - 1].maxY = max(last.maxY, tile.y)
+            } else {
+                levels.append(TileContentSummary.Level(zoom: zoom, tileCount: 1, minX: tile.x, maxX: tile.x, minY: tile.y, maxY: tile.y))
+            }
             let hilbert = BundleFormat.hilbertKey(of: tile)
             firstUse[Int(entry.payload)] = min(firstUse[Int(entry.payload)], hilbert)
         }
@@ -194,6 +209,11 @@ public final class BundleWriter {
         firstUse = []
         var renumber = [UInt32](repeating: 0, count: payloads.count)
         for (position, old) in order.enumerated() { renumber[old] = UInt32(position) }
+
+        // Metadata: what the caller set, completed from the tiles. Raw pixels have no `format` key.
+        var sniffed: TileFormat?
+        if case .encoded(let format) = content { sniffed = format }
+        TileContentSummary(levels: levels, sniffedFormat: sniffed).derive(into: &metadata, mode: options.derivation)
 
         // Layout.
         let metadataBytes = BundleMetadataCoding.encode(metadata)

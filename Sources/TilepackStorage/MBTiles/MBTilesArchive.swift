@@ -246,9 +246,9 @@ public final class MBTilesArchive: TileArchive {
 
     /// Per zoom level: the tile count and the XYZ column/row ranges (one index scan), for
     /// deriving and checking bounds and zooms. Rows whose coordinates are not tiles are left out.
-    public func contentSummary() throws(TileArchiveError) -> MBTilesContentSummary {
+    public func contentSummary() throws(TileArchiveError) -> TileContentSummary {
         try withReader { reader throws(TileArchiveError) in
-            var summary = try MBTilesContentSummary.query(reader.connection)
+            var summary = try TileContentSummary.query(reader.connection)
             summary.format = content.flatMap { if case .encoded(let f) = $0 { f } else { nil } }
             if let format = try? Self.sniffFirstTile(reader: reader) { summary.sniffedFormat = format }
             return summary

@@ -45,7 +45,7 @@ public enum MBTilesMetadataValidator {
     static let tolerance = 1e-6
 
     /// Checks `metadata`, and when `content` is given, its agreement with the tiles.
-    public static func validate(_ metadata: TileMetadata, content: MBTilesContentSummary? = nil) -> [MBTilesMetadataIssue] {
+    public static func validate(_ metadata: TileMetadata, content: TileContentSummary? = nil) -> [MBTilesMetadataIssue] {
         var issues: [MBTilesMetadataIssue] = []
         func error(_ kind: MBTilesMetadataIssue.Kind, _ key: String?, _ message: String) {
             issues.append(MBTilesMetadataIssue(.error, kind, key: key, message))

@@ -142,7 +142,7 @@ public enum MBTilesAggregateHash {
 }
 
 /// Per zoom level: how many tiles and the XYZ column/row ranges they span.
-public struct MBTilesContentSummary: Hashable, Sendable {
+public struct TileContentSummary: Hashable, Sendable {
     public struct Level: Hashable, Sendable {
         public var zoom: Int
         public var tileCount: Int
@@ -201,7 +201,7 @@ public struct MBTilesContentSummary: Hashable, Sendable {
         return box.west < box.east && box.south < box.north ? box : deepest.extent
     }
 
-    static func query(_ connection: SQLiteConnection) throws(TileArchiveError) -> MBTilesContentSummary {
+    static func query(_ connection: SQLiteConnection) throws(TileArchiveError) -> TileContentSummary {
         let statement = try connection.prepare("""
             SELECT zoom_level, COUNT(*), MIN(tile_column), MAX(tile_column), MIN(tile_row), MAX(tile_row) FROM tiles
             WHERE typeof(zoom_level) = 'integer' AND typeof(tile_column) = 'integer' AND typeof(tile_row) = 'integer'
@@ -218,6 +218,38 @@ public struct MBTilesContentSummary: Hashable, Sendable {
                 minX: Int(statement.int64(2)), maxX: Int(statement.int64(3)),
                 minY: flip(statement.int64(5)), maxY: flip(statement.int64(4))))
         }
-        return MBTilesContentSummary(levels: levels)
+        return TileContentSummary(levels: levels)
     }
+}
+
+extension TileContentSummary {
+    /// Fills `format`, `bounds`, `center`, `minzoom` and `maxzoom` of `metadata` from the tiles,
+    /// as `mode` says (the MBTiles and bundle writers share this rule).
+    public func derive(into metadata: inout TileMetadata, mode: MetadataDerivation) {
+        guard mode != .none else { return }
+        let replace = mode == .replace
+        typealias Key = TileMetadata.Key
+        if metadata[Key.format] == nil, let format = sniffedFormat { metadata.setFormat(format) }
+        guard let minZoom, let maxZoom, let bounds else { return }
+        if replace || metadata[Key.minZoom] == nil { metadata.setMinZoom(minZoom) }
+        if replace || metadata[Key.maxZoom] == nil { metadata.setMaxZoom(maxZoom) }
+        if replace || metadata[Key.bounds] == nil { metadata.setBounds(Self.rounded(bounds)) }
+        if replace || metadata[Key.center] == nil {
+            let box = (try? metadata.bounds) ?? bounds
+            let zoom = (try? metadata.minZoom) ?? minZoom
+            let center = GeoCoordinate(latitude: Self.round7((box.south + box.north) / 2),
+                                       longitude: Self.round7(box.west <= box.east ? (box.west + box.east) / 2 : box.west))
+            metadata.setCenter(center, zoom: zoom)
+        }
+    }
+
+    /// Bounds rounded outwards to 7 decimals (about 1 cm), so the text stays short.
+    private static func rounded(_ box: GeoBoundingBox) -> GeoBoundingBox {
+        func down(_ v: Double) -> Double { (v * 1e7).rounded(.down) / 1e7 }
+        func up(_ v: Double) -> Double { (v * 1e7).rounded(.up) / 1e7 }
+        return GeoBoundingBox(west: max(-180, down(box.west)), south: max(-90, down(box.south)),
+                              east: min(180, up(box.east)), north: min(90, up(box.north)))
+    }
+
+    private static func round7(_ v: Double) -> Double { (v * 1e7).rounded() / 1e7 }
 }

@@ -11,7 +11,7 @@ public enum MBTilesWriteSchema: String, Hashable, Sendable, CaseIterable {
 }
 
 /// Whether the writer fills `format`, `bounds`, `center`, `minzoom`, `maxzoom` from the tiles.
-public enum MBTilesMetadataDerivation: String, Hashable, Sendable {
+public enum MetadataDerivation: String, Hashable, Sendable {
     /// Write the metadata as given.
     case none
     /// Fill the keys the caller did not set (the default).
@@ -26,13 +26,13 @@ public struct MBTilesWriterOptions: Hashable, Sendable {
     public var schema: MBTilesWriteSchema
     /// Replace an existing destination (new files only).
     public var overwrite: Bool
-    public var derivation: MBTilesMetadataDerivation
+    public var derivation: MetadataDerivation
     /// Rows per transaction while bulk loading a new file (an update is one transaction).
     public var tilesPerTransaction: Int
     /// The SQLite page size of a new file.
     public var pageSize: Int
 
-    public init(schema: MBTilesWriteSchema = .flat, overwrite: Bool = false, derivation: MBTilesMetadataDerivation = .fillMissing,
+    public init(schema: MBTilesWriteSchema = .flat, overwrite: Bool = false, derivation: MetadataDerivation = .fillMissing,
                 tilesPerTransaction: Int = 100_000, pageSize: Int = 4096) {
         self.schema = schema
         self.overwrite = overwrite
@@ -323,7 +323,7 @@ public final class MBTilesWriter {
             if schemaKind == .normalized {
                 try connection.execute("DELETE FROM images WHERE tile_id NOT IN (SELECT tile_id FROM map WHERE tile_id IS NOT NULL)")
             }
-            var content = try MBTilesContentSummary.query(connection)
+            var content = try TileContentSummary.query(connection)
             let sniff = try connection.prepare("SELECT tile_data FROM tiles WHERE tile_data IS NOT NULL LIMIT 1")
             if try sniff.step(), let bytes = sniff.bytes(0) { content.sniffedFormat = TileFormat.sniff(bytes) }
             sniff.reset()
@@ -383,33 +383,9 @@ public final class MBTilesWriter {
         connection = nil
     }
 
-    private func derive(from content: MBTilesContentSummary) {
-        guard options.derivation != .none else { return }
-        let replace = options.derivation == .replace
-        typealias Key = TileMetadata.Key
-        if metadata[Key.format] == nil, let format = content.sniffedFormat { metadata.setFormat(format) }
-        guard let minZoom = content.minZoom, let maxZoom = content.maxZoom, let bounds = content.bounds else { return }
-        if replace || metadata[Key.minZoom] == nil { metadata.setMinZoom(minZoom) }
-        if replace || metadata[Key.maxZoom] == nil { metadata.setMaxZoom(maxZoom) }
-        if replace || metadata[Key.bounds] == nil { metadata.setBounds(Self.rounded(bounds)) }
-        if replace || metadata[Key.center] == nil {
-            let box = (try? metadata.bounds) ?? bounds
-            let zoom = (try? metadata.minZoom) ?? minZoom
-            let center = GeoCoordinate(latitude: Self.round7((box.south + box.north) / 2),
-                                       longitude: Self.round7(box.west <= box.east ? (box.west + box.east) / 2 : box.west))
-            metadata.setCenter(center, zoom: zoom)
-        }
+    private func derive(from content: TileContentSummary) {
+        content.derive(into: &metadata, mode: options.derivation)
     }
-
-    /// Bounds rounded outwards to 7 decimals (about 1 cm), so the text stays short.
-    private static func rounded(_ box: GeoBoundingBox) -> GeoBoundingBox {
-        func down(_ v: Double) -> Double { (v * 1e7).rounded(.down) / 1e7 }
-        func up(_ v: Double) -> Double { (v * 1e7).rounded(.up) / 1e7 }
-        return GeoBoundingBox(west: max(-180, down(box.west)), south: max(-90, down(box.south)),
-                              east: min(180, up(box.east)), north: min(90, up(box.north)))
-    }
-
-    private static func round7(_ v: Double) -> Double { (v * 1e7).rounded() / 1e7 }
 
     private static func metadataError(path: String, _ issues: [MBTilesMetadataIssue]) -> TileArchiveError {
         TileArchiveError(path: path, fault: .invalidMetadata(issues.map(\.message).joined(separator: "; ")))
