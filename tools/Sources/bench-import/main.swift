@@ -378,9 +378,19 @@ for count in config.rssSizes {
 }
 for kind in ["mbtiles", "bundle"] {
     guard let points = rssByKind[kind]?.sorted(by: { $0.0 < $1.0 }), let first = points.first, let last = points.last, points.count > 1 else { continue }
-    let note = kind == "bundle" ? " (includes the bundle's index, 16 B per tile + ~40 B per payload)" : ""
-    record(Comparison("peak RSS, \(last.0) tiles -> \(kind)\(note)", value: mib(last.1), unit: "MiB",
-                      vs: "\(first.0) tiles", referenceValue: mib(first.1), goal: (1.25, false)))
+    if kind == "mbtiles" {
+        record(Comparison("peak RSS, \(last.0) tiles -> MBTiles", value: mib(last.1), unit: "MiB",
+                          vs: "\(first.0) tiles", referenceValue: mib(first.1), goal: (1.25, false)))
+    } else {
+        // The issue allows the bundle's in-memory index to grow with the tiles (no goal here): per
+        // tile a 16 B tile entry, a 24 B payload entry and a ~16 B hash-table entry, 56 B when
+        // packed; arrays and the table grow by doubling, and while one grows its old and new
+        // storage coexist, so a peak can reach about 3x that (~168 B per tile).
+        let perTile = Double(last.1 - first.1) / Double(last.0 - first.0)
+        record(Comparison("peak RSS growth per added tile, \(first.0) -> \(last.0) tiles -> bundle", value: perTile, unit: "B",
+                          vs: "the bundle's packed in-memory index per tile", referenceValue: 56))
+        print("  (bundle peak RSS \(String(format: "%.1f", mib(first.1))) MiB at \(first.0) tiles, \(String(format: "%.1f", mib(last.1))) MiB at \(last.0) tiles)")
+    }
 }
 
 // MARK: Verify vs a plain libpng decode loop
