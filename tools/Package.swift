@@ -52,6 +52,14 @@ let package = Package(
         // Synthetic map-like tiles for the sample tree, tests and benchmarks.
         .target(name: "TileSynth", dependencies: [.product(name: "TilepackImaging", package: "tilepack")]),
         .executableTarget(name: "make-samples", dependencies: ["TileSynth"]),
+        // Issue 6's import/verify benchmark (run it with tools/bench-import.sh) and its C floors:
+        // one thread opening and reading every file of a tree once, and a plain libpng decode loop.
+        .executableTarget(name: "bench-import", dependencies: [
+            "BenchSupport", "TileSynth",
+            .product(name: "Tilepack", package: "tilepack"),
+        ]),
+        .executableTarget(name: "floor-read"),
+        .executableTarget(name: "png-decode-loop", linkerSettings: [.linkedLibrary("png")]),
     ],
     swiftLanguageModes: [.v6]
 )

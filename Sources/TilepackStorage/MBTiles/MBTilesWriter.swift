@@ -60,7 +60,7 @@ public struct MBTilesWriteReport: Hashable, Sendable {
 /// Writes an MBTiles 1.3 file, or updates one in place.
 ///
 /// **New file** (``init(creating:metadata:options:)``): written to a temporary file beside the
-/// destination with bulk-load settings (no journal, no syncs, exclusive lock, a 64 MiB cache,
+/// destination with bulk-load settings (no journal, no syncs, exclusive lock, an 8 MiB cache,
 /// one prepared INSERT, `tilesPerTransaction` rows per transaction), then given the settings a
 /// reader wants (rollback journal, no WAL), fsynced and renamed into place by ``finish()``. Until
 /// then the destination is untouched; ``cancel()``, a thrown error or a kill leaves no new file.
@@ -121,7 +121,7 @@ public final class MBTilesWriter {
             PRAGMA synchronous = OFF;
             PRAGMA locking_mode = EXCLUSIVE;
             PRAGMA temp_store = MEMORY;
-            PRAGMA cache_size = -65536;
+            PRAGMA cache_size = -8192;
             PRAGMA application_id = \(MBTilesSchema.mbtilesApplicationID);
             CREATE TABLE metadata (name TEXT NOT NULL, value TEXT);
             CREATE UNIQUE INDEX name ON metadata (name);

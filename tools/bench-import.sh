@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Issue 6's import/verify benchmark: builds the tilepack CLI and the benchmark (release), installs
+# mb-util (PyPI mbutil 0.3.0) into a venv, and runs tools/Sources/bench-import.
+# Trees and outputs go under $BENCH_WORK (default /tmp/tilepack-bench), never into the repository;
+# generated trees are kept there and reused by the next run (delete the folder to regenerate).
+#
+#   tools/bench-import.sh [bench-import options: --small N --large N --rss N,N --runs N --cold ...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+work="${BENCH_WORK:-/tmp/tilepack-bench}"
+mkdir -p "$work"
+
+# mb-util from PyPI, pinned, in its own venv.
+venv="$work/venv"
+if [ ! -x "$venv/bin/mb-util" ]; then
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet "mbutil==0.3.0"
+fi
+
+swift build -c release --product tilepack
+swift build -c release --package-path tools --product bench-import
+swift build -c release --package-path tools --product floor-read
+swift build -c release --package-path tools --product png-decode-loop
+bin="$(swift build -c release --show-bin-path)"
+tools_bin="$(swift build -c release --package-path tools --show-bin-path)"
+
+exec "$tools_bin/bench-import" --work "$work" --tilepack "$bin/tilepack" --mb-util "$venv/bin/mb-util" \
+    --floor-read "$tools_bin/floor-read" --png-loop "$tools_bin/png-decode-loop" "$@"
