@@ -95,6 +95,28 @@ func directoryEntries(_ dir: TemporaryDirectory) -> [String] {
         #expect(report.metadata == written)
     }
 
+    /// The hash is computed while writing when tiles come in its own order (zoom, column, TMS
+    /// row), and by reading the file again when they do not: both give martin's value.
+    @Test(arguments: ["hash order", "XYZ order", "shuffled", "a tile written twice"])
+    func aggregateHashIsTheSameWhateverTheWriteOrder(_ order: String) throws {
+        try #require(TestSupport.fixturesAvailable)
+        var tiles = try allTiles(try openFixture("node-mbtiles/plain_1.mbtiles"))
+        switch order {
+        case "hash order": tiles.sort { ($0.0.zoom, $0.0.x, $0.0.row(in: .tms)) < ($1.0.zoom, $1.0.x, $1.0.row(in: .tms)) }
+        case "shuffled":
+            var rng = SystemRandomNumberGenerator()
+            tiles.shuffle(using: &rng)
+        case "a tile written twice": tiles.insert(tiles[3], at: 4)
+        default: break
+        }
+        let dir = try TemporaryDirectory()
+        let writer = try MBTilesWriter(creating: dir.file("a.mbtiles"), metadata: TileMetadata(["name": "a"]))
+        for (tile, data) in tiles { try writer.write(data, at: tile) }
+        let report = try writer.finish()
+        #expect(report.aggregateTilesHash == "B022AC7C8C41FEF958506C19E856038E")
+        #expect(try MBTilesArchive(path: dir.file("a.mbtiles")).aggregateTilesHash() == "B022AC7C8C41FEF958506C19E856038E")
+    }
+
     @Test func vectorTilesWithMetadata() throws {
         try #require(TestSupport.fixturesAvailable)
         let source = try openFixture("martin/world_cities.mbtiles")

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 internal import CTilepackSQLite
 import TilepackCore
@@ -91,6 +92,11 @@ public final class MBTilesWriter {
     private var failure: TileArchiveError?
     private var finished = false
     private var isUpdate: Bool { atomicFile == nil }
+    /// `agg_tiles_hash` computed while writing a new file, as long as tiles arrive in the hash's
+    /// own order (zoom, column, TMS row strictly ascending, as `import` sends them); `nil` once
+    /// they do not, and then ``finish()`` reads every tile again to compute it.
+    private var runningHash: Insecure.MD5? = Insecure.MD5()
+    private var lastHashedKey: (zoom: Int, x: Int, row: Int)?
     /// The dedup blob id before collision suffixes: upper-case hex MD5 (replaceable in tests to
     /// force hash collisions).
     var blobID: (UnsafeRawBufferPointer) -> String = MBTilesAggregateHash.md5Hex
@@ -163,6 +169,8 @@ public final class MBTilesWriter {
         }
         schemaKind = schema.kind
         metadata = TileMetadata()
+        // The file already holds tiles: the hash is computed over all of them at the end.
+        runningHash = nil
         try prepareStatements(connection, beginSQL: "BEGIN IMMEDIATE")
         try beginTransaction()
         if !schema.hasMetadataTable {
@@ -230,6 +238,7 @@ public final class MBTilesWriter {
             case .otherView:
                 break
             }
+            if runningHash != nil { hashWhileWriting(bytes, zoom: tile.zoom, x: tile.x, row: row) }
             pending += 1
             if !isUpdate, pending >= options.tilesPerTransaction {
                 try commitTransaction()
@@ -239,6 +248,19 @@ public final class MBTilesWriter {
             failure = error
             throw error
         }
+    }
+
+    /// Feeds the running `agg_tiles_hash`, or gives it up when the tile is out of the hash's order.
+    private func hashWhileWriting(_ bytes: UnsafeRawBufferPointer, zoom: Int, x: Int, row: Int) {
+        let key = (zoom: zoom, x: x, row: row)
+        guard !isUpdate, lastHashedKey.map({ ($0.zoom, $0.x, $0.row) < (key.zoom, key.x, key.row) }) ?? true else {
+            runningHash = nil
+            return
+        }
+        lastHashedKey = key
+        var text = "\(zoom)\(x)\(row)"
+        text.withUTF8 { runningHash?.update(bufferPointer: UnsafeRawBufferPointer($0)) }
+        if bytes.count > 0 { runningHash?.update(bufferPointer: bytes) }
     }
 
     /// Adds (or replaces) one tile.
@@ -254,6 +276,7 @@ public final class MBTilesWriter {
     @discardableResult
     public func removeTile(at tile: TileCoordinate) throws(TileArchiveError) -> Bool {
         if let failure { throw failure }
+        runningHash = nil
         guard let connection else { return false }
         let table = switch schemaKind {
         case .flat, .otherView: "tiles"
@@ -332,7 +355,12 @@ public final class MBTilesWriter {
             let errors = issues.filter { $0.severity == .error }
             if !errors.isEmpty { throw Self.metadataError(path: path, errors) }
 
-            let hash = try MBTilesAggregateHash.compute(connection)
+            let hash: String
+            if let runningHash {
+                hash = MBTilesAggregateHash.hex(runningHash.finalize())
+            } else {
+                hash = try MBTilesAggregateHash.compute(connection)
+            }
             metadata[TileMetadata.Key.aggregateTilesHash] = hash
             try connection.execute("DELETE FROM metadata")
             let insert = try connection.prepare("INSERT INTO metadata (name, value) VALUES (?1, ?2)")
