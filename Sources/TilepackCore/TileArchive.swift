@@ -128,6 +128,8 @@ public struct TileArchiveError: Error, Hashable, Sendable, CustomStringConvertib
         case invalidMetadata(String)
         /// The destination exists and overwriting was not asked for.
         case alreadyExists
+        /// A writer refuses a tile (added twice, or the wrong size for the archive's content).
+        case invalidTile(tile: TileCoordinate, reason: String)
 
         public var description: String {
             switch self {
@@ -149,6 +151,7 @@ public struct TileArchiveError: Error, Hashable, Sendable, CustomStringConvertib
             case .metadata(let error): error.description
             case .invalidMetadata(let what): "invalid metadata: \(what)"
             case .alreadyExists: "the file already exists (use --force to overwrite)"
+            case .invalidTile(let tile, let reason): "tile \(tile): \(reason)"
             }
         }
     }

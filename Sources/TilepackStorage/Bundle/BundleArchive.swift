@@ -1,0 +1,496 @@
+import Foundation
+import TilepackCore
+internal import CTilepackLZ4
+
+/// A `.tilepack` bundle opened for reading (see `Specs/bundle-format.md`).
+///
+/// Opening maps the file read-only and checks the header, the metadata block and the whole index
+/// (checksums, layout, key order, zoom table), so that every later lookup can trust the index:
+/// a lookup is a binary search over the mapped keys of one zoom level, and touches only the payload
+/// it returns. Stored payloads are handed out without copying; LZ4 payloads are decompressed
+/// straight into the caller's buffer by ``readTile(at:into:)``.
+///
+/// The value is immutable and holds no locks: any number of threads may read at once. Payloads are
+/// checked when read (bounds, lengths, LZ4 size, and their CRC-32 unless
+/// ``Options/verifiesPayloadChecksums`` is off); ``verify()`` checks every byte of the file.
+///
+/// A file that is truncated or rewritten by another process *while mapped* can still fault the
+/// process (SIGBUS), as with any memory map; bundles are written atomically by ``BundleWriter``
+/// (a new inode renamed into place), which never changes a mapped file.
+public struct BundleArchive: TileArchive {
+    /// How a bundle is read.
+    public struct Options: Sendable, Hashable {
+        /// Whether every payload read is checked against its CRC-32 (about 0.25 ns per byte).
+        /// When off, a damaged stored payload is returned as is; ``BundleArchive/verify()`` still finds it.
+        public var verifiesPayloadChecksums: Bool
+
+        public init(verifiesPayloadChecksums: Bool = true) {
+            self.verifiesPayloadChecksums = verifiesPayloadChecksums
+        }
+    }
+
+    public let path: String
+    public let content: TileContent?
+    public let options: Options
+    /// The number of tiles in the index.
+    public let indexedTileCount: Int
+    /// The number of distinct payloads (tiles with identical bytes share one).
+    public let payloadCount: Int
+    /// The largest decompressed tile, in bytes: a buffer this large holds any tile of the bundle.
+    public let maximumTileLength: Int
+
+    private let bytes: MappedBytes
+    private let storedMetadata: TileMetadata
+    private let keysOffset: Int
+    private let refsOffset: Int
+    private let recordsOffset: Int
+    private let dataOffset: Int
+    private let dataLength: Int
+    /// The first index entry of each zoom level, and one past the last entry (32 values).
+    private let zoomStarts: [Int]
+    /// The payload length every tile of a raw-bitmap bundle has.
+    private let rawTileLength: Int?
+
+    /// Opens the bundle at `path` by memory-mapping it.
+    public init(path: String, options: Options = Options()) throws(TileArchiveError) {
+        try self.init(bytes: MappedBytes(mapping: path), path: path, options: options)
+    }
+
+    /// Opens a bundle held in memory (downloaded, or a fuzzer's input); `path` names it in errors.
+    public init(data: Data, path: String, options: Options = Options()) throws(TileArchiveError) {
+        try self.init(bytes: MappedBytes(copying: data), path: path, options: options)
+    }
+
+    private init(bytes: MappedBytes, path: String, options: Options) throws(TileArchiveError) {
+        func fail(_ fault: TileArchiveError.Fault) -> TileArchiveError { TileArchiveError(path: path, fault: fault) }
+        let file = bytes.buffer
+        let size = file.count
+        let magic = BundleFormat.magic
+        let headerLength = BundleFormat.headerLength
+
+        // Magic, then the header's version and checksum.
+        guard size >= magic.count, zip(file.prefix(magic.count), magic).allSatisfy({ $0 == $1 }) else {
+            if size < magic.count, size > 0, zip(file, magic).allSatisfy({ $0 == $1 }) {
+                throw fail(.truncated("the file is \(size) bytes, shorter than the \(headerLength)-byte header"))
+            }
+            throw fail(.notAnArchive(detected: Self.describe(file)))
+        }
+        guard size >= headerLength else {
+            throw fail(.truncated("the file is \(size) bytes, shorter than the \(headerLength)-byte header"))
+        }
+        let major = UInt16(littleEndian: file.loadUnaligned(fromByteOffset: 8, as: UInt16.self))
+        guard major == BundleFormat.majorVersion else {
+            throw fail(.unsupportedVersion("bundle format \(major).x (this reader reads 1.x)"))
+        }
+        let declaredHeaderCRC = UInt32(littleEndian: file.loadUnaligned(fromByteOffset: 124, as: UInt32.self))
+        let headerCRC = BundleFormat.crc32(UnsafeRawBufferPointer(rebasing: file[0..<124]))
+        guard declaredHeaderCRC == headerCRC else {
+            throw fail(.checksumMismatch(region: "header (bytes 0..<124)", declared: Self.hex(declaredHeaderCRC), computed: Self.hex(headerCRC)))
+        }
+        let header = BundleHeader(decoding: file)
+        if header.minorVersion == 0 {
+            guard file[96..<124].allSatisfy({ $0 == 0 }) else {
+                throw fail(.corrupt("header bytes 96..<124 are reserved and must be zero in version 1.0"))
+            }
+        }
+        guard let content = BundleFormat.content(
+            kind: header.contentKind, code: header.contentCode, width: header.rawWidth, height: header.rawHeight)
+        else {
+            throw fail(.corrupt("unknown content: kind \(header.contentKind), code \(header.contentCode), raw size \(header.rawWidth)x\(header.rawHeight)"))
+        }
+
+        // The file's length, then each section's place, each derived from the previous one.
+        guard header.fileLength == UInt64(size) else {
+            if header.fileLength > UInt64(size) {
+                throw fail(.truncated("the header declares \(header.fileLength) bytes, the file has \(size)"))
+            }
+            throw fail(.corrupt("\(UInt64(size) - header.fileLength) bytes follow the declared end of the bundle (\(header.fileLength) bytes)"))
+        }
+        guard header.metadataLength <= UInt64(BundleFormat.maximumMetadataLength) else {
+            throw fail(.corrupt("metadata length \(header.metadataLength) is over the limit of \(BundleFormat.maximumMetadataLength)"))
+        }
+        guard header.tileCount <= UInt64(BundleFormat.maximumCount), header.payloadCount <= UInt64(BundleFormat.maximumCount) else {
+            throw fail(.corrupt("\(header.tileCount) tiles and \(header.payloadCount) payloads: over the limit of \(BundleFormat.maximumCount)"))
+        }
+        guard header.payloadCount <= header.tileCount, (header.tileCount == 0) == (header.payloadCount == 0) else {
+            throw fail(.corrupt("\(header.payloadCount) payloads for \(header.tileCount) tiles"))
+        }
+        let metadataLength = Int(header.metadataLength)
+        let tileCount = Int(header.tileCount)
+        let payloadCount = Int(header.payloadCount)
+        let metadataEnd = headerLength + metadataLength
+        let indexOffset = BundleFormat.aligned(metadataEnd)
+        let refsOffset = indexOffset + BundleFormat.zoomTableLength + 8 * tileCount
+        let recordsOffset = BundleFormat.aligned(refsOffset + 4 * tileCount)
+        let indexEnd = recordsOffset + BundleFormat.payloadRecordLength * payloadCount
+        let dataOffset = BundleFormat.aligned(indexEnd)
+        guard header.indexOffset == UInt64(indexOffset) else {
+            throw fail(.corrupt("the index offset is \(header.indexOffset), the layout puts it at \(indexOffset)"))
+        }
+        guard header.indexLength == UInt64(indexEnd - indexOffset) else {
+            throw fail(.corrupt("the index length is \(header.indexLength), \(tileCount) tiles and \(payloadCount) payloads need \(indexEnd - indexOffset)"))
+        }
+        guard header.dataOffset == UInt64(dataOffset) else {
+            throw fail(.corrupt("the data offset is \(header.dataOffset), the layout puts it at \(dataOffset)"))
+        }
+        guard UInt64(dataOffset) <= header.fileLength, header.dataLength == header.fileLength - UInt64(dataOffset) else {
+            if UInt64(dataOffset) > header.fileLength {
+                throw fail(.truncated("the index ends at \(indexEnd), the file has \(size) bytes"))
+            }
+            throw fail(.corrupt("the data length is \(header.dataLength), the file leaves \(header.fileLength - UInt64(dataOffset)) bytes after the index"))
+        }
+        guard file[metadataEnd..<indexOffset].allSatisfy({ $0 == 0 }), file[indexEnd..<dataOffset].allSatisfy({ $0 == 0 }) else {
+            throw fail(.corrupt("alignment padding between sections is not zero"))
+        }
+        guard Int(header.maxRawLength) <= BundleFormat.maximumTileLength else {
+            throw fail(.corrupt("the largest tile is declared as \(header.maxRawLength) bytes, over the limit of \(BundleFormat.maximumTileLength)"))
+        }
+        var rawTileLength: Int?
+        if case .rawBitmap(let layout) = content {
+            let length = layout.byteCount ?? Int.max
+            guard length <= BundleFormat.maximumTileLength else {
+                throw fail(.corrupt("raw tiles of \(layout) take \(length) bytes, over the limit of \(BundleFormat.maximumTileLength)"))
+            }
+            guard header.maxRawLength == (payloadCount == 0 ? 0 : UInt32(length)) else {
+                throw fail(.corrupt("the largest tile is declared as \(header.maxRawLength) bytes, raw tiles of \(layout) take \(length)"))
+            }
+            rawTileLength = length
+        }
+
+        // Metadata: checksum, then parse.
+        let metadataBytes = UnsafeRawBufferPointer(rebasing: file[headerLength..<metadataEnd])
+        let metadataCRC = BundleFormat.crc32(metadataBytes)
+        guard metadataCRC == header.metadataCRC else {
+            throw fail(.checksumMismatch(region: "metadata (bytes \(headerLength)..<\(metadataEnd))", declared: Self.hex(header.metadataCRC), computed: Self.hex(metadataCRC)))
+        }
+        let metadata: TileMetadata
+        switch BundleMetadataCoding.decode(metadataBytes) {
+        case .success(let value): metadata = value
+        case .failure(let fault): throw fail(.corrupt("metadata block: \(fault.reason)"))
+        }
+
+        // Index: checksum, then the structure every lookup relies on.
+        let indexCRC = BundleFormat.crc32(UnsafeRawBufferPointer(rebasing: file[indexOffset..<indexEnd]))
+        guard indexCRC == header.indexCRC else {
+            throw fail(.checksumMismatch(region: "index (bytes \(indexOffset)..<\(indexEnd))", declared: Self.hex(header.indexCRC), computed: Self.hex(indexCRC)))
+        }
+        guard file[(refsOffset + 4 * tileCount)..<recordsOffset].allSatisfy({ $0 == 0 }) else {
+            throw fail(.corrupt("the padding after the payload numbers is not zero"))
+        }
+        var zoomStarts = [Int](repeating: 0, count: BundleFormat.zoomLevelCount + 1)
+        var total = 0
+        var minZoom: Int?
+        var maxZoom = 0
+        for zoom in 0..<BundleFormat.zoomLevelCount {
+            let count = UInt64(littleEndian: file.loadUnaligned(fromByteOffset: indexOffset + 8 * zoom, as: UInt64.self))
+            guard count <= UInt64(tileCount - total) else {
+                throw fail(.corrupt("the zoom table counts more than the \(tileCount) tiles of the index (at zoom \(zoom))"))
+            }
+            guard count <= (1 as UInt64) << UInt64(2 * zoom) else {
+                throw fail(.corrupt("the zoom table counts \(count) tiles at zoom \(zoom), which has \((1 as UInt64) << UInt64(2 * zoom))"))
+            }
+            if count > 0 {
+                minZoom = minZoom ?? zoom
+                maxZoom = zoom
+            }
+            total += Int(count)
+            zoomStarts[zoom + 1] = total
+        }
+        guard total == tileCount else {
+            throw fail(.corrupt("the zoom table counts \(total) tiles, the header \(tileCount)"))
+        }
+        guard Int(header.minZoom) == (minZoom ?? 0), Int(header.maxZoom) == maxZoom else {
+            throw fail(.corrupt("the header's zooms \(header.minZoom)...\(header.maxZoom) disagree with the zoom table (\(minZoom ?? 0)...\(maxZoom))"))
+        }
+        let keysOffset = indexOffset + BundleFormat.zoomTableLength
+        var previous: UInt64? = nil
+        for zoom in 0..<BundleFormat.zoomLevelCount where zoomStarts[zoom] < zoomStarts[zoom + 1] {
+            let low = BundleFormat.zoomBase(zoom)
+            let high = BundleFormat.zoomBase(zoom + 1)
+            for i in zoomStarts[zoom]..<zoomStarts[zoom + 1] {
+                let key = UInt64(littleEndian: file.loadUnaligned(fromByteOffset: keysOffset + 8 * i, as: UInt64.self))
+                guard key >= low, key < high else {
+                    throw fail(.corrupt("index entry \(i): key \(key) is not a zoom \(zoom) tile, as the zoom table says"))
+                }
+                if let previous, key <= previous {
+                    throw fail(.corrupt("index entry \(i): keys are not strictly ascending"))
+                }
+                previous = key
+                let ref = UInt32(littleEndian: file.loadUnaligned(fromByteOffset: refsOffset + 4 * i, as: UInt32.self))
+                guard Int(ref) < payloadCount else {
+                    throw fail(.corrupt("index entry \(i): payload \(ref) is not one of the \(payloadCount) payloads"))
+                }
+            }
+        }
+
+        self.path = path
+        self.content = content
+        self.options = options
+        self.indexedTileCount = tileCount
+        self.payloadCount = payloadCount
+        self.maximumTileLength = Int(header.maxRawLength)
+        self.bytes = bytes
+        self.storedMetadata = metadata
+        self.keysOffset = keysOffset
+        self.refsOffset = refsOffset
+        self.recordsOffset = recordsOffset
+        self.dataOffset = dataOffset
+        self.dataLength = Int(header.dataLength)
+        self.zoomStarts = zoomStarts
+        self.rawTileLength = rawTileLength
+    }
+
+    // MARK: TileArchive
+
+    public func metadata() throws -> TileMetadata { storedMetadata }
+
+    public func containsTile(at tile: TileCoordinate) throws -> Bool {
+        entry(of: tile) != nil
+    }
+
+    public func withTileBytes<R>(at tile: TileCoordinate, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R? {
+        guard let entry = entry(of: tile) else { return nil }
+        let payload = try payload(number: payloadNumber(ofEntry: entry), tile: tile)
+        switch payload.codec {
+        case .stored:
+            return try body(payload.stored)
+        case .lz4Block:
+            return try withUnsafeTemporaryAllocation(byteCount: payload.rawLength, alignment: 16) { buffer in
+                try decompress(payload, into: buffer, tile: tile)
+                return try body(UnsafeRawBufferPointer(buffer))
+            }
+        }
+    }
+
+    public func readTile(at tile: TileCoordinate, into buffer: UnsafeMutableRawBufferPointer) throws -> Int? {
+        guard let entry = entry(of: tile) else { return nil }
+        let payload = try payload(number: payloadNumber(ofEntry: entry), tile: tile)
+        guard payload.rawLength <= buffer.count else {
+            throw TileArchiveError(path: path, fault: .bufferTooSmall(tile: tile, needed: payload.rawLength, available: buffer.count))
+        }
+        switch payload.codec {
+        case .stored:
+            if let source = payload.stored.baseAddress, let destination = buffer.baseAddress {
+                destination.copyMemory(from: source, byteCount: payload.rawLength)
+            }
+        case .lz4Block:
+            try decompress(payload, into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<payload.rawLength]), tile: tile)
+        }
+        return payload.rawLength
+    }
+
+    public func zoomLevels() throws -> [ZoomLevelSummary] {
+        (0..<BundleFormat.zoomLevelCount).compactMap { zoom in
+            let count = zoomStarts[zoom + 1] - zoomStarts[zoom]
+            return count > 0 ? ZoomLevelSummary(zoom: zoom, tileCount: count) : nil
+        }
+    }
+
+    public func forEachTile(_ body: (TileCoordinate, UnsafeRawBufferPointer) throws -> Void) throws {
+        var scratch: UnsafeMutableRawBufferPointer? = nil
+        defer { scratch?.deallocate() }
+        for zoom in 0..<BundleFormat.zoomLevelCount {
+            for entry in zoomStarts[zoom]..<zoomStarts[zoom + 1] {
+                guard let tile = BundleFormat.tile(key: key(atEntry: entry), zoom: zoom) else {
+                    throw TileArchiveError(path: path, fault: .corrupt("index entry \(entry) is not a tile of zoom \(zoom)"))
+                }
+                let payload = try payload(number: payloadNumber(ofEntry: entry), tile: tile)
+                switch payload.codec {
+                case .stored:
+                    try body(tile, payload.stored)
+                case .lz4Block:
+                    if scratch == nil {
+                        scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: maximumTileLength, alignment: 16)
+                    }
+                    guard let buffer = scratch else { continue }
+                    let target = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<payload.rawLength])
+                    try decompress(payload, into: target, tile: tile)
+                    try body(tile, UnsafeRawBufferPointer(target))
+                }
+            }
+        }
+    }
+
+    // MARK: Verification
+
+    /// What ``verify()`` checked.
+    public struct Verification: Hashable, Sendable {
+        public var tileCount: Int
+        public var payloadCount: Int
+        /// Payloads stored LZ4-compressed.
+        public var lz4PayloadCount: Int
+        /// Bytes of payloads as stored.
+        public var storedBytes: Int
+        /// Bytes of payloads once decompressed.
+        public var rawBytes: Int
+    }
+
+    /// Checks every byte of the bundle: opening already checked the header, metadata and index;
+    /// this checks each payload (record, place, CRC-32, LZ4 size, raw-bitmap size), that payloads
+    /// follow each other with zero padding exactly as the format prescribes, that every payload is
+    /// used by a tile and that the header's largest tile length is right.
+    public func verify() throws(TileArchiveError) -> Verification {
+        func fail(_ text: String) -> TileArchiveError { TileArchiveError(path: path, fault: .corrupt(text)) }
+        let file = bytes.buffer
+        var used = [UInt64](repeating: 0, count: (payloadCount + 63) / 64)
+        for entry in 0..<indexedTileCount {
+            let number = payloadNumber(ofEntry: entry)
+            used[number >> 6] |= 1 << UInt64(number & 63)
+        }
+        var scratch: UnsafeMutableRawBufferPointer? = nil
+        defer { scratch?.deallocate() }
+        var result = Verification(tileCount: indexedTileCount, payloadCount: payloadCount, lz4PayloadCount: 0, storedBytes: 0, rawBytes: 0)
+        var expectedOffset = 0
+        var largest = 0
+        for number in 0..<payloadCount {
+            guard used[number >> 6] & (1 << UInt64(number & 63)) != 0 else {
+                throw fail("payload \(number) is used by no tile")
+            }
+            let payload = try payload(number: number, tile: nil, checkCRC: true)
+            guard payload.offset == expectedOffset else {
+                throw fail("payload \(number) starts at data offset \(payload.offset), the layout puts it at \(expectedOffset)")
+            }
+            let end = payload.offset + payload.stored.count
+            let next = number + 1 < payloadCount ? BundleFormat.aligned(end) : end
+            guard file[(dataOffset + end)..<(dataOffset + min(next, dataLength))].allSatisfy({ $0 == 0 }) else {
+                throw fail("the padding after payload \(number) is not zero")
+            }
+            expectedOffset = next
+            if payload.codec == .lz4Block {
+                if scratch == nil {
+                    scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: maximumTileLength, alignment: 16)
+                }
+                if let buffer = scratch {
+                    try decompress(payload, into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<payload.rawLength]), tile: nil)
+                }
+                result.lz4PayloadCount += 1
+            }
+            largest = max(largest, payload.rawLength)
+            result.storedBytes += payload.stored.count
+            result.rawBytes += payload.rawLength
+        }
+        guard expectedOffset == dataLength else {
+            throw fail("the data section is \(dataLength) bytes, its payloads end at \(expectedOffset)")
+        }
+        guard largest == maximumTileLength else {
+            throw fail("the header declares the largest tile as \(maximumTileLength) bytes, the largest is \(largest)")
+        }
+        return result
+    }
+
+    // MARK: Index and payloads
+
+    @inline(__always)
+    private func key(atEntry entry: Int) -> UInt64 {
+        UInt64(littleEndian: bytes.buffer.loadUnaligned(fromByteOffset: keysOffset + 8 * entry, as: UInt64.self))
+    }
+
+    @inline(__always)
+    private func payloadNumber(ofEntry entry: Int) -> Int {
+        Int(UInt32(littleEndian: bytes.buffer.loadUnaligned(fromByteOffset: refsOffset + 4 * entry, as: UInt32.self)))
+    }
+
+    /// The index entry of `tile`: a binary search over the keys of its zoom level.
+    private func entry(of tile: TileCoordinate) -> Int? {
+        let target = BundleFormat.key(of: tile)
+        var low = zoomStarts[tile.zoom]
+        var high = zoomStarts[tile.zoom + 1]
+        while low < high {
+            let middle = low + (high - low) / 2
+            let key = key(atEntry: middle)
+            if key == target { return middle }
+            if key < target { low = middle + 1 } else { high = middle }
+        }
+        return nil
+    }
+
+    private struct Payload {
+        var codec: BundleFormat.Codec
+        var offset: Int
+        var rawLength: Int
+        var crc: UInt32
+        var stored: UnsafeRawBufferPointer
+        var number: Int
+    }
+
+    /// Reads and checks payload record `number`; `tile` names the tile in errors.
+    private func payload(number: Int, tile: TileCoordinate?, checkCRC: Bool? = nil) throws(TileArchiveError) -> Payload {
+        let file = bytes.buffer
+        let record = recordsOffset + BundleFormat.payloadRecordLength * number
+        let offset = UInt64(littleEndian: file.loadUnaligned(fromByteOffset: record, as: UInt64.self))
+        let storedLength = Int(UInt32(littleEndian: file.loadUnaligned(fromByteOffset: record + 8, as: UInt32.self)))
+        let rawLength = Int(UInt32(littleEndian: file.loadUnaligned(fromByteOffset: record + 12, as: UInt32.self)))
+        let crc = UInt32(littleEndian: file.loadUnaligned(fromByteOffset: record + 16, as: UInt32.self))
+        let codecByte = file[record + 20]
+        let what = tile.map { "tile \($0) (payload \(number))" } ?? "payload \(number)"
+        func fail(_ text: String) -> TileArchiveError { TileArchiveError(path: path, fault: .corrupt("\(what): \(text)")) }
+
+        guard let codec = BundleFormat.Codec(rawValue: codecByte) else { throw fail("unknown codec \(codecByte)") }
+        guard file[record + 21] == 0, file[record + 22] == 0, file[record + 23] == 0 else {
+            throw fail("reserved bytes of the payload record are not zero")
+        }
+        guard rawLength <= maximumTileLength else {
+            throw fail("\(rawLength) bytes, more than the largest tile the header declares (\(maximumTileLength))")
+        }
+        if let rawTileLength, rawLength != rawTileLength {
+            throw fail("\(rawLength) bytes, but every raw tile of this bundle is \(rawTileLength) bytes")
+        }
+        switch codec {
+        case .stored:
+            guard storedLength == rawLength else { throw fail("stored length \(storedLength) differs from the tile length \(rawLength)") }
+        case .lz4Block:
+            guard storedLength > 0, storedLength < rawLength else {
+                throw fail("an LZ4 block of \(storedLength) bytes for a tile of \(rawLength) bytes (must be 1..<\(rawLength))")
+            }
+        }
+        guard offset % UInt64(BundleFormat.alignment) == 0, offset <= UInt64(dataLength), UInt64(storedLength) <= UInt64(dataLength) - offset else {
+            throw fail("\(storedLength) bytes at offset \(offset) of the data section (\(dataLength) bytes) are not an aligned range inside it")
+        }
+        let start = dataOffset + Int(offset)
+        let stored = UnsafeRawBufferPointer(rebasing: file[start..<(start + storedLength)])
+        if checkCRC ?? options.verifiesPayloadChecksums {
+            let computed = BundleFormat.crc32(stored)
+            guard computed == crc else {
+                throw TileArchiveError(path: path, fault: .checksumMismatch(region: what, declared: Self.hex(crc), computed: Self.hex(computed)))
+            }
+        }
+        return Payload(codec: codec, offset: Int(offset), rawLength: rawLength, crc: crc, stored: stored, number: number)
+    }
+
+    /// Decompresses an LZ4 payload into `buffer` (exactly `rawLength` bytes), checking its size.
+    private func decompress(_ payload: Payload, into buffer: UnsafeMutableRawBufferPointer, tile: TileCoordinate?) throws(TileArchiveError) {
+        guard let source = payload.stored.baseAddress, let destination = buffer.baseAddress, buffer.count >= payload.rawLength else {
+            throw TileArchiveError(path: path, fault: .corrupt("payload \(payload.number): nothing to decompress"))
+        }
+        let produced = LZ4_decompress_safe(
+            source.assumingMemoryBound(to: CChar.self), destination.assumingMemoryBound(to: CChar.self),
+            Int32(payload.stored.count), Int32(payload.rawLength))
+        guard produced == Int32(payload.rawLength) else {
+            let what = tile.map { "tile \($0) (payload \(payload.number))" } ?? "payload \(payload.number)"
+            let detail = produced < 0
+                ? "is malformed or decompresses to more than the declared \(payload.rawLength) bytes"
+                : "decompresses to \(produced) bytes, \(payload.rawLength) declared"
+            throw TileArchiveError(path: path, fault: .corrupt("\(what): the LZ4 block \(detail)"))
+        }
+    }
+
+    static func hex(_ value: UInt32) -> String {
+        let digits = String(value, radix: 16, uppercase: true)
+        return "0x" + String(repeating: "0", count: 8 - digits.count) + digits
+    }
+
+    /// What a file that is not a bundle looks like, for the error message.
+    static func describe(_ file: UnsafeRawBufferPointer) -> String {
+        if file.isEmpty { return "an empty file" }
+        func starts(with text: String) -> Bool {
+            let prefix = Array(text.utf8)
+            return file.count >= prefix.count && zip(file, prefix).allSatisfy { $0 == $1 }
+        }
+        if starts(with: "SQLite format 3\u{0}") { return "an SQLite database (MBTiles?), not a .tilepack bundle" }
+        if starts(with: "PMTiles") { return "a PMTiles archive, not a .tilepack bundle" }
+        if let format = TileFormat.sniff(UnsafeRawBufferPointer(rebasing: file.prefix(64))), format.isRaster {
+            return "a \(format) image, not a .tilepack bundle"
+        }
+        return "no .tilepack magic (89 54 50 4B 0D 0A 1A 0A) at the start of the file"
+    }
+}

@@ -1,0 +1,351 @@
+import Foundation
+import Synchronization
+internal import CTilepackSQLite
+import TilepackCore
+
+/// How to open an MBTiles file for reading.
+public struct MBTilesOpenOptions: Hashable, Sendable {
+    /// The caller promises the file cannot change while it is open (an app bundle, a read-only
+    /// volume): SQLite then takes no locks and never looks for a journal (`immutable=1`).
+    /// Leave `false` for a file another process might write; it is still opened read-only.
+    public var immutable: Bool
+    /// How many idle read connections the archive keeps for reuse. More concurrent readers than
+    /// this still work; the extra connections are closed when they are returned.
+    public var maximumIdleConnections: Int
+
+    public init(immutable: Bool = false, maximumIdleConnections: Int = max(4, ProcessInfo.processInfo.activeProcessorCount)) {
+        self.immutable = immutable
+        self.maximumIdleConnections = max(1, maximumIdleConnections)
+    }
+}
+
+/// An MBTiles archive opened read-only: the ``TileArchive`` read API over an MBTiles (SQLite) file.
+///
+/// Opens the file with `mode=ro` (and `immutable=1` when the options say so), so no journal,
+/// WAL or lock file is ever created beside it. Reads from many threads run in parallel: each
+/// read checks a connection with its own prepared statements out of a small pool (a lock is held
+/// only to pop or push the pool's array, never while SQLite works), and no statement is ever
+/// shared between threads.
+///
+/// Rows are stored in TMS order (`tile_row` 0 at the south); every method here takes and gives
+/// XYZ coordinates, converting with ``TileScheme/tms``.
+public final class MBTilesArchive: TileArchive {
+    public let path: String
+    /// The payload format: the `format` metadata when it parses, otherwise sniffed from a tile.
+    public let content: TileContent?
+    /// What schema detection found (kind, unique index, extra tables, ...).
+    public let schema: MBTilesSchema
+    public let options: MBTilesOpenOptions
+
+    private let uri: String
+    private let idle: Mutex<[MBTilesReader]>
+
+    /// Opens `path` read-only.
+    /// - Throws: ``TileArchiveError`` naming the file: `cannotOpen` (missing, unreadable),
+    ///   `notAnArchive` (empty, PMTiles, not SQLite), `truncated`, `corrupt`, `missingTable`.
+    public init(path: String, options: MBTilesOpenOptions = MBTilesOpenOptions()) throws(TileArchiveError) {
+        self.path = path
+        self.options = options
+        _ = try MBTilesFileCheck.check(path: path)
+        let uri = MBTilesFileCheck.uri(path: path, parameters: options.immutable ? ["mode=ro", "immutable=1"] : ["mode=ro"])
+        self.uri = uri
+        let connection = try SQLiteConnection(filename: uri, archivePath: path, readOnly: true, uri: true)
+        let schema = try MBTilesSchema.detect(connection, path: path)
+        self.schema = schema
+        let reader = try MBTilesReader(connection: connection)
+        self.content = try Self.detectContent(reader: reader, schema: schema)
+        self.idle = Mutex([reader])
+    }
+
+    // MARK: TileArchive
+
+    public func metadata() throws -> TileMetadata {
+        try readMetadata()
+    }
+
+    /// The `metadata` table as ``TileMetadata`` (rows with a NULL name or value are skipped; for
+    /// a repeated name the first row wins).
+    /// - Throws: `missingTable` when there is no `metadata` table; `invalidMetadata` when a value
+    ///   is not UTF-8 text.
+    public func readMetadata() throws(TileArchiveError) -> TileMetadata {
+        guard schema.hasMetadataTable else {
+            throw TileArchiveError(path: path, fault: .missingTable("'metadata' table"))
+        }
+        return try withReader { reader throws(TileArchiveError) in
+            let statement = try reader.connection.prepare("SELECT name, value FROM metadata")
+            var entries: [String: String] = [:]
+            while try statement.step() {
+                guard let name = statement.validatedText(0) else { continue }
+                if statement.type(1) == .null || entries[name] != nil { continue }
+                guard let value = statement.validatedText(1) else {
+                    throw TileArchiveError(path: path, fault: .invalidMetadata("the value of '\(name)' is not UTF-8 text"))
+                }
+                entries[name] = value
+            }
+            return TileMetadata(entries)
+        }
+    }
+
+    public func containsTile(at tile: TileCoordinate) throws -> Bool {
+        try withReader { reader throws(TileArchiveError) in
+            let statement = reader.exists
+            statement.bind(1, tile.zoom)
+            statement.bind(2, tile.x)
+            statement.bind(3, tile.row(in: .tms))
+            defer { statement.reset() }
+            return try statement.step()
+        }
+    }
+
+    /// Calls `body` with the tile's bytes straight from SQLite's buffer (no copy).
+    /// - Throws: `nullTile` when the row exists but `tile_data` is NULL; `invalidRow` when
+    ///   `tile_data` is a number rather than a blob or text.
+    public func withTileBytes<R>(at tile: TileCoordinate, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R? {
+        let reader = try checkout()
+        defer { checkin(reader) }
+        let statement = reader.lookup
+        statement.bind(1, tile.zoom)
+        statement.bind(2, tile.x)
+        statement.bind(3, tile.row(in: .tms))
+        defer { statement.reset() }
+        guard try statement.step() else { return nil }
+        let bytes = try tileBytes(statement, column: 0, tile: tile)
+        return try body(bytes)
+    }
+
+    public func zoomLevels() throws -> [ZoomLevelSummary] {
+        try withReader { reader throws(TileArchiveError) in
+            let statement = try reader.connection.prepare(
+                "SELECT zoom_level, COUNT(*) FROM tiles GROUP BY zoom_level ORDER BY zoom_level")
+            var levels: [ZoomLevelSummary] = []
+            while try statement.step() {
+                guard let zoom = Self.integer(statement, 0), (0...TileCoordinate.maximumZoom).contains(zoom) else {
+                    throw TileArchiveError(path: path, fault: .invalidRow(
+                        "zoom_level \(Self.describe(statement, 0)) (\(statement.int64(1)) rows) is not a zoom in 0...\(TileCoordinate.maximumZoom)"))
+                }
+                levels.append(ZoomLevelSummary(zoom: zoom, tileCount: Int(statement.int64(1))))
+            }
+            return levels
+        }
+    }
+
+    /// Streams every tile in (zoom, x, y) XYZ order.
+    ///
+    /// With a unique index the rows come straight off the index, one column at a time read
+    /// backwards (TMS rows descending = XYZ rows ascending), so nothing is sorted or held in
+    /// memory. Without one SQLite sorts, spilling to temporary files beyond its cache.
+    /// - Throws: `invalidRow` for a row whose coordinates are not a tile (the raw scan
+    ///   ``forEachRawRow(_:)`` reports those instead), `nullTile` for NULL `tile_data`.
+    public func forEachTile(_ body: (TileCoordinate, UnsafeRawBufferPointer) throws -> Void) throws {
+        let reader = try checkout()
+        defer { checkin(reader) }
+        let connection = reader.connection
+        if schema.hasUniqueIndex {
+            let columns = try connection.prepare(
+                "SELECT DISTINCT zoom_level, tile_column FROM tiles ORDER BY zoom_level, tile_column")
+            let rows = try connection.prepare(
+                "SELECT tile_row, tile_data FROM tiles WHERE zoom_level = ?1 AND tile_column = ?2 ORDER BY tile_row DESC")
+            while try columns.step() {
+                guard let zoom = Self.integer(columns, 0), let x = Self.integer(columns, 1) else {
+                    throw TileArchiveError(path: path, fault: .invalidRow(
+                        "zoom_level \(Self.describe(columns, 0)), tile_column \(Self.describe(columns, 1)) are not whole numbers"))
+                }
+                rows.bind(1, zoom)
+                rows.bind(2, x)
+                defer { rows.reset() }
+                while try rows.step() {
+                    let tile = try coordinate(zoom: zoom, x: x, rowStatement: rows, rowColumn: 0)
+                    try body(tile, try tileBytes(rows, column: 1, tile: tile))
+                }
+            }
+        } else {
+            let rows = try connection.prepare(
+                "SELECT zoom_level, tile_column, tile_row, tile_data FROM tiles ORDER BY zoom_level, tile_column, tile_row DESC")
+            while try rows.step() {
+                guard let zoom = Self.integer(rows, 0), let x = Self.integer(rows, 1) else {
+                    throw TileArchiveError(path: path, fault: .invalidRow(
+                        "zoom_level \(Self.describe(rows, 0)), tile_column \(Self.describe(rows, 1)) are not whole numbers"))
+                }
+                let tile = try coordinate(zoom: zoom, x: x, rowStatement: rows, rowColumn: 2)
+                try body(tile, try tileBytes(rows, column: 3, tile: tile))
+            }
+        }
+    }
+
+    // MARK: What verify needs
+
+    /// martin's `agg_tiles_hash` of the `tiles` rows (see ``MBTilesAggregateHash``).
+    public func aggregateTilesHash() throws(TileArchiveError) -> String {
+        try withReader { reader throws(TileArchiveError) in try MBTilesAggregateHash.compute(reader.connection) }
+    }
+
+    /// Calls `body` for every row of `tiles` as stored, in storage order, including rows that
+    /// are not tiles (NULL or out-of-range coordinates, NULL or numeric `tile_data`), so that a
+    /// verifier can report them. For ``MBTilesSchemaKind/flatWithHash`` the row carries its
+    /// stored `tile_hash`.
+    public func forEachRawRow(_ body: (MBTilesRawRow) throws -> Void) throws {
+        let reader = try checkout()
+        defer { checkin(reader) }
+        let withHash = schema.kind == .flatWithHash
+        let statement = try reader.connection.prepare(withHash
+            ? "SELECT zoom_level, tile_column, tile_row, tile_data, tile_hash FROM \(Self.quoted(schema.coordinateTable))"
+            : "SELECT zoom_level, tile_column, tile_row, tile_data FROM tiles")
+        while try statement.step() {
+            let row = MBTilesRawRow(
+                zoomLevel: MBTilesRawValue(statement, 0), tileColumn: MBTilesRawValue(statement, 1),
+                tileRow: MBTilesRawValue(statement, 2), tileDataStorage: statement.type(3),
+                tileData: statement.bytes(3), tileHash: withHash ? statement.text(4) : nil)
+            try body(row)
+        }
+    }
+
+    /// For ``MBTilesSchemaKind/flatWithHash``: checks every stored `tile_hash` against the MD5 of
+    /// its `tile_data` (case-insensitively; NULL data must have a NULL hash) and calls
+    /// `mismatch` for each that differs. Returns how many rows were checked (0 for other schemas).
+    @discardableResult
+    public func checkTileHashes(_ mismatch: (MBTilesTileHashMismatch) throws -> Void) throws -> Int {
+        guard schema.kind == .flatWithHash else { return 0 }
+        var checked = 0
+        try forEachRawRow { row in
+            checked += 1
+            let computed = row.tileData.map { MBTilesAggregateHash.md5Hex($0) }
+            if computed?.uppercased() != row.tileHash?.uppercased() {
+                try mismatch(MBTilesTileHashMismatch(
+                    zoomLevel: row.zoomLevel, tileColumn: row.tileColumn, tileRow: row.tileRow,
+                    declared: row.tileHash, computed: computed))
+            }
+        }
+        return checked
+    }
+
+    /// `PRAGMA integrity_check`: an empty array when SQLite finds the file sound, otherwise its
+    /// messages (at most `maximumErrors`).
+    public func integrityCheck(maximumErrors: Int = 100) throws(TileArchiveError) -> [String] {
+        try withReader { reader throws(TileArchiveError) in
+            let statement = try reader.connection.prepare("PRAGMA integrity_check(\(max(1, maximumErrors)))")
+            var messages: [String] = []
+            while try statement.step() { messages.append(statement.text(0) ?? "") }
+            return messages == ["ok"] ? [] : messages
+        }
+    }
+
+    /// Per zoom level: the tile count and the XYZ column/row ranges (one index scan), for
+    /// deriving and checking bounds and zooms. Rows whose coordinates are not tiles are left out.
+    public func contentSummary() throws(TileArchiveError) -> MBTilesContentSummary {
+        try withReader { reader throws(TileArchiveError) in
+            var summary = try MBTilesContentSummary.query(reader.connection)
+            summary.format = content.flatMap { if case .encoded(let f) = $0 { f } else { nil } }
+            if let format = try? Self.sniffFirstTile(reader: reader) { summary.sniffedFormat = format }
+            return summary
+        }
+    }
+
+    // MARK: Connections
+
+    private func makeReader() throws(TileArchiveError) -> MBTilesReader {
+        try MBTilesReader(connection: SQLiteConnection(filename: uri, archivePath: path, readOnly: true, uri: true))
+    }
+
+    @inline(__always)
+    private func checkout() throws(TileArchiveError) -> MBTilesReader {
+        if let reader = idle.withLock({ $0.popLast() }) { return reader }
+        return try makeReader()
+    }
+
+    @inline(__always)
+    private func checkin(_ reader: MBTilesReader) {
+        let limit = options.maximumIdleConnections
+        let surplus: MBTilesReader? = idle.withLock { readers in
+            if readers.count < limit { readers.append(reader); return nil }
+            return reader
+        }
+        _ = surplus  // closed here, outside the lock
+    }
+
+    private func withReader<R>(_ body: (MBTilesReader) throws(TileArchiveError) -> R) throws(TileArchiveError) -> R {
+        let reader = try checkout()
+        defer { checkin(reader) }
+        return try body(reader)
+    }
+
+    // MARK: Helpers
+
+    @inline(__always)
+    private func tileBytes(_ statement: SQLiteStatement, column: Int32, tile: TileCoordinate) throws(TileArchiveError) -> UnsafeRawBufferPointer {
+        switch statement.type(column) {
+        case .blob, .text:
+            return statement.bytes(column) ?? UnsafeRawBufferPointer(start: nil, count: 0)
+        case .null:
+            throw TileArchiveError(path: path, fault: .nullTile(tile))
+        case .integer, .real:
+            throw TileArchiveError(path: path, fault: .invalidRow("tile_data of \(tile) is \(statement.type(column)) \(Self.describe(statement, column)), not a blob"))
+        }
+    }
+
+    private func coordinate(zoom: Int, x: Int, rowStatement: SQLiteStatement, rowColumn: Int32) throws(TileArchiveError) -> TileCoordinate {
+        guard let row = Self.integer(rowStatement, rowColumn) else {
+            throw TileArchiveError(path: path, fault: .invalidRow(
+                "zoom_level \(zoom), tile_column \(x), tile_row \(Self.describe(rowStatement, rowColumn)): tile_row is not a whole number"))
+        }
+        do {
+            return try TileCoordinate(zoom: zoom, x: x, row: row, scheme: .tms)
+        } catch {
+            throw TileArchiveError(path: path, fault: .invalidRow("zoom_level \(zoom), tile_column \(x), tile_row \(row) (TMS): \(error)"))
+        }
+    }
+
+    /// An INTEGER value, or a REAL that is a whole number; `nil` otherwise.
+    static func integer(_ statement: SQLiteStatement, _ column: Int32) -> Int? {
+        switch statement.type(column) {
+        case .integer:
+            return Int(truncatingIfNeeded: statement.int64(column))
+        case .real:
+            let value = statement.double(column)
+            return value.rounded() == value && abs(value) < 1e15 ? Int(value) : nil
+        default:
+            return nil
+        }
+    }
+
+    static func describe(_ statement: SQLiteStatement, _ column: Int32) -> String {
+        MBTilesRawValue(statement, column).description
+    }
+
+    static func quoted(_ identifier: String) -> String {
+        "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+
+    private static func detectContent(reader: MBTilesReader, schema: MBTilesSchema) throws(TileArchiveError) -> TileContent? {
+        if schema.hasMetadataTable {
+            let statement = try reader.connection.prepare("SELECT value FROM metadata WHERE name = 'format' LIMIT 1")
+            if try statement.step(), let text = statement.validatedText(0), let format = TileFormat(metadataValue: text) {
+                return .encoded(format)
+            }
+        }
+        return try sniffFirstTile(reader: reader).map { .encoded($0) }
+    }
+
+    private static func sniffFirstTile(reader: MBTilesReader) throws(TileArchiveError) -> TileFormat? {
+        let statement = try reader.connection.prepare("SELECT tile_data FROM tiles WHERE tile_data IS NOT NULL LIMIT 1")
+        guard try statement.step(), let bytes = statement.bytes(0) else { return nil }
+        return TileFormat.sniff(bytes)
+    }
+}
+
+/// One pooled read connection with its prepared point-lookup statements.
+///
+/// `@unchecked Sendable`: a reader moves between threads only through the archive's pool and is
+/// used by exactly one thread while checked out.
+final class MBTilesReader: @unchecked Sendable {
+    let connection: SQLiteConnection
+    let lookup: SQLiteStatement
+    let exists: SQLiteStatement
+
+    init(connection: SQLiteConnection) throws(TileArchiveError) {
+        self.connection = connection
+        lookup = try connection.prepare(
+            "SELECT tile_data FROM tiles WHERE zoom_level = ?1 AND tile_column = ?2 AND tile_row = ?3 LIMIT 1")
+        exists = try connection.prepare(
+            "SELECT 1 FROM tiles WHERE zoom_level = ?1 AND tile_column = ?2 AND tile_row = ?3 LIMIT 1")
+    }
+}

@@ -1,0 +1,223 @@
+import Crypto
+import Foundation
+internal import CTilepackSQLite
+import TilepackCore
+
+/// An SQLite value as stored in a row, for reporting rows that are not what they should be.
+public enum MBTilesRawValue: Hashable, Sendable, CustomStringConvertible {
+    case integer(Int64)
+    case real(Double)
+    case text(String)
+    case blob(byteCount: Int)
+    case null
+
+    init(_ statement: SQLiteStatement, _ column: Int32) {
+        switch statement.type(column) {
+        case .integer: self = .integer(statement.int64(column))
+        case .real: self = .real(statement.double(column))
+        case .text: self = .text(String((statement.text(column) ?? "").prefix(64)))
+        case .blob: self = .blob(byteCount: statement.bytes(column)?.count ?? 0)
+        case .null: self = .null
+        }
+    }
+
+    /// The value as a whole number: an INTEGER, or a REAL with no fraction.
+    public var integerValue: Int? {
+        switch self {
+        case .integer(let v): Int(truncatingIfNeeded: v)
+        case .real(let v): v.rounded() == v && abs(v) < 1e15 ? Int(v) : nil
+        default: nil
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .integer(let v): String(v)
+        case .real(let v): String(v)
+        case .text(let t): "'\(t)'"
+        case .blob(let n): "a blob of \(n) bytes"
+        case .null: "NULL"
+        }
+    }
+}
+
+/// One row of `tiles` exactly as stored (see ``MBTilesArchive/forEachRawRow(_:)``).
+///
+/// Not `Sendable`: `tileData` points into SQLite's buffer and is valid only inside the callback.
+public struct MBTilesRawRow {
+    public var zoomLevel: MBTilesRawValue
+    public var tileColumn: MBTilesRawValue
+    /// The stored TMS row.
+    public var tileRow: MBTilesRawValue
+    /// The storage class of `tile_data` (a blob normally; text is accepted; NULL and numbers are faults).
+    public var tileDataStorage: SQLiteStorageClass
+    /// The bytes of `tile_data`, `nil` when NULL.
+    public var tileData: UnsafeRawBufferPointer?
+    /// The stored `tile_hash` (flat-with-hash only).
+    public var tileHash: String?
+
+    /// The XYZ tile this row addresses, or `nil` when the numbers are not a tile.
+    public var tile: TileCoordinate? {
+        guard let z = zoomLevel.integerValue, let x = tileColumn.integerValue, let row = tileRow.integerValue else { return nil }
+        return try? TileCoordinate(zoom: z, x: x, row: row, scheme: .tms)
+    }
+
+    /// Why the coordinates are not a tile (`nil` when they are), e.g. "tile_row 64 is outside 0..<64 at zoom 6".
+    public var coordinateProblem: String? {
+        guard let z = zoomLevel.integerValue else { return "zoom_level \(zoomLevel) is not a whole number" }
+        guard let x = tileColumn.integerValue else { return "tile_column \(tileColumn) is not a whole number" }
+        guard let row = tileRow.integerValue else { return "tile_row \(tileRow) is not a whole number" }
+        do {
+            _ = try TileCoordinate(zoom: z, x: x, row: row, scheme: .tms)
+            return nil
+        } catch {
+            switch error {
+            case .zoomOutOfRange: return "zoom_level \(z) is outside 0...\(TileCoordinate.maximumZoom)"
+            case .columnOutOfRange: return "tile_column \(x) is outside 0..<\(1 << z) at zoom \(z)"
+            case .rowOutOfRange: return "tile_row \(row) is outside 0..<\(1 << z) at zoom \(z)"
+            }
+        }
+    }
+
+    /// `z/x/row(TMS)` as stored, for messages.
+    public var storedCoordinates: String { "\(zoomLevel)/\(tileColumn)/\(tileRow) (TMS row)" }
+}
+
+/// A `tile_hash` that does not match its tile's MD5 (flat-with-hash).
+public struct MBTilesTileHashMismatch: Hashable, Sendable, CustomStringConvertible {
+    public var zoomLevel: MBTilesRawValue
+    public var tileColumn: MBTilesRawValue
+    public var tileRow: MBTilesRawValue
+    public var declared: String?
+    public var computed: String?
+
+    public var description: String {
+        "tile_hash of \(zoomLevel)/\(tileColumn)/\(tileRow) (TMS row) is \(declared ?? "NULL"), the MD5 of its data is \(computed ?? "NULL (no data)")"
+    }
+}
+
+/// martin's `agg_tiles_hash`: one MD5 over all rows of `tiles` ordered by zoom_level,
+/// tile_column, tile_row, fed with the decimal text of the three numbers and then the raw tile
+/// bytes, with no separators; NULL values contribute nothing; upper-case hex; no rows gives the
+/// MD5 of nothing, `D41D8CD98F00B204E9800998ECF8427E`.
+///
+/// This is martin's SQL, `hex(coalesce(md5_concat(cast(zoom_level AS text), cast(tile_column AS
+/// text), cast(tile_row AS text), tile_data), md5('')))`, computed here in Swift over the same rows
+/// in the same order, with SQLite doing the casts.
+public enum MBTilesAggregateHash {
+    /// The MD5 of no bytes, the hash of an empty `tiles` table.
+    public static let empty = "D41D8CD98F00B204E9800998ECF8427E"
+
+    static func compute(_ connection: SQLiteConnection) throws(TileArchiveError) -> String {
+        let statement = try connection.prepare("""
+            SELECT CAST(zoom_level AS TEXT), CAST(tile_column AS TEXT), CAST(tile_row AS TEXT), tile_data
+            FROM tiles ORDER BY zoom_level, tile_column, tile_row
+            """)
+        var md5 = Insecure.MD5()
+        while try statement.step() {
+            for column: Int32 in 0..<4 {
+                if let bytes = statement.bytes(column), bytes.count > 0 { md5.update(bufferPointer: bytes) }
+            }
+        }
+        return hex(md5.finalize())
+    }
+
+    /// The upper-case hex MD5 of `bytes` (martin's `tile_hash`, tilepack's dedup `tile_id`).
+    public static func md5Hex(_ bytes: UnsafeRawBufferPointer) -> String {
+        var md5 = Insecure.MD5()
+        if bytes.count > 0 { md5.update(bufferPointer: bytes) }
+        return hex(md5.finalize())
+    }
+
+    static func hex<D: Sequence>(_ digest: D) -> String where D.Element == UInt8 {
+        let digits = Array("0123456789ABCDEF".utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(32)
+        for byte in digest {
+            out.append(digits[Int(byte >> 4)])
+            out.append(digits[Int(byte & 0x0F)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}
+
+/// Per zoom level: how many tiles and the XYZ column/row ranges they span.
+public struct MBTilesContentSummary: Hashable, Sendable {
+    public struct Level: Hashable, Sendable {
+        public var zoom: Int
+        public var tileCount: Int
+        public var minX: Int, maxX: Int
+        /// XYZ rows (north = 0).
+        public var minY: Int, maxY: Int
+
+        public init(zoom: Int, tileCount: Int, minX: Int, maxX: Int, minY: Int, maxY: Int) {
+            self.zoom = zoom
+            self.tileCount = tileCount
+            self.minX = minX
+            self.maxX = maxX
+            self.minY = minY
+            self.maxY = maxY
+        }
+
+        /// The geographic extent of the tiles' range at this level.
+        public var extent: GeoBoundingBox {
+            let n = Double(1 << zoom)
+            func lon(_ x: Int) -> Double { Double(x) / n * 360 - 180 }
+            func lat(_ y: Int) -> Double { atan(sinh(Double.pi * (1 - 2 * Double(y) / n))) * 180 / Double.pi }
+            return GeoBoundingBox(west: lon(minX), south: lat(maxY + 1), east: lon(maxX + 1), north: lat(minY))
+        }
+    }
+
+    /// Levels with tiles, ascending.
+    public var levels: [Level]
+    /// The format the archive declares (or sniffed when it declares none).
+    public var format: TileFormat?
+    /// The format sniffed from the first tile.
+    public var sniffedFormat: TileFormat?
+
+    public init(levels: [Level], format: TileFormat? = nil, sniffedFormat: TileFormat? = nil) {
+        self.levels = levels
+        self.format = format
+        self.sniffedFormat = sniffedFormat
+    }
+
+    public var tileCount: Int { levels.reduce(0) { $0 + $1.tileCount } }
+    public var minZoom: Int? { levels.first?.zoom }
+    public var maxZoom: Int? { levels.last?.zoom }
+
+    /// The area covered by every zoom level (MBTiles: "bounds must define an area covered by all
+    /// zoom levels"): the intersection of the levels' extents, or the deepest level's extent when
+    /// the levels do not overlap. `nil` without tiles.
+    public var bounds: GeoBoundingBox? {
+        guard let deepest = levels.last else { return nil }
+        var box = deepest.extent
+        for level in levels {
+            let e = level.extent
+            box.west = max(box.west, e.west)
+            box.east = min(box.east, e.east)
+            box.south = max(box.south, e.south)
+            box.north = min(box.north, e.north)
+        }
+        return box.west < box.east && box.south < box.north ? box : deepest.extent
+    }
+
+    static func query(_ connection: SQLiteConnection) throws(TileArchiveError) -> MBTilesContentSummary {
+        let statement = try connection.prepare("""
+            SELECT zoom_level, COUNT(*), MIN(tile_column), MAX(tile_column), MIN(tile_row), MAX(tile_row) FROM tiles
+            WHERE typeof(zoom_level) = 'integer' AND typeof(tile_column) = 'integer' AND typeof(tile_row) = 'integer'
+              AND zoom_level BETWEEN 0 AND 30 AND tile_column >= 0 AND tile_row >= 0
+              AND tile_column < (1 << zoom_level) AND tile_row < (1 << zoom_level)
+            GROUP BY zoom_level ORDER BY zoom_level
+            """)
+        var levels: [Level] = []
+        while try statement.step() {
+            let zoom = Int(statement.int64(0))
+            let flip = { (row: Int64) in TileScheme.tms.flipIfTMS(row: Int(row), zoom: zoom) }
+            levels.append(Level(
+                zoom: zoom, tileCount: Int(statement.int64(1)),
+                minX: Int(statement.int64(2)), maxX: Int(statement.int64(3)),
+                minY: flip(statement.int64(5)), maxY: flip(statement.int64(4))))
+        }
+        return MBTilesContentSummary(levels: levels)
+    }
+}

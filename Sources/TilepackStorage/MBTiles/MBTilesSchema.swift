@@ -1,0 +1,140 @@
+import Foundation
+import TilepackCore
+
+/// How an MBTiles file stores its tiles. Every kind is read through the `tiles` table or view.
+public enum MBTilesSchemaKind: String, Hashable, Sendable, CaseIterable, CustomStringConvertible {
+    /// A real `tiles` table (the MBTiles spec's schema; tippecanoe, GDAL, martin `flat`).
+    case flat
+    /// martin's `flat-with-hash`: a `tiles_with_hash` table with a `tile_hash` column (upper-case
+    /// hex MD5 of `tile_data`) behind a `tiles` view.
+    case flatWithHash
+    /// Deduplicated: `map` (coordinates and `tile_id`) and `images` (`tile_id`, `tile_data`)
+    /// joined by a `tiles` view. mbutil and TileMill call it "compressed"/"dedup", martin calls it
+    /// `normalized`; both spell it the same way.
+    case normalized
+    /// A `tiles` view over tables tilepack does not recognise; read through the view.
+    case otherView
+
+    public var description: String {
+        switch self {
+        case .flat: "flat"
+        case .flatWithHash: "flat-with-hash"
+        case .normalized: "normalized (map + images)"
+        case .otherView: "tiles view of unrecognised tables"
+        }
+    }
+}
+
+/// What schema detection found in an MBTiles file: everything `verify` needs to judge the layout.
+public struct MBTilesSchema: Hashable, Sendable {
+    public var kind: MBTilesSchemaKind
+    /// The table that holds the coordinates: `tiles`, `tiles_with_hash` or `map`.
+    public var coordinateTable: String
+    /// Whether a UNIQUE index (or primary key) covers exactly (zoom_level, tile_column, tile_row)
+    /// of ``coordinateTable``. Without one, duplicates are possible and lookups scan the table.
+    public var hasUniqueIndex: Bool
+    /// Whether the `metadata` table exists (with `name` and `value` columns).
+    public var hasMetadataTable: Bool
+    /// Whether the UTFGrid interaction tables of MBTiles 1.3 (`grids`, `grid_data`, ...) are present.
+    public var hasUTFGrid: Bool
+    /// Tables and views that are neither MBTiles nor UTFGrid nor SQLite's own (sorted).
+    public var extraTables: [String]
+    /// `PRAGMA application_id` (0x4d504258 "MPBX" for files tilepack writes; 0 for most others).
+    public var applicationID: Int32
+    /// The SQLite page size in bytes.
+    public var pageSize: Int
+
+    /// The MBTiles application id, "MPBX".
+    public static let mbtilesApplicationID: Int32 = 0x4d50_4258
+
+    /// Detects the schema on an open connection.
+    static func detect(_ connection: SQLiteConnection, path: String) throws(TileArchiveError) -> MBTilesSchema {
+        // Reading sqlite_master is also the first read of the file: a damaged header or schema fails here.
+        let master = try connection.prepare("SELECT type, name FROM sqlite_master WHERE type IN ('table', 'view')")
+        var objects: [String: String] = [:]  // lower-cased name -> type
+        var originalNames: [String: String] = [:]
+        while try master.step() {
+            guard let type = master.text(0), let name = master.text(1) else { continue }
+            objects[name.lowercased()] = type
+            originalNames[name.lowercased()] = name
+        }
+        func columns(_ table: String) throws(TileArchiveError) -> Set<String> {
+            let info = try connection.prepare("SELECT name FROM pragma_table_info(?1)")
+            info.bind(1, text: table)
+            var names: Set<String> = []
+            while try info.step() { if let n = info.text(0) { names.insert(n.lowercased()) } }
+            return names
+        }
+        let tileColumns: Set<String> = ["zoom_level", "tile_column", "tile_row", "tile_data"]
+        let coordinateColumns = ["zoom_level", "tile_column", "tile_row"]
+
+        guard let tilesType = objects["tiles"] else {
+            let found = objects.isEmpty ? "the database has no tables" : "tables: " + objects.keys.sorted().joined(separator: ", ")
+            throw TileArchiveError(path: path, fault: .missingTable("'tiles' table or view: not an MBTiles file (\(found))"))
+        }
+        let tilesColumns = try columns("tiles")
+        let missing = tileColumns.subtracting(tilesColumns)
+        guard missing.isEmpty else {
+            throw TileArchiveError(path: path, fault: .missingTable(
+                "column\(missing.count > 1 ? "s" : "") \(missing.sorted().joined(separator: ", ")) in 'tiles'"))
+        }
+
+        var kind: MBTilesSchemaKind
+        var coordinateTable: String
+        if tilesType == "table" {
+            kind = .flat
+            coordinateTable = "tiles"
+        } else if objects["tiles_with_hash"] == "table",
+                  try columns("tiles_with_hash").isSuperset(of: tileColumns.union(["tile_hash"])) {
+            kind = .flatWithHash
+            coordinateTable = "tiles_with_hash"
+        } else if objects["map"] == "table", objects["images"] == "table",
+                  try columns("map").isSuperset(of: coordinateColumns + ["tile_id"]),
+                  try columns("images").isSuperset(of: ["tile_id", "tile_data"]) {
+            kind = .normalized
+            coordinateTable = "map"
+        } else {
+            kind = .otherView
+            coordinateTable = "tiles"
+        }
+
+        // A unique index (or primary key) on exactly the three coordinate columns.
+        var hasUniqueIndex = false
+        if kind != .otherView {
+            let list = try connection.prepare("SELECT name, \"unique\" FROM pragma_index_list(?1)")
+            list.bind(1, text: originalNames[coordinateTable] ?? coordinateTable)
+            var uniqueIndexes: [String] = []
+            while try list.step() {
+                if list.int64(1) != 0, let name = list.text(0) { uniqueIndexes.append(name) }
+            }
+            for index in uniqueIndexes {
+                let info = try connection.prepare("SELECT name FROM pragma_index_info(?1)")
+                info.bind(1, text: index)
+                var names: [String] = []
+                while try info.step() { names.append(info.text(0)?.lowercased() ?? "") }
+                if Set(names) == Set(coordinateColumns), names.count == 3 { hasUniqueIndex = true }
+            }
+        }
+
+        var known: Set<String> = ["tiles", "metadata"]
+        switch kind {
+        case .flat, .otherView: break
+        case .flatWithHash: known.insert("tiles_with_hash")
+        case .normalized: known.formUnion(["map", "images"])
+        }
+        let utfGrid: Set<String> = ["grids", "grid_data", "grid_key", "grid_utfgrid", "keymap"]
+        let hasUTFGrid = !utfGrid.isDisjoint(with: objects.keys)
+        var extra: [String] = []
+        for name in objects.keys where !known.contains(name) && !utfGrid.contains(name) && !name.hasPrefix("sqlite_") {
+            extra.append(originalNames[name] ?? name)
+        }
+        var hasMetadata = false
+        if objects["metadata"] != nil { hasMetadata = try columns("metadata").isSuperset(of: ["name", "value"]) }
+        let applicationID = Int32(truncatingIfNeeded: try connection.scalarInt("PRAGMA application_id") ?? 0)
+        let pageSize = Int(try connection.scalarInt("PRAGMA page_size") ?? 0)
+        return MBTilesSchema(
+            kind: kind, coordinateTable: originalNames[coordinateTable] ?? coordinateTable, hasUniqueIndex: hasUniqueIndex,
+            hasMetadataTable: hasMetadata, hasUTFGrid: hasUTFGrid, extraTables: extra.sorted(),
+            applicationID: applicationID, pageSize: pageSize)
+    }
+}

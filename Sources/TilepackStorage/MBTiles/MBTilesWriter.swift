@@ -1,0 +1,414 @@
+import Foundation
+internal import CTilepackSQLite
+import TilepackCore
+
+/// The schema a new MBTiles file is written in.
+public enum MBTilesWriteSchema: String, Hashable, Sendable, CaseIterable {
+    /// One `tiles` table (the MBTiles spec's schema): fastest to write and read.
+    case flat
+    /// `map` + `images` behind a `tiles` view: identical tiles (ocean, empty land) stored once.
+    case deduplicated
+}
+
+/// Whether the writer fills `format`, `bounds`, `center`, `minzoom`, `maxzoom` from the tiles.
+public enum MBTilesMetadataDerivation: String, Hashable, Sendable {
+    /// Write the metadata as given.
+    case none
+    /// Fill the keys the caller did not set (the default).
+    case fillMissing
+    /// Recompute bounds, center, minzoom and maxzoom from the tiles even when set (format is
+    /// still only filled when missing).
+    case replace
+}
+
+public struct MBTilesWriterOptions: Hashable, Sendable {
+    /// The schema of a new file (an updated file keeps its own).
+    public var schema: MBTilesWriteSchema
+    /// Replace an existing destination (new files only).
+    public var overwrite: Bool
+    public var derivation: MBTilesMetadataDerivation
+    /// Rows per transaction while bulk loading a new file (an update is one transaction).
+    public var tilesPerTransaction: Int
+    /// The SQLite page size of a new file.
+    public var pageSize: Int
+
+    public init(schema: MBTilesWriteSchema = .flat, overwrite: Bool = false, derivation: MBTilesMetadataDerivation = .fillMissing,
+                tilesPerTransaction: Int = 100_000, pageSize: Int = 4096) {
+        self.schema = schema
+        self.overwrite = overwrite
+        self.derivation = derivation
+        self.tilesPerTransaction = max(1, tilesPerTransaction)
+        self.pageSize = pageSize
+    }
+}
+
+/// What ``MBTilesWriter/finish()`` wrote.
+public struct MBTilesWriteReport: Hashable, Sendable {
+    public var path: String
+    /// Rows in `tiles` after the write.
+    public var tileCount: Int
+    /// Distinct stored blobs (the `images` rows of a deduplicated file; `tileCount` for flat).
+    public var storedBlobCount: Int
+    /// The `agg_tiles_hash` stored in the metadata.
+    public var aggregateTilesHash: String
+    /// The metadata as written (derived keys and `agg_tiles_hash` included).
+    public var metadata: TileMetadata
+    /// Metadata warnings (errors stop the write instead).
+    public var warnings: [MBTilesMetadataIssue]
+}
+
+/// Writes an MBTiles 1.3 file, or updates one in place.
+///
+/// **New file** (``init(creating:metadata:options:)``): written to a temporary file beside the
+/// destination with bulk-load settings (no journal, no syncs, exclusive lock, a 64 MiB cache,
+/// one prepared INSERT, `tilesPerTransaction` rows per transaction), then given the settings a
+/// reader wants (rollback journal, no WAL), fsynced and renamed into place by ``finish()``. Until
+/// then the destination is untouched; ``cancel()``, a thrown error or a kill leaves no new file.
+///
+/// **Update** (``init(updating:options:)``): the whole session is one SQLite transaction,
+/// committed by ``finish()``: a kill or ``cancel()`` leaves the file as it was.
+///
+/// Tiles are addressed in XYZ; the writer stores TMS `tile_row`s. Writing a tile twice keeps the
+/// last bytes. Not thread-safe: one writer is used from one thread (or task) at a time.
+public final class MBTilesWriter {
+    /// The destination.
+    public let path: String
+    /// The metadata to write; may be changed until ``finish()``.
+    public var metadata: TileMetadata
+    public let options: MBTilesWriterOptions
+    /// The schema kind of the file being written.
+    public let schemaKind: MBTilesSchemaKind
+
+    private var connection: SQLiteConnection?
+    private var atomicFile: AtomicFile?
+    private var insertTile: SQLiteStatement?
+    private var insertMap: SQLiteStatement?
+    private var insertImage: SQLiteStatement?
+    private var findImage: SQLiteStatement?
+    private var begin: SQLiteStatement?
+    private var commit: SQLiteStatement?
+    private var pending = 0
+    private var failure: TileArchiveError?
+    private var finished = false
+    private var isUpdate: Bool { atomicFile == nil }
+
+    // MARK: Opening
+
+    /// Starts a new archive at `path`.
+    /// - Throws: `alreadyExists` when `path` exists and `overwrite` is off; `invalidMetadata` when
+    ///   `metadata` already breaks a rule that no tile can fix (no name, malformed values, pbf
+    ///   without `json` vector_layers).
+    public init(creating path: String, metadata: TileMetadata, options: MBTilesWriterOptions = MBTilesWriterOptions()) throws(TileArchiveError) {
+        self.path = path
+        self.metadata = metadata
+        self.options = options
+        self.schemaKind = options.schema == .flat ? .flat : .normalized
+        let early = MBTilesMetadataValidator.validate(metadata).filter { issue in
+            issue.severity == .error && !(issue.kind == .missing && issue.key == TileMetadata.Key.format && options.derivation != .none)
+        }
+        if !early.isEmpty { throw Self.metadataError(path: path, early) }
+        let atomicFile = try AtomicFile(destination: path, overwrite: options.overwrite)
+        self.atomicFile = atomicFile
+        let connection = try SQLiteConnection(filename: atomicFile.temporaryPath, archivePath: path, readOnly: false, uri: false, create: true)
+        self.connection = connection
+        let pageSize = [512, 1024, 2048, 4096, 8192, 16384, 32768, 65536].contains(options.pageSize) ? options.pageSize : 4096
+        try connection.execute("""
+            PRAGMA page_size = \(pageSize);
+            PRAGMA journal_mode = OFF;
+            PRAGMA synchronous = OFF;
+            PRAGMA locking_mode = EXCLUSIVE;
+            PRAGMA temp_store = MEMORY;
+            PRAGMA cache_size = -65536;
+            PRAGMA application_id = \(MBTilesSchema.mbtilesApplicationID);
+            CREATE TABLE metadata (name TEXT NOT NULL, value TEXT);
+            CREATE UNIQUE INDEX name ON metadata (name);
+            """)
+        switch options.schema {
+        case .flat:
+            try connection.execute("""
+                CREATE TABLE tiles (zoom_level INTEGER NOT NULL, tile_column INTEGER NOT NULL, tile_row INTEGER NOT NULL, tile_data BLOB);
+                CREATE UNIQUE INDEX tile_index ON tiles (zoom_level, tile_column, tile_row);
+                """)
+        case .deduplicated:
+            try connection.execute("""
+                CREATE TABLE map (zoom_level INTEGER NOT NULL, tile_column INTEGER NOT NULL, tile_row INTEGER NOT NULL, tile_id TEXT);
+                CREATE UNIQUE INDEX map_index ON map (zoom_level, tile_column, tile_row);
+                CREATE TABLE images (tile_data BLOB, tile_id TEXT NOT NULL);
+                CREATE UNIQUE INDEX images_id ON images (tile_id);
+                CREATE VIEW tiles AS SELECT map.zoom_level AS zoom_level, map.tile_column AS tile_column,
+                    map.tile_row AS tile_row, images.tile_data AS tile_data
+                    FROM map JOIN images ON images.tile_id = map.tile_id;
+                """)
+        }
+        try prepareStatements(connection, beginSQL: "BEGIN")
+        try beginTransaction()
+    }
+
+    /// Opens an existing archive to add, replace or remove tiles and change its metadata, all in
+    /// one transaction committed by ``finish()``.
+    /// - Throws: the reader's errors for a file that is not MBTiles; `unsupportedVersion` for a
+    ///   `tiles` view over tables tilepack does not know how to write.
+    public init(updating path: String, options: MBTilesWriterOptions = MBTilesWriterOptions()) throws(TileArchiveError) {
+        self.path = path
+        self.options = options
+        _ = try MBTilesFileCheck.check(path: path)
+        let connection = try SQLiteConnection(filename: path, archivePath: path, readOnly: false, uri: false)
+        self.connection = connection
+        let schema = try MBTilesSchema.detect(connection, path: path)
+        guard schema.kind != .otherView else {
+            throw TileArchiveError(path: path, fault: .unsupportedVersion("its 'tiles' view is over tables tilepack cannot write"))
+        }
+        schemaKind = schema.kind
+        metadata = TileMetadata()
+        try prepareStatements(connection, beginSQL: "BEGIN IMMEDIATE")
+        try beginTransaction()
+        if !schema.hasMetadataTable {
+            try connection.execute("CREATE TABLE metadata (name TEXT NOT NULL, value TEXT); CREATE UNIQUE INDEX name ON metadata (name);")
+        }
+        var entries: [String: String] = [:]
+        let statement = try connection.prepare("SELECT name, value FROM metadata")
+        while try statement.step() {
+            if let name = statement.text(0), let value = statement.text(1), entries[name] == nil { entries[name] = value }
+        }
+        metadata = TileMetadata(entries)
+    }
+
+    deinit {
+        if !finished { cancel() }
+    }
+
+    private func prepareStatements(_ connection: SQLiteConnection, beginSQL: String) throws(TileArchiveError) {
+        begin = try connection.prepare(beginSQL)
+        commit = try connection.prepare("COMMIT")
+        switch schemaKind {
+        case .flat:
+            insertTile = try connection.prepare(
+                "INSERT OR REPLACE INTO tiles (zoom_level, tile_column, tile_row, tile_data) VALUES (?1, ?2, ?3, ?4)")
+        case .flatWithHash:
+            insertTile = try connection.prepare(
+                "INSERT OR REPLACE INTO tiles_with_hash (zoom_level, tile_column, tile_row, tile_data, tile_hash) VALUES (?1, ?2, ?3, ?4, ?5)")
+        case .normalized:
+            insertMap = try connection.prepare(
+                "INSERT OR REPLACE INTO map (zoom_level, tile_column, tile_row, tile_id) VALUES (?1, ?2, ?3, ?4)")
+            insertImage = try connection.prepare("INSERT INTO images (tile_id, tile_data) VALUES (?1, ?2)")
+            findImage = try connection.prepare("SELECT tile_data FROM images WHERE tile_id = ?1")
+        case .otherView:
+            break
+        }
+    }
+
+    // MARK: Writing
+
+    /// Adds (or replaces) one tile.
+    public func write(_ bytes: UnsafeRawBufferPointer, at tile: TileCoordinate) throws(TileArchiveError) {
+        if let failure { throw failure }
+        guard !finished else { throw TileArchiveError(path: path, fault: .io(errno: 0, reason: "the writer is already finished")) }
+        do {
+            let row = tile.row(in: .tms)
+            switch schemaKind {
+            case .flat, .flatWithHash:
+                guard let insert = insertTile else { break }
+                insert.bind(1, tile.zoom)
+                insert.bind(2, tile.x)
+                insert.bind(3, row)
+                try insert.bind(4, blobNoCopy: bytes)
+                if schemaKind == .flatWithHash { insert.bind(5, text: MBTilesAggregateHash.md5Hex(bytes)) }
+                defer { insert.reset() }
+                _ = try insert.step()
+            case .normalized:
+                let id = try storeImage(bytes)
+                guard let insert = insertMap else { break }
+                insert.bind(1, tile.zoom)
+                insert.bind(2, tile.x)
+                insert.bind(3, row)
+                insert.bind(4, text: id)
+                defer { insert.reset() }
+                _ = try insert.step()
+            case .otherView:
+                break
+            }
+            pending += 1
+            if !isUpdate, pending >= options.tilesPerTransaction {
+                try commitTransaction()
+                try beginTransaction()
+            }
+        } catch {
+            failure = error
+            throw error
+        }
+    }
+
+    /// Adds (or replaces) one tile.
+    public func write<Bytes: ContiguousBytes>(_ bytes: Bytes, at tile: TileCoordinate) throws(TileArchiveError) {
+        var thrown: TileArchiveError?
+        bytes.withUnsafeBytes { buffer in
+            do throws(TileArchiveError) { try write(buffer, at: tile) } catch { thrown = error }
+        }
+        if let thrown { throw thrown }
+    }
+
+    /// Removes a tile; returns whether there was one.
+    @discardableResult
+    public func removeTile(at tile: TileCoordinate) throws(TileArchiveError) -> Bool {
+        if let failure { throw failure }
+        guard let connection else { return false }
+        let table = switch schemaKind {
+        case .flat, .otherView: "tiles"
+        case .flatWithHash: "tiles_with_hash"
+        case .normalized: "map"
+        }
+        let statement = try connection.prepare("DELETE FROM \(table) WHERE zoom_level = ?1 AND tile_column = ?2 AND tile_row = ?3")
+        statement.bind(1, tile.zoom)
+        statement.bind(2, tile.x)
+        statement.bind(3, tile.row(in: .tms))
+        _ = try statement.step()
+        return connection.changes > 0
+    }
+
+    /// Stores a blob once: its id is the upper-case hex MD5; on a hash hit the bytes are
+    /// compared, and a different blob with the same hash gets the id `<md5>-1`, `-2`, ...
+    private func storeImage(_ bytes: UnsafeRawBufferPointer) throws(TileArchiveError) -> String {
+        guard let findImage, let insertImage else { throw TileArchiveError(path: path, fault: .io(errno: 0, reason: "writer closed")) }
+        let hash = MBTilesAggregateHash.md5Hex(bytes)
+        var suffix = 0
+        while true {
+            let id = suffix == 0 ? hash : "\(hash)-\(suffix)"
+            findImage.bind(1, text: id)
+            let found = try findImage.step()
+            let same = found && findImage.bytes(0).map { stored in
+                stored.count == bytes.count && (bytes.count == 0 || memcmp(stored.baseAddress!, bytes.baseAddress!, bytes.count) == 0)
+            } == true
+            findImage.reset()
+            if same { return id }
+            if !found {
+                insertImage.bind(1, text: id)
+                try insertImage.bind(2, blobNoCopy: bytes)
+                defer { insertImage.reset() }
+                _ = try insertImage.step()
+                return id
+            }
+            suffix += 1
+        }
+    }
+
+    private func beginTransaction() throws(TileArchiveError) {
+        guard let begin else { return }
+        defer { begin.reset() }
+        _ = try begin.step()
+    }
+
+    private func commitTransaction() throws(TileArchiveError) {
+        guard let commit else { return }
+        defer { commit.reset() }
+        _ = try commit.step()
+        pending = 0
+    }
+
+    // MARK: Finishing
+
+    /// Derives and validates the metadata, stores `agg_tiles_hash`, commits, and (for a new
+    /// file) fsyncs and renames it into place.
+    /// - Throws: `invalidMetadata` listing every metadata error (nothing is written then: a new
+    ///   file is discarded, an update rolled back), or the I/O and SQLite errors met.
+    @discardableResult
+    public func finish() throws(TileArchiveError) -> MBTilesWriteReport {
+        if let failure { cancel(); throw failure }
+        guard !finished, let connection else {
+            throw TileArchiveError(path: path, fault: .io(errno: 0, reason: "the writer is already finished"))
+        }
+        do throws(TileArchiveError) {
+            if schemaKind == .normalized {
+                try connection.execute("DELETE FROM images WHERE tile_id NOT IN (SELECT tile_id FROM map WHERE tile_id IS NOT NULL)")
+            }
+            var content = try MBTilesContentSummary.query(connection)
+            let sniff = try connection.prepare("SELECT tile_data FROM tiles WHERE tile_data IS NOT NULL LIMIT 1")
+            if try sniff.step(), let bytes = sniff.bytes(0) { content.sniffedFormat = TileFormat.sniff(bytes) }
+            sniff.reset()
+            derive(from: content)
+            let issues = MBTilesMetadataValidator.validate(metadata, content: content)
+            let errors = issues.filter { $0.severity == .error }
+            if !errors.isEmpty { throw Self.metadataError(path: path, errors) }
+
+            let hash = try MBTilesAggregateHash.compute(connection)
+            metadata[TileMetadata.Key.aggregateTilesHash] = hash
+            try connection.execute("DELETE FROM metadata")
+            let insert = try connection.prepare("INSERT INTO metadata (name, value) VALUES (?1, ?2)")
+            for key in metadata.keys {
+                insert.bind(1, text: key)
+                insert.bind(2, text: metadata[key] ?? "")
+                _ = try insert.step()
+                insert.reset()
+            }
+            let tileCount = Int(try connection.scalarInt("SELECT COUNT(*) FROM tiles") ?? 0)
+            var blobCount = tileCount
+            if schemaKind == .normalized { blobCount = Int(try connection.scalarInt("SELECT COUNT(*) FROM images") ?? 0) }
+            try commitTransaction()
+            if !isUpdate {
+                // What a reader wants: a rollback journal (no WAL, so a read-only open needs no -shm).
+                try connection.execute("PRAGMA journal_mode = DELETE")
+            }
+            close()
+            if let atomicFile { try atomicFile.commit() }
+            finished = true
+            return MBTilesWriteReport(
+                path: path, tileCount: tileCount, storedBlobCount: blobCount, aggregateTilesHash: hash,
+                metadata: metadata, warnings: issues.filter { $0.severity == .warning })
+        } catch {
+            cancel()
+            throw error
+        }
+    }
+
+    /// Abandons the write: a new file is deleted, an update rolled back.
+    public func cancel() {
+        guard !finished else { return }
+        finished = true
+        if isUpdate, let connection {
+            try? connection.execute("ROLLBACK")
+        }
+        close()
+        atomicFile?.discard()
+    }
+
+    private func close() {
+        insertTile = nil
+        insertMap = nil
+        insertImage = nil
+        findImage = nil
+        begin = nil
+        commit = nil
+        connection = nil
+    }
+
+    private func derive(from content: MBTilesContentSummary) {
+        guard options.derivation != .none else { return }
+        let replace = options.derivation == .replace
+        typealias Key = TileMetadata.Key
+        if metadata[Key.format] == nil, let format = content.sniffedFormat { metadata.setFormat(format) }
+        guard let minZoom = content.minZoom, let maxZoom = content.maxZoom, let bounds = content.bounds else { return }
+        if replace || metadata[Key.minZoom] == nil { metadata.setMinZoom(minZoom) }
+        if replace || metadata[Key.maxZoom] == nil { metadata.setMaxZoom(maxZoom) }
+        if replace || metadata[Key.bounds] == nil { metadata.setBounds(Self.rounded(bounds)) }
+        if replace || metadata[Key.center] == nil {
+            let box = (try? metadata.bounds) ?? bounds
+            let zoom = (try? metadata.minZoom) ?? minZoom
+            let center = GeoCoordinate(latitude: Self.round7((box.south + box.north) / 2),
+                                       longitude: Self.round7(box.west <= box.east ? (box.west + box.east) / 2 : box.west))
+            metadata.setCenter(center, zoom: zoom)
+        }
+    }
+
+    /// Bounds rounded outwards to 7 decimals (about 1 cm), so the text stays short.
+    private static func rounded(_ box: GeoBoundingBox) -> GeoBoundingBox {
+        func down(_ v: Double) -> Double { (v * 1e7).rounded(.down) / 1e7 }
+        func up(_ v: Double) -> Double { (v * 1e7).rounded(.up) / 1e7 }
+        return GeoBoundingBox(west: max(-180, down(box.west)), south: max(-90, down(box.south)),
+                              east: min(180, up(box.east)), north: min(90, up(box.north)))
+    }
+
+    private static func round7(_ v: Double) -> Double { (v * 1e7).rounded() / 1e7 }
+
+    private static func metadataError(path: String, _ issues: [MBTilesMetadataIssue]) -> TileArchiveError {
+        TileArchiveError(path: path, fault: .invalidMetadata(issues.map(\.message).joined(separator: "; ")))
+    }
+}

@@ -1,0 +1,290 @@
+import Foundation
+import Testing
+import TilepackCore
+import TilepackStorage
+import TilepackTestSupport
+
+@Suite struct BundleRoundTripTests {
+    typealias F = BundleFixtures
+
+    @Test func encodedTilesRoundTrip() throws {
+        let dir = try TemporaryDirectory()
+        let (path, tiles) = try F.smallBundle(in: dir)
+        let archive = try BundleArchive(path: path)
+        #expect(archive.path == path)
+        #expect(archive.content == .encoded(.png))
+        #expect(try archive.metadata() == TileMetadata(["name": "test", "format": "png"]))
+        #expect(try archive.zoomLevels() == [
+            ZoomLevelSummary(zoom: 0, tileCount: 1), ZoomLevelSummary(zoom: 1, tileCount: 3), ZoomLevelSummary(zoom: 2, tileCount: 2),
+        ])
+        #expect(try archive.tileCount() == 6)
+        #expect(archive.payloadCount == 5)  // 1/1/0 and 1/1/1 share one payload
+        for (tile, data) in tiles {
+            #expect(try archive.containsTile(at: tile))
+            #expect(try archive.tileData(at: tile) == data)
+            var buffer = [UInt8](repeating: 0xAA, count: 300)
+            let n = try buffer.withUnsafeMutableBytes { try archive.readTile(at: tile, into: $0) }
+            #expect(n == data.count)
+            #expect(Data(buffer.prefix(data.count)) == data)
+        }
+        for missing in [F.tile(1, 0, 1), F.tile(2, 3, 0), F.tile(3, 0, 0), F.tile(30, 5, 5)] {
+            #expect(try !archive.containsTile(at: missing))
+            #expect(try archive.tileData(at: missing) == nil)
+            #expect(try archive.readTile(at: missing, into: UnsafeMutableRawBufferPointer(start: nil, count: 0)) == nil)
+        }
+        var seen: [(TileCoordinate, Data)] = []
+        try archive.forEachTile { seen.append(($0, Data($1))) }
+        #expect(seen.map(\.0) == tiles.map(\.0).sorted())
+        for (tile, data) in seen { #expect(tiles.first { $0.0 == tile }?.1 == data) }
+        let verification = try archive.verify()
+        #expect(verification.tileCount == 6)
+        #expect(verification.payloadCount == 5)
+        #expect(verification.lz4PayloadCount == 2)  // the two compressible PNG-like payloads
+    }
+
+    @Test func readIntoTooSmallBufferThrows() throws {
+        let dir = try TemporaryDirectory()
+        let (path, _) = try F.smallBundle(in: dir)
+        let archive = try BundleArchive(path: path)
+        var buffer = [UInt8](repeating: 0, count: 100)
+        #expect(throws: TileArchiveError(path: path, fault: .bufferTooSmall(tile: F.tile(0, 0, 0), needed: 208, available: 100))) {
+            try buffer.withUnsafeMutableBytes { try archive.readTile(at: F.tile(0, 0, 0), into: $0) }
+        }
+    }
+
+    @Test func rawBitmapsDecompressIntoTheCallersBuffer() throws {
+        let dir = try TemporaryDirectory()
+        let layout = RawBitmapLayout(pixelFormat: .rgba8888, width: 256, height: 256)
+        var tiles: [(TileCoordinate, Data)] = []
+        for x in 0..<4 {
+            for y in 0..<4 {
+                // A gradient (compressible) per tile, one noise tile (stored).
+                let data = x == 3 && y == 3
+                    ? F.noise(256 * 256 * 4, seed: 9)
+                    : Data((0..<(256 * 256 * 4)).map { UInt8(truncatingIfNeeded: ($0 / 1024) * (x + 1) + y) })
+                tiles.append((F.tile(2, x, y), data))
+            }
+        }
+        let path = dir.file("raw.tilepack")
+        let summary = try F.write(tiles, to: path, content: .rawBitmap(layout), metadata: TileMetadata(["name": "raw"]))
+        #expect(summary.lz4PayloadCount == 15)
+        let archive = try BundleArchive(path: path)
+        #expect(archive.content == .rawBitmap(layout))
+        #expect(archive.maximumTileLength == 256 * 256 * 4)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 * 256 * 4, alignment: 16)
+        defer { buffer.deallocate() }
+        for (tile, data) in tiles {
+            #expect(try archive.readTile(at: tile, into: buffer) == data.count)
+            #expect(Data(buffer) == data)
+        }
+        _ = try archive.verify()
+        let file = try Data(contentsOf: URL(fileURLWithPath: path))
+        #expect(file.count < 16 * 256 * 256 * 4 / 4, "compressible rasters are stored as LZ4")
+
+        // The writer refuses a tile of the wrong size for the layout.
+        let writer = try BundleWriter(destination: dir.file("bad.tilepack"), content: .rawBitmap(layout))
+        #expect(throws: TileArchiveError(path: dir.file("bad.tilepack"), fault: .invalidTile(tile: F.tile(0, 0, 0), reason: "100 bytes, but a raw rgba8888 256x256 tile is 262144 bytes"))) {
+            try writer.addTile(at: F.tile(0, 0, 0), data: Data(count: 100))
+        }
+    }
+
+    @Test func outputIsDeterministicWhateverTheOrderOfAdds() throws {
+        let dir = try TemporaryDirectory()
+        var tiles: [(TileCoordinate, Data)] = []
+        for x in 0..<8 { for y in 0..<8 { tiles.append((F.tile(3, x, y), F.pngLike(100 + (x * y) % 5, seed: (x + y) % 3))) } }
+        tiles.append((F.tile(0, 0, 0), F.noise(500, seed: 4)))
+        let metadata = TileMetadata(["name": "n", "format": "png", "bounds": "-180,-85,180,85", "é": "ü", "a": ""])
+        try F.write(tiles, to: dir.file("a.tilepack"), metadata: metadata)
+        try F.write(tiles.reversed(), to: dir.file("b.tilepack"), metadata: metadata)
+        var rng = SystemRandomNumberGenerator()
+        try F.write(tiles.shuffled(using: &rng), to: dir.file("c.tilepack"), metadata: metadata)
+        let a = try Data(contentsOf: dir.url.appendingPathComponent("a.tilepack"))
+        #expect(a == (try Data(contentsOf: dir.url.appendingPathComponent("b.tilepack"))))
+        #expect(a == (try Data(contentsOf: dir.url.appendingPathComponent("c.tilepack"))))
+        #expect(try BundleArchive(path: dir.file("a.tilepack")).metadata() == metadata)
+    }
+
+    @Test func identicalTilesShareOnePayloadAndDifferentOnesDoNot() throws {
+        let dir = try TemporaryDirectory()
+        let ocean = F.pngLike(1000, seed: 5)
+        var almost = ocean
+        almost[500] ^= 1  // same length, one bit different
+        var tiles: [(TileCoordinate, Data)] = []
+        for x in 0..<16 { for y in 0..<16 { tiles.append((F.tile(4, x, y), ocean)) } }
+        tiles.append((F.tile(3, 0, 0), almost))
+        let path = dir.file("dedup.tilepack")
+        let summary = try F.write(tiles, to: path)
+        #expect(summary.payloadCount == 2)
+        let archive = try BundleArchive(path: path)
+        #expect(try archive.tileData(at: F.tile(3, 0, 0)) == almost)
+        #expect(try archive.tileData(at: F.tile(4, 15, 15)) == ocean)
+        _ = try archive.verify()
+    }
+
+    @Test func lz4IsKeptOnlyWhenItPays() throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.file("lz4.tilepack")
+        let summary = try F.write([
+            (F.tile(1, 0, 0), F.noise(4096, seed: 1)),      // incompressible: stored
+            (F.tile(1, 0, 1), Data(count: 4096)),            // zeros: LZ4
+            (F.tile(1, 1, 0), Data([1])),                    // too small to gain: stored
+        ], to: path)
+        #expect(summary.lz4PayloadCount == 1)
+        let size = try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int ?? 0
+        #expect(size < 4096 + 4096 / 2)
+        let uncompressed = try F.write([(F.tile(1, 0, 1), Data(count: 4096))], to: dir.file("plain.tilepack"),
+                                       options: .init(compresses: false))
+        #expect(uncompressed.lz4PayloadCount == 0)
+    }
+
+    @Test func payloadsFollowTheHilbertCurve() throws {
+        // Payload order is zoom, then Hilbert position: (0,0), (0,1), (1,1), (1,0) at zoom 1.
+        let dir = try TemporaryDirectory()
+        let path = dir.file("order.tilepack")
+        try F.write([
+            (F.tile(1, 1, 0), F.noise(10, seed: 4)), (F.tile(1, 0, 0), F.noise(10, seed: 1)),
+            (F.tile(1, 1, 1), F.noise(10, seed: 3)), (F.tile(1, 0, 1), F.noise(10, seed: 2)),
+        ], to: path)
+        let surgery = try BundleSurgery(path: path)
+        // Payload numbers of the index entries, in key order 1/0/0, 1/0/1, 1/1/0, 1/1/1.
+        let refs = (0..<4).map { surgery.u32(surgery.refsOffset + 4 * $0) }
+        #expect(refs == [0, 1, 3, 2])
+        #expect(BundleFormat.hilbertIndex(x: 0, y: 0, zoom: 1) == 0)
+        #expect(BundleFormat.hilbertIndex(x: 0, y: 1, zoom: 1) == 1)
+        #expect(BundleFormat.hilbertIndex(x: 1, y: 1, zoom: 1) == 2)
+        #expect(BundleFormat.hilbertIndex(x: 1, y: 0, zoom: 1) == 3)
+        // The curve visits every cell of an 8x8 grid once, each step to a neighbour.
+        var cells = [Int: (Int, Int)]()
+        for x in 0..<8 { for y in 0..<8 { cells[Int(BundleFormat.hilbertIndex(x: x, y: y, zoom: 3))] = (x, y) } }
+        #expect(cells.count == 64)
+        for d in 1..<64 {
+            let (a, b) = (cells[d - 1] ?? (0, 0), cells[d] ?? (9, 9))
+            #expect(abs(a.0 - b.0) + abs(a.1 - b.1) == 1)
+        }
+    }
+
+    @Test func tileKeysOrderByZoomXThenY() throws {
+        #expect(BundleFormat.key(of: F.tile(0, 0, 0)) == 0)
+        #expect(BundleFormat.key(of: F.tile(1, 0, 0)) == 1)
+        #expect(BundleFormat.key(of: F.tile(1, 0, 1)) == 2)
+        #expect(BundleFormat.key(of: F.tile(1, 1, 0)) == 3)
+        #expect(BundleFormat.key(of: F.tile(2, 0, 0)) == 5)
+        let top = F.tile(30, (1 << 30) - 1, (1 << 30) - 1)
+        #expect(BundleFormat.key(of: top) == BundleFormat.zoomBase(31) - 1)
+    }
+
+    @Test func emptyBundleAndDeepZoom() throws {
+        let dir = try TemporaryDirectory()
+        try F.write([], to: dir.file("empty.tilepack"))
+        let empty = try BundleArchive(path: dir.file("empty.tilepack"))
+        #expect(try empty.zoomLevels().isEmpty)
+        #expect(empty.content == .encoded(.png))
+        _ = try empty.verify()
+
+        let deep = F.tile(30, (1 << 30) - 1, 12345)
+        try F.write([(deep, F.noise(20, seed: 1))], to: dir.file("deep.tilepack"))
+        let archive = try BundleArchive(path: dir.file("deep.tilepack"))
+        #expect(try archive.tileData(at: deep) == F.noise(20, seed: 1))
+        var seen: [TileCoordinate] = []
+        try archive.forEachTile { tile, _ in seen.append(tile) }
+        #expect(seen == [deep])
+    }
+
+    @Test func concurrentReadersSeeTheSameTiles() throws {
+        let dir = try TemporaryDirectory()
+        var tiles: [(TileCoordinate, Data)] = []
+        for x in 0..<32 { for y in 0..<32 { tiles.append((F.tile(5, x, y), F.pngLike(300, seed: x ^ y))) } }
+        let path = dir.file("many.tilepack")
+        try F.write(tiles, to: path)
+        let archive = try BundleArchive(path: path)
+        let failures = Counter()
+        let expected = tiles
+        DispatchQueue.concurrentPerform(iterations: 8) { worker in
+            for (i, (tile, data)) in expected.enumerated() where i % 8 == worker {
+                if (try? archive.tileData(at: tile)) != data { failures.increment() }
+            }
+        }
+        #expect(failures.value == 0)
+    }
+
+    final class Counter: @unchecked Sendable {
+        private let lock = NSLock()
+        private var count = 0
+        func increment() { lock.withLock { count += 1 } }
+        var value: Int { lock.withLock { count } }
+    }
+}
+
+@Suite struct BundleWriterTests {
+    typealias F = BundleFixtures
+
+    @Test func aTileAddedTwiceFailsAndLeavesNothing() throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.file("dup.tilepack")
+        let writer = try BundleWriter(destination: path, content: .encoded(.png))
+        try writer.addTile(at: F.tile(1, 0, 0), data: Data([1, 2, 3]))
+        try writer.addTile(at: F.tile(1, 0, 0), data: Data([4, 5, 6]))
+        #expect(throws: TileArchiveError(path: path, fault: .invalidTile(tile: F.tile(1, 0, 0), reason: "added twice"))) {
+            try writer.finish()
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).isEmpty)
+    }
+
+    @Test func abandonedWriterLeavesNoFile() throws {
+        let dir = try TemporaryDirectory()
+        do {
+            let writer = try BundleWriter(destination: dir.file("x.tilepack"), content: .encoded(.pbf))
+            try writer.addTile(at: F.tile(0, 0, 0), data: Data([1]))
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).isEmpty)
+    }
+
+    @Test func refusesToOverwriteUnlessAskedAndReplacesAtomically() throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.file("a.tilepack")
+        try F.write([(F.tile(0, 0, 0), Data([1]))], to: path)
+        let old = try BundleArchive(path: path)  // stays mapped while the file is replaced
+        #expect(throws: TileArchiveError(path: path, fault: .alreadyExists)) {
+            try BundleWriter(destination: path, content: .encoded(.png))
+        }
+        let writer = try BundleWriter(destination: path, content: .encoded(.png), overwrite: true)
+        try writer.addTile(at: F.tile(0, 0, 0), data: Data([2]))
+        try writer.finish()
+        #expect(try BundleArchive(path: path).tileData(at: F.tile(0, 0, 0)) == Data([2]))
+        #expect(try old.tileData(at: F.tile(0, 0, 0)) == Data([1]))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path) == ["a.tilepack"])
+    }
+
+    @Test func metadataFormatMustMatchTheContent() throws {
+        let dir = try TemporaryDirectory()
+        #expect(throws: TileArchiveError(path: dir.file("m.tilepack"), fault: .invalidMetadata("format 'jpg' contradicts the bundle's content (png)"))) {
+            try BundleWriter(destination: dir.file("m.tilepack"), content: .encoded(.png), metadata: TileMetadata(["format": "jpg"]))
+        }
+    }
+
+    @Test func writerMemoryDoesNotHoldPayloads() throws {
+        // 2,000 distinct 64 KiB tiles (125 MiB of payload) through one writer: resident memory must
+        // not grow by anything near the payload volume.
+        let dir = try TemporaryDirectory()
+        let writer = try BundleWriter(destination: dir.file("big.tilepack"), content: .encoded(.png))
+        var tile = F.noise(65536, seed: 7)
+        let before = residentBytes()
+        for i in 0..<2000 {
+            tile.withUnsafeMutableBytes { $0.storeBytes(of: UInt32(i), toByteOffset: 0, as: UInt32.self) }
+            try writer.addTile(at: F.tile(6, i % 64, i / 64), data: tile)
+        }
+        let after = residentBytes()
+        try writer.finish()
+        if let before, let after {
+            #expect(after - before < 32 << 20, "resident memory grew by \(after - before) bytes while spooling 125 MiB")
+        }
+        #expect(try BundleArchive(path: dir.file("big.tilepack")).verify().payloadCount == 2000)
+    }
+
+    private func residentBytes() -> Int? {
+        guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return nil }
+        let fields = text.split(separator: " ")
+        guard fields.count > 1, let pages = Int(fields[1]) else { return nil }
+        return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+    }
+}
