@@ -109,7 +109,7 @@ public struct GeoBoundingBox: Hashable, Sendable, CustomStringConvertible {
 
     /// Whether `tile` lies wholly inside the box (edges may touch).
     ///
-    /// Decided in tile units, with box edges within ``TileCover/edgeTolerance`` of a tile boundary
+    /// Decided in tile units, with box edges within ``WebMercator/edgeTolerance`` of a tile boundary
     /// taken as on it, so that a tile's own ``TileCoordinate/boundingBox`` contains it.
     public func contains(_ tile: TileCoordinate) throws(GeometryError) -> Bool {
         for part in try TileCover.projectedParts(of: self, zoom: tile.zoom) {

@@ -5,12 +5,15 @@ public enum QuadkeyError: Error, Hashable, Sendable, CustomStringConvertible {
     /// A character other than the digits 0, 1, 2, 3, at a zero-based position.
     case invalidDigit(String, character: Character, offset: Int)
 
+    /// The key as shown in messages: at most 40 characters of hostile input.
+    static func shown(_ key: String) -> String { key.count > 40 ? key.prefix(40) + "..." : key }
+
     public var description: String {
         switch self {
         case .tooLong(let key, let length):
-            "quadkey \"\(key.prefix(40))\(key.count > 40 ? "..." : "")\" has \(length) digits; at most \(TileCoordinate.maximumZoom) are allowed"
+            "quadkey \"\(Self.shown(key))\" has \(length) digits; at most \(TileCoordinate.maximumZoom) are allowed"
         case .invalidDigit(let key, let character, let offset):
-            "quadkey \"\(key)\" has \"\(character)\" at offset \(offset); only the digits 0, 1, 2, 3 are allowed"
+            "quadkey \"\(Self.shown(key))\" has \"\(character)\" at offset \(offset); only the digits 0, 1, 2, 3 are allowed"
         }
     }
 }
@@ -31,17 +34,14 @@ extension TileCoordinate {
     /// Creates the tile a Bing Maps quadkey names (the empty quadkey is the zoom-0 tile).
     /// - Throws: ``QuadkeyError`` for a character other than 0...3 or more than 30 digits.
     public init(quadkey: String) throws(QuadkeyError) {
-        let utf8 = quadkey.utf8
         var x = 0, y = 0, zoom = 0
-        for (offset, byte) in utf8.enumerated() {
-            guard (UInt8(ascii: "0")...UInt8(ascii: "3")).contains(byte) else {
-                let index = quadkey.utf8.index(quadkey.utf8.startIndex, offsetBy: offset)
-                let character = quadkey[index...].first ?? "?"
-                let characterOffset = quadkey.distance(from: quadkey.startIndex, to: String.Index(index, within: quadkey) ?? index)
-                throw .invalidDigit(quadkey, character: character, offset: characterOffset)
+        for (offset, character) in quadkey.enumerated() {
+            // Characters, not bytes: "0" followed by a combining accent is one invalid character.
+            guard let ascii = character.asciiValue, (UInt8(ascii: "0")...UInt8(ascii: "3")).contains(ascii) else {
+                throw .invalidDigit(quadkey, character: character, offset: offset)
             }
-            guard zoom < Self.maximumZoom else { throw .tooLong(quadkey, length: utf8.count) }
-            let digit = Int(byte - UInt8(ascii: "0"))
+            guard zoom < Self.maximumZoom else { throw .tooLong(quadkey, length: quadkey.count) }
+            let digit = Int(ascii - UInt8(ascii: "0"))
             x = (x << 1) | (digit & 1)
             y = (y << 1) | (digit >> 1)
             zoom += 1

@@ -121,14 +121,10 @@ public struct TileRange: Hashable, Sendable, Sequence, CustomStringConvertible {
 /// Which tiles cover a box: those sharing area with it. A tile that only touches the box along an
 /// edge is left out. A box of zero width or height (a meridian or parallel segment, or a point)
 /// is covered by the tiles its line lies in, by the same rule as ``WebMercator/tile(containing:zoom:)``.
-/// Latitudes beyond the Mercator limit are clamped. Box edges within ``edgeTolerance`` of a tile
+/// Latitudes beyond the Mercator limit are clamped. Box edges within ``WebMercator/edgeTolerance`` of a tile
 /// boundary count as on it, so a tile's own bounding box is covered by that tile alone (the
 /// inverse projection of a tile edge is only exact to a few ulps).
 public struct TileCover: Hashable, Sendable, Sequence {
-    /// How close (as a fraction of the world's width, about 4 micrometres on the ground) a box edge
-    /// must be to a tile boundary to be taken as on it.
-    public static let edgeTolerance = 1e-13
-
     /// The box covered.
     public let boundingBox: GeoBoundingBox
     /// The zooms covered.
@@ -213,10 +209,7 @@ public struct TileCover: Hashable, Sendable, Sequence {
         if west > east, west == 180 { west = -180 }
         if west > east, east == -180 { east = 180 }
         let n = Double(1 << zoom)
-        let snap = { (value: Double) -> Double in
-            let whole = value.rounded()
-            return abs(value - whole) <= n * edgeTolerance ? whole : value
-        }
+        let snap = { (value: Double) -> Double in WebMercator.snapped(value, zoom: zoom) }
         let latitude = { (degrees: Double) -> Double in
             Swift.min(Swift.max(degrees, -WebMercator.maximumLatitude), WebMercator.maximumLatitude)
         }

@@ -92,10 +92,14 @@ public struct TileSubsquare: Hashable, Sendable, CustomStringConvertible {
 
 /// A square of pixels: origin (`x`, `y`, from the north-west corner) and side length `size`.
 public struct PixelSquare: Hashable, Sendable {
+    /// Pixels from the western edge.
     public var x: Int
+    /// Pixels from the northern edge.
     public var y: Int
+    /// The side length in pixels.
     public var size: Int
 
+    /// Creates a square from its origin and side.
     public init(x: Int, y: Int, size: Int) {
         self.x = x
         self.y = y

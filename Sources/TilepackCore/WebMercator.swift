@@ -4,9 +4,12 @@ import Foundation
 /// the northern edge. The unit depends on the call that returns it: a fraction of the world
 /// (`0...1`), tiles at a zoom (`0...2^zoom`) or pixels (`0...tileSize * 2^zoom`).
 public struct MercatorPoint: Hashable, Sendable, CustomStringConvertible {
+    /// Eastwards from the antimeridian (longitude -180).
     public var x: Double
+    /// Southwards from the northern edge of the Mercator square.
     public var y: Double
 
+    /// Creates a point from its two coordinates, in the unit the caller works in.
     public init(x: Double, y: Double) {
         self.x = x
         self.y = y
@@ -85,12 +88,14 @@ public enum WebMercator {
     /// The tile at `zoom` that contains `coordinate`.
     ///
     /// Longitude 180 lies in the last column and -180 in column 0; a latitude at or beyond the
-    /// Mercator limit lies in row 0 (north) or the last row (south).
+    /// Mercator limit lies in row 0 (north) or the last row (south). A point within
+    /// ``edgeTolerance`` of a tile boundary is taken as on it, so a tile's own north-west corner
+    /// (computed by ``northWestCorner(of:)``) lies in that tile.
     public static func tile(containing coordinate: GeoCoordinate, zoom: Int) throws(GeometryError) -> TileCoordinate {
         let point = try tilePoint(of: coordinate, zoom: zoom)
         let last = (1 << zoom) - 1
-        let x = min(max(Int(point.x.rounded(.down)), 0), last)
-        let y = min(max(Int(point.y.rounded(.down)), 0), last)
+        let x = min(max(Int(snapped(point.x, zoom: zoom).rounded(.down)), 0), last)
+        let y = min(max(Int(snapped(point.y, zoom: zoom).rounded(.down)), 0), last)
         return TileCoordinate(uncheckedZoom: zoom, x: x, y: y)
     }
 
@@ -156,7 +161,19 @@ public enum WebMercator {
         return earthCircumference * cos(lat * Double.pi / 180) / (Double(tileSize) * Double(1 << zoom))
     }
 
+    /// How close (as a fraction of the world's width: about 4 micrometres on the ground) a point
+    /// or a box edge must be to a tile boundary to be taken as on it. The inverse projection of a
+    /// tile edge is exact only to a few ulps; this tolerance is 1000 times that.
+    public static let edgeTolerance = 1e-13
+
     // MARK: Internals
+
+    /// `value` in tile units at `zoom`, moved onto the nearest whole number when within
+    /// ``edgeTolerance`` of it.
+    static func snapped(_ value: Double, zoom: Int) -> Double {
+        let whole = value.rounded()
+        return abs(value - whole) <= Double(1 << zoom) * edgeTolerance ? whole : value
+    }
 
     /// Checks a tile size: a power of two in `1...maximumTileSize`.
     static func checkTileSize(_ tileSize: Int) throws(GeometryError) {
