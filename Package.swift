@@ -11,7 +11,7 @@ let package = Package(
     name: "tilepack",
     platforms: [.macOS(.v15), .iOS(.v18)],
     products: [
-        .library(name: "Tilepack", targets: ["TilepackCore", "TilepackStorage", "TilepackImaging", "TileLayer"]),
+        .library(name: "Tilepack", targets: ["TilepackCore", "TilepackStorage", "TilepackImaging", "TileLayer", "TilepackAdapter"]),
         .executable(name: "tilepack", targets: ["tilepack"]),
     ],
     dependencies: [
@@ -56,11 +56,17 @@ let package = Package(
             ]
         ),
 
+        // Floor 4: the bitmap data source serving any archive (MBTiles, bundle) to a tile layer.
+        .target(
+            name: "TilepackAdapter",
+            dependencies: ["TilepackCore", "TilepackStorage", "TilepackImaging", "TileLayer"]
+        ),
+
         // Floor 5: the command-line tool, thin.
         .executableTarget(
             name: "tilepack",
             dependencies: [
-                "TilepackCore", "TilepackStorage", "TilepackImaging", "TileLayer",
+                "TilepackCore", "TilepackStorage", "TilepackImaging", "TileLayer", "TilepackAdapter",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -79,6 +85,10 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
+        ),
+        .testTarget(
+            name: "TilepackAdapterTests",
+            dependencies: ["TilepackAdapter", "TilepackStorage", "TilepackImaging", "TileLayer", "TilepackTestSupport"]
         ),
     ],
     swiftLanguageModes: [.v6]
