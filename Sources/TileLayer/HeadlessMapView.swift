@@ -452,7 +452,12 @@ public final class HeadlessMapView: Sendable {
     private static func draw(_ tile: Bitmap, on canvas: inout Bitmap, placement: TilePlacement, width: Int, height: Int,
                              opaque: Bool, opacity: Double) {
         var image = tile
-        if opaque && image.pixelFormat.hasAlpha { image = image.converted(to: .rgb888) }
+        if opaque && image.pixelFormat.hasAlpha {
+            // An opaque layer's alpha is ignored: every 4-byte format keeps alpha in byte 3.
+            image.pixels.withUnsafeMutableBytes { bytes in
+                for i in stride(from: 3, to: bytes.count, by: 4) { bytes[i] = 255 }
+            }
+        }
         image = image.resized(width: width, height: height)
         canvas.composite(image, atX: placement.left, y: placement.top, opacity: opacity)
     }

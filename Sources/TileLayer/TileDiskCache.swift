@@ -115,7 +115,8 @@ public final class TileDiskCache: Sendable {
     private static func readFile(_ path: String) -> Data? {
         guard let handle = FileHandle(forReadingAtPath: path) else { return nil }
         defer { try? handle.close() }
-        return try? handle.read(upToCount: maximumEntryBytes + headerSize + 1)
+        guard let data = try? handle.read(upToCount: maximumEntryBytes + headerSize + 1) else { return Data() }
+        return data
     }
 
     static func parse(_ data: Data, tileSize: Int, pixelFormat: PixelFormat, source: String) -> Result<CachedTile, StringError> {

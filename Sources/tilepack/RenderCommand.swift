@@ -120,7 +120,7 @@ struct RenderLayerOptions {
 /// Turns one render input into a tile layer. Each kind of input is one factory; the first that
 /// recognises an input makes its layer. Archive inputs (MBTiles, bundles) come with the adapter:
 /// add its factory to ``RenderLayerFactories/all``.
-protocol RenderLayerFactory {
+protocol RenderLayerFactory: Sendable {
     /// Whether this factory handles `input`.
     func recognises(_ input: String) -> Bool
     func makeLayer(for input: String, options: RenderLayerOptions) throws -> MapTileLayer

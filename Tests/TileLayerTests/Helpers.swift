@@ -81,8 +81,10 @@ final class RecordingSource: MapTileLayerDataSource {
 /// A layer in a fresh temporary cache root.
 func makeLayer(_ source: (any MapTileLayerDataSource)?, cacheRoot: TemporaryDirectory? = nil,
                clock: ManualClock? = nil) -> MapTileLayer {
-    let layer = MapTileLayer(name: "test", cacheRootDirectory: cacheRoot?.url ?? FileManager.default.temporaryDirectory,
-                             cacheClock: clock?.dateFunction ?? { Date() })
+    var wallClock: @Sendable () -> Date = { Date() }
+    if let clock { wallClock = clock.dateFunction }
+    let root: URL = cacheRoot?.url ?? FileManager.default.temporaryDirectory
+    let layer = MapTileLayer(name: "test", cacheRootDirectory: root, cacheClock: wallClock)
     layer.setDataSource(source)
     return layer
 }
