@@ -13,6 +13,13 @@ let package = Package(
     targets: [
         // Timing, medians, peak RSS and the ratio table every benchmark prints.
         .target(name: "BenchSupport"),
+
+        // MBTiles: the library against a plain C sqlite3_step floor (reads, 2 threads, bulk writes).
+        .target(name: "MBTilesFloor", linkerSettings: [.linkedLibrary("sqlite3")]),
+        .executableTarget(
+            name: "bench-mbtiles",
+            dependencies: ["BenchSupport", "MBTilesFloor", .product(name: "Tilepack", package: "tilepack")]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -12,11 +12,25 @@ public struct MBTilesOpenOptions: Hashable, Sendable {
     /// How many idle read connections the archive keeps for reuse. More concurrent readers than
     /// this still work; the extra connections are closed when they are returned.
     public var maximumIdleConnections: Int
+    /// Seconds one step of a query may run before it is stopped with an error, so that a
+    /// hostile file (a `tiles` view over an endless recursive query) cannot hang the reader.
+    /// Legitimate steps are far shorter; `nil` turns the limit off.
+    public var stepTimeLimit: Double?
+    /// Bytes of the file SQLite may memory-map (`PRAGMA mmap_size`), so page reads need no
+    /// `read(2)`. `nil` = the default: 1 GiB for an immutable file, 0 (off) otherwise, because
+    /// a mapped file that another process truncates would crash the reader (SIGBUS).
+    public var memoryMapSize: Int?
 
-    public init(immutable: Bool = false, maximumIdleConnections: Int = max(4, ProcessInfo.processInfo.activeProcessorCount)) {
+    public init(immutable: Bool = false, maximumIdleConnections: Int = max(4, ProcessInfo.processInfo.activeProcessorCount),
+                stepTimeLimit: Double? = 60, memoryMapSize: Int? = nil) {
         self.immutable = immutable
         self.maximumIdleConnections = max(1, maximumIdleConnections)
+        self.stepTimeLimit = stepTimeLimit
+        self.memoryMapSize = memoryMapSize
     }
+
+    /// The `mmap_size` these options give.
+    var effectiveMemoryMapSize: Int { max(0, memoryMapSize ?? (immutable ? 1 << 30 : 0)) }
 }
 
 /// An MBTiles archive opened read-only: the ``TileArchive`` read API over an MBTiles (SQLite) file.
@@ -49,10 +63,11 @@ public final class MBTilesArchive: TileArchive {
         _ = try MBTilesFileCheck.check(path: path)
         let uri = MBTilesFileCheck.uri(path: path, parameters: options.immutable ? ["mode=ro", "immutable=1"] : ["mode=ro"])
         self.uri = uri
-        let connection = try SQLiteConnection(filename: uri, archivePath: path, readOnly: true, uri: true)
+        let connection = try SQLiteConnection(
+            filename: uri, archivePath: path, readOnly: true, uri: true, stepTimeLimit: options.stepTimeLimit)
         let schema = try MBTilesSchema.detect(connection, path: path)
         self.schema = schema
-        let reader = try MBTilesReader(connection: connection)
+        let reader = try MBTilesReader(connection: connection, memoryMapSize: options.effectiveMemoryMapSize)
         self.content = try Self.detectContent(reader: reader, schema: schema)
         self.idle = Mutex([reader])
     }
@@ -243,7 +258,9 @@ public final class MBTilesArchive: TileArchive {
     // MARK: Connections
 
     private func makeReader() throws(TileArchiveError) -> MBTilesReader {
-        try MBTilesReader(connection: SQLiteConnection(filename: uri, archivePath: path, readOnly: true, uri: true))
+        try MBTilesReader(connection: SQLiteConnection(
+            filename: uri, archivePath: path, readOnly: true, uri: true, stepTimeLimit: options.stepTimeLimit),
+            memoryMapSize: options.effectiveMemoryMapSize)
     }
 
     @inline(__always)
@@ -341,8 +358,9 @@ final class MBTilesReader: @unchecked Sendable {
     let lookup: SQLiteStatement
     let exists: SQLiteStatement
 
-    init(connection: SQLiteConnection) throws(TileArchiveError) {
+    init(connection: SQLiteConnection, memoryMapSize: Int) throws(TileArchiveError) {
         self.connection = connection
+        if memoryMapSize > 0 { try connection.execute("PRAGMA mmap_size = \(memoryMapSize)") }
         lookup = try connection.prepare(
             "SELECT tile_data FROM tiles WHERE zoom_level = ?1 AND tile_column = ?2 AND tile_row = ?3 LIMIT 1")
         exists = try connection.prepare(

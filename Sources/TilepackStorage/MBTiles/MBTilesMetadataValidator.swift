@@ -100,7 +100,7 @@ public enum MBTilesMetadataValidator {
             if let bounds, bounds.west <= bounds.east, !contains(bounds, center.coordinate) {
                 warning(.inconsistent, Key.center, "metadata 'center' \(center.coordinate.longitude),\(center.coordinate.latitude) is outside 'bounds'")
             }
-            if let zoom = center.zoom, let minZoom, let maxZoom, !(minZoom...maxZoom).contains(zoom) {
+            if let zoom = center.zoom, let minZoom, let maxZoom, minZoom <= maxZoom, !(minZoom...maxZoom).contains(zoom) {
                 warning(.inconsistent, Key.center, "metadata 'center' zoom \(zoom) is outside minzoom...maxzoom (\(minZoom)...\(maxZoom))")
             }
         }

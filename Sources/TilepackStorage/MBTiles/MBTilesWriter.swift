@@ -91,6 +91,9 @@ public final class MBTilesWriter {
     private var failure: TileArchiveError?
     private var finished = false
     private var isUpdate: Bool { atomicFile == nil }
+    /// The dedup blob id before collision suffixes: upper-case hex MD5 (replaceable in tests to
+    /// force hash collisions).
+    var blobID: (UnsafeRawBufferPointer) -> String = MBTilesAggregateHash.md5Hex
 
     // MARK: Opening
 
@@ -269,7 +272,7 @@ public final class MBTilesWriter {
     /// compared, and a different blob with the same hash gets the id `<md5>-1`, `-2`, ...
     private func storeImage(_ bytes: UnsafeRawBufferPointer) throws(TileArchiveError) -> String {
         guard let findImage, let insertImage else { throw TileArchiveError(path: path, fault: .io(errno: 0, reason: "writer closed")) }
-        let hash = MBTilesAggregateHash.md5Hex(bytes)
+        let hash = blobID(bytes)
         var suffix = 0
         while true {
             let id = suffix == 0 ? hash : "\(hash)-\(suffix)"

@@ -14,9 +14,21 @@ final class SQLiteConnection {
     let handle: OpaquePointer
     /// The path reported in errors.
     let archivePath: String
+    /// The per-step time limit's state, read by SQLite's progress handler; `nil` without a limit.
+    let watchdog: UnsafeMutablePointer<Watchdog>?
+
+    /// A step that runs longer than `limit` seconds is interrupted: a hostile schema (a `tiles`
+    /// view over an endless recursive query) must not hang the reader.
+    struct Watchdog {
+        var limit: Double
+        /// When the current step's first progress callback ran; 0 = not yet (reset by every step).
+        var startedAt: Double
+    }
 
     /// Opens `filename` (a plain path, or a `file:` URI when `uri` is true).
-    init(filename: String, archivePath: String, readOnly: Bool, uri: Bool, create: Bool = false) throws(TileArchiveError) {
+    /// - Parameter stepTimeLimit: seconds one `sqlite3_step` may run before it is interrupted.
+    init(filename: String, archivePath: String, readOnly: Bool, uri: Bool, create: Bool = false,
+         stepTimeLimit: Double? = nil) throws(TileArchiveError) {
         var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_PRIVATECACHE
         flags |= readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE
         if create { flags |= SQLITE_OPEN_CREATE }
@@ -31,6 +43,24 @@ final class SQLiteConnection {
         }
         handle = db
         self.archivePath = archivePath
+        if let stepTimeLimit {
+            let watchdog = UnsafeMutablePointer<Watchdog>.allocate(capacity: 1)
+            watchdog.initialize(to: Watchdog(limit: stepTimeLimit, startedAt: 0))
+            self.watchdog = watchdog
+            sqlite3_progress_handler(db, 100_000, { context in
+                guard let watchdog = context?.assumingMemoryBound(to: Watchdog.self) else { return 0 }
+                var ts = timespec()
+                clock_gettime(CLOCK_MONOTONIC, &ts)
+                let now = Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+                if watchdog.pointee.startedAt == 0 {
+                    watchdog.pointee.startedAt = now
+                    return 0
+                }
+                return now - watchdog.pointee.startedAt > watchdog.pointee.limit ? 1 : 0
+            }, UnsafeMutableRawPointer(watchdog))
+        } else {
+            watchdog = nil
+        }
         sqlite3_extended_result_codes(db, 1)
         // A file that is locked by a writer makes us wait a bounded time, never forever.
         sqlite3_busy_timeout(db, 5000)
@@ -40,6 +70,7 @@ final class SQLiteConnection {
 
     deinit {
         sqlite3_close_v2(handle)
+        watchdog?.deallocate()
     }
 
     func prepare(_ sql: String) throws(TileArchiveError) -> SQLiteStatement {
@@ -92,6 +123,8 @@ final class SQLiteConnection {
         case SQLITE_IOERR:
             let reason = systemErrno != 0 ? "\(message): \(String(cString: strerror(systemErrno)))" : message
             fault = .io(errno: systemErrno, reason: "\(reason) (SQLite code \(code), during \(context))")
+        case SQLITE_INTERRUPT:
+            fault = .database(code: code, message: "stopped: one step of a query ran over its time limit (during \(context)); the file's schema may be hostile")
         case SQLITE_FULL:
             fault = .io(errno: ENOSPC, reason: "\(message) (during \(context))")
         default:
@@ -146,6 +179,7 @@ final class SQLiteStatement {
     /// Steps once: `true` when a row is available, `false` when done.
     @inline(__always)
     func step() throws(TileArchiveError) -> Bool {
+        connection.watchdog?.pointee.startedAt = 0
         let rc = sqlite3_step(handle)
         if rc == SQLITE_ROW { return true }
         if rc == SQLITE_DONE { return false }

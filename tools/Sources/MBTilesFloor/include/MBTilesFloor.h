@@ -1,0 +1,22 @@
+// The plain C floor for bench-mbtiles: what an MBTiles reader and writer cost with nothing but
+// one prepared statement and a sqlite3_step loop.
+#ifndef MBTILES_FLOOR_H
+#define MBTILES_FLOOR_H
+#include <stdint.h>
+
+typedef struct mbtiles_floor_reader mbtiles_floor_reader;
+
+/// Opens `uri` (a file: URI) read-only with SQLITE_OPEN_NOMUTEX, sets PRAGMA mmap_size when
+/// `mmap_size` > 0, and prepares the point lookup.
+mbtiles_floor_reader *mbtiles_floor_reader_open(const char *uri, int64_t mmap_size);
+/// Reads n tiles (XYZ; the TMS flip is done inline) and returns a checksum of their bytes
+/// (sum of length + first byte), -1 on error; a missing tile adds nothing.
+int64_t mbtiles_floor_reader_run(mbtiles_floor_reader *reader, const int32_t *z, const int32_t *x, const int32_t *y, int64_t n);
+void mbtiles_floor_reader_close(mbtiles_floor_reader *reader);
+
+/// Creates a flat MBTiles file at `path` with the same pragmas, schema and statement as
+/// tilepack's writer, inserting n tiles in transactions of `per_transaction` rows. Returns 0 on success.
+int mbtiles_floor_bulk_insert(const char *path, const int32_t *z, const int32_t *x, const int32_t *y,
+                              const uint8_t *const *data, const int32_t *length, int64_t n, int64_t per_transaction);
+
+#endif
