@@ -20,6 +20,19 @@ let package = Package(
             name: "bench-mbtiles",
             dependencies: ["BenchSupport", "MBTilesFloor", .product(name: "Tilepack", package: "tilepack")]
         ),
+        // The .tilepack bundle against MBTiles: open, memory, random reads, size.
+        .executableTarget(
+            name: "bench-bundle",
+            dependencies: ["BenchSupport", .product(name: "Tilepack", package: "tilepack")]
+        ),
+        // Fuzz target for the bundle reader: libFuzzer when built with -sanitize=fuzzer
+        // (tools/fuzz-bundle.sh), otherwise a seeded random-mutation harness.
+        .executableTarget(
+            name: "fuzz-bundle",
+            dependencies: ["CFuzzerDriver", .product(name: "Tilepack", package: "tilepack")]
+        ),
+        // The declaration of libFuzzer's LLVMFuzzerRunDriver for fuzz targets.
+        .target(name: "CFuzzerDriver"),
     ],
     swiftLanguageModes: [.v6]
 )

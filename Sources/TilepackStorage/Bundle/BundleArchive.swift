@@ -422,8 +422,9 @@ public struct BundleArchive: TileArchive {
         let rawLength = Int(UInt32(littleEndian: file.loadUnaligned(fromByteOffset: record + 12, as: UInt32.self)))
         let crc = UInt32(littleEndian: file.loadUnaligned(fromByteOffset: record + 16, as: UInt32.self))
         let codecByte = file[record + 20]
-        let what = tile.map { "tile \($0) (payload \(number))" } ?? "payload \(number)"
-        func fail(_ text: String) -> TileArchiveError { TileArchiveError(path: path, fault: .corrupt("\(what): \(text)")) }
+        // Built only on failure: the read path formats no text.
+        func what() -> String { tile.map { "tile \($0) (payload \(number))" } ?? "payload \(number)" }
+        func fail(_ text: String) -> TileArchiveError { TileArchiveError(path: path, fault: .corrupt("\(what()): \(text)")) }
 
         guard let codec = BundleFormat.Codec(rawValue: codecByte) else { throw fail("unknown codec \(codecByte)") }
         guard file[record + 21] == 0, file[record + 22] == 0, file[record + 23] == 0 else {
@@ -451,7 +452,7 @@ public struct BundleArchive: TileArchive {
         if checkCRC ?? options.verifiesPayloadChecksums {
             let computed = BundleFormat.crc32(stored)
             guard computed == crc else {
-                throw TileArchiveError(path: path, fault: .checksumMismatch(region: what, declared: Self.hex(crc), computed: Self.hex(computed)))
+                throw TileArchiveError(path: path, fault: .checksumMismatch(region: what(), declared: Self.hex(crc), computed: Self.hex(computed)))
             }
         }
         return Payload(codec: codec, offset: Int(offset), rawLength: rawLength, crc: crc, stored: stored, number: number)

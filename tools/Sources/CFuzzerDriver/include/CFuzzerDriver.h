@@ -1,0 +1,10 @@
+#ifndef C_FUZZER_DRIVER_H
+#define C_FUZZER_DRIVER_H
+#include <stddef.h>
+#include <stdint.h>
+
+/// libFuzzer's entry point for programs that have their own main (LLVM 11 and later): runs the
+/// fuzzing loop with `callback` as the target. Only linked when built with -sanitize=fuzzer.
+int LLVMFuzzerRunDriver(int *argc, char ***argv, int (*callback)(const uint8_t *data, size_t size));
+
+#endif
