@@ -75,7 +75,11 @@ let package = Package(
         .target(name: "TilepackTestSupport", dependencies: ["TilepackCore"], path: "Tests/TilepackTestSupport"),
         .testTarget(name: "TilepackCoreTests", dependencies: ["TilepackCore", "TilepackTestSupport"]),
         .testTarget(name: "TilepackStorageTests", dependencies: ["TilepackStorage", "TilepackTestSupport"]),
-        .testTarget(name: "TilepackImagingTests", dependencies: ["TilepackImaging", "TilepackTestSupport"]),
+        .testTarget(
+            name: "TilepackImagingTests",
+            dependencies: ["TilepackImaging", "TilepackTestSupport"],
+            resources: [.copy("Resources")]
+        ),
         .testTarget(
             name: "TileLayerTests",
             dependencies: [

@@ -1,10 +1,9 @@
 internal import CTilepackTurboJPEG
-import Synchronization
 import TilepackCore
 
 /// A TurboJPEG decompressor handle, freed when the owner goes away.
 final class TurboJPEGDecompressor: @unchecked Sendable {
-    // Used by one thread at a time: handed out and taken back through `JPEGCodec.pool`.
+    // Created, used and destroyed within one decode call on one thread.
     let handle: tjhandle
 
     init?() {
@@ -20,19 +19,14 @@ final class TurboJPEGDecompressor: @unchecked Sendable {
     }
 }
 
-/// JPEG through libjpeg-turbo's TurboJPEG API (no longjmp crosses into Swift). Handles are pooled
-/// so that a decode does not pay for creating one; each is used by one thread at a time.
+/// JPEG through libjpeg-turbo's TurboJPEG API (no longjmp crosses into Swift). Each call uses a
+/// fresh decompressor: libjpeg keeps Huffman and quantisation tables from one stream to the next
+/// (for abbreviated streams) and a handle that failed mid-stream can be left in a bad state, so a
+/// shared handle would make a tile's result depend on the tiles decoded before it.
 enum JPEGCodec {
-    static let pool = Mutex<[TurboJPEGDecompressor]>([])
-    static let poolLimit = 16
-
     static func withDecompressor<T>(_ body: (TurboJPEGDecompressor) throws(ImagingError) -> T) throws(ImagingError) -> T {
-        let reused = pool.withLock { $0.popLast() }
-        guard let decompressor = reused ?? TurboJPEGDecompressor() else {
+        guard let decompressor = TurboJPEGDecompressor() else {
             throw .corrupt(format: .jpeg, reason: "TurboJPEG could not create a decompressor")
-        }
-        defer {
-            pool.withLock { if $0.count < poolLimit { $0.append(decompressor) } }
         }
         return try body(decompressor)
     }

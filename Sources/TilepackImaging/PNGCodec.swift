@@ -47,6 +47,26 @@ enum PNGCodec {
             }
         }
 
+        // libpng's simplified reader mishandles Adam7 images scaled from 16 to 8 bits (rows come
+        // out in the wrong places here; unpatched 1.6.x overflows the buffer, CVE-2025-65018), so
+        // such images are read as 16-bit linear, which needs no scaling, and converted by us.
+        let interlaced = bytes[28] != 0
+        if interlaced && image.format & UInt32(PNG_FORMAT_FLAG_LINEAR) != 0 {
+            try ImageDecoder.decodeVia(.rgba8888, count: count, into: buffer, pixelFormat: pixelFormat) { (temp) throws(ImagingError) in
+                let linear = UnsafeMutableRawBufferPointer.allocate(byteCount: count * 8, alignment: 16)
+                defer { linear.deallocate() }
+                image.format = CTILEPACK_PNG_FORMAT_RGBA | UInt32(PNG_FORMAT_FLAG_LINEAR)
+                // The stride of 16-bit formats counts 16-bit components.
+                guard png_image_finish_read(&image, nil, linear.baseAddress, Int32(info.width * 4), nil) != 0,
+                      ctilepack_png_image_failed(&image) == 0 else {
+                    throw .corrupt(format: .png, reason: message(image))
+                }
+                linearPremultipliedToSRGB(linear.baseAddress!.assumingMemoryBound(to: UInt16.self),
+                                          temp.baseAddress!.assumingMemoryBound(to: UInt8.self), count: count)
+            }
+            return
+        }
+
         switch pixelFormat {
         case .rgba8888: try finish(CTILEPACK_PNG_FORMAT_RGBA, buffer, bytesPerPixel: 4)
         case .bgra8888: try finish(CTILEPACK_PNG_FORMAT_BGRA, buffer, bytesPerPixel: 4)
@@ -64,6 +84,21 @@ enum PNGCodec {
             let via: PixelFormat = hasAlpha ? .rgba8888 : .rgb888
             try ImageDecoder.decodeVia(via, count: count, into: buffer, pixelFormat: pixelFormat) { (temp) throws(ImagingError) in
                 try finish(hasAlpha ? CTILEPACK_PNG_FORMAT_RGBA : CTILEPACK_PNG_FORMAT_RGB, temp, bytesPerPixel: via.bytesPerPixel)
+            }
+        }
+    }
+
+    /// libpng's 16-bit linear RGBA (colour premultiplied by alpha) to 8-bit sRGB with straight alpha,
+    /// inverting libpng's own decoding, which models sRGB as the power law of gAMA 45455 (2.2).
+    static func linearPremultipliedToSRGB(_ src: UnsafePointer<UInt16>, _ dst: UnsafeMutablePointer<UInt8>, count: Int) {
+        func encode(_ linear: Double) -> UInt8 {
+            UInt8((pow(min(max(linear, 0), 1), 0.45455) * 255).rounded())
+        }
+        for i in 0..<count {
+            let a = src[i * 4 + 3]
+            dst[i * 4 + 3] = UInt8((Double(a) / 257).rounded())
+            for k in 0..<3 {
+                dst[i * 4 + k] = a == 0 ? 0 : encode(Double(src[i * 4 + k]) / Double(a))
             }
         }
     }
