@@ -33,6 +33,13 @@ let package = Package(
         ),
         // The declaration of libFuzzer's LLVMFuzzerRunDriver for fuzz targets.
         .target(name: "CFuzzerDriver"),
+        // Floors measured in the same run as tilepack's figures: a plain C libpng decode loop, memcpy.
+        .target(name: "CBenchFloors", linkerSettings: [.linkedLibrary("png16")]),
+        // The adapter's headline: bitmaps per second delivered into request buffers.
+        .executableTarget(name: "bench-adapter", dependencies: [
+            "BenchSupport", "CBenchFloors",
+            .product(name: "Tilepack", package: "tilepack"),
+        ]),
     ],
     swiftLanguageModes: [.v6]
 )
