@@ -3,13 +3,14 @@ import TileLayer
 import TilepackAdapter
 import TilepackCore
 
-/// An MBTiles file or a .tilepack bundle, recognised from its first bytes (never its name), served
+/// An MBTiles file or a .tilepack bundle, told apart by its first bytes (never its name), served
 /// through the adapter: the layer takes the archive's bounds, zoom levels and transparency.
 struct ArchiveLayerFactory: RenderLayerFactory {
     func recognises(_ input: String) -> Bool {
         var isDirectory: ObjCBool = false
+        // Any existing file that is not a URL template: makeLayer says what it is if it is no archive.
         guard FileManager.default.fileExists(atPath: input, isDirectory: &isDirectory), !isDirectory.boolValue else { return false }
-        return (try? ArchiveKind.detect(path: input)) != nil
+        return !URLTemplateLayerFactory().recognises(input)
     }
 
     func makeLayer(for input: String, options: RenderLayerOptions) throws -> MapTileLayer {
