@@ -62,7 +62,7 @@ enum BenchAdapter {
 
         // MARK: Arguments
 
-        var rounds = 3
+        var rounds = 5
         var fixture: String = {
             if let env = ProcessInfo.processInfo.environment["TILEPACK_FIXTURES"] { return env + "/node-mbtiles/plain_3.mbtiles" }
             // tools/Sources/bench-adapter/main.swift -> the folder holding the project -> shared/fixtures
@@ -122,25 +122,41 @@ enum BenchAdapter {
 
         // MARK: Measuring
 
-        /// Runs `work(thread, count)` on `threads` threads at once, each doing `perThread` bitmaps, `rounds`
-        /// times; returns bitmaps per second of the median round.
-        func measure(threads: Int, perThread: Int, _ work: @escaping @Sendable (Int, Int) -> Void) -> Double {
-            let seconds = medianSeconds(runs: rounds) {
+        /// One round of `work(thread, count)` on `threads` threads at once, each doing `perThread`
+        /// bitmaps: how many bitmaps a round delivers and a closure that runs a round and returns its seconds.
+        func round(threads: Int, perThread: Int, _ work: @escaping @Sendable (Int, Int) -> Void) -> (bitmaps: Int, run: () -> Double) {
+            (threads * perThread, {
+                let start = now()
                 if threads == 1 {
                     work(0, perThread)
-                    return
-                }
-                let group = DispatchGroup()
-                for thread in 0..<threads {
-                    group.enter()
-                    Thread.detachNewThread {
-                        work(thread, perThread)
-                        group.leave()
+                } else {
+                    let group = DispatchGroup()
+                    for thread in 0..<threads {
+                        group.enter()
+                        Thread.detachNewThread {
+                            work(thread, perThread)
+                            group.leave()
+                        }
                     }
+                    group.wait()
                 }
-                group.wait()
+                return now() - start
+            })
+        }
+
+        /// Runs the rounds interleaved (every figure and its floors back to back in each round, so that
+        /// a change of load on a shared machine hits all of them) and returns bitmaps/s of the median round.
+        func interleaved(_ jobs: [(bitmaps: Int, run: () -> Double)]) -> [Double] {
+            var times = Array(repeating: [Double](), count: jobs.count)
+            for _ in 0..<max(1, rounds) {
+                for (index, job) in jobs.enumerated() { times[index].append(job.run()) }
             }
-            return Double(threads * perThread) / seconds
+            var rates: [Double] = []
+            for index in 0..<jobs.count {
+                let sorted = times[index].sorted()
+                rates.append(Double(jobs[index].bitmaps) / sorted[sorted.count / 2])
+            }
+            return rates
         }
 
 
@@ -148,11 +164,15 @@ enum BenchAdapter {
         let perThread = tiles.count  // every thread walks the whole corpus (thread t starts at an offset)
         let buffers = Buffers(2)
 
-        func adapterRate(_ path: String, threads: Int) throws -> Double {
-            let reader = try ArchiveTileReader(path: path)  // no decoded-tile cache: every read decodes
+        func adapterRate(_ path: String, threads: Int, checksums: Bool = true) throws -> (bitmaps: Int, run: () -> Double) {
+            // No decoded-tile cache: every read decodes. Bundles verify payload CRCs unless told not to.
+            let archive: any TileArchive = checksums
+                ? try TileArchives.open(path: path)
+                : try BundleArchive(path: path, options: BundleArchive.Options(verifiesPayloadChecksums: false))
+            let reader = ArchiveTileReader(archive: archive)
             // Warm the file cache and the reader.
             for tile in tiles { _ = try reader.read(tile, tileSize: tileSize, pixelFormat: .rgba8888, into: buffers.buffers[0]) }
-            return measure(threads: threads, perThread: perThread) { thread, count in
+            return round(threads: threads, perThread: perThread) { thread, count in
                 let buffer = buffers.buffers[thread]
                 var index = thread * tiles.count / 2
                 for _ in 0..<count {
@@ -169,8 +189,8 @@ enum BenchAdapter {
 
         let pngSet = PNGSet(corpus.map(\.png))
 
-        func libpngRate(threads: Int) -> Double {
-            measure(threads: threads, perThread: perThread) { thread, count in
+        func libpngRate(threads: Int) -> (bitmaps: Int, run: () -> Double) {
+            round(threads: threads, perThread: perThread) { thread, count in
                 let done = pngSet.pointers.withUnsafeBufferPointer { pointers in
                     pngSet.lengths.withUnsafeBufferPointer { lengths in
                         tilepack_floor_png_decode(pointers.baseAddress, lengths.baseAddress, pointers.count,
@@ -184,8 +204,8 @@ enum BenchAdapter {
 
         let pool = SourcePool(count: 256)
 
-        func memcpyRate(threads: Int) -> Double {
-            measure(threads: threads, perThread: perThread * 4) { thread, count in
+        func memcpyRate(threads: Int) -> (bitmaps: Int, run: () -> Double) {
+            round(threads: threads, perThread: perThread * 4) { thread, count in
                 _ = pool.sources.withUnsafeBufferPointer { sources in
                     tilepack_floor_memcpy(sources.baseAddress, sources.count, thread * 128, 1, count,
                                           buffers.buffers[thread].baseAddress?.assumingMemoryBound(to: UInt8.self), tileBytes)
@@ -195,19 +215,22 @@ enum BenchAdapter {
 
         // MARK: The report
 
-        print("rounds: \(rounds) (median), \(perThread) bitmaps per thread per round, 256x256 RGBA, cores: \(ProcessInfo.processInfo.activeProcessorCount)")
+        print("rounds: \(rounds) (median, interleaved), \(perThread) bitmaps per thread per round, 256x256 RGBA, cores: \(ProcessInfo.processInfo.activeProcessorCount)")
         for threads in [1, 2] {
-            let libpng = libpngRate(threads: threads)
-            let copy = memcpyRate(threads: threads)
-            let mbtiles = try adapterRate(mbtilesPath, threads: threads)
-            let bundlePNG = try adapterRate(bundlePNGPath, threads: threads)
-            let raw = try adapterRate(bundleRawPath, threads: threads)
+            let rates = interleaved([
+                libpngRate(threads: threads), memcpyRate(threads: threads),
+                try adapterRate(mbtilesPath, threads: threads), try adapterRate(bundlePNGPath, threads: threads),
+                try adapterRate(bundleRawPath, threads: threads), try adapterRate(bundleRawPath, threads: threads, checksums: false),
+            ])
+            let (libpng, copy, mbtiles, bundlePNG, raw, rawNoCRC) = (rates[0], rates[1], rates[2], rates[3], rates[4], rates[5])
             let unit = "bitmaps/s"
             report("bench-adapter, \(threads) thread\(threads == 1 ? "" : "s")", [
                 Comparison("MBTiles/PNG", value: mbtiles, unit: unit, vs: "plain C libpng decode loop", referenceValue: libpng, goal: (0.9, true)),
                 Comparison("bundle/PNG", value: bundlePNG, unit: unit, vs: "plain C libpng decode loop", referenceValue: libpng, goal: (0.9, true)),
                 Comparison("bundle/raw LZ4", value: raw, unit: unit, vs: "MBTiles/PNG", referenceValue: mbtiles, goal: (10, true)),
                 Comparison("bundle/raw LZ4", value: raw, unit: unit, vs: "memcpy of 256 KiB", referenceValue: copy, goal: (0.25, true)),
+                Comparison("bundle/raw LZ4, payload CRC not verified", value: rawNoCRC, unit: unit, vs: "memcpy of 256 KiB",
+                           referenceValue: copy),
             ])
         }
         print("peak RSS: \(peakResidentBytes() >> 20) MiB")
