@@ -11,7 +11,7 @@ let package = Package(
     name: "tilepack",
     platforms: [.macOS(.v15), .iOS(.v18)],
     products: [
-        .library(name: "Tilepack", targets: ["TilepackCore", "TilepackStorage", "TilepackImaging", "TileLayer"]),
+        .library(name: "Tilepack", targets: ["TilepackCore", "TilepackStorage", "TilepackImaging", "TileLayer", "TilepackAdapter"]),
         .executable(name: "tilepack", targets: ["tilepack"]),
         // Parts of the library alone, so that tools need not build what they do not use
         // (the HTTP client of the tile layer, SQLite and crypto of storage).
@@ -66,11 +66,17 @@ let package = Package(
             dependencies: ["TilepackCore", "TilepackStorage", "TilepackImaging", "CTilepackZlib"]
         ),
 
+        // Floor 4: the bitmap data source serving any archive (MBTiles, bundle) to a tile layer.
+        .target(
+            name: "TilepackAdapter",
+            dependencies: ["TilepackCore", "TilepackStorage", "TilepackImaging", "TileLayer"]
+        ),
+
         // Floor 5: the command-line tool, thin.
         .executableTarget(
             name: "tilepack",
             dependencies: [
-                "TilepackCore", "TilepackStorage", "TilepackImaging", "TileLayer", "TilepackOperations",
+                "TilepackCore", "TilepackStorage", "TilepackImaging", "TileLayer", "TilepackAdapter", "TilepackOperations",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -94,6 +100,10 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
+        ),
+        .testTarget(
+            name: "TilepackAdapterTests",
+            dependencies: ["TilepackAdapter", "TilepackStorage", "TilepackImaging", "TileLayer", "TilepackTestSupport"]
         ),
         .testTarget(name: "TilepackOperationsTests", dependencies: ["TilepackOperations", "TilepackTestSupport"]),
     ],

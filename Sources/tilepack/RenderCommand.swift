@@ -11,13 +11,15 @@ struct RenderCommand: AsyncParsableCommand {
         commandName: "render",
         abstract: "Render a map view of one or more tile layers to a PNG.",
         discussion: """
-            Each input is one layer, drawn bottom to top in the order given: a URL template with \
-            {x} {y} {z} {scale} placeholders (http://, https://, file:// or a local path). The first \
-            layer is opaque; the others are drawn as transparent overlays.
+            Each input is one layer, drawn bottom to top in the order given: an archive (an MBTiles \
+            file or a .tilepack bundle, recognised from its bytes) or a URL template with \
+            {x} {y} {z} {scale} placeholders (http://, https://, file:// or a local path). An archive \
+            layer takes its bounds, zoom levels and transparency from the archive; the first URL \
+            layer is opaque, later ones are drawn as transparent overlays.
             Example: tilepack render 'tiles/{z}/{x}/{y}.png' --center 51.54,-0.01 --zoom 14 --size 800x600 -o map.png
             """)
 
-    @Argument(help: "Layer inputs: URL templates such as https://host/{z}/{x}/{y}.png or tiles/{z}/{x}/{y}.png.")
+    @Argument(help: "Layer inputs: archives (.mbtiles, .tilepack) or URL templates such as https://host/{z}/{x}/{y}.png or tiles/{z}/{x}/{y}.png.")
     var inputs: [String]
 
     @Option(help: "The view centre as LAT,LON in degrees.")
@@ -87,6 +89,9 @@ struct RenderCommand: AsyncParsableCommand {
             for diagnostic in layer.diagnostics where diagnostic.kind == .tileFailed {
                 FileHandle.standardError.write(Data("warning: \(layer.name): \(diagnostic)\n".utf8))
             }
+            for note in ArchiveLayerFactory.notes(for: layer, viewZoom: zoom) {
+                FileHandle.standardError.write(Data("\(note)\n".utf8))
+            }
         }
         let real = frame.drawn.filter { !$0.isApproximate }.count
         let approximate = frame.drawn.count - real
@@ -127,11 +132,11 @@ protocol RenderLayerFactory: Sendable {
 }
 
 enum RenderLayerFactories {
-    static let all: [any RenderLayerFactory] = [URLTemplateLayerFactory()]
+    static let all: [any RenderLayerFactory] = [ArchiveLayerFactory(), URLTemplateLayerFactory()]
 
     static func makeLayer(for input: String, options: RenderLayerOptions) throws -> MapTileLayer {
         guard let factory = all.first(where: { $0.recognises(input) }) else {
-            throw ValidationError("'\(input)' is not a layer input tilepack renders (expected a URL template with {z}, {x} and {y})")
+            throw ValidationError("'\(input)' is not a layer input tilepack renders (expected an MBTiles file, a .tilepack bundle or a URL template with {z}, {x} and {y})")
         }
         return try factory.makeLayer(for: input, options: options)
     }

@@ -1,0 +1,163 @@
+import Foundation
+import TileLayer
+import TilepackCore
+import TilepackImaging
+
+/// The bitmap data source that serves any archive (MBTiles, bundle) to a ``MapTileLayer``.
+///
+/// ```swift
+/// let source = try ArchiveTileSource(path: "tiles.tilepack")
+/// let layer = source.makeLayer()          // bounds, zooms, tile size, transparency from the archive
+/// view.addMapTileLayer(layer)
+/// ```
+///
+/// - `hasTile` is answered from the archive's index, without reading a tile (see
+///   ``ArchiveTileReader/hasTile(_:tileSize:)``); `false` makes the layer never ask again.
+/// - Tiles are supplied through the tile-request way: each request is queued on a bounded
+///   concurrent ``TileWorkQueue`` and the call returns at once; a worker decodes the tile straight
+///   into the request's buffer in the layer's pixel format (or LZ4-decompresses a raw-bitmap
+///   bundle's payload into it) and completes the request.
+/// - Requests for tiles no longer needed can be cancelled (``cancelRequests(notNeededBy:)``):
+///   waiting ones complete as failed without being read, running ones stop between archive tiles.
+/// - A tile that fails permanently is reported once and then answered `hasTile` false.
+public final class ArchiveTileSource: MapTileLayerDataSource, CustomStringConvertible {
+    public struct Options: Hashable, Sendable {
+        /// How tiles are read (archive tile size, decoded-tile cache, image size limit).
+        public var reader: ArchiveReaderOptions
+        /// The most tiles read at once; default the number of active processors.
+        public var maximumConcurrency: Int
+
+        public init(reader: ArchiveReaderOptions = ArchiveReaderOptions(),
+                    maximumConcurrency: Int = ProcessInfo.processInfo.activeProcessorCount) {
+            self.reader = reader
+            self.maximumConcurrency = maximumConcurrency
+        }
+    }
+
+    /// The synchronous reader behind the source (also usable on its own).
+    public let reader: ArchiveTileReader
+    /// The executor the tiles are read on.
+    public let workQueue: TileWorkQueue
+
+    /// - Parameters:
+    ///   - archive: the archive to serve.
+    ///   - onFailure: called once per archive tile that fails permanently, with the archive and
+    ///     the tile, on a worker thread.
+    public init(archive: any TileArchive, options: Options = Options(),
+                onFailure: (@Sendable (ArchiveTileFailure) -> Void)? = nil) {
+        self.reader = ArchiveTileReader(archive: archive, options: options.reader, onFailure: onFailure)
+        self.workQueue = TileWorkQueue(maximumConcurrency: options.maximumConcurrency)
+    }
+
+    /// Opens the archive at `path` (MBTiles or bundle, told apart by its first bytes) and serves it.
+    public convenience init(path: String, options: Options = Options(),
+                            onFailure: (@Sendable (ArchiveTileFailure) -> Void)? = nil) throws(TileArchiveError) {
+        self.init(archive: try TileArchives.open(path: path), options: options, onFailure: onFailure)
+    }
+
+    /// The archive served.
+    public var archive: any TileArchive { reader.archive }
+
+    /// Every tile that failed permanently.
+    public var failures: [ArchiveTileFailure] { reader.failures }
+
+    public var description: String { "ArchiveTileSource(\(archive.path))" }
+
+    // MARK: - MapTileLayerDataSource
+
+    public func mapTileLayer(_ layer: MapTileLayer, hasTileAt tile: TileCoordinate) -> Bool {
+        reader.hasTile(tile, tileSize: layer.tileSize)
+    }
+
+    public func mapTileLayer(_ layer: MapTileLayer, requestDataForTileAt tile: TileCoordinate,
+                             tileRequest: TileRequest) -> TileRequestDisposition {
+        let reader = self.reader
+        workQueue.submit(tile, run: { token in
+            let outcome: ArchiveReadOutcome
+            do {
+                outcome = try reader.read(tile, tileSize: tileRequest.tileSize, pixelFormat: tileRequest.pixelFormat,
+                                          into: tileRequest.bytes, isCancelled: { token.isCancelled })
+            } catch {
+                tileRequest.fail()
+                return
+            }
+            tileRequest.complete(outcome == .delivered ? .complete : .failed)
+        }, cancelled: {
+            tileRequest.fail()
+        })
+        return .accepted
+    }
+
+    // MARK: - Cancelling
+
+    /// Cancels the requests for tiles that match: waiting ones complete as failed at once without
+    /// being read; running ones stop before their next archive tile. Returns how many waiting
+    /// requests were dropped. The layer asks again for a cancelled tile if it is needed later.
+    @discardableResult
+    public func cancelRequests(where matches: (TileCoordinate) -> Bool) -> Int {
+        workQueue.cancel(where: matches)
+    }
+
+    /// Cancels every request whose tile is not in `keeping`.
+    @discardableResult
+    public func cancelRequests(keeping: Set<TileCoordinate>) -> Int {
+        workQueue.cancel { !keeping.contains($0) }
+    }
+
+    /// Cancels the requests a view no longer needs after it moved: every tile that is neither in
+    /// `plan` (see ``HeadlessMapView/tilePlans()``) nor an ancestor of a tile drawn in it (which the
+    /// view may want as a fallback).
+    @discardableResult
+    public func cancelRequests(notNeededBy plan: LayerTilePlan) -> Int {
+        var keep = Set(plan.tiles)
+        for placement in plan.placements {
+            var tile = placement.tile
+            keep.insert(tile)
+            while let parent = tile.parent, keep.insert(parent).inserted { tile = parent }
+        }
+        return cancelRequests(keeping: keep)
+    }
+
+    /// Requests waiting to be read.
+    public var waitingRequestCount: Int { workQueue.waitingCount }
+
+    // MARK: - Layer configuration
+
+    /// The layer settings the archive implies for a layer of `tileSize` (nil: the archive's own).
+    public func layerConfiguration(tileSize: Int? = nil) -> ArchiveLayerConfiguration {
+        ArchiveLayerConfiguration.make(reader: reader, tileSize: tileSize)
+    }
+
+    /// Applies ``layerConfiguration(tileSize:)`` to `layer`: tile size, bounding box, the zoom
+    /// levels shown and transparency; the data source is not changed. Settings a locked layer
+    /// ignores are in the returned updates.
+    @discardableResult
+    public func configure(_ layer: MapTileLayer, tileSize: Int? = nil) -> (configuration: ArchiveLayerConfiguration, updates: [String: LayerUpdate]) {
+        let configuration = layerConfiguration(tileSize: tileSize)
+        var updates: [String: LayerUpdate] = [:]
+        updates["tileSize"] = layer.setTileSize(configuration.tileSize)
+        updates["boundingBox"] = layer.setBoundingBox(configuration.boundingBox)
+        if let visible = configuration.visibleZoomLevels {
+            updates["showLevels"] = layer.show(fromZoomLevel: MapTileLayer.minimumZoomLevel, toZoomLevel: MapTileLayer.maximumZoomLevel)
+            if visible.lowerBound > MapTileLayer.minimumZoomLevel {
+                updates["hideBelow"] = layer.hide(fromZoomLevel: MapTileLayer.minimumZoomLevel, toZoomLevel: visible.lowerBound - 1)
+            }
+            if visible.upperBound < MapTileLayer.maximumZoomLevel {
+                updates["hideAbove"] = layer.hide(fromZoomLevel: visible.upperBound + 1, toZoomLevel: MapTileLayer.maximumZoomLevel)
+            }
+        } else if configuration.archiveZoomLevels != nil {
+            updates["hideAll"] = layer.hide(fromZoomLevel: MapTileLayer.minimumZoomLevel, toZoomLevel: MapTileLayer.maximumZoomLevel)
+        }
+        updates["transparent"] = layer.setTransparent(configuration.transparent)
+        return (configuration, updates)
+    }
+
+    /// A new layer with this source as its data source, configured from the archive.
+    public func makeLayer(name: String? = nil, tileSize: Int? = nil, pixelFormat: PixelFormat = .rgba8888) -> MapTileLayer {
+        let layer = MapTileLayer(name: name ?? URL(fileURLWithPath: archive.path).lastPathComponent)
+        layer.setDataSource(self)
+        layer.setPixelFormat(pixelFormat)
+        configure(layer, tileSize: tileSize)
+        return layer
+    }
+}

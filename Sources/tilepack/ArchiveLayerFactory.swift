@@ -1,0 +1,34 @@
+import Foundation
+import TileLayer
+import TilepackAdapter
+import TilepackCore
+
+/// An MBTiles file or a .tilepack bundle, told apart by its first bytes (never its name), served
+/// through the adapter: the layer takes the archive's bounds, zoom levels and transparency.
+struct ArchiveLayerFactory: RenderLayerFactory {
+    func recognises(_ input: String) -> Bool {
+        var isDirectory: ObjCBool = false
+        // Any existing file that is not a URL template: makeLayer says what it is if it is no archive.
+        guard FileManager.default.fileExists(atPath: input, isDirectory: &isDirectory), !isDirectory.boolValue else { return false }
+        return !URLTemplateLayerFactory().recognises(input)
+    }
+
+    func makeLayer(for input: String, options: RenderLayerOptions) throws -> MapTileLayer {
+        let source = try ArchiveTileSource(path: input, options: ArchiveTileSource.Options(
+            reader: ArchiveReaderOptions(cacheByteLimit: 64 << 20)))
+        return source.makeLayer(name: input, tileSize: options.tileSize)
+    }
+
+    /// What to tell the user about an archive layer after a render: tiles that failed, and a
+    /// view zoom outside the levels the archive covers.
+    static func notes(for layer: MapTileLayer, viewZoom: Double) -> [String] {
+        guard let source = layer.dataSource as? ArchiveTileSource else { return [] }
+        var notes = source.failures.map { "warning: \($0)" }
+        let level = Int(viewZoom.rounded(.down))
+        if !layer.isShown(atZoomLevel: level) {
+            let zooms = source.layerConfiguration(tileSize: layer.tileSize).archiveZoomLevels
+            notes.append("note: \(layer.name) is not shown at zoom \(level)" + (zooms.map { " (the archive has zoom levels \($0.lowerBound)...\($0.upperBound))" } ?? ""))
+        }
+        return notes
+    }
+}
