@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import TilepackCore
 import TilepackImaging
+import TilepackStorage
 
 /// How an ``ArchiveTileReader`` reads.
 public struct ArchiveReaderOptions: Hashable, Sendable {
@@ -82,7 +83,7 @@ public final class ArchiveTileReader: Sendable {
     /// Opens the archive at `path` (MBTiles or bundle, told apart by its bytes) and reads it.
     public convenience init(path: String, options: ArchiveReaderOptions = ArchiveReaderOptions(),
                             onFailure: (@Sendable (ArchiveTileFailure) -> Void)? = nil) throws(TileArchiveError) {
-        self.init(archive: try TileArchives.open(path: path), options: options, onFailure: onFailure)
+        self.init(archive: try openTileArchive(path: path), options: options, onFailure: onFailure)
     }
 
     // MARK: - Tile size

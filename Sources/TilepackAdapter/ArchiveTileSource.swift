@@ -2,6 +2,7 @@ import Foundation
 import TileLayer
 import TilepackCore
 import TilepackImaging
+import TilepackStorage
 
 /// The bitmap data source that serves any archive (MBTiles, bundle) to a ``MapTileLayer``.
 ///
@@ -52,7 +53,7 @@ public final class ArchiveTileSource: MapTileLayerDataSource, CustomStringConver
     /// Opens the archive at `path` (MBTiles or bundle, told apart by its first bytes) and serves it.
     public convenience init(path: String, options: Options = Options(),
                             onFailure: (@Sendable (ArchiveTileFailure) -> Void)? = nil) throws(TileArchiveError) {
-        self.init(archive: try TileArchives.open(path: path), options: options, onFailure: onFailure)
+        self.init(archive: try openTileArchive(path: path), options: options, onFailure: onFailure)
     }
 
     /// The archive served.

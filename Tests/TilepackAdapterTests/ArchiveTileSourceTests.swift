@@ -32,7 +32,7 @@ import TilepackTestSupport
     }
 
     @Test func oneCallBitmapWithoutALayer() throws {
-        let archive = try TileArchives.open(path: TestSupport.fixture("martin/geography-class-jpg.mbtiles"))
+        let archive = try openTileArchive(path: TestSupport.fixture("martin/geography-class-jpg.mbtiles"))
         let bitmap = try #require(try archive.bitmap(at: tile(1, 1, 0), pixelFormat: .bgra8888))
         #expect(bitmap.pixelFormat == .bgra8888 && bitmap.width == 256)
         let bytes = try #require(try archive.tileData(at: tile(1, 1, 0)))
@@ -49,21 +49,21 @@ import TilepackTestSupport
         let bundle = dir.file("looks-like.mbtiles"), mbtiles = dir.file("looks-like.tilepack")
         try writeBundle(bundle, tiles: [tile(0, 0, 0)])
         try writeMBTiles(mbtiles, tiles: [tile(0, 0, 0)])
-        #expect(try ArchiveKind.detect(path: bundle) == .bundle)
-        #expect(try ArchiveKind.detect(path: mbtiles) == .mbtiles)
-        #expect(try TileArchives.open(path: bundle) is BundleArchive)
-        #expect(try TileArchives.open(path: mbtiles) is MBTilesArchive)
-        #expect(try TileArchives.open(path: bundle).bitmap(at: tile(0, 0, 0)) == labelledTile(tile(0, 0, 0)))
+        #expect(try TileArchiveFormat.detect(path: bundle) == .bundle)
+        #expect(try TileArchiveFormat.detect(path: mbtiles) == .mbtiles)
+        #expect(try openTileArchive(path: bundle) is BundleArchive)
+        #expect(try openTileArchive(path: mbtiles) is MBTilesArchive)
+        #expect(try openTileArchive(path: bundle).bitmap(at: tile(0, 0, 0)) == labelledTile(tile(0, 0, 0)))
 
         for (file, words) in [("pmtiles/test_fixture_1.pmtiles", "PMTiles"), ("pmtiles/empty.pmtiles", "empty")] {
             #expect {
-                try TileArchives.open(path: TestSupport.fixture(file))
+                try openTileArchive(path: TestSupport.fixture(file))
             } throws: { error in
                 guard let error = error as? TileArchiveError, case .notAnArchive(let detected) = error.fault else { return false }
                 return detected.contains(words) && error.path.hasSuffix(file)
             }
         }
-        #expect(throws: TileArchiveError.self) { try TileArchives.open(path: dir.file("absent.mbtiles")) }
+        #expect(throws: TileArchiveError.self) { try openTileArchive(path: dir.file("absent.mbtiles")) }
     }
 
     // MARK: hasTile from the index

@@ -167,7 +167,7 @@ enum BenchAdapter {
         func adapterRate(_ path: String, threads: Int, checksums: Bool = true) throws -> (bitmaps: Int, run: () -> Double) {
             // No decoded-tile cache: every read decodes. Bundles verify payload CRCs unless told not to.
             let archive: any TileArchive = checksums
-                ? try TileArchives.open(path: path)
+                ? try openTileArchive(path: path)
                 : try BundleArchive(path: path, options: BundleArchive.Options(verifiesPayloadChecksums: false))
             let reader = ArchiveTileReader(archive: archive)
             // Warm the file cache and the reader.
