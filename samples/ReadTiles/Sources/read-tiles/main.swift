@@ -9,6 +9,7 @@ import TileLayer
 import TilepackAdapter
 import TilepackCore
 import TilepackImaging
+import TilepackStorage
 
 /// samples/ReadTiles/Sources/read-tiles/main.swift -> samples/sample.tilepack
 let defaultArchive = URL(fileURLWithPath: #filePath)
@@ -19,6 +20,14 @@ let archivePath = arguments.first ?? defaultArchive
 let outputPath = arguments.count > 1 ? arguments[1] : "read-tiles.png"
 
 do {
+    // 0. The read API alone: metadata, zoom levels and one tile's bytes (XYZ rows, whatever the format).
+    let archive = try openTileArchive(path: archivePath)
+    let levels = try archive.zoomLevels().map { "z\($0.zoom): \($0.tileCount)" }.joined(separator: ", ")
+    print("\(try archive.metadata().name ?? "unnamed") (\(archive.content.map { "\($0)" } ?? "empty")): \(levels)")
+    if let bytes = try archive.tileData(at: TileCoordinate(zoom: 1, x: 1, y: 0)) {
+        print("tile 1/1/0: \(bytes.count) bytes of \(TileFormat.sniff(bytes).map { "\($0)" } ?? "unknown format")")
+    }
+
     // 1. Open the archive as a data source. Failed tiles are reported once, with the archive and tile.
     let source = try ArchiveTileSource(path: archivePath) { failure in
         FileHandle.standardError.write(Data("warning: \(failure)\n".utf8))
