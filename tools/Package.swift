@@ -36,7 +36,7 @@ let package = Package(
         // Imaging decoders under libFuzzer; built normally, a seeded random-mutation loop over the same entry point.
         .executableTarget(
             name: "fuzz-decode",
-            dependencies: ["CFuzzDriver", .product(name: "TilepackImaging", package: "tilepack")]
+            dependencies: ["BenchSupport", "CFuzzDriver", .product(name: "TilepackImaging", package: "tilepack")]
         ),
         // The .tilepack bundle against MBTiles: open, memory, random reads, size.
         .executableTarget(
@@ -47,10 +47,10 @@ let package = Package(
         // (tools/fuzz-bundle.sh), otherwise a seeded random-mutation harness.
         .executableTarget(
             name: "fuzz-bundle",
-            dependencies: ["CFuzzDriver", .product(name: "TilepackStorage", package: "tilepack")]
+            dependencies: ["BenchSupport", "CFuzzDriver", .product(name: "TilepackStorage", package: "tilepack")]
         ),
         // Synthetic map-like tiles for the sample tree, tests and benchmarks.
-        .target(name: "TileSynth", dependencies: [.product(name: "TilepackImaging", package: "tilepack")]),
+        .target(name: "TileSynth", dependencies: ["BenchSupport", .product(name: "TilepackImaging", package: "tilepack")]),
         .executableTarget(name: "make-samples", dependencies: ["TileSynth"]),
         // Issue 6's import/verify benchmark (run it with tools/bench-import.sh) and its C floors:
         // one thread opening and reading every file of a tree once, and a plain libpng decode loop.

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TilepackCore
+import TilepackTestSupport
 
 @Suite struct BoundingBoxCoverTests {
     /// The seed's Olympic Park box, `geoBoundingBoxWithTopLeft:(51.557, -0.042772) bottomRight:(51.525941, 0.028296)`.
@@ -86,7 +87,7 @@ import TilepackCore
     }
 
     @Test func aTilesOwnBoxIsCoveredByThatTileAndItsDescendants() throws {
-        var random = SeededGenerator(seed: 7)
+        var random = SplitMix64(seed: 7)
         for zoom in 0...TileCoordinate.maximumZoom {
             for _ in 0..<40 {
                 let side = 1 << zoom
@@ -114,7 +115,7 @@ import TilepackCore
     /// Property: the cover's count equals its enumeration, every point of the box lies in a covered
     /// tile, and a tile is covered exactly when it intersects the box.
     @Test func randomBoxesCoverTheirPoints() throws {
-        var random = SeededGenerator(seed: 2024)
+        var random = SplitMix64(seed: 2024)
         for _ in 0..<150 {
             let zoom = Int.random(in: 0...9, using: &random)
             let west = Double.random(in: -180...180, using: &random)

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TilepackCore
+import TilepackTestSupport
 
 @Suite struct RouteCoverTests {
     /// Points along the route, each segment straight in Mercator and the short way round, computed
@@ -33,7 +34,7 @@ import TilepackCore
         let cover = try RouteCover(route: route, radius: radius, zoom: zoom)
         let dense = samples(of: route, perSegment: 400)
         let step = zip(dense, dense.dropFirst()).map { haversine($0, $1) }.max() ?? 0
-        var random = SeededGenerator(seed: seed)
+        var random = SplitMix64(seed: seed)
         let margin = radius * 1.6 / 111_000
         var inside = 0
         for _ in 0..<1500 {

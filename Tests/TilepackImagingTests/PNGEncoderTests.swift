@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TilepackTestSupport
 import TilepackCore
 @testable import TilepackImaging
 

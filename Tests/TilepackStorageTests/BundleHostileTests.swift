@@ -218,7 +218,7 @@ import TilepackTestSupport
     @Test func seededRandomMutationsNeverCrash() throws {
         // A short in-process version of tools/fuzz-bundle: random multi-byte damage, resealed or not.
         let (_, _, original) = try small()
-        var rng = SplitMix(seed: 42)
+        var rng = SplitMix64(seed: 42)
         for round in 0..<3000 {
             var damaged = original
             for _ in 0..<(1 + Int(rng.next() % 4)) {
@@ -235,15 +235,4 @@ import TilepackTestSupport
         }
     }
 
-    struct SplitMix {
-        var state: UInt64
-        init(seed: UInt64) { state = seed }
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
 }

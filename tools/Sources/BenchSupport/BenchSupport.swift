@@ -90,3 +90,20 @@ public func format(_ value: Double) -> String {
     if value >= 10 { return String(format: "%.1f", value) }
     return String(format: "%.3g", value)
 }
+
+/// A small, fast, deterministic random number generator (Vigna's SplitMix64) for benchmark data,
+/// synthetic tiles and fuzz mutations.
+public struct SplitMix64: RandomNumberGenerator, Sendable {
+    private var state: UInt64
+    public init(seed: UInt64) { state = seed }
+    public mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    /// A number in `0..<n` (0 when `n` is not positive).
+    public mutating func below(_ n: Int) -> Int { n <= 0 ? 0 : Int(next() % UInt64(n)) }
+}

@@ -33,17 +33,6 @@ struct Arguments {
     }
 }
 
-/// A deterministic generator (SplitMix64).
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 /// The tiles: whole zoom levels from 0 up, then the rest of the count as a block of the next level.
 func tileSet(count: Int) -> [TileCoordinate] {
@@ -66,9 +55,9 @@ func tileSet(count: Int) -> [TileCoordinate] {
 
 /// The payload of a tile: ocean tiles share 4 payloads, the others are unique incompressible bytes.
 func payload(for tile: TileCoordinate, into bytes: inout [UInt8]) {
-    var rng = SplitMix(state: BundleFormat.key(of: tile) &* 31 &+ 7)
+    var rng = SplitMix64(seed: BundleFormat.key(of: tile) &* 31 &+ 7)
     let ocean = rng.next() % 10 < 3
-    if ocean { rng = SplitMix(state: rng.next() % 4) }
+    if ocean { rng = SplitMix64(seed: rng.next() % 4) }
     let count = 100 + Int(rng.next() % 5900)
     bytes.removeAll(keepingCapacity: true)
     bytes += [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
@@ -122,7 +111,7 @@ if CommandLine.arguments.count == 5, CommandLine.arguments[1] == "--memory-probe
     let opened = rssParts()
     let list = tileSet(count: Int(CommandLine.arguments[4]) ?? 1)  // the same tiles, without reading the archive
     let afterList = rssParts()
-    var rng = SplitMix(state: 7)
+    var rng = SplitMix64(seed: 7)
     var sum: UInt64 = 0
     for _ in 0..<memoryProbeReads {
         _ = try archive.withTileBytes(at: list[Int(rng.next() % UInt64(list.count))]) { sum &+= touch($0) }
@@ -194,7 +183,7 @@ let mbtilesOpen = try medianSeconds(runs: opens) { _ = try MBTilesArchive(path: 
 let bundleOpen = try medianSeconds(runs: opens) { _ = try BundleArchive(path: bundlePath) }
 
 // Random reads, same order for all archives; every byte of each tile is summed so it is touched.
-var rng = SplitMix(state: 2026)
+var rng = SplitMix64(seed: 2026)
 let order = (0..<arguments.reads).map { _ in tiles[Int(rng.next() % UInt64(tiles.count))] }
 func readAll(_ archive: some TileArchive) throws -> (seconds: Double, checksum: UInt64) {
     var sum: UInt64 = 0

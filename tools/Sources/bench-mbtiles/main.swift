@@ -16,16 +16,6 @@ import TilepackStorage
 /// happens inside the timed write calls).
 let perTransaction = 60_000
 
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 /// The tiles to write: coordinates and slices of one random byte pool (200...1200 bytes each).
 struct TileSet: @unchecked Sendable {
@@ -34,7 +24,7 @@ struct TileSet: @unchecked Sendable {
     let pool: UnsafeMutableRawBufferPointer
 
     init(count: Int) {
-        var rng = SplitMix64(state: 7)
+        var rng = SplitMix64(seed: 7)
         pool = UnsafeMutableRawBufferPointer.allocate(byteCount: 4 << 20, alignment: 8)
         for i in 0..<pool.count { pool[i] = UInt8(truncatingIfNeeded: rng.next()) }
         var zoom = 0
@@ -137,7 +127,7 @@ func run() throws {
     let archive = try MBTilesArchive(path: libraryPath, options: MBTilesOpenOptions(immutable: true))
     let stored = try archive.tileCount()
     precondition(stored == tiles.count)
-    var rng = SplitMix64(state: 99)
+    var rng = SplitMix64(seed: 99)
     var picks = Picks()
     for _ in 0..<(readCount * 2) {
         let i = Int(rng.next() % UInt64(tiles.count))

@@ -9,6 +9,7 @@
 // Input format: byte 0 selects the mode, the rest is the file. With bit 0 set the harness first
 // recomputes every CRC-32 of the file (as Specs/bundle-format.md places them), so that mutations
 // reach the structural checks behind the checksums instead of stopping at the first CRC.
+import BenchSupport
 import Foundation
 import TilepackCore
 import TilepackStorage
@@ -142,17 +143,6 @@ exit(status)
 
 // MARK: Seeded random-mutation harness
 
-struct SplitMix {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    mutating func below(_ n: Int) -> Int { n <= 0 ? 0 : Int(next() % UInt64(n)) }
-}
 
 var seconds = 60.0
 var seed: UInt64 = 1
@@ -180,7 +170,7 @@ if let corpusDirectory, let names = try? FileManager.default.contentsOfDirectory
         }
     }
 }
-var rng = SplitMix(state: seed)
+var rng = SplitMix64(seed: seed)
 let deadline = Date().addingTimeInterval(seconds)
 var runs = 0
 while Date() < deadline {

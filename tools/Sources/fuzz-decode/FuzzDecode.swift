@@ -5,6 +5,7 @@
 // random-mutation loop: fuzz-decode [--seconds N] [--seed S] CORPUS_DIR...
 // Either way a crash, trap or hang is the failure; a thrown ImagingError is a pass.
 import CFuzzDriver
+import BenchSupport
 import Foundation
 import TilepackCore
 import TilepackImaging
@@ -45,16 +46,6 @@ let libFuzzerCallback: tilepack_fuzz_callback = { data, size in
     return 0
 }
 
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 /// Structure-blind mutations that still reach deep into the decoders: bit flips, interesting
 /// values (including huge big-endian sizes over width/height/length fields), truncation,
@@ -117,7 +108,7 @@ struct FuzzDecode {
             exit(2)
         }
         let crashFile = FileManager.default.currentDirectoryPath + "/fuzz-decode-last-input"
-        var rng = SplitMix64(state: seed)
+        var rng = SplitMix64(seed: seed)
         let start = Date()
         var runs = 0, decoded = 0
         for s in seeds { s.withUnsafeBytes { fuzzOne($0) } }
