@@ -34,7 +34,7 @@ public struct MBTilesWriterOptions: Hashable, Sendable {
     public var pageSize: Int
 
     public init(schema: MBTilesWriteSchema = .flat, overwrite: Bool = false, derivation: MetadataDerivation = .fillMissing,
-                tilesPerTransaction: Int = 100_000, pageSize: Int = 4096) {
+                tilesPerTransaction: Int = 10_000, pageSize: Int = 4096) {
         self.schema = schema
         self.overwrite = overwrite
         self.derivation = derivation
@@ -61,7 +61,7 @@ public struct MBTilesWriteReport: Hashable, Sendable {
 /// Writes an MBTiles 1.3 file, or updates one in place.
 ///
 /// **New file** (``init(creating:metadata:options:)``): written to a temporary file beside the
-/// destination with bulk-load settings (no journal, no syncs, exclusive lock, an 8 MiB cache,
+/// destination with bulk-load settings (no journal, no syncs, exclusive lock, a 16 MiB cache,
 /// one prepared INSERT, `tilesPerTransaction` rows per transaction), then given the settings a
 /// reader wants (rollback journal, no WAL), fsynced and renamed into place by ``finish()``. Until
 /// then the destination is untouched; ``cancel()``, a thrown error or a kill leaves no new file.
@@ -127,7 +127,7 @@ public final class MBTilesWriter {
             PRAGMA synchronous = OFF;
             PRAGMA locking_mode = EXCLUSIVE;
             PRAGMA temp_store = MEMORY;
-            PRAGMA cache_size = -8192;
+            PRAGMA cache_size = -16384;
             PRAGMA application_id = \(MBTilesSchema.mbtilesApplicationID);
             CREATE TABLE metadata (name TEXT NOT NULL, value TEXT);
             CREATE UNIQUE INDEX name ON metadata (name);
