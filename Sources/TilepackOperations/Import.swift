@@ -70,7 +70,7 @@ public enum TileImporter {
         if options.scheme == nil, let from = evidence.schemeSource {
             report.notes.append("using \(scheme) rows as \(from) says")
         }
-        let walker = TileTreeWalker(root: source, layout: options.layout, scheme: scheme,
+        var walker = TileTreeWalker(root: source, layout: options.layout, scheme: scheme,
                                     minZoom: options.minZoom, maxZoom: options.maxZoom, bounds: options.bounds)
         let total = progress == nil ? nil : countFiles(source)
 
@@ -82,6 +82,8 @@ public enum TileImporter {
         // The tiles decide the format; a declared one is compared with them at the end.
         metadata[TileMetadata.Key.format] = nil
         let kind = try ArchiveKind(destinationPath: destination)
+        // MBTiles: tiles in agg_tiles_hash's order, so the writer hashes them as they come.
+        if kind == .mbtiles { walker.rowOrder = .tms }
         let sink = try ArchiveSinks.make(kind: kind, destination: destination, metadata: metadata, options: ArchiveSinks.Options(
             overwrite: options.overwrite, append: options.append, deduplicate: options.deduplicate, encode: options.encode))
 

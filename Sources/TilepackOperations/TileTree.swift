@@ -34,7 +34,8 @@ public struct SkippedFile: Hashable, Sendable, Codable, CustomStringConvertible 
 /// everything else.
 ///
 /// Folders are visited in numeric order and the tiles of one folder sorted by coordinate, so a
-/// `zxy` tree comes out in (zoom, x, y) XYZ order whatever its row scheme.
+/// `zxy` tree comes out in (zoom, x, row) order whatever its row scheme, rows counted as
+/// ``rowOrder`` says.
 ///
 /// Memory stays proportional to one folder's listing, not to the tree. The walk never leaves the
 /// tree's three levels, so a symbolic-link loop cannot make it recurse; a link to a folder already
@@ -54,6 +55,9 @@ public struct TileTreeWalker: Sequence, Sendable {
     public var minZoom: Int?
     public var maxZoom: Int?
     public var bounds: GeoBoundingBox?
+    /// How the tiles of one folder are ordered: by XYZ row (the default), or by TMS row, the
+    /// order MBTiles' `agg_tiles_hash` reads them in (so a writer can hash while it writes).
+    public var rowOrder: TileScheme = .xyz
 
     /// Files at the root that describe the tree rather than hold tiles; read by ``TreeEvidence``.
     public static let descriptionFiles: Set<String> = ["tilemapresource.xml", "metadata.json"]
@@ -179,7 +183,10 @@ public struct TileTreeWalker: Sequence, Sendable {
                 let file = TileFile(tile: tile, path: path)
                 tiles.append((tile, walker.accepts(tile) ? .tile(file) : .filtered(file)))
             }
-            pending.append(contentsOf: tiles.sorted { $0.0 < $1.0 }.map(\.1))
+            let order = walker.rowOrder
+            pending.append(contentsOf: tiles.sorted {
+                ($0.0.zoom, $0.0.x, $0.0.row(in: order)) < ($1.0.zoom, $1.0.x, $1.0.row(in: order))
+            }.map(\.1))
         }
 
         /// A decimal number without sign or padding tricks beyond leading zeros; at most 10 digits.

@@ -15,6 +15,15 @@ import TilepackTestSupport
         #expect(found == tiles.sorted())
     }
 
+    @Test func ordersRowsAsAskedWithinAFolder() throws {
+        let dir = try TemporaryDirectory()
+        try TreeFixtures.writeTree(dir.path, tiles: TreeFixtures.tiles(2...2), content: { _ in Data([1]) })
+        var walker = TileTreeWalker(root: dir.path)
+        walker.rowOrder = .tms
+        let found = walker.compactMap { entry -> TileCoordinate? in if case .tile(let f) = entry { f.tile } else { nil } }
+        #expect(found.map { [$0.x, $0.row(in: .tms)] } == (0..<4).flatMap { x in (0..<4).map { [x, $0] } })
+    }
+
     @Test func readsZYXLayout() throws {
         let dir = try TemporaryDirectory()
         let tiles = TreeFixtures.tiles(3...3)
