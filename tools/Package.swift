@@ -60,11 +60,9 @@ let package = Package(
         ]),
         .executableTarget(name: "floor-read"),
         .executableTarget(name: "png-decode-loop", linkerSettings: [.linkedLibrary("png")]),
-        // Floors measured in the same run as tilepack's figures: a plain C libpng decode loop, memcpy.
-        .target(name: "CBenchFloors", linkerSettings: [.linkedLibrary("png16")]),
         // The adapter's headline: bitmaps per second delivered into request buffers.
         .executableTarget(name: "bench-adapter", dependencies: [
-            "BenchSupport", "CBenchFloors",
+            "BenchSupport", "CImagingFloor",
             .product(name: "Tilepack", package: "tilepack"),
         ]),
     ],

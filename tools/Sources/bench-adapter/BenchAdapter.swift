@@ -7,7 +7,7 @@
 // The tiles are the 2621 real TileMill PNG tiles of node-mbtiles/plain_3.mbtiles (shared fixtures),
 // copied into archives written by tilepack's own writers in a temporary folder.
 import BenchSupport
-import CBenchFloors
+import CImagingFloor
 import Foundation
 import TilepackAdapter
 import TilepackCore
