@@ -127,6 +127,14 @@ public final class MapTileLayer: Sendable, CustomStringConvertible {
     static let zoomLevels = minimumZoomLevel...maximumZoomLevel
 
     /// Applies `change` unless the layer is locked; records a diagnostic when ignored.
+    /// Sets a property that takes any value (when the layer is not locked).
+    private func assign<Value>(_ keyPath: WritableKeyPath<State, Value>, _ value: Value, _ property: String) -> LayerUpdate {
+        update(property) { state in
+            state[keyPath: keyPath] = value
+            return .applied
+        }
+    }
+
     private func update(_ property: String, _ change: (inout State) -> LayerUpdate) -> LayerUpdate {
         let result = state.withLock { state -> LayerUpdate in
             guard state.owner == nil else { return .ignoredLocked }
@@ -184,10 +192,7 @@ public final class MapTileLayer: Sendable, CustomStringConvertible {
 
     @discardableResult
     public func setDataSource(_ source: (any MapTileLayerDataSource)?) -> LayerUpdate {
-        update("dataSource") { state in
-            state.dataSource = source
-            return .applied
-        }
+        assign(\.dataSource, source, "dataSource")
     }
 
     /// Whether tiles fade in when drawn for the first time; default false.
@@ -195,10 +200,7 @@ public final class MapTileLayer: Sendable, CustomStringConvertible {
 
     @discardableResult
     public func setFadingEnabled(_ enabled: Bool) -> LayerUpdate {
-        update("fadingEnabled") { state in
-            state.fadingEnabled = enabled
-            return .applied
-        }
+        assign(\.fadingEnabled, enabled, "fadingEnabled")
     }
 
     /// Whether a lower zoom level's tile may stand in for a missing one; default true.
@@ -206,10 +208,7 @@ public final class MapTileLayer: Sendable, CustomStringConvertible {
 
     @discardableResult
     public func setFallbackEnabled(_ enabled: Bool) -> LayerUpdate {
-        update("fallbackEnabled") { state in
-            state.fallbackEnabled = enabled
-            return .applied
-        }
+        assign(\.fallbackEnabled, enabled, "fallbackEnabled")
     }
 
     /// The map layer the tiles are drawn in; default ``MapLayerType/area``.
@@ -264,10 +263,7 @@ public final class MapTileLayer: Sendable, CustomStringConvertible {
 
     @discardableResult
     public func setTransparent(_ transparent: Bool) -> LayerUpdate {
-        update("transparent") { state in
-            state.transparent = transparent
-            return .applied
-        }
+        assign(\.transparent, transparent, "transparent")
     }
 
     /// The stacking order within ``mapLayerType``, highest on top; default ``minimumZIndex``.
