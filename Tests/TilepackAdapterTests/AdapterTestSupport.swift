@@ -151,7 +151,7 @@ final class Gate: Sendable {
 }
 
 /// Waits (polling) until `condition` holds or `seconds` pass.
-func eventually(_ seconds: Double = 10, _ condition: () -> Bool) async -> Bool {
+func eventually(_ seconds: Double = 30, _ condition: () -> Bool) async -> Bool {
     let deadline = Date().addingTimeInterval(seconds)
     while !condition() {
         if Date() > deadline { return false }
