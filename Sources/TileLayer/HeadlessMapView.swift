@@ -91,7 +91,7 @@ public final class HeadlessMapView: Sendable {
     /// How many tiles a layer keeps in memory beyond those in view.
     public static let memoryTileLimit = 512
 
-    private let state: Mutex<ViewState>
+    private let state: Locked<ViewState>
     private let clock: @Sendable () -> Double
     private let inFlightCount = Atomic<Int>(0)
 
@@ -108,7 +108,7 @@ public final class HeadlessMapView: Sendable {
                 clock: @escaping @Sendable () -> Double = HeadlessMapView.uptime) {
         var state = ViewState(viewport: viewport, scale: scale, center: center, background: background)
         state.zoomLevel = Self.clampZoom(zoomLevel)
-        self.state = Mutex(state)
+        self.state = Locked(state)
         self.clock = clock
     }
 

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import TilepackCore
 import TilepackImaging
 
@@ -30,7 +29,7 @@ final class LayerRuntime: Sendable {
     /// The most `hasTile == false` answers remembered; past it the set restarts (tiles are asked again).
     static let absentLimit = 1 << 16
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// Whether `tile` exists: false when `hasTile` said so before (never asked again), otherwise
     /// the data source's answer, remembered when false. No data source: false.

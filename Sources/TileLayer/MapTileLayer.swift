@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import TilepackCore
 
 /// A layer of custom raster tiles for a map view: tilepack's `NMAMapTileLayer`.
@@ -33,11 +32,11 @@ public final class MapTileLayer: Sendable, CustomStringConvertible {
     /// The folder under which ``setCacheEnabled(_:identifier:)`` keeps this layer's cache folder.
     public let cacheRootDirectory: URL
 
-    let state: Mutex<State>
-    private let diagnosticLog = Mutex<[TileLayerDiagnostic]>([])
+    let state: Locked<State>
+    private let diagnosticLog = Locked<[TileLayerDiagnostic]>([])
     /// How many diagnostics a layer keeps (the oldest are dropped first).
     public static let diagnosticLimit = 256
-    private let cacheStore = Mutex<TileDiskCache?>(nil)
+    private let cacheStore = Locked<TileDiskCache?>(nil)
     private let cacheClock: @Sendable () -> Date
 
     /// A layer with the SDK's defaults.
@@ -50,7 +49,7 @@ public final class MapTileLayer: Sendable, CustomStringConvertible {
         self.name = name
         self.cacheRootDirectory = cacheRootDirectory
         self.cacheClock = cacheClock
-        self.state = Mutex(State())
+        self.state = Locked(State())
     }
 
     /// A layer showing an `MKTileOverlay`-style source: its data source is `overlay`, and it is

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import TilepackCore
 import TilepackImaging
 
@@ -84,10 +83,10 @@ enum TileLoading {
 
     /// Resumes a continuation once, whoever calls first.
     final class ResumeOnce: Sendable {
-        private let continuation: Mutex<CheckedContinuation<RequestAnswer, Never>?>
+        private let continuation: Locked<CheckedContinuation<RequestAnswer, Never>?>
 
         init(_ continuation: CheckedContinuation<RequestAnswer, Never>) {
-            self.continuation = Mutex(continuation)
+            self.continuation = Locked(continuation)
         }
 
         func resume(_ answer: RequestAnswer) {

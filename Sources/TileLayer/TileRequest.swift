@@ -48,7 +48,7 @@ public final class TileRequest: @unchecked Sendable, CustomStringConvertible {
     /// once, in ``complete(_:)`` on the completing thread, so nothing reads it concurrently with a write.
     public let bytes: UnsafeMutableRawBufferPointer
 
-    private let status_ = Mutex<TileRequestStatus>(.pending)
+    private let status_ = Locked<TileRequestStatus>(.pending)
     private let withdrawn = Atomic<Bool>(false)
     private let finish: @Sendable (TileRequestOutcome) -> Void
     private let diagnose: @Sendable (TileLayerDiagnostic) -> Void

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import TilepackCore
 import TilepackImaging
 import TilepackStorage
@@ -64,8 +63,8 @@ public final class ArchiveTileReader: Sendable {
     public static let maximumMergeLevels = 2
 
     private let failureHandler: (@Sendable (ArchiveTileFailure) -> Void)?
-    private let failed = Mutex<[TileCoordinate: ArchiveTileFailure]>([:])
-    private let detectedTileSize = Mutex<Int??>(nil)
+    private let failed = Locked<[TileCoordinate: ArchiveTileFailure]>([:])
+    private let detectedTileSize = Locked<Int??>(nil)
 
     /// - Parameters:
     ///   - archive: the archive to read.

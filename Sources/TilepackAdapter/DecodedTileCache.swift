@@ -1,4 +1,3 @@
-import Synchronization
 import TilepackCore
 import TilepackImaging
 
@@ -29,7 +28,7 @@ public final class DecodedTileCache: Sendable {
 
     /// The most pixel bytes held at once.
     public let byteLimit: Int
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     public init(byteLimit: Int) {
         self.byteLimit = max(0, byteLimit)

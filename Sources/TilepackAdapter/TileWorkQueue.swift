@@ -36,7 +36,7 @@ public final class TileWorkQueue: Sendable {
 
     /// The most jobs running at once.
     public let maximumConcurrency: Int
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let queue: DispatchQueue
 
     /// - Parameter maximumConcurrency: at least 1; default the number of active processors.

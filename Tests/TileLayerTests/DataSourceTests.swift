@@ -140,8 +140,8 @@ struct TileRequestTests {
 
     @Test("completed exactly once: later attempts ignored, returned false and diagnosed")
     func completeOnce() {
-        let results = Mutex<[Bitmap?]>([])
-        let diagnostics = Mutex<[TileLayerDiagnostic]>([])
+        let results = Locked<[Bitmap?]>([])
+        let diagnostics = Locked<[TileLayerDiagnostic]>([])
         let request = TileRequest(tile: tile(2, 1, 1), tileSize: 16, pixelFormat: .rgba8888, contentScaleFactor: 1,
                                   diagnose: { d in diagnostics.withLock { $0.append(d) } },
                                   finish: { outcome in
@@ -189,7 +189,7 @@ struct TileRequestTests {
 
     @Test("a request released without completion is treated as failed and diagnosed")
     func droppedRequest() async {
-        let delivered = Mutex<[Bitmap?]>([])
+        let delivered = Locked<[Bitmap?]>([])
         do {
             _ = TileRequest(tile: tile(1, 0, 0), tileSize: 8) { b in delivered.withLock { $0.append(b) } }
         }

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import Testing
 import TilepackCore
 import TilepackImaging
@@ -8,7 +7,7 @@ import TilepackTestSupport
 
 /// A clock the test moves by hand.
 final class ManualClock: Sendable {
-    private let seconds = Mutex<Double>(1000)
+    private let seconds = Locked<Double>(1000)
     var now: Double { seconds.withLock { $0 } }
     func advance(_ delta: Double) { seconds.withLock { $0 += delta } }
     var function: @Sendable () -> Double { { self.now } }
@@ -36,7 +35,7 @@ final class RecordingSource: MapTileLayerDataSource {
     let color: @Sendable (TileCoordinate) -> RGBA8
     let exists: @Sendable (TileCoordinate) -> Bool
     let urlFor: @Sendable (TileCoordinate) -> URL?
-    let calls = Mutex(Calls())
+    let calls = Locked(Calls())
 
     init(ways: Set<Way>, color: @escaping @Sendable (TileCoordinate) -> RGBA8 = { _ in red },
          exists: @escaping @Sendable (TileCoordinate) -> Bool = { _ in true },

@@ -1,8 +1,8 @@
 import Foundation
+import TilepackCore
 import NIOCore
 import NIOHTTP1
 import NIOPosix
-import Synchronization
 
 /// A tiny HTTP/1.1 file server on 127.0.0.1 (a random port) for the http(s) tile tests, built on
 /// the swift-nio that AsyncHTTPClient already depends on. Serves `root/<path>`; logs every path.
@@ -13,7 +13,7 @@ final class LoopbackTileServer: Sendable {
     private let channel: any Channel
 
     final class RequestLog: Sendable {
-        private let paths = Mutex<[String]>([])
+        private let paths = Locked<[String]>([])
         func append(_ path: String) { paths.withLock { $0.append(path) } }
         var all: [String] { paths.withLock { $0 } }
     }

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import Testing
 import TilepackCore
 import TilepackImaging
@@ -8,7 +7,7 @@ import TilepackTestSupport
 
 /// Holds every tile request until `release` is called; then completes them with their colour.
 final class GatedSource: MapTileLayerDataSource {
-    let held = Mutex<[TileRequest]>([])
+    let held = Locked<[TileRequest]>([])
     let color: @Sendable (TileCoordinate) -> RGBA8
     init(color: @escaping @Sendable (TileCoordinate) -> RGBA8) { self.color = color }
     func mapTileLayer(_ layer: MapTileLayer, requestDataForTileAt tile: TileCoordinate, tileRequest: TileRequest) -> TileRequestDisposition {
@@ -146,7 +145,7 @@ struct MapViewTests {
         // A synchronous data source that blocks: update() still returns first.
         final class Blocking: MapTileLayerDataSource {
             let gate = DispatchSemaphore(value: 0)
-            let waitedOut = Mutex(false)
+            let waitedOut = Locked(false)
             func mapTileLayer(_ layer: MapTileLayer, dataForTileAt tile: TileCoordinate) -> SynchronousTileData {
                 if gate.wait(timeout: .now() + 5) == .timedOut { waitedOut.withLock { $0 = true } }
                 return .bitmap(Data(solid(red).pixels))

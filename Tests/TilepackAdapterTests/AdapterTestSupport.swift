@@ -94,7 +94,7 @@ final class InstrumentedArchive: TileArchive, @unchecked Sendable {
     }
 
     let base: any TileArchive
-    let counts = Mutex(Counts())
+    let counts = Locked(Counts())
     /// Called at the start of every tile read, on the reading thread (a test blocks it here).
     let gate: @Sendable (TileCoordinate) -> Void
 
@@ -176,7 +176,7 @@ func worldView(zoom: Int, layer: MapTileLayer) -> HeadlessMapView {
 
 /// Collects failure reports.
 final class FailureLog: Sendable {
-    let entries = Mutex<[ArchiveTileFailure]>([])
+    let entries = Locked<[ArchiveTileFailure]>([])
     var handler: @Sendable (ArchiveTileFailure) -> Void { { failure in self.entries.withLock { $0.append(failure) } } }
     var all: [ArchiveTileFailure] { entries.withLock { $0 } }
 }

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import Testing
 import TileLayer
 import TilepackAdapter
@@ -112,7 +111,7 @@ import TilepackTestSupport
         let broken = tile(1, 0, 1)
         #expect(source.mapTileLayer(layer, hasTileAt: broken))
 
-        let clock = Mutex<Double>(100)
+        let clock = Locked<Double>(100)
         let view = HeadlessMapView(viewport: ViewportSize(width: 512, height: 512), center: GeoCoordinate(latitude: 0, longitude: 0),
                                    zoomLevel: 1, clock: { clock.withLock { $0 } })
         view.addMapTileLayer(layer)
@@ -178,7 +177,7 @@ import TilepackTestSupport
         let archive = InstrumentedArchive(try BundleArchive(path: path), gate: { _ in gate.pass() })
         let source = ArchiveTileSource(archive: archive, options: ArchiveTileSource.Options(maximumConcurrency: 2))
         let layer = source.makeLayer()
-        let finished = Mutex<[TileCoordinate: Bitmap?]>([:])
+        let finished = Locked<[TileCoordinate: Bitmap?]>([:])
         var requests: [TileRequest] = []
         let start = Date()
         for t in allTiles(2...2) {
@@ -237,7 +236,7 @@ import TilepackTestSupport
         let path = dir.file("labels.tilepack")
         try writeBundle(path, tiles: allTiles(0...1))
         let reader = try ArchiveTileReader(path: path)
-        let asked = Mutex(0)
+        let asked = Locked(0)
         var buffer = [UInt8](repeating: 0, count: 512 * 512 * 4)
         let outcome = try buffer.withUnsafeMutableBytes { bytes in
             try reader.read(tile(0, 0, 0), tileSize: 512, pixelFormat: .rgba8888, into: bytes, isCancelled: {

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import Testing
 import TilepackCore
 @testable import TilepackStorage
@@ -274,7 +273,7 @@ func readEverything(_ path: String) -> TileArchiveError? {
         let archive = try openFixture("node-mbtiles/plain_3.mbtiles", immutable: false)
         let tiles = try allTiles(archive)
         let expected = Dictionary(uniqueKeysWithValues: tiles.map { ($0.0, $0.1) })
-        let mismatches = Mutex(0)
+        let mismatches = Locked(0)
         DispatchQueue.concurrentPerform(iterations: 8) { worker in
             var bad = 0
             for (i, (tile, data)) in tiles.enumerated() where i % 8 == worker || i % 3 == 0 {

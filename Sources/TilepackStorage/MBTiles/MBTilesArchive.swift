@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 internal import CTilepackSQLite
 import TilepackCore
 
@@ -52,7 +51,7 @@ public final class MBTilesArchive: TileArchive {
     public let options: MBTilesOpenOptions
 
     private let uri: String
-    private let idle: Mutex<[MBTilesReader]>
+    private let idle: Locked<[MBTilesReader]>
 
     /// Opens `path` read-only.
     /// - Throws: ``TileArchiveError`` naming the file: `cannotOpen` (missing, unreadable),
@@ -69,7 +68,7 @@ public final class MBTilesArchive: TileArchive {
         self.schema = schema
         let reader = try MBTilesReader(connection: connection, memoryMapSize: options.effectiveMemoryMapSize)
         self.content = try Self.detectContent(reader: reader, schema: schema)
-        self.idle = Mutex([reader])
+        self.idle = Locked([reader])
     }
 
     // MARK: TileArchive
