@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import TilepackCore
 import TilepackStorage
 
@@ -118,12 +119,17 @@ public enum ArchiveVerifier {
             return
         }
         collector.report.layout = archive.schema.kind.description
-        do {
-            let problems = try archive.integrityCheck()
-            for problem in problems { collector.add(VerifyFinding(.error, "container", "SQLite integrity_check: \(problem)")) }
-        } catch {
-            collector.add(VerifyFinding(.error, "container", "SQLite integrity_check failed: \(error.fault)"))
+        // SQLite's integrity check and the aggregate hash each read the whole file on one thread:
+        // they run beside the per-tile checks instead of before and after them.
+        let storedHash = (try? archive.readMetadata())?[TileMetadata.Key.aggregateTilesHash]
+        let wholeFile = Locked<(integrity: Result<[String], TileArchiveError>, hash: Result<String, TileArchiveError>?)?>(nil)
+        let wholeFileDone = DispatchGroup()
+        DispatchQueue.global().async(group: wholeFileDone) {
+            let integrity = Result { () throws(TileArchiveError) in try archive.integrityCheck() }
+            let hash = storedHash.map { _ in Result { () throws(TileArchiveError) in try archive.aggregateTilesHash() } }
+            wholeFile.withLock { $0 = (integrity, hash) }
         }
+        defer { wholeFileDone.wait() }
         let schema = archive.schema
         if !schema.hasUniqueIndex {
             collector.add(VerifyFinding(.warning, "schema", "no unique index on (zoom_level, tile_column, tile_row) of '\(schema.coordinateTable)': duplicate tiles are possible and every lookup scans the table"))
@@ -166,22 +172,31 @@ public enum ArchiveVerifier {
             collector.add(VerifyFinding(.error, "hash", "checking tile_hash failed: \(error)"))
         }
 
+        wholeFileDone.wait()
+        if let (integrity, hash) = wholeFile.withLock({ $0 }) {
+            switch integrity {
+            case .success(let problems):
+                for problem in problems { collector.add(VerifyFinding(.error, "container", "SQLite integrity_check: \(problem)")) }
+            case .failure(let error):
+                collector.add(VerifyFinding(.error, "container", "SQLite integrity_check failed: \(error.fault)"))
+            }
+            if let stored = storedHash, let hash {
+                switch hash {
+                case .success(let computed) where computed.uppercased() != stored.uppercased():
+                    collector.add(VerifyFinding(.error, "hash", "agg_tiles_hash is \(stored), the tiles hash to \(computed)", key: TileMetadata.Key.aggregateTilesHash))
+                case .success:
+                    break
+                case .failure(let error):
+                    collector.add(VerifyFinding(.error, "hash", "computing agg_tiles_hash failed: \(error.fault)"))
+                }
+            }
+        }
         let metadata: TileMetadata
         do {
             metadata = try archive.readMetadata()
         } catch {
             collector.add(VerifyFinding(.error, "metadata", "cannot read the metadata: \(error.fault)"))
             return
-        }
-        if let stored = metadata[TileMetadata.Key.aggregateTilesHash] {
-            do {
-                let computed = try archive.aggregateTilesHash()
-                if computed.uppercased() != stored.uppercased() {
-                    collector.add(VerifyFinding(.error, "hash", "agg_tiles_hash is \(stored), the tiles hash to \(computed)", key: TileMetadata.Key.aggregateTilesHash))
-                }
-            } catch {
-                collector.add(VerifyFinding(.error, "hash", "computing agg_tiles_hash failed: \(error.fault)"))
-            }
         }
         let summary = try? archive.contentSummary()
         checkMetadata(metadata, summary: summary, checker: checker, collector: &collector)
@@ -346,7 +361,7 @@ struct ContentChecker {
         pending.wait()
         for (index, item) in pending.items.enumerated() {
             done += 1
-            switch pending.results[index] {
+            switch pending.result(index) {
             case .failure(let failure):
                 collector.add(VerifyFinding(.error, "tile", failure.reason, tile: item.label))
             case .success(let outcome):
@@ -373,32 +388,45 @@ struct ContentChecker {
 }
 
 /// One batch of tiles being checked on worker threads.
+///
+/// Each worker is its own block on the global queue and takes the next unchecked tile from a
+/// shared counter, so two batches in flight keep every core busy (a nested `concurrentPerform`
+/// left cores idle at batch ends) and slow tiles do not leave a worker waiting for another.
 final class PendingBatch: @unchecked Sendable {
+    typealias Outcome = Result<TileContentCheck.Outcome, CheckFailure>
+
     let items: [(tile: TileCoordinate, label: String, bytes: [UInt8])]
     let threads: Int
     // Written by workers at distinct indices before `group` is left; read after `wait()`.
-    private(set) var results: [Result<TileContentCheck.Outcome, CheckFailure>]
+    private let storage: UnsafeMutableBufferPointer<Outcome>
+    private let next = Atomic<Int>(0)
     private let group = DispatchGroup()
 
     init(items: [(tile: TileCoordinate, label: String, bytes: [UInt8])], threads: Int) {
         self.items = items
         self.threads = threads
-        results = Array(repeating: .failure(CheckFailure(reason: "not checked")), count: items.count)
+        storage = .allocate(capacity: items.count)
+        storage.initialize(repeating: .failure(CheckFailure(reason: "not checked")))
     }
+
+    deinit {
+        group.wait()
+        storage.deinitialize()
+        storage.deallocate()
+    }
+
+    /// The outcome of tile `index`; valid after ``wait()``.
+    func result(_ index: Int) -> Outcome { storage[index] }
 
     func start() {
         let count = items.count
-        let workers = min(threads, max(1, count))
-        DispatchQueue.global().async(group: group) {
-            self.results.withUnsafeMutableBufferPointer { buffer in
-                let results = UncheckedBuffer(buffer)
-                DispatchQueue.concurrentPerform(iterations: workers) { worker in
-                    var scratch: [UInt8] = []
-                    var i = worker
-                    while i < count {
-                        results.buffer[i] = self.items[i].bytes.withUnsafeBytes { TileContentCheck.check($0, scratch: &scratch) }
-                        i += workers
-                    }
+        for _ in 0..<min(threads, max(1, count)) {
+            DispatchQueue.global().async(group: group) {
+                var scratch: [UInt8] = []
+                while true {
+                    let i = self.next.add(1, ordering: .relaxed).oldValue
+                    guard i < count else { return }
+                    self.storage[i] = self.items[i].bytes.withUnsafeBytes { TileContentCheck.check($0, scratch: &scratch) }
                 }
             }
         }
