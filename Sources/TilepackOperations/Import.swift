@@ -94,17 +94,15 @@ public enum TileImporter {
         var done = 0
 
         // Read batch k+1 on worker threads while batch k is written on this one.
-        var next = BatchReader(entries: takeBatch(&iterator, report: &report), options: options)
-        next.start()
+        var next = TileFileReader.start(takeBatch(&iterator, report: &report), options: options)
         while true {
             let batch = next
             batch.wait()
             let entries = takeBatch(&iterator, report: &report)
-            next = BatchReader(entries: entries, options: options)
-            if !entries.isEmpty { next.start() }
-            for (index, file) in batch.entries.enumerated() {
+            next = TileFileReader.start(entries, options: options)
+            for (index, file) in batch.inputs.enumerated() {
                 done += 1
-                switch batch.results[index] {
+                switch batch[index] {
                 case .failure(let failure):
                     report.skipped.append(SkippedFile(path: file.path, reason: failure.reason))
                 case .success(let tile):
@@ -196,40 +194,18 @@ struct ReadTile: Sendable {
     var rawSize: Int?
 }
 
-/// Reads and checks one batch of files on worker threads.
-final class BatchReader: @unchecked Sendable {
-    let entries: [TileFile]
-    let options: ImportOptions
-    // Written by workers at distinct indices before `group` leaves; read after `wait()`.
-    private(set) var results: [Result<ReadTile, ReadFailure>]
-    private let group = DispatchGroup()
-
+/// Reading and checking tile files, on worker threads.
+enum TileFileReader {
     struct ReadFailure: Error { var reason: String }
 
-    init(entries: [TileFile], options: ImportOptions) {
-        self.entries = entries
-        self.options = options
-        self.results = Array(repeating: .failure(ReadFailure(reason: "not read")), count: entries.count)
-    }
-
-    func start() {
-        let count = entries.count
-        let workers = min(options.threads, max(1, count))
-        DispatchQueue.global().async(group: group) {
-            self.results.withUnsafeMutableBufferPointer { buffer in
-                let results = UncheckedBuffer(buffer)
-                DispatchQueue.concurrentPerform(iterations: workers) { worker in
-                    var i = worker
-                    while i < count {
-                        results.buffer[i] = Self.read(self.entries[i], options: self.options)
-                        i += workers
-                    }
-                }
-            }
+    /// Starts reading `files` on `options.threads` workers.
+    static func start(_ files: [TileFile], options: ImportOptions) -> ParallelBatch<TileFile, Result<ReadTile, ReadFailure>, Void> {
+        let batch = ParallelBatch<TileFile, Result<ReadTile, ReadFailure>, Void>(files)
+        if !files.isEmpty {
+            batch.start(threads: options.threads, makeState: {}) { _, file in read(file, options: options) }
         }
+        return batch
     }
-
-    func wait() { group.wait() }
 
     static func read(_ file: TileFile, options: ImportOptions) -> Result<ReadTile, ReadFailure> {
         let bytes: [UInt8]
@@ -259,10 +235,4 @@ final class BatchReader: @unchecked Sendable {
             return .failure(ReadFailure(reason: "cannot decode for --encode: \(error)"))
         }
     }
-}
-
-/// Lets worker threads write distinct elements of one buffer.
-struct UncheckedBuffer<Element>: @unchecked Sendable {
-    let buffer: UnsafeMutableBufferPointer<Element>
-    init(_ buffer: UnsafeMutableBufferPointer<Element>) { self.buffer = buffer }
 }

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import TilepackCore
 import TilepackStorage
 
@@ -303,8 +302,11 @@ struct ContentChecker {
     let options: VerifyOptions
     let progress: ProgressHandler?
     let start: UInt64
-    private var batch: [(tile: TileCoordinate, label: String, bytes: [UInt8])] = []
-    private var running: PendingBatch?
+    private var batch: [Item] = []
+    /// A tile handed to the workers: the bytes are copied out of the reader's transient buffer.
+    typealias Item = (tile: TileCoordinate, label: String, bytes: [UInt8])
+    private typealias Batch = ParallelBatch<Item, Result<TileContentCheck.Outcome, CheckFailure>, [UInt8]>
+    private var running: Batch?
     /// Tile counts per zoom with their extents.
     private(set) var levels: [Int: TileContentSummary.Level] = [:]
     /// Tiles per detected format.
@@ -350,18 +352,20 @@ struct ContentChecker {
     /// Starts the full batch on the workers, then takes in the results of the previous one.
     private mutating func flush(collector: inout Collector) {
         guard !batch.isEmpty else { return }
-        let next = PendingBatch(items: batch, threads: options.threads)
+        let next = Batch(batch)
         batch.removeAll(keepingCapacity: true)
-        next.start()
+        next.start(threads: options.threads, makeState: { [UInt8]() }) { scratch, item in
+            item.bytes.withUnsafeBytes { TileContentCheck.check($0, scratch: &scratch) }
+        }
         if let running { absorb(running, collector: &collector) }
         running = next
     }
 
-    private mutating func absorb(_ pending: PendingBatch, collector: inout Collector) {
+    private mutating func absorb(_ pending: Batch, collector: inout Collector) {
         pending.wait()
-        for (index, item) in pending.items.enumerated() {
+        for (index, item) in pending.inputs.enumerated() {
             done += 1
-            switch pending.result(index) {
+            switch pending[index] {
             case .failure(let failure):
                 collector.add(VerifyFinding(.error, "tile", failure.reason, tile: item.label))
             case .success(let outcome):
@@ -387,50 +391,3 @@ struct ContentChecker {
     }
 }
 
-/// One batch of tiles being checked on worker threads.
-///
-/// Each worker is its own block on the global queue and takes the next unchecked tile from a
-/// shared counter, so two batches in flight keep every core busy (a nested `concurrentPerform`
-/// left cores idle at batch ends) and slow tiles do not leave a worker waiting for another.
-final class PendingBatch: @unchecked Sendable {
-    typealias Outcome = Result<TileContentCheck.Outcome, CheckFailure>
-
-    let items: [(tile: TileCoordinate, label: String, bytes: [UInt8])]
-    let threads: Int
-    // Written by workers at distinct indices before `group` is left; read after `wait()`.
-    private let storage: UnsafeMutableBufferPointer<Outcome>
-    private let next = Atomic<Int>(0)
-    private let group = DispatchGroup()
-
-    init(items: [(tile: TileCoordinate, label: String, bytes: [UInt8])], threads: Int) {
-        self.items = items
-        self.threads = threads
-        storage = .allocate(capacity: items.count)
-        storage.initialize(repeating: .failure(CheckFailure(reason: "not checked")))
-    }
-
-    deinit {
-        group.wait()
-        storage.deinitialize()
-        storage.deallocate()
-    }
-
-    /// The outcome of tile `index`; valid after ``wait()``.
-    func result(_ index: Int) -> Outcome { storage[index] }
-
-    func start() {
-        let count = items.count
-        for _ in 0..<min(threads, max(1, count)) {
-            DispatchQueue.global().async(group: group) {
-                var scratch: [UInt8] = []
-                while true {
-                    let i = self.next.add(1, ordering: .relaxed).oldValue
-                    guard i < count else { return }
-                    self.storage[i] = self.items[i].bytes.withUnsafeBytes { TileContentCheck.check($0, scratch: &scratch) }
-                }
-            }
-        }
-    }
-
-    func wait() { group.wait() }
-}

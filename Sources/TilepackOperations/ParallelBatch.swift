@@ -1,0 +1,52 @@
+import Dispatch
+import Synchronization
+
+/// Computes one output per input on worker threads while the caller prepares the next batch.
+///
+/// Each worker is its own block on the global queue and takes the next index from a shared
+/// counter, so two batches in flight keep every core busy and a slow item does not leave a
+/// worker idle. Each worker has its own `State` (a reusable buffer, say), made by `makeState`.
+final class ParallelBatch<Input: Sendable, Output: Sendable, State>: @unchecked Sendable {
+    let inputs: [Input]
+    // Written by workers at distinct indices before `group` is left; read after `wait()`.
+    private let outputs: UnsafeMutableBufferPointer<Output?>
+    private let next = Atomic<Int>(0)
+    private let group = DispatchGroup()
+
+    init(_ inputs: [Input]) {
+        self.inputs = inputs
+        outputs = .allocate(capacity: inputs.count)
+        outputs.initialize(repeating: nil)
+    }
+
+    deinit {
+        group.wait()
+        outputs.deinitialize()
+        outputs.deallocate()
+    }
+
+    /// Starts `threads` workers running `work` over the inputs.
+    func start(threads: Int, makeState: @escaping @Sendable () -> State,
+               work: @escaping @Sendable (inout State, Input) -> Output) {
+        let count = inputs.count
+        for _ in 0..<min(max(1, threads), max(1, count)) {
+            DispatchQueue.global().async(group: group) {
+                var state = makeState()
+                while true {
+                    let i = self.next.add(1, ordering: .relaxed).oldValue
+                    guard i < count else { return }
+                    self.outputs[i] = work(&state, self.inputs[i])
+                }
+            }
+        }
+    }
+
+    /// Waits for the workers; every output is set afterwards.
+    func wait() { group.wait() }
+
+    /// Output `index`, after ``wait()``.
+    subscript(index: Int) -> Output {
+        guard let output = outputs[index] else { preconditionFailure("ParallelBatch read before wait()") }
+        return output
+    }
+}
