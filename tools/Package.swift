@@ -53,13 +53,12 @@ let package = Package(
         .target(name: "TileSynth", dependencies: ["BenchSupport", .product(name: "TilepackImaging", package: "tilepack")]),
         .executableTarget(name: "make-samples", dependencies: ["TileSynth"]),
         // Issue 6's import/verify benchmark (run it with tools/bench-import.sh) and its C floors:
-        // one thread opening and reading every file of a tree once, and a plain libpng decode loop.
+        // one thread opening and reading every file of a tree once, optionally decoding each PNG with libpng.
         .executableTarget(name: "bench-import", dependencies: [
             "BenchSupport", "TileSynth",
             .product(name: "Tilepack", package: "tilepack"),
         ]),
-        .executableTarget(name: "floor-read"),
-        .executableTarget(name: "png-decode-loop", linkerSettings: [.linkedLibrary("png")]),
+        .executableTarget(name: "floor-read", linkerSettings: [.linkedLibrary("png")]),
         // The adapter's headline: bitmaps per second delivered into request buffers.
         .executableTarget(name: "bench-adapter", dependencies: [
             "BenchSupport", "CImagingFloor",

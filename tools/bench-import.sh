@@ -20,9 +20,8 @@ fi
 swift build -c release --product tilepack
 swift build -c release --package-path tools --product bench-import
 swift build -c release --package-path tools --product floor-read
-swift build -c release --package-path tools --product png-decode-loop
 bin="$(swift build -c release --show-bin-path)"
 tools_bin="$(swift build -c release --package-path tools --show-bin-path)"
 
 exec "$tools_bin/bench-import" --work "$work" --tilepack "$bin/tilepack" --mb-util "$venv/bin/mb-util" \
-    --floor-read "$tools_bin/floor-read" --png-loop "$tools_bin/png-decode-loop" "$@"
+    --floor-read "$tools_bin/floor-read" "$@"

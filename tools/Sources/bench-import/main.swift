@@ -7,7 +7,7 @@
 //     program that opens and reads every file once on one thread) and vs mb-util (PyPI mbutil
 //     0.3.0) on the same tree;
 //   - peak RSS of the import (a child process's ru_maxrss) on trees of 10k and 100k small tiles;
-//   - verify tiles/s vs png-decode-loop (a C program decoding every PNG of the tree with libpng's
+//   - verify tiles/s vs floor-read --decode (a C program decoding every PNG of the tree with libpng's
 //     png_image API on one thread).
 // Every contender is a child process timed from spawn to exit (wall clock), so start-up costs
 // count alike. Use tools/bench-import.sh, which builds everything and installs mb-util.
@@ -38,7 +38,6 @@ struct Config {
     var tilepack: String?
     var mbUtil: String?
     var floorRead: String?
-    var pngLoop: String?
 
     @MainActor static func parse(_ arguments: [String]) -> Config {
         var config = Config()
@@ -66,7 +65,6 @@ struct Config {
             case "--tilepack": config.tilepack = value()
             case "--mb-util": config.mbUtil = value()
             case "--floor-read": config.floorRead = value()
-            case "--png-loop": config.pngLoop = value()
             case "-h", "--help":
                 print("usage: bench-import --tilepack PATH --mb-util PATH [--work DIR] [--small N] [--large N] [--rss N,N] [--runs N] [--verify-runs N] [--cold] [--prepare-only]")
                 exit(0)
@@ -83,7 +81,7 @@ struct Config {
     exit(1)
 }
 
-/// The folder holding this executable (floor-read and png-decode-loop are built beside it).
+/// The folder holding this executable (floor-read is built beside it).
 let executableFolder = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent().path
 
 @MainActor func executable(_ given: String?, sibling name: String) -> String {
@@ -206,7 +204,6 @@ guard fm.isExecutableFile(atPath: "/usr/bin/time") else { fatal("needs GNU time 
 let tilepack = executable(config.tilepack, sibling: "tilepack")
 let mbUtil = executable(config.mbUtil, sibling: "mb-util")
 let floorRead = executable(config.floorRead, sibling: "floor-read")
-let pngLoop = executable(config.pngLoop, sibling: "png-decode-loop")
 let trees = config.work + "/trees"
 let out = config.work + "/out"
 let logs = config.work + "/logs"
@@ -215,7 +212,7 @@ for folder in [trees, out, logs] {
 }
 let cores = ProcessInfo.processInfo.activeProcessorCount
 print("bench-import: \(cores) cores, load average \(loadAverage()) at start")
-print("tilepack: \(tilepack)\nmb-util:  \(mbUtil)\nfloor:    \(floorRead)\ndecode:   \(pngLoop)")
+print("tilepack: \(tilepack)\nmb-util:  \(mbUtil)\nfloor:    \(floorRead) (reading; --decode for verify's floor)")
 
 // Trees: one master of small tiles as large as the largest size needed, the others linked from it.
 let smallCounts = Set([config.small] + config.rssSizes).sorted()
@@ -395,7 +392,7 @@ for kind in ["mbtiles", "bundle"] {
 
 // MARK: Verify vs a plain libpng decode loop
 
-print("\n== verify: tilepack verify (\(cores) threads) vs png-decode-loop (C, libpng png_image to RGBA, 1 thread), \(config.verifyRuns) alternating runs, medians ==")
+print("\n== verify: tilepack verify (\(cores) threads) vs floor-read --decode (C, libpng png_image to RGBA, 1 thread), \(config.verifyRuns) alternating runs, medians ==")
 let verifyCases: [(label: String, tree: String, archive: String)] = [
     ("small-\(config.rssSizes.first!) MBTiles", "\(trees)/small-\(config.rssSizes.first!)", "\(out)/rss-\(config.rssSizes.first!).mbtiles"),
     ("small-\(config.rssSizes.first!) bundle", "\(trees)/small-\(config.rssSizes.first!)", "\(out)/rss-\(config.rssSizes.first!).tilepack"),
@@ -409,7 +406,7 @@ for item in verifyCases {
             guard run.status == 0 else { return "exit status \(run.status)" }
             return run.output.contains("OK") && run.output.contains("\(files) decoded") ? nil : "not OK or not every tile decoded"
         }),
-        Contender(name: "loop", argv: [pngLoop, item.tree]),
+        Contender(name: "loop", argv: [floorRead, "--decode", item.tree]),
     ], runs: config.verifyRuns)
     let verify = Double(files) / median(results["verify"]!.map(\.seconds))
     let loop = Double(files) / median(results["loop"]!.map(\.seconds))

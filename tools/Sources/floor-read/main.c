@@ -1,8 +1,11 @@
-// floor-read: the floor of a tile import. Walks a tile tree (root/z/x/y.ext, three levels) and
-// opens and reads every file once, on one thread, into one reused buffer. Nothing else: no
-// parsing, no checks, no output file. Prints "<files> files <bytes> bytes".
+// floor-read: the floors of tile import and verify. Walks a tile tree (root/z/x/y.ext, three
+// levels) on one thread and, for every file, does the least a plain C program would:
 //
-//   floor-read TREE            read every file once
+//   floor-read TREE            open and read every file once into one reused buffer (import's
+//                              floor); prints "<files> files <bytes> bytes"
+//   floor-read --decode TREE   also decode it completely to RGBA with libpng's simplified API
+//                              (png_image) into one reused pixel buffer (verify's floor); prints
+//                              "<files> files <bytes> bytes <failures> failures"
 //   floor-read --evict TREE    instead drop every file's pages from the page cache
 //                              (posix_fadvise DONTNEED), for cold-cache runs that leave the rest
 //                              of a shared machine's cache alone
@@ -10,20 +13,63 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <png.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-static unsigned char *buffer;
-static size_t capacity;
-static long long files, bytes;
-static int evict;
+enum mode { READ, DECODE, EVICT };
+
+static enum mode mode = READ;
+static unsigned char *buffer, *pixels;
+static size_t capacity, pixel_capacity;
+static long long files, bytes, failures;
 
 static void fail(const char *what, const char *path) {
     fprintf(stderr, "floor-read: %s %s: %s\n", what, path, strerror(errno));
     exit(1);
+}
+
+/// Reads the whole open file into `buffer`; returns the bytes read.
+static size_t read_all(int fd, const char *path) {
+    struct stat info;
+    if (fstat(fd, &info) != 0) fail("fstat", path);
+    size_t size = (size_t)info.st_size;
+    if (size > capacity) {
+        capacity = size * 2;
+        buffer = realloc(buffer, capacity);
+        if (!buffer) fail("realloc", path);
+    }
+    size_t done = 0;
+    while (done < size) {
+        ssize_t n = read(fd, buffer + done, size - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) fail("read", path);
+        if (n == 0) break;
+        done += (size_t)n;
+    }
+    return done;
+}
+
+static void decode(size_t size, const char *path) {
+    png_image image;
+    memset(&image, 0, sizeof image);
+    image.version = PNG_IMAGE_VERSION;
+    if (!png_image_begin_read_from_memory(&image, buffer, size)) {
+        failures++;
+        return;
+    }
+    image.format = PNG_FORMAT_RGBA;
+    size_t needed = PNG_IMAGE_SIZE(image);
+    if (needed > pixel_capacity) {
+        pixel_capacity = needed;
+        pixels = realloc(pixels, pixel_capacity);
+        if (!pixels) fail("realloc", path);
+    }
+    if (!png_image_finish_read(&image, NULL, pixels, 0, NULL)) failures++;
+    png_image_free(&image);
 }
 
 static void visit(const char *path, int level) {
@@ -40,26 +86,12 @@ static void visit(const char *path, int level) {
         }
         int fd = open(child, O_RDONLY | O_CLOEXEC);
         if (fd < 0) fail("open", child);
-        if (evict) {
+        if (mode == EVICT) {
             posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
         } else {
-            struct stat info;
-            if (fstat(fd, &info) != 0) fail("fstat", child);
-            size_t size = (size_t)info.st_size;
-            if (size > capacity) {
-                capacity = size * 2;
-                buffer = realloc(buffer, capacity);
-                if (!buffer) fail("realloc", child);
-            }
-            size_t done = 0;
-            while (done < size) {
-                ssize_t n = read(fd, buffer + done, size - done);
-                if (n < 0 && errno == EINTR) continue;
-                if (n < 0) fail("read", child);
-                if (n == 0) break;
-                done += (size_t)n;
-            }
-            bytes += (long long)done;
+            size_t size = read_all(fd, child);
+            bytes += (long long)size;
+            if (mode == DECODE) decode(size, child);
         }
         close(fd);
         files++;
@@ -70,14 +102,19 @@ static void visit(const char *path, int level) {
 int main(int argc, char **argv) {
     const char *root = NULL;
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--evict") == 0) evict = 1;
+        if (strcmp(argv[i], "--evict") == 0) mode = EVICT;
+        else if (strcmp(argv[i], "--decode") == 0) mode = DECODE;
         else root = argv[i];
     }
     if (!root) {
-        fprintf(stderr, "usage: floor-read [--evict] TREE\n");
+        fprintf(stderr, "usage: floor-read [--decode | --evict] TREE\n");
         return 2;
     }
     visit(root, 0);
+    if (mode == DECODE) {
+        printf("%lld files %lld bytes %lld failures\n", files, bytes, failures);
+        return failures == 0 ? 0 : 1;
+    }
     printf("%lld files %lld bytes\n", files, bytes);
     return 0;
 }
