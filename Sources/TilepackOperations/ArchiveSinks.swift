@@ -53,10 +53,19 @@ final class MBTilesSink: TileSink {
         }
     }
 
+    let prepare: @Sendable (consuming [UInt8]) -> PreparedTile = { .bytes($0) }
+
     func begin(content: TileContent) throws {}
 
     func add(_ tile: TileCoordinate, bytes: UnsafeRawBufferPointer) throws {
         try writer.write(bytes, at: tile)
+    }
+
+    func add(_ tile: TileCoordinate, prepared: PreparedTile) throws {
+        switch prepared {
+        case .bytes(let bytes): try writer.write(bytes, at: tile)
+        case .bundlePayload: preconditionFailure("MBTilesSink given a bundle payload")
+        }
     }
 
     func finish(metadata: TileMetadata) throws {
@@ -75,6 +84,9 @@ final class BundleSink: TileSink {
     private let destination: String
     private let overwrite: Bool
     private var writer: BundleWriter?
+    private static let options = BundleWriter.Options(derivation: .fillMissing)
+
+    let prepare: @Sendable (consuming [UInt8]) -> PreparedTile = { .bundlePayload(BundleWriter.prepare($0, options: BundleSink.options)) }
 
     init(destination: String, overwrite: Bool) throws(TileArchiveError) {
         self.destination = destination
@@ -85,12 +97,20 @@ final class BundleSink: TileSink {
 
     func begin(content: TileContent) throws {
         writer = try BundleWriter(destination: destination, content: content,
-                                  options: BundleWriter.Options(derivation: .fillMissing), overwrite: overwrite)
+                                  options: Self.options, overwrite: overwrite)
     }
 
     func add(_ tile: TileCoordinate, bytes: UnsafeRawBufferPointer) throws {
         guard let writer else { preconditionFailure("BundleSink.add before begin") }
         try writer.addTile(at: tile, bytes: bytes)
+    }
+
+    func add(_ tile: TileCoordinate, prepared: PreparedTile) throws {
+        guard let writer else { preconditionFailure("BundleSink.add before begin") }
+        switch prepared {
+        case .bundlePayload(let payload): try writer.addTile(at: tile, payload: payload)
+        case .bytes(let bytes): try bytes.withUnsafeBytes { try writer.addTile(at: tile, bytes: $0) }
+        }
     }
 
     func finish(metadata: TileMetadata) throws {

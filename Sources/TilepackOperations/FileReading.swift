@@ -1,7 +1,7 @@
 import Foundation
 
-/// Reads whole small files with plain POSIX calls: one open, one fstat, one read, no Foundation
-/// objects per file (the import's hot loop reads tens of thousands of them).
+/// Reads whole small files with plain POSIX calls and no Foundation objects per file (the import's
+/// hot loop reads tens of thousands of them).
 enum FileReading {
     /// The largest tile file tilepack reads: 32 MiB. Real tiles are kilobytes; a larger file is
     /// not a tile, and refusing it bounds memory.
@@ -23,16 +23,46 @@ enum FileReading {
         }
     }
 
-    /// The file's bytes.
-    static func read(_ path: String) throws(Failure) -> [UInt8] {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
+    /// The file's bytes, read through the caller's reusable `scratch` buffer: a file smaller than
+    /// the buffer costs one open, one read (a short read from a regular file is its end) and one
+    /// close, with no fstat (the tree walk already knows it is a regular file); a larger one is
+    /// measured and read whole. Opened non-blocking, so a FIFO swapped in behind the walk's back
+    /// cannot hang the reader.
+    static func read(_ path: String, scratch: inout [UInt8]) throws(Failure) -> [UInt8] {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else { throw .open(errno) }
         defer { close(fd) }
+        if scratch.isEmpty { scratch = [UInt8](repeating: 0, count: 256 << 10) }
+        let capacity = scratch.count
+        var done = 0
+        let failure: Int32? = scratch.withUnsafeMutableBytes { buffer in
+            while done < capacity {
+                let asked = capacity - done
+                let n = Foundation.read(fd, buffer.baseAddress! + done, asked)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    return errno
+                }
+                done += n
+                // Less than asked: a regular file is at its end (so a small file takes one read;
+                // one still growing is read as far as it was).
+                if n < asked { return nil }
+            }
+            return nil
+        }
+        if let failure { throw .read(failure) }
+        if done < capacity { return Array(scratch[0..<done]) }
+        // As large as the buffer: measure the file and read it whole.
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw .read(errno) }
         guard (info.st_mode & S_IFMT) == S_IFREG else { throw .notAFile }
-        let size = Int(info.st_size)
-        guard size <= maximumTileFileSize else { throw .tooLarge(size) }
+        guard Int(info.st_size) <= maximumTileFileSize else { throw .tooLarge(Int(info.st_size)) }
+        guard lseek(fd, 0, SEEK_SET) == 0 else { throw .read(errno) }
+        return try read(fd: fd, size: Int(info.st_size))
+    }
+
+    /// `size` bytes from `fd` (fewer if the file shrank meanwhile).
+    private static func read(fd: Int32, size: Int) throws(Failure) -> [UInt8] {
         var bytes = [UInt8](repeating: 0, count: size)
         var done = 0
         let failure: Int32? = bytes.withUnsafeMutableBytes { buffer in

@@ -58,6 +58,13 @@ public enum TileImporter {
     ///   left as it was. Files that cannot be imported are not errors: they are in the report.
     public static func run(source: String, destination: String, options: ImportOptions,
                            progress: ProgressHandler? = nil) throws(OperationError) -> ImportReport {
+        try WorkerPool.with(threads: options.threads) { pool throws(OperationError) in
+            try run(source: source, destination: destination, options: options, progress: progress, pool: pool)
+        }
+    }
+
+    private static func run(source: String, destination: String, options: ImportOptions,
+                            progress: ProgressHandler?, pool: WorkerPool) throws(OperationError) -> ImportReport {
         let start = DispatchTime.now().uptimeNanoseconds
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: source, isDirectory: &isDirectory), isDirectory.boolValue else {
@@ -89,22 +96,24 @@ public enum TileImporter {
 
         var archiveFormat: TileFormat?
         var rawSize: Int?
-        var iterator = walker.makeIterator()
         var lastReport = start
         var done = 0
 
-        // Read batch k+1 on worker threads while batch k is written on this one.
-        var next = TileFileReader.start(takeBatch(&iterator, report: &report), options: options)
-        while true {
-            let batch = next
+        // The tree is walked and each batch started on the workers by a thread of its own, up to
+        // three batches ahead of this one, which writes them.
+        let prepare = sink.prepare
+        let feeder = BatchFeeder(walker: walker, depth: 3) { files in
+            TileFileReader.start(files, options: options, prepare: prepare, pool: pool)
+        }
+        defer { feeder.stop() }
+        var readFailures: [SkippedFile] = []
+        while let batch = feeder.next() {
             batch.wait()
-            let entries = takeBatch(&iterator, report: &report)
-            next = TileFileReader.start(entries, options: options)
             for (index, file) in batch.inputs.enumerated() {
                 done += 1
                 switch batch[index] {
                 case .failure(let failure):
-                    report.skipped.append(SkippedFile(path: file.path, reason: failure.reason))
+                    readFailures.append(SkippedFile(path: file.path, reason: failure.reason))
                 case .success(let tile):
                     if let archiveFormat, tile.format != archiveFormat, !options.allowMixedFormats {
                         throw OperationError(path: file.path, fault: .badInput(
@@ -112,7 +121,7 @@ public enum TileImporter {
                     }
                     if let size = tile.rawSize {
                         if let rawSize, rawSize != size {
-                            report.skipped.append(SkippedFile(path: file.path, reason: "\(size)x\(size) pixels, but earlier tiles are \(rawSize)x\(rawSize)"))
+                            readFailures.append(SkippedFile(path: file.path, reason: "\(size)x\(size) pixels, but earlier tiles are \(rawSize)x\(rawSize)"))
                             continue
                         }
                         rawSize = size
@@ -122,12 +131,12 @@ public enum TileImporter {
                             archiveFormat = tile.format
                             try sink.begin(content: tile.rawSize.map { .rawBitmap(RawBitmapLayout(pixelFormat: options.encode ?? .rgba8888, width: $0, height: $0)) } ?? .encoded(tile.format))
                         }
-                        try tile.bytes.withUnsafeBytes { try sink.add(file.tile, bytes: $0) }
+                        try sink.add(file.tile, prepared: tile.prepared)
                     } catch {
                         throw OperationError.wrapping(error, path: destination)
                     }
                     report.imported += 1
-                    report.bytes += tile.bytes.count
+                    report.bytes += tile.byteCount
                     report.zooms[file.tile.zoom, default: 0] += 1
                 }
             }
@@ -136,7 +145,6 @@ public enum TileImporter {
                 lastReport = now
                 progress(OperationProgress(done: done, total: total, bytes: report.bytes, elapsed: Double(now - start) / 1e9))
             }
-            if entries.isEmpty { break }
         }
 
         if let archiveFormat {
@@ -146,6 +154,10 @@ public enum TileImporter {
             }
             metadata.setFormat(archiveFormat)
         }
+        let walk = feeder.stop()
+        report.filtered = walk.filtered
+        // Every file not imported, whether the walk or the reading found it, in path order.
+        report.skipped = (walk.skipped + readFailures).sorted { $0.path < $1.path }
         do {
             try sink.finish(metadata: metadata)
         } catch {
@@ -154,20 +166,6 @@ public enum TileImporter {
         report.seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
         progress?(OperationProgress(done: done, total: total, bytes: report.bytes, elapsed: report.seconds))
         return report
-    }
-
-    /// The next batch of tiles to read; skipped and filtered entries go straight to the report.
-    private static func takeBatch(_ iterator: inout TileTreeWalker.Iterator, report: inout ImportReport) -> [TileFile] {
-        var files: [TileFile] = []
-        files.reserveCapacity(batchSize)
-        while files.count < batchSize, let entry = iterator.next() {
-            switch entry {
-            case .tile(let file): files.append(file)
-            case .skipped(let skipped): report.skipped.append(skipped)
-            case .filtered: report.filtered += 1
-            }
-        }
-        return files
     }
 
     /// Files below `root`, counted from folder listings alone (for the progress bar's ETA).
@@ -185,12 +183,14 @@ public enum TileImporter {
     }
 }
 
-/// One tile read and checked by a worker.
+/// One tile read, checked and prepared for the sink by a worker.
 struct ReadTile: Sendable {
     var format: TileFormat
-    /// The file's bytes, or the decoded pixels when encoding raw bitmaps.
-    var bytes: [UInt8]
-    /// The side in pixels when `bytes` are raw pixels.
+    /// The file's bytes, or the decoded pixels when encoding raw bitmaps, made ready for the sink.
+    var prepared: PreparedTile
+    /// How many bytes that was before the sink's preparation.
+    var byteCount: Int
+    /// The side in pixels when the bytes are raw pixels.
     var rawSize: Int?
 }
 
@@ -198,19 +198,28 @@ struct ReadTile: Sendable {
 enum TileFileReader {
     struct ReadFailure: Error { var reason: String }
 
-    /// Starts reading `files` on `options.threads` workers.
-    static func start(_ files: [TileFile], options: ImportOptions) -> ParallelBatch<TileFile, Result<ReadTile, ReadFailure>, Void> {
-        let batch = ParallelBatch<TileFile, Result<ReadTile, ReadFailure>, Void>(files)
+    typealias Batch = ParallelBatch<TileFile, Result<ReadTile, ReadFailure>, [UInt8]>
+
+    /// Starts reading `files` on the threads of `pool`, each tile then made ready by `prepare`.
+    static func start(_ files: [TileFile], options: ImportOptions, prepare: @escaping @Sendable (consuming [UInt8]) -> PreparedTile,
+                      pool: WorkerPool) -> Batch {
+        let batch = Batch(files)
         if !files.isEmpty {
-            batch.start(threads: options.threads, makeState: {}) { _, file in read(file, options: options) }
+            batch.start(on: pool, makeState: { [] }) { scratch, file in
+                read(file, options: options, scratch: &scratch).map { tile in
+                    var tile = tile
+                    if case .bytes(let bytes) = tile.prepared { tile.prepared = prepare(bytes) }
+                    return tile
+                }
+            }
         }
         return batch
     }
 
-    static func read(_ file: TileFile, options: ImportOptions) -> Result<ReadTile, ReadFailure> {
+    static func read(_ file: TileFile, options: ImportOptions, scratch: inout [UInt8]) -> Result<ReadTile, ReadFailure> {
         let bytes: [UInt8]
         do throws(FileReading.Failure) {
-            bytes = try FileReading.read(file.path)
+            bytes = try FileReading.read(file.path, scratch: &scratch)
         } catch {
             return .failure(ReadFailure(reason: error.description))
         }
@@ -223,16 +232,101 @@ enum TileFileReader {
         case .failure(let finding): return .failure(ReadFailure(reason: finding.description))
         }
         guard let pixelFormat = options.encode else {
-            return .success(ReadTile(format: format, bytes: bytes))
+            return .success(ReadTile(format: format, prepared: .bytes(bytes), byteCount: bytes.count))
         }
         do {
             let bitmap = try ImageDecoder.decode(Data(bytes), pixelFormat: pixelFormat)
             guard bitmap.width == bitmap.height else {
                 return .failure(ReadFailure(reason: "\(bitmap.width)x\(bitmap.height) pixels: a tile must be square"))
             }
-            return .success(ReadTile(format: format, bytes: bitmap.pixels, rawSize: bitmap.width))
+            return .success(ReadTile(format: format, prepared: .bytes(bitmap.pixels), byteCount: bitmap.pixels.count, rawSize: bitmap.width))
         } catch {
             return .failure(ReadFailure(reason: "cannot decode for --encode: \(error)"))
         }
+    }
+}
+
+/// Walks a tile tree on a thread of its own and turns it into batches of files, each started (on
+/// the worker pool, by `start`) as soon as it is walked, keeping at most `depth` batches ahead of
+/// the consumer. Skipped and filtered entries are kept for the report.
+final class BatchFeeder: @unchecked Sendable {
+    typealias Batch = TileFileReader.Batch
+
+    // Guarded by `condition`.
+    private let condition = NSCondition()
+    private var ready: [Batch] = []
+    private var walked = false
+    private var stopping = false
+    private var threadDone = false
+    private var skipped: [SkippedFile] = []
+    private var filtered = 0
+
+    private let depth: Int
+
+    init(walker: TileTreeWalker, depth: Int, start: @escaping @Sendable ([TileFile]) -> Batch) {
+        self.depth = max(1, depth)
+        let thread = Thread { [self] in walk(walker, start: start) }
+        thread.name = "tilepack-walk"
+        thread.start()
+    }
+
+    /// The next batch in walk order (already started), or nil when the tree is done.
+    func next() -> Batch? {
+        condition.lock()
+        defer { condition.unlock() }
+        while ready.isEmpty && !walked { condition.wait() }
+        guard !ready.isEmpty else { return nil }
+        let batch = ready.removeFirst()
+        condition.broadcast()
+        return batch
+    }
+
+    /// Stops the walk (if it is still going), waits for its thread, and returns what it set aside.
+    @discardableResult
+    func stop() -> (skipped: [SkippedFile], filtered: Int) {
+        condition.lock()
+        defer { condition.unlock() }
+        stopping = true
+        condition.broadcast()
+        while !threadDone { condition.wait() }
+        ready.removeAll()
+        return (skipped, filtered)
+    }
+
+    private func walk(_ walker: TileTreeWalker, start: @Sendable ([TileFile]) -> Batch) {
+        var iterator = walker.makeIterator()
+        var skippedHere: [SkippedFile] = []
+        var filteredHere = 0
+        var files: [TileFile] = []
+        files.reserveCapacity(TileImporter.batchSize)
+        func publish(_ batch: Batch?) -> Bool {
+            condition.lock()
+            defer { condition.unlock() }
+            if let batch { ready.append(batch) }
+            condition.broadcast()
+            while ready.count >= depth && !stopping { condition.wait() }
+            return !stopping
+        }
+        var going = true
+        while going, let entry = iterator.next() {
+            switch entry {
+            case .tile(let file):
+                files.append(file)
+                if files.count == TileImporter.batchSize {
+                    going = publish(start(files))
+                    files.removeAll(keepingCapacity: true)
+                }
+            case .skipped(let entry): skippedHere.append(entry)
+            case .filtered: filteredHere += 1
+            }
+        }
+        if going, !files.isEmpty { _ = publish(start(files)) }
+        condition.lock()
+        skipped = skippedHere
+        filtered = filteredHere
+        walked = true
+        threadDone = true
+        condition.broadcast()
+        condition.unlock()
     }
 }

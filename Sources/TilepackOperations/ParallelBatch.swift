@@ -3,8 +3,8 @@ import Synchronization
 
 /// Computes one output per input on worker threads while the caller prepares the next batch.
 ///
-/// Each worker is its own block on the global queue and takes the next index from a shared
-/// counter, so two batches in flight keep every core busy and a slow item does not leave a
+/// Each worker is a job on a ``WorkerPool`` and takes the next index from a shared counter, so
+/// two batches in flight keep every thread of the pool busy and a slow item does not leave a
 /// worker idle. Each worker has its own `State` (a reusable buffer, say), made by `makeState`.
 final class ParallelBatch<Input: Sendable, Output: Sendable, State>: @unchecked Sendable {
     let inputs: [Input]
@@ -25,12 +25,14 @@ final class ParallelBatch<Input: Sendable, Output: Sendable, State>: @unchecked 
         outputs.deallocate()
     }
 
-    /// Starts `threads` workers running `work` over the inputs.
-    func start(threads: Int, makeState: @escaping @Sendable () -> State,
+    /// Starts one worker per thread of `pool`, running `work` over the inputs.
+    func start(on pool: WorkerPool, makeState: @escaping @Sendable () -> State,
                work: @escaping @Sendable (inout State, Input) -> Output) {
         let count = inputs.count
-        for _ in 0..<min(max(1, threads), max(1, count)) {
-            DispatchQueue.global().async(group: group) {
+        for _ in 0..<min(pool.size, max(1, count)) {
+            group.enter()
+            pool.submit {
+                defer { self.group.leave() }
                 var state = makeState()
                 while true {
                     let i = self.next.add(1, ordering: .relaxed).oldValue

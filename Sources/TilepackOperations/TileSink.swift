@@ -1,14 +1,20 @@
 import TilepackCore
+import TilepackStorage
 
 /// Where an operation writes tiles: an archive being written (MBTiles or bundle).
 ///
 /// Implementations write to a temporary file and only ``finish(metadata:)`` puts the archive in
 /// place; dropping a sink without finishing leaves no destination file (or the old one untouched).
 protocol TileSink: AnyObject {
+    /// The per-tile work that needs no state of the sink (a bundle's compression and CRC), for
+    /// worker threads to do before ``add(_:prepared:)``.
+    var prepare: @Sendable (consuming [UInt8]) -> PreparedTile { get }
     /// Declares what the payloads are; called once, before the first tile.
     func begin(content: TileContent) throws
     /// Adds one tile (XYZ). Called from one thread at a time.
     func add(_ tile: TileCoordinate, bytes: UnsafeRawBufferPointer) throws
+    /// Adds one tile (XYZ) made ready by ``prepare``. Called from one thread at a time.
+    func add(_ tile: TileCoordinate, prepared: PreparedTile) throws
     /// Writes the metadata, completes the archive and moves it into place.
     func finish(metadata: TileMetadata) throws
 }
@@ -27,4 +33,12 @@ public enum ArchiveKind: String, Sendable, Codable {
             throw OperationError(path: path, fault: .badInput("the output's extension chooses its format: use .mbtiles (MBTiles) or .tilepack (tilepack bundle)"))
         }
     }
+}
+
+/// A tile's bytes in the form a sink takes them, made on a worker thread.
+enum PreparedTile: Sendable {
+    /// The bytes as they are.
+    case bytes([UInt8])
+    /// Compressed (when it pays) and checksummed for a bundle.
+    case bundlePayload(BundleWriter.PreparedPayload)
 }

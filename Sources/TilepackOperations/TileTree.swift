@@ -114,29 +114,29 @@ public struct TileTreeWalker: Sequence, Sendable {
                 }
             }
             var folders: [(Int, String)] = []
-            var files: [(Int, String)] = []
+            var files: [String] = []
             for (name, kind) in names {
-                let path = folder.path + "/" + name
                 if folder.level == 0 && TileTreeWalker.descriptionFiles.contains(name) { continue }
                 // A regular file (the listing says so) needs no stat(2): one path lookup less per tile.
-                let isDirectory: Bool
-                var identity: FileIdentity?
                 if kind == .regularFile {
-                    isDirectory = false
-                } else {
-                    guard let info = FileIdentity.lookup(path) else {
-                        pending.append(.skipped(SkippedFile(path: path, reason: "unreadable: dangling link or no permission")))
+                    guard folder.level == 2 else {
+                        pending.append(.skipped(SkippedFile(path: folder.path + "/" + name, reason: "stray file outside z/x/y")))
                         continue
                     }
-                    isDirectory = info.isDirectory
-                    identity = info
+                    files.append(name)
+                    continue
                 }
-                if isDirectory, let info = identity {
+                let path = folder.path + "/" + name
+                guard let info = FileIdentity.lookup(path) else {
+                    pending.append(.skipped(SkippedFile(path: path, reason: "unreadable: dangling link or no permission")))
+                    continue
+                }
+                if info.isDirectory {
                     guard folder.level < 2 else {
                         pending.append(.skipped(SkippedFile(path: path, reason: "unexpected folder at the tile level")))
                         continue
                     }
-                    guard let number = Self.number(name) else {
+                    guard let number = Self.number(name.utf8[...]) else {
                         pending.append(.skipped(SkippedFile(path: path, reason: "folder name is not a number")))
                         continue
                     }
@@ -150,7 +150,7 @@ public struct TileTreeWalker: Sequence, Sendable {
                         pending.append(.skipped(SkippedFile(path: path, reason: "stray file outside z/x/y")))
                         continue
                     }
-                    files.append((0, name))
+                    files.append(name)
                 }
             }
             if folder.level < 2 {
@@ -160,39 +160,50 @@ public struct TileTreeWalker: Sequence, Sendable {
                 }
                 return
             }
-            var tiles: [(TileCoordinate, Entry)] = []
-            for (_, name) in files {
-                let path = folder.path + "/" + name
-                guard let dot = name.lastIndex(of: "."), dot != name.startIndex else {
-                    pending.append(.skipped(SkippedFile(path: path, reason: name.hasPrefix(".") ? "hidden file" : "no file extension")))
+            // Every tile of this folder has the same zoom and the same folder number (x for zxy,
+            // the row for zyx): they sort by the number in their file name, in the order asked for.
+            let z = folder.numbers[0]
+            let order = walker.rowOrder
+            var tiles: [(key: Int, entry: Entry)] = []
+            tiles.reserveCapacity(files.count)
+            let prefix = folder.path + "/"
+            for name in files {
+                let utf8 = name.utf8
+                guard let dot = utf8.lastIndex(of: UInt8(ascii: ".")), dot != utf8.startIndex else {
+                    pending.append(.skipped(SkippedFile(path: prefix + name, reason: name.hasPrefix(".") ? "hidden file" : "no file extension")))
                     continue
                 }
-                guard let number = Self.number(String(name[..<dot])) else {
-                    pending.append(.skipped(SkippedFile(path: path, reason: "file name is not a number")))
+                guard let number = Self.number(utf8[..<dot]) else {
+                    pending.append(.skipped(SkippedFile(path: prefix + name, reason: "file name is not a number")))
                     continue
                 }
-                let z = folder.numbers[0]
                 let (x, row) = walker.layout == .zxy ? (folder.numbers[1], number) : (number, folder.numbers[1])
                 let tile: TileCoordinate
                 do {
                     tile = try TileCoordinate(zoom: z, x: x, row: row, scheme: walker.scheme)
                 } catch {
-                    pending.append(.skipped(SkippedFile(path: path, reason: "out of range: \(error)")))
+                    pending.append(.skipped(SkippedFile(path: prefix + name, reason: "out of range: \(error)")))
                     continue
                 }
-                let file = TileFile(tile: tile, path: path)
-                tiles.append((tile, walker.accepts(tile) ? .tile(file) : .filtered(file)))
+                let file = TileFile(tile: tile, path: prefix + name)
+                let key = walker.layout == .zxy ? tile.row(in: order) : tile.x
+                tiles.append((key, walker.accepts(tile) ? .tile(file) : .filtered(file)))
             }
-            let order = walker.rowOrder
-            pending.append(contentsOf: tiles.sorted {
-                ($0.0.zoom, $0.0.x, $0.0.row(in: order)) < ($1.0.zoom, $1.0.x, $1.0.row(in: order))
-            }.map(\.1))
+            tiles.sort { $0.key < $1.key }
+            pending.append(contentsOf: tiles.lazy.map(\.entry))
         }
 
         /// A decimal number without sign or padding tricks beyond leading zeros; at most 10 digits.
-        static func number(_ text: String) -> Int? {
-            guard !text.isEmpty, text.utf8.count <= 10, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
-            return Int(text)
+        static func number(_ text: String) -> Int? { number(text.utf8[...]) }
+
+        static func number(_ digits: Substring.UTF8View) -> Int? {
+            guard !digits.isEmpty, digits.count <= 10 else { return nil }
+            var value = 0
+            for digit in digits {
+                guard digit >= 0x30, digit <= 0x39 else { return nil }
+                value = value * 10 + Int(digit - 0x30)
+            }
+            return value
         }
 
         static func reason(_ error: Error) -> String {

@@ -76,6 +76,10 @@ public enum ArchiveVerifier {
 
     public static func run(path: String, options: VerifyOptions = VerifyOptions(),
                            progress: ProgressHandler? = nil) -> VerifyReport {
+        WorkerPool.with(threads: options.threads) { pool in run(path: path, options: options, progress: progress, pool: pool) }
+    }
+
+    private static func run(path: String, options: VerifyOptions, progress: ProgressHandler?, pool: WorkerPool) -> VerifyReport {
         let start = DispatchTime.now().uptimeNanoseconds
         var report = VerifyReport(path: path)
         let format: TileArchiveFormat
@@ -89,8 +93,8 @@ public enum ArchiveVerifier {
         report.format = format
         var collector = Collector(report: report)
         switch format {
-        case .mbtiles: verifyMBTiles(path: path, options: options, collector: &collector, progress: progress, start: start)
-        case .bundle: verifyBundle(path: path, options: options, collector: &collector, progress: progress, start: start)
+        case .mbtiles: verifyMBTiles(path: path, options: options, pool: pool, collector: &collector, progress: progress, start: start)
+        case .bundle: verifyBundle(path: path, options: options, pool: pool, collector: &collector, progress: progress, start: start)
         }
         collector.finishCounting()
         report = collector.report
@@ -100,7 +104,7 @@ public enum ArchiveVerifier {
 
     // MARK: MBTiles
 
-    static func verifyMBTiles(path: String, options: VerifyOptions, collector: inout Collector,
+    static func verifyMBTiles(path: String, options: VerifyOptions, pool: WorkerPool, collector: inout Collector,
                               progress: ProgressHandler?, start: UInt64) {
         let archive: MBTilesArchive
         do {
@@ -119,11 +123,14 @@ public enum ArchiveVerifier {
         }
         collector.report.layout = archive.schema.kind.description
         // SQLite's integrity check and the aggregate hash each read the whole file on one thread:
-        // they run beside the per-tile checks instead of before and after them.
+        // they run beside the per-tile checks instead of before and after them (as the pool's first
+        // job, so the threads stay as many as the cores).
         let storedHash = (try? archive.readMetadata())?[TileMetadata.Key.aggregateTilesHash]
         let wholeFile = Locked<(integrity: Result<[String], TileArchiveError>, hash: Result<String, TileArchiveError>?)?>(nil)
         let wholeFileDone = DispatchGroup()
-        DispatchQueue.global().async(group: wholeFileDone) {
+        wholeFileDone.enter()
+        pool.submit {
+            defer { wholeFileDone.leave() }
             let integrity = Result { () throws(TileArchiveError) in try archive.integrityCheck() }
             let hash = storedHash.map { _ in Result { () throws(TileArchiveError) in try archive.aggregateTilesHash() } }
             wholeFile.withLock { $0 = (integrity, hash) }
@@ -141,7 +148,7 @@ public enum ArchiveVerifier {
         }
 
         // Every row as stored: coordinates, NULL data, content.
-        var checker = ContentChecker(options: options, progress: progress, start: start)
+        var checker = ContentChecker(options: options, pool: pool, progress: progress, start: start)
         do {
             try archive.forEachRawRow { row in
                 collector.report.tiles += 1
@@ -203,7 +210,7 @@ public enum ArchiveVerifier {
 
     // MARK: Bundle
 
-    static func verifyBundle(path: String, options: VerifyOptions, collector: inout Collector,
+    static func verifyBundle(path: String, options: VerifyOptions, pool: WorkerPool, collector: inout Collector,
                              progress: ProgressHandler?, start: UInt64) {
         let archive: BundleArchive
         do {
@@ -219,7 +226,7 @@ public enum ArchiveVerifier {
             collector.add(VerifyFinding(.error, "container", error.fault.description))
             return
         }
-        var checker = ContentChecker(options: options, progress: progress, start: start)
+        var checker = ContentChecker(options: options, pool: pool, progress: progress, start: start)
         let raw: RawBitmapLayout? = if case .rawBitmap(let layout) = archive.content { layout } else { nil }
         do {
             try archive.forEachTile { tile, bytes in
@@ -300,6 +307,7 @@ struct Collector {
 /// Decodes tiles on worker threads in batches, while the caller reads the next tiles.
 struct ContentChecker {
     let options: VerifyOptions
+    let pool: WorkerPool
     let progress: ProgressHandler?
     let start: UInt64
     private var batch: [Item] = []
@@ -316,8 +324,9 @@ struct ContentChecker {
     private var done = 0
     private var lastReport: UInt64 = 0
 
-    init(options: VerifyOptions, progress: ProgressHandler?, start: UInt64) {
+    init(options: VerifyOptions, pool: WorkerPool, progress: ProgressHandler?, start: UInt64) {
         self.options = options
+        self.pool = pool
         self.progress = progress
         self.start = start
     }
@@ -354,7 +363,7 @@ struct ContentChecker {
         guard !batch.isEmpty else { return }
         let next = Batch(batch)
         batch.removeAll(keepingCapacity: true)
-        next.start(threads: options.threads, makeState: { [UInt8]() }) { scratch, item in
+        next.start(on: pool, makeState: { [UInt8]() }) { scratch, item in
             item.bytes.withUnsafeBytes { TileContentCheck.check($0, scratch: &scratch) }
         }
         if let running { absorb(running, collector: &collector) }

@@ -40,6 +40,18 @@ struct BoundingBoxArgument: ExpressibleByArgument {
 }
 
 /// Flags every command that runs long shares.
+/// How many worker threads an operation uses.
+struct ThreadOptions: ParsableArguments {
+    @Option(help: "Worker threads (default: one per core).")
+    var threads: Int?
+
+    func validate() throws {
+        if let threads, !(1...256).contains(threads) {
+            throw ValidationError("--threads must be between 1 and 256, not \(threads)")
+        }
+    }
+}
+
 struct OutputOptions: ParsableArguments {
     @Flag(name: .shortAndLong, help: "No progress bar.")
     var quiet = false

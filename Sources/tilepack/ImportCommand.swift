@@ -68,6 +68,8 @@ struct ImportCommand: ParsableCommand {
     @Option(help: "Write the list of skipped files to this file.")
     var report: String?
 
+    @OptionGroup var threading: ThreadOptions
+
     @OptionGroup var output: OutputOptions
 
     func validate() throws {
@@ -98,6 +100,7 @@ struct ImportCommand: ParsableCommand {
         options.overwrite = force
         options.encode = encode?.pixelFormat
         options.deduplicate = dedup
+        if let threads = threading.threads { options.threads = threads }
         for (key, value) in [("name", name), ("attribution", attribution), ("description", description), ("type", type)] {
             if let value { options.metadata[key] = value }
         }

@@ -24,11 +24,14 @@ struct VerifyCommand: ParsableCommand {
     @Flag(help: "Count warnings as errors.")
     var strict = false
 
+    @OptionGroup var threading: ThreadOptions
+
     @OptionGroup var output: OutputOptions
 
     func run() throws {
         var options = VerifyOptions()
         options.quick = quick
+        if let threads = threading.threads { options.threads = threads }
         let report = ArchiveVerifier.run(path: archive, options: options,
                                          progress: ProgressBar.handler(label: "verify", quiet: output.quiet))
         let code = report.exitCode(strict: strict)

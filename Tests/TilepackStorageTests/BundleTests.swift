@@ -281,6 +281,85 @@ import TilepackTestSupport
         #expect(try BundleArchive(path: dir.file("big.tilepack")).verify().payloadCount == 2000)
     }
 
+    @Test func payloadsPreparedOnOtherThreadsGiveTheSameFile() throws {
+        let dir = try TemporaryDirectory()
+        var tiles: [(TileCoordinate, Data)] = []
+        for i in 0..<300 {
+            let data = i % 3 == 0 ? F.noise(700 + i, seed: UInt64(i)) : F.pngLike(400 + i % 50, seed: i % 11)
+            tiles.append((F.tile(5, i % 32, i / 32), data))
+        }
+        try F.write(tiles, to: dir.file("serial.tilepack"))
+        let options = BundleWriter.Options()
+        let inputs = tiles.map { [UInt8]($0.1) }
+        let prepared = Locked([BundleWriter.PreparedPayload?](repeating: nil, count: tiles.count))
+        DispatchQueue.concurrentPerform(iterations: inputs.count) { i in
+            let payload = BundleWriter.prepare(inputs[i], options: options)
+            prepared.withLock { $0[i] = payload }
+        }
+        let writer = try BundleWriter(destination: dir.file("prepared.tilepack"), content: .encoded(.png),
+                                      metadata: TileMetadata(["name": "test", "format": "png"]), options: options)
+        for (i, payload) in prepared.withLock({ $0 }).enumerated() { try writer.addTile(at: tiles[i].0, payload: try #require(payload)) }
+        try writer.finish()
+        #expect(try Data(contentsOf: dir.url.appendingPathComponent("serial.tilepack"))
+                == Data(contentsOf: dir.url.appendingPathComponent("prepared.tilepack")))
+    }
+
+    @Test func duplicatesAreFoundAfterTheSpoolBufferIsWritten() throws {
+        // 1,200 distinct 1 KiB tiles fill more than the 1 MiB spool buffer; then each comes again.
+        let dir = try TemporaryDirectory()
+        let distinct = (0..<1200).map { F.noise(1024, seed: UInt64($0) + 1) }
+        var tiles: [(TileCoordinate, Data)] = []
+        for i in 0..<1200 { tiles.append((F.tile(6, i % 64, i / 64), distinct[i])) }
+        for i in 0..<1200 { tiles.append((F.tile(7, i % 128, i / 128), distinct[i])) }
+        let path = dir.file("spooled.tilepack")
+        let summary = try F.write(tiles, to: path)
+        #expect(summary.payloadCount == 1200)
+        let archive = try BundleArchive(path: path)
+        #expect(try archive.tileData(at: F.tile(7, 5, 0)) == distinct[5])
+        #expect(try archive.tileData(at: F.tile(6, 47, 18)) == distinct[18 * 64 + 47])
+        _ = try archive.verify()
+    }
+
+    @Test func sameCRCAndLengthButDifferentBytesAreTwoPayloads() throws {
+        // Two incompressible tiles forged to the same CRC-32 and length: the dedup key matches,
+        // the bytes do not.
+        let dir = try TemporaryDirectory()
+        let target: UInt32 = 0x1234_5678
+        let a = Self.forge(Array(F.noise(996, seed: 1)), crc: target)
+        let b = Self.forge(Array(F.noise(996, seed: 2)), crc: target)
+        #expect(a.withUnsafeBytes { BundleFormat.crc32($0) } == target)
+        #expect(b.withUnsafeBytes { BundleFormat.crc32($0) } == target)
+        #expect(a != b)
+        let path = dir.file("collide.tilepack")
+        let summary = try F.write([(F.tile(1, 0, 0), Data(a)), (F.tile(1, 1, 0), Data(b)), (F.tile(1, 1, 1), Data(b)), (F.tile(1, 0, 1), Data(a))], to: path)
+        #expect(summary.payloadCount == 2)
+        let archive = try BundleArchive(path: path)
+        #expect(try archive.tileData(at: F.tile(1, 0, 1)) == Data(a))
+        #expect(try archive.tileData(at: F.tile(1, 1, 1)) == Data(b))
+        _ = try archive.verify()
+    }
+
+    /// `bytes` followed by 4 bytes chosen so that the CRC-32 of the whole is `crc`.
+    static func forge(_ bytes: [UInt8], crc: UInt32) -> [UInt8] {
+        var table = [UInt32](repeating: 0, count: 256)
+        var inverse = [UInt8](repeating: 0, count: 256)  // index by the top byte of table[i]
+        for i in 0..<256 {
+            var c = UInt32(i)
+            for _ in 0..<8 { c = c & 1 != 0 ? 0xEDB8_8320 ^ (c >> 1) : c >> 1 }
+            table[i] = c
+            inverse[Int(c >> 24)] = UInt8(i)
+        }
+        // The register after `bytes`, and the one needed after the 4 added bytes, walked back.
+        let before = ~bytes.withUnsafeBytes { BundleFormat.crc32($0) }
+        var register = ~crc
+        for _ in 0..<4 {
+            let index = inverse[Int(register >> 24)]
+            register = ((register ^ table[Int(index)]) << 8) | UInt32(index)
+        }
+        let patch = register ^ before
+        return bytes + [UInt8(patch & 0xFF), UInt8((patch >> 8) & 0xFF), UInt8((patch >> 16) & 0xFF), UInt8(patch >> 24)]
+    }
+
     private func residentBytes() -> Int? {
         guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return nil }
         let fields = text.split(separator: " ")

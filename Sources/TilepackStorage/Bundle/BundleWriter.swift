@@ -5,9 +5,13 @@ internal import CTilepackLZ4
 /// Writes a `.tilepack` bundle (see `Specs/bundle-format.md`), streaming.
 ///
 /// Tiles may be added in any order. Each new payload is compressed (LZ4 kept only when it saves at
-/// least ``Options/minimumLZ4Saving``) and appended to an unlinked spool file beside the destination;
-/// memory holds only the index: 16 bytes per tile and about 40 per distinct payload. Identical tiles
-/// share one payload, found by hash and confirmed by comparing bytes. ``finish()`` writes the header,
+/// least ``Options/minimumLZ4Saving``) and appended, through a 1 MiB buffer, to an unlinked spool
+/// file beside the destination; memory holds only the index: 16 bytes per tile and about 40 per
+/// distinct payload. Identical tiles share one payload, found by CRC and length and confirmed by
+/// comparing bytes.
+///
+/// The compression and the CRC can be done on other threads: ``prepare(_:options:)`` is a pure
+/// function that makes a ``PreparedPayload``, which ``addTile(at:payload:)`` then stores. ``finish()`` writes the header,
 /// metadata and index, then copies the payloads in order of zoom and Hilbert curve position (so
 /// tiles near each other on the map are near each other in the file) into a temporary file that is
 /// fsynced and renamed over the destination. The output depends only on the tiles, the content and
@@ -49,7 +53,11 @@ public final class BundleWriter {
     private let options: Options
     private let file: AtomicFile
     private let spool: Int32
+    /// Bytes of the spool: those below `spoolFlushed` are in the file, the rest in `spoolBuffer`.
     private var spoolLength = 0
+    private var spoolFlushed = 0
+    private var spoolBuffer: [UInt8] = []
+    private static let spoolBufferCapacity = 1 << 20
     private var finished = false
 
     private struct TileEntry {
@@ -65,10 +73,9 @@ public final class BundleWriter {
     }
     private var tiles: [TileEntry] = []
     private var payloads: [PayloadEntry] = []
-    /// Hash of the raw bytes -> the first payload with that hash; further ones chain in `collisions`.
-    private var byHash: [Int: UInt32] = [:]
+    /// ``PreparedPayload/dedupKey`` -> the first payload with that key; further ones chain in `collisions`.
+    private var byKey: [UInt64: UInt32] = [:]
     private var collisions: [UInt32: UInt32] = [:]
-    private var compressBuffer: UnsafeMutableRawBufferPointer
     private var compareBuffer: UnsafeMutableRawBufferPointer
 
     /// Prepares to write a bundle of `content` tiles at `destination`.
@@ -107,39 +114,76 @@ public final class BundleWriter {
         }
         unlink(spoolPath)
         spool = fd
-        compressBuffer = .allocate(byteCount: 0, alignment: 16)
         compareBuffer = .allocate(byteCount: 0, alignment: 16)
+        spoolBuffer.reserveCapacity(Self.spoolBufferCapacity)
     }
 
     deinit {
         close(spool)
-        compressBuffer.deallocate()
         compareBuffer.deallocate()
         if !finished { file.discard() }
     }
 
+    /// A tile's payload made ready for the bundle: its stored bytes (LZ4-compressed when that pays,
+    /// else the raw bytes), how they are coded, and their CRC-32. Made by ``prepare(_:options:)``,
+    /// on any thread.
+    public struct PreparedPayload: Sendable {
+        let stored: [UInt8]
+        let codec: BundleFormat.Codec
+        let rawLength: Int
+        let crc: UInt32
+
+        /// Equal for equal raw bytes (the coding is a function of the bytes and the options).
+        var dedupKey: UInt64 { UInt64(crc) | UInt64(stored.count) << 32 | UInt64(codec.rawValue) << 63 }
+    }
+
+    /// Compresses `raw` when LZ4 saves at least ``Options/minimumLZ4Saving`` and computes the CRC
+    /// of what will be stored. Pure: safe to call from any thread, for a writer with `options`.
+    public static func prepare(_ raw: UnsafeRawBufferPointer, options: Options) -> PreparedPayload {
+        if let compressed = compress(raw, options: options) { return compressed }
+        return PreparedPayload(stored: Array(raw), codec: .stored, rawLength: raw.count, crc: BundleFormat.crc32(raw))
+    }
+
+    /// ``prepare(_:options:)`` for bytes the caller gives up (kept without copying when stored as they are).
+    public static func prepare(_ raw: consuming [UInt8], options: Options) -> PreparedPayload {
+        if let compressed = raw.withUnsafeBytes({ compress($0, options: options) }) { return compressed }
+        let crc = raw.withUnsafeBytes { BundleFormat.crc32($0) }
+        return PreparedPayload(stored: raw, codec: .stored, rawLength: raw.count, crc: crc)
+    }
+
+    /// The LZ4 payload, or nil when LZ4 is off or does not pay.
+    private static func compress(_ raw: UnsafeRawBufferPointer, options: Options) -> PreparedPayload? {
+        let saving = max(1, Int((Double(raw.count) * options.minimumLZ4Saving).rounded(.up)))
+        guard options.compresses, raw.count > saving, raw.count <= BundleFormat.maximumTileLength,
+              let source = raw.baseAddress else { return nil }
+        // LZ4 fails (returns 0) when the output would not fit: exactly "does not pay".
+        let capacity = raw.count - saving
+        let stored = [UInt8](unsafeUninitializedCapacity: capacity) { buffer, count in
+            let produced = LZ4_compress_default(
+                source.assumingMemoryBound(to: CChar.self),
+                UnsafeMutableRawPointer(buffer.baseAddress)?.assumingMemoryBound(to: CChar.self),
+                Int32(raw.count), Int32(capacity))
+            count = Int(max(0, produced))
+        }
+        guard !stored.isEmpty else { return nil }
+        let crc = stored.withUnsafeBytes { BundleFormat.crc32($0) }
+        return PreparedPayload(stored: stored, codec: .lz4Block, rawLength: raw.count, crc: crc)
+    }
+
     /// Adds a tile. For a raw-bitmap bundle the bytes are the pixels, exactly the layout's size.
     public func addTile(at tile: TileCoordinate, bytes: UnsafeRawBufferPointer) throws(TileArchiveError) {
-        precondition(!finished, "BundleWriter used after finish()")
-        func fail(_ reason: String) -> TileArchiveError {
-            TileArchiveError(path: destination, fault: .invalidTile(tile: tile, reason: reason))
-        }
-        guard bytes.count <= BundleFormat.maximumTileLength else {
-            throw TileArchiveError(path: destination, fault: .tileTooLarge(tile: tile, size: bytes.count, limit: BundleFormat.maximumTileLength))
-        }
-        if case .rawBitmap(let layout) = content, bytes.count != layout.byteCount {
-            throw fail("\(bytes.count) bytes, but a raw \(layout) tile is \(layout.byteCount ?? 0) bytes")
-        }
-        guard tiles.count < BundleFormat.maximumCount else { throw fail("a bundle holds at most \(BundleFormat.maximumCount) tiles") }
-        var hasher = Hasher()
-        hasher.combine(bytes.count)
-        hasher.combine(bytes: bytes)
-        let hash = hasher.finalize()
+        try checkTile(tile, rawLength: bytes.count)
+        try addTile(at: tile, payload: Self.prepare(bytes, options: options))
+    }
 
-        // A payload with the same hash and the same bytes is shared.
-        var candidate = byHash[hash]
+    /// Adds a tile whose payload was made by ``prepare(_:options:)`` with this writer's options.
+    public func addTile(at tile: TileCoordinate, payload prepared: PreparedPayload) throws(TileArchiveError) {
+        try checkTile(tile, rawLength: prepared.rawLength)
+        // A payload with the same key and the same stored bytes is shared.
+        let key = prepared.dedupKey
+        var candidate = byKey[key]
         while let number = candidate {
-            if try payload(Int(number), equals: bytes) {
+            if try payload(Int(number), equals: prepared) {
                 tiles.append(TileEntry(key: BundleFormat.key(of: tile), payload: number))
                 return
             }
@@ -147,16 +191,29 @@ public final class BundleWriter {
         }
 
         let number = UInt32(payloads.count)
-        let entry = try appendPayload(bytes)
-        payloads.append(entry)
-        if let first = byHash[hash] {
-            // Chain the new payload after the first one with this hash.
+        payloads.append(try appendPayload(prepared))
+        if let first = byKey[key] {
+            // Chain the new payload after the first one with this key.
             collisions[number] = collisions[first]
             collisions[first] = number
         } else {
-            byHash[hash] = number
+            byKey[key] = number
         }
         tiles.append(TileEntry(key: BundleFormat.key(of: tile), payload: number))
+    }
+
+    private func checkTile(_ tile: TileCoordinate, rawLength: Int) throws(TileArchiveError) {
+        precondition(!finished, "BundleWriter used after finish()")
+        func fail(_ reason: String) -> TileArchiveError {
+            TileArchiveError(path: destination, fault: .invalidTile(tile: tile, reason: reason))
+        }
+        guard rawLength <= BundleFormat.maximumTileLength else {
+            throw TileArchiveError(path: destination, fault: .tileTooLarge(tile: tile, size: rawLength, limit: BundleFormat.maximumTileLength))
+        }
+        if case .rawBitmap(let layout) = content, rawLength != layout.byteCount {
+            throw fail("\(rawLength) bytes, but a raw \(layout) tile is \(layout.byteCount ?? 0) bytes")
+        }
+        guard tiles.count < BundleFormat.maximumCount else { throw fail("a bundle holds at most \(BundleFormat.maximumCount) tiles") }
     }
 
     /// Adds a tile from `Data`.
@@ -261,30 +318,36 @@ public final class BundleWriter {
         // Index, with its CRC computed as it is written.
         out.crc = 0
         out.computesCRC = true
-        for count in zoomCounts { try out.write(littleEndian: count) }
-        for entry in tiles { try out.write(littleEndian: entry.key) }
-        for entry in tiles { try out.write(littleEndian: renumber[Int(entry.payload)]) }
-        try out.write(zeros: recordsOffset - out.position)
-        for (position, old) in order.enumerated() {
-            let payload = payloads[old]
-            try out.write(littleEndian: UInt64(offsets[position]))
-            try out.write(littleEndian: payload.storedLength)
-            try out.write(littleEndian: payload.rawLength)
-            try out.write(littleEndian: payload.crc)
-            try out.write(littleEndian: payload.codec.rawValue)
-            try out.write(zeros: 3)
+        // Built in memory (about 40 bytes per tile), then written and checksummed at once.
+        var index = [UInt8](repeating: 0, count: indexEnd - indexOffset)
+        index.withUnsafeMutableBytes { buffer in
+            var at = 0
+            func put<T: FixedWidthInteger>(_ value: T) {
+                buffer.storeBytes(of: value.littleEndian, toByteOffset: at, as: T.self)
+                at += MemoryLayout<T>.size
+            }
+            for count in zoomCounts { put(count) }
+            for entry in tiles { put(entry.key) }
+            for entry in tiles { put(renumber[Int(entry.payload)]) }
+            at = recordsOffset - indexOffset
+            for (position, old) in order.enumerated() {
+                let payload = payloads[old]
+                put(UInt64(offsets[position]))
+                put(payload.storedLength)
+                put(payload.rawLength)
+                put(payload.crc)
+                put(payload.codec.rawValue)
+                at += 3
+            }
         }
+        try out.write(index)
         out.computesCRC = false
         header.indexCRC = out.crc
         try out.write(zeros: dataOffset - out.position)
 
         // Payloads from the spool, in their new order, each at its aligned offset.
-        for (position, old) in order.enumerated() {
-            try out.write(zeros: dataOffset + offsets[position] - out.position)
-            let payload = payloads[old]
-            try readSpool(payload, into: &compressBuffer)
-            try out.write(UnsafeRawBufferPointer(rebasing: compressBuffer[0..<Int(payload.storedLength)]))
-        }
+        try flushSpool()
+        try copyPayloads(in: order, to: out) { position in dataOffset + offsets[position] }
         try out.flush()
         guard out.position == Int(header.fileLength) else {
             throw TileArchiveError(path: destination, fault: .io(errno: 0, reason: "wrote \(out.position) bytes, planned \(header.fileLength)"))
@@ -301,71 +364,130 @@ public final class BundleWriter {
 
     // MARK: Payloads
 
-    /// Compresses (when it pays) and appends a payload to the spool.
-    private func appendPayload(_ bytes: UnsafeRawBufferPointer) throws(TileArchiveError) -> PayloadEntry {
-        var stored = bytes
-        var codec = BundleFormat.Codec.stored
-        let saving = max(1, Int((Double(bytes.count) * options.minimumLZ4Saving).rounded(.up)))
-        if options.compresses, bytes.count > saving, let source = bytes.baseAddress {
-            // LZ4 fails (returns 0) when the output would not fit: exactly "does not pay".
-            let capacity = bytes.count - saving
-            ensure(&compressBuffer, capacity: capacity)
-            let produced = LZ4_compress_default(
-                source.assumingMemoryBound(to: CChar.self),
-                compressBuffer.baseAddress?.assumingMemoryBound(to: CChar.self),
-                Int32(bytes.count), Int32(capacity))
-            if produced > 0 {
-                stored = UnsafeRawBufferPointer(rebasing: compressBuffer[0..<Int(produced)])
-                codec = .lz4Block
-            }
-        }
+    /// Appends a payload to the spool (through its buffer).
+    private func appendPayload(_ prepared: PreparedPayload) throws(TileArchiveError) -> PayloadEntry {
         let entry = PayloadEntry(
-            spoolOffset: spoolLength, storedLength: UInt32(stored.count), rawLength: UInt32(bytes.count),
-            crc: BundleFormat.crc32(stored), codec: codec)
+            spoolOffset: spoolLength, storedLength: UInt32(prepared.stored.count), rawLength: UInt32(prepared.rawLength),
+            crc: prepared.crc, codec: prepared.codec)
+        if spoolBuffer.count + prepared.stored.count > Self.spoolBufferCapacity { try flushSpool() }
+        if prepared.stored.count >= Self.spoolBufferCapacity {
+            try prepared.stored.withUnsafeBytes { bytes in Result { () throws(TileArchiveError) in try writeSpool(bytes) } }.get()
+        } else {
+            spoolBuffer.append(contentsOf: prepared.stored)
+        }
+        spoolLength += prepared.stored.count
+        return entry
+    }
+
+    private func flushSpool() throws(TileArchiveError) {
+        guard !spoolBuffer.isEmpty else { return }
+        try spoolBuffer.withUnsafeBytes { bytes in Result { () throws(TileArchiveError) in try writeSpool(bytes) } }.get()
+        spoolBuffer.removeAll(keepingCapacity: true)
+    }
+
+    /// Writes `bytes` at the end of the spool file.
+    private func writeSpool(_ bytes: UnsafeRawBufferPointer) throws(TileArchiveError) {
         var done = 0
-        while done < stored.count {
-            let n = pwrite(spool, stored.baseAddress?.advanced(by: done), stored.count - done, off_t(spoolLength + done))
+        while done < bytes.count {
+            let n = pwrite(spool, bytes.baseAddress?.advanced(by: done), bytes.count - done, off_t(spoolFlushed + done))
             if n < 0, errno == EINTR { continue }
             guard n > 0 else { throw ioError("write spool") }
             done += n
         }
-        spoolLength += stored.count
-        return entry
+        spoolFlushed += bytes.count
     }
 
-    /// Whether payload `number` holds exactly `bytes` (read back from the spool and decompressed).
-    private func payload(_ number: Int, equals bytes: UnsafeRawBufferPointer) throws(TileArchiveError) -> Bool {
-        let payload = payloads[number]
-        guard Int(payload.rawLength) == bytes.count else { return false }
-        try readSpool(payload, into: &compareBuffer)
-        guard let other = bytes.baseAddress, let spooled = compareBuffer.baseAddress else { return bytes.isEmpty }
-        switch payload.codec {
-        case .stored:
-            return memcmp(spooled, other, bytes.count) == 0
-        case .lz4Block:
-            ensure(&compressBuffer, capacity: bytes.count)
-            guard let decompressed = compressBuffer.baseAddress else { return false }
-            let produced = LZ4_decompress_safe(
-                spooled.assumingMemoryBound(to: CChar.self),
-                decompressed.assumingMemoryBound(to: CChar.self),
-                Int32(payload.storedLength), Int32(bytes.count))
-            guard produced == Int32(bytes.count) else {
-                throw TileArchiveError(path: destination, fault: .io(errno: 0, reason: "the spool file changed under the writer"))
+    /// Copies the spooled payloads to `out` in the order `order`, payload `order[i]` at `offset(i)`.
+    ///
+    /// Memory stays bounded and reads stay few: the payloads go in chunks of about
+    /// ``copyChunkBytes``; within a chunk the spool ranges are read in spool order, neighbours less
+    /// than ``copyGapBytes`` apart in one `pread`, then written out in the new order.
+    private func copyPayloads(in order: [Int], to out: BufferedOutput, offset: (Int) -> Int) throws(TileArchiveError) {
+        var staging: [UInt8] = []
+        var start = 0
+        while start < order.count {
+            var end = start
+            var chunkBytes = 0
+            while end < order.count, end == start || chunkBytes + Int(payloads[order[end]].storedLength) <= Self.copyChunkBytes {
+                chunkBytes += Int(payloads[order[end]].storedLength)
+                end += 1
             }
-            return memcmp(decompressed, other, bytes.count) == 0
+            // Spool runs to read, and where each payload of the chunk lands in `staging`.
+            let bySpool = (start..<end).sorted { payloads[order[$0]].spoolOffset < payloads[order[$1]].spoolOffset }
+            var runs: [(spool: Int, length: Int, staging: Int)] = []
+            var stagingOffset = [Int](repeating: 0, count: end - start)
+            var stagingLength = 0
+            var gapBytes = 0  // read and not used: at most another chunk's worth
+            for position in bySpool {
+                let payload = payloads[order[position]]
+                let payloadEnd = payload.spoolOffset + Int(payload.storedLength)
+                if let last = runs.last, payload.spoolOffset >= last.spool + last.length,
+                   case let gap = payload.spoolOffset - (last.spool + last.length),
+                   gap <= Self.copyGapBytes, gapBytes + gap <= Self.copyChunkBytes {
+                    gapBytes += gap
+                    let grown = payloadEnd - last.spool
+                    stagingLength += grown - last.length
+                    runs[runs.count - 1].length = grown
+                    stagingOffset[position - start] = last.staging + payload.spoolOffset - last.spool
+                } else {
+                    runs.append((payload.spoolOffset, Int(payload.storedLength), stagingLength))
+                    stagingOffset[position - start] = stagingLength
+                    stagingLength += Int(payload.storedLength)
+                }
+            }
+            if staging.count < stagingLength { staging = [UInt8](repeating: 0, count: stagingLength) }
+            try staging.withUnsafeMutableBytes { buffer in
+                Result { () throws(TileArchiveError) in
+                    for run in runs {
+                        var done = 0
+                        while done < run.length {
+                            let n = pread(spool, buffer.baseAddress! + run.staging + done, run.length - done, off_t(run.spool + done))
+                            if n < 0, errno == EINTR { continue }
+                            guard n > 0 else { throw ioError("read spool") }
+                            done += n
+                        }
+                    }
+                    for position in start..<end {
+                        try out.write(zeros: offset(position) - out.position)
+                        let at = stagingOffset[position - start]
+                        try out.write(UnsafeRawBufferPointer(rebasing: buffer[at..<(at + Int(payloads[order[position]].storedLength))]))
+                    }
+                }
+            }.get()
+            start = end
         }
     }
 
-    private func readSpool(_ payload: PayloadEntry, into buffer: inout UnsafeMutableRawBufferPointer) throws(TileArchiveError) {
-        let length = Int(payload.storedLength)
-        ensure(&buffer, capacity: length)
+    /// Stored bytes copied per chunk at ``finish()``.
+    static let copyChunkBytes = 8 << 20
+    /// Spool bytes between two payloads of a chunk that are read rather than seeked over.
+    static let copyGapBytes = 64 << 10
+
+    /// Whether payload `number` stores exactly the bytes `prepared` would.
+    private func payload(_ number: Int, equals prepared: PreparedPayload) throws(TileArchiveError) -> Bool {
+        let payload = payloads[number]
+        let length = prepared.stored.count
+        guard Int(payload.rawLength) == prepared.rawLength, Int(payload.storedLength) == length,
+              payload.codec == prepared.codec else { return false }
+        guard length > 0 else { return true }
+        let spooled: UnsafeRawPointer
+        if payload.spoolOffset >= spoolFlushed {
+            // Still in the buffer.
+            let start = payload.spoolOffset - spoolFlushed
+            return spoolBuffer.withUnsafeBytes { buffer in
+                prepared.stored.withUnsafeBytes { memcmp(buffer.baseAddress! + start, $0.baseAddress!, length) == 0 }
+            }
+        }
+        ensure(&compareBuffer, capacity: length)
         var done = 0
         while done < length {
-            let n = pread(spool, buffer.baseAddress?.advanced(by: done), length - done, off_t(payload.spoolOffset + done))
+            let n = pread(spool, compareBuffer.baseAddress?.advanced(by: done), length - done, off_t(payload.spoolOffset + done))
             if n < 0, errno == EINTR { continue }
             guard n > 0 else { throw ioError("read spool") }
             done += n
         }
+        spooled = UnsafeRawPointer(compareBuffer.baseAddress!)
+        return prepared.stored.withUnsafeBytes { memcmp(spooled, $0.baseAddress!, length) == 0 }
     }
 
     private func ensure(_ buffer: inout UnsafeMutableRawBufferPointer, capacity: Int) {
@@ -384,26 +506,30 @@ public final class BundleWriter {
 private final class BufferedOutput {
     let fd: Int32
     let path: String
-    private var buffer: [UInt8] = []
+    private let buffer: UnsafeMutableRawBufferPointer
+    private var buffered = 0
     private(set) var position = 0
     var crc: UInt32 = 0
     var computesCRC = false
-    private let capacity = 1 << 20
+    private static let capacity = 1 << 20
 
     init(fd: Int32, path: String) {
         self.fd = fd
         self.path = path
-        buffer.reserveCapacity(capacity)
+        buffer = .allocate(byteCount: Self.capacity, alignment: 16)
     }
+
+    deinit { buffer.deallocate() }
 
     func write(_ bytes: UnsafeRawBufferPointer) throws(TileArchiveError) {
         if computesCRC { crc = BundleFormat.crc32(bytes, continuing: crc) }
         position += bytes.count
-        if buffer.count + bytes.count > capacity { try flush() }
-        if bytes.count >= capacity {
+        if buffered + bytes.count > Self.capacity { try flush() }
+        if bytes.count >= Self.capacity {
             try writeAll(bytes)
-        } else {
-            buffer.append(contentsOf: bytes)
+        } else if let source = bytes.baseAddress {
+            (buffer.baseAddress! + buffered).copyMemory(from: source, byteCount: bytes.count)
+            buffered += bytes.count
         }
     }
 
@@ -412,17 +538,22 @@ private final class BufferedOutput {
     }
 
     func write(zeros count: Int) throws(TileArchiveError) {
-        guard count > 0 else { return }
-        try write([UInt8](repeating: 0, count: count))
+        var left = count
+        while left > 0 {
+            let n = min(left, Self.zeros.count)
+            try Self.zeros.withUnsafeBytes { raw in Result { () throws(TileArchiveError) in try write(UnsafeRawBufferPointer(rebasing: raw[0..<n])) } }.get()
+            left -= n
+        }
     }
+    private static let zeros = [UInt8](repeating: 0, count: 4096)
 
     func write(_ bytes: [UInt8]) throws(TileArchiveError) {
         try bytes.withUnsafeBytes { raw in Result { () throws(TileArchiveError) in try write(raw) } }.get()
     }
 
     func flush() throws(TileArchiveError) {
-        try buffer.withUnsafeBytes { raw in Result { () throws(TileArchiveError) in try writeAll(raw) } }.get()
-        buffer.removeAll(keepingCapacity: true)
+        try writeAll(UnsafeRawBufferPointer(rebasing: buffer[0..<buffered]))
+        buffered = 0
     }
 
     private func writeAll(_ bytes: UnsafeRawBufferPointer) throws(TileArchiveError) {

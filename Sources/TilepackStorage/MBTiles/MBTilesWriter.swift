@@ -94,8 +94,9 @@ public final class MBTilesWriter {
     private var isUpdate: Bool { atomicFile == nil }
     /// `agg_tiles_hash` computed while writing a new file, as long as tiles arrive in the hash's
     /// own order (zoom, column, TMS row strictly ascending, as `import` sends them); `nil` once
-    /// they do not, and then ``finish()`` reads every tile again to compute it.
-    private var runningHash: Insecure.MD5? = Insecure.MD5()
+    /// they do not, and then ``finish()`` reads every tile again to compute it. The MD5 runs on a
+    /// thread of its own.
+    private var runningHash: BackgroundMD5?
     private var lastHashedKey: (zoom: Int, x: Int, row: Int)?
     /// The dedup blob id before collision suffixes: upper-case hex MD5 (replaceable in tests to
     /// force hash collisions).
@@ -151,6 +152,7 @@ public final class MBTilesWriter {
         }
         try prepareStatements(connection, beginSQL: "BEGIN")
         try beginTransaction()
+        runningHash = BackgroundMD5()
     }
 
     /// Opens an existing archive to add, replace or remove tiles and change its metadata, all in
@@ -169,8 +171,6 @@ public final class MBTilesWriter {
         }
         schemaKind = schema.kind
         metadata = TileMetadata()
-        // The file already holds tiles: the hash is computed over all of them at the end.
-        runningHash = nil
         try prepareStatements(connection, beginSQL: "BEGIN IMMEDIATE")
         try beginTransaction()
         if !schema.hasMetadataTable {
@@ -254,13 +254,32 @@ public final class MBTilesWriter {
     private func hashWhileWriting(_ bytes: UnsafeRawBufferPointer, zoom: Int, x: Int, row: Int) {
         let key = (zoom: zoom, x: x, row: row)
         guard !isUpdate, lastHashedKey.map({ ($0.zoom, $0.x, $0.row) < (key.zoom, key.x, key.row) }) ?? true else {
-            runningHash = nil
+            dropRunningHash()
             return
         }
         lastHashedKey = key
-        var text = "\(zoom)\(x)\(row)"
-        text.withUTF8 { runningHash?.update(bufferPointer: UnsafeRawBufferPointer($0)) }
-        if bytes.count > 0 { runningHash?.update(bufferPointer: bytes) }
+        // The three numbers as decimal text, as SQLite's CAST(... AS TEXT) gives them.
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 64) { text in
+            var count = 0
+            for number in [zoom, x, row] {
+                var value = number
+                if value < 0 { text[count] = UInt8(ascii: "-"); count += 1; value = -value }
+                let start = count
+                repeat {
+                    text[count] = UInt8(ascii: "0") + UInt8(value % 10)
+                    count += 1
+                    value /= 10
+                } while value > 0
+                text[start..<count].reverse()
+            }
+            runningHash?.update(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(text)[0..<count]))
+        }
+        if bytes.count > 0 { runningHash?.update(bytes) }
+    }
+
+    private func dropRunningHash() {
+        runningHash?.cancel()
+        runningHash = nil
     }
 
     /// Adds (or replaces) one tile.
@@ -276,7 +295,7 @@ public final class MBTilesWriter {
     @discardableResult
     public func removeTile(at tile: TileCoordinate) throws(TileArchiveError) -> Bool {
         if let failure { throw failure }
-        runningHash = nil
+        dropRunningHash()
         guard let connection else { return false }
         let table = switch schemaKind {
         case .flat, .otherView: "tiles"
@@ -356,8 +375,9 @@ public final class MBTilesWriter {
             if !errors.isEmpty { throw Self.metadataError(path: path, errors) }
 
             let hash: String
-            if let runningHash {
-                hash = MBTilesAggregateHash.hex(runningHash.finalize())
+            if let running = runningHash {
+                runningHash = nil
+                hash = MBTilesAggregateHash.hex(running.finalize())
             } else {
                 hash = try MBTilesAggregateHash.compute(connection)
             }
@@ -392,6 +412,7 @@ public final class MBTilesWriter {
 
     /// Abandons the write: a new file is deleted, an update rolled back.
     public func cancel() {
+        dropRunningHash()
         guard !finished else { return }
         finished = true
         if isUpdate, let connection {
