@@ -17,10 +17,14 @@ if [ ! -x "$venv/bin/mb-util" ]; then
     "$venv/bin/pip" install --quiet "mbutil==0.3.0"
 fi
 
-swift build -c release --product tilepack
+# The CLI as a Linux release is shipped: the Swift runtime and Foundation linked in
+# (--static-swift-stdlib; README's "Release build"). It has its own build folder, so this does not
+# rebuild the everyday .build (the first build takes several minutes).
+static=(-c release --static-swift-stdlib --scratch-path .build-static)
+swift build "${static[@]}" --product tilepack
 swift build -c release --package-path tools --product bench-import
 swift build -c release --package-path tools --product floor-read
-bin="$(swift build -c release --show-bin-path)"
+bin="$(swift build "${static[@]}" --show-bin-path)"
 tools_bin="$(swift build -c release --package-path tools --show-bin-path)"
 
 exec "$tools_bin/bench-import" --work "$work" --tilepack "$bin/tilepack" --mb-util "$venv/bin/mb-util" \

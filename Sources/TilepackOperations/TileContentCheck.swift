@@ -113,4 +113,6 @@ enum TileContentCheck {
 
 struct CheckFailure: Error, Sendable {
     var reason: String
+    /// The finding's kind: `tile` for content, `container` for a payload the archive cannot give.
+    var check = "tile"
 }

@@ -122,20 +122,21 @@ public enum ArchiveVerifier {
             return
         }
         collector.report.layout = archive.schema.kind.description
-        // SQLite's integrity check and the aggregate hash each read the whole file on one thread:
-        // they run beside the per-tile checks instead of before and after them (as the pool's first
-        // job, so the threads stay as many as the cores).
+        // SQLite's integrity check reads the whole file on one thread: it runs beside the per-tile
+        // checks (as the pool's first job, so the threads stay as many as the cores). The
+        // aggregate hash is computed from the rows as they are read when they come in its order,
+        // else by a pass of its own at the end.
         let storedHash = (try? archive.readMetadata())?[TileMetadata.Key.aggregateTilesHash]
-        let wholeFile = Locked<(integrity: Result<[String], TileArchiveError>, hash: Result<String, TileArchiveError>?)?>(nil)
-        let wholeFileDone = DispatchGroup()
-        wholeFileDone.enter()
+        let integrity = Locked<Result<[String], TileArchiveError>?>(nil)
+        let integrityDone = DispatchGroup()
+        integrityDone.enter()
         pool.submit {
-            defer { wholeFileDone.leave() }
-            let integrity = Result { () throws(TileArchiveError) in try archive.integrityCheck() }
-            let hash = storedHash.map { _ in Result { () throws(TileArchiveError) in try archive.aggregateTilesHash() } }
-            wholeFile.withLock { $0 = (integrity, hash) }
+            defer { integrityDone.leave() }
+            let result = Result { () throws(TileArchiveError) in try archive.integrityCheck() }
+            integrity.withLock { $0 = result }
         }
-        defer { wholeFileDone.wait() }
+        defer { integrityDone.wait() }
+        var hasher = storedHash == nil ? nil : MBTilesAggregateHasher()
         let schema = archive.schema
         if !schema.hasUniqueIndex {
             collector.add(VerifyFinding(.warning, "schema", "no unique index on (zoom_level, tile_column, tile_row) of '\(schema.coordinateTable)': duplicate tiles are possible and every lookup scans the table"))
@@ -152,6 +153,7 @@ public enum ArchiveVerifier {
         do {
             try archive.forEachRawRow { row in
                 collector.report.tiles += 1
+                hasher?.add(row)
                 if let problem = row.coordinateProblem {
                     collector.add(VerifyFinding(.error, "tile", problem, tile: row.storedCoordinates))
                     return
@@ -178,24 +180,26 @@ public enum ArchiveVerifier {
             collector.add(VerifyFinding(.error, "hash", "checking tile_hash failed: \(error)"))
         }
 
-        wholeFileDone.wait()
-        if let (integrity, hash) = wholeFile.withLock({ $0 }) {
-            switch integrity {
-            case .success(let problems):
-                for problem in problems { collector.add(VerifyFinding(.error, "container", "SQLite integrity_check: \(problem)")) }
+        if let stored = storedHash {
+            let hash = hasher?.finalize().map { Result<String, TileArchiveError>.success($0) }
+                ?? Result { () throws(TileArchiveError) in try archive.aggregateTilesHash() }
+            switch hash {
+            case .success(let computed) where computed.uppercased() != stored.uppercased():
+                collector.add(VerifyFinding(.error, "hash", "agg_tiles_hash is \(stored), the tiles hash to \(computed)", key: TileMetadata.Key.aggregateTilesHash))
+            case .success:
+                break
             case .failure(let error):
-                collector.add(VerifyFinding(.error, "container", "SQLite integrity_check failed: \(error.fault)"))
+                collector.add(VerifyFinding(.error, "hash", "computing agg_tiles_hash failed: \(error.fault)"))
             }
-            if let stored = storedHash, let hash {
-                switch hash {
-                case .success(let computed) where computed.uppercased() != stored.uppercased():
-                    collector.add(VerifyFinding(.error, "hash", "agg_tiles_hash is \(stored), the tiles hash to \(computed)", key: TileMetadata.Key.aggregateTilesHash))
-                case .success:
-                    break
-                case .failure(let error):
-                    collector.add(VerifyFinding(.error, "hash", "computing agg_tiles_hash failed: \(error.fault)"))
-                }
-            }
+        }
+        integrityDone.wait()
+        switch integrity.withLock({ $0 }) {
+        case .success(let problems):
+            for problem in problems { collector.add(VerifyFinding(.error, "container", "SQLite integrity_check: \(problem)")) }
+        case .failure(let error):
+            collector.add(VerifyFinding(.error, "container", "SQLite integrity_check failed: \(error.fault)"))
+        case nil:
+            break
         }
         let metadata: TileMetadata
         do {
@@ -220,25 +224,37 @@ public enum ArchiveVerifier {
             return
         }
         collector.report.layout = archive.content.map { "\($0)" } ?? "empty"
+        let raw: RawBitmapLayout? = if case .rawBitmap(let layout) = archive.content { layout } else { nil }
+        // Encoded tiles: the layout is checked here, and each payload's CRC and LZ4 block by the
+        // worker that reads the tile to decode it. Raw pixels have nothing to decode: everything
+        // is checked here.
+        let checksumsHere = raw != nil || options.quick
         do {
-            _ = try archive.verify()
+            _ = try archive.verify(checksums: checksumsHere)
         } catch {
             collector.add(VerifyFinding(.error, "container", error.fault.description))
             return
         }
-        var checker = ContentChecker(options: options, pool: pool, progress: progress, start: start)
-        let raw: RawBitmapLayout? = if case .rawBitmap(let layout) = archive.content { layout } else { nil }
+        var checker = ContentChecker(options: options, pool: pool, progress: progress, start: start, bundle: checksumsHere ? nil : archive)
         do {
-            try archive.forEachTile { tile, bytes in
-                collector.report.tiles += 1
-                if let raw {
+            if let raw {
+                try archive.forEachTile { tile, bytes in
+                    collector.report.tiles += 1
                     // Raw pixels have nothing to decode: their size is the check.
                     if bytes.count != raw.byteCount {
                         collector.add(VerifyFinding(.error, "tile", "\(bytes.count) bytes, a \(raw) tile has \(raw.byteCount ?? -1)", tile: "\(tile)"))
                     }
-                    return
                 }
-                checker.add(tile: tile, label: "\(tile)", bytes: bytes, collector: &collector)
+            } else if options.quick {
+                try archive.forEachTile { tile, bytes in
+                    collector.report.tiles += 1
+                    checker.add(tile: tile, label: "\(tile)", bytes: bytes, collector: &collector)
+                }
+            } else {
+                try archive.forEachTileCoordinate { tile in
+                    collector.report.tiles += 1
+                    checker.add(tile: tile, label: "\(tile)", collector: &collector)
+                }
             }
         } catch {
             collector.add(VerifyFinding(.error, "container", "reading the tiles failed: \(error)"))
@@ -311,8 +327,11 @@ struct ContentChecker {
     let progress: ProgressHandler?
     let start: UInt64
     private var batch: [Item] = []
-    /// A tile handed to the workers: the bytes are copied out of the reader's transient buffer.
-    typealias Item = (tile: TileCoordinate, label: String, bytes: [UInt8])
+    /// A tile handed to the workers: its bytes copied out of the reader's transient buffer, or
+    /// `nil` when the worker reads the tile from ``bundle`` itself.
+    typealias Item = (tile: TileCoordinate, label: String, bytes: [UInt8]?)
+    /// The bundle the workers read tiles from (checking CRCs and LZ4 blocks as they go).
+    let bundle: BundleArchive?
     private typealias Batch = ParallelBatch<Item, Result<TileContentCheck.Outcome, CheckFailure>, [UInt8]>
     private var running: Batch?
     /// Tile counts per zoom with their extents.
@@ -324,7 +343,8 @@ struct ContentChecker {
     private var done = 0
     private var lastReport: UInt64 = 0
 
-    init(options: VerifyOptions, pool: WorkerPool, progress: ProgressHandler?, start: UInt64) {
+    init(options: VerifyOptions, pool: WorkerPool, progress: ProgressHandler?, start: UInt64, bundle: BundleArchive? = nil) {
+        self.bundle = bundle
         self.options = options
         self.pool = pool
         self.progress = progress
@@ -332,14 +352,7 @@ struct ContentChecker {
     }
 
     mutating func add(tile: TileCoordinate, label: String, bytes: UnsafeRawBufferPointer, collector: inout Collector) {
-        if var level = levels[tile.zoom] {
-            level.tileCount += 1
-            level.minX = min(level.minX, tile.x); level.maxX = max(level.maxX, tile.x)
-            level.minY = min(level.minY, tile.y); level.maxY = max(level.maxY, tile.y)
-            levels[tile.zoom] = level
-        } else {
-            levels[tile.zoom] = TileContentSummary.Level(zoom: tile.zoom, tileCount: 1, minX: tile.x, maxX: tile.x, minY: tile.y, maxY: tile.y)
-        }
+        count(tile)
         if options.quick {
             guard let format = TileFormat.sniff(bytes) else {
                 collector.add(VerifyFinding(.error, "tile", bytes.isEmpty ? "empty tile" : "bytes of no known tile format (first bytes \(TileContentCheck.hexPrefix(bytes)))", tile: label))
@@ -350,6 +363,24 @@ struct ContentChecker {
         }
         batch.append((tile, label, Array(bytes)))
         if batch.count >= ArchiveVerifier.batchSize { flush(collector: &collector) }
+    }
+
+    /// Adds a tile of ``bundle`` that a worker reads and checks.
+    mutating func add(tile: TileCoordinate, label: String, collector: inout Collector) {
+        count(tile)
+        batch.append((tile, label, nil))
+        if batch.count >= ArchiveVerifier.batchSize { flush(collector: &collector) }
+    }
+
+    private mutating func count(_ tile: TileCoordinate) {
+        if var level = levels[tile.zoom] {
+            level.tileCount += 1
+            level.minX = min(level.minX, tile.x); level.maxX = max(level.maxX, tile.x)
+            level.minY = min(level.minY, tile.y); level.maxY = max(level.maxY, tile.y)
+            levels[tile.zoom] = level
+        } else {
+            levels[tile.zoom] = TileContentSummary.Level(zoom: tile.zoom, tileCount: 1, minX: tile.x, maxX: tile.x, minY: tile.y, maxY: tile.y)
+        }
     }
 
     mutating func finish(collector: inout Collector) {
@@ -363,8 +394,18 @@ struct ContentChecker {
         guard !batch.isEmpty else { return }
         let next = Batch(batch)
         batch.removeAll(keepingCapacity: true)
+        let bundle = self.bundle
         next.start(on: pool, makeState: { [UInt8]() }) { scratch, item in
-            item.bytes.withUnsafeBytes { TileContentCheck.check($0, scratch: &scratch) }
+            if let bytes = item.bytes { return bytes.withUnsafeBytes { TileContentCheck.check($0, scratch: &scratch) } }
+            guard let bundle else { return .failure(CheckFailure(reason: "no bytes to check")) }
+            do {
+                return try bundle.withTileBytes(at: item.tile) { TileContentCheck.check($0, scratch: &scratch) }
+                    ?? .failure(CheckFailure(reason: "listed in the index but not found", check: "container"))
+            } catch let error as TileArchiveError {
+                return .failure(CheckFailure(reason: error.fault.description, check: "container"))
+            } catch {
+                return .failure(CheckFailure(reason: "\(error)", check: "container"))
+            }
         }
         if let running { absorb(running, collector: &collector) }
         running = next
@@ -376,7 +417,7 @@ struct ContentChecker {
             done += 1
             switch pending[index] {
             case .failure(let failure):
-                collector.add(VerifyFinding(.error, "tile", failure.reason, tile: item.label))
+                collector.add(VerifyFinding(.error, failure.check, failure.reason, tile: item.label))
             case .success(let outcome):
                 collector.report.decodedTiles += 1
                 formats[outcome.format, default: 0] += 1

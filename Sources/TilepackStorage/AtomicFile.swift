@@ -30,10 +30,38 @@ public final class AtomicFile: @unchecked Sendable {
     }
 
     private let overwrite: Bool
+    /// Background flushes (``flushInBackground()``), one at a time.
+    private let flushes = DispatchQueue(label: "tilepack.atomic-file.flush")
+    private let flushing = Locked(false)
+
+    /// Starts writing what the temporary file holds so far to disk, on a background queue, so
+    /// that ``commit()``'s fsync finds little left to write. Returns at once; does nothing while
+    /// the previous background flush is still running.
+    public func flushInBackground() {
+        guard flushing.withLock({ running in
+            if running { return false }
+            running = true
+            return true
+        }) else { return }
+        let path = temporaryPath
+        flushes.async { [flushing] in
+            let fd = open(path, O_RDONLY | O_CLOEXEC)
+            if fd >= 0 {
+                #if os(Linux)
+                _ = fdatasync(fd)
+                #else
+                _ = Foundation.fsync(fd)
+                #endif
+                close(fd)
+            }
+            flushing.withLock { $0 = false }
+        }
+    }
 
     /// Flushes the temporary file to disk and renames it over the destination.
     public func commit() throws(TileArchiveError) {
         precondition(!finished, "AtomicFile committed twice")
+        flushes.sync {}
         try Self.fsync(path: temporaryPath, destination: destination)
         if !overwrite && FileManager.default.fileExists(atPath: destination) {
             discard()

@@ -113,4 +113,17 @@ import TilepackTestSupport
             bytes[offset] ^= 0x04
         }
     }
+
+    @Test func aDamagedPayloadIsReportedWithItsTile() throws {
+        // The workers check each payload's CRC as they read the tile to decode it.
+        let dir = try TemporaryDirectory()
+        _ = try ArchiveConverter.run(source: TestSupport.fixture("martin/world_cities.mbtiles"), destination: dir.file("a.tilepack"), options: ConvertOptions())
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: dir.file("a.tilepack")))
+        bytes[bytes.count - 1] ^= 0x10  // the last byte of the last payload
+        try bytes.write(to: URL(fileURLWithPath: dir.file("b.tilepack")))
+        let report = ArchiveVerifier.run(path: dir.file("b.tilepack"))
+        #expect(report.exitCode(strict: false) == 1)
+        let finding = try #require(report.findings.first { $0.severity == .error })
+        #expect(finding.check == "container" && finding.tile != nil && finding.message.contains("checksum mismatch"), "\(finding)")
+    }
 }

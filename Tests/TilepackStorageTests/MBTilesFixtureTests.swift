@@ -77,6 +77,22 @@ struct MBTilesFixtureTests {
             #expect(try archive.readMetadata()[TileMetadata.Key.aggregateTilesHash] == stored)
         }
         #expect(try archive.integrityCheck().isEmpty)
+        // Hashing the rows as a reader meets them gives the same value whenever they come in order.
+        var hasher = MBTilesAggregateHasher()
+        try archive.forEachRawRow { hasher.add($0) }
+        if let inScan = hasher.finalize() { #expect(inScan == fixture.aggregateHash) }
+    }
+
+    @Test func rowsOutOfHashOrderAreNotHashedInTheScan() throws {
+        let dir = try TemporaryDirectory()
+        let writer = try MBTilesWriter(creating: dir.file("o.mbtiles"), metadata: TileMetadata(["name": "o", "format": "png"]))
+        for (z, x, y) in [(1, 1, 0), (1, 0, 0), (0, 0, 0)] {
+            try writer.write([0x89, 0x50, 0x4E, 0x47, UInt8(x)], at: TileCoordinate(zoom: z, x: x, y: y))
+        }
+        try writer.finish()
+        var hasher = MBTilesAggregateHasher()
+        try MBTilesArchive(path: dir.file("o.mbtiles")).forEachRawRow { hasher.add($0) }
+        #expect(hasher.finalize() == nil)
     }
 
     @Test func storedHashesThatTheReadmeSaysDiffer() throws {

@@ -114,7 +114,14 @@ func directoryEntries(_ dir: TemporaryDirectory) -> [String] {
         for (tile, data) in tiles { try writer.write(data, at: tile) }
         let report = try writer.finish()
         #expect(report.aggregateTilesHash == "B022AC7C8C41FEF958506C19E856038E")
-        #expect(try MBTilesArchive(path: dir.file("a.mbtiles")).aggregateTilesHash() == "B022AC7C8C41FEF958506C19E856038E")
+        let archive = try MBTilesArchive(path: dir.file("a.mbtiles"))
+        #expect(try archive.aggregateTilesHash() == "B022AC7C8C41FEF958506C19E856038E")
+        // The zooms and extents the writer tracked (in order) or queried (otherwise) are the table's.
+        var derived = TileMetadata()
+        try archive.contentSummary().derive(into: &derived, mode: .replace)
+        for key in ["bounds", "center", "minzoom", "maxzoom"] {
+            #expect(report.metadata[key] != nil && report.metadata[key] == derived[key], "\(key)")
+        }
     }
 
     @Test func vectorTilesWithMetadata() throws {

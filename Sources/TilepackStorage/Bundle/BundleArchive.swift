@@ -329,7 +329,22 @@ public struct BundleArchive: TileArchive {
     /// this checks each payload (record, place, CRC-32, LZ4 size, raw-bitmap size), that payloads
     /// follow each other with zero padding exactly as the format prescribes, that every payload is
     /// used by a tile and that the header's largest tile length is right.
-    public func verify() throws(TileArchiveError) -> Verification {
+    /// Calls `body` with every tile's coordinate, in index order (zoom, then key), reading no payload.
+    public func forEachTileCoordinate(_ body: (TileCoordinate) throws -> Void) throws {
+        for zoom in 0..<BundleFormat.zoomLevelCount {
+            for entry in zoomStarts[zoom]..<zoomStarts[zoom + 1] {
+                guard let tile = BundleFormat.tile(key: key(atEntry: entry), zoom: zoom) else {
+                    throw TileArchiveError(path: path, fault: .corrupt("index entry \(entry) is not a tile of zoom \(zoom)"))
+                }
+                try body(tile)
+            }
+        }
+    }
+
+    /// - Parameter checksums: `false` checks the layout only (records, ranges, padding, every
+    ///   payload used), leaving each payload's CRC and LZ4 block to the reads of its tiles (which
+    ///   check them), so that a caller reading every tile on several threads does not do it twice.
+    public func verify(checksums: Bool = true) throws(TileArchiveError) -> Verification {
         func fail(_ text: String) -> TileArchiveError { TileArchiveError(path: path, fault: .corrupt(text)) }
         let file = bytes.buffer
         var used = [UInt64](repeating: 0, count: (payloadCount + 63) / 64)
@@ -346,7 +361,7 @@ public struct BundleArchive: TileArchive {
             guard used[number >> 6] & (1 << UInt64(number & 63)) != 0 else {
                 throw fail("payload \(number) is used by no tile")
             }
-            let payload = try payload(number: number, tile: nil, checkCRC: true)
+            let payload = try payload(number: number, tile: nil, checkCRC: checksums)
             guard payload.offset == expectedOffset else {
                 throw fail("payload \(number) starts at data offset \(payload.offset), the layout puts it at \(expectedOffset)")
             }
@@ -357,11 +372,13 @@ public struct BundleArchive: TileArchive {
             }
             expectedOffset = next
             if payload.codec == .lz4Block {
-                if scratch == nil {
-                    scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: maximumTileLength, alignment: 16)
-                }
-                if let buffer = scratch {
-                    try decompress(payload, into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<payload.rawLength]), tile: nil)
+                if checksums {
+                    if scratch == nil {
+                        scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: maximumTileLength, alignment: 16)
+                    }
+                    if let buffer = scratch {
+                        try decompress(payload, into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<payload.rawLength]), tile: nil)
+                    }
                 }
                 result.lz4PayloadCount += 1
             }

@@ -455,6 +455,8 @@ public final class BundleWriter {
                 }
             }.get()
             start = end
+            // Let the disk take what is written while the next chunk is copied.
+            file.flushInBackground()
         }
     }
 

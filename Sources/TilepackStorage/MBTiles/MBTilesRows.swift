@@ -141,6 +141,39 @@ public enum MBTilesAggregateHash {
     }
 }
 
+/// `agg_tiles_hash` computed from rows as a reader meets them (``MBTilesArchive/forEachRawRow(_:)``),
+/// saving a second pass over the file when they come in the hash's own order, which is
+/// storage order for files written by tilepack, mbutil and most tools. It gives up (``finalize()``
+/// is `nil`) at the first row out of that order, or whose values the hash would see through a
+/// text conversion (coordinates that are not integers, `tile_data` that is not a blob or NULL);
+/// the caller then computes the hash with ``MBTilesArchive/aggregateTilesHash()``.
+public struct MBTilesAggregateHasher {
+    private var md5: Insecure.MD5? = Insecure.MD5()
+    private var last: (Int64, Int64, Int64)?
+
+    public init() {}
+
+    /// Whether every row so far could be hashed.
+    public var isValid: Bool { md5 != nil }
+
+    public mutating func add(_ row: MBTilesRawRow) {
+        guard md5 != nil else { return }
+        guard case .integer(let z) = row.zoomLevel, case .integer(let x) = row.tileColumn, case .integer(let y) = row.tileRow,
+              row.tileDataStorage == .blob || row.tileDataStorage == .null,
+              last.map({ $0 < (z, x, y) }) ?? true else {
+            md5 = nil
+            return
+        }
+        last = (z, x, y)
+        var text = "\(z)\(x)\(y)"
+        text.withUTF8 { md5?.update(bufferPointer: UnsafeRawBufferPointer($0)) }
+        if let data = row.tileData, data.count > 0 { md5?.update(bufferPointer: data) }
+    }
+
+    /// The upper-case hex hash, or `nil` when the rows could not all be hashed.
+    public func finalize() -> String? { md5.map { MBTilesAggregateHash.hex($0.finalize()) } }
+}
+
 /// Per zoom level: how many tiles and the XYZ column/row ranges they span.
 public struct TileContentSummary: Hashable, Sendable {
     public struct Level: Hashable, Sendable {

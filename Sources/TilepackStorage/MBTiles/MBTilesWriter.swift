@@ -98,6 +98,9 @@ public final class MBTilesWriter {
     /// thread of its own.
     private var runningHash: BackgroundMD5?
     private var lastHashedKey: (zoom: Int, x: Int, row: Int)?
+    /// Per zoom, the tiles written, kept while ``runningHash`` is (tiles strictly ascending, none
+    /// removed, a new file): then it is exactly what a query of the table would give.
+    private var writtenLevels: [TileContentSummary.Level] = []
     /// The dedup blob id before collision suffixes: upper-case hex MD5 (replaceable in tests to
     /// force hash collisions).
     var blobID: (UnsafeRawBufferPointer) -> String = MBTilesAggregateHash.md5Hex
@@ -243,6 +246,8 @@ public final class MBTilesWriter {
             if !isUpdate, pending >= options.tilesPerTransaction {
                 try commitTransaction()
                 try beginTransaction()
+                // Let the disk take what is written while the next tiles come.
+                atomicFile?.flushInBackground()
             }
         } catch {
             failure = error
@@ -258,6 +263,15 @@ public final class MBTilesWriter {
             return
         }
         lastHashedKey = key
+        let y = TileScheme.tms.flipIfTMS(row: row, zoom: zoom)
+        if let last = writtenLevels.last, last.zoom == zoom {
+            let i = writtenLevels.count - 1
+            writtenLevels[i].tileCount += 1
+            writtenLevels[i].minX = min(last.minX, x); writtenLevels[i].maxX = max(last.maxX, x)
+            writtenLevels[i].minY = min(last.minY, y); writtenLevels[i].maxY = max(last.maxY, y)
+        } else {
+            writtenLevels.append(TileContentSummary.Level(zoom: zoom, tileCount: 1, minX: x, maxX: x, minY: y, maxY: y))
+        }
         // The three numbers as decimal text, as SQLite's CAST(... AS TEXT) gives them.
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 64) { text in
             var count = 0
@@ -365,7 +379,8 @@ public final class MBTilesWriter {
             if schemaKind == .normalized {
                 try connection.execute("DELETE FROM images WHERE tile_id NOT IN (SELECT tile_id FROM map WHERE tile_id IS NOT NULL)")
             }
-            var content = try TileContentSummary.query(connection)
+            // Known from the writes when they came in order; otherwise asked of the table.
+            var content = runningHash != nil ? TileContentSummary(levels: writtenLevels) : try TileContentSummary.query(connection)
             let sniff = try connection.prepare("SELECT tile_data FROM tiles WHERE tile_data IS NOT NULL LIMIT 1")
             if try sniff.step(), let bytes = sniff.bytes(0) { content.sniffedFormat = TileFormat.sniff(bytes) }
             sniff.reset()

@@ -1,0 +1,39 @@
+import Crypto
+import Foundation
+import Testing
+@testable import TilepackStorage
+
+@Suite struct BackgroundMD5Tests {
+    /// Fed in uneven pieces across many 1 MiB chunks, it gives the MD5 of the whole stream.
+    @Test func matchesAnMD5OfTheWholeStream() {
+        var bytes = [UInt8](repeating: 0, count: (7 << 20) + 12_345)
+        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+        for i in bytes.indices {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            bytes[i] = UInt8(truncatingIfNeeded: state >> 33)
+        }
+        let background = BackgroundMD5()
+        var at = 0
+        var piece = 1
+        bytes.withUnsafeBytes { all in
+            while at < all.count {
+                let n = min(piece, all.count - at)
+                background.update(UnsafeRawBufferPointer(rebasing: all[at..<(at + n)]))
+                at += n
+                piece = piece * 3 % 700_001 + 1
+            }
+        }
+        #expect(Array(background.finalize()) == Array(Insecure.MD5.hash(data: bytes)))
+    }
+
+    @Test func nothingFedIsTheMD5OfNothing() {
+        #expect(MBTilesAggregateHash.hex(BackgroundMD5().finalize()) == MBTilesAggregateHash.empty)
+    }
+
+    @Test func cancelEndsTheThreadWithQueuedWork() {
+        let background = BackgroundMD5()
+        let chunk = [UInt8](repeating: 7, count: 3 << 20)
+        chunk.withUnsafeBytes { for _ in 0..<4 { background.update($0) } }
+        background.cancel()  // returns once the thread has ended
+    }
+}
