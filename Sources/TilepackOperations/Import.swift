@@ -50,8 +50,14 @@ public struct ImportReport: Sendable, Codable {
 
 /// Imports a directory tree of tile files into an archive.
 public enum TileImporter {
-    /// Tiles read and checked per batch; the memory an import holds is about two batches.
+    /// Tiles read and checked per batch, at most; fewer when tiles are large (see ``batchBytes``).
     static let batchSize = 512
+    /// The bytes a batch should hold: batches are sized from the mean tile size seen so far, so
+    /// the four batches an import holds (three read ahead, one being written) stay near 16 MiB
+    /// whether tiles are 1 KiB or 100 KiB.
+    static let batchBytes = 4 << 20
+    /// The first batch's size, before any tile size is known.
+    static let firstBatchSize = 64
 
     /// Runs an import.
     /// - Throws: ``OperationError`` for anything that stops the import; the destination is then
@@ -107,6 +113,8 @@ public enum TileImporter {
         }
         defer { feeder.stop() }
         var readFailures: [SkippedFile] = []
+        var bytesSeen = 0
+        var tilesSeen = 0
         while let batch = feeder.next() {
             batch.wait()
             for (index, file) in batch.inputs.enumerated() {
@@ -137,9 +145,12 @@ public enum TileImporter {
                     }
                     report.imported += 1
                     report.bytes += tile.byteCount
+                    bytesSeen += tile.byteCount
+                    tilesSeen += 1
                     report.zooms[file.tile.zoom, default: 0] += 1
                 }
             }
+            if tilesSeen > 0 { feeder.meanTileBytes = bytesSeen / tilesSeen }
             let now = DispatchTime.now().uptimeNanoseconds
             if let progress, now - lastReport > 200_000_000 {
                 lastReport = now
@@ -262,6 +273,20 @@ final class BatchFeeder: @unchecked Sendable {
     private var filtered = 0
 
     private let depth: Int
+    private let sizing = Locked(0)
+
+    /// The mean size of the tiles read so far (0 before any), which sizes the next batches.
+    var meanTileBytes: Int {
+        get { sizing.withLock { $0 } }
+        set { sizing.withLock { $0 = newValue } }
+    }
+
+    /// How many files the next batch takes.
+    private var nextBatchSize: Int {
+        let mean = meanTileBytes
+        guard mean > 0 else { return TileImporter.firstBatchSize }
+        return min(TileImporter.batchSize, max(8, TileImporter.batchBytes / mean))
+    }
 
     init(walker: TileTreeWalker, depth: Int, start: @escaping @Sendable ([TileFile]) -> Batch) {
         self.depth = max(1, depth)
@@ -298,6 +323,7 @@ final class BatchFeeder: @unchecked Sendable {
         var skippedHere: [SkippedFile] = []
         var filteredHere = 0
         var files: [TileFile] = []
+        var size = nextBatchSize
         files.reserveCapacity(TileImporter.batchSize)
         func publish(_ batch: Batch?) -> Bool {
             condition.lock()
@@ -312,9 +338,10 @@ final class BatchFeeder: @unchecked Sendable {
             switch entry {
             case .tile(let file):
                 files.append(file)
-                if files.count == TileImporter.batchSize {
+                if files.count >= size {
                     going = publish(start(files))
                     files.removeAll(keepingCapacity: true)
+                    size = nextBatchSize
                 }
             case .skipped(let entry): skippedHere.append(entry)
             case .filtered: filteredHere += 1

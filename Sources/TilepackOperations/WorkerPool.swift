@@ -10,7 +10,9 @@ import Foundation
 final class WorkerPool: @unchecked Sendable {
     // Everything below is guarded by `condition`.
     private let condition = NSCondition()
-    private var jobs: [@Sendable () -> Void] = []
+    /// Queued jobs from `head` on; a taken slot is cleared at once, so a job (and what it holds,
+    /// such as a batch of tiles) is released when it has run, not when the queue next empties.
+    private var jobs: [(@Sendable () -> Void)?] = []
     private var head = 0
     private var stopping = false
     private var running = 0
@@ -60,13 +62,17 @@ final class WorkerPool: @unchecked Sendable {
         while true {
             if head < jobs.count {
                 let job = jobs[head]
+                jobs[head] = nil
                 head += 1
                 if head == jobs.count {
                     jobs.removeAll(keepingCapacity: true)
                     head = 0
+                } else if head >= 256 {
+                    jobs.removeFirst(head)
+                    head = 0
                 }
                 condition.unlock()
-                job()
+                job?()
                 condition.lock()
             } else if stopping {
                 running -= 1

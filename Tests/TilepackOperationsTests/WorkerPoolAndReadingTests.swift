@@ -22,6 +22,30 @@ import TilepackTestSupport
         #expect(threads.withLock { $0.count } <= 3)
     }
 
+    /// A job that has run is released even while later jobs wait (it may hold a batch of tiles).
+    @Test func aJobIsReleasedOnceItHasRun() {
+        final class Payload: Sendable {}
+        let running = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        weak var watched: Payload?
+        WorkerPool.with(threads: 1) { pool in
+            do {
+                let payload = Payload()
+                watched = payload
+                pool.submit { _ = payload }
+            }
+            pool.submit {
+                running.signal()
+                release.wait()
+            }
+            pool.submit {}
+            running.wait()
+            // The first job has run; the third still waits behind the second.
+            #expect(watched == nil)
+            release.signal()
+        }
+    }
+
     @Test func aBatchComputesEveryOutputInItsPlace() {
         let inputs = Array(0..<5000)
         WorkerPool.with(threads: 2) { pool in

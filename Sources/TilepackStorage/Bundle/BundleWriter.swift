@@ -158,12 +158,14 @@ public final class BundleWriter {
               let source = raw.baseAddress else { return nil }
         // LZ4 fails (returns 0) when the output would not fit: exactly "does not pay".
         let capacity = raw.count - saving
-        let stored = [UInt8](unsafeUninitializedCapacity: capacity) { buffer, count in
+        // Compressed into a temporary buffer, then copied at its exact size: the payload may wait
+        // in a batch for a while, and should not hold the raw size.
+        let stored: [UInt8] = withUnsafeTemporaryAllocation(byteCount: capacity, alignment: 16) { buffer in
             let produced = LZ4_compress_default(
                 source.assumingMemoryBound(to: CChar.self),
-                UnsafeMutableRawPointer(buffer.baseAddress)?.assumingMemoryBound(to: CChar.self),
+                buffer.baseAddress?.assumingMemoryBound(to: CChar.self),
                 Int32(raw.count), Int32(capacity))
-            count = Int(max(0, produced))
+            return produced > 0 ? Array(UnsafeRawBufferPointer(rebasing: buffer[0..<Int(produced)])) : []
         }
         guard !stored.isEmpty else { return nil }
         let crc = stored.withUnsafeBytes { BundleFormat.crc32($0) }
@@ -318,29 +320,32 @@ public final class BundleWriter {
         // Index, with its CRC computed as it is written.
         out.crc = 0
         out.computesCRC = true
-        // Built in memory (about 40 bytes per tile), then written and checksummed at once.
-        var index = [UInt8](repeating: 0, count: indexEnd - indexOffset)
-        index.withUnsafeMutableBytes { buffer in
-            var at = 0
-            func put<T: FixedWidthInteger>(_ value: T) {
-                buffer.storeBytes(of: value.littleEndian, toByteOffset: at, as: T.self)
-                at += MemoryLayout<T>.size
+        // Built in 64 KiB pieces, each written (and checksummed) at once.
+        var piece = [UInt8](repeating: 0, count: 64 << 10)
+        var filled = 0
+        func put<T: FixedWidthInteger>(_ value: T) throws(TileArchiveError) {
+            let size = MemoryLayout<T>.size
+            if filled + size > piece.count {
+                try piece.withUnsafeBytes { raw in Result { () throws(TileArchiveError) in try out.write(UnsafeRawBufferPointer(rebasing: raw[0..<filled])) } }.get()
+                filled = 0
             }
-            for count in zoomCounts { put(count) }
-            for entry in tiles { put(entry.key) }
-            for entry in tiles { put(renumber[Int(entry.payload)]) }
-            at = recordsOffset - indexOffset
-            for (position, old) in order.enumerated() {
-                let payload = payloads[old]
-                put(UInt64(offsets[position]))
-                put(payload.storedLength)
-                put(payload.rawLength)
-                put(payload.crc)
-                put(payload.codec.rawValue)
-                at += 3
-            }
+            piece.withUnsafeMutableBytes { $0.storeBytes(of: value.littleEndian, toByteOffset: filled, as: T.self) }
+            filled += size
         }
-        try out.write(index)
+        for count in zoomCounts { try put(count) }
+        for entry in tiles { try put(entry.key) }
+        for entry in tiles { try put(renumber[Int(entry.payload)]) }
+        for _ in 0..<(recordsOffset - refsEnd) { try put(UInt8(0)) }
+        for (position, old) in order.enumerated() {
+            let payload = payloads[old]
+            try put(UInt64(offsets[position]))
+            try put(payload.storedLength)
+            try put(payload.rawLength)
+            try put(payload.crc)
+            try put(payload.codec.rawValue)
+            try put(UInt8(0)); try put(UInt8(0)); try put(UInt8(0))
+        }
+        try piece.withUnsafeBytes { raw in Result { () throws(TileArchiveError) in try out.write(UnsafeRawBufferPointer(rebasing: raw[0..<filled])) } }.get()
         out.computesCRC = false
         header.indexCRC = out.crc
         try out.write(zeros: dataOffset - out.position)
@@ -461,7 +466,7 @@ public final class BundleWriter {
     }
 
     /// Stored bytes copied per chunk at ``finish()``.
-    static let copyChunkBytes = 8 << 20
+    static let copyChunkBytes = 2 << 20
     /// Spool bytes between two payloads of a chunk that are read rather than seeked over.
     static let copyGapBytes = 64 << 10
 

@@ -10,7 +10,7 @@ import Foundation
 /// memory stays bounded if hashing falls behind.
 final class BackgroundMD5: @unchecked Sendable {
     static let chunkSize = 1 << 20
-    static let maximumQueuedChunks = 8
+    static let maximumQueuedChunks = 2
 
     // Guarded by `condition`.
     private let condition = NSCondition()
