@@ -58,17 +58,29 @@ final class MBTilesSink: TileSink {
     func begin(content: TileContent) throws {}
 
     func add(_ tile: TileCoordinate, bytes: UnsafeRawBufferPointer) throws {
+        if !waiting.isEmpty { try flush() }
         try writer.write(bytes, at: tile)
     }
 
+    /// Tiles waiting to go to the writer together (it inserts them several rows per statement).
+    private var waiting: [(tile: TileCoordinate, bytes: [UInt8])] = []
+
     func add(_ tile: TileCoordinate, prepared: PreparedTile) throws {
         switch prepared {
-        case .bytes(let bytes): try writer.write(bytes, at: tile)
+        case .bytes(let bytes):
+            waiting.append((tile, bytes))
+            if waiting.count >= 256 { try flush() }
         case .bundlePayload: preconditionFailure("MBTilesSink given a bundle payload")
         }
     }
 
+    private func flush() throws {
+        defer { waiting.removeAll(keepingCapacity: true) }
+        try writer.write(waiting)
+    }
+
     func finish(metadata: TileMetadata) throws {
+        try flush()
         if append {
             // Keep what the archive says; add only keys it lacks, and let the writer re-derive the rest.
             for key in metadata.keys where writer.metadata[key] == nil { writer.metadata[key] = metadata[key] }

@@ -151,6 +151,9 @@ public enum TileImporter {
                 }
             }
             if tilesSeen > 0 { feeder.meanTileBytes = bytesSeen / tilesSeen }
+            // The batch's tile bytes were allocated by the workers: let a worker free them too
+            // (a free into another thread's heap is slower, and this thread is the busy one).
+            pool.submit { [batch] in withExtendedLifetime(batch) {} }
             let now = DispatchTime.now().uptimeNanoseconds
             if let progress, now - lastReport > 200_000_000 {
                 lastReport = now
