@@ -247,13 +247,7 @@ public final class MBTilesWriter {
                 break
             }
             if runningHash != nil { hashWhileWriting(bytes, zoom: tile.zoom, x: tile.x, row: row) }
-            pending += 1
-            if !isUpdate, pending >= options.tilesPerTransaction {
-                try commitTransaction()
-                try beginTransaction()
-                // Let the disk take what is written while the next tiles come.
-                atomicFile?.flushInBackground()
-            }
+            try countWritten(1)
         } catch {
             failure = error
             throw error
@@ -310,15 +304,21 @@ public final class MBTilesWriter {
             for row in rows where runningHash != nil {
                 row.bytes.withUnsafeBytes { hashWhileWriting($0, zoom: row.tile.zoom, x: row.tile.x, row: row.tile.row(in: .tms)) }
             }
-            pending += rows.count
-            if !isUpdate, pending >= options.tilesPerTransaction {
-                try commitTransaction()
-                try beginTransaction()
-                atomicFile?.flushInBackground()
-            }
+            try countWritten(rows.count)
         } catch {
             failure = error
             throw error
+        }
+    }
+
+    /// Counts written rows; a bulk load commits every ``MBTilesWriterOptions/tilesPerTransaction``.
+    private func countWritten(_ rows: Int) throws(TileArchiveError) {
+        pending += rows
+        if !isUpdate, pending >= options.tilesPerTransaction {
+            try commitTransaction()
+            try beginTransaction()
+            // Let the disk take what is written while the next tiles come.
+            atomicFile?.flushInBackground()
         }
     }
 
