@@ -194,8 +194,6 @@ public struct TileTreeWalker: Sequence, Sendable {
         }
 
         /// A decimal number without sign or padding tricks beyond leading zeros; at most 10 digits.
-        static func number(_ text: String) -> Int? { number(text.utf8[...]) }
-
         static func number(_ digits: Substring.UTF8View) -> Int? {
             guard !digits.isEmpty, digits.count <= 10 else { return nil }
             var value = 0

@@ -289,24 +289,31 @@ public struct BundleArchive: TileArchive {
     public func forEachTile(_ body: (TileCoordinate, UnsafeRawBufferPointer) throws -> Void) throws {
         var scratch: UnsafeMutableRawBufferPointer? = nil
         defer { scratch?.deallocate() }
+        try forEachEntry { entry, tile in
+            let payload = try payload(number: payloadNumber(ofEntry: entry), tile: tile)
+            switch payload.codec {
+            case .stored:
+                try body(tile, payload.stored)
+            case .lz4Block:
+                if scratch == nil {
+                    scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: maximumTileLength, alignment: 16)
+                }
+                guard let buffer = scratch else { return }
+                let target = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<payload.rawLength])
+                try decompress(payload, into: target, tile: tile)
+                try body(tile, UnsafeRawBufferPointer(target))
+            }
+        }
+    }
+
+    /// Every index entry with its tile, in index order (zoom, then key).
+    private func forEachEntry(_ body: (Int, TileCoordinate) throws -> Void) throws {
         for zoom in 0..<BundleFormat.zoomLevelCount {
             for entry in zoomStarts[zoom]..<zoomStarts[zoom + 1] {
                 guard let tile = BundleFormat.tile(key: key(atEntry: entry), zoom: zoom) else {
                     throw TileArchiveError(path: path, fault: .corrupt("index entry \(entry) is not a tile of zoom \(zoom)"))
                 }
-                let payload = try payload(number: payloadNumber(ofEntry: entry), tile: tile)
-                switch payload.codec {
-                case .stored:
-                    try body(tile, payload.stored)
-                case .lz4Block:
-                    if scratch == nil {
-                        scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: maximumTileLength, alignment: 16)
-                    }
-                    guard let buffer = scratch else { continue }
-                    let target = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<payload.rawLength])
-                    try decompress(payload, into: target, tile: tile)
-                    try body(tile, UnsafeRawBufferPointer(target))
-                }
+                try body(entry, tile)
             }
         }
     }
@@ -331,14 +338,7 @@ public struct BundleArchive: TileArchive {
     /// used by a tile and that the header's largest tile length is right.
     /// Calls `body` with every tile's coordinate, in index order (zoom, then key), reading no payload.
     public func forEachTileCoordinate(_ body: (TileCoordinate) throws -> Void) throws {
-        for zoom in 0..<BundleFormat.zoomLevelCount {
-            for entry in zoomStarts[zoom]..<zoomStarts[zoom + 1] {
-                guard let tile = BundleFormat.tile(key: key(atEntry: entry), zoom: zoom) else {
-                    throw TileArchiveError(path: path, fault: .corrupt("index entry \(entry) is not a tile of zoom \(zoom)"))
-                }
-                try body(tile)
-            }
-        }
+        try forEachEntry { _, tile in try body(tile) }
     }
 
     /// - Parameter checksums: `false` checks the layout only (records, ranges, padding, every
