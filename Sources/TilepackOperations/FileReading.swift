@@ -28,8 +28,11 @@ enum FileReading {
     /// close, with no fstat (the tree walk already knows it is a regular file); a larger one is
     /// measured and read whole. Opened non-blocking, so a FIFO swapped in behind the walk's back
     /// cannot hang the reader.
-    static func read(_ path: String, scratch: inout [UInt8]) throws(Failure) -> [UInt8] {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+    ///
+    /// With `folder` (an open directory) and `name`, the file is opened relative to the folder.
+    static func read(_ path: String, folder: OpenFolder? = nil, name: String? = nil, scratch: inout [UInt8]) throws(Failure) -> [UInt8] {
+        let flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK
+        let fd = if let folder, let name { openat(folder.descriptor, name, flags) } else { open(path, flags) }
         guard fd >= 0 else { throw .open(errno) }
         defer { close(fd) }
         if scratch.isEmpty { scratch = [UInt8](repeating: 0, count: 256 << 10) }

@@ -233,7 +233,7 @@ enum TileFileReader {
     static func read(_ file: TileFile, options: ImportOptions, scratch: inout [UInt8]) -> Result<ReadTile, ReadFailure> {
         let bytes: [UInt8]
         do throws(FileReading.Failure) {
-            bytes = try FileReading.read(file.path, scratch: &scratch)
+            bytes = try FileReading.read(file.path, folder: file.folder, name: file.name, scratch: &scratch)
         } catch {
             return .failure(ReadFailure(reason: error.description))
         }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import TilepackCore
 
 /// How a directory tree of tiles names its folders and files.
@@ -15,6 +16,47 @@ public struct TileFile: Hashable, Sendable {
     public var tile: TileCoordinate
     /// The file's path.
     public var path: String
+    /// The open folder that holds the file, and the file's name in it: a reader opens the file
+    /// relative to the folder, so the kernel looks up one name instead of the whole path.
+    var folder: OpenFolder?
+    var name: String?
+
+    public static func == (a: TileFile, b: TileFile) -> Bool { a.tile == b.tile && a.path == b.path }
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(tile)
+        hasher.combine(path)
+    }
+}
+
+/// A folder kept open (read-only, as a directory) while files in it are waiting to be read;
+/// closed when the last ``TileFile`` that names it is gone.
+final class OpenFolder: Sendable {
+    let descriptor: Int32
+
+    /// At most this many are open at once in the process, so a tree of many tiny folders cannot
+    /// use up the descriptors that reading the files needs.
+    static let limit = 64
+    private static let openCount = Atomic<Int>(0)
+
+    /// `nil` when the folder cannot be opened or ``limit`` folders are open already (the files
+    /// are then opened by path).
+    init?(_ path: String) {
+        guard Self.openCount.add(1, ordering: .relaxed).newValue <= Self.limit else {
+            Self.openCount.subtract(1, ordering: .relaxed)
+            return nil
+        }
+        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else {
+            Self.openCount.subtract(1, ordering: .relaxed)
+            return nil
+        }
+        descriptor = fd
+    }
+
+    deinit {
+        close(descriptor)
+        Self.openCount.subtract(1, ordering: .relaxed)
+    }
 }
 
 /// A file or folder in a tree that was not imported, and why.
@@ -167,6 +209,7 @@ public struct TileTreeWalker: Sequence, Sendable {
             var tiles: [(key: Int, entry: Entry)] = []
             tiles.reserveCapacity(files.count)
             let prefix = folder.path + "/"
+            let openFolder = files.isEmpty ? nil : OpenFolder(folder.path)
             for name in files {
                 let utf8 = name.utf8
                 guard let dot = utf8.lastIndex(of: UInt8(ascii: ".")), dot != utf8.startIndex else {
@@ -185,7 +228,7 @@ public struct TileTreeWalker: Sequence, Sendable {
                     pending.append(.skipped(SkippedFile(path: prefix + name, reason: "out of range: \(error)")))
                     continue
                 }
-                let file = TileFile(tile: tile, path: prefix + name)
+                let file = TileFile(tile: tile, path: prefix + name, folder: openFolder, name: name)
                 let key = walker.layout == .zxy ? tile.row(in: order) : tile.x
                 tiles.append((key, walker.accepts(tile) ? .tile(file) : .filtered(file)))
             }

@@ -58,6 +58,20 @@ import TilepackTestSupport
         }
     }
 
+    /// A tree of many one-file folders: more folders than are kept open at once, so some
+    /// files are opened by their folder and the rest by path; every tile arrives.
+    @Test func manyOneFileFoldersAllImport() throws {
+        let dir = try TemporaryDirectory()
+        let tiles = try (0..<300).map { try TileCoordinate(zoom: 9, x: $0, y: 7) }
+        let written = try TreeFixtures.writeTree(dir.file("tree"), tiles: tiles, content: { Data(try TreeFixtures.png($0, size: 8)) })
+        for ext in ["mbtiles", "tilepack"] {
+            let report = try TileImporter.run(source: dir.file("tree"), destination: dir.file("a.\(ext)"), options: ImportOptions())
+            #expect(report.imported == 300 && report.skipped.isEmpty)
+            let archive = try openTileArchive(path: dir.file("a.\(ext)"))
+            for tile in tiles { #expect(try archive.tileData(at: tile) == written[tile]) }
+        }
+    }
+
     @Test func gdal2tilesTreeIsReadAsTMSAndAContradictingFlagIsAnError() throws {
         let dir = try TemporaryDirectory()
         let tiles = TreeFixtures.tiles(0...1)
