@@ -30,11 +30,11 @@ public struct MBTilesWriterOptions: Hashable, Sendable {
     public var derivation: MetadataDerivation
     /// Rows per transaction while bulk loading a new file (an update is one transaction).
     public var tilesPerTransaction: Int
-    /// The SQLite page size of a new file.
+    /// The SQLite page size of a new file (default 8192: see Specs/mbtiles.md).
     public var pageSize: Int
 
     public init(schema: MBTilesWriteSchema = .flat, overwrite: Bool = false, derivation: MetadataDerivation = .fillMissing,
-                tilesPerTransaction: Int = 10_000, pageSize: Int = 4096) {
+                tilesPerTransaction: Int = 10_000, pageSize: Int = 8192) {
         self.schema = schema
         self.overwrite = overwrite
         self.derivation = derivation
@@ -128,7 +128,7 @@ public final class MBTilesWriter {
         self.atomicFile = atomicFile
         let connection = try SQLiteConnection(filename: atomicFile.temporaryPath, archivePath: path, readOnly: false, uri: false, create: true)
         self.connection = connection
-        let pageSize = [512, 1024, 2048, 4096, 8192, 16384, 32768, 65536].contains(options.pageSize) ? options.pageSize : 4096
+        let pageSize = [512, 1024, 2048, 4096, 8192, 16384, 32768, 65536].contains(options.pageSize) ? options.pageSize : 8192
         try connection.execute("""
             PRAGMA page_size = \(pageSize);
             PRAGMA journal_mode = OFF;
