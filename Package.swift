@@ -34,6 +34,8 @@ let package = Package(
         systemLibrary("CTilepackZlib", pkgConfig: "zlib", apt: ["zlib1g-dev"]),
         // MD5 for agg_tiles_hash on Linux (OpenSSL's libcrypto); Apple platforms use CryptoKit.
         systemLibrary("CTilepackCrypto", pkgConfig: "libcrypto", apt: ["libssl-dev"]),
+        // SIMD bilinear scaling for resampling tiles (retina sizes, overzoom, fallback).
+        systemLibrary("CTilepackPixman", pkgConfig: "pixman-1", apt: ["libpixman-1-dev"]),
 
         // Floor 1: the vocabulary. Foundation only.
         .target(name: "TilepackCore"),
@@ -48,7 +50,7 @@ let package = Package(
         ),
         .target(
             name: "TilepackImaging",
-            dependencies: ["TilepackCore", "CTilepackPNG", "CTilepackTurboJPEG", "CTilepackWebP"]
+            dependencies: ["TilepackCore", "CTilepackPNG", "CTilepackTurboJPEG", "CTilepackWebP", "CTilepackPixman"]
         ),
 
         // Floor 2: HTTP(S) through URLSession (FoundationNetworking on Linux): deadlines, bounded

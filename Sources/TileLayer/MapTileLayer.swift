@@ -356,11 +356,17 @@ public final class MapTileLayer: Sendable, CustomStringConvertible {
         }
     }
 
-    /// Keeps ASCII letters, digits, `_` and `-`.
+    /// Keeps letters, digits (and combining marks) of any script, `_` and `-` (seed 001: "non
+    /// alphanumeric characters … will be stripped … with the exception of "_" and "-"";
+    /// `NSCharacterSet.alphanumericCharacterSet` is Unicode-wide). The identifier is put in
+    /// canonical composed form (NFC) first, so that `é` typed either way names one folder.
     public static func sanitizeCacheIdentifier(_ identifier: String) -> String {
-        String(identifier.unicodeScalars.filter {
-            ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) || $0 == "_" || $0 == "-"
-        }.map(Character.init))
+        var kept = String.UnicodeScalarView()
+        for scalar in identifier.precomposedStringWithCanonicalMapping.unicodeScalars
+        where CharacterSet.alphanumerics.contains(scalar) || scalar == "_" || scalar == "-" {
+            kept.append(scalar)
+        }
+        return String(kept)
     }
 
     /// The most bytes the cache may take on disk (it may grow 5 MB past it); 0 (default) is unlimited.

@@ -28,6 +28,8 @@ struct ArchiveLayerFactory: RenderLayerFactory {
         if !layer.isShown(atZoomLevel: level) {
             let zooms = source.layerConfiguration(tileSize: layer.tileSize).archiveZoomLevels
             notes.append("note: \(layer.name) is not shown at zoom \(level)" + (zooms.map { " (the archive has zoom levels \($0.lowerBound)...\($0.upperBound))" } ?? ""))
+        } else if let served = source.layerConfiguration(tileSize: layer.tileSize).servedZoomLevels, level > served.upperBound {
+            notes.append("note: \(layer.name): zoom \(level) is past the archive's deepest level; its tiles are scaled up (overzoom)")
         }
         return notes
     }

@@ -148,11 +148,11 @@ struct URLTemplateTests {
         #expect(layer.diagnostics.contains { $0.kind == .tileFailed && $0.message.contains("no tile east") })
     }
 
-    @Test("http tiles from a loopback server: PNG and JPEG converted to the layer's format; wrong size and 404 refused")
+    @Test("http tiles from a loopback server: PNG and JPEG converted to the layer's format; a size below half the tile size and 404 refused")
     func httpTiles() async throws {
         let directory = try TemporaryDirectory()
         let root = directory.url
-        for (z, x, y, color, size) in [(1, 0, 0, red, 256), (1, 1, 0, green, 256), (1, 0, 1, blue, 128)] {
+        for (z, x, y, color, size) in [(1, 0, 0, red, 256), (1, 1, 0, green, 256), (1, 0, 1, blue, 64)] {
             let folder = root.appendingPathComponent("\(z)/\(x)")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             try pngData(color, size: size).write(to: folder.appendingPathComponent("\(y).png"))
@@ -175,7 +175,7 @@ struct URLTemplateTests {
             #expect(frame.bitmap.pixel(x: 400, y: 100) == green)
             #expect(frame.drawn.count == 2)
             let failures = layer.diagnostics.filter { $0.kind == .tileFailed }.map(\.message)
-            #expect(failures.contains { $0.contains("128x128") && $0.contains("256x256") })
+            #expect(failures.contains { $0.contains("64x64") && $0.contains("from 128 to 1024 px") })
             #expect(failures.contains { $0.contains("HTTP status 404") })
 
             if let jpeg {
