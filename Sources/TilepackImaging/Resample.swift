@@ -105,7 +105,8 @@ struct PremultipliedImage {
         #else
         let format = PIXMAN_r8g8b8a8
         #endif
-        var out = [UInt32](repeating: 0, count: outputWidth * outputHeight)
+        // Every output pixel is written by the SRC composite (or the result is dropped).
+        var out = [UInt32](unsafeUninitializedCapacity: outputWidth * outputHeight) { _, n in n = outputWidth * outputHeight }
         let (width, height) = (width, height)
         let done = pixels.withUnsafeBufferPointer { src -> Bool in
             out.withUnsafeMutableBufferPointer { dst -> Bool in
