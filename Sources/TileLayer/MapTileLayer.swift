@@ -256,8 +256,8 @@ public final class MapTileLayer: Sendable, CustomStringConvertible {
 
     /// Whether the tiles have transparency; default false.
     ///
-    /// An opaque layer is drawn without blending (its alpha is ignored), and layers below an opaque
-    /// layer that covers the whole viewport are not loaded.
+    /// An opaque layer is drawn without blending (its alpha is ignored), and the layers below do not
+    /// load what its tiles cover (only tiles that exist and have not failed cover anything).
     public var transparent: Bool { state.withLock { $0.transparent } }
 
     @discardableResult
@@ -333,7 +333,7 @@ public final class MapTileLayer: Sendable, CustomStringConvertible {
 
     /// Turns the disk cache on or off.
     ///
-    /// Only letters, digits, `_` and `-` of `identifier` are kept. A `nil` or empty identifier
+    /// Only letters and digits (of any script), `_` and `-` of `identifier` are kept. A `nil` or empty identifier
     /// (also one that is empty after stripping) leaves caching disabled. The first usable
     /// identifier sticks for the lifetime of the layer; later ones are not used.
     @discardableResult
