@@ -267,13 +267,3 @@ struct FidelityTests {
 func allTiles(_ zoom: Int) -> [TileCoordinate] {
     (0..<(1 << zoom)).flatMap { x in (0..<(1 << zoom)).map { y in tile(zoom, x, y) } }
 }
-
-/// Waits (polling) until `condition` holds or `seconds` pass.
-func eventually(_ seconds: Double = 20, _ condition: () -> Bool) async -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while !condition() {
-        if Date() > deadline { return false }
-        try? await Task.sleep(for: .milliseconds(2))
-    }
-    return true
-}

@@ -200,11 +200,7 @@ import TilepackTestSupport
 
     @Test func requestsForTilesScrolledAwayAreCancelledWithoutBeingRead() async throws {
         let dir = try TemporaryDirectory("adapter")
-        let path = dir.file("labels.mbtiles")
-        try writeMBTiles(path, tiles: allTiles(0...3))
-        let gate = Gate()
-        let archive = InstrumentedArchive(try MBTilesArchive(path: path), gate: { _ in gate.pass() })
-        let source = ArchiveTileSource(archive: archive, options: ArchiveTileSource.Options(maximumConcurrency: 1))
+        let (gate, archive, source) = try gatedLabels(dir, concurrency: 1)
         let layer = source.makeLayer()
         layer.setFallbackEnabled(false)
         // A 256 x 256 view at zoom 3 over the north-west: tiles 3/0/0 ... 3/1/1.
@@ -238,11 +234,7 @@ import TilepackTestSupport
 
     @Test func cancelRequestsNotNeededByAPlanDropsWaitingOnes() async throws {
         let dir = try TemporaryDirectory("adapter")
-        let path = dir.file("labels.mbtiles")
-        try writeMBTiles(path, tiles: allTiles(0...3))
-        let gate = Gate()
-        let archive = InstrumentedArchive(try MBTilesArchive(path: path), gate: { _ in gate.pass() })
-        let source = ArchiveTileSource(archive: archive, options: ArchiveTileSource.Options(maximumConcurrency: 1))
+        let (gate, archive, source) = try gatedLabels(dir, concurrency: 1)
         let layer = source.makeLayer()
         let requests = allTiles(3...3).prefix(4).map { t in TileRequest(tile: t) { _ in } }
         for request in requests { _ = source.mapTileLayer(layer, requestDataForTileAt: request.tile, tileRequest: request) }
