@@ -81,6 +81,7 @@ public enum TileExporter {
         }
         var entries = metadata.entries
         entries["scheme"] = options.scheme.rawValue
+        entries["layout"] = options.layout.rawValue
         if raw != nil { entries["format"] = TileFormat.png.metadataValue }
         do {
             let json = try JSONSerialization.data(withJSONObject: entries, options: [.prettyPrinted, .sortedKeys])
