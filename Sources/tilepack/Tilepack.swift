@@ -1,10 +1,11 @@
 import ArgumentParser
 import Foundation
+import TilepackCore
 import TilepackOperations
 
 @main
 struct Tilepack: AsyncParsableCommand {
-    static let version = "0.1.0"
+    static let version = TilepackVersion.current
 
     static let configuration = CommandConfiguration(
         commandName: "tilepack",
