@@ -67,6 +67,10 @@ public enum ArchiveConverter {
             throw OperationError(path: destination, fault: .badInput("raw pixels (--encode) can only be stored in a .tilepack bundle"))
         }
 
+        if kind == .mbtiles, total == 0, metadata[TileMetadata.Key.format] == nil {
+            throw OperationError(path: source, fault: .badInput(
+                "holds no tiles and declares no format, and an MBTiles file must name its tiles' format: nothing to copy it from (a .tilepack bundle can hold it)"))
+        }
         var report = ConvertReport(source: source, destination: destination)
         report.notes = notes
         var began = false

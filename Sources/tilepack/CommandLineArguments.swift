@@ -69,9 +69,14 @@ enum CommandLineArguments {
         guard let word = arguments.first, !word.hasPrefix("-") else { return }
         let subcommands = root.configuration.subcommands
         guard !subcommands.isEmpty else { return }
-        let names = subcommands.flatMap { [$0._commandName] + $0.configuration.aliases } + ["help"]
+        var commandNames: [String] = []
+        var names = ["help"]
+        for subcommand in subcommands {
+            commandNames.append(subcommand._commandName)
+            names += [subcommand._commandName] + subcommand.configuration.aliases
+        }
         if names.contains(word) { return }
-        let commands = subcommands.map(\._commandName).joined(separator: ", ")
+        let commands = commandNames.joined(separator: ", ")
         if let nearest = suggestion(for: word, among: names) {
             throw ValidationError("'\(word)' is not a \(root._commandName) command. Did you mean '\(nearest)'? (commands: \(commands))")
         }
