@@ -30,13 +30,8 @@ struct RawEncoding: ExpressibleByArgument {
 /// `--bbox -10,40,8,47` to its option before parsing, for every option of every command. Declare
 /// the option with `transform: BoundingBoxArgument.parse` to tell the user which value is wrong
 /// (the plain type works too, with ArgumentParser's generic "invalid value" message).
-struct BoundingBoxArgument: ExpressibleByArgument {
+struct BoundingBoxArgument: CheckedArgument {
     var box: GeoBoundingBox
-
-    init?(argument: String) {
-        guard let parsed = try? Self.parse(argument) else { return nil }
-        self = parsed
-    }
 
     init(box: GeoBoundingBox) { self.box = box }
 
@@ -52,19 +47,12 @@ struct BoundingBoxArgument: ExpressibleByArgument {
         }
         return BoundingBoxArgument(box: GeoBoundingBox(west: numbers[0], south: numbers[1], east: numbers[2], north: numbers[3]))
     }
-
-    static var defaultCompletionKind: CompletionKind { .default }
 }
 
 /// A point as `lon,lat` in degrees: the order of `--bbox`, GeoJSON and GDAL. Latitude is limited
 /// to Web Mercator's ±85.0511°. Negative values: see ``BoundingBoxArgument``.
-struct CoordinateArgument: ExpressibleByArgument {
+struct CoordinateArgument: CheckedArgument {
     var coordinate: GeoCoordinate
-
-    init?(argument: String) {
-        guard let parsed = try? Self.parse(argument) else { return nil }
-        self = parsed
-    }
 
     init(coordinate: GeoCoordinate) { self.coordinate = coordinate }
 
@@ -80,6 +68,19 @@ struct CoordinateArgument: ExpressibleByArgument {
     }
 
     static let latitudeText = String(format: "%.4f", WebMercator.maximumLatitude)
+}
+
+/// A value parsed by a `parse` that says what is wrong; as a plain `ExpressibleByArgument` it
+/// gets ArgumentParser's generic message, through `@Option(transform: T.parse)` the reason.
+protocol CheckedArgument: ExpressibleByArgument {
+    static func parse(_ text: String) throws(ArgumentValueError) -> Self
+}
+
+extension CheckedArgument {
+    init?(argument: String) {
+        guard let parsed = try? Self.parse(argument) else { return nil }
+        self = parsed
+    }
 
     static var defaultCompletionKind: CompletionKind { .default }
 }
