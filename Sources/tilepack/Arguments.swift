@@ -85,6 +85,14 @@ extension CheckedArgument {
     static var defaultCompletionKind: CompletionKind { .default }
 }
 
+/// A command that could not do what it was asked, for a reason that is neither a usage error
+/// nor an operation's error: printed as "Error: ...", exit status 1.
+struct CommandFailure: Error, CustomStringConvertible {
+    var description: String
+
+    init(_ description: String) { self.description = description }
+}
+
 /// Why an option's value is not what it should be; ArgumentParser prints it after "The value
 /// '...' is invalid for '--option <value>': ".
 struct ArgumentValueError: Error, CustomStringConvertible {

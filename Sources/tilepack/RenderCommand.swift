@@ -86,7 +86,7 @@ struct RenderCommand: AsyncParsableCommand {
         }
         for note in notes { printError(note) }
         if frame.drawn.isEmpty {
-            throw ValidationError("the view (centre \(centre.longitude),\(centre.latitude), zoom \(zoom), \(viewport.width)x\(viewport.height)) shows no tile of any input; nothing was written")
+            throw CommandFailure("the view (centre \(centre.longitude),\(centre.latitude), zoom \(zoom), \(viewport.width)x\(viewport.height)) shows no tile of any input; nothing was written")
         }
         let png = try PNGEncoder.encode(frame.bitmap)
         let file = try AtomicFile(destination: output, overwrite: force)
@@ -106,8 +106,9 @@ struct RenderCommand: AsyncParsableCommand {
         var absent: [TileCoordinate] = []
         var failed: [TileCoordinate: String] = [:]
         var order: [TileCoordinate] = []
+        var seen: Set<TileCoordinate> = []
         for diagnostic in diagnostics where diagnostic.kind == .tileFailed {
-            guard let tile = diagnostic.tile, failed[tile] == nil, !absent.contains(tile) else { continue }
+            guard let tile = diagnostic.tile, seen.insert(tile).inserted else { continue }
             if diagnostic.message.contains("no such file") || diagnostic.message.contains("HTTP status 404") {
                 absent.append(tile)
             } else {
