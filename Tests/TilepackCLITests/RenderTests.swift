@@ -46,7 +46,8 @@ import TilepackTestSupport
             try await Self.render([dir.file("e.mbtiles"), "--center", "-100,40", "--zoom", "5.5", "--size", "64x64", "-o", dir.file("a.png")])
             Issue.record("rendered a view with no tile")
         } catch {
-            #expect(Tilepack.message(for: error).contains("shows no tile of any input"), "\(error)")
+            #expect(Tilepack.message(for: error).contains("shows no tile of any input (\(dir.file("e.mbtiles")) covers "), "\(error)")
+            #expect(Tilepack.message(for: error).contains("at zooms 5...6"), "\(error)")
         }
         #expect(!FileManager.default.fileExists(atPath: dir.file("a.png")))
         // Over Europe the same archive renders.
