@@ -84,7 +84,7 @@ public struct TreeEvidence: Sendable, Equatable {
             default:
                 // Nested objects and arrays (the `json` key, vector_layers) are kept as JSON text.
                 guard JSONSerialization.isValidJSONObject(value),
-                      let text = try? JSONSerialization.data(withJSONObject: value, options: [.sortedKeys]) else { continue }
+                      let text = try? JSONSerialization.data(withJSONObject: value, options: [.sortedKeys, .withoutEscapingSlashes]) else { continue }
                 metadata[key] = String(decoding: text, as: UTF8.self)
             }
         }

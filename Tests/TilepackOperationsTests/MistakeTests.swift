@@ -241,4 +241,17 @@ import TilepackTestSupport
         #expect(layers?.first?["id"] as? String == "cities")
         #expect(metadata["name"] as? String == "Major cities from Natural Earth data")
     }
+
+    @Test func slashesAreNotEscapedInTheMetadataImportKeepsOrExportWrites() throws {
+        let dir = try TemporaryDirectory()
+        try TreeFixtures.writeTree(dir.file("t"), tiles: TreeFixtures.tiles(0...1))
+        try TreeFixtures.write(#"{"name": "t", "attribution": "https://osm.org/copyright", "json": {"tiles": ["https://a/{z}/{x}/{y}.png"]}}"#,
+                               to: dir.file("t/metadata.json"))
+        _ = try TileImporter.run(source: dir.file("t"), destination: dir.file("a.mbtiles"), options: ImportOptions())
+        let metadata = try openTileArchive(path: dir.file("a.mbtiles")).metadata()
+        #expect(metadata.json == #"{"tiles":["https://a/{z}/{x}/{y}.png"]}"#)
+        _ = try TileExporter.run(archive: try openTileArchive(path: dir.file("a.mbtiles")), to: dir.file("out"), options: ExportOptions())
+        let text = try String(contentsOfFile: dir.file("out/metadata.json"), encoding: .utf8)
+        #expect(text.contains("https://osm.org/copyright") && !text.contains("\\/"), "\(text)")
+    }
 }
