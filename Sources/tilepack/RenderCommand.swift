@@ -87,7 +87,7 @@ struct RenderCommand: AsyncParsableCommand {
         for note in notes { printError(note) }
         if frame.drawn.isEmpty {
             let extents = layers.compactMap(ArchiveLayerFactory.extent(of:))
-            throw CommandFailure("the view (centre \(centre.longitude),\(centre.latitude), zoom \(zoom), \(viewport.width)x\(viewport.height)) shows no tile of any input\(extents.isEmpty ? "" : " (\(extents.joined(separator: "; ")))"); nothing was written")
+            throw CommandFailure("the view (centre \(centre), zoom \(zoom), \(viewport.width)x\(viewport.height)) shows no tile of any input\(extents.isEmpty ? "" : " (\(extents.joined(separator: "; ")))"); nothing was written")
         }
         let png = try PNGEncoder.encode(frame.bitmap)
         let file = try AtomicFile(destination: output, overwrite: force)

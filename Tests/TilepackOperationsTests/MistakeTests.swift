@@ -142,6 +142,13 @@ import TilepackTestSupport
         #expect(pmtiles.description.contains("PMTiles"), "\(pmtiles)")
     }
 
+    // MARK: 2. One coordinate order
+
+    @Test func coordinatesAreWrittenLongitudeFirst() {
+        #expect(GeoCoordinate(latitude: 51.54, longitude: -0.01).description == "-0.01,51.54")
+        #expect(GeoBoundingBox(west: -10, south: 40, east: 8, north: 47).description == "-10.0,40.0,8.0,47.0")
+    }
+
     // MARK: 6. Tiles named the same way, as numbers in JSON
 
     @Test func findingsGiveTilesAsNumbersWithXYZRows() throws {
