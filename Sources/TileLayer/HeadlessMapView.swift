@@ -370,26 +370,30 @@ public final class HeadlessMapView: Sendable {
             let runtime = planned.entry.runtime
             let layer = planned.entry.layer
             let settings = planned.settings
-            let wanted = wantedTiles(planned)
+            let (wanted, standIns) = wantedTiles(planned)
             let keep = Set(wanted)
             runtime.cancelLoads(keeping: keep)
             runtime.trim(keeping: keep, limit: Self.memoryTileLimit)
             for tile in wanted {
-                _ = runtime.startIfNeeded(tile, now: now) {
-                    start(tile, layer: layer, settings: settings, runtime: runtime, scale: Double(g.scale))
+                let standIn = standIns.contains(tile)
+                _ = runtime.startIfNeeded(tile, now: now, quiet: standIn) {
+                    start(tile, layer: layer, settings: settings, runtime: runtime, scale: Double(g.scale), standIn: standIn)
                 }
             }
         }
     }
 
-    /// The tiles a planned layer wants, stand-in ancestors first (they show soonest), then its own.
-    private func wantedTiles(_ planned: PlannedLayer) -> [TileCoordinate] {
+    /// The tiles a planned layer wants, ancestors first (they show soonest), then its own; and the
+    /// ancestors wanted only as stand-ins for tiles loading or failing (their failures are not
+    /// diagnosed: the tile they stand in for is).
+    private func wantedTiles(_ planned: PlannedLayer) -> (tiles: [TileCoordinate], standIns: Set<TileCoordinate>) {
         let runtime = planned.entry.runtime
         let layer = planned.entry.layer
         let settings = planned.settings
-        guard settings.fallbackEnabled, let zoom = planned.plan.tileZoom else { return planned.plan.tiles }
+        guard settings.fallbackEnabled, let zoom = planned.plan.tileZoom else { return (planned.plan.tiles, []) }
         let present = Set(planned.plan.tiles)
         var ancestors: [TileCoordinate] = []
+        var overzoomed = Set<TileCoordinate>()
         var seen = present
         var looked = Set<TileCoordinate>()
         for placement in planned.plan.placements where looked.insert(placement.tile).inserted {
@@ -407,18 +411,19 @@ public final class HeadlessMapView: Sendable {
                 guard let ancestor = tile.ancestor(atZoom: ancestorZoom) else { break }
                 if runtime.hasTile(ancestor, layer: layer, source: settings.dataSource) {
                     if seen.insert(ancestor).inserted { ancestors.append(ancestor) }
+                    if !present.contains(tile) { overzoomed.insert(ancestor) }
                     break
                 }
             }
         }
-        return ancestors + planned.plan.tiles
+        return (ancestors + planned.plan.tiles, Set(ancestors).subtracting(overzoomed))
     }
 
     private func start(_ tile: TileCoordinate, layer: MapTileLayer, settings: MapTileLayer.Settings,
-                       runtime: LayerRuntime, scale: Double) -> Task<Void, Never> {
+                       runtime: LayerRuntime, scale: Double, standIn: Bool) -> Task<Void, Never> {
         inFlightCount.add(1, ordering: .relaxed)
         return Task.detached { [self] in
-            let result = await TileLoading.load(tile, layer: layer, settings: settings, scale: scale)
+            let result = await TileLoading.load(tile, layer: layer, settings: settings, scale: scale, standIn: standIn)
             runtime.finish(tile, result: result, now: clock(), layer: layer)
             inFlightCount.subtract(1, ordering: .releasing)
         }

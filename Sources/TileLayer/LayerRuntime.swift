@@ -22,6 +22,9 @@ final class LayerRuntime: Sendable {
         var inFlight: [TileCoordinate: Task<Void, Never>] = [:]
         /// Loads cancelled and not finished yet: their failure is no failure.
         var cancelled: Set<TileCoordinate> = []
+        /// Loads of stand-ins for tiles loading or failing: a failure is not diagnosed (the tile
+        /// they stand in for is).
+        var quiet: Set<TileCoordinate> = []
         var failures: [TileCoordinate: Failure] = [:]
         var absent: Set<TileCoordinate> = []
         var firstShown: [TileCoordinate: Double] = [:]
@@ -52,10 +55,11 @@ final class LayerRuntime: Sendable {
     /// Starts the load of `tile` (the task `load` makes) when it should be requested now: not
     /// loaded, not loading, known to exist, and past its retry time if it failed. Returns whether
     /// it started.
-    func startIfNeeded(_ tile: TileCoordinate, now: Double, load: () -> Task<Void, Never>) -> Bool {
+    func startIfNeeded(_ tile: TileCoordinate, now: Double, quiet: Bool = false, load: () -> Task<Void, Never>) -> Bool {
         state.withLock { s in
             guard !s.detached, s.loaded[tile] == nil, s.inFlight[tile] == nil, !s.absent.contains(tile) else { return false }
             if let failure = s.failures[tile], failure.retryAt > now { return false }
+            if quiet { s.quiet.insert(tile) } else { s.quiet.remove(tile) }
             // The task records its end under this lock, so it cannot finish before it is registered.
             s.inFlight[tile] = load()
             return true
@@ -92,6 +96,7 @@ final class LayerRuntime: Sendable {
             guard !s.detached else { return nil }
             s.inFlight[tile] = nil
             let wasCancelled = s.cancelled.remove(tile) != nil
+            let isQuiet = s.quiet.remove(tile) != nil
             switch result {
             case .loaded(let bitmap):
                 s.useCounter += 1
@@ -107,7 +112,7 @@ final class LayerRuntime: Sendable {
                 let delay = min(HeadlessMapView.maximumRetryDelay,
                                 HeadlessMapView.initialRetryDelay * pow(2, Double(min(count - 1, 30))))
                 s.failures[tile] = Failure(count: count, retryAt: now + delay)
-                return (reason, count, delay)
+                return isQuiet ? nil : (reason, count, delay)
             }
         }
         if let (reason, count, delay) = failed {

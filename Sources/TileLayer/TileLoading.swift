@@ -17,14 +17,14 @@ enum TileLoadResult: Sendable {
 /// that runs a load cancels its tile request (the data source sees it) and its URL transfer.
 enum TileLoading {
     static func load(_ tile: TileCoordinate, layer: MapTileLayer, settings: MapTileLayer.Settings,
-                     scale: Double) async -> TileLoadResult {
-        let result = await loadOnce(tile, layer: layer, settings: settings, scale: scale)
+                     scale: Double, standIn: Bool = false) async -> TileLoadResult {
+        let result = await loadOnce(tile, layer: layer, settings: settings, scale: scale, standIn: standIn)
         if case .failed = result, Task.isCancelled { return .cancelled }
         return result
     }
 
     private static func loadOnce(_ tile: TileCoordinate, layer: MapTileLayer, settings: MapTileLayer.Settings,
-                                 scale: Double) async -> TileLoadResult {
+                                 scale: Double, standIn: Bool) async -> TileLoadResult {
         guard let source = settings.dataSource else { return .failed("the layer has no data source") }
         let cache = layer.diskCache(settings)
         if let cache {
@@ -69,7 +69,7 @@ enum TileLoading {
             await withCheckedContinuation { continuation in
                 let once = ResumeOnce(continuation)
                 let request = TileRequest(tile: tile, tileSize: settings.tileSize, pixelFormat: settings.pixelFormat,
-                                          contentScaleFactor: scale, diagnose: { layer.record($0) },
+                                          contentScaleFactor: scale, isFallbackStandIn: standIn, diagnose: { layer.record($0) },
                                           finish: { once.resume(.finished($0)) })
                 link.attach(request)
                 if source.mapTileLayer(layer, requestDataForTileAt: tile, tileRequest: request) == .declined {

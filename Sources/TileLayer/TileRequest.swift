@@ -46,6 +46,10 @@ public final class TileRequest: @unchecked Sendable, CustomStringConvertible {
     public let pixelFormat: PixelFormat
     /// The screen scale the tile is drawn for (1, 2 or 3), as `MKTileOverlayPath.contentScaleFactor`.
     public let contentScaleFactor: Double
+    /// Whether the layer asks for this tile only as a fallback stand-in for a deeper tile that is
+    /// still loading or failing (not to draw it in its own place). A data source may give it lower
+    /// priority and need not report its failure (the layer does not: the deeper tile's is reported).
+    public let isFallbackStandIn: Bool
     /// `tileSize * tileSize * pixelFormat.bytesPerPixel`: the size of ``bytes``.
     public let bytesLength: Int
     /// The buffer to write the pixels into (`bytesPtr`): exactly ``bytesLength`` bytes, zero-filled.
@@ -66,9 +70,11 @@ public final class TileRequest: @unchecked Sendable, CustomStringConvertible {
     private let diagnose: @Sendable (TileLayerDiagnostic) -> Void
 
     init(tile: TileCoordinate, tileSize: Int, pixelFormat: PixelFormat, contentScaleFactor: Double,
+         isFallbackStandIn: Bool = false,
          diagnose: @escaping @Sendable (TileLayerDiagnostic) -> Void,
          finish: @escaping @Sendable (TileRequestOutcome) -> Void) {
         self.tile = tile
+        self.isFallbackStandIn = isFallbackStandIn
         self.tileSize = tileSize
         self.pixelFormat = pixelFormat
         self.contentScaleFactor = contentScaleFactor

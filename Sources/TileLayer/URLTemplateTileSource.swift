@@ -112,7 +112,7 @@ open class URLTemplateTileSource: MapTileLayerDataSource, @unchecked Sendable {
                     tileRequest.complete(.complete)
                 }
             } catch {
-                if !tileRequest.isCancelled {
+                if !tileRequest.isCancelled && !tileRequest.isFallbackStandIn {
                     layer.record(TileLayerDiagnostic(kind: .tileFailed, tile: tile, message: "\(error)"))
                 }
                 tileRequest.complete(.failed)
