@@ -79,11 +79,12 @@ public final class TileRequest: @unchecked Sendable, CustomStringConvertible {
         self.pixelFormat = pixelFormat
         self.contentScaleFactor = contentScaleFactor
         self.bytesLength = tileSize * tileSize * pixelFormat.bytesPerPixel
-        var storage = [UInt8](repeating: 0, count: bytesLength)
-        // The array is uniquely referenced here and never changed through Swift afterwards, so its
-        // buffer stays where it is for as long as `self.storage` holds it.
-        self.bytes = storage.withUnsafeMutableBytes { $0 }
+        let storage = [UInt8](repeating: 0, count: bytesLength)
         self.storage = storage
+        // A read-only access never copies (a mutating one may, to make the array unique, and the
+        // optimizer may share the array before it runs), and the array is never changed through
+        // Swift afterwards, so its buffer stays where it is as long as `self.storage` holds it.
+        self.bytes = storage.withUnsafeBufferPointer { UnsafeMutableRawBufferPointer(mutating: UnsafeRawBufferPointer($0)) }
         self.diagnose = diagnose
         self.finish = finish
     }
