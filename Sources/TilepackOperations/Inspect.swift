@@ -38,7 +38,7 @@ public enum ArchiveInspector {
         let format: TileArchiveFormat
         do {
             format = try TileArchiveFormat.detect(path: path)
-            archive = try openTileArchive(path: path)
+            archive = try openTileArchive(path: path, bundleAccess: .positionalReads)
         } catch {
             throw OperationError(path: path, fault: .archive(error))
         }

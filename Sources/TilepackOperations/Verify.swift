@@ -218,7 +218,7 @@ public enum ArchiveVerifier {
                              progress: ProgressHandler?, start: UInt64) {
         let archive: BundleArchive
         do {
-            archive = try BundleArchive(path: path)
+            archive = try BundleArchive(path: path, options: BundleArchive.Options(access: .positionalReads))
         } catch {
             collector.add(VerifyFinding(.error, "container", error.fault.description))
             return

@@ -189,7 +189,7 @@ import TilepackTestSupport
         #expect(throws: TileArchiveError(path: missing, fault: .cannotOpen(errno: ENOENT, reason: String(cString: strerror(ENOENT))))) {
             try BundleArchive(path: missing)
         }
-        #expect(throws: TileArchiveError(path: dir.path, fault: .cannotOpen(errno: EISDIR, reason: "not a regular file"))) {
+        #expect(throws: TileArchiveError(path: dir.path, fault: .notAnArchive(detected: "a folder, not a regular file"))) {
             try BundleArchive(path: dir.path)
         }
         let png = dir.file("tile.png")

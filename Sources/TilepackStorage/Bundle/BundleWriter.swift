@@ -96,9 +96,7 @@ public final class BundleWriter {
                 throw fail(.invalidMetadata("raw tiles of \(layout): width and height must be 1...\(BundleFormat.maximumBitmapSide)"))
             }
         }
-        guard BundleMetadataCoding.encode(metadata).count <= BundleFormat.maximumMetadataLength else {
-            throw fail(.invalidMetadata("the metadata is over the format's limit of \(BundleFormat.maximumMetadataLength) bytes"))
-        }
+        if let violation = MetadataLimits.violation(metadata) { throw fail(.invalidMetadata(violation)) }
         self.destination = destination
         self.content = content
         self.metadata = metadata
@@ -274,7 +272,10 @@ public final class BundleWriter {
         if case .encoded(let format) = content { sniffed = format }
         TileContentSummary(levels: levels, sniffedFormat: sniffed).derive(into: &metadata, mode: options.derivation)
 
-        // Layout.
+        // Layout. The metadata may have changed since init: held to the reader's limits again.
+        if let violation = MetadataLimits.violation(metadata) {
+            throw TileArchiveError(path: destination, fault: .invalidMetadata(violation))
+        }
         let metadataBytes = BundleMetadataCoding.encode(metadata)
         var header = BundleHeader()
         let codes = BundleFormat.contentCodes(content)
