@@ -24,6 +24,9 @@ public struct ImportOptions: Sendable {
     public var deduplicate = false
     /// Files read at once.
     public var threads = max(1, ProcessInfo.processInfo.activeProcessorCount)
+    /// Where to write the report of skipped files (JSON lines, see ``ImportReportFile``): checked
+    /// before the import starts, written however it ends.
+    public var reportPath: String?
 
     public init() {}
 }
@@ -64,13 +67,22 @@ public enum TileImporter {
     ///   left as it was. Files that cannot be imported are not errors: they are in the report.
     public static func run(source: String, destination: String, options: ImportOptions,
                            progress: ProgressHandler? = nil) throws(OperationError) -> ImportReport {
-        try WorkerPool.with(threads: options.threads) { pool throws(OperationError) in
-            try run(source: source, destination: destination, options: options, progress: progress, pool: pool)
+        let reportFile = try options.reportPath.map { path throws(OperationError) in try ImportReportFile(path: path) }
+        var report = ImportReport(source: source, destination: destination, scheme: options.scheme ?? .xyz, layout: options.layout)
+        do {
+            try WorkerPool.with(threads: options.threads) { pool throws(OperationError) in
+                try run(source: source, destination: destination, options: options, progress: progress, pool: pool, report: &report)
+            }
+        } catch {
+            try reportFile?.write(report, error: error)
+            throw error
         }
+        try reportFile?.write(report, error: nil)
+        return report
     }
 
     private static func run(source: String, destination: String, options: ImportOptions,
-                            progress: ProgressHandler?, pool: WorkerPool) throws(OperationError) -> ImportReport {
+                            progress: ProgressHandler?, pool: WorkerPool, report: inout ImportReport) throws(OperationError) {
         let start = DispatchTime.now().uptimeNanoseconds
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: source, isDirectory: &isDirectory), isDirectory.boolValue else {
@@ -78,7 +90,7 @@ public enum TileImporter {
         }
         let evidence = try TreeEvidence.read(root: source)
         let scheme = try evidence.resolveScheme(flag: options.scheme)
-        var report = ImportReport(source: source, destination: destination, scheme: scheme, layout: options.layout)
+        report.scheme = scheme
         report.notes = evidence.notes
         if options.scheme == nil, let from = evidence.schemeSource {
             report.notes.append("using \(scheme) rows as \(from) says")
@@ -115,6 +127,13 @@ public enum TileImporter {
         var readFailures: [SkippedFile] = []
         var bytesSeen = 0
         var tilesSeen = 0
+        // What the walk and the reads set aside, in path order, for the report however the import ends.
+        func setAside() {
+            let walk = feeder.stop()
+            report.filtered = walk.filtered
+            report.skipped = (walk.skipped + readFailures).sorted { $0.path < $1.path }
+        }
+        do throws(OperationError) {
         while let batch = feeder.next() {
             batch.wait()
             for (index, file) in batch.inputs.enumerated() {
@@ -160,6 +179,10 @@ public enum TileImporter {
                 progress(OperationProgress(done: done, total: total, bytes: report.bytes, elapsed: Double(now - start) / 1e9))
             }
         }
+        } catch {
+            setAside()
+            throw error
+        }
 
         if let archiveFormat {
             report.format = archiveFormat.metadataValue
@@ -168,10 +191,13 @@ public enum TileImporter {
             }
             metadata.setFormat(archiveFormat)
         }
-        let walk = feeder.stop()
-        report.filtered = walk.filtered
         // Every file not imported, whether the walk or the reading found it, in path order.
-        report.skipped = (walk.skipped + readFailures).sorted { $0.path < $1.path }
+        setAside()
+        if report.imported == 0, !report.skipped.isEmpty, !options.append {
+            let first = report.skipped[0]
+            throw OperationError(path: source, fault: .badInput(
+                "nothing was imported: all \(report.skipped.count) files found were skipped (the first: \(first.path): \(first.reason))\(options.reportPath == nil ? "; --report FILE lists them all" : "; the report lists them all"); no archive was written"))
+        }
         do {
             try sink.finish(metadata: metadata)
         } catch {
@@ -179,7 +205,6 @@ public enum TileImporter {
         }
         report.seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
         progress?(OperationProgress(done: done, total: total, bytes: report.bytes, elapsed: report.seconds))
-        return report
     }
 
     /// Files below `root`, counted from folder listings alone (for the progress bar's ETA).

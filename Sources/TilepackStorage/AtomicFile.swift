@@ -44,8 +44,9 @@ public final class AtomicFile: @unchecked Sendable {
         lockDescriptor = fd
     }
 
-    /// strerror, with what it means for writing here.
-    static func describe(errno code: Int32) -> String {
+    /// strerror, with what it means for writing a file: "Read-only file system (the folder is on
+    /// a read-only file system)", "Permission denied (no permission ...)", a full disk.
+    public static func describe(errno code: Int32) -> String {
         let text = String(cString: strerror(code))
         switch code {
         case EROFS: return "\(text) (the folder is on a read-only file system)"

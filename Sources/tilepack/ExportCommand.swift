@@ -21,6 +21,9 @@ struct ExportCommand: ParsableCommand {
     @Option(help: "Rows counted from the north (xyz) or the south (tms).")
     var scheme: TileScheme = .xyz
 
+    @Flag(help: "Write into a folder that already holds files (existing tiles are replaced, never written through).")
+    var force = false
+
     @OptionGroup var output: OutputOptions
 
     func run() throws {
@@ -28,6 +31,7 @@ struct ExportCommand: ParsableCommand {
         var options = ExportOptions()
         options.layout = layout
         options.scheme = scheme
+        options.overwrite = force
         let report = try TileExporter.run(archive: input, to: folder, options: options,
                                           progress: ProgressBar.handler(label: "export", quiet: output.quiet))
         if output.json {

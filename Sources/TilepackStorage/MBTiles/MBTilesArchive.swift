@@ -291,14 +291,18 @@ public final class MBTilesArchive: TileArchive {
         }
     }
 
-    /// For the normalized (`map` + `images`) schema: `map` rows whose `tile_id` names no `images`
-    /// row (those tiles vanish from the `tiles` view), at most `limit`; empty for other schemas.
+    /// For the normalized (`map` + `images`) schema: `map` rows that name no image, so the tiles
+    /// vanish from the `tiles` view: a `tile_id` no `images` row has, or a NULL `tile_id` on a row
+    /// that holds no UTFGrid either (no `grid_id`); at most `limit`; empty for other schemas.
     public func orphanedMapRows(limit: Int = 1000) throws(TileArchiveError) -> [MBTilesOrphanedMapRow] {
         guard schema.kind == .normalized else { return [] }
         return try withReader { reader throws(TileArchiveError) in
+            let hasGrid = try reader.connection.scalarInt("SELECT COUNT(*) FROM pragma_table_info('map') WHERE name = 'grid_id'") ?? 0 > 0
             let statement = try reader.connection.prepare("""
                 SELECT map.zoom_level, map.tile_column, map.tile_row, map.tile_id FROM map
-                LEFT JOIN images ON images.tile_id = map.tile_id WHERE images.tile_id IS NULL LIMIT \(max(1, limit))
+                LEFT JOIN images ON images.tile_id = map.tile_id
+                WHERE images.tile_id IS NULL AND (map.tile_id IS NOT NULL\(hasGrid ? " OR map.grid_id IS NULL" : " OR 1"))
+                LIMIT \(max(1, limit))
                 """)
             var found: [MBTilesOrphanedMapRow] = []
             while try statement.step() {
