@@ -58,6 +58,11 @@ struct RenderCommand: AsyncParsableCommand {
         guard let screenScale = ScreenScale(rawValue: scale) else {
             throw ValidationError("--scale must be 1, 2 or 3, not \(scale)")
         }
+        // The canvas is bounded: each side at most 8192 pixels (256 MiB of RGBA at most).
+        let canvas = (width: viewport.width * scale, height: viewport.height * scale)
+        guard canvas.width <= Self.maximumCanvasSide, canvas.height <= Self.maximumCanvasSide else {
+            throw ValidationError("--size \(size) at --scale \(scale) makes a \(canvas.width)x\(canvas.height) pixel PNG; tilepack renders at most \(Self.maximumCanvasSide) pixels a side: lower --size or --scale")
+        }
         guard zoom.isFinite, (0...20).contains(zoom) else { throw ValidationError("--zoom must be in 0...20, not \(zoom)") }
         guard !inputs.isEmpty else { throw ValidationError("give at least one layer input") }
 
@@ -97,6 +102,9 @@ struct RenderCommand: AsyncParsableCommand {
         let approximate = frame.drawn.count - real
         print("wrote \(output): \(frame.bitmap.width)x\(frame.bitmap.height) px, \(real) tiles, \(approximate) scaled up from lower zooms")
     }
+
+    /// The largest side of the rendered canvas, in pixels (size x scale).
+    static let maximumCanvasSide = 8192
 
     static func parseCenter(_ text: String) throws -> GeoCoordinate {
         let parts = text.split(separator: ",").map { Double($0.trimmingCharacters(in: .whitespaces)) }

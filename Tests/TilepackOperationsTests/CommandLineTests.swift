@@ -1,0 +1,71 @@
+import Foundation
+import Testing
+import TilepackTestSupport
+
+/// The `tilepack` command itself, run as a process: the build puts it beside the test bundle.
+enum TilepackBinary {
+    static var url: URL? {
+        let folder = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        for candidate in [folder, folder.deletingLastPathComponent()] {
+            let url = candidate.appendingPathComponent("tilepack")
+            if FileManager.default.isExecutableFile(atPath: url.path) { return url }
+        }
+        return nil
+    }
+
+    /// Runs the command with `arguments` (raw bytes allowed), at most `timeout` seconds.
+    static func run(_ arguments: [[UInt8]], timeout: Double = 30) throws -> (status: Int32, output: String)? {
+        guard let url else {
+            if ProcessInfo.processInfo.environment["CI"] == "true" { Issue.record("the tilepack binary is not built beside the tests") }
+            print("skipped: the tilepack binary is not built beside the tests (swift build)")
+            return nil
+        }
+        // Through /bin/sh so that arguments that are not UTF-8 reach the command as they are.
+        let dir = try TemporaryDirectory("tilepack-cli")
+        var script: [UInt8] = Array("exec ".utf8) + shellQuote(Array(url.path.utf8))
+        for argument in arguments { script += [UInt8(ascii: " ")] + shellQuote(argument) }
+        script += Array(" > ".utf8) + shellQuote(Array(dir.file("out").utf8)) + Array(" 2>&1\n".utf8)
+        try Data(script).write(to: URL(fileURLWithPath: dir.file("run.sh")))
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = [dir.file("run.sh")]
+        try process.run()
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning && Date() < deadline { usleep(20_000) }
+        if process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+            Issue.record("tilepack ran for more than \(timeout) s")
+        }
+        let output = String(decoding: (try? Data(contentsOf: URL(fileURLWithPath: dir.file("out")))) ?? Data(), as: UTF8.self)
+        return (process.terminationStatus, output)
+    }
+
+    static func run(_ arguments: [String], timeout: Double = 30) throws -> (status: Int32, output: String)? {
+        try run(arguments.map { Array($0.utf8) }, timeout: timeout)
+    }
+
+    /// `'...'` for the shell, every byte kept (a quote inside becomes '\'').
+    static func shellQuote(_ bytes: [UInt8]) -> [UInt8] {
+        var out: [UInt8] = [UInt8(ascii: "'")]
+        for byte in bytes {
+            if byte == UInt8(ascii: "'") { out += Array("'\\''".utf8) } else { out.append(byte) }
+        }
+        out.append(UInt8(ascii: "'"))
+        return out
+    }
+}
+
+@Suite struct CommandLineTests {
+    /// A canvas larger than 8192 pixels a side is refused at once, before any memory is taken
+    /// (before: 8192x8192 at --scale 3 took 4.7 GB).
+    @Test func renderBoundsTheCanvas() throws {
+        let dir = try TemporaryDirectory()
+        guard let result = try TilepackBinary.run(["render", "file:///nonexistent/{z}/{x}/{y}.png", "--center", "0,0", "--zoom", "2",
+                                                   "--size", "8192x8192", "--scale", "3", "--timeout", "1", "-o", dir.file("map.png")],
+                                                  timeout: 20) else { return }
+        #expect(result.status != 0)
+        #expect(result.output.contains("24576x24576 pixel PNG") && result.output.contains("at most 8192 pixels a side"), "\(result.output)")
+        #expect(!FileManager.default.fileExists(atPath: dir.file("map.png")))
+    }
+}
