@@ -112,10 +112,9 @@ public enum TileExporter {
 /// File-system writes that refuse to follow links.
 enum SafeTree {
     static func makeFolder(_ path: String, allowExisting: Bool) throws(OperationError) {
-        if mkdir(path, 0o755) == 0 { return }
+        if FileSystem.mkdir(path, 0o755) == 0 { return }
         let code = errno
-        var info = stat()
-        if code == EEXIST, allowExisting, lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR { return }
+        if code == EEXIST, allowExisting, let info = FileSystem.lstat(path), (info.st_mode & S_IFMT) == S_IFDIR { return }
         if code == EEXIST {
             throw OperationError(path: path, fault: .badInput("exists and is not a real folder (a link or a file): refusing to write through it"))
         }
@@ -131,7 +130,7 @@ enum SafeTree {
     static func writeFile(_ path: String, _ bytes: UnsafeRawBufferPointer) throws(OperationError) {
         let slash = path.lastIndex(of: "/").map { path.index(after: $0) } ?? path.startIndex
         let temporary = String(path[..<slash]) + "." + String(path[slash...]) + temporaryMarker + String(UInt64.random(in: 0...UInt64.max), radix: 36)
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
+        let fd = FileSystem.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
         guard fd >= 0 else {
             let code = errno
             throw OperationError(path: path, fault: .io("cannot create a file here: \(AtomicFile.describe(errno: code))"))
@@ -143,15 +142,15 @@ enum SafeTree {
                 if errno == EINTR { continue }
                 let code = errno
                 close(fd)
-                unlink(temporary)
+                _ = FileSystem.unlink(temporary)
                 throw OperationError(path: path, fault: .io("write failed: \(AtomicFile.describe(errno: code))"))
             }
             done += n
         }
         close(fd)
-        if rename(temporary, path) != 0 {
+        if FileSystem.rename(temporary, path) != 0 {
             let code = errno
-            unlink(temporary)
+            _ = FileSystem.unlink(temporary)
             throw OperationError(path: path, fault: .io("cannot put the file in place: \(AtomicFile.describe(errno: code))"))
         }
     }
@@ -164,7 +163,7 @@ enum SafeTree {
     /// Removes the exporter's temporary files in `folder` (left by a killed export).
     static func removeStaleTemporaries(_ folder: String) {
         for (name, kind) in FolderListing.entries(folder) ?? [] where kind == .regularFile && name.hasPrefix(".") && name.contains(temporaryMarker) {
-            unlink(folder + "/" + name)
+            _ = FileSystem.unlink(folder + "/" + name)
         }
     }
 }

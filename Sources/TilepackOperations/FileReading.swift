@@ -33,7 +33,7 @@ enum FileReading {
     /// With `folder` (an open directory) and `name`, the file is opened relative to the folder.
     static func read(_ path: String, folder: OpenFolder? = nil, name: String? = nil, scratch: inout [UInt8]) throws(Failure) -> [UInt8] {
         let flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK
-        let fd = if let folder, let name { openat(folder.descriptor, name, flags) } else { open(path, flags) }
+        let fd = if let folder, let name { FileSystem.openat(folder.descriptor, name, flags) } else { FileSystem.open(path, flags) }
         guard fd >= 0 else { throw .open(errno) }
         defer { close(fd) }
         if scratch.isEmpty { scratch = [UInt8](repeating: 0, count: 256 << 10) }

@@ -1,6 +1,7 @@
 import Foundation
 import TilepackCore
 import TilepackImaging
+import TilepackStorage
 
 /// Options of ``TileImporter``.
 public struct ImportOptions: Sendable {
@@ -84,8 +85,7 @@ public enum TileImporter {
     private static func run(source: String, destination: String, options: ImportOptions,
                             progress: ProgressHandler?, pool: WorkerPool, report: inout ImportReport) throws(OperationError) {
         let start = DispatchTime.now().uptimeNanoseconds
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: source, isDirectory: &isDirectory), isDirectory.boolValue else {
+        guard let info = FileSystem.stat(source), (info.st_mode & S_IFMT) == S_IFDIR else {
             throw OperationError(path: source, fault: .badInput("not a folder of tiles"))
         }
         let evidence = try TreeEvidence.read(root: source)
@@ -102,7 +102,9 @@ public enum TileImporter {
         var metadata = TileMetadata(evidence.metadata)
         for (key, value) in options.metadata { metadata[key] = value }
         if metadata.name == nil {
-            metadata.name = URL(fileURLWithPath: source).standardizedFileURL.lastPathComponent
+            // The folder's name as text (bytes that are not UTF-8 shown as U+FFFD).
+            let folderName = URL(fileURLWithPath: source).standardizedFileURL.lastPathComponent
+            metadata.name = String(decoding: PathBytes.bytes(of: folderName), as: UTF8.self)
         }
         // The tiles decide the format; a declared one is compared with them at the end.
         metadata[TileMetadata.Key.format] = nil
@@ -212,7 +214,7 @@ public enum TileImporter {
         var count = 0
         var stack = [(root, 0)]
         while let (path, level) = stack.popLast() {
-            guard let names = try? FileManager.default.contentsOfDirectory(atPath: path) else { continue }
+            guard let names = FileSystem.entries(path)?.map(\.name) else { continue }
             if level == 2 { count += names.count; continue }
             for name in names where name.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) {
                 stack.append((path + "/" + name, level + 1))

@@ -19,8 +19,7 @@ public final class ImportReportFile {
     /// - Throws: ``OperationError`` naming the report path and why it cannot be written.
     public init(path: String) throws(OperationError) {
         self.path = path
-        var info = stat()
-        if stat(path, &info) == 0, (info.st_mode & S_IFMT) != S_IFREG {
+        if let info = FileSystem.stat(path), (info.st_mode & S_IFMT) != S_IFREG {
             throw OperationError(path: path, fault: .badInput("the report cannot be written here: it is \(RegularFile.describe(mode: info.st_mode))"))
         }
         do {
@@ -74,7 +73,9 @@ public final class ImportReportFile {
     public func write(_ report: ImportReport, error: OperationError?) throws(OperationError) {
         let data = Self.lines(report, error: error)
         do {
-            try data.write(to: URL(fileURLWithPath: file.temporaryPath))
+            if let code = FileSystem.createFile(file.temporaryPath, contents: data) {
+                throw TileArchiveError(path: path, fault: .io(errno: code, reason: AtomicFile.describe(errno: code)))
+            }
             try file.commit()
         } catch {
             file.discard()

@@ -46,7 +46,7 @@ final class OpenFolder: Sendable {
             Self.openCount.subtract(1, ordering: .relaxed)
             return nil
         }
-        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        let fd = FileSystem.open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else {
             Self.openCount.subtract(1, ordering: .relaxed)
             return nil
@@ -249,8 +249,7 @@ public struct TileTreeWalker: Sequence, Sendable {
                 }
                 let path = folderPath + "/" + name
                 // A symbolic link is followed only when it stays inside the tree.
-                var linkInfo = stat()
-                if lstat(path, &linkInfo) == 0, (linkInfo.st_mode & S_IFMT) == S_IFLNK,
+                if let linkInfo = FileSystem.lstat(path), (linkInfo.st_mode & S_IFMT) == S_IFLNK,
                    let rootReal, let target = Self.resolved(path), !(target + "/").hasPrefix(rootReal) {
                     pending.append(.skipped(SkippedFile(path: path, reason: "symbolic link to \(target), outside the tree: not followed")))
                     continue
@@ -289,9 +288,7 @@ public struct TileTreeWalker: Sequence, Sendable {
 
         /// `path` with every symbolic link resolved, or `nil` when it cannot be (dangling).
         static func resolved(_ path: String) -> String? {
-            guard let pointer = realpath(path, nil) else { return nil }
-            defer { free(pointer) }
-            return String(cString: pointer)
+            FileSystem.realpath(path)
         }
 
         /// A decimal number without sign or padding tricks beyond leading zeros; at most 10 digits.
@@ -330,20 +327,8 @@ enum FolderListing {
 
     /// The entries of `path` other than `.` and `..`, or `nil` when the folder cannot be opened.
     static func entries(_ path: String) -> [(name: String, kind: Kind)]? {
-        guard let dir = opendir(path) else { return nil }
-        defer { closedir(dir) }
-        var result: [(name: String, kind: Kind)] = []
-        while let entry = readdir(dir) {
-            let name = withUnsafePointer(to: &entry.pointee.d_name) { pointer in
-                pointer.withMemoryRebound(to: UInt8.self, capacity: MemoryLayout.size(ofValue: entry.pointee.d_name)) {
-                    // Bytes kept: a name that is not UTF-8 keeps its bytes (see PathBytes).
-                    PathBytes.string(from: UnsafeBufferPointer(start: $0, count: strlen(UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self))))
-                }
-            }
-            if name == "." || name == ".." { continue }
-            result.append((name, Int32(entry.pointee.d_type) == Int32(DT_REG) ? .regularFile : .other))
-        }
-        return result
+        // Bytes kept: a name that is not UTF-8 keeps its bytes (see PathBytes).
+        FileSystem.entries(path)?.map { ($0.name, $0.isRegularFile ? .regularFile : .other) }
     }
 }
 
@@ -358,8 +343,7 @@ struct FileIdentity: Hashable {
 
     /// `stat(2)` following links; `nil` when the entry cannot be stat'ed (dangling link, no access).
     static func lookup(_ path: String) -> FileIdentity? {
-        var info = stat()
-        guard stat(path, &info) == 0 else { return nil }
+        guard let info = FileSystem.stat(path) else { return nil }
         return FileIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino), mode: info.st_mode)
     }
 }

@@ -44,8 +44,7 @@ public struct TreeEvidence: Sendable, Equatable {
 
     /// The file's bytes; `nil` when there is no such entry at all.
     private static func contents(_ path: String) throws(OperationError) -> Data? {
-        var info = stat()
-        if lstat(path, &info) != 0 && errno == ENOENT { return nil }
+        if FileSystem.lstat(path) == nil && errno == ENOENT { return nil }
         do {
             return Data(try RegularFile.read(path, limit: maximumFileSize))
         } catch {

@@ -24,17 +24,16 @@ public final class AtomicFile: @unchecked Sendable {
     /// - Throws: `alreadyExists`; `io` naming why the folder takes no new file (a read-only file
     ///   system, no permission, no such folder, a full disk), with its errno.
     public init(destination: String, overwrite: Bool) throws(TileArchiveError) {
-        let url = URL(fileURLWithPath: destination)
-        let directory = url.deletingLastPathComponent().path
-        let prefix = "." + url.lastPathComponent + ".tmp-"
+        let (directory, name) = FileSystem.split(destination)
+        let prefix = "." + name + ".tmp-"
         self.destination = destination
         self.temporaryPath = directory + "/" + prefix + String(UInt64.random(in: 0...UInt64.max), radix: 36)
         self.overwrite = overwrite
-        if !overwrite && FileManager.default.fileExists(atPath: destination) {
+        if !overwrite && FileSystem.stat(destination) != nil {
             throw TileArchiveError(path: destination, fault: .alreadyExists)
         }
         Self.removeStaleTemporaries(directory: directory, prefix: prefix)
-        let fd = open(temporaryPath, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
+        let fd = FileSystem.open(temporaryPath, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
         guard fd >= 0 else {
             let code = errno
             throw TileArchiveError(path: destination, fault: .io(errno: code, reason:
@@ -60,25 +59,20 @@ public final class AtomicFile: @unchecked Sendable {
     /// Removes `.<name>.tmp-*` files in `directory` that no live writer holds (their `flock` is
     /// free: the process that made them is gone), with SQLite's side files beside them.
     static func removeStaleTemporaries(directory: String, prefix: String) {
-        guard let dir = opendir(directory.isEmpty ? "." : directory) else { return }
         var stale: [String] = []
-        while let entry = readdir(dir) {
-            let name = withUnsafePointer(to: &entry.pointee.d_name) { pointer in
-                pointer.withMemoryRebound(to: CChar.self, capacity: MemoryLayout.size(ofValue: entry.pointee.d_name)) { String(cString: $0) }
-            }
+        for (name, _) in FileSystem.entries(directory) ?? [] {
             guard name.hasPrefix(prefix), !name.hasSuffix(".spool"),
                   !["-journal", "-wal", "-shm"].contains(where: { name.hasSuffix($0) }) else { continue }
             stale.append(name)
         }
-        closedir(dir)
         for name in stale {
             let path = directory + "/" + name
-            let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+            let fd = FileSystem.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
             guard fd >= 0 else { continue }
             var info = stat()
             // Held by a live writer: flock fails. Free: the writer died without cleaning up.
             if fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, flock(fd, LOCK_EX | LOCK_NB) == 0 {
-                for suffix in ["", "-journal", "-wal", "-shm"] { unlink(path + suffix) }
+                for suffix in ["", "-journal", "-wal", "-shm"] { _ = FileSystem.unlink(path + suffix) }
             }
             close(fd)
         }
@@ -102,7 +96,7 @@ public final class AtomicFile: @unchecked Sendable {
         }) else { return }
         let path = temporaryPath
         flushes.async { [flushing] in
-            let fd = open(path, O_RDONLY | O_CLOEXEC)
+            let fd = FileSystem.open(path, O_RDONLY | O_CLOEXEC)
             if fd >= 0 {
                 #if os(Linux)
                 _ = fdatasync(fd)
@@ -120,11 +114,11 @@ public final class AtomicFile: @unchecked Sendable {
         precondition(!finished, "AtomicFile committed twice")
         flushes.sync {}
         try Self.fsync(path: temporaryPath, destination: destination)
-        if !overwrite && FileManager.default.fileExists(atPath: destination) {
+        if !overwrite && FileSystem.stat(destination) != nil {
             discard()
             throw TileArchiveError(path: destination, fault: .alreadyExists)
         }
-        if rename(temporaryPath, destination) != 0 {
+        if FileSystem.rename(temporaryPath, destination) != 0 {
             let code = errno
             discard()
             throw TileArchiveError(path: destination, fault: .io(errno: code, reason: "rename: \(String(cString: strerror(code)))"))
@@ -132,7 +126,7 @@ public final class AtomicFile: @unchecked Sendable {
         finished = true
         releaseLock()
         // Make the rename itself durable; a failure here leaves a complete file in place.
-        try? Self.fsync(path: URL(fileURLWithPath: destination).deletingLastPathComponent().path, destination: destination)
+        try? Self.fsync(path: FileSystem.split(destination).folder, destination: destination)
     }
 
     /// Removes the temporary file (and any SQLite side files next to it).
@@ -140,7 +134,7 @@ public final class AtomicFile: @unchecked Sendable {
         guard !finished else { releaseLock(); return }
         finished = true
         for suffix in ["", "-journal", "-wal", "-shm"] {
-            unlink(temporaryPath + suffix)
+            _ = FileSystem.unlink(temporaryPath + suffix)
         }
         releaseLock()
     }
@@ -153,7 +147,7 @@ public final class AtomicFile: @unchecked Sendable {
     deinit { discard() }
 
     private static func fsync(path: String, destination: String) throws(TileArchiveError) {
-        let fd = open(path, O_RDONLY)
+        let fd = FileSystem.open(path, O_RDONLY)
         guard fd >= 0 else {
             let code = errno
             throw TileArchiveError(path: destination, fault: .io(errno: code, reason: "open \(path) for fsync: \(String(cString: strerror(code)))"))

@@ -10,7 +10,7 @@ public enum RegularFile {
     /// - Throws: `cannotOpen` (missing, no permission: the system's reason), or
     ///   `notAnArchive` naming what the path is (a folder, a FIFO, a device, a socket).
     public static func openForReading(_ path: String) throws(TileArchiveError) -> (fd: Int32, info: stat) {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        let fd = FileSystem.open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else {
             let code = errno
             throw TileArchiveError(path: path, fault: .cannotOpen(errno: code, reason: String(cString: strerror(code))))

@@ -12,8 +12,7 @@ public enum TileArchiveFormat: String, Sendable, Hashable, Codable, CustomString
     /// - Throws: ``TileArchiveError`` with `notAnArchive` saying what the file looks like
     ///   (empty, PMTiles, an image, text, ...), or `cannotOpen`.
     public static func detect(path: String) throws(TileArchiveError) -> TileArchiveFormat {
-        var info = stat()
-        if stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR {
+        if let info = FileSystem.stat(path), (info.st_mode & S_IFMT) == S_IFDIR {
             throw TileArchiveError(path: path, fault: .notAnArchive(detected: "a folder (to import a tile tree use `tilepack import`)"))
         }
         // Never a blocking open: a FIFO named like an archive is named for what it is.

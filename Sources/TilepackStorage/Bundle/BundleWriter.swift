@@ -105,12 +105,12 @@ public final class BundleWriter {
         // The spool lives beside the destination and is unlinked at once: it vanishes with the
         // writer, even if the process dies.
         let spoolPath = file.temporaryPath + ".spool"
-        let fd = open(spoolPath, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        let fd = FileSystem.open(spoolPath, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
             let code = errno
             throw fail(.io(errno: code, reason: "create \(spoolPath): \(String(cString: strerror(code)))"))
         }
-        unlink(spoolPath)
+        _ = FileSystem.unlink(spoolPath)
         spool = fd
         compareBuffer = .allocate(byteCount: 0, alignment: 16)
         spoolBuffer.reserveCapacity(Self.spoolBufferCapacity)
@@ -308,7 +308,7 @@ public final class BundleWriter {
         header.fileLength = UInt64(dataOffset + dataLength)
         header.metadataCRC = metadataBytes.withUnsafeBytes { BundleFormat.crc32($0) }
 
-        let fd = open(file.temporaryPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        let fd = FileSystem.open(file.temporaryPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw ioError("create \(file.temporaryPath)") }
         defer { close(fd) }
         let out = BufferedOutput(fd: fd, path: destination)

@@ -91,7 +91,7 @@ enum MBTilesFileCheck {
         var allowed = CharacterSet.alphanumerics
         allowed.insert(charactersIn: "-._~/")
         var encoded = ""
-        for byte in path.utf8 {
+        for byte in PathBytes.bytes(of: path) {
             let scalar = Unicode.Scalar(byte)
             if byte < 0x80, allowed.contains(scalar) {
                 encoded.append(Character(scalar))

@@ -33,9 +33,9 @@ enum MBTilesRecovery {
             : "a write-ahead log (\(wal), \(walSize) bytes) of changes not yet copied into the file"
         let action = hotJournal ? "rolled back" : "copied into the file"
         // May we write the file and its folder (SQLite deletes the journal)?
-        let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        let folder = FileSystem.split(path).folder
         var denied: Int32 = 0
-        if access(path, W_OK) != 0 { denied = errno } else if access(folder.isEmpty ? "." : folder, W_OK) != 0 { denied = errno }
+        if FileSystem.access(path, W_OK) != 0 { denied = errno } else if FileSystem.access(folder, W_OK) != 0 { denied = errno }
         if denied == 0 {
             do throws(TileArchiveError) {
                 let connection = try SQLiteConnection(filename: path, archivePath: path, readOnly: false, uri: false,
@@ -56,12 +56,11 @@ enum MBTilesRecovery {
         let why = String(cString: strerror(denied))
         throw TileArchiveError(path: path, fault: .cannotOpen(errno: denied, reason:
             "\(leftover) is beside the file; its data is intact once the journal is \(action), which needs write access to the file and its folder, and here there is none (\(why)). "
-            + "Copy the file and \(URL(fileURLWithPath: hotJournal ? journal : wal).lastPathComponent) together to a writable folder and open the copy there (tilepack then \(hotJournal ? "rolls it back" : "checkpoints it")), or run tilepack where the folder is writable"))
+            + "Copy the file and \(FileSystem.split(hotJournal ? journal : wal).name) together to a writable folder and open the copy there (tilepack then \(hotJournal ? "rolls it back" : "checkpoints it")), or run tilepack where the folder is writable"))
     }
 
     private static func fileSize(_ path: String) -> Int? {
-        var info = stat()
-        guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
+        guard let info = FileSystem.lstat(path), (info.st_mode & S_IFMT) == S_IFREG else { return nil }
         return Int(info.st_size)
     }
 

@@ -48,7 +48,7 @@ final class SQLiteConnection {
         if create { flags |= SQLITE_OPEN_CREATE }
         if uri { flags |= SQLITE_OPEN_URI }
         var db: OpaquePointer?
-        let rc = sqlite3_open_v2(filename, &db, flags, nil)
+        let rc = FileSystem.withPath(filename) { sqlite3_open_v2($0, &db, flags, nil) }
         guard rc == SQLITE_OK, let db else {
             let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(rc))
             let systemErrno = db.map { sqlite3_system_errno($0) } ?? 0
