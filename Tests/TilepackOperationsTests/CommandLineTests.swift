@@ -69,3 +69,35 @@ enum TilepackBinary {
         #expect(!FileManager.default.fileExists(atPath: dir.file("map.png")))
     }
 }
+
+extension CommandLineTests {
+    /// Two output names that differ only in bytes that are not UTF-8 are two files, and each is
+    /// read back by its own name (before: both became one file, and the input was refused).
+    @Test func namesThatAreNotUTF8AreKeptAsBytes() throws {
+        let dir = try TemporaryDirectory()
+        let tree = dir.file("tree")
+        try FileManager.default.createDirectory(atPath: tree + "/0/0", withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: TestSupport.packageRoot.appendingPathComponent("samples/tiles/0/0/0.png").path,
+                                         toPath: tree + "/0/0/0.png")
+        let first = Array(dir.file("a").utf8) + [0xE9] + Array(".mbtiles".utf8)
+        let second = Array(dir.file("a").utf8) + [0xE8] + Array(".mbtiles".utf8)
+        for name in [first, second] {
+            guard let result = try TilepackBinary.run([Array("import".utf8), Array(tree.utf8), name]) else { return }
+            #expect(result.status == 0 || result.status == 3, "\(result.output)")
+        }
+        // Two files, by their exact bytes.
+        var names: [[UInt8]] = []
+        if let folder = opendir(dir.path) {
+            while let entry = readdir(folder) {
+                let name = withUnsafeBytes(of: entry.pointee.d_name) { Array($0.prefix { $0 != 0 }) }
+                if name.last == UInt8(ascii: "s") && name.first == UInt8(ascii: "a") { names.append(name) }
+            }
+            closedir(folder)
+        }
+        #expect(Set(names) == Set([first, second].map { Array($0.suffix(10)) }), "\(names)")
+        for name in [first, second] {
+            guard let result = try TilepackBinary.run([Array("info".utf8), name]) else { return }
+            #expect(result.status == 0, "\(result.output)")
+        }
+    }
+}
