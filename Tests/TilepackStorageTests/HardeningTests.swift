@@ -153,6 +153,43 @@ private func makeMBTiles(_ path: String, count: Int = 20, bytes: Int = 100, meta
         #expect(!FileManager.default.fileExists(atPath: copy + "-journal"))
     }
 
+    /// A WAL with committed pages not yet in the file, left beside it (its writer was killed):
+    /// checkpointed when the folder is writable, so the file reads with every committed tile.
+    @Test func aLeftoverWALIsCheckpointed() throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.file("w.mbtiles")
+        try makeMBTiles(path, count: 5)
+        let connection = try SQLiteConnection(filename: path, archivePath: path, readOnly: false, uri: false)
+        try connection.execute("PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0; "
+            + "INSERT INTO tiles VALUES (9, 1, 1, x'89504e470d0a1a0a'), (9, 2, 1, x'89504e470d0a1a0a');")
+        let copy = dir.file("copy.mbtiles")
+        for suffix in ["", "-wal"] { try FileManager.default.copyItem(atPath: path + suffix, toPath: copy + suffix) }
+        let archive = try MBTilesArchive(path: copy)
+        #expect(archive.recovery?.contains("write-ahead log") == true)
+        #expect(try archive.tileCount() == 7)
+        withExtendedLifetime(connection) {}
+    }
+
+    @Test func aLeftoverWALInAReadOnlyFolderIsExplained() throws {
+        guard let mount = ScratchMount() else { return }
+        let dir = try TemporaryDirectory()
+        let path = dir.file("w.mbtiles")
+        try makeMBTiles(path, count: 5)
+        let connection = try SQLiteConnection(filename: path, archivePath: path, readOnly: false, uri: false)
+        try connection.execute("PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0; INSERT INTO tiles VALUES (9, 1, 1, x'89504e470d0a1a0a');")
+        let copy = mount.path + "/copy.mbtiles"
+        for suffix in ["", "-wal"] { try FileManager.default.copyItem(atPath: path + suffix, toPath: copy + suffix) }
+        withExtendedLifetime(connection) {}
+        #expect(mount.makeReadOnly())
+        do {
+            _ = try MBTilesArchive(path: copy)
+            Issue.record("opened a file with a WAL on a read-only file system")
+        } catch {
+            let text = "\(error)"
+            #expect(text.contains("write-ahead log") && text.contains("Read-only file system"), "\(text)")
+        }
+    }
+
     @Test func aHotJournalInAReadOnlyFolderIsExplained() throws {
         guard let mount = ScratchMount() else { return }
         let dir = try TemporaryDirectory()
