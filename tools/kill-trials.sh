@@ -51,18 +51,26 @@ t_convert=$(timed "$bin" convert -q "$work/base.mbtiles" "$work/base-done.tilepa
 t_export=$(timed "$bin" export -q "$work/base.mbtiles" "$work/export-done")
 trials=0
 
-for i in 1 2 3 4 5; do
-  # import
-  rm -f "$work/out.mbtiles"
-  "$bin" import -q "$work/tree" "$work/out.mbtiles" >/dev/null 2>&1 & pid=$!
-  started "$work/.out.mbtiles.tmp-*"; pause "$t_import"; kill -9 $pid 2>/dev/null || true; wait $pid 2>/dev/null || true
-  [ -e "$work/out.mbtiles" ] || interrupted=$((interrupted + 1))
-  if [ -e "$work/out.mbtiles" ]; then
-    "$bin" verify --quick "$work/out.mbtiles" >/dev/null || fail "import trial $i: the archive left does not verify"
+# One trial of a command that writes a new archive at $3 (what: $1, measured duration: $2 ms):
+# killed while it writes, it leaves no archive or one that verifies; the next run, to completion,
+# leaves no temporary file. The command is the rest of the arguments (without --force).
+write_trial() {
+  local what=$1 duration=$2 dest=$3; shift 3
+  rm -f "$dest"
+  "$bin" "$@" >/dev/null 2>&1 & pid=$!
+  started "$(dirname "$dest")/.$(basename "$dest").tmp-*"; pause "$duration"; kill -9 $pid 2>/dev/null || true; wait $pid 2>/dev/null || true
+  if [ -e "$dest" ]; then
+    "$bin" verify --quick "$dest" >/dev/null || fail "$what trial $i: the archive left does not verify"
+  else
+    interrupted=$((interrupted + 1))
   fi
-  "$bin" import -q --force "$work/tree" "$work/out.mbtiles" >/dev/null
-  [ "$(leftovers "$work")" = 0 ] || fail "import trial $i: temporary files survive the next run: $(ls -a "$work")"
+  "$bin" "$@" --force >/dev/null
+  [ "$(leftovers "$(dirname "$dest")")" = 0 ] || fail "$what trial $i: temporary files survive the next run: $(ls -a "$(dirname "$dest")")"
   trials=$((trials + 1))
+}
+
+for i in 1 2 3 4 5; do
+  write_trial import "$t_import" "$work/out.mbtiles" import -q "$work/tree" "$work/out.mbtiles"
 
   # append
   cp "$work/base.mbtiles" "$work/append.mbtiles"
@@ -74,17 +82,7 @@ for i in 1 2 3 4 5; do
   "$bin" verify --quick "$work/append.mbtiles" >/dev/null || fail "append trial $i: the archive does not verify"
   trials=$((trials + 1))
 
-  # convert
-  rm -f "$work/out.tilepack"
-  "$bin" convert -q "$work/base.mbtiles" "$work/out.tilepack" >/dev/null 2>&1 & pid=$!
-  started "$work/.out.tilepack.tmp-*"; pause "$t_convert"; kill -9 $pid 2>/dev/null || true; wait $pid 2>/dev/null || true
-  [ -e "$work/out.tilepack" ] || interrupted=$((interrupted + 1))
-  if [ -e "$work/out.tilepack" ]; then
-    "$bin" verify --quick "$work/out.tilepack" >/dev/null || fail "convert trial $i: the bundle left does not verify"
-  fi
-  "$bin" convert -q --force "$work/base.mbtiles" "$work/out.tilepack" >/dev/null
-  [ "$(leftovers "$work")" = 0 ] || fail "convert trial $i: temporary files survive the next run"
-  trials=$((trials + 1))
+  write_trial convert "$t_convert" "$work/out.tilepack" convert -q "$work/base.mbtiles" "$work/out.tilepack"
 
   # export
   rm -rf "$work/export"
