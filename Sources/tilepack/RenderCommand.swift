@@ -96,7 +96,7 @@ struct RenderCommand: AsyncParsableCommand {
         }
         let png = try PNGEncoder.encode(frame.bitmap)
         let file = try AtomicFile(destination: output, overwrite: force)
-        guard FileManager.default.createFile(atPath: file.temporaryPath, contents: png) else {
+        guard FileSystem.createFile(file.temporaryPath, contents: Data(png)) == nil else {
             throw ValidationError("cannot write \(output)")
         }
         try file.commit()

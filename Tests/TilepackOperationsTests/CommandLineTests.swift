@@ -99,5 +99,15 @@ extension CommandLineTests {
             guard let result = try TilepackBinary.run([Array("info".utf8), name]) else { return }
             #expect(result.status == 0, "\(result.output)")
         }
+        // render reads such a name and writes one.
+        let png = Array(dir.file("m").utf8) + [0xE9] + Array(".png".utf8)
+        guard let rendered = try TilepackBinary.run([Array("render".utf8), first] + ["--center", "0,0", "--zoom", "0", "--size", "64x64", "-o"].map { Array($0.utf8) } + [png])
+        else { return }
+        #expect(rendered.status == 0, "\(rendered.output)")
+        let exists = (png + [0]).withUnsafeBufferPointer { $0.withMemoryRebound(to: CChar.self) { pointer -> Bool in
+            var info = stat()
+            return lstat(pointer.baseAddress!, &info) == 0
+        } }
+        #expect(exists)
     }
 }
