@@ -203,7 +203,10 @@ public struct TileTreeWalker: Sequence, Sendable {
             }
             // Stable, so that of two names for one tile the first listed (the shortest path:
             // `7/65/45.png` before `007/65/045.png`) is the one imported.
-            tiles.sort { ($0.key, $0.file.path.utf8.count, $0.file.path) < ($1.key, $1.file.path.utf8.count, $1.file.path) }
+            tiles.sort { a, b in
+                if a.key != b.key { return a.key < b.key }
+                return (a.file.path.utf8.count, a.file.path) < (b.file.path.utf8.count, b.file.path)
+            }
             var previous: TileFile?
             for (_, file, accepted) in tiles {
                 if let previous, previous.tile == file.tile {
@@ -233,11 +236,6 @@ public struct TileTreeWalker: Sequence, Sendable {
             var fileNames: [String] = []
             for (name, kind) in names {
                 if level == 0 && TileTreeWalker.descriptionFiles.contains(name) { continue }
-                // No tile or tree folder has a name that is not UTF-8 (they are numbers).
-                if PathBytes.hasEscapes(name) {
-                    pending.append(.skipped(SkippedFile(path: folderPath + "/" + name, reason: "the name is not UTF-8 text, so not a number: not part of the tree")))
-                    continue
-                }
                 // A regular file (the listing says so) needs no stat(2): one path lookup less per tile.
                 if kind == .regularFile {
                     guard level == 2 else {

@@ -59,7 +59,8 @@ package enum FileSystem {
         while let entry = readdir(dir) {
             let name = withUnsafePointer(to: &entry.pointee.d_name) { pointer in
                 pointer.withMemoryRebound(to: CChar.self, capacity: MemoryLayout.size(ofValue: entry.pointee.d_name)) {
-                    PathBytes.string(from: UnsafeRawBufferPointer(start: $0, count: strlen($0)))
+                    // UTF-8 names (nearly all) the fast way; the rest keep their bytes.
+                    String(validatingCString: $0) ?? PathBytes.string(from: UnsafeRawBufferPointer(start: $0, count: strlen($0)))
                 }
             }
             if name == "." || name == ".." { continue }

@@ -43,6 +43,9 @@ public enum PathBytes {
 
     /// Whether the string holds escaped bytes (its name is not valid UTF-8).
     public static func hasEscapes(_ string: String) -> Bool {
-        string.unicodeScalars.contains { $0.value >= base + 0x80 && $0.value <= base + 0xFF }
+        // Every escape starts with the UTF-8 byte F4 (U+100000 and up): most names are rejected
+        // by one scan of their bytes.
+        guard string.utf8.contains(0xF4) else { return false }
+        return string.unicodeScalars.contains { $0.value >= base + 0x80 && $0.value <= base + 0xFF }
     }
 }
