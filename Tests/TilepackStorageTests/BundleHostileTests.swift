@@ -27,7 +27,7 @@ import TilepackTestSupport
             for bit in 0..<8 {
                 var damaged = original
                 damaged.bytes[offset] ^= 1 << UInt8(bit)
-                guard let error = damaged.openAndVerify() else {
+                guard let error = damaged.openAndVerify(alsoFromFile: false) else {
                     undetected.append("byte \(offset) bit \(bit)")
                     continue
                 }

@@ -76,11 +76,20 @@ public struct BundleArchive: TileArchive {
         case .memoryMap:
             bytes = try MappedBytes(mapping: path)
         case .positionalReads:
-            // Resident: everything before the data section (as the header declares it; the
-            // checks below then hold it to the layout).
+            // Resident: everything before the data section, when the header's counts and limits
+            // give the place it declares (else only the header: the checks below then fail on it).
             bytes = try MappedBytes(reading: path) { head, size in
                 guard head.count >= BundleFormat.headerLength else { return head.count }
-                return Int(clamping: min(UInt64(size), BundleHeader(decoding: head).dataOffset))
+                let header = BundleHeader(decoding: head)
+                guard header.metadataLength <= UInt64(BundleFormat.maximumMetadataLength),
+                      header.tileCount <= UInt64(BundleFormat.maximumCount), header.payloadCount <= UInt64(BundleFormat.maximumCount)
+                else { return BundleFormat.headerLength }
+                let tiles = Int(header.tileCount), payloads = Int(header.payloadCount)
+                let indexOffset = BundleFormat.aligned(BundleFormat.headerLength + Int(header.metadataLength))
+                let records = BundleFormat.aligned(indexOffset + BundleFormat.zoomTableLength + 12 * tiles)
+                let dataOffset = BundleFormat.aligned(records + BundleFormat.payloadRecordLength * payloads)
+                guard header.dataOffset == UInt64(dataOffset), dataOffset <= size else { return BundleFormat.headerLength }
+                return dataOffset
             }
         }
         try self.init(bytes: bytes, path: path, options: options)
