@@ -70,10 +70,17 @@ let package = Package(
             dependencies: ["TilepackCore", "TilepackStorage", "TilepackImaging", "TileLayer"]
         ),
 
+        // Floor 4: offline prefetch (seed 003): a box or a route corridor from a tile server into a
+        // persistent MBTiles store; estimate, progress, cancel, resume, eviction, purge.
+        .target(
+            name: "TilepackPrefetch",
+            dependencies: ["TilepackCore", "TilepackStorage", "TilepackImaging", "TileLayer", "TilepackHTTP"]
+        ),
+
         // The `Tilepack` product's module: one import for an app.
         .target(
             name: "Tilepack",
-            dependencies: ["TilepackCore", "TilepackStorage", "TilepackImaging", "TileLayer", "TilepackAdapter"]
+            dependencies: ["TilepackCore", "TilepackStorage", "TilepackImaging", "TileLayer", "TilepackAdapter", "TilepackPrefetch"]
         ),
 
         // Floor 5: the command-line tool, thin.
@@ -81,6 +88,7 @@ let package = Package(
             name: "tilepack",
             dependencies: [
                 "TilepackCore", "TilepackStorage", "TilepackImaging", "TileLayer", "TilepackAdapter", "TilepackOperations",
+                "TilepackPrefetch",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -103,6 +111,10 @@ let package = Package(
             dependencies: ["TilepackAdapter", "TilepackStorage", "TilepackImaging", "TileLayer", "TilepackTestSupport"]
         ),
         .testTarget(name: "TilepackOperationsTests", dependencies: ["TilepackOperations", "TilepackTestSupport"]),
+        .testTarget(
+            name: "TilepackPrefetchTests",
+            dependencies: ["TilepackPrefetch", "TilepackStorage", "TilepackImaging", "TilepackHTTP", "TilepackTestSupport"]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -259,7 +259,7 @@ final class FetchJob: RequestJob, @unchecked Sendable {
                 seconds: Date().timeIntervalSince1970 - counters.started, failures: counters.failures, evicted: counters.evicted,
                 error: counters.storeError)
         }
-        try? store.updateRegion(id: regionId, status: report.status.rawValue)
+        _ = try? store.updateRegion(id: regionId, status: report.status.rawValue)
         result.withLock { $0 = report }
         prefetcher.hub.emit(.status(requestId: report.requestId, report.status, report: report), from: prefetcher)
     }

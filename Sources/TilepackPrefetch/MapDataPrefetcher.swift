@@ -96,8 +96,8 @@ public final class MapDataPrefetcher: Sendable {
     public func fetchMapData(for request: PrefetchRequest, options: PrefetchOptions = PrefetchOptions()) -> PrefetchSubmission {
         let cover: PrefetchCover
         switch check(request) {
-        case .failure(let rejection): return rejection
-        case .success(let checked): cover = checked
+        case .rejected(let rejection): return rejection
+        case .accepted(let checked): cover = checked
         }
         guard let store else { return .rejected(.operationNotAllowed, "there is no store to fetch into") }
         guard !store.isReadOnly else { return .rejected(.operationNotAllowed, "the store \(store.path) is read-only") }
@@ -122,8 +122,8 @@ public final class MapDataPrefetcher: Sendable {
     public func estimateMapDataSize(for request: PrefetchRequest) -> PrefetchSubmission {
         let cover: PrefetchCover
         switch check(request) {
-        case .failure(let rejection): return rejection
-        case .success(let checked): cover = checked
+        case .rejected(let rejection): return rejection
+        case .accepted(let checked): cover = checked
         }
         return submit(EstimateJob(prefetcher: self, store: store, request: request, cover: cover)) { _ in }
     }
@@ -220,22 +220,27 @@ public final class MapDataPrefetcher: Sendable {
     // MARK: Internals
 
     /// The checks every request goes through, in the seed's order of errors.
-    private func check(_ request: PrefetchRequest) -> Result<PrefetchCover, PrefetchSubmission> {
-        if let reason = configuration.invalidReason { return .failure(.rejected(.invalidParameters, reason)) }
-        if let reason = source.invalidReason { return .failure(.rejected(.invalidParameters, reason)) }
-        if let reason = request.invalidReason { return .failure(.rejected(.invalidParameters, reason)) }
+    private func check(_ request: PrefetchRequest) -> Checked {
+        if let reason = configuration.invalidReason { return .rejected(.rejected(.invalidParameters, reason)) }
+        if let reason = source.invalidReason { return .rejected(.rejected(.invalidParameters, reason)) }
+        if let reason = request.invalidReason { return .rejected(.rejected(.invalidParameters, reason)) }
         // Before any request is made.
-        if let reason = source.forbiddenReason { return .failure(.rejected(.operationNotAllowed, reason)) }
+        if let reason = source.forbiddenReason { return .rejected(.rejected(.operationNotAllowed, reason)) }
         let cover: PrefetchCover
         do {
             cover = try request.cover()
         } catch {
-            return .failure(.rejected(.invalidParameters, "\(error)"))
+            return .rejected(.rejected(.invalidParameters, "\(error)"))
         }
         guard cover.count <= configuration.maximumTiles else {
-            return .failure(.rejected(.routeAreaTooBig, "the area holds \(cover.count) tiles, over the limit of \(configuration.maximumTiles)"))
+            return .rejected(.rejected(.routeAreaTooBig, "the area holds \(cover.count) tiles, over the limit of \(configuration.maximumTiles)"))
         }
-        return .success(cover)
+        return .accepted(cover)
+    }
+
+    private enum Checked {
+        case accepted(PrefetchCover)
+        case rejected(PrefetchSubmission)
     }
 
     private func submit(_ job: RequestJob, whenAccepted: (inout State) -> Void) -> PrefetchSubmission {

@@ -215,7 +215,7 @@ public final class MBTilesTileStore: @unchecked Sendable {
     /// Writes an empty flat archive at a temporary path and renames it to `path`.
     private static func createEmpty(path: String, metadata: TileMetadata) throws(TileArchiveError) {
         let file = try AtomicFile(destination: path, overwrite: false)
-        do throws(TileArchiveError) {
+        do {
             let connection = try SQLiteConnection(filename: file.temporaryPath, archivePath: path, readOnly: false, uri: false, create: true)
             try connection.execute("""
                 PRAGMA page_size = 8192;
@@ -282,6 +282,22 @@ public final class MBTilesTileStore: @unchecked Sendable {
         }
     }
 
+    /// The number of stored tiles inside `range` (one index range scan).
+    public func countTiles(in range: TileRange) throws(TileArchiveError) -> Int {
+        try withState { state throws(TileArchiveError) in
+            let statement = try state.open(path: path).prepare(
+                "SELECT count(*) FROM tiles WHERE zoom_level = ?1 AND tile_column BETWEEN ?2 AND ?3 AND tile_row BETWEEN ?4 AND ?5")
+            let last = (1 << range.zoom) - 1
+            statement.bind(1, range.zoom)
+            statement.bind(2, range.columns.lowerBound)
+            statement.bind(3, range.columns.upperBound)
+            statement.bind(4, last - range.rows.upperBound)
+            statement.bind(5, last - range.rows.lowerBound)
+            guard try statement.step() else { return 0 }
+            return Int(statement.int64(0))
+        }
+    }
+
     /// The stored tile's bytes, or `nil`.
     public func tileData(_ tile: TileCoordinate) throws(TileArchiveError) -> Data? {
         try withState { state throws(TileArchiveError) in
@@ -339,11 +355,14 @@ public final class MBTilesTileStore: @unchecked Sendable {
                 let previous = try Self.storedSize(state, record.tile)
                 guard let upsert = state.upsertTile else { return }
                 Self.bind(upsert, record.tile)
-                try data.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) throws(TileArchiveError) in
-                    try upsert.bind(4, blobNoCopy: bytes)
+                let written = data.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) -> Result<Void, TileArchiveError> in
                     defer { upsert.reset() }
-                    _ = try upsert.step()
+                    return Result { () throws(TileArchiveError) in
+                        try upsert.bind(4, blobNoCopy: bytes)
+                        _ = try upsert.step()
+                    }
                 }
+                try written.get()
                 storedBytes = data.count
                 state.totalBytes += data.count - (previous ?? 0)
                 if previous == nil { state.tileCount += 1 }
