@@ -113,7 +113,7 @@ let package = Package(
         .testTarget(name: "TilepackOperationsTests", dependencies: ["TilepackOperations", "TilepackTestSupport"]),
         .testTarget(
             name: "TilepackPrefetchTests",
-            dependencies: ["TilepackPrefetch", "TilepackStorage", "TilepackImaging", "TilepackHTTP", "TilepackTestSupport"]
+            dependencies: ["TilepackPrefetch", "TilepackStorage", "TilepackImaging", "TilepackHTTP", "TilepackOperations", "TilepackTestSupport"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -48,19 +48,22 @@ public final class MapDataPrefetcher: Sendable {
     }
 
     /// Opens (or creates) the store at `storePath` for tiles of `source`.
-    /// - Parameter createStore: create the store when it does not exist; when false and it does
-    ///   not, only estimates can run.
+    /// - Parameters:
+    ///   - createStore: create the store when it does not exist; when false and it does not, only
+    ///     estimates can run.
+    ///   - readOnly: open the store read-only (an archive shipped in an app bundle): fetches are
+    ///     refused with operation not allowed; estimates still run.
     /// - Throws: ``TileArchiveError`` when the store exists but cannot be opened as flat MBTiles.
     public init(storePath: String, source: PrefetchSource, configuration: PrefetchConfiguration = PrefetchConfiguration(),
-                createStore: Bool = true) throws(TileArchiveError) {
+                createStore: Bool = true, readOnly: Bool = false) throws(TileArchiveError) {
         self.source = source
         self.configuration = configuration
-        if createStore || FileManager.default.fileExists(atPath: storePath) {
+        if (createStore && !readOnly) || FileManager.default.fileExists(atPath: storePath) {
             var metadata = TileMetadata()
             metadata[TileMetadata.Key.name] = source.hosts.first.map { "tiles from \($0)" } ?? "prefetched tiles"
             metadata[TileMetadata.Key.description] = "fetched by tilepack from \(source.urlTemplate)"
             if let format = source.format { metadata.setFormat(format) }
-            store = try MBTilesTileStore(path: storePath, create: true, metadata: metadata)
+            store = try MBTilesTileStore(path: storePath, create: !readOnly, readOnly: readOnly, metadata: metadata)
         } else {
             store = nil
         }

@@ -28,7 +28,7 @@ enum TileBodyCheck {
                     return .failure(.invalidBody("a \(info.width)x\(info.height) image where tiles are \(tileSize)x\(tileSize)"))
                 }
                 guard isComplete(bytes, format: format) else {
-                    return .failure(.invalidBody("a truncated \(format) image (its end marker is missing)"))
+                    return .failure(.incomplete("a truncated \(format) image (its end marker is missing)"))
                 }
             default:
                 break
@@ -72,6 +72,8 @@ enum TileBodyCheck {
 enum TileFault: Error, Hashable, Sendable, CustomStringConvertible {
     /// The body is not a tile to store; not retried (a server answering an error page keeps doing so).
     case invalidBody(String)
+    /// An image cut short without a length to tell (no end marker): retried, like a truncated body.
+    case incomplete(String)
     /// An HTTP status other than 200, 204, 304 and 404.
     case status(Int, retryAfter: Double?)
     /// Timeouts, refused or dropped connections, truncated bodies.
@@ -81,7 +83,7 @@ enum TileFault: Error, Hashable, Sendable, CustomStringConvertible {
         switch self {
         case .invalidBody: false
         case .status(let code, _): code == 429 || code == 408 || (500...599).contains(code)
-        case .transport: true
+        case .transport, .incomplete: true
         }
     }
 
@@ -94,7 +96,7 @@ enum TileFault: Error, Hashable, Sendable, CustomStringConvertible {
         switch self {
         case .invalidBody(let reason): reason
         case .status(let code, _): "HTTP status \(code)"
-        case .transport(let reason): reason
+        case .transport(let reason), .incomplete(let reason): reason
         }
     }
 }

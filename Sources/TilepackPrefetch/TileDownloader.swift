@@ -73,7 +73,8 @@ final class TileDownloader: Sendable {
                         if expected == nil { format.withLock { if $0 == nil { $0 = sniffed } } }
                         return .tile(response.body, format: sniffed, etag: response.etag, lastModified: response.lastModified)
                     case .failure(let invalid):
-                        return .failed(invalid)
+                        guard invalid.retryable else { return .failed(invalid) }
+                        fault = invalid
                     }
                 case 204, 404:
                     return .absent(status: response.status)

@@ -145,23 +145,24 @@ public final class MBTilesTileStore: @unchecked Sendable {
         """
 
     /// Opens the store at `path`, creating it (atomically: a complete empty archive is renamed
-    /// into place) when it does not exist and `create` is true. A file that cannot be written is
-    /// opened read-only (``isReadOnly``).
+    /// into place) when it does not exist and `create` is true. A file that cannot be written, or
+    /// any file when `readOnly` is set (an archive in an app bundle), is opened read-only
+    /// (``isReadOnly``): every write then throws.
     /// - Parameter metadata: written when the file is created (`name` at least); an existing
     ///   file keeps its own.
     /// - Throws: ``TileArchiveError`` naming the path: not an MBTiles file, a `tiles` that is not
     ///   a flat table (tiles are only added to the flat schema), SQLite or I/O faults.
-    public init(path: String, create: Bool = true, metadata: TileMetadata = TileMetadata()) throws(TileArchiveError) {
+    public init(path: String, create: Bool = true, readOnly: Bool = false, metadata: TileMetadata = TileMetadata()) throws(TileArchiveError) {
         self.path = path
         let exists = FileManager.default.fileExists(atPath: path)
         if !exists {
-            guard create else { throw TileArchiveError(path: path, fault: .cannotOpen(errno: ENOENT, reason: "no such file")) }
+            guard create, !readOnly else { throw TileArchiveError(path: path, fault: .cannotOpen(errno: ENOENT, reason: "no such file")) }
             try Self.createEmpty(path: path, metadata: metadata)
         }
         _ = try MBTilesFileCheck.check(path: path)
         let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
         // SQLite writes a journal beside the file: both the file and its folder must be writable.
-        let writable = access(path, W_OK) == 0 && access(directory.isEmpty ? "." : directory, W_OK) == 0
+        let writable = !readOnly && access(path, W_OK) == 0 && access(directory.isEmpty ? "." : directory, W_OK) == 0
         isReadOnly = !writable
         let connection = try SQLiteConnection(filename: path, archivePath: path, readOnly: !writable, uri: false)
         let schema = try MBTilesSchema.detect(connection, path: path)
