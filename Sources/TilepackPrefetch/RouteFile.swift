@@ -105,6 +105,8 @@ public enum RouteFile {
             throw RouteFileError(path: path, reason: "not well-formed XML: \(parser.parserError?.localizedDescription ?? "unknown error")")
         }
         if let bad = delegate.invalid { throw RouteFileError(path: path, reason: bad) }
+        // Some XML parsers accept a document cut short: the root must have been closed.
+        guard delegate.depth == 0, delegate.sawRoot else { throw RouteFileError(path: path, reason: "not well-formed XML: the document ends inside an element") }
         return delegate.track.isEmpty ? delegate.route : delegate.track
     }
 
@@ -112,9 +114,17 @@ public enum RouteFile {
         var track: [GeoCoordinate] = []
         var route: [GeoCoordinate] = []
         var invalid: String?
+        var depth = 0
+        var sawRoot = false
+
+        func parser(_ parser: XMLParser, didEndElement name: String, namespaceURI: String?, qualifiedName: String?) {
+            depth -= 1
+        }
 
         func parser(_ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?,
                     attributes: [String: String] = [:]) {
+            depth += 1
+            sawRoot = true
             let local = name.split(separator: ":").last.map(String.init) ?? name
             guard local == "trkpt" || local == "rtept" else { return }
             guard let latitude = attributes["lat"].flatMap(Double.init), let longitude = attributes["lon"].flatMap(Double.init),
