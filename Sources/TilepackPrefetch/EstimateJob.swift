@@ -62,7 +62,7 @@ final class EstimateJob: RequestJob, @unchecked Sendable {
             }
             estimate.missing = levels.reduce(0) { $0 + $1.missing }
             let storedFormat = (try? store?.metadata().format) ?? nil
-            let downloader = TileDownloader(client: prefetcher.client, source: prefetcher.source,
+            let downloader = TileDownloader(clients: prefetcher.clients, source: prefetcher.source,
                                             configuration: prefetcher.configuration, storedFormat: storedFormat)
             let urls = TemplateURLs(source: prefetcher.source)
             let perZoom = prefetcher.configuration.samplesPerZoom

@@ -102,7 +102,7 @@ final class FetchJob: RequestJob, @unchecked Sendable {
             state.withLock { $0.total = tiles.count }
         }
         let storedFormat = try? store.metadata().format
-        let downloader = TileDownloader(client: prefetcher.client, source: source, configuration: prefetcher.configuration,
+        let downloader = TileDownloader(clients: prefetcher.clients, source: source, configuration: prefetcher.configuration,
                                         storedFormat: storedFormat ?? nil)
         let workers = max(1, min(256, prefetcher.configuration.connectionsPerHost * max(1, source.hosts.count)))
         await withTaskGroup(of: Void.self) { group in

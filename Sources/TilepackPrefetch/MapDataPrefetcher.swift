@@ -28,7 +28,10 @@ public final class MapDataPrefetcher: Sendable {
     /// The store, or `nil` when it did not exist and was not to be created (estimates only).
     public let store: MBTilesTileStore?
 
-    let client: HTTPClient
+    /// HTTP clients (URLSessions), used in turn. On Linux one URLSession moves every transfer
+    /// through one serial queue (FoundationNetworking over libcurl), which caps one session near
+    /// one core; ``PrefetchConfiguration/sessions`` sessions spread the work over the cores.
+    let clients: [HTTPClient]
     let hub = EventHub()
     private let state = Locked(State())
 
@@ -67,8 +70,11 @@ public final class MapDataPrefetcher: Sendable {
         } else {
             store = nil
         }
-        client = HTTPClient(userAgent: configuration.userAgent,
-                            maximumConnectionsPerHost: max(1, configuration.connectionsPerHost))
+        let sessions = max(1, min(configuration.sessions, configuration.connectionsPerHost))
+        let perSession = (max(1, configuration.connectionsPerHost) + sessions - 1) / sessions
+        clients = (0..<sessions).map { _ in
+            HTTPClient(userAgent: configuration.userAgent, maximumConnectionsPerHost: perSession)
+        }
         if let store {
             let regions = try store.regions()
             state.withLock { state in

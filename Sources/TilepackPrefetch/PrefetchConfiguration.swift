@@ -12,6 +12,9 @@ public struct PrefetchConfiguration: Hashable, Sendable {
     public var maximumConcurrentRequests: Int = 4
     /// HTTP requests in flight to one host (a template with `{s}` spreads over several hosts).
     public var connectionsPerHost: Int = 8
+    /// URLSessions the requests are spread over (each with its share of the connections): one
+    /// per core by default, at most 8.
+    public var sessions: Int = min(8, max(1, ProcessInfo.processInfo.activeProcessorCount))
     /// At most this many HTTP requests per second over all hosts; `nil` for no limit.
     public var requestsPerSecond: Double?
     /// The User-Agent header: names tilepack and its version.
@@ -41,6 +44,7 @@ public struct PrefetchConfiguration: Hashable, Sendable {
         if capacity < 0 { return "the capacity is negative" }
         if !(1...1024).contains(maximumConcurrentRequests) { return "maximumConcurrentRequests must be 1-1024" }
         if !(1...256).contains(connectionsPerHost) { return "connectionsPerHost must be 1-256" }
+        if !(1...64).contains(sessions) { return "sessions must be 1-64" }
         if let rate = requestsPerSecond, !(rate.isFinite && rate > 0) { return "requestsPerSecond must be above 0" }
         if retry.maximumAttempts > 100 { return "retry.maximumAttempts must be 1-100" }
         if maximumTiles < 1 { return "maximumTiles must be at least 1" }

@@ -19,7 +19,8 @@ enum TileDownload: Sendable {
 /// Downloads tiles of one source: per-host limits, a request rate, retries with back-off and
 /// `Retry-After`, and the body checks of ``TileBodyCheck``.
 final class TileDownloader: Sendable {
-    let client: HTTPClient
+    let clients: [HTTPClient]
+    private let turn = Locked(0)
     let configuration: PrefetchConfiguration
     let gate: HostGate
     let limiter: RateLimiter?
@@ -27,8 +28,8 @@ final class TileDownloader: Sendable {
     let format: Locked<TileFormat?>
     let tileSize: Int
 
-    init(client: HTTPClient, source: PrefetchSource, configuration: PrefetchConfiguration, storedFormat: TileFormat?) {
-        self.client = client
+    init(clients: [HTTPClient], source: PrefetchSource, configuration: PrefetchConfiguration, storedFormat: TileFormat?) {
+        self.clients = clients
         self.configuration = configuration
         gate = HostGate(limit: configuration.connectionsPerHost)
         limiter = RateLimiter(requestsPerSecond: configuration.requestsPerSecond)
@@ -63,6 +64,7 @@ final class TileDownloader: Sendable {
             let fault: TileFault
             var retryAfter: Duration?
             do {
+                let client = clients[turn.withLock { $0 = ($0 + 1) % clients.count; return $0 }]
                 let response = try await client.send(request)
                 gate.release(host)
                 switch response.status {

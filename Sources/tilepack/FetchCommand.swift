@@ -66,6 +66,9 @@ struct FetchCommand: AsyncParsableCommand {
     @Option(help: "HTTP requests in flight per host.")
     var concurrency: Int = 8
 
+    @Option(help: "URLSessions to spread the requests over (default: one per core).")
+    var sessions: Int?
+
     @Option(help: "At most N requests per second.")
     var rate: Double?
 
@@ -100,6 +103,7 @@ struct FetchCommand: AsyncParsableCommand {
         if route != nil && radius == nil { throw ValidationError("--route needs --radius METRES") }
         if route == nil && radius != nil { throw ValidationError("--radius goes with --route") }
         if !(1...256).contains(concurrency) { throw ValidationError("--concurrency must be 1-256") }
+        if let sessions, !(1...64).contains(sessions) { throw ValidationError("--sessions must be 1-64") }
         if let rate, !(rate > 0 && rate.isFinite) { throw ValidationError("--rate must be above 0") }
         if capacity < 0 { throw ValidationError("--capacity must not be negative") }
         if estimate && (refresh || retryFailed) { throw ValidationError("--estimate downloads nothing: no --refresh or --retry-failed") }
@@ -118,6 +122,7 @@ struct FetchCommand: AsyncParsableCommand {
         var configuration = PrefetchConfiguration()
         configuration.connectionsPerHost = concurrency
         configuration.requestsPerSecond = rate
+        if let sessions { configuration.sessions = sessions }
         configuration.capacity = capacity * 1024 * 1024
         if let userAgent { configuration.userAgent = userAgent }
         let source = PrefetchSource(urlTemplate: urlTemplate, scheme: scheme, scale: scale,

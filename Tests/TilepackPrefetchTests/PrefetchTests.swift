@@ -433,6 +433,8 @@ struct PrefetchStoreTests {
         // Released: its tiles are now unused.
         #expect(try prefetcher.releaseRegion(oldRegion))
         let store = try #require(prefetcher.store)
+        var lastUsed: [TileCoordinate: Double] = [:]
+        for tile in try old.cover() { lastUsed[tile] = try store.record(of: tile)?.lastUsed }
         #expect(store.totalBytes > 0)
         let keptCover = try kept.cover()
         let keptReport = try #require(await prefetcher.fetch(kept).1)
@@ -440,12 +442,13 @@ struct PrefetchStoreTests {
         #expect(store.totalBytes <= max(capacity, keptCover.reduce(0) { $0 + TestTiles.tile($1).count }))
         #expect(keptReport.evicted > 0)
         for tile in keptCover { #expect(try store.containsTile(tile)) }
-        // Least recently used first: the old region's latest tiles outlive its earliest.
+        // Least recently used first: no evicted tile of the old region was used after a survivor.
         let oldTiles = Array(try old.cover())
         let survivors = try oldTiles.filter { try store.containsTile($0) }
-        if let firstSurvivor = survivors.first, let lastGone = try oldTiles.last(where: { try !store.containsTile($0) }) {
-            let survivorUse = try #require(try store.record(of: firstSurvivor)).lastUsed
-            #expect(lastGone != firstSurvivor && survivorUse >= 0)
+        let evicted = oldTiles.filter { !survivors.contains($0) }
+        #expect(!evicted.isEmpty)
+        if let newestEvicted = evicted.compactMap({ lastUsed[$0] }).max(), let oldestSurvivor = survivors.compactMap({ lastUsed[$0] }).min() {
+            #expect(newestEvicted <= oldestSurvivor)
         }
         // Purge: every tile outside kept regions goes; the kept region stays.
         let purge = try #require(prefetcher.clearCache())
@@ -458,7 +461,34 @@ struct PrefetchStoreTests {
         await prefetcher.close()
     }
 
-    @Test("the store rolls back an uncommitted batch and keeps committed tiles after a crash")
+    @Test("store eviction: least recently used first, pinned tiles never, down to the capacity")
+    func storeEvictionOrder() throws {
+        let directory = try TemporaryDirectory()
+        let store = try MBTilesTileStore(path: directory.file("lru.mbtiles"))
+        let tiles = try (0..<10).map { try TileCoordinate(zoom: 4, x: $0, y: 3) }
+        for (index, tile) in tiles.enumerated() {
+            // Used in the order 9, 8, ..., 0: tile 9 is the least recently used.
+            try store.record(TileStateRecord(tile: tile, outcome: .stored, fetchedAt: Double(100 - index)), data: Data(count: 100))
+        }
+        try store.commit()
+        #expect(store.totalBytes == 1000)
+        let pinned: Set<TileCoordinate> = [tiles[9], tiles[7]]
+        let result = try store.evict(toCapacity: 650) { pinned.contains($0) }
+        #expect(result.tiles == 4 && result.bytes == 400)
+        #expect(store.totalBytes == 600 && store.tileCount == 6)
+        let left = try tiles.filter { try store.containsTile($0) }
+        #expect(left == [tiles[0], tiles[1], tiles[2], tiles[3], tiles[7], tiles[9]])
+        #expect(try store.record(of: tiles[8]) == nil)
+        // Under the capacity: nothing to do.
+        #expect(try store.evict(toCapacity: 600) { _ in false } == TileStorePurge())
+        // Purge keeps only pinned tiles, and drops absent/failed records outside them.
+        try store.record(TileStateRecord(tile: try TileCoordinate(zoom: 5, x: 1, y: 1), outcome: .absent, httpStatus: 404), data: nil)
+        let purge = try store.purge { pinned.contains($0) }
+        #expect(purge.tiles == 4 && purge.records == 1)
+        #expect(try tiles.filter { try store.containsTile($0) } == [tiles[7], tiles[9]])
+    }
+
+    @Test("committed tiles and their records survive closing and reopening; rows are TMS in the file")
     func storeCrashSafety() throws {
         let directory = try TemporaryDirectory()
         let path = directory.file("crash.mbtiles")
