@@ -105,6 +105,38 @@ struct FetchCommandTests {
         #expect(verify.errorCount == 0 && verify.tiles == cover.count)
     }
 
+    @Test("Ctrl-C (SIGINT) stops cleanly: exit 130, a valid archive, and the same command completes it")
+    func interrupt() throws {
+        guard let binary = tilepackBinary() else {
+            #expect(ProcessInfo.processInfo.environment["CI"] != "true", "the tilepack binary must be built in CI")
+            return
+        }
+        let server = try TileServer()
+        server.delay.withLock { $0 = .milliseconds(10) }
+        let directory = try TemporaryDirectory()
+        let path = directory.file("int.mbtiles")
+        let arguments = ["fetch", server.template, path, "--bbox", "5,45,15,55", "--zoom", "0-9", "--concurrency", "2"]
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = arguments
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let deadline = Date().addingTimeInterval(30)
+        while server.server.requestCount < 100 && process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        kill(process.processIdentifier, SIGINT)
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 130 && text.hasPrefix("cancelled:"), "\(text)")
+        // Cancelled cleanly: the batch in flight was committed; the file verifies as it is.
+        let verify = ArchiveVerifier.run(path: path)
+        #expect(verify.errorCount == 0 && verify.tiles >= 50, "\(verify.findings)")
+        server.delay.withLock { $0 = nil }
+        let resumed = try runTilepack(binary, arguments + ["--quiet"])
+        #expect(resumed.status == 0 && resumed.output.contains("\(verify.tiles) already present"), "\(resumed.output)")
+    }
+
     @Test("--estimate --json prints tiles and bytes and creates no file; a refused request exits 2")
     func estimateAndRefusal() throws {
         guard let binary = tilepackBinary() else {

@@ -78,7 +78,10 @@ struct PrefetchFetchTests {
 
         let prefetcher = try MapDataPrefetcher(storePath: directory.file("f.mbtiles"), source: PrefetchSource(urlTemplate: server.template),
                                                configuration: testConfiguration())
+        let start = ContinuousClock.now
         let (_, report) = await prefetcher.fetch(request)
+        // Retry-After: 1 was waited for (the back-off alone is milliseconds here).
+        #expect(ContinuousClock.now - start >= .milliseconds(950))
         let result = try #require(report)
         let store = try #require(prefetcher.store)
         for tile in tiles[0...6] {
