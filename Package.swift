@@ -11,8 +11,8 @@ let package = Package(
     name: "tilepack",
     platforms: [.macOS(.v15), .iOS(.v18)],
     products: [
-        // What an app links: `import Tilepack` re-exports Core, Storage, Imaging, TileLayer and the
-        // Adapter. It stands on the platform: HTTP through URLSession, MD5 from CryptoKit or libcrypto.
+        // What an app links: `import Tilepack` re-exports Core, Storage, Imaging, TileLayer, the
+        // Adapter and Prefetch. It stands on the platform: HTTP through URLSession, MD5 from CryptoKit or libcrypto.
         .library(name: "Tilepack", targets: ["Tilepack"]),
         .executable(name: "tilepack", targets: ["tilepack"]),
         // Parts of the library alone, so that tools need not build what they do not use
@@ -111,6 +111,8 @@ let package = Package(
             dependencies: ["TilepackAdapter", "TilepackStorage", "TilepackImaging", "TileLayer", "TilepackTestSupport"]
         ),
         .testTarget(name: "TilepackOperationsTests", dependencies: ["TilepackOperations", "TilepackTestSupport"]),
+        // The command's parsing, messages and exit statuses: `@testable import tilepack`, and the built binary.
+        .testTarget(name: "TilepackCLITests", dependencies: ["tilepack", "TilepackOperations", "TilepackTestSupport"]),
         .testTarget(
             name: "TilepackPrefetchTests",
             dependencies: ["TilepackPrefetch", "TilepackStorage", "TilepackImaging", "TilepackHTTP", "TilepackOperations", "TilepackTestSupport"]

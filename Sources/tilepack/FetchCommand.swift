@@ -5,21 +5,19 @@ import TilepackOperations
 import TilepackPrefetch
 
 /// `--zoom 3-12` or `--zoom 7`.
-struct ZoomRangeArgument: ExpressibleByArgument {
+struct ZoomRangeArgument: CheckedArgument {
     var zooms: ClosedRange<Int>
 
-    init?(argument: String) {
-        let parts = argument.split(separator: "-", omittingEmptySubsequences: false).map { Int($0.trimmingCharacters(in: .whitespaces)) }
-        switch parts.count {
-        case 1:
-            guard let zoom = parts[0] else { return nil }
-            zooms = zoom...zoom
-        case 2:
-            guard let low = parts[0], let high = parts[1], low <= high else { return nil }
-            zooms = low...high
-        default:
-            return nil
+    static func parse(_ text: String) throws(ArgumentValueError) -> ZoomRangeArgument {
+        let parts = text.split(separator: "-", omittingEmptySubsequences: false).map { Int($0.trimmingCharacters(in: .whitespaces)) }
+        guard (1...2).contains(parts.count), let low = parts[0], let high = parts[parts.count - 1] else {
+            throw ArgumentValueError("the zooms are MIN-MAX or Z, whole numbers")
         }
+        for zoom in [low, high] where !(0...TileCoordinate.maximumZoom).contains(zoom) {
+            throw ArgumentValueError("zoom \(zoom) is outside 0-\(TileCoordinate.maximumZoom)")
+        }
+        guard low <= high else { throw ArgumentValueError("the lowest zoom \(low) is above the highest \(high)") }
+        return ZoomRangeArgument(zooms: low...high)
     }
 }
 
@@ -48,7 +46,7 @@ struct FetchCommand: AsyncParsableCommand {
     @Argument(help: "The MBTiles archive to fill (created if missing, resumed if present).")
     var output: String
 
-    @Option(help: "The box west,south,east,north (degrees).")
+    @Option(help: "The box west,south,east,north (degrees).", transform: BoundingBoxArgument.parse)
     var bbox: BoundingBoxArgument?
 
     @Option(help: "A route: GeoJSON (LineString, Feature, FeatureCollection) or GPX (track or route).")
@@ -57,7 +55,7 @@ struct FetchCommand: AsyncParsableCommand {
     @Option(help: "With --route: the corridor's radius in metres (at least 500).")
     var radius: Double?
 
-    @Option(help: "The zooms, MIN-MAX or Z.")
+    @Option(help: "The zooms, MIN-MAX or Z.", transform: ZoomRangeArgument.parse)
     var zoom: ZoomRangeArgument
 
     @Flag(help: "Print the tile count and a byte estimate; download no tile into the archive.")
@@ -147,7 +145,7 @@ struct FetchCommand: AsyncParsableCommand {
         let submission = prefetcher.fetchMapData(for: request, options: PrefetchOptions(refresh: refresh, onlyFailed: retryFailed))
         guard submission.accepted else { throw refusal("\(submission.reason ?? "refused") (\(submission.error))") }
         let interrupt = Interrupt { prefetcher.cancel(submission.requestId) }
-        let bar = ProgressBar.make(label: "fetch", quiet: outputOptions.quiet)
+        let bar = ProgressBar.start(label: "fetch", quiet: outputOptions.quiet)
         var report: PrefetchReport?
         for await event in events {
             switch event {
@@ -161,7 +159,7 @@ struct FetchCommand: AsyncParsableCommand {
             }
             if report != nil { break }
         }
-        bar?.end()
+        bar?.finish()
         interrupt.cancel()
         await prefetcher.close()
         guard let report else { throw ExitCode(1) }
