@@ -9,14 +9,7 @@ import TilepackTestSupport
 
 /// The built `tilepack` binary, run as a user runs it.
 enum Binary {
-    static let url: URL? = {
-        let candidates = [
-            Bundle.main.bundleURL.appendingPathComponent("tilepack"),
-            URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("tilepack"),
-            TestSupport.packageRoot.appendingPathComponent(".build/debug/tilepack"),
-        ]
-        return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) }
-    }()
+    static let url: URL? = TestSupport.tilepackBinary
 
     struct Result {
         var status: Int32

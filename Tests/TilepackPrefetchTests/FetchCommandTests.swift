@@ -7,16 +7,10 @@ import TilepackTestSupport
 @testable import TilepackPrefetch
 
 /// The built `tilepack` command, or `nil` (with the reason printed) when it was not built. In CI
-/// (`CI=true`) a missing binary is a failure.
+/// (`CI=true`) a missing binary is a failure (the callers expect so).
 func tilepackBinary() -> URL? {
-    let here = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-    let candidates = [
-        here.appendingPathComponent("tilepack"),
-        here.deletingLastPathComponent().appendingPathComponent("tilepack"),
-        TestSupport.packageRoot.appendingPathComponent(".build/debug/tilepack"),
-    ]
-    if let found = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0.path) }) { return found }
-    print("skipped: the tilepack binary is not built (swift build --build-tests builds it); looked in \(candidates.map(\.path))")
+    if let binary = TestSupport.tilepackBinary { return binary }
+    print("skipped: the tilepack binary is not built (swift build --build-tests builds it)")
     return nil
 }
 

@@ -228,20 +228,10 @@ public final class MBTilesTileStore: @unchecked Sendable {
                 CREATE UNIQUE INDEX tile_index ON tiles (zoom_level, tile_column, tile_row);
                 """)
             try connection.execute(bookkeepingSchema)
-            try writeMetadata(metadata, connection: connection)
+            try connection.replaceMetadata(metadata)
             try connection.execute("COMMIT")
         }
         try file.commit()
-    }
-
-    private static func writeMetadata(_ metadata: TileMetadata, connection: SQLiteConnection) throws(TileArchiveError) {
-        let insert = try connection.prepare("INSERT OR REPLACE INTO metadata (name, value) VALUES (?1, ?2)")
-        for key in metadata.keys {
-            insert.bind(1, text: key)
-            insert.bind(2, text: metadata[key] ?? "")
-            _ = try insert.step()
-            insert.reset()
-        }
     }
 
     // MARK: Reading
@@ -434,8 +424,7 @@ public final class MBTilesTileStore: @unchecked Sendable {
             content.derive(into: &metadata, mode: .replace)
             // The content changes as tiles come and go: a stored hash would soon be wrong.
             metadata[TileMetadata.Key.aggregateTilesHash] = nil
-            try connection.execute("DELETE FROM metadata")
-            try Self.writeMetadata(metadata, connection: connection)
+            try connection.replaceMetadata(metadata)
             try state.commit(path: path)
         }
     }
