@@ -14,38 +14,9 @@ func tilepackBinary() -> URL? {
     return nil
 }
 
-struct CommandResult {
-    var status: Int32
-    var output: String
-    var errors: String
-}
-
 /// Runs the command, waiting at most `timeout` seconds.
-func runTilepack(_ binary: URL, _ arguments: [String], timeout: Double = 60) throws -> CommandResult {
-    let process = Process()
-    process.executableURL = binary
-    process.arguments = arguments
-    let output = Pipe(), errors = Pipe()
-    process.standardOutput = output
-    process.standardError = errors
-    try process.run()
-    let deadline = Date().addingTimeInterval(timeout)
-    let out = Locked(Data()), err = Locked(Data())
-    let group = DispatchGroup()
-    for (pipe, sink) in [(output, out), (errors, err)] {
-        group.enter()
-        DispatchQueue.global().async {
-            let data = pipe.fileHandleForReading.readDataToEndOfFile()
-            sink.withLock { $0 = data }
-            group.leave()
-        }
-    }
-    while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
-    if process.isRunning { process.terminate() }
-    process.waitUntilExit()
-    group.wait()
-    return CommandResult(status: process.terminationStatus, output: String(decoding: out.withLock { $0 }, as: UTF8.self),
-                         errors: String(decoding: err.withLock { $0 }, as: UTF8.self))
+func runTilepack(_ binary: URL, _ arguments: [String], timeout: Double = 60) throws -> CommandOutput {
+    try TestSupport.run(binary, arguments, timeout: timeout)
 }
 
 @Suite("tilepack fetch")
@@ -89,8 +60,8 @@ struct FetchCommandTests {
         #expect(!stored.isEmpty)
 
         let result = try runTilepack(binary, arguments + ["--json"])
-        #expect(result.status == 0, "\(result.errors)")
-        let report = try JSONDecoder().decode(PrefetchReport.self, from: Data(result.output.utf8))
+        #expect(result.status == 0, "\(result.stderr)")
+        let report = try JSONDecoder().decode(PrefetchReport.self, from: Data(result.stdout.utf8))
         #expect(report.status == .success && report.alreadyPresent == stored.count && report.downloaded == cover.count - stored.count)
         let again = server.server.requests.dropFirst(requestedBefore).compactMap { TileServer.tile(path: $0.path) }
         #expect(Set(again).isDisjoint(with: stored))
@@ -128,7 +99,7 @@ struct FetchCommandTests {
         #expect(verify.errorCount == 0 && verify.tiles >= 50, "\(verify.findings)")
         server.delay.withLock { $0 = nil }
         let resumed = try runTilepack(binary, arguments + ["--quiet"])
-        #expect(resumed.status == 0 && resumed.output.contains("\(verify.tiles) already present"), "\(resumed.output)")
+        #expect(resumed.status == 0 && resumed.stdout.contains("\(verify.tiles) already present"), "\(resumed.stdout)")
     }
 
     @Test("--estimate --json prints tiles and bytes and creates no file; a refused request exits 2")
@@ -141,25 +112,25 @@ struct FetchCommandTests {
         let directory = try TemporaryDirectory()
         let path = directory.file("e.mbtiles")
         let result = try runTilepack(binary, ["fetch", server.template, path, "--bbox", "13.3,52.45,13.5,52.56", "--zoom", "8-11", "--estimate", "--json"])
-        #expect(result.status == 0, "\(result.errors)")
-        let object = try #require(try JSONSerialization.jsonObject(with: Data(result.output.utf8)) as? [String: Any])
+        #expect(result.status == 0, "\(result.stderr)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
         #expect(object["tiles"] as? Int == (try PrefetchRequest.boundingBox(berlin, zooms: 8...11).cover().count))
         #expect((object["bytes"] as? Int ?? 0) > 0 && object["success"] as? Bool == true)
         #expect(!FileManager.default.fileExists(atPath: path))
 
         let sampled = server.server.requestCount
         let osm = try runTilepack(binary, ["fetch", "https://{s}.tile.openstreetmap.org/{z}/{x}/{y}.png", path, "--bbox", "13.3,52.45,13.5,52.56", "--zoom", "8-9"])
-        #expect(osm.status == 2 && osm.errors.contains("operation-not-allowed"))
+        #expect(osm.status == 2 && osm.stderr.contains("operation-not-allowed"))
         let small = try runTilepack(binary, ["fetch", server.template, path, "--route", directory.file("none.gpx"), "--radius", "100", "--zoom", "8-9"])
         #expect(small.status != 0)
         let gpx = directory.file("r.gpx")
         try Data("<gpx><trk><trkseg><trkpt lat=\"52.5\" lon=\"13.4\"/><trkpt lat=\"52.4\" lon=\"13.1\"/></trkseg></trk></gpx>".utf8)
             .write(to: URL(fileURLWithPath: gpx))
         let tooNarrow = try runTilepack(binary, ["fetch", server.template, path, "--route", gpx, "--radius", "100", "--zoom", "8-9"])
-        #expect(tooNarrow.status == 2 && tooNarrow.errors.contains("invalid-parameters"))
+        #expect(tooNarrow.status == 2 && tooNarrow.stderr.contains("invalid-parameters"))
         #expect(server.server.requestCount == sampled)  // refused before any request
         let route = try runTilepack(binary, ["fetch", server.template, path, "--route", gpx, "--radius", "600", "--zoom", "8-10", "--quiet"])
-        #expect(route.status == 0 && route.output.hasPrefix("success:"), "\(route.errors)")
+        #expect(route.status == 0 && route.stdout.hasPrefix("success:"), "\(route.stderr)")
     }
 }
 
