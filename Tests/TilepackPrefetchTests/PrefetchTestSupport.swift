@@ -33,7 +33,10 @@ final class TileServer: Sendable {
     /// ETag answers: 304 when If-None-Match matches.
     let etags: Bool
 
-    init(etags: Bool = false) throws {
+    /// The Last-Modified of every tile when the server sends one (then 304 for an equal If-Modified-Since).
+    static let modified = "Wed, 21 Oct 2026 07:28:00 GMT"
+
+    init(etags: Bool = false, lastModified: Bool = false) throws {
         self.etags = etags
         let faults = Locked<[String: [LoopbackHTTPServer.Reply]]>([:])
         let permanent = Locked<[String: LoopbackHTTPServer.Reply]>([:])
@@ -58,7 +61,13 @@ final class TileServer: Sendable {
             if etags, request.header("if-none-match") == tag {
                 return .respond(status: 304, headers: ["ETag": tag], body: Data())
             }
-            return .respond(status: 200, headers: etags ? ["ETag": tag, "Content-Type": "image/png"] : ["Content-Type": "image/png"], body: body)
+            if lastModified, request.header("if-modified-since") == TileServer.modified {
+                return .respond(status: 304, headers: [:], body: Data())
+            }
+            var headers = ["Content-Type": "image/png"]
+            if etags { headers["ETag"] = tag }
+            if lastModified { headers["Last-Modified"] = TileServer.modified }
+            return .respond(status: 200, headers: headers, body: body)
         }
         self.faults = faults
         self.permanent = permanent

@@ -180,6 +180,25 @@ struct PrefetchFetchTests {
         await prefetcher.close()
     }
 
+    @Test("refresh revalidates with If-Modified-Since when the server gives Last-Modified and no ETag")
+    func refreshByDate() async throws {
+        let server = try TileServer(lastModified: true)
+        let directory = try TemporaryDirectory()
+        let request = PrefetchRequest.boundingBox(berlin, zooms: 8...9)
+        let prefetcher = try MapDataPrefetcher(storePath: directory.file("d.mbtiles"), source: PrefetchSource(urlTemplate: server.template), configuration: testConfiguration())
+        let first = try #require(await prefetcher.fetch(request).1)
+        let before = server.server.requestCount
+        let second = try #require(await prefetcher.fetch(request, options: PrefetchOptions(refresh: true)).1)
+        #expect(second.notModified == first.downloaded && second.downloaded == 0 && second.status == .success)
+        let sent = server.server.requests.dropFirst(before)
+        #expect(sent.count == first.downloaded)
+        #expect(sent.allSatisfy { $0.header("if-modified-since") == TileServer.modified && $0.header("if-none-match") == nil })
+        // Without refresh, nothing is asked at all.
+        let third = try #require(await prefetcher.fetch(request).1)
+        #expect(third.alreadyPresent == first.downloaded && server.server.requestCount == before + first.downloaded)
+        await prefetcher.close()
+    }
+
     @Test("a route corridor fetches RouteCover's tiles; TMS and {s} templates are expanded by TileLayer")
     func routeTMSAndSubdomains() async throws {
         let server = try TileServer()
