@@ -65,7 +65,7 @@ public final class MapDataPrefetcher: Sendable {
             var metadata = TileMetadata()
             metadata[TileMetadata.Key.name] = source.hosts.first.map { "tiles from \($0)" } ?? "prefetched tiles"
             metadata[TileMetadata.Key.description] = "fetched by tilepack from \(source.urlTemplate)"
-            if let format = source.format { metadata.setFormat(format) }
+            if let format = source.format ?? source.formatFromExtension { metadata.setFormat(format) }
             store = try MBTilesTileStore(path: storePath, create: !readOnly, readOnly: readOnly, metadata: metadata)
         } else {
             store = nil

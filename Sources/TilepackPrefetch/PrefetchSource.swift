@@ -19,8 +19,9 @@ public struct PrefetchSource: Hashable, Sendable {
     /// The width and height every raster tile must have, in pixels; default `256 * scale`.
     /// A decodable image of another size (a "blocked" or placeholder image) is refused.
     public var tileSize: Int?
-    /// The format every tile must have; `nil` accepts any tile format, the first stored one then
-    /// binding the rest (an archive holds one format).
+    /// The format every tile must have; `nil` takes the template's file extension (`.png`,
+    /// `.jpg`, `.webp`, `.pbf`, `.mvt`, ...), else the store's format, else the first tile's
+    /// (an archive holds one format). So a JSON error page is refused from a `.png` template.
     public var format: TileFormat?
 
     public init(urlTemplate: String, scheme: TileScheme = .xyz, scale: Int = 1, subdomains: [String] = ["a", "b", "c"],
@@ -31,6 +32,15 @@ public struct PrefetchSource: Hashable, Sendable {
         self.subdomains = subdomains
         self.tileSize = tileSize
         self.format = format
+    }
+
+    /// The format named by the template's file extension, if any.
+    public var formatFromExtension: TileFormat? {
+        let path = urlTemplate.split(separator: "?", maxSplits: 1).first.map(String.init) ?? urlTemplate
+        guard let last = path.split(separator: "/").last, let dot = last.lastIndex(of: ".") else { return nil }
+        let ext = last[last.index(after: dot)...].lowercased()
+        guard !ext.contains("{") else { return nil }
+        return TileFormat(metadataValue: ext)
     }
 
     /// The expected raster tile size.

@@ -33,7 +33,7 @@ final class TileDownloader: Sendable {
         self.configuration = configuration
         gate = HostGate(limit: configuration.connectionsPerHost)
         limiter = RateLimiter(requestsPerSecond: configuration.requestsPerSecond)
-        format = Locked(source.format ?? storedFormat)
+        format = Locked(source.format ?? source.formatFromExtension ?? storedFormat)
         tileSize = source.expectedTileSize
     }
 

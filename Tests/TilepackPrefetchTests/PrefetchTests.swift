@@ -56,7 +56,7 @@ struct PrefetchFetchTests {
         let directory = try TemporaryDirectory()
         let request = PrefetchRequest.boundingBox(berlin, zooms: 11...13)
         let tiles = Array(try request.cover())
-        try #require(tiles.count >= 14)
+        try #require(tiles.count >= 15)
         let body = TestTiles.tile(tiles[0])
         // Transient faults, each once: the tile is stored after a retry.
         server.inject(tiles[0], .status(500, "oops"))
@@ -75,6 +75,8 @@ struct PrefetchFetchTests {
         server.always(tiles[11], .respond(status: 204, headers: [:], body: Data()))
         server.always(tiles[12], .status(500, "down"))
         server.always(tiles[13], .respond(status: 403, headers: [:], body: Data("forbidden".utf8)))
+        // JSON is a tile format, but not what a .png template serves.
+        server.always(tiles[14], .respond(status: 200, headers: ["Content-Type": "application/json"], body: Data(#"{"error":"quota exceeded"}"#.utf8)))
 
         let prefetcher = try MapDataPrefetcher(storePath: directory.file("f.mbtiles"), source: PrefetchSource(urlTemplate: server.template),
                                                configuration: testConfiguration())
@@ -89,18 +91,19 @@ struct PrefetchFetchTests {
             #expect(try store.record(of: tile)?.outcome == .stored)
         }
         #expect(server.requests(tiles[0]) == 2 && server.requests(tiles[2]) == 3 && server.requests(tiles[6]) == 2)
-        for tile in tiles[7...13] { #expect(try store.tileData(tile) == nil, "\(tile)") }
+        for tile in tiles[7...14] { #expect(try store.tileData(tile) == nil, "\(tile)") }
         // Not retried: error pages, wrong sizes, empty bodies, 404, 204, 403. Retried to the limit: 500.
-        for tile in tiles[7...11] + [tiles[13]] { #expect(server.requests(tile) == 1, "\(tile)") }
+        for tile in tiles[7...11] + tiles[13...14] { #expect(server.requests(tile) == 1, "\(tile)") }
         #expect(server.requests(tiles[12]) == 4)
         #expect(try store.record(of: tiles[10])?.outcome == .absent && store.record(of: tiles[11])?.outcome == .absent)
-        for tile in tiles[7...9] + [tiles[12], tiles[13]] { #expect(try store.record(of: tile)?.outcome == .failed, "\(tile)") }
+        for tile in tiles[7...9] + tiles[12...14] { #expect(try store.record(of: tile)?.outcome == .failed, "\(tile)") }
         #expect(result.status == .failure)
-        #expect(result.absent == 2 && result.failed == 5 && result.downloaded == tiles.count - 7)
+        #expect(result.absent == 2 && result.failed == 6 && result.downloaded == tiles.count - 8)
         let reasons = Dictionary(uniqueKeysWithValues: result.failures.map { ($0.tile, $0.reason) })
         #expect(reasons["\(tiles[7].zoom)/\(tiles[7].x)/\(tiles[7].y)"]?.contains("<html>") == true)
         #expect(reasons["\(tiles[8].zoom)/\(tiles[8].x)/\(tiles[8].y)"]?.contains("128x128") == true)
         #expect(reasons["\(tiles[9].zoom)/\(tiles[9].x)/\(tiles[9].y)"]?.contains("empty") == true)
+        #expect(reasons["\(tiles[14].zoom)/\(tiles[14].x)/\(tiles[14].y)"]?.contains("json tile where png tiles are expected") == true)
         #expect(result.failures.first { $0.status == 500 }?.attempts == 4)
     }
 
