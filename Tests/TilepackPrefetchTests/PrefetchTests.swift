@@ -432,10 +432,13 @@ struct PrefetchStoreTests {
         #expect(second.tiles == cover.count && second.missing == cover.count - cover.count(atZoom: 8) - cover.count(atZoom: 9))
         await prefetcher.drainEvents()
         #expect(recorder.events.filter { if case .estimate = $0 { true } else { false } }.count == 2)
-        // Nothing to sample from: 0 KB and false, as the seed's callback.
+        // Nothing to sample from: 0 KB and false, as the seed's callback. A removed listener hears nothing more.
+        prefetcher.removeListener(recorder)
         server.server.stop()
         let failed = await prefetcher.estimate(.boundingBox(berlin, zooms: 13...13))
         #expect(!failed.success && failed.kilobytes == 0 && failed.bytes == 0 && failed.tiles > 0)
+        await prefetcher.drainEvents()
+        #expect(recorder.events.filter { if case .estimate = $0 { true } else { false } }.count == 2)
         await prefetcher.close()
     }
 
