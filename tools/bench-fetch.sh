@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Issue 17's prefetch benchmark: tiles per second that `tilepack fetch` downloads from a local
-# nginx, next to download-tiles (PyPI) fetching the same tiles and to the server's own ceiling
-# measured with wrk on the same URLs, in one run. Contenders alternate; medians of --runs runs.
+# nginx, next to download-tiles (PyPI) fetching the same tiles, to the server's own ceiling
+# measured with wrk on the same URLs, and to tilepack's HTTP floor (the same GETs through
+# TilepackHTTP's URLSession client alone: tools/Sources/bench-fetch-floor), in one run.
+# Contenders alternate; medians of --runs runs.
 #
 #   tools/bench-fetch.sh [--zoom 0-6] [--runs 3] [--concurrency 8] [--port 18717]
 #
@@ -79,9 +81,12 @@ trap 'kill "$(cat "$work/nginx.pid")" 2>/dev/null || true' EXIT
 sleep 0.3
 curl -sf -o /dev/null "$base/0/0/0.png" || { echo "bench-fetch: nginx does not answer on $base" >&2; exit 1; }
 
-# tilepack, release.
+# tilepack and the HTTP floor, release.
 swift build -c release --product tilepack >/dev/null
 tilepack="$(swift build -c release --show-bin-path)/tilepack"
+swift build -c release --package-path tools --product bench-fetch-floor >/dev/null
+floor="$(swift build -c release --package-path tools --show-bin-path)/bench-fetch-floor"
+sessions=$(nproc)
 
 cat > "$work/urls.lua" <<EOF
 local paths = {}
@@ -96,12 +101,14 @@ EOF
 now() { date +%s.%N; }
 median() { sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 
-: > "$work/tilepack.rates"; : > "$work/download-tiles.rates"; : > "$work/wrk.rates"
+: > "$work/tilepack.rates"; : > "$work/download-tiles.rates"; : > "$work/wrk.rates"; : > "$work/floor.rates"
 echo "bench-fetch: $tiles tiles (world, zooms $zoom) from nginx on $base; $runs runs, alternating; load: $(uptime | sed 's/.*load average: //')"
 for run in $(seq 1 "$runs"); do
     # The server's ceiling on the same URLs: wrk, 2 threads, as many connections as tilepack uses.
     wrk_rate=$(wrk -t2 -c"$concurrency" -d4s -s "$work/urls.lua" "$base" | awk '/Requests\/sec/ { print $2 }')
     echo "$wrk_rate" >> "$work/wrk.rates"
+
+    "$floor" "$base" "$work/paths.txt" "$concurrency" "$sessions" >> "$work/floor.rates"
 
     rm -f "$work/tilepack.mbtiles"
     start=$(now)
@@ -120,15 +127,17 @@ for run in $(seq 1 "$runs"); do
     got=$(sqlite3 "$work/download-tiles.mbtiles" "SELECT count(*) FROM tiles")
     [ "$got" = "$tiles" ] || echo "bench-fetch: download-tiles stored $got of $tiles tiles" >&2
     echo "$got $start $end" | awk '{ printf "%.1f\n", $1 / ($3 - $2) }' >> "$work/download-tiles.rates"
-    echo "  run $run: tilepack $(tail -1 "$work/tilepack.rates") tiles/s, download-tiles $(tail -1 "$work/download-tiles.rates") tiles/s, wrk $wrk_rate requests/s"
+    echo "  run $run: tilepack $(tail -1 "$work/tilepack.rates") tiles/s, download-tiles $(tail -1 "$work/download-tiles.rates") tiles/s, wrk $wrk_rate requests/s, HTTP floor $(tail -1 "$work/floor.rates") tiles/s"
 done
 
 tp=$(median < "$work/tilepack.rates")
 dt=$(median < "$work/download-tiles.rates")
 wr=$(median < "$work/wrk.rates")
+fl=$(median < "$work/floor.rates")
 "$tilepack" verify "$work/tilepack.mbtiles" | tail -1
 printf '\n%-34s %12s %10s\n' "median of $runs runs" "tiles/s" "tilepack ÷"
 printf '%-34s %12.0f %10s\n' "tilepack fetch (--concurrency $concurrency)" "$tp" "1.00"
 printf '%-34s %12.0f %10.1fx\n' "download-tiles 0.4.1" "$dt" "$(echo "$tp $dt" | awk '{ print $1 / $2 }')"
 printf '%-34s %12.0f %10.2fx\n' "nginx ceiling (wrk -c$concurrency)" "$wr" "$(echo "$tp $wr" | awk '{ print $1 / $2 }')"
+printf '%-34s %12.0f %10.2fx\n' "HTTP floor (TilepackHTTP, $sessions sessions)" "$fl" "$(echo "$tp $fl" | awk '{ print $1 / $2 }')"
 echo "load after: $(uptime | sed 's/.*load average: //')"
