@@ -218,11 +218,14 @@ public final class MapDataPrefetcher: Sendable {
         return changed
     }
 
-    /// Cancels every request, waits for them, and closes the store.
+    /// Cancels every request, waits for them, delivers the last events, ends every event stream,
+    /// and closes the store. Later requests are refused with operation not allowed.
     public func close() async {
         cancelAll()
         for id in runningRequests { await wait(for: id) }
         state.withLock { $0.closed = true }
+        await hub.drain()
+        hub.finishStreams()
         try? store?.close()
     }
 
@@ -230,6 +233,7 @@ public final class MapDataPrefetcher: Sendable {
 
     /// The checks every request goes through, in the seed's order of errors.
     private func check(_ request: PrefetchRequest) -> Checked {
+        if state.withLock({ $0.closed }) { return .rejected(.rejected(.operationNotAllowed, "the prefetcher is closed")) }
         if let reason = configuration.invalidReason { return .rejected(.rejected(.invalidParameters, reason)) }
         if let reason = source.invalidReason { return .rejected(.rejected(.invalidParameters, reason)) }
         if let reason = request.invalidReason { return .rejected(.rejected(.invalidParameters, reason)) }
@@ -338,6 +342,13 @@ final class EventHub: Sendable {
                 listener.prefetcher(prefetcher, didReceive: event)
             }
             for continuation in continuations.withLock({ Array($0.values) }) { continuation.yield(event) }
+        }
+    }
+
+    /// Ends every stream (after the events already queued).
+    func finishStreams() {
+        queue.async { [self] in
+            for continuation in continuations.withLock({ Array($0.values) }) { continuation.finish() }
         }
     }
 

@@ -18,6 +18,7 @@ struct PrefetchFetchTests {
                                                configuration: testConfiguration())
         let recorder = EventRecorder()
         prefetcher.addListener(recorder)
+        let stream = prefetcher.events()
         let request = PrefetchRequest.boundingBox(berlin, zooms: 0...8)
         let expected = try request.cover()
         let (submission, report) = await prefetcher.fetch(request)
@@ -38,8 +39,13 @@ struct PrefetchFetchTests {
         let fractions = recorder.progress(id)
         #expect(!fractions.isEmpty && fractions == fractions.sorted() && fractions.last == 1)
         #expect(fractions.allSatisfy { (0...1).contains($0) })
-        // A plain MBTiles file: readers open it, verify finds no error.
+        // A plain MBTiles file: readers open it, verify finds no error. Closing ends the streams,
+        // after every event.
         await prefetcher.close()
+        var streamed: [PrefetchEvent] = []
+        for await event in stream { streamed.append(event) }
+        #expect(streamed == recorder.events)
+        #expect(prefetcher.fetchMapData(for: request).error == .operationNotAllowed)
         let archive = try MBTilesArchive(path: path)
         #expect(try archive.zoomLevels().map(\.zoom) == Array(0...8))
         let verify = ArchiveVerifier.run(path: path)
