@@ -2,43 +2,27 @@ import Foundation
 import Testing
 import TilepackTestSupport
 
-/// The `tilepack` command itself, run as a process: the build puts it beside the test bundle.
+/// The `tilepack` command itself, run as a process (the build puts it beside the test bundle),
+/// with arguments given as bytes.
 enum TilepackBinary {
-    static var url: URL? {
-        let folder = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        for candidate in [folder, folder.deletingLastPathComponent()] {
-            let url = candidate.appendingPathComponent("tilepack")
-            if FileManager.default.isExecutableFile(atPath: url.path) { return url }
-        }
-        return nil
-    }
-
-    /// Runs the command with `arguments` (raw bytes allowed), at most `timeout` seconds.
+    /// Runs the command with `arguments` (raw bytes allowed), at most `timeout` seconds; `nil`
+    /// (with a printed reason, or a recorded failure in CI) when the binary is not built.
     static func run(_ arguments: [[UInt8]], timeout: Double = 30) throws -> (status: Int32, output: String)? {
-        guard let url else {
+        guard let url = TestSupport.tilepackBinary else {
             if ProcessInfo.processInfo.environment["CI"] == "true" { Issue.record("the tilepack binary is not built beside the tests") }
             print("skipped: the tilepack binary is not built beside the tests (swift build)")
             return nil
         }
-        // Through /bin/sh so that arguments that are not UTF-8 reach the command as they are.
+        // Through a /bin/sh script so that arguments that are not UTF-8 reach the command as they are.
         let dir = try TemporaryDirectory("tilepack-cli")
         var script: [UInt8] = Array("exec ".utf8) + shellQuote(Array(url.path.utf8))
         for argument in arguments { script += [UInt8(ascii: " ")] + shellQuote(argument) }
-        script += Array(" > ".utf8) + shellQuote(Array(dir.file("out").utf8)) + Array(" 2>&1\n".utf8)
+        script.append(UInt8(ascii: "\n"))
         try Data(script).write(to: URL(fileURLWithPath: dir.file("run.sh")))
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = [dir.file("run.sh")]
-        try process.run()
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning && Date() < deadline { usleep(20_000) }
-        if process.isRunning {
-            process.terminate()
-            process.waitUntilExit()
-            Issue.record("tilepack ran for more than \(timeout) s")
-        }
-        let output = String(decoding: (try? Data(contentsOf: URL(fileURLWithPath: dir.file("out")))) ?? Data(), as: UTF8.self)
-        return (process.terminationStatus, output)
+        let started = Date()
+        let result = try TestSupport.run(URL(fileURLWithPath: "/bin/sh"), [dir.file("run.sh")], timeout: timeout)
+        if Date().timeIntervalSince(started) >= timeout { Issue.record("tilepack ran for more than \(timeout) s") }
+        return (result.status, result.stdout + result.stderr)
     }
 
     static func run(_ arguments: [String], timeout: Double = 30) throws -> (status: Int32, output: String)? {
