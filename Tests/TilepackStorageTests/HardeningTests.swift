@@ -159,14 +159,19 @@ private func makeMBTiles(_ path: String, count: Int = 20, bytes: Int = 100, meta
         let dir = try TemporaryDirectory()
         let path = dir.file("w.mbtiles")
         try makeMBTiles(path, count: 5)
-        let connection = try SQLiteConnection(filename: path, archivePath: path, readOnly: false, uri: false)
-        try connection.execute("PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0; "
-            + "INSERT INTO tiles VALUES (9, 1, 1, x'89504e470d0a1a0a'), (9, 2, 1, x'89504e470d0a1a0a');")
         let copy = dir.file("copy.mbtiles")
-        for suffix in ["", "-wal"] { try FileManager.default.copyItem(atPath: path + suffix, toPath: copy + suffix) }
+        try leftoverWAL(of: path, to: copy)
         let archive = try MBTilesArchive(path: copy)
         #expect(archive.recovery?.contains("write-ahead log") == true)
         #expect(try archive.tileCount() == 7)
+    }
+
+    /// Makes `copy`: `path` in WAL mode with two committed tiles still only in its `-wal`.
+    private func leftoverWAL(of path: String, to copy: String) throws {
+        let connection = try SQLiteConnection(filename: path, archivePath: path, readOnly: false, uri: false)
+        try connection.execute("PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0; "
+            + "INSERT INTO tiles VALUES (9, 1, 1, x'89504e470d0a1a0a'), (9, 2, 1, x'89504e470d0a1a0a');")
+        for suffix in ["", "-wal"] { try FileManager.default.copyItem(atPath: path + suffix, toPath: copy + suffix) }
         withExtendedLifetime(connection) {}
     }
 
@@ -175,11 +180,8 @@ private func makeMBTiles(_ path: String, count: Int = 20, bytes: Int = 100, meta
         let dir = try TemporaryDirectory()
         let path = dir.file("w.mbtiles")
         try makeMBTiles(path, count: 5)
-        let connection = try SQLiteConnection(filename: path, archivePath: path, readOnly: false, uri: false)
-        try connection.execute("PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0; INSERT INTO tiles VALUES (9, 1, 1, x'89504e470d0a1a0a');")
         let copy = mount.path + "/copy.mbtiles"
-        for suffix in ["", "-wal"] { try FileManager.default.copyItem(atPath: path + suffix, toPath: copy + suffix) }
-        withExtendedLifetime(connection) {}
+        try leftoverWAL(of: path, to: copy)
         #expect(mount.makeReadOnly())
         do {
             _ = try MBTilesArchive(path: copy)
