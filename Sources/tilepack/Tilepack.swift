@@ -10,7 +10,7 @@ struct Tilepack: AsyncParsableCommand {
         version: version,
         subcommands: [
             ImportCommand.self, ExportCommand.self, ConvertCommand.self, VerifyCommand.self, InfoCommand.self,
-            RenderCommand.self,
+            RenderCommand.self, ServeCommand.self,
         ]
     )
 }
