@@ -11,19 +11,18 @@ let package = Package(
     name: "tilepack",
     platforms: [.macOS(.v15), .iOS(.v18)],
     products: [
-        .library(name: "Tilepack", targets: ["TilepackCore", "TilepackStorage", "TilepackImaging", "TileLayer", "TilepackAdapter"]),
+        // What an app links: `import Tilepack` re-exports Core, Storage, Imaging, TileLayer and the
+        // Adapter. It stands on the platform: HTTP through URLSession, MD5 from CryptoKit or libcrypto.
+        .library(name: "Tilepack", targets: ["Tilepack"]),
         .executable(name: "tilepack", targets: ["tilepack"]),
         // Parts of the library alone, so that tools need not build what they do not use
-        // (the HTTP client of the tile layer, SQLite and crypto of storage).
+        // (the tile layer's HTTP, storage's SQLite).
         .library(name: "TilepackImaging", targets: ["TilepackCore", "TilepackImaging"]),
         .library(name: "TilepackStorage", targets: ["TilepackCore", "TilepackStorage"]),
     ],
     dependencies: [
+        // The command line. The library itself depends on no package: it stands on the platform.
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
-        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
-        // TileLayer's http(s) tiles. Its swift-nio also gives the tests a loopback HTTP server.
-        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
-        .package(url: "https://github.com/apple/swift-nio", from: "2.81.0"),
     ],
     targets: [
         // Floor 1: the C libraries, each imported (internal import) by exactly one Swift module.
@@ -33,6 +32,8 @@ let package = Package(
         systemLibrary("CTilepackWebP", pkgConfig: "libwebp", apt: ["libwebp-dev"]),
         systemLibrary("CTilepackLZ4", pkgConfig: "liblz4", apt: ["liblz4-dev"]),
         systemLibrary("CTilepackZlib", pkgConfig: "zlib", apt: ["zlib1g-dev"]),
+        // MD5 for agg_tiles_hash on Linux (OpenSSL's libcrypto); Apple platforms use CryptoKit.
+        systemLibrary("CTilepackCrypto", pkgConfig: "libcrypto", apt: ["libssl-dev"]),
 
         // Floor 1: the vocabulary. Foundation only.
         .target(name: "TilepackCore"),
@@ -42,7 +43,7 @@ let package = Package(
             name: "TilepackStorage",
             dependencies: [
                 "TilepackCore", "CTilepackSQLite", "CTilepackLZ4", "CTilepackZlib",
-                .product(name: "Crypto", package: "swift-crypto"),
+                .target(name: "CTilepackCrypto", condition: .when(platforms: [.linux])),
             ]
         ),
         .target(
@@ -50,15 +51,12 @@ let package = Package(
             dependencies: ["TilepackCore", "CTilepackPNG", "CTilepackTurboJPEG", "CTilepackWebP"]
         ),
 
+        // Floor 2: HTTP(S) through URLSession (FoundationNetworking on Linux): deadlines, bounded
+        // bodies, typed errors, retries. The one place the library talks to the network.
+        .target(name: "TilepackHTTP", dependencies: ["TilepackCore"]),
+
         // Floor 3: the tile layer core (NMAMapTileLayer / MKTileOverlay semantics, headless map view).
-        .target(
-            name: "TileLayer",
-            dependencies: [
-                "TilepackCore", "TilepackImaging",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "NIOCore", package: "swift-nio"),
-            ]
-        ),
+        .target(name: "TileLayer", dependencies: ["TilepackCore", "TilepackImaging", "TilepackHTTP"]),
 
         // Floor 3: what the command-line tool does, as a library.
         .target(
@@ -70,6 +68,12 @@ let package = Package(
         .target(
             name: "TilepackAdapter",
             dependencies: ["TilepackCore", "TilepackStorage", "TilepackImaging", "TileLayer"]
+        ),
+
+        // The `Tilepack` product's module: one import for an app.
+        .target(
+            name: "Tilepack",
+            dependencies: ["TilepackCore", "TilepackStorage", "TilepackImaging", "TileLayer", "TilepackAdapter"]
         ),
 
         // Floor 5: the command-line tool, thin.
@@ -91,16 +95,9 @@ let package = Package(
             dependencies: ["TilepackImaging", "TilepackStorage", "TilepackTestSupport"],
             resources: [.copy("Resources")]
         ),
-        .testTarget(
-            name: "TileLayerTests",
-            dependencies: [
-                "TileLayer", "TilepackImaging", "TilepackTestSupport",
-                // A loopback HTTP server for the http(s) tile tests, on the NIO that AsyncHTTPClient already builds.
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-            ]
-        ),
+        .testTarget(name: "TilepackHTTPTests", dependencies: ["TilepackHTTP", "TilepackTestSupport"]),
+        .testTarget(name: "TileLayerTests", dependencies: ["TileLayer", "TilepackImaging", "TilepackTestSupport"]),
+        .testTarget(name: "TilepackUmbrellaTests", dependencies: ["Tilepack", "TilepackTestSupport"]),
         .testTarget(
             name: "TilepackAdapterTests",
             dependencies: ["TilepackAdapter", "TilepackStorage", "TilepackImaging", "TileLayer", "TilepackTestSupport"]

@@ -1,7 +1,6 @@
-import AsyncHTTPClient
 import Foundation
-import NIOCore
 import TilepackCore
+import TilepackHTTP
 
 /// Why a tile could not be loaded from a URL or turned into a bitmap.
 public enum TileLoadError: Error, Hashable, Sendable, CustomStringConvertible {
@@ -41,8 +40,8 @@ public enum TileLoadError: Error, Hashable, Sendable, CustomStringConvertible {
 public enum TileURLLoader {
     /// The largest tile body accepted: 16 MiB (a 2048x2048 RGBA PNG stored uncompressed).
     public static let maximumTileBytes = 16 << 20
-    /// How long one http(s) tile may take.
-    public static let timeout = TimeAmount.seconds(30)
+    /// How long one http(s) tile may take, from the request to the body's last byte.
+    public static let timeout = Duration.seconds(30)
 
     /// The bytes at `url`.
     /// - Throws: ``TileLoadError`` naming the URL and the fault.
@@ -75,23 +74,14 @@ public enum TileURLLoader {
 
     static func loadHTTP(_ url: URL) async throws(TileLoadError) -> Data {
         let text = url.absoluteString
-        let response: HTTPClientResponse
+        let response: HTTPResponse
         do {
-            response = try await HTTPClient.shared.execute(HTTPClientRequest(url: text), timeout: timeout)
+            response = try await HTTPClient.shared.send(HTTPRequest(url: url, timeout: timeout, maximumBodyBytes: maximumTileBytes))
         } catch {
-            throw .network(url: text, reason: "\(error)")
+            if case .tooLarge = error.fault { throw .tooLarge(url: text, limit: maximumTileBytes) }
+            throw .network(url: text, reason: error.reason)
         }
-        guard response.status.code == 200 else { throw .httpStatus(url: text, status: Int(response.status.code)) }
-        if let length = response.headers.first(name: "content-length").flatMap(Int.init), length > maximumTileBytes {
-            throw .tooLarge(url: text, limit: maximumTileBytes)
-        }
-        do {
-            let body = try await response.body.collect(upTo: maximumTileBytes)
-            return Data(body.readableBytesView)
-        } catch is NIOTooManyBytesError {
-            throw .tooLarge(url: text, limit: maximumTileBytes)
-        } catch {
-            throw .network(url: text, reason: "\(error)")
-        }
+        guard response.status == 200 else { throw .httpStatus(url: text, status: response.status) }
+        return response.body
     }
 }

@@ -1,8 +1,9 @@
 import ArgumentParser
+import TilepackCore
 
 @main
 struct Tilepack: AsyncParsableCommand {
-    static let version = "0.1.0"
+    static let version = TilepackVersion.current
 
     static let configuration = CommandConfiguration(
         commandName: "tilepack",

@@ -1,4 +1,3 @@
-import Crypto
 import Foundation
 import Testing
 @testable import TilepackStorage
@@ -23,7 +22,22 @@ import Testing
                 piece = piece * 3 % 700_001 + 1
             }
         }
-        #expect(Array(background.finalize()) == Array(Insecure.MD5.hash(data: bytes)))
+        #expect(background.finalize() == bytes.withUnsafeBytes { MD5.hash($0) })
+    }
+
+    /// RFC 1321's test suite, through the platform's MD5 (libcrypto on Linux, CryptoKit on Apple).
+    @Test(arguments: [
+        ("", "D41D8CD98F00B204E9800998ECF8427E"),
+        ("a", "0CC175B9C0F1B6A831C399E269772661"),
+        ("abc", "900150983CD24FB0D6963F7D28E17F72"),
+        ("message digest", "F96B697D7CB7938D525A2F31AAF161D0"),
+        ("12345678901234567890123456789012345678901234567890123456789012345678901234567890", "57EDF4A22BE3C955AC49DA2E2107B67A"),
+    ])
+    func md5MatchesRFC1321(input: String, expected: String) {
+        #expect(MBTilesAggregateHash.hex(Array(input.utf8).withUnsafeBytes { MD5.hash($0) }) == expected)
+        let pieces = MD5()
+        for byte in input.utf8 { [byte].withUnsafeBytes { pieces.update($0) } }
+        #expect(MBTilesAggregateHash.hex(pieces.finalize()) == expected)
     }
 
     @Test func nothingFedIsTheMD5OfNothing() {

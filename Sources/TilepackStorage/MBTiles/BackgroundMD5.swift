@@ -1,4 +1,3 @@
-import Crypto
 import Foundation
 
 /// An MD5 of bytes fed in order, computed on a thread of its own: the feeding thread only copies
@@ -18,7 +17,7 @@ final class BackgroundMD5: @unchecked Sendable {
     private var spare: [[UInt8]] = []
     private var closing = false
     private var cancelled = false
-    private var digest: Insecure.MD5.Digest?
+    private var digest: [UInt8]?
     private var threadDone = false
 
     // The feeding thread's own.
@@ -38,7 +37,7 @@ final class BackgroundMD5: @unchecked Sendable {
     }
 
     /// The MD5 of everything fed; the thread ends.
-    func finalize() -> Insecure.MD5.Digest {
+    func finalize() -> [UInt8] {
         handOff()
         condition.lock()
         closing = true
@@ -73,7 +72,7 @@ final class BackgroundMD5: @unchecked Sendable {
     }
 
     private func run() {
-        var md5 = Insecure.MD5()
+        let md5 = MD5()
         condition.lock()
         while true {
             if cancelled { break }
@@ -81,7 +80,7 @@ final class BackgroundMD5: @unchecked Sendable {
                 let next = queued.removeFirst()
                 condition.broadcast()  // room in the queue
                 condition.unlock()
-                next.withUnsafeBytes { md5.update(bufferPointer: $0) }
+                next.withUnsafeBytes { md5.update($0) }
                 condition.lock()
                 if spare.count < 2 { spare.append(next) }
                 continue

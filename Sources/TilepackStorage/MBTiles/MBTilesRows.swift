@@ -1,4 +1,3 @@
-import Crypto
 import Foundation
 internal import CTilepackSQLite
 import TilepackCore
@@ -113,10 +112,10 @@ public enum MBTilesAggregateHash {
             SELECT CAST(zoom_level AS TEXT), CAST(tile_column AS TEXT), CAST(tile_row AS TEXT), tile_data
             FROM tiles ORDER BY zoom_level, tile_column, tile_row
             """)
-        var md5 = Insecure.MD5()
+        let md5 = MD5()
         while try statement.step() {
             for column: Int32 in 0..<4 {
-                if let bytes = statement.bytes(column), bytes.count > 0 { md5.update(bufferPointer: bytes) }
+                if let bytes = statement.bytes(column) { md5.update(bytes) }
             }
         }
         return hex(md5.finalize())
@@ -124,9 +123,7 @@ public enum MBTilesAggregateHash {
 
     /// The upper-case hex MD5 of `bytes` (martin's `tile_hash`, tilepack's dedup `tile_id`).
     public static func md5Hex(_ bytes: UnsafeRawBufferPointer) -> String {
-        var md5 = Insecure.MD5()
-        if bytes.count > 0 { md5.update(bufferPointer: bytes) }
-        return hex(md5.finalize())
+        hex(MD5.hash(bytes))
     }
 
     static func hex<D: Sequence>(_ digest: D) -> String where D.Element == UInt8 {
@@ -148,7 +145,7 @@ public enum MBTilesAggregateHash {
 /// text conversion (coordinates that are not integers, `tile_data` that is not a blob or NULL);
 /// the caller then computes the hash with ``MBTilesArchive/aggregateTilesHash()``.
 public struct MBTilesAggregateHasher {
-    private var md5: Insecure.MD5? = Insecure.MD5()
+    private var md5: MD5? = MD5()
     private var last: (Int64, Int64, Int64)?
 
     public init() {}
@@ -166,8 +163,8 @@ public struct MBTilesAggregateHasher {
         }
         last = (z, x, y)
         var text = "\(z)\(x)\(y)"
-        text.withUTF8 { md5?.update(bufferPointer: UnsafeRawBufferPointer($0)) }
-        if let data = row.tileData, data.count > 0 { md5?.update(bufferPointer: data) }
+        text.withUTF8 { md5?.update(UnsafeRawBufferPointer($0)) }
+        if let data = row.tileData { md5?.update(data) }
     }
 
     /// The upper-case hex hash, or `nil` when the rows could not all be hashed.

@@ -1,4 +1,3 @@
-import Crypto
 import Foundation
 internal import CTilepackSQLite
 import TilepackCore

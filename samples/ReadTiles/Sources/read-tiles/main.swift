@@ -5,11 +5,7 @@
 // `archive` is an MBTiles file or a .tilepack bundle (told apart by its bytes); it defaults to the
 // sample archive `samples/sample.tilepack`. The PNG defaults to `read-tiles.png`.
 import Foundation
-import TileLayer
-import TilepackAdapter
-import TilepackCore
-import TilepackImaging
-import TilepackStorage
+import Tilepack
 
 /// samples/ReadTiles/Sources/read-tiles/main.swift -> samples/sample.tilepack
 let defaultArchive = URL(fileURLWithPath: #filePath)

@@ -1,0 +1,13 @@
+// `import Tilepack`: everything an app uses to read bundled tiles and show them in a tile layer.
+//
+// - TilepackCore: tile coordinates, XYZ/TMS, Web Mercator, boxes and covers, formats, metadata,
+//   the `TileArchive` read API.
+// - TilepackStorage: MBTiles and .tilepack bundles, `openTileArchive(path:)`, the writers.
+// - TilepackImaging: PNG/JPEG/WebP decoding into a caller's buffer, PNG encoding, resampling.
+// - TileLayer: the map SDK's custom raster tile layer (NMAMapTileLayer, MKTileOverlay semantics).
+// - TilepackAdapter: any archive served to a tile layer as a raw-bitmap data source.
+@_exported import TileLayer
+@_exported import TilepackAdapter
+@_exported import TilepackCore
+@_exported import TilepackImaging
+@_exported import TilepackStorage

@@ -1,0 +1,170 @@
+import Foundation
+
+/// One HTTP request: a URL, a method, headers, and the bounds it runs within.
+public struct HTTPRequest: Sendable, Hashable {
+    public var url: URL
+    /// `GET` or `HEAD`.
+    public var method: String
+    /// Extra header fields (`Range`, `If-None-Match`, ...). `User-Agent` overrides the client's.
+    public var headers: [String: String]
+    /// How long the whole exchange may take, from the request to the last byte of the body;
+    /// a slow or stalled server past it gives ``HTTPError/Fault/timedOut``.
+    public var timeout: Duration
+    /// The largest body accepted; a longer one (declared or received) gives ``HTTPError/Fault/tooLarge(limit:)``.
+    public var maximumBodyBytes: Int
+
+    public init(
+        url: URL, method: String = "GET", headers: [String: String] = [:],
+        timeout: Duration = .seconds(30), maximumBodyBytes: Int = 16 << 20
+    ) {
+        self.url = url
+        self.method = method
+        self.headers = headers
+        self.timeout = timeout
+        self.maximumBodyBytes = maximumBodyBytes
+    }
+
+    /// Asks for the bytes `range` (`Range: bytes=first-last`) of the resource.
+    public mutating func setRange(_ range: Range<UInt64>) {
+        precondition(!range.isEmpty, "an empty byte range cannot be requested")
+        headers["Range"] = "bytes=\(range.lowerBound)-\(range.upperBound - 1)"
+    }
+}
+
+/// A response whose body arrived whole (its declared length checked).
+public struct HTTPResponse: Sendable {
+    /// The URL that answered (after redirects).
+    public var url: URL
+    public var status: Int
+    /// Header fields by lower-cased name.
+    public var headers: [String: String]
+    public var body: Data
+
+    public init(url: URL, status: Int, headers: [String: String], body: Data) {
+        self.url = url
+        self.status = status
+        self.headers = Dictionary(headers.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { first, _ in first })
+        self.body = body
+    }
+
+    /// A header field's value, by case-insensitive name.
+    public func header(_ name: String) -> String? { headers[name.lowercased()] }
+
+    public var etag: String? { header("etag") }
+    public var lastModified: String? { header("last-modified") }
+    public var contentType: String? { header("content-type") }
+
+    /// The delay a `Retry-After` field asks for (delta-seconds or an HTTP date), if any.
+    public func retryAfter(now: Date = Date()) -> Duration? {
+        guard let value = header("retry-after")?.trimmingCharacters(in: .whitespaces) else { return nil }
+        if let seconds = Int(value) { return .seconds(max(0, seconds)) }
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
+        guard let date = formatter.date(from: value) else { return nil }
+        return .milliseconds(max(0, Int64(date.timeIntervalSince(now) * 1000)))
+    }
+
+    /// Throws ``HTTPError/Fault/status(_:)`` unless the status is one of `accepted`.
+    public func requireStatus(_ accepted: Set<Int> = [200]) throws(HTTPError) {
+        guard accepted.contains(status) else { throw HTTPError(url: url.absoluteString, fault: .status(status)) }
+    }
+}
+
+/// Why an HTTP exchange failed, naming the URL.
+public struct HTTPError: Error, Sendable, Hashable, CustomStringConvertible {
+    public enum Fault: Sendable, Hashable {
+        /// Only `http` and `https` URLs are fetched.
+        case unsupportedScheme(String)
+        /// No answer within the request's timeout.
+        case timedOut(Duration)
+        /// The host could not be reached (refused, unknown host, TLS failure).
+        case cannotConnect(String)
+        /// The connection broke during the exchange.
+        case connectionLost(String)
+        /// The body ended before its declared `Content-Length`.
+        case truncated(expected: Int, received: Int)
+        /// The body is longer than the request's limit.
+        case tooLarge(limit: Int)
+        /// A status the caller does not accept (see ``HTTPResponse/requireStatus(_:)``).
+        case status(Int)
+        /// The task was cancelled.
+        case cancelled
+        /// Any other failure of the transport.
+        case transport(String)
+    }
+
+    public var url: String
+    public var fault: Fault
+
+    public init(url: String, fault: Fault) {
+        self.url = url
+        self.fault = fault
+    }
+
+    /// Whether trying again later may succeed: time-outs, broken or refused connections,
+    /// truncated bodies, and the statuses ``RetryPolicy/retryableStatuses``.
+    public var isTransient: Bool {
+        switch fault {
+        case .timedOut, .cannotConnect, .connectionLost, .truncated: true
+        case .status(let code): RetryPolicy.retryableStatuses.contains(code)
+        case .unsupportedScheme, .tooLarge, .cancelled, .transport: false
+        }
+    }
+
+    public var description: String { "\(url): \(reason)" }
+
+    /// What went wrong, without the URL.
+    public var reason: String {
+        switch fault {
+        case .unsupportedScheme(let scheme): "only http and https URLs are fetched, not '\(scheme)'"
+        case .timedOut(let limit): "no complete answer within \(limit)"
+        case .cannotConnect(let reason): "cannot connect: \(reason)"
+        case .connectionLost(let reason): "the connection was lost: \(reason)"
+        case .truncated(let expected, let received): "the body ended after \(received) of its \(expected) bytes"
+        case .tooLarge(let limit): "the body is larger than \(limit) bytes"
+        case .status(let code): "HTTP status \(code)"
+        case .cancelled: "cancelled"
+        case .transport(let reason): reason
+        }
+    }
+}
+
+/// When and how often a request is tried again: exponential back-off with full jitter, and the
+/// server's `Retry-After` honoured up to a limit.
+public struct RetryPolicy: Sendable, Hashable {
+    /// Statuses worth another try: request timeout, too many requests, and the transient 5xx.
+    public static let retryableStatuses: Set<Int> = [408, 429, 500, 502, 503, 504]
+
+    /// Tries in all, the first included (1: no retry).
+    public var maximumAttempts: Int
+    /// The back-off before the second try; it doubles each time up to ``maximumDelay``.
+    public var baseDelay: Duration
+    public var maximumDelay: Duration
+    /// A `Retry-After` longer than this is not waited for: the response is returned as it is.
+    public var maximumRetryAfter: Duration
+
+    public init(
+        maximumAttempts: Int = 4, baseDelay: Duration = .milliseconds(250),
+        maximumDelay: Duration = .seconds(8), maximumRetryAfter: Duration = .seconds(60)
+    ) {
+        self.maximumAttempts = max(1, maximumAttempts)
+        self.baseDelay = baseDelay
+        self.maximumDelay = maximumDelay
+        self.maximumRetryAfter = maximumRetryAfter
+    }
+
+    /// No retries.
+    public static let none = RetryPolicy(maximumAttempts: 1)
+
+    /// The wait before try number `attempt + 1` (`attempt` counts from 1): a random duration in
+    /// [0, min(maximumDelay, baseDelay * 2^(attempt-1))] ("full jitter"), or the server's
+    /// `Retry-After` when it gives one.
+    public func delay<G: RandomNumberGenerator>(afterAttempt attempt: Int, retryAfter: Duration?, using generator: inout G) -> Duration {
+        if let retryAfter { return retryAfter }
+        let cap = min(maximumDelay, baseDelay * (1 << min(max(attempt - 1, 0), 30)))
+        let capNanoseconds = max(cap.components.seconds * 1_000_000_000 + cap.components.attoseconds / 1_000_000_000, 0)
+        return .nanoseconds(Int64.random(in: 0...capNanoseconds, using: &generator))
+    }
+}

@@ -1,0 +1,168 @@
+import Foundation
+import Testing
+import TilepackCore
+import TilepackHTTP
+import TilepackTestSupport
+
+/// The URLSession client against a loopback server that misbehaves on purpose.
+@Suite struct HTTPClientTests {
+    let client = HTTPClient()
+
+    func url(_ server: LoopbackHTTPServer, _ path: String) -> URL {
+        URL(string: server.baseURL + path)!
+    }
+
+    @Test func bodyHeadersStatusAndUserAgent() async throws {
+        let server = try LoopbackHTTPServer { request in
+            if request.path == "/missing" { return .status(404, "no") }
+            return .respond(status: 200, headers: ["ETag": "\"v1\"", "X-Agent": request.header("user-agent") ?? ""], body: Data("hello".utf8))
+        }
+        defer { server.stop() }
+        let response = try await client.send(HTTPRequest(url: url(server, "/a")))
+        #expect(response.status == 200)
+        #expect(response.body == Data("hello".utf8))
+        #expect(response.etag == "\"v1\"")
+        #expect(response.header("x-agent") == "tilepack/\(TilepackVersion.current)")
+        let missing = try await client.send(HTTPRequest(url: url(server, "/missing")))
+        #expect(missing.status == 404)
+        #expect(throws: HTTPError(url: url(server, "/missing").absoluteString, fault: .status(404))) { try missing.requireStatus() }
+    }
+
+    @Test func rangeRequestsAreAnsweredWithTheirSlice() async throws {
+        let directory = try TemporaryDirectory()
+        try Data((0..<200).map { UInt8($0) }).write(to: directory.url.appendingPathComponent("blob"))
+        let server = try LoopbackHTTPServer(files: directory.url)
+        defer { server.stop() }
+        var request = HTTPRequest(url: url(server, "/blob"))
+        request.setRange(10..<20)
+        let response = try await client.send(request)
+        #expect(response.status == 206)
+        #expect(response.body == Data((10..<20).map { UInt8($0) }))
+        #expect(response.header("content-range") == "bytes 10-19/200")
+    }
+
+    @Test func aBodyCutShortIsAnErrorNotData() async throws {
+        let server = try LoopbackHTTPServer { _ in
+            .truncated(status: 200, headers: [:], body: Data(repeating: 7, count: 1000), sent: 300)
+        }
+        defer { server.stop() }
+        let target = url(server, "/t")
+        await #expect {
+            _ = try await client.send(HTTPRequest(url: target))
+        } throws: { error in
+            guard let error = error as? HTTPError, error.url == target.absoluteString else { return false }
+            return error.fault == .truncated(expected: 1000, received: 300) && error.isTransient
+        }
+    }
+
+    @Test func aDroppedConnectionIsTransient() async throws {
+        let server = try LoopbackHTTPServer { _ in .close }
+        defer { server.stop() }
+        await #expect {
+            _ = try await client.send(HTTPRequest(url: url(server, "/x")))
+        } throws: { error in
+            (error as? HTTPError)?.isTransient == true
+        }
+    }
+
+    @Test func bodiesOverTheLimitAreRefusedDeclaredOrNot() async throws {
+        let big = Data(repeating: 1, count: 100_000)
+        let server = try LoopbackHTTPServer { request in
+            // `/raw` sends no Content-Length: the limit must hold while the body arrives.
+            request.path == "/raw"
+                ? .raw(Data("HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n".utf8) + big)
+                : .respond(status: 200, headers: [:], body: big)
+        }
+        defer { server.stop() }
+        for path in ["/declared", "/raw"] {
+            let target = url(server, path)
+            await #expect(throws: HTTPError(url: target.absoluteString, fault: .tooLarge(limit: 1000))) {
+                _ = try await client.send(HTTPRequest(url: target, maximumBodyBytes: 1000))
+            }
+        }
+    }
+
+    @Test func aServerThatTricklesTimesOutAtTheDeadline() async throws {
+        let server = try LoopbackHTTPServer { _ in
+            // 2000 bytes, 50 ms apart: 100 s of body, each byte well within any idle timeout.
+            .trickle(status: 200, headers: [:], body: Data(repeating: 1, count: 2000), interval: .milliseconds(50))
+        }
+        defer { server.stop() }
+        let target = url(server, "/slow")
+        let start = ContinuousClock.now
+        await #expect(throws: HTTPError(url: target.absoluteString, fault: .timedOut(.milliseconds(400)))) {
+            _ = try await client.send(HTTPRequest(url: target, timeout: .milliseconds(400)))
+        }
+        // The deadline, not the body's end (generous: the whole suite runs in parallel on 2 cores).
+        #expect(ContinuousClock.now - start < .seconds(40))
+    }
+
+    @Test func retriesHonourRetryAfterAndStopOnSuccess() async throws {
+        let calls = Locked(0)
+        let server = try LoopbackHTTPServer { _ in
+            let n = calls.withLock { $0 += 1; return $0 }
+            switch n {
+            case 1: return .respond(status: 429, headers: ["Retry-After": "0"], body: Data())
+            case 2: return .status(503)
+            case 3: return .truncated(status: 200, headers: [:], body: Data("partial".utf8), sent: 3)
+            default: return .respond(status: 200, headers: [:], body: Data("ok".utf8))
+            }
+        }
+        defer { server.stop() }
+        let retries = Locked<[String]>([])
+        let policy = RetryPolicy(maximumAttempts: 5, baseDelay: .milliseconds(10), maximumDelay: .milliseconds(50))
+        let response = try await client.send(HTTPRequest(url: url(server, "/r")), retry: policy) { _, reason, _ in
+            retries.withLock { $0.append(reason) }
+        }
+        #expect(response.status == 200)
+        #expect(response.body == Data("ok".utf8))
+        #expect(calls.withLock { $0 } == 4)
+        #expect(retries.withLock { $0.count } == 3)
+    }
+
+    @Test func triesRunOutOnAStatusReturnTheResponseAndNotFoundIsNotRetried() async throws {
+        let server = try LoopbackHTTPServer { request in request.path == "/gone" ? .status(404) : .status(500) }
+        defer { server.stop() }
+        let policy = RetryPolicy(maximumAttempts: 3, baseDelay: .milliseconds(5), maximumDelay: .milliseconds(10))
+        let failing = try await client.send(HTTPRequest(url: url(server, "/fail")), retry: policy)
+        #expect(failing.status == 500)
+        #expect(server.requests(to: "/fail") == 3)
+        let gone = try await client.send(HTTPRequest(url: url(server, "/gone")), retry: policy)
+        #expect(gone.status == 404)
+        #expect(server.requests(to: "/gone") == 1)
+    }
+
+    @Test func cancellingTheTaskCancelsTheRequest() async throws {
+        let server = try LoopbackHTTPServer { _ in .delayed(.seconds(30), .status(200, "late")) }
+        defer { server.stop() }
+        let target = url(server, "/wait")
+        let client = self.client
+        let task = Task { try await client.send(HTTPRequest(url: target)) }
+        try await Task.sleep(for: .milliseconds(200))
+        task.cancel()
+        let start = ContinuousClock.now
+        await #expect(throws: HTTPError(url: target.absoluteString, fault: .cancelled)) { _ = try await task.value }
+        #expect(ContinuousClock.now - start < .seconds(20))
+    }
+
+    @Test func onlyHTTPSchemes() async {
+        await #expect(throws: HTTPError(url: "ftp://example.invalid/x", fault: .unsupportedScheme("ftp"))) {
+            _ = try await client.send(HTTPRequest(url: URL(string: "ftp://example.invalid/x")!))
+        }
+    }
+
+    @Test func retryDelaysGrowWithJitterAndFollowRetryAfter() {
+        let policy = RetryPolicy(maximumAttempts: 6, baseDelay: .milliseconds(100), maximumDelay: .milliseconds(800))
+        var generator = SplitMix64(seed: 7)
+        for attempt in 1...5 {
+            let cap = min(800, 100 << (attempt - 1))
+            for _ in 0..<50 {
+                let delay = policy.delay(afterAttempt: attempt, retryAfter: nil, using: &generator)
+                #expect(delay >= .zero && delay <= .milliseconds(cap))
+            }
+        }
+        #expect(policy.delay(afterAttempt: 1, retryAfter: .seconds(3), using: &generator) == .seconds(3))
+        let response = HTTPResponse(url: URL(string: "http://127.0.0.1/")!, status: 429, headers: ["Retry-After": "Wed, 21 Oct 2015 07:28:10 GMT"], body: Data())
+        #expect(response.retryAfter(now: Date(timeIntervalSince1970: 1_445_412_480)) == .seconds(10))
+    }
+}

@@ -1,0 +1,307 @@
+import Foundation
+import TilepackCore
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A small HTTP/1.1 server on 127.0.0.1 (a free port) for tests, on plain POSIX sockets: one
+/// thread accepts, one thread serves each connection (keep-alive). A handler decides every
+/// answer, including faults a real server or network shows: delays, any status, a connection
+/// dropped before or during the body, a body shorter than its `Content-Length`, raw bytes.
+/// Every request is logged. ``stop()`` closes the listener and every open connection.
+public final class LoopbackHTTPServer: @unchecked Sendable {
+    /// A request as the server read it.
+    public struct Request: Sendable, Hashable {
+        public var method: String
+        /// The request target as sent (path and query).
+        public var target: String
+        /// The target's path, percent-decoding left to the handler.
+        public var path: String { String(target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? "") }
+        /// The target's query, without `?`.
+        public var query: String? {
+            let parts = target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
+            return parts.count > 1 ? String(parts[1]) : nil
+        }
+        /// Header fields by lower-cased name.
+        public var headers: [String: String]
+
+        public func header(_ name: String) -> String? { headers[name.lowercased()] }
+    }
+
+    /// What the server does with a request.
+    public indirect enum Reply: Sendable {
+        /// A complete response; `Content-Length` is added unless `headers` has one.
+        case respond(status: Int, headers: [String: String], body: Data)
+        /// Declares `body.count` bytes, sends only the first `sent`, then closes the connection.
+        case truncated(status: Int, headers: [String: String], body: Data, sent: Int)
+        /// Sends the bytes as they are, then closes the connection.
+        case raw(Data)
+        /// Closes the connection without answering.
+        case close
+        /// Waits, then replies.
+        case delayed(Duration, Reply)
+        /// Sends the head and then the body one byte at a time, `interval` apart (a slow server).
+        case trickle(status: Int, headers: [String: String], body: Data, interval: Duration)
+
+        public static func status(_ code: Int, _ body: String = "") -> Reply {
+            .respond(status: code, headers: ["Content-Type": "text/plain"], body: Data(body.utf8))
+        }
+    }
+
+    public typealias Handler = @Sendable (Request) -> Reply
+
+    public let port: Int
+    public var baseURL: String { "http://127.0.0.1:\(port)" }
+
+    private let listener: Int32
+    private let handler: Handler
+    private let state = Locked(State())
+
+    private struct State {
+        var requests: [Request] = []
+        var connections: Set<Int32> = []
+        var stopped = false
+    }
+
+    /// Starts a server whose answers come from `handler`.
+    public init(handler: @escaping Handler) throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
+        var yes: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = 0
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0, listen(fd, 128) == 0 else {
+            let code = errno
+            close(fd)
+            throw POSIXError(.init(rawValue: code) ?? .EIO)
+        }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        listener = fd
+        port = Int(UInt16(bigEndian: address.sin_port))
+        self.handler = handler
+        let thread = Thread { [self] in acceptLoop() }
+        thread.name = "loopback-accept"
+        thread.start()
+    }
+
+    /// A server of the files under `root` (GET and HEAD, single byte ranges, 404 otherwise).
+    public convenience init(files root: URL) throws {
+        try self.init(handler: Self.fileHandler(root: root))
+    }
+
+    deinit { stop() }
+
+    /// Every request so far, in arrival order.
+    public var requests: [Request] { state.withLock { $0.requests } }
+    public var requestCount: Int { state.withLock { $0.requests.count } }
+    public func requests(to path: String) -> Int { state.withLock { $0.requests.filter { $0.path == path }.count } }
+
+    /// Closes the listener and every connection; idempotent.
+    public func stop() {
+        let open = state.withLock { state -> Set<Int32>? in
+            guard !state.stopped else { return nil }
+            state.stopped = true
+            return state.connections
+        }
+        guard let open else { return }
+        shutdown(listener, Int32(SHUT_RDWR))
+        close(listener)
+        for fd in open { shutdown(fd, Int32(SHUT_RDWR)) }
+    }
+
+    // MARK: - Serving
+
+    private func acceptLoop() {
+        while true {
+            let fd = accept(listener, nil, nil)
+            if fd < 0 {
+                if errno == EINTR { continue }
+                return
+            }
+            let accepted = state.withLock { state -> Bool in
+                guard !state.stopped else { return false }
+                state.connections.insert(fd)
+                return true
+            }
+            guard accepted else {
+                close(fd)
+                return
+            }
+            var yes: Int32 = 1
+            setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &yes, socklen_t(MemoryLayout<Int32>.size))
+            let thread = Thread { [self] in serve(fd) }
+            thread.name = "loopback-connection"
+            thread.start()
+        }
+    }
+
+    private func serve(_ fd: Int32) {
+        defer {
+            state.withLock { _ = $0.connections.remove(fd) }
+            close(fd)
+        }
+        var buffer = [UInt8]()
+        while let request = readRequest(fd, &buffer) {
+            state.withLock { $0.requests.append(request) }
+            let keepOpen = send(handler(request), for: request, on: fd)
+            if !keepOpen || request.header("connection")?.lowercased() == "close" { return }
+        }
+    }
+
+    /// Reads one request head (bodies are not expected; a `Content-Length` body is skipped).
+    private func readRequest(_ fd: Int32, _ buffer: inout [UInt8]) -> Request? {
+        let terminator: [UInt8] = [13, 10, 13, 10]
+        var chunk = [UInt8](repeating: 0, count: 16_384)
+        while true {
+            if let end = buffer.firstRange(of: terminator) {
+                let head = String(decoding: buffer[..<end.lowerBound], as: UTF8.self)
+                buffer.removeSubrange(..<end.upperBound)
+                let lines = head.components(separatedBy: "\r\n")
+                let parts = lines.first?.split(separator: " ") ?? []
+                guard parts.count >= 2 else { return nil }
+                var headers: [String: String] = [:]
+                for line in lines.dropFirst() {
+                    guard let colon = line.firstIndex(of: ":") else { continue }
+                    headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+                }
+                if let length = headers["content-length"].flatMap(Int.init), length > 0 {
+                    while buffer.count < length {
+                        let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+                        if n <= 0 { return nil }
+                        buffer.append(contentsOf: chunk[..<n])
+                    }
+                    buffer.removeSubrange(..<length)
+                }
+                return Request(method: String(parts[0]), target: String(parts[1]), headers: headers)
+            }
+            if buffer.count > 65_536 { return nil }
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n <= 0 { return nil }
+            buffer.append(contentsOf: chunk[..<n])
+        }
+    }
+
+    /// Sends a reply; returns whether the connection stays open.
+    private func send(_ reply: Reply, for request: Request, on fd: Int32) -> Bool {
+        switch reply {
+        case .respond(let status, let headers, let body):
+            let head = Self.head(status: status, headers: headers, length: body.count)
+            return write(fd, head) && (request.method == "HEAD" || write(fd, body))
+        case .truncated(let status, let headers, let body, let sent):
+            _ = write(fd, Self.head(status: status, headers: headers, length: body.count))
+            _ = write(fd, body.prefix(max(0, min(sent, body.count))))
+            return false
+        case .raw(let bytes):
+            _ = write(fd, bytes)
+            return false
+        case .close:
+            return false
+        case .delayed(let wait, let next):
+            Thread.sleep(forTimeInterval: Double(wait.components.seconds) + Double(wait.components.attoseconds) / 1e18)
+            return send(next, for: request, on: fd)
+        case .trickle(let status, let headers, let body, let interval):
+            guard write(fd, Self.head(status: status, headers: headers, length: body.count)) else { return false }
+            for byte in body {
+                if state.withLock({ $0.stopped }) { return false }
+                Thread.sleep(forTimeInterval: Double(interval.components.seconds) + Double(interval.components.attoseconds) / 1e18)
+                guard write(fd, Data([byte])) else { return false }
+            }
+            return true
+        }
+    }
+
+    private static func head(status: Int, headers: [String: String], length: Int) -> Data {
+        var text = "HTTP/1.1 \(status) \(reasonPhrase(status))\r\n"
+        var hasLength = false
+        for (name, value) in headers.sorted(by: { $0.key < $1.key }) {
+            if name.lowercased() == "content-length" { hasLength = true }
+            text += "\(name): \(value)\r\n"
+        }
+        if !hasLength && status != 304 && status != 204 { text += "Content-Length: \(length)\r\n" }
+        text += "\r\n"
+        return Data(text.utf8)
+    }
+
+    private static func reasonPhrase(_ status: Int) -> String {
+        switch status {
+        case 200: "OK"
+        case 204: "No Content"
+        case 206: "Partial Content"
+        case 304: "Not Modified"
+        case 400: "Bad Request"
+        case 403: "Forbidden"
+        case 404: "Not Found"
+        case 416: "Range Not Satisfiable"
+        case 429: "Too Many Requests"
+        case 500: "Internal Server Error"
+        case 503: "Service Unavailable"
+        default: "Status"
+        }
+    }
+
+    private func write(_ fd: Int32, _ data: Data) -> Bool {
+        data.withUnsafeBytes { bytes in
+            var offset = 0
+            while offset < bytes.count {
+                #if canImport(Glibc)
+                let n = Glibc.send(fd, bytes.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
+                #else
+                let n = Darwin.send(fd, bytes.baseAddress! + offset, bytes.count - offset, 0)
+                #endif
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { return false }
+                offset += n
+            }
+            return true
+        }
+    }
+
+    // MARK: - Files
+
+    /// Serves `root/<path>`: 200 with the bytes, 206 for a single `Range: bytes=a-b`, 416 for a
+    /// range past the end, 404 for anything missing, 403 for paths with `..`.
+    public static func fileHandler(root: URL) -> Handler {
+        { request in
+            let path = request.path.removingPercentEncoding ?? request.path
+            guard !path.contains("..") else { return .status(403, "forbidden") }
+            guard let data = FileManager.default.contents(atPath: root.path + path) else { return .status(404, "not found") }
+            guard let range = request.header("range"), let slice = byteRange(range, size: data.count) else {
+                return .respond(status: 200, headers: ["Accept-Ranges": "bytes"], body: data)
+            }
+            guard let slice else {
+                return .respond(status: 416, headers: ["Content-Range": "bytes */\(data.count)"], body: Data())
+            }
+            return .respond(
+                status: 206, headers: ["Content-Range": "bytes \(slice.lowerBound)-\(slice.upperBound - 1)/\(data.count)"],
+                body: data.subdata(in: slice))
+        }
+    }
+
+    /// A single `bytes=a-b`, `bytes=a-` or `bytes=-n` range: `nil` when the field is not one,
+    /// `.some(nil)` when it lies past the end.
+    static func byteRange(_ field: String, size: Int) -> Range<Int>?? {
+        guard field.hasPrefix("bytes="), !field.contains(",") else { return nil }
+        let spec = field.dropFirst(6).split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
+        guard spec.count == 2 else { return nil }
+        if spec[0].isEmpty {
+            guard let suffix = Int(spec[1]), suffix > 0 else { return nil }
+            return .some(max(0, size - suffix)..<size)
+        }
+        guard let first = Int(spec[0]) else { return nil }
+        guard first < size else { return .some(nil) }
+        let last = spec[1].isEmpty ? size - 1 : min(Int(spec[1]) ?? -1, size - 1)
+        guard last >= first else { return nil }
+        return .some(first..<(last + 1))
+    }
+}
