@@ -84,8 +84,8 @@ final class ArchiveSlot: Sendable {
     func check() -> CheckResult {
         let snapshot = self.snapshot
         switch FileIdentity.of(path: path) {
-        case .failure(let code):
-            let problem = "\(path): cannot be read now (errno \(code)): \(String(cString: strerror(code))); serving the version opened before"
+        case .failure(let error):
+            let problem = "\(path): cannot be read now (\(error)); serving the version opened before"
             status.withLock { $0.problem = problem; $0.pendingIdentity = nil }
             return snapshot.problem == problem ? .unchanged : .failed(problem)
         case .success(let identity):

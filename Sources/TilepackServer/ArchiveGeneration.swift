@@ -26,9 +26,9 @@ struct FileIdentity: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// The identity of the file now at `path`, or the errno that says why there is none.
-    static func of(path: String) -> Result<FileIdentity, Int32> {
+    static func of(path: String) -> Result<FileIdentity, SystemError> {
         var info = stat()
-        guard stat(path, &info) == 0 else { return .failure(errno) }
+        guard stat(path, &info) == 0 else { return .failure(SystemError(code: errno)) }
         return .success(FileIdentity(info))
     }
 
@@ -44,6 +44,12 @@ struct FileIdentity: Hashable, Sendable, CustomStringConvertible {
     }
 
     var description: String { "inode \(inode) on device \(device), \(size) bytes, modified \(modifiedSeconds).\(modifiedNanoseconds)" }
+}
+
+/// An errno.
+struct SystemError: Error, Hashable, Sendable, CustomStringConvertible {
+    var code: Int32
+    var description: String { "errno \(code): \(String(cString: strerror(code)))" }
 }
 
 /// One opened version of an archive file, immutable. Requests take the generation current when
