@@ -71,6 +71,28 @@ final class ArchiveSlot: Sendable {
 
     var snapshot: Status { status.withLock { $0 } }
 
+    /// A newer generation than `old` when the file was replaced: the current one if the watcher
+    /// already swapped it in, else the file opened now (a request that failed on `old` asks, so
+    /// as to answer from the new file rather than fail). `nil` when the file is unchanged.
+    func replacement(of old: ArchiveGeneration) -> ArchiveGeneration? {
+        let now = current
+        if now !== old { return now }
+        guard case .success(let identity) = FileIdentity.of(path: path), identity != old.identity,
+              let generation = try? ArchiveGeneration.open(name: name, path: path)
+        else { return nil }
+        return status.withLock { status in
+            // Another request or the watcher may have swapped meanwhile: keep the first one in.
+            if status.generation === old {
+                status.generation = generation
+                status.pendingIdentity = nil
+                status.failedIdentity = nil
+                status.problem = nil
+                status.reloads += 1
+            }
+            return status.generation
+        }
+    }
+
     /// What happened at a check.
     enum CheckResult: Equatable, Sendable {
         case unchanged

@@ -5,7 +5,7 @@ import TilepackCore
 enum TileJSON {
     /// The tile URL template of an archive: `{base}/{name}/{z}/{x}/{y}.{ext}` plus `query`.
     static func tileTemplate(_ generation: ArchiveGeneration, base: String, query: String) -> String {
-        "\(base)/\(percentEncodedSegment(generation.name))/{z}/{x}/{y}.\(generation.extensions.first ?? "png")\(query)"
+        "\(base)/\(percentEncodedSegment(generation.name))/{z}/{x}/{y}.\(generation.extensions.first ?? "bin")\(query)"
     }
 
     /// The center: the metadata's `center` when it parses, else the middle of the bounds at the

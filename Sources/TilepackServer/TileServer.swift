@@ -4,7 +4,9 @@ import Hummingbird
 import HummingbirdCore
 import Logging
 import NIOCore
+import ServiceLifecycle
 import TilepackCore
+import UnixSignals
 
 /// `tilepack serve`: archives over HTTP on Hummingbird 2 (see `Specs/serve.md`).
 ///
@@ -16,6 +18,7 @@ public final class TileServer: Sendable {
     public let options: TileServerOptions
     let service: TileService
     private let log: @Sendable (String) -> Void
+    private let group = Locked<ServiceGroup?>(nil)
 
     /// Opens every archive (each must open, and names must be distinct) and reads Leaflet.
     /// - Parameter log: where problems go (a tile that cannot be read, a replaced file that does not open).
@@ -67,11 +70,15 @@ public final class TileServer: Sendable {
         let watcher = ArchiveWatcher(service: service, interval: options.reloadInterval, log: log)
         watcher.start()
         defer { watcher.stop() }
-        if handlingSignals {
-            try await app.runService()
-        } else {
-            try await app.run()
-        }
+        let group = ServiceGroup(configuration: ServiceGroupConfiguration(
+            services: [app], gracefulShutdownSignals: handlingSignals ? [.sigterm, .sigint] : [], logger: logger))
+        self.group.withLock { $0 = group }
+        try await group.run()
+    }
+
+    /// Stops listening, lets requests in flight finish, and makes ``run(handlingSignals:onListening:)`` return.
+    public func shutdown() async {
+        await group.withLock { $0 }?.triggerGracefulShutdown()
     }
 }
 

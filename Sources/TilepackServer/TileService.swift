@@ -119,23 +119,23 @@ final class TileService: Sendable {
     private func tile(_ request: HTTPRequest, name: Substring, zoom: Int, x: Int, y: Int, fileExtension: Substring) -> ServerResponse {
         guard let slot = catalog.slot(named: name) else { return noArchive(name) }
         let generation = slot.current
-        guard let format = generation.servedFormat else {
-            return text(.notFound, "'\(generation.name)' holds no tiles and declares no format\n")
-        }
+        // An archive of unknown format (tiles of no format tilepack knows) takes any extension.
         let allowed = generation.extensions
-        guard allowed.contains(fileExtension.lowercased()) else {
+        guard allowed.isEmpty || allowed.contains(fileExtension.lowercased()) else {
+            let format = generation.servedFormat.map(\.description) ?? "unknown"
             return text(.notFound, "'\(generation.name)' serves \(format) tiles: use .\(allowed.joined(separator: " or ."))\n")
         }
         guard let coordinate = TileCoordinate(validatingZoom: zoom, x: x, y: y) else {
             return text(.notFound, "\(zoom)/\(x)/\(y) is not a tile (zoom 0-\(TileCoordinate.maximumZoom), x and y below 2^zoom)\n")
         }
         do {
-            return try tileResponse(request, generation: generation, tile: coordinate, format: format)
+            return try tileResponse(request, generation: generation, tile: coordinate)
         } catch {
-            // A generation replaced while this request ran may no longer open what it needs
-            // (a new database connection to a file that is gone): answer from the new one, whole.
-            let now = slot.current
-            if now !== generation, let retried = try? tileResponse(request, generation: now, tile: coordinate, format: format) {
+            // The file was replaced while this request ran, and the old version can no longer give
+            // what it needs (a new database connection to a file that is gone): answer from the
+            // new version, whole, rather than fail or mix.
+            if let newer = slot.replacement(of: generation),
+               let retried = try? tileResponse(request, generation: newer, tile: coordinate) {
                 return retried
             }
             let message = "tile \(coordinate) of '\(generation.name)': \(generation.describe(error))"
@@ -144,10 +144,10 @@ final class TileService: Sendable {
         }
     }
 
-    private func tileResponse(_ request: HTTPRequest, generation: ArchiveGeneration, tile: TileCoordinate, format: TileFormat) throws -> ServerResponse {
+    private func tileResponse(_ request: HTTPRequest, generation: ArchiveGeneration, tile: TileCoordinate) throws -> ServerResponse {
         let gzipAccepted = HeaderRules.acceptsGzip(request.headerFields[.acceptEncoding])
         var headers = HTTPFields()
-        headers[.contentType] = format.mimeType
+        headers[.contentType] = generation.servedFormat?.mimeType ?? "application/octet-stream"
         headers[.cacheControl] = cacheControl
         if generation.isVector { headers[.vary] = "Accept-Encoding" }
         // The representation: stored bytes, or (vector tiles for a client without gzip) inflated ones.
