@@ -140,7 +140,11 @@ let package = Package(
         .testTarget(
             name: "TilepackServerTests",
             // Also runs the tilepack-serve and tilepack programs built beside the tests.
-            dependencies: ["TilepackServer", "TilepackStorage", "TilepackImaging", "TilepackTestSupport"]
+            dependencies: [
+                "TilepackServer", "TilepackStorage", "TilepackImaging", "TilepackTestSupport",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
         ),
         .testTarget(name: "TilepackOperationsTests", dependencies: ["TilepackOperations", "TilepackTestSupport"]),
     ],

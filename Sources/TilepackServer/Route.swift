@@ -100,18 +100,10 @@ enum Route: Equatable, Sendable {
     }
 }
 
-/// `%`-escapes a name for use as one path segment of a URL.
+/// `%`-escapes a name for use as one path segment of a URL: everything but RFC 3986's unreserved
+/// ASCII characters.
 func percentEncodedSegment(_ name: String) -> String {
-    var allowed = CharacterSet.alphanumerics
-    allowed.insert(charactersIn: "-._~")
-    var result = ""
-    for byte in name.utf8 {
-        let scalar = Unicode.Scalar(byte)
-        if byte < 0x80, allowed.contains(scalar) {
-            result.unicodeScalars.append(scalar)
-        } else {
-            result += String(format: "%%%02X", byte)
-        }
-    }
-    return result
+    name.addingPercentEncoding(withAllowedCharacters: unreservedCharacters) ?? ""
 }
+
+private let unreservedCharacters = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")

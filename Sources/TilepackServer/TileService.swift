@@ -18,12 +18,6 @@ struct ServerResponse: Sendable {
     }
 }
 
-extension HTTPField.Name {
-    static let vary = HTTPField.Name("Vary")!
-    static let wwwAuthenticate = HTTPField.Name("WWW-Authenticate")!
-    static let host = HTTPField.Name("Host")!
-}
-
 /// The HTTP contract of `Specs/serve.md` as one synchronous function of the request head, so that
 /// routing and headers are tested without a socket; ``TileServer`` puts it on Hummingbird.
 final class TileService: Sendable {
@@ -295,7 +289,7 @@ final class TileService: Sendable {
         if let publicURL = options.publicURL {
             return publicURL.hasSuffix("/") ? String(publicURL.dropLast()) : publicURL
         }
-        if let host = HeaderRules.validHost(request.authority ?? request.headerFields[.host]) {
+        if let host = HeaderRules.validHost(request.authority) {
             return "http://" + host
         }
         return listeningBase.withLock { $0 } ?? ""
