@@ -26,7 +26,7 @@ public struct TileServerOptions: Sendable, Hashable {
     public var encodedTileCacheBytes: Int
     /// Open connections at most; more wait in the listen backlog.
     public var maximumConnections: Int
-    /// Seconds a connection may stay idle (no request, or a request arriving too slowly) before it is closed.
+    /// Seconds a connection may go without traffic (between requests, or in the middle of one) before it is closed.
     public var idleTimeout: Double
 
     /// `no-cache`: caches keep tiles but ask again each time, and the strong ETag turns the question

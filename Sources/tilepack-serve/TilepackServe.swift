@@ -44,7 +44,7 @@ struct TilepackServe: AsyncParsableCommand {
     @Option(name: .customLong("reload-interval"), help: "Seconds between checks of the archive files for replacement.")
     var reloadInterval = 0.25
 
-    @Option(name: .customLong("idle-timeout"), help: "Seconds an idle or too slow connection is kept.")
+    @Option(name: .customLong("idle-timeout"), help: "Seconds a connection with no traffic is kept (also one that stops sending mid-request).")
     var idleTimeout = 30.0
 
     @Option(name: .customLong("max-connections"), help: "Open connections at most.")
