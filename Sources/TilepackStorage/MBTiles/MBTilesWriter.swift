@@ -468,14 +468,7 @@ public final class MBTilesWriter {
                 hash = try MBTilesAggregateHash.compute(connection)
             }
             metadata[TileMetadata.Key.aggregateTilesHash] = hash
-            try connection.execute("DELETE FROM metadata")
-            let insert = try connection.prepare("INSERT INTO metadata (name, value) VALUES (?1, ?2)")
-            for key in metadata.keys {
-                insert.bind(1, text: key)
-                insert.bind(2, text: metadata[key] ?? "")
-                _ = try insert.step()
-                insert.reset()
-            }
+            try connection.replaceMetadata(metadata)
             let tileCount = Int(try connection.scalarInt("SELECT COUNT(*) FROM tiles") ?? 0)
             var blobCount = tileCount
             if schemaKind == .normalized { blobCount = Int(try connection.scalarInt("SELECT COUNT(*) FROM images") ?? 0) }
