@@ -2,14 +2,14 @@ import Foundation
 import TileLayer
 import TilepackAdapter
 import TilepackCore
+import TilepackStorage
 
 /// An MBTiles file or a .tilepack bundle, told apart by its first bytes (never its name), served
 /// through the adapter: the layer takes the archive's bounds, zoom levels and transparency.
 struct ArchiveLayerFactory: RenderLayerFactory {
     func recognises(_ input: String) -> Bool {
-        var isDirectory: ObjCBool = false
         // Any existing file that is not a URL template: makeLayer says what it is if it is no archive.
-        guard FileManager.default.fileExists(atPath: input, isDirectory: &isDirectory), !isDirectory.boolValue else { return false }
+        guard let info = FileSystem.stat(input), (info.st_mode & S_IFMT) != S_IFDIR else { return false }
         return !URLTemplateLayerFactory().recognises(input)
     }
 
