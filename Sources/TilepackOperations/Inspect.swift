@@ -45,6 +45,8 @@ public enum ArchiveInspector {
         let layout: String = switch archive {
         case let mbtiles as MBTilesArchive: "MBTiles, \(mbtiles.schema.kind) schema"
         case let bundle as BundleArchive: "bundle, \(bundle.payloadCount) stored payloads"
+        case let pmtiles as PMTilesArchive:
+            "PMTiles v3, \(pmtiles.header.tileType) tiles, tile compression \(pmtiles.header.tileCompression), \(pmtiles.header.clustered ? "clustered" : "not clustered")"
         default: format.description
         }
         var levels: [Int: ArchiveInfo.Level] = [:]

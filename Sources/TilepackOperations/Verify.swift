@@ -95,6 +95,7 @@ public enum ArchiveVerifier {
         switch format {
         case .mbtiles: verifyMBTiles(path: path, options: options, pool: pool, collector: &collector, progress: progress, start: start)
         case .bundle: verifyBundle(path: path, options: options, pool: pool, collector: &collector, progress: progress, start: start)
+        case .pmtiles: verifyPMTiles(path: path, options: options, pool: pool, collector: &collector, progress: progress, start: start)
         }
         collector.finishCounting()
         report = collector.report

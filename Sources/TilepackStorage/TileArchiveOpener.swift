@@ -5,8 +5,15 @@ import TilepackCore
 public enum TileArchiveFormat: String, Sendable, Hashable, Codable, CustomStringConvertible {
     case mbtiles
     case bundle
+    case pmtiles
 
-    public var description: String { self == .mbtiles ? "MBTiles" : "tilepack bundle" }
+    public var description: String {
+        switch self {
+        case .mbtiles: "MBTiles"
+        case .bundle: "tilepack bundle"
+        case .pmtiles: "PMTiles"
+        }
+    }
 
     /// Recognises the file's format from its first bytes.
     /// - Throws: ``TileArchiveError`` with `notAnArchive` saying what the file looks like
@@ -28,6 +35,8 @@ public enum TileArchiveFormat: String, Sendable, Hashable, Codable, CustomString
         head.removeLast(16 - count)
         if head.starts(with: Array("SQLite format 3\0".utf8)) { return .mbtiles }
         if head.starts(with: BundleFormat.magic) { return .bundle }
+        // PMTiles of any version (v2 begins `PM` and the 16-bit version 2): the reader names the version.
+        if head.starts(with: PMTilesFormat.magic) || head.starts(with: [0x50, 0x4D, 2, 0]) { return .pmtiles }
         throw TileArchiveError(path: path, fault: .notAnArchive(detected: describe(head)))
     }
 
@@ -49,10 +58,11 @@ public enum TileArchiveFormat: String, Sendable, Hashable, Codable, CustomString
     }
 }
 
-/// Opens an MBTiles file or a bundle, whichever the bytes say it is.
+/// Opens an MBTiles file, a bundle or a PMTiles archive, whichever the bytes say it is.
 public func openTileArchive(path: String) throws(TileArchiveError) -> any TileArchive {
     switch try TileArchiveFormat.detect(path: path) {
     case .mbtiles: try MBTilesArchive(path: path)
     case .bundle: try BundleArchive(path: path)
+    case .pmtiles: try PMTilesArchive(path: path)
     }
 }
