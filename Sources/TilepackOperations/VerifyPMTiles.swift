@@ -12,7 +12,7 @@ extension ArchiveVerifier {
         do {
             archive = try PMTilesArchive(path: path)
         } catch {
-            let fault = (error as? TileArchiveError)?.fault
+            let fault: TileArchiveError.Fault? = error.fault
             switch fault {
             case .notAnArchive?, .unsupportedVersion?: collector.report.usable = false
             default: break

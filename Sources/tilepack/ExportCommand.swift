@@ -41,13 +41,13 @@ struct ExportCommand: ParsableCommand {
 struct ConvertCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "convert",
-        abstract: "Convert between MBTiles and .tilepack bundles (and MBTiles flat <-> deduplicated).",
+        abstract: "Convert between MBTiles, .tilepack bundles and PMTiles (and MBTiles flat <-> deduplicated).",
         discussion: "The output's extension chooses its format. Tile bytes and metadata are kept, so agg_tiles_hash is unchanged, unless --encode stores raw pixels.")
 
     @Argument(help: "The input archive.")
     var input: String
 
-    @Argument(help: "The output (.mbtiles or .tilepack).")
+    @Argument(help: "The output (.mbtiles, .tilepack or .pmtiles).")
     var output: String
 
     @Flag(help: "MBTiles output: store identical tiles once (map + images schema).")
