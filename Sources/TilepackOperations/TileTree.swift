@@ -100,6 +100,9 @@ public struct TileTreeWalker: Sequence, Sendable {
     /// How the tiles of one folder are ordered: by XYZ row (the default), or by TMS row, the
     /// order MBTiles' `agg_tiles_hash` reads them in (so a writer can hash while it writes).
     public var rowOrder: TileScheme = .xyz
+    /// Which column folders (`z/x` for zxy, `z/y` for zyx) to walk, by zoom and folder number;
+    /// `nil` for all (see ``TreeShards``). Folders left out are neither imported nor reported.
+    public var columns: Set<TreeShards.ColumnKey>?
 
     /// Files at the root that describe the tree rather than hold tiles; read by ``TreeEvidence``.
     public static let descriptionFiles: Set<String> = ["tilemapresource.xml", "metadata.json"]
@@ -197,7 +200,8 @@ public struct TileTreeWalker: Sequence, Sendable {
             }
             if folder.level < 2 {
                 // Push in descending order so the smallest number is listed first.
-                for (number, name) in folders.sorted(by: { $0.0 > $1.0 }) {
+                for (number, name) in folders.sorted(by: { $0.0 > $1.0 })
+                where folder.level == 0 || walker.columns?.contains(TreeShards.ColumnKey(zoom: folder.numbers[0], number: number)) ?? true {
                     stack.append((folder.path + "/" + name, folder.level + 1, folder.numbers + [number]))
                 }
                 return

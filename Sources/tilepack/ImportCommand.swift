@@ -68,6 +68,9 @@ struct ImportCommand: ParsableCommand {
     @Option(help: "Write the list of skipped files to this file.")
     var report: String?
 
+    @Option(help: "Import only part K of N of the tree (K counted from 0; merge the parts with `tilepack merge`).")
+    var shard: ShardArgument?
+
     @OptionGroup var threading: ThreadOptions
 
     @OptionGroup var output: OutputOptions
@@ -100,6 +103,7 @@ struct ImportCommand: ParsableCommand {
         options.overwrite = force
         options.encode = encode?.pixelFormat
         options.deduplicate = dedup
+        options.shard = shard?.spec
         if let threads = threading.threads { options.threads = threads }
         for (key, value) in [("name", name), ("attribution", attribution), ("description", description), ("type", type)] {
             if let value { options.metadata[key] = value }

@@ -11,7 +11,7 @@ struct Tilepack: AsyncParsableCommand {
         version: version,
         subcommands: [
             ImportCommand.self, ExportCommand.self, ConvertCommand.self, VerifyCommand.self, InfoCommand.self,
-            RenderCommand.self,
+            RenderCommand.self, ExtractCommand.self, MergeCommand.self,
         ]
     )
 }
