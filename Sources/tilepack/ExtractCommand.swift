@@ -14,7 +14,8 @@ struct ExtractCommand: ParsableCommand {
     @Argument(help: "The archive to write (.mbtiles, .tilepack or .pmtiles).")
     var output: String
 
-    @Option(help: "Only tiles touching west,south,east,north (degrees).")
+    // Unconditional: the value may begin with a minus (a western longitude).
+    @Option(parsing: .unconditional, help: "Only tiles touching west,south,east,north (degrees).")
     var bbox: BoundingBoxArgument?
 
     @Option(name: .customLong("min-zoom"), help: "Lowest zoom to extract.")
