@@ -18,7 +18,7 @@ if [ ! -x "$venv/bin/mb-util" ]; then
 fi
 
 # The CLI as a Linux release is shipped: the Swift runtime and Foundation linked in
-# (--static-swift-stdlib; README's "Release build"). It has its own build folder, so this does not
+# (--static-swift-stdlib; README's Install). It has its own build folder, so this does not
 # rebuild the everyday .build (the first build takes several minutes).
 static=(-c release --static-swift-stdlib --scratch-path .build-static)
 swift build "${static[@]}" --product tilepack

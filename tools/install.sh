@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Builds the release `tilepack` command (the Swift runtime and Foundation linked in, so it runs
+# without the toolchain), strips it, installs it on the PATH, and says which Debian runtime
+# packages a machine without the toolchain needs to run it.
+#
+#   bash tools/install.sh                  installs into /usr/local/bin (root or sudo)
+#   bash tools/install.sh --prefix ~/.local    installs into ~/.local/bin
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+prefix=/usr/local
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --prefix) prefix="$2"; shift 2 ;;
+    --prefix=*) prefix="${1#--prefix=}"; shift ;;
+    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+    *) echo "install.sh: unknown argument '$1' (see --help)" >&2; exit 64 ;;
+  esac
+done
+
+bash .ci/run --deps-only
+
+# Every executable product of the package that is part of the command (`tilepack`, and the
+# server `tilepack-serve` that `tilepack serve` runs, when the package has it).
+products=(tilepack)
+grep -q '"tilepack-serve"' Package.swift && products+=(tilepack-serve)
+
+scratch=.build-static
+for product in "${products[@]}"; do
+  echo "building $product (release, static Swift runtime) ..."
+  swift build -c release --static-swift-stdlib --scratch-path "$scratch" --product "$product"
+done
+bin="$(swift build -c release --static-swift-stdlib --scratch-path "$scratch" --show-bin-path)"
+
+SUDO=""
+mkdir -p "$prefix/bin" 2>/dev/null || true
+[ -w "$prefix/bin" ] || SUDO="sudo"
+for product in "${products[@]}"; do
+  $SUDO install -m 0755 -s "$bin/$product" "$prefix/bin/$product"
+  size=$(stat -c %s "$prefix/bin/$product")
+  echo "installed $prefix/bin/$product ($((size / 1024 / 1024)) MiB stripped)"
+done
+
+# The shared libraries the binaries name (their own dependencies come with apt), and the Debian
+# packages that hold them.
+libs=$(for product in "${products[@]}"; do
+  needed=$(readelf -d "$prefix/bin/$product" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
+  for name in $needed; do ldd "$prefix/bin/$product" | awk -v n="$name" '$1 == n && $3 ~ /^\// {print $3}'; done
+done | sort -u)
+runtime=$(for lib in $libs; do dpkg -S "$lib" 2>/dev/null || dpkg -S "$(readlink -f "$lib")" 2>/dev/null; done \
+  | cut -d: -f1 | sort -u | grep -v -E '^(libc6|libgcc-s1|libstdc\+\+6)$' | tr '\n' ' ')
+echo
+echo "shared libraries it names:"
+for lib in $libs; do echo "  $lib"; done
+echo
+echo "on a Debian 12 machine without the Swift toolchain, first run:"
+echo "  apt-get install $runtime"
+case ":$PATH:" in
+  *":$prefix/bin:"*) ;;
+  *) echo; echo "note: $prefix/bin is not on your PATH" ;;
+esac
