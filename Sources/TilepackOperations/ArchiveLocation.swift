@@ -1,12 +1,17 @@
 import Foundation
 import TilepackCore
+import TilepackRemote
 import TilepackStorage
 
 /// Opens the archive an operation reads: a path on this machine (MBTiles, bundle or PMTiles,
-/// recognised by its bytes).
+/// recognised by its bytes), or an `http(s)://` URL (PMTiles, read by range requests).
 public enum ArchiveLocation {
+    /// Whether `location` is an http(s) URL.
+    public static func isRemote(_ location: String) -> Bool { RemoteArchive.isRemote(location) }
+
     public static func open(_ location: String) throws(OperationError) -> any TileArchive {
         do {
+            if isRemote(location) { return try RemoteArchive.open(location) }
             return try openTileArchive(path: location)
         } catch {
             throw OperationError(path: location, fault: .archive(error))

@@ -36,11 +36,16 @@ public enum ArchiveInspector {
     public static func run(path: String) throws(OperationError) -> ArchiveInfo {
         let archive: any TileArchive
         let format: TileArchiveFormat
-        do {
-            format = try TileArchiveFormat.detect(path: path)
-            archive = try openTileArchive(path: path)
-        } catch {
-            throw OperationError(path: path, fault: .archive(error))
+        if ArchiveLocation.isRemote(path) {
+            archive = try ArchiveLocation.open(path)
+            format = .pmtiles
+        } else {
+            do {
+                format = try TileArchiveFormat.detect(path: path)
+                archive = try openTileArchive(path: path)
+            } catch {
+                throw OperationError(path: path, fault: .archive(error))
+            }
         }
         let layout: String = switch archive {
         case let mbtiles as MBTilesArchive: "MBTiles, \(mbtiles.schema.kind) schema"
@@ -86,7 +91,8 @@ public enum ArchiveInspector {
             let a = WebMercator.boundingBox(of: nw), b = WebMercator.boundingBox(of: se)
             bounds = GeoBoundingBox(west: a.west, south: b.south, east: b.east, north: a.north).description
         }
-        let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.intValue ?? 0
+        let size = (archive as? PMTilesArchive)?.source.count
+            ?? (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.intValue ?? 0
         return ArchiveInfo(
             path: path, format: format, layout: layout, content: archive.content.map { "\($0)" },
             fileSize: size, metadata: metadata.entries, levels: sorted, tiles: tiles, tileBytes: bytesTotal,

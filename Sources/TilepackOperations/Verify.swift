@@ -84,7 +84,8 @@ public enum ArchiveVerifier {
         var report = VerifyReport(path: path)
         let format: TileArchiveFormat
         do {
-            format = try TileArchiveFormat.detect(path: path)
+            // A URL is read by range requests: PMTiles (the reader names anything else).
+            format = ArchiveLocation.isRemote(path) ? .pmtiles : try TileArchiveFormat.detect(path: path)
         } catch {
             report.usable = false
             report.findings.append(VerifyFinding(.error, "container", error.fault.description))

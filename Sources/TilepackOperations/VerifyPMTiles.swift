@@ -1,5 +1,6 @@
 import Foundation
 import TilepackCore
+import TilepackRemote
 import TilepackStorage
 
 extension ArchiveVerifier {
@@ -9,8 +10,15 @@ extension ArchiveVerifier {
     static func verifyPMTiles(path: String, options: VerifyOptions, pool: WorkerPool, collector: inout Collector,
                               progress: ProgressHandler?, start: UInt64) {
         let archive: PMTilesArchive
-        do {
-            archive = try PMTilesArchive(path: path)
+        do throws(TileArchiveError) {
+            if ArchiveLocation.isRemote(path) {
+                guard let remote = try RemoteArchive.open(path) as? PMTilesArchive else {
+                    throw TileArchiveError(path: path, fault: .notAnArchive(detected: "not PMTiles"))
+                }
+                archive = remote
+            } else {
+                archive = try PMTilesArchive(path: path)
+            }
         } catch {
             let fault: TileArchiveError.Fault? = error.fault
             switch fault {

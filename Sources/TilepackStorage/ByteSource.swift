@@ -62,3 +62,21 @@ public struct FileByteSource: ByteSource {
         return try body(UnsafeRawBufferPointer(rebasing: all[offset..<(offset + length)]))
     }
 }
+
+/// Opens the archive a byte source holds (a remote object): PMTiles. MBTiles (SQLite reads a
+/// local file) and bundles (memory-mapped) are named in the error, as is anything else.
+public func openTileArchive(source: any ByteSource) throws(TileArchiveError) -> any TileArchive {
+    let head: [UInt8]
+    do {
+        head = try source.bytes(offset: 0, length: min(16, source.count))
+    } catch {
+        throw PMTilesArchive.archiveError(error, name: source.name)
+    }
+    if head.starts(with: Array("SQLite format 3\0".utf8)) {
+        throw TileArchiveError(path: source.name, fault: .notAnArchive(detected: "an MBTiles (SQLite) file: SQLite reads local files only; download it first, or convert it to PMTiles"))
+    }
+    if head.starts(with: BundleFormat.magic) {
+        throw TileArchiveError(path: source.name, fault: .notAnArchive(detected: "a tilepack bundle: bundles are read from local files; download it first, or convert it to PMTiles"))
+    }
+    return try PMTilesArchive(source: source)
+}

@@ -2,11 +2,14 @@ import Foundation
 import TileLayer
 import TilepackAdapter
 import TilepackCore
+import TilepackOperations
 
 /// An MBTiles file or a .tilepack bundle, told apart by its first bytes (never its name), served
 /// through the adapter: the layer takes the archive's bounds, zoom levels and transparency.
 struct ArchiveLayerFactory: RenderLayerFactory {
     func recognises(_ input: String) -> Bool {
+        // An http(s) archive (PMTiles by range requests), unless it is a URL template.
+        if ArchiveLocation.isRemote(input) { return !URLTemplateLayerFactory().recognises(input) }
         var isDirectory: ObjCBool = false
         // Any existing file that is not a URL template: makeLayer says what it is if it is no archive.
         guard FileManager.default.fileExists(atPath: input, isDirectory: &isDirectory), !isDirectory.boolValue else { return false }
@@ -14,7 +17,7 @@ struct ArchiveLayerFactory: RenderLayerFactory {
     }
 
     func makeLayer(for input: String, options: RenderLayerOptions) throws -> MapTileLayer {
-        let source = try ArchiveTileSource(path: input, options: ArchiveTileSource.Options(
+        let source = ArchiveTileSource(archive: try ArchiveLocation.open(input), options: ArchiveTileSource.Options(
             reader: ArchiveReaderOptions(cacheByteLimit: 64 << 20)))
         return source.makeLayer(name: input, tileSize: options.tileSize)
     }
