@@ -89,7 +89,10 @@ import TilepackTestSupport
         let report = ArchiveVerifier.run(path: url)
         #expect(report.exitCode(strict: false) == 0 && report.tiles == 196, "\(report.findings)")
         #expect(try ArchiveInspector.run(path: url).tiles == 196)
+        let before = server.requestCount
         _ = try ArchiveConverter.run(source: url, destination: dir.file("back.mbtiles"), options: ConvertOptions())
+        // Each zoom level's tiles in coalesced requests, not one request per tile.
+        #expect(server.requestCount - before <= 1 + 7, "\(server.requestCount - before) requests for 196 tiles")
         #expect(try MBTilesArchive(path: dir.file("back.mbtiles")).aggregateTilesHash()
             == MBTilesArchive(path: TestSupport.fixture("martin/world_cities.mbtiles")).aggregateTilesHash())
         // An MBTiles file over HTTP is named, not misread.

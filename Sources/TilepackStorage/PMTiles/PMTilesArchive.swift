@@ -239,8 +239,14 @@ public struct PMTilesArchive: TileArchive {
     private func forEachLocatedTile(_ body: (TileCoordinate, UInt64, Int) throws -> Void) throws {
         var zoom = -1
         var level: [(key: UInt64, offset: UInt64, length: UInt32)] = []
+        let remote = !(source is FileByteSource)
+        let base = Int(header.tileDataOffset)
         func flush() throws {
             guard zoom >= 0 else { return }
+            if remote {
+                // A remote source fetches the level's tiles in few requests (neighbours together).
+                try source.willRead(level.map { (base + Int($0.offset))..<(base + Int($0.offset) + Int($0.length)) })
+            }
             level.sort { $0.key < $1.key }
             let mask = (UInt64(1) << UInt64(zoom)) - 1
             for item in level {
