@@ -205,6 +205,7 @@ def main():
         ("pmtiles-convert", ["pmtiles-convert", mbtiles, out_py]),
     ], args.runs, before=clean)
     # Keep one output of each for the next part.
+    clean(None)
     subprocess.run([args.tilepack, "convert", mbtiles, out_tp, "--force", "--quiet"], check=True, capture_output=True)
     subprocess.run(["pmtiles-convert", mbtiles, out_py], check=True, capture_output=True)
     ratio = medians["pmtiles-convert"] / medians["tilepack convert"]
@@ -232,10 +233,11 @@ def main():
         medians, requests = compare("extract", [
             ("tilepack extract", [args.tilepack, "extract", url, extract_tp, f"--bbox={args.bbox}", "--force", "--quiet"]),
             ("pmtiles reader", [sys.executable, __file__, "--reference-extract", "--tilepack", args.tilepack, "--work", args.work,
-                                "--url", url, "--out", extract_py, "--bbox", args.bbox]),
+                                "--url", url, "--out", extract_py, f"--bbox={args.bbox}"]),
         ], args.runs, before=mark, after=count_requests)
+        subprocess.run([args.tilepack, "extract", url, extract_tp, f"--bbox={args.bbox}", "--force", "--quiet"], check=True, capture_output=True)
         tiles = int(subprocess.run([sys.executable, __file__, "--reference-extract", "--tilepack", args.tilepack, "--work", args.work,
-                                    "--url", url, "--out", extract_py, "--bbox", args.bbox], check=True, capture_output=True, text=True).stdout)
+                                    "--url", url, "--out", extract_py, f"--bbox={args.bbox}"], check=True, capture_output=True, text=True).stdout)
         ratio = medians["pmtiles reader"] / medians["tilepack extract"]
         print(f"extract {args.bbox} ({tiles} tiles) from a remote PMTiles on loopback nginx: tilepack {medians['tilepack extract'] * 1000:.0f} ms "
               f"in {requests['tilepack extract']} requests, pmtiles reader {medians['pmtiles reader'] * 1000:.0f} ms in "
