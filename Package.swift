@@ -107,6 +107,8 @@ let package = Package(
         ),
         .testTarget(name: "TilepackRemoteTests", dependencies: ["TilepackRemote", "TilepackHTTP", "TilepackStorage", "TilepackOperations", "TilepackTestSupport"]),
         .testTarget(name: "TilepackOperationsTests", dependencies: ["TilepackOperations", "TilepackTestSupport"]),
+        // The command's parsing, messages and exit statuses: `@testable import tilepack`, and the built binary.
+        .testTarget(name: "TilepackCLITests", dependencies: ["tilepack", "TilepackOperations", "TilepackTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

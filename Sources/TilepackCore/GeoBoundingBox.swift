@@ -10,7 +10,8 @@ public struct GeoCoordinate: Hashable, Sendable, CustomStringConvertible {
         self.longitude = longitude
     }
 
-    public var description: String { "\(latitude),\(longitude)" }
+    /// `lon,lat`: longitude first, as `bounds`, `--bbox`, `--center`, GeoJSON and GDAL write it.
+    public var description: String { "\(longitude),\(latitude)" }
 }
 
 /// A geographic bounding box in degrees: west, south, east, north (the MBTiles `bounds` order).

@@ -22,7 +22,7 @@ public enum GeometryError: Error, Hashable, Sendable, CustomStringConvertible {
         case .zoomOutOfRange(let zoom):
             "zoom \(zoom) is outside 0...\(TileCoordinate.maximumZoom)"
         case .notFinite(let latitude, let longitude):
-            "coordinate \(latitude),\(longitude) is not finite"
+            "coordinate \(longitude),\(latitude) (lon,lat) is not finite"
         case .latitudeOutOfRange(let latitude):
             "latitude \(latitude) is outside -90...90"
         case .invalidBoundingBox(let box, let reason):

@@ -22,6 +22,8 @@ public struct ConvertReport: Sendable, Codable {
     public var bytesIn = 0
     public var bytesOut = 0
     public var seconds = 0.0
+    /// What the converter decided for the user (a name given to an unnamed archive).
+    public var notes: [String] = []
 }
 
 /// Copies every tile and the metadata from one archive into a new one: MBTiles <-> bundle, and
@@ -49,13 +51,25 @@ public enum ArchiveConverter {
         } catch {
             throw OperationError.wrapping(error, path: source)
         }
+        var notes: [String] = []
+        if metadata.name?.isEmpty ?? true {
+            // As import names a tileset after its folder: the archive after its file.
+            let name = URL(fileURLWithPath: source).deletingPathExtension().lastPathComponent
+            metadata.name = name
+            notes.append("\(source) has no name in its metadata: named '\(name)' after its file")
+        }
         let sink = try ArchiveSinks.make(kind: kind, destination: destination, metadata: metadata, options: ArchiveSinks.Options(
             overwrite: options.overwrite, deduplicate: options.deduplicate, encode: kind == .bundle ? options.encode : nil))
         if options.encode != nil && kind != .bundle {
             throw OperationError(path: destination, fault: .badInput("raw pixels (--encode) can only be stored in a .tilepack bundle"))
         }
 
+        if kind == .mbtiles, total == 0, metadata[TileMetadata.Key.format] == nil {
+            throw OperationError(path: source, fault: .badInput(
+                "holds no tiles and declares no format, and an MBTiles file must name its tiles' format: nothing to copy it from (a .tilepack bundle can hold it)"))
+        }
         var report = ConvertReport(source: source, destination: destination)
+        report.notes = notes
         var began = false
         var lastReport = start
         do {

@@ -81,9 +81,10 @@ public enum TileExporter {
         }
         var entries = metadata.entries
         entries["scheme"] = options.scheme.rawValue
+        entries["layout"] = options.layout.rawValue
         if raw != nil { entries["format"] = TileFormat.png.metadataValue }
         do {
-            let json = try JSONSerialization.data(withJSONObject: entries, options: [.prettyPrinted, .sortedKeys])
+            let json = try JSONSerialization.data(withJSONObject: entries, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
             try json.withUnsafeBytes { try SafeTree.writeFile(directory + "/metadata.json", $0) }
         } catch let error as OperationError {
             throw error

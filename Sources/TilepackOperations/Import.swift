@@ -1,10 +1,12 @@
 import Foundation
 import TilepackCore
 import TilepackImaging
+import TilepackStorage
 
 /// Options of ``TileImporter``.
 public struct ImportOptions: Sendable {
-    public var layout: TileTreeLayout = .zxy
+    /// The folder layout; `nil` takes it from the tree's `metadata.json`, else zxy.
+    public var layout: TileTreeLayout?
     /// The row scheme; `nil` takes it from the tree's description files, else XYZ.
     public var scheme: TileScheme?
     public var minZoom: Int?
@@ -74,18 +76,17 @@ public enum TileImporter {
     private static func run(source: String, destination: String, options: ImportOptions,
                             progress: ProgressHandler?, pool: WorkerPool) throws(OperationError) -> ImportReport {
         let start = DispatchTime.now().uptimeNanoseconds
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: source, isDirectory: &isDirectory), isDirectory.boolValue else {
-            throw OperationError(path: source, fault: .badInput("not a folder of tiles"))
-        }
+        try checkIsFolder(source)
         let evidence = try TreeEvidence.read(root: source)
         let scheme = try evidence.resolveScheme(flag: options.scheme)
-        var report = ImportReport(source: source, destination: destination, scheme: scheme, layout: options.layout)
+        let layout = try evidence.resolveLayout(flag: options.layout)
+        var report = ImportReport(source: source, destination: destination, scheme: scheme, layout: layout)
         report.notes = evidence.notes
         if options.scheme == nil, let from = evidence.schemeSource {
             report.notes.append("using \(scheme) rows as \(from) says")
         }
-        var walker = TileTreeWalker(root: source, layout: options.layout, scheme: scheme,
+        var boundsCheck = evidence.bounds.map { DeclaredBoundsCheck(bounds: $0, layout: layout, scheme: scheme) }
+        var walker = TileTreeWalker(root: source, layout: layout, scheme: scheme,
                                     minZoom: options.minZoom, maxZoom: options.maxZoom, bounds: options.bounds)
         if let shard = options.shard {
             walker.columns = TreeShards.selection(root: source, shard: shard)
@@ -154,8 +155,11 @@ public enum TileImporter {
                     bytesSeen += tile.byteCount
                     tilesSeen += 1
                     report.zooms[file.tile.zoom, default: 0] += 1
+                    boundsCheck?.add(file.tile)
                 }
             }
+            // Stops a wrong --layout or --scheme before the whole tree is read.
+            if let note = try boundsCheck?.check() { report.notes.append(note) }
             if tilesSeen > 0 { feeder.meanTileBytes = bytesSeen / tilesSeen }
             // The batch's tile bytes were allocated by the workers: let a worker free them too
             // (a free into another thread's heap is slower, and this thread is the busy one).
@@ -178,6 +182,9 @@ public enum TileImporter {
         report.filtered = walk.filtered
         // Every file not imported, whether the walk or the reading found it, in path order.
         report.skipped = (walk.skipped + readFailures).sorted { $0.path < $1.path }
+        if report.imported == 0 {
+            throw OperationError(path: source, fault: .badInput(nothingImported(report, filtered: walk.filteredExtent, options: options)))
+        }
         do {
             try sink.finish(metadata: metadata)
         } catch {
@@ -186,6 +193,41 @@ public enum TileImporter {
         report.seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
         progress?(OperationProgress(done: done, total: total, bytes: report.bytes, elapsed: report.seconds))
         return report
+    }
+
+    /// An import's source must be a folder; given an archive, say so and name the command for it.
+    static func checkIsFolder(_ source: String) throws(OperationError) {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: source, isDirectory: &isDirectory) else {
+            throw OperationError(path: source, fault: .badInput("no such folder"))
+        }
+        if isDirectory.boolValue { return }
+        let what: String
+        do {
+            let format = try TileArchiveFormat.detect(path: source)
+            what = "an \(format) archive, not a folder of tiles: to change its format use `tilepack convert`, to take a part of it `tilepack extract`"
+        } catch {
+            if case .notAnArchive(let detected) = error.fault { what = "\(detected), not a folder of tiles" } else { what = "not a folder of tiles" }
+        }
+        throw OperationError(path: source, fault: .badInput(what))
+    }
+
+    /// Why an import found nothing to write: the filters left nothing (with what the tree
+    /// holds), every file was skipped, or the tree holds no tile files.
+    static func nothingImported(_ report: ImportReport, filtered: FilteredExtent, options: ImportOptions) -> String {
+        if report.filtered > 0 {
+            var filters: [String] = []
+            if let minZoom = options.minZoom { filters.append("--min-zoom \(minZoom)") }
+            if let maxZoom = options.maxZoom { filters.append("--max-zoom \(maxZoom)") }
+            if let box = options.bounds { filters.append("--bbox \(box)") }
+            var holds = ["zooms \(filtered.zoomText)"]
+            if options.bounds != nil, let box = filtered.boundingBox { holds.append("tiles within \(box)") }
+            return "no tile of the tree passes \(filters.joined(separator: " and ")); the tree holds \(holds.joined(separator: ", ")). Nothing was written."
+        }
+        if let first = report.skipped.first {
+            return "no file of the tree could be imported (\(report.skipped.count) skipped; the first: \(first)). Nothing was written."
+        }
+        return "the folder holds no tile files (z/x/y.ext, or z/y/x.ext with --layout zyx). Nothing was written."
     }
 
     /// Files below `root`, counted from folder listings alone (for the progress bar's ETA).
@@ -280,6 +322,7 @@ final class BatchFeeder: @unchecked Sendable {
     private var threadDone = false
     private var skipped: [SkippedFile] = []
     private var filtered = 0
+    private var filteredExtent = FilteredExtent()
 
     private let depth: Int
     private let sizing = Locked(0)
@@ -317,20 +360,21 @@ final class BatchFeeder: @unchecked Sendable {
 
     /// Stops the walk (if it is still going), waits for its thread, and returns what it set aside.
     @discardableResult
-    func stop() -> (skipped: [SkippedFile], filtered: Int) {
+    func stop() -> (skipped: [SkippedFile], filtered: Int, filteredExtent: FilteredExtent) {
         condition.lock()
         defer { condition.unlock() }
         stopping = true
         condition.broadcast()
         while !threadDone { condition.wait() }
         ready.removeAll()
-        return (skipped, filtered)
+        return (skipped, filtered, filteredExtent)
     }
 
     private func walk(_ walker: TileTreeWalker, start: @Sendable ([TileFile]) -> Batch) {
         var iterator = walker.makeIterator()
         var skippedHere: [SkippedFile] = []
         var filteredHere = 0
+        var extentHere = FilteredExtent()
         var files: [TileFile] = []
         var size = nextBatchSize
         files.reserveCapacity(TileImporter.batchSize)
@@ -353,16 +397,44 @@ final class BatchFeeder: @unchecked Sendable {
                     size = nextBatchSize
                 }
             case .skipped(let entry): skippedHere.append(entry)
-            case .filtered: filteredHere += 1
+            case .filtered(let file):
+                filteredHere += 1
+                extentHere.add(file.tile)
             }
         }
         if going, !files.isEmpty { _ = publish(start(files)) }
         condition.lock()
         skipped = skippedHere
         filtered = filteredHere
+        filteredExtent = extentHere
         walked = true
         threadDone = true
         condition.broadcast()
         condition.unlock()
     }
+}
+
+/// Where the tiles a filter left out are: their zooms, and their extent at the deepest zoom, so
+/// that a filter that selects nothing can say what the tree holds.
+struct FilteredExtent: Sendable {
+    private(set) var zooms: ClosedRange<Int>?
+    private var deepest: TileRange?
+
+    mutating func add(_ tile: TileCoordinate) {
+        zooms = zooms.map { min($0.lowerBound, tile.zoom)...max($0.upperBound, tile.zoom) } ?? tile.zoom...tile.zoom
+        if let range = deepest, range.zoom == tile.zoom {
+            deepest = try? TileRange(zoom: tile.zoom, columns: min(range.columns.lowerBound, tile.x)...max(range.columns.upperBound, tile.x),
+                                     rows: min(range.rows.lowerBound, tile.y)...max(range.rows.upperBound, tile.y))
+        } else if deepest.map({ $0.zoom < tile.zoom }) ?? true {
+            deepest = TileRange(tile: tile)
+        }
+    }
+
+    var zoomText: String {
+        guard let zooms else { return "none" }
+        return zooms.lowerBound == zooms.upperBound ? "\(zooms.lowerBound)" : "\(zooms.lowerBound)-\(zooms.upperBound)"
+    }
+
+    /// The extent of the tiles at the deepest zoom.
+    var boundingBox: GeoBoundingBox? { deepest?.boundingBox }
 }

@@ -2,8 +2,9 @@ import Foundation
 import TilepackCore
 import TilepackStorage
 
-/// What `tilepack info` shows about an archive.
-public struct ArchiveInfo: Sendable, Codable {
+/// What `tilepack info` shows about an archive. In JSON, bounds and the metadata's `bounds`,
+/// `center` and zooms are numbers and its `json` key an object (see ``TileMetadata/jsonValues``).
+public struct ArchiveInfo: Sendable, Encodable {
     public struct Level: Sendable, Codable, Hashable {
         public var zoom: Int
         public var tiles: Int
@@ -27,8 +28,28 @@ public struct ArchiveInfo: Sendable, Codable {
     public var distinctTiles: Int
     /// `tiles / distinctTiles`: how much deduplication saves (1 = nothing).
     public var dedupRatio: Double
-    /// The extent of the tiles at the highest zoom, west,south,east,north.
-    public var bounds: String?
+    /// The extent of the tiles at the highest zoom; `[west, south, east, north]` in JSON.
+    public var bounds: GeoBoundingBox?
+
+    private enum CodingKeys: String, CodingKey {
+        case path, format, layout, content, fileSize, metadata, levels, tiles, tileBytes, distinctTiles, dedupRatio, bounds
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(path, forKey: .path)
+        try container.encode(format, forKey: .format)
+        try container.encode(layout, forKey: .layout)
+        try container.encodeIfPresent(content, forKey: .content)
+        try container.encode(fileSize, forKey: .fileSize)
+        try container.encode(TileMetadata(metadata).jsonValues, forKey: .metadata)
+        try container.encode(levels, forKey: .levels)
+        try container.encode(tiles, forKey: .tiles)
+        try container.encode(tileBytes, forKey: .tileBytes)
+        try container.encode(distinctTiles, forKey: .distinctTiles)
+        try container.encode(dedupRatio, forKey: .dedupRatio)
+        try container.encodeIfPresent(bounds.map { [$0.west, $0.south, $0.east, $0.north] }, forKey: .bounds)
+    }
 }
 
 /// Reads everything `info` reports, in one pass over the tiles.
@@ -84,12 +105,12 @@ public enum ArchiveInspector {
             throw OperationError.wrapping(error, path: path)
         }
         let sorted = levels.keys.sorted().compactMap { levels[$0] }
-        var bounds: String?
+        var bounds: GeoBoundingBox?
         if let top = sorted.last,
            let nw = TileCoordinate(validatingZoom: top.zoom, x: top.minX, y: top.minY),
            let se = TileCoordinate(validatingZoom: top.zoom, x: top.maxX, y: top.maxY) {
             let a = WebMercator.boundingBox(of: nw), b = WebMercator.boundingBox(of: se)
-            bounds = GeoBoundingBox(west: a.west, south: b.south, east: b.east, north: a.north).description
+            bounds = GeoBoundingBox(west: a.west, south: b.south, east: b.east, north: a.north)
         }
         let size = (archive as? PMTilesArchive)?.source.count
             ?? (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.intValue ?? 0

@@ -15,6 +15,10 @@ public struct TreeEvidence: Sendable, Equatable {
     public var format: TileFormat?
     /// The tile size in pixels the tree declares.
     public var tileSize: Int?
+    /// The folder layout the tree declares (`layout` in the `metadata.json` that export writes).
+    public var layout: TileTreeLayout?
+    /// The bounds the tree declares, as each file's numbers can be read (see ``DeclaredBounds``).
+    public var bounds: DeclaredBounds?
     /// Metadata keys and values to carry into the archive (from `metadata.json`, or the title).
     public var metadata: [String: String] = [:]
     /// What was read, one line each, for the user.
@@ -59,6 +63,7 @@ public struct TreeEvidence: Sendable, Equatable {
             tileSize = size
         }
         if let title = delegate.title, !title.isEmpty { metadata["name"] = title }
+        bounds = DeclaredBounds(tileMapBox: delegate.boundingBox)
     }
 
     /// mbutil's `metadata.json`: an object of metadata keys. A `scheme` key declares the rows.
@@ -79,7 +84,7 @@ public struct TreeEvidence: Sendable, Equatable {
             default:
                 // Nested objects and arrays (the `json` key, vector_layers) are kept as JSON text.
                 guard JSONSerialization.isValidJSONObject(value),
-                      let text = try? JSONSerialization.data(withJSONObject: value, options: [.sortedKeys]) else { continue }
+                      let text = try? JSONSerialization.data(withJSONObject: value, options: [.sortedKeys, .withoutEscapingSlashes]) else { continue }
                 metadata[key] = String(decoding: text, as: UTF8.self)
             }
         }
@@ -94,6 +99,14 @@ public struct TreeEvidence: Sendable, Equatable {
             schemeSource = "metadata.json"
             notes.append("metadata.json: scheme \(declared)")
         }
+        if let text = metadata.removeValue(forKey: "layout") {
+            guard let declared = TileTreeLayout(rawValue: text.lowercased()) else {
+                throw OperationError(path: path, fault: .badInput("layout '\(text)' is neither zxy nor zyx"))
+            }
+            layout = declared
+            notes.append("metadata.json: layout \(declared)")
+        }
+        if let box = try? TileMetadata(metadata).bounds { bounds = DeclaredBounds(readings: [box], source: "metadata.json") }
         if let text = metadata["format"] {
             guard let declared = TileFormat(metadataValue: text) else {
                 throw OperationError(path: path, fault: .badInput("format '\(text)' is not a tile format tilepack knows"))
@@ -101,6 +114,16 @@ public struct TreeEvidence: Sendable, Equatable {
             format = declared
         }
         notes.append("metadata.json: \(metadata.count) metadata keys")
+    }
+
+    /// The layout to import with: the flag and the evidence must agree; either alone decides;
+    /// neither means zxy.
+    public func resolveLayout(flag: TileTreeLayout?) throws(OperationError) -> TileTreeLayout {
+        if let flag, let layout, flag != layout {
+            throw OperationError(path: "metadata.json", fault: .conflict(
+                "--layout \(flag) contradicts metadata.json, which says the tree is \(layout); drop --layout to use the file, or fix the file"))
+        }
+        return flag ?? layout ?? .zxy
     }
 
     /// The scheme to import with: the flag and the evidence must agree; either alone decides;
@@ -123,6 +146,7 @@ private final class TileMapParser: NSObject, XMLParserDelegate {
     var title: String?
     var extensionName: String?
     var width: String?
+    var boundingBox: [String: String] = [:]
     private var text = ""
 
     func parser(_ parser: XMLParser, didStartElement name: String, namespaceURI: String?,
@@ -130,6 +154,7 @@ private final class TileMapParser: NSObject, XMLParserDelegate {
         text = ""
         switch name {
         case "TileMap": sawTileMap = true
+        case "BoundingBox": boundingBox = attributes
         case "TileFormat":
             extensionName = attributes["extension"]
             width = attributes["width"]

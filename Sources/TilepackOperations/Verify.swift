@@ -19,12 +19,12 @@ public struct VerifyFinding: Sendable, Codable, Hashable, CustomStringConvertibl
     /// What was checked: `container`, `schema`, `metadata`, `tile`, `hash`.
     public var check: String
     public var message: String
-    /// The tile concerned, as `z/x/y` (XYZ), with the stored TMS row for MBTiles.
-    public var tile: String?
+    /// The tile concerned: `z/x/y` in XYZ rows, with the stored TMS row for MBTiles.
+    public var tile: TileReference?
     /// The metadata key concerned.
     public var key: String?
 
-    public init(_ severity: Severity, _ check: String, _ message: String, tile: String? = nil, key: String? = nil) {
+    public init(_ severity: Severity, _ check: String, _ message: String, tile: TileReference? = nil, key: String? = nil) {
         self.severity = severity
         self.check = check
         self.message = message
@@ -37,6 +37,14 @@ public struct VerifyFinding: Sendable, Codable, Hashable, CustomStringConvertibl
         if let tile { text += "tile \(tile): " }
         if let key { text += "'\(key)': " }
         return text + message
+    }
+}
+
+extension TileReference {
+    /// An MBTiles row as stored, when its three values are whole numbers.
+    init?(_ zoom: MBTilesRawValue, _ column: MBTilesRawValue, _ row: MBTilesRawValue) {
+        guard let z = zoom.integerValue, let x = column.integerValue, let row = row.integerValue else { return nil }
+        self.init(zoom: z, column: x, tmsRow: row)
     }
 }
 
@@ -58,12 +66,25 @@ public struct VerifyReport: Sendable, Codable {
     public var errorCount: Int { findings.filter { $0.severity == .error }.count }
     public var warningCount: Int { findings.filter { $0.severity == .warning }.count }
 
+    /// The exit status of every command given a file that is not an archive tilepack reads.
+    public static let notAnArchiveStatus: Int32 = 2
+
     /// 0 when there is no error (warnings allowed unless `strict`), 1 when errors were found,
     /// 2 when the file is not a usable archive.
     public func exitCode(strict: Bool) -> Int32 {
-        if !usable { return 2 }
+        if !usable { return Self.notAnArchiveStatus }
         if errorCount > 0 || (strict && warningCount > 0) { return 1 }
         return 0
+    }
+
+    /// The one-word result the command prints, agreeing with ``exitCode(strict:)``: with
+    /// `strict`, warnings make it FAILED.
+    public func verdict(strict: Bool) -> String {
+        switch exitCode(strict: strict) {
+        case 0: "OK"
+        case 2: "not a usable archive"
+        default: "FAILED"
+        }
     }
 }
 
@@ -152,16 +173,17 @@ public enum ArchiveVerifier {
 
         // Every row as stored: coordinates, NULL data, content.
         var checker = ContentChecker(options: options, pool: pool, progress: progress, start: start)
+        if progress != nil { checker.total = try? archive.tileCount() }
         do {
             try archive.forEachRawRow { row in
                 collector.report.tiles += 1
                 hasher?.add(row)
                 if let problem = row.coordinateProblem {
-                    collector.add(VerifyFinding(.error, "tile", problem, tile: row.storedCoordinates))
+                    collector.add(VerifyFinding(.error, "tile", problem, tile: TileReference(row.zoomLevel, row.tileColumn, row.tileRow)))
                     return
                 }
                 guard let tile = row.tile else { return }
-                let label = "\(tile) (TMS row \(tile.row(in: .tms)))"
+                let label = TileReference(tile, tmsRow: tile.row(in: .tms))
                 guard let data = row.tileData else {
                     collector.add(VerifyFinding(.error, "tile", "tile_data is NULL", tile: label))
                     return
@@ -175,8 +197,10 @@ public enum ArchiveVerifier {
 
         do {
             try archive.checkTileHashes { mismatch in
-                collector.add(VerifyFinding(.error, "hash", "tile_hash is \(mismatch.declared ?? "NULL"), the MD5 of tile_data is \(mismatch.computed ?? "NULL")",
-                                            tile: "\(mismatch.zoomLevel)/\(mismatch.tileColumn)/\(mismatch.tileRow) (TMS row)"))
+                let tile = TileReference(mismatch.zoomLevel, mismatch.tileColumn, mismatch.tileRow)
+                let stored = tile == nil ? " (stored as \(mismatch.zoomLevel)/\(mismatch.tileColumn)/\(mismatch.tileRow))" : ""
+                collector.add(VerifyFinding(.error, "hash", "tile_hash is \(mismatch.declared ?? "NULL"), the MD5 of tile_data is \(mismatch.computed ?? "NULL")\(stored)",
+                                            tile: tile))
             }
         } catch {
             collector.add(VerifyFinding(.error, "hash", "checking tile_hash failed: \(error)"))
@@ -238,24 +262,26 @@ public enum ArchiveVerifier {
             return
         }
         var checker = ContentChecker(options: options, pool: pool, progress: progress, start: start, bundle: checksumsHere ? nil : archive)
+        if progress != nil { checker.total = try? archive.tileCount() }
         do {
             if let raw {
                 try archive.forEachTile { tile, bytes in
                     collector.report.tiles += 1
+                    checker.count(tile)
                     // Raw pixels have nothing to decode: their size is the check.
                     if bytes.count != raw.byteCount {
-                        collector.add(VerifyFinding(.error, "tile", "\(bytes.count) bytes, a \(raw) tile has \(raw.byteCount ?? -1)", tile: "\(tile)"))
+                        collector.add(VerifyFinding(.error, "tile", "\(bytes.count) bytes, a \(raw) tile has \(raw.byteCount ?? -1)", tile: TileReference(tile)))
                     }
                 }
             } else if options.quick {
                 try archive.forEachTile { tile, bytes in
                     collector.report.tiles += 1
-                    checker.add(tile: tile, label: "\(tile)", bytes: bytes, collector: &collector)
+                    checker.add(tile: tile, label: TileReference(tile), bytes: bytes, collector: &collector)
                 }
             } else {
                 try archive.forEachTileCoordinate { tile in
                     collector.report.tiles += 1
-                    checker.add(tile: tile, label: "\(tile)", collector: &collector)
+                    checker.add(tile: tile, label: TileReference(tile), collector: &collector)
                 }
             }
         } catch {
@@ -328,10 +354,12 @@ struct ContentChecker {
     let pool: WorkerPool
     let progress: ProgressHandler?
     let start: UInt64
+    /// The tiles to check in all, for the progress bar's percentage and ETA.
+    var total: Int?
     private var batch: [Item] = []
     /// A tile handed to the workers: its bytes copied out of the reader's transient buffer, or
     /// `nil` when the worker reads the tile from ``bundle`` itself.
-    typealias Item = (tile: TileCoordinate, label: String, bytes: [UInt8]?)
+    typealias Item = (tile: TileCoordinate, label: TileReference, bytes: [UInt8]?)
     /// The bundle the workers read tiles from (checking CRCs and LZ4 blocks as they go).
     let bundle: BundleArchive?
     private typealias Batch = ParallelBatch<Item, Result<TileContentCheck.Outcome, CheckFailure>, [UInt8]>
@@ -341,7 +369,7 @@ struct ContentChecker {
     /// Tiles per detected format.
     private(set) var formats: [TileFormat: Int] = [:]
     /// The first image size seen, that every other image must have.
-    private var imageSize: (width: Int, height: Int, label: String)?
+    private var imageSize: (width: Int, height: Int, label: TileReference)?
     private var done = 0
     private var lastReport: UInt64 = 0
 
@@ -353,7 +381,7 @@ struct ContentChecker {
         self.start = start
     }
 
-    mutating func add(tile: TileCoordinate, label: String, bytes: UnsafeRawBufferPointer, collector: inout Collector) {
+    mutating func add(tile: TileCoordinate, label: TileReference, bytes: UnsafeRawBufferPointer, collector: inout Collector) {
         count(tile)
         if options.quick {
             guard let format = TileFormat.sniff(bytes) else {
@@ -368,13 +396,14 @@ struct ContentChecker {
     }
 
     /// Adds a tile of ``bundle`` that a worker reads and checks.
-    mutating func add(tile: TileCoordinate, label: String, collector: inout Collector) {
+    mutating func add(tile: TileCoordinate, label: TileReference, collector: inout Collector) {
         count(tile)
         batch.append((tile, label, nil))
         if batch.count >= ArchiveVerifier.batchSize { flush(collector: &collector) }
     }
 
-    private mutating func count(_ tile: TileCoordinate) {
+    /// Counts a tile into ``levels`` (``add`` does it for the tiles it checks).
+    mutating func count(_ tile: TileCoordinate) {
         if var level = levels[tile.zoom] {
             level.tileCount += 1
             level.minX = min(level.minX, tile.x); level.maxX = max(level.maxX, tile.x)
@@ -389,6 +418,11 @@ struct ContentChecker {
         flush(collector: &collector)
         if let running { absorb(running, collector: &collector) }
         running = nil
+        // The last count, so that a progress bar ends at its total.
+        if let progress, done > 0 {
+            let now = DispatchTime.now().uptimeNanoseconds
+            progress(OperationProgress(done: done, total: total, bytes: 0, elapsed: Double(now - start) / 1e9))
+        }
     }
 
     /// Starts the full batch on the workers, then takes in the results of the previous one.
@@ -438,7 +472,7 @@ struct ContentChecker {
         let now = DispatchTime.now().uptimeNanoseconds
         if let progress, now - lastReport > 200_000_000 {
             lastReport = now
-            progress(OperationProgress(done: done, total: nil, bytes: 0, elapsed: Double(now - start) / 1e9))
+            progress(OperationProgress(done: done, total: total, bytes: 0, elapsed: Double(now - start) / 1e9))
         }
     }
 }

@@ -22,6 +22,16 @@ struct ArchiveLayerFactory: RenderLayerFactory {
         return source.makeLayer(name: input, tileSize: options.tileSize)
     }
 
+    /// Where an archive layer has tiles ("covers W,S,E,N at zooms a...b"), for a view that
+    /// shows none; `nil` for other layers.
+    static func extent(of layer: MapTileLayer) -> String? {
+        guard let source = layer.dataSource as? ArchiveTileSource else { return nil }
+        let configuration = source.layerConfiguration(tileSize: layer.tileSize)
+        let box = configuration.boundingBox.map { "covers \($0)" } ?? "has no bounds"
+        let zooms = configuration.archiveZoomLevels.map { " at zooms \($0.lowerBound)...\($0.upperBound)" } ?? ""
+        return "\(layer.name) \(box)\(zooms)"
+    }
+
     /// What to tell the user about an archive layer after a render: tiles that failed, and a
     /// view zoom outside the levels the archive covers.
     static func notes(for layer: MapTileLayer, viewZoom: Double) -> [String] {

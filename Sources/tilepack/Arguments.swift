@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import TilepackCore
 import TilepackOperations
 
@@ -23,20 +24,104 @@ struct RawEncoding: ExpressibleByArgument {
     static var allValueStrings: [String] { names.keys.sorted() }
 }
 
-/// `--bbox west,south,east,north` in degrees.
-struct BoundingBoxArgument: ExpressibleByArgument {
+/// `--bbox west,south,east,north` in degrees (lon,lat order, as GeoJSON and GDAL).
+///
+/// Negative values need nothing here: ``CommandLineArguments/joiningNegativeValues(_:)`` joins
+/// `--bbox -10,40,8,47` to its option before parsing, for every option of every command. Declare
+/// the option with `transform: BoundingBoxArgument.parse` to tell the user which value is wrong
+/// (the plain type works too, with ArgumentParser's generic "invalid value" message).
+struct BoundingBoxArgument: CheckedArgument {
     var box: GeoBoundingBox
 
+    init(box: GeoBoundingBox) { self.box = box }
+
+    /// Parses `west,south,east,north`, saying what is wrong with it.
+    static func parse(_ text: String) throws(ArgumentValueError) -> BoundingBoxArgument {
+        let numbers = try ArgumentValueError.numbers(text, count: 4, form: "west,south,east,north")
+        try ArgumentValueError.check(longitude: numbers[0], "west")
+        try ArgumentValueError.check(latitude: numbers[1], "south")
+        try ArgumentValueError.check(longitude: numbers[2], "east")
+        try ArgumentValueError.check(latitude: numbers[3], "north")
+        guard numbers[1] <= numbers[3] else {
+            throw ArgumentValueError("south \(numbers[1]) is north of north \(numbers[3]) (the order is west,south,east,north)")
+        }
+        return BoundingBoxArgument(box: GeoBoundingBox(west: numbers[0], south: numbers[1], east: numbers[2], north: numbers[3]))
+    }
+}
+
+/// A point as `lon,lat` in degrees: the order of `--bbox`, GeoJSON and GDAL. Latitude is limited
+/// to Web Mercator's ±85.0511°. Negative values: see ``BoundingBoxArgument``.
+struct CoordinateArgument: CheckedArgument {
+    var coordinate: GeoCoordinate
+
+    init(coordinate: GeoCoordinate) { self.coordinate = coordinate }
+
+    static func parse(_ text: String) throws(ArgumentValueError) -> CoordinateArgument {
+        let numbers = try ArgumentValueError.numbers(text, count: 2, form: "lon,lat")
+        try ArgumentValueError.check(longitude: numbers[0], "longitude")
+        guard abs(numbers[1]) <= WebMercator.maximumLatitude else {
+            let swapped = abs(numbers[0]) <= WebMercator.maximumLatitude && abs(numbers[1]) <= 180
+            throw ArgumentValueError("latitude \(numbers[1]) is outside the map's -\(Self.latitudeText)...\(Self.latitudeText)"
+                + (swapped ? " (the order is lon,lat: did you mean \(numbers[1]),\(numbers[0])?)" : ""))
+        }
+        return CoordinateArgument(coordinate: GeoCoordinate(latitude: numbers[1], longitude: numbers[0]))
+    }
+
+    static let latitudeText = String(format: "%.4f", WebMercator.maximumLatitude)
+}
+
+/// A value parsed by a `parse` that says what is wrong; as a plain `ExpressibleByArgument` it
+/// gets ArgumentParser's generic message, through `@Option(transform: T.parse)` the reason.
+protocol CheckedArgument: ExpressibleByArgument {
+    static func parse(_ text: String) throws(ArgumentValueError) -> Self
+}
+
+extension CheckedArgument {
     init?(argument: String) {
-        let numbers = argument.split(separator: ",").compactMap { Double($0.trimmingCharacters(in: .whitespaces)) }
-        guard numbers.count == 4, numbers.allSatisfy(\.isFinite),
-              (-180...180).contains(numbers[0]), (-180...180).contains(numbers[2]),
-              (-90...90).contains(numbers[1]), (-90...90).contains(numbers[3]), numbers[1] <= numbers[3]
-        else { return nil }
-        box = GeoBoundingBox(west: numbers[0], south: numbers[1], east: numbers[2], north: numbers[3])
+        guard let parsed = try? Self.parse(argument) else { return nil }
+        self = parsed
     }
 
     static var defaultCompletionKind: CompletionKind { .default }
+}
+
+/// A command that could not do what it was asked, for a reason that is neither a usage error
+/// nor an operation's error: printed as "Error: ...", exit status 1.
+struct CommandFailure: Error, CustomStringConvertible {
+    var description: String
+
+    init(_ description: String) { self.description = description }
+}
+
+/// Why an option's value is not what it should be; ArgumentParser prints it after "The value
+/// '...' is invalid for '--option <value>': ".
+struct ArgumentValueError: Error, CustomStringConvertible {
+    var description: String
+
+    init(_ description: String) { self.description = description }
+
+    /// Exactly `count` finite numbers separated by commas.
+    static func numbers(_ text: String, count: Int, form: String) throws(ArgumentValueError) -> [Double] {
+        let parts = text.split(separator: ",", omittingEmptySubsequences: false)
+        guard parts.count == count else {
+            throw ArgumentValueError("expected \(count) numbers, \(form), not \(parts.count)")
+        }
+        return try parts.map { (part: Substring) throws(ArgumentValueError) -> Double in
+            let trimmed = part.trimmingCharacters(in: .whitespaces)
+            guard let number = Double(trimmed), number.isFinite else {
+                throw ArgumentValueError("'\(trimmed)' is not a number (expected \(form) in degrees)")
+            }
+            return number
+        }
+    }
+
+    static func check(longitude: Double, _ name: String) throws(ArgumentValueError) {
+        guard (-180...180).contains(longitude) else { throw ArgumentValueError("\(name) \(longitude) is outside -180...180") }
+    }
+
+    static func check(latitude: Double, _ name: String) throws(ArgumentValueError) {
+        guard (-90...90).contains(latitude) else { throw ArgumentValueError("\(name) \(latitude) is outside -90...90") }
+    }
 }
 
 /// Flags every command that runs long shares.

@@ -28,8 +28,10 @@ struct ExportCommand: ParsableCommand {
         var options = ExportOptions()
         options.layout = layout
         options.scheme = scheme
-        let report = try TileExporter.run(archive: input, to: folder, options: options,
-                                          progress: ProgressBar.handler(label: "export", quiet: output.quiet))
+        let bar = ProgressBar.start(label: "export", quiet: output.quiet)
+        defer { bar?.finish() }
+        let report = try TileExporter.run(archive: input, to: folder, options: options, progress: bar?.handler)
+        bar?.finish()
         if output.json {
             try printJSON(report)
         } else {
@@ -66,11 +68,14 @@ struct ConvertCommand: ParsableCommand {
         options.overwrite = force
         options.deduplicate = dedup
         options.encode = encode?.pixelFormat
-        let report = try ArchiveConverter.run(source: input, destination: output, options: options,
-                                              progress: ProgressBar.handler(label: "convert", quiet: outputOptions.quiet))
+        let bar = ProgressBar.start(label: "convert", quiet: outputOptions.quiet)
+        defer { bar?.finish() }
+        let report = try ArchiveConverter.run(source: input, destination: output, options: options, progress: bar?.handler)
+        bar?.finish()
         if outputOptions.json {
             try printJSON(report)
         } else {
+            for note in report.notes { printError("note: \(note)") }
             print("converted \(report.tiles) tiles (\(report.bytesIn) -> \(report.bytesOut) bytes) into \(output) in \(String(format: "%.2f", report.seconds)) s")
         }
     }

@@ -14,8 +14,8 @@ struct ExtractCommand: ParsableCommand {
     @Argument(help: "The archive to write (.mbtiles, .tilepack or .pmtiles).")
     var output: String
 
-    // Unconditional: the value may begin with a minus (a western longitude).
-    @Option(parsing: .unconditional, help: "Only tiles touching west,south,east,north (degrees).")
+    @Option(help: ArgumentHelp("Only tiles touching this box: west,south,east,north in degrees.", valueName: "w,s,e,n"),
+            transform: BoundingBoxArgument.parse)
     var bbox: BoundingBoxArgument?
 
     @Option(name: .customLong("min-zoom"), help: "Lowest zoom to extract.")

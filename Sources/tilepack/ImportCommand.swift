@@ -10,7 +10,9 @@ struct ImportCommand: ParsableCommand {
         discussion: """
         The output's extension chooses the format: .mbtiles or .tilepack. Tile formats (png, jpg, \
         webp, pbf) are detected from the bytes. A tilemapresource.xml (gdal2tiles) or metadata.json \
-        (mbutil) at the tree's root is read and its scheme used; a --scheme that contradicts it is an error.
+        (mbutil, or tilepack export) at the tree's root is read and its scheme and layout used; a \
+        --scheme or --layout that contradicts it is an error, and so are tiles that fall outside \
+        the bounds it declares (the usual sign of a wrong --layout or --scheme).
 
         Exit status: 0 when every tile file was imported, 3 when the archive was written but some \
         files were skipped (listed with --report), 1 when nothing was written.
@@ -23,8 +25,8 @@ struct ImportCommand: ParsableCommand {
     @Argument(help: "The archive to write (.mbtiles or .tilepack).")
     var archive: String
 
-    @Option(help: "Folder layout: zxy (z/x/y.ext) or zyx (z/y/x.ext).")
-    var layout: TileTreeLayout = .zxy
+    @Option(help: "Folder layout: zxy (z/x/y.ext) or zyx (z/y/x.ext). Default: what metadata.json says, else zxy.")
+    var layout: TileTreeLayout?
 
     @Option(help: "Rows counted from the north (xyz) or the south (tms). Default: what the tree says, else xyz.")
     var scheme: TileScheme?
@@ -35,7 +37,8 @@ struct ImportCommand: ParsableCommand {
     @Option(name: .customLong("max-zoom"), help: "Highest zoom to import.")
     var maxZoom: Int?
 
-    @Option(help: "Import only tiles touching west,south,east,north (degrees).")
+    @Option(help: ArgumentHelp("Import only tiles touching this box, in degrees.", valueName: "west,south,east,north"),
+            transform: BoundingBoxArgument.parse)
     var bbox: BoundingBoxArgument?
 
     @Option(help: "Metadata: the tileset's name (default: the folder's name).")
@@ -108,9 +111,10 @@ struct ImportCommand: ParsableCommand {
         for (key, value) in [("name", name), ("attribution", attribution), ("description", description), ("type", type)] {
             if let value { options.metadata[key] = value }
         }
-        let result = try TileImporter.run(
-            source: tree, destination: archive, options: options,
-            progress: ProgressBar.handler(label: "import", quiet: output.quiet))
+        let bar = ProgressBar.start(label: "import", quiet: output.quiet)
+        defer { bar?.finish() }
+        let result = try TileImporter.run(source: tree, destination: archive, options: options, progress: bar?.handler)
+        bar?.finish()
         if let report {
             let text = result.skipped.map { "\($0.path)\t\($0.reason)\n" }.joined()
             try Data(text.utf8).write(to: URL(fileURLWithPath: report))
@@ -129,8 +133,7 @@ struct ImportCommand: ParsableCommand {
     }
 }
 
+/// Prints a JSON report on standard output, as every command's `--json` does.
 func printJSON<T: Encodable>(_ value: T) throws {
-    let encoder = JSONEncoder()
-    encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-    print(String(decoding: try encoder.encode(value), as: UTF8.self))
+    print(String(decoding: try JSONReport.encode(value), as: UTF8.self))
 }

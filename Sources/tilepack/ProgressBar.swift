@@ -1,24 +1,58 @@
 import Foundation
+import TilepackCore
 import TilepackOperations
 
-/// A one-line progress bar with rate and ETA on standard error, shown only on a terminal.
+/// A one-line progress bar with a total, rate and ETA on standard error, shown only on a terminal.
+///
+/// The command ends the line with ``finish()`` before it prints its result, so the result starts
+/// on a line of its own and the last progress line is printed once, whether or not the count
+/// reached the total (an import whose filters leave files out never does).
 final class ProgressBar: Sendable {
     let label: String
     let unit: String
+    private let write: @Sendable (String) -> Void
+    private let state = Locked((drawn: false, finished: false))
 
-    init(label: String, unit: String) {
+    init(label: String, unit: String = "tiles", write: @escaping @Sendable (String) -> Void) {
         self.label = label
         self.unit = unit
+        self.write = write
     }
 
-    /// A handler for an operation, or `nil` when standard error is not a terminal or `quiet` is set.
-    static func handler(label: String, unit: String = "tiles", quiet: Bool) -> ProgressHandler? {
+    /// A bar on standard error, or `nil` when it is not a terminal or `quiet` is set.
+    static func start(label: String, unit: String = "tiles", quiet: Bool) -> ProgressBar? {
         guard !quiet, isatty(STDERR_FILENO) != 0 else { return nil }
-        let bar = ProgressBar(label: label, unit: unit)
-        return { bar.draw($0) }
+        return ProgressBar(label: label, unit: unit) { FileHandle.standardError.write(Data($0.utf8)) }
     }
 
-    func draw(_ p: OperationProgress) {
+    /// A handler alone, for commands written before ``finish()``: the line is then not ended
+    /// before the result.
+    @available(*, deprecated, message: "use ProgressBar.start(label:quiet:), pass .handler, and call finish() before printing the result")
+    static func handler(label: String, unit: String = "tiles", quiet: Bool) -> ProgressHandler? {
+        start(label: label, unit: unit, quiet: quiet)?.handler
+    }
+
+    /// The handler to give an operation.
+    var handler: ProgressHandler { { [self] in draw($0) } }
+
+    func draw(_ progress: OperationProgress) {
+        state.withLock { state in
+            guard !state.finished else { return }
+            write(Self.line(label: label, unit: unit, progress))
+            state.drawn = true
+        }
+    }
+
+    /// Ends the progress line (if one was drawn); later progress is ignored.
+    func finish() {
+        state.withLock { state in
+            if state.drawn && !state.finished { write("\n") }
+            state.finished = true
+        }
+    }
+
+    /// `\r<label> [####----]  40% 400/1000 tiles, 812 tiles/s, ETA 1s` and an erase to the line's end.
+    static func line(label: String, unit: String, _ p: OperationProgress) -> String {
         var line = "\r\(label) "
         if let total = p.total, total > 0 {
             let fraction = min(1, Double(p.done) / Double(total))
@@ -26,12 +60,13 @@ final class ProgressBar: Sendable {
             let filled = Int(fraction * Double(width))
             line += "[" + String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled) + "] "
             line += String(format: "%3.0f%% ", fraction * 100)
+            line += "\(p.done)/\(total) \(unit)"
+        } else {
+            line += "\(p.done) \(unit)"
         }
-        line += "\(p.done) \(unit), \(Self.rate(p.rate)) \(unit)/s"
-        if let eta = p.estimatedRemaining { line += ", ETA \(Self.duration(eta))" }
-        line += "\u{1B}[K"
-        if let total = p.total, p.done >= total { line += "\n" }
-        FileHandle.standardError.write(Data(line.utf8))
+        line += ", \(rate(p.rate)) \(unit)/s"
+        if let eta = p.estimatedRemaining { line += ", ETA \(duration(eta))" }
+        return line + "\u{1B}[K"
     }
 
     static func rate(_ value: Double) -> String { value >= 100 ? String(Int(value)) : String(format: "%.1f", value) }

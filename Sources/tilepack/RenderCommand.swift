@@ -22,8 +22,9 @@ struct RenderCommand: AsyncParsableCommand {
     @Argument(help: "Layer inputs: archives (.mbtiles, .tilepack) or URL templates such as https://host/{z}/{x}/{y}.png or tiles/{z}/{x}/{y}.png.")
     var inputs: [String]
 
-    @Option(help: "The view centre as LAT,LON in degrees.")
-    var center: String
+    @Option(help: ArgumentHelp("The view centre in degrees, longitude first (as --bbox, GeoJSON and GDAL).", valueName: "lon,lat"),
+            transform: CoordinateArgument.parse)
+    var center: CoordinateArgument
 
     @Option(help: "The view zoom level, fractional, 0...20.")
     var zoom: Double
@@ -53,7 +54,7 @@ struct RenderCommand: AsyncParsableCommand {
     var force = false
 
     func run() async throws {
-        let centre = try Self.parseCenter(center)
+        let centre = center.coordinate
         let viewport = try Self.parseSize(size)
         guard let screenScale = ScreenScale(rawValue: scale) else {
             throw ValidationError("--scale must be 1, 2 or 3, not \(scale)")
@@ -78,32 +79,55 @@ struct RenderCommand: AsyncParsableCommand {
         }
 
         let frame = await view.render(timeout: timeout)
+        var notes: [String] = []
+        for layer in layers {
+            notes += Self.failureSummary(layer: layer.name, diagnostics: layer.diagnostics)
+            notes += ArchiveLayerFactory.notes(for: layer, viewZoom: zoom)
+        }
+        for note in notes { printError(note) }
+        if frame.drawn.isEmpty {
+            let extents = layers.compactMap(ArchiveLayerFactory.extent(of:))
+            throw CommandFailure("the view (centre \(centre), zoom \(zoom), \(viewport.width)x\(viewport.height)) shows no tile of any input\(extents.isEmpty ? "" : " (\(extents.joined(separator: "; ")))"); nothing was written")
+        }
         let png = try PNGEncoder.encode(frame.bitmap)
         let file = try AtomicFile(destination: output, overwrite: force)
         guard FileManager.default.createFile(atPath: file.temporaryPath, contents: png) else {
             throw ValidationError("cannot write \(output)")
         }
         try file.commit()
-
-        for layer in layers {
-            for diagnostic in layer.diagnostics where diagnostic.kind == .tileFailed {
-                FileHandle.standardError.write(Data("warning: \(layer.name): \(diagnostic)\n".utf8))
-            }
-            for note in ArchiveLayerFactory.notes(for: layer, viewZoom: zoom) {
-                FileHandle.standardError.write(Data("\(note)\n".utf8))
-            }
-        }
         let real = frame.drawn.filter { !$0.isApproximate }.count
         let approximate = frame.drawn.count - real
         print("wrote \(output): \(frame.bitmap.width)x\(frame.bitmap.height) px, \(real) tiles, \(approximate) scaled up from lower zooms")
     }
 
-    static func parseCenter(_ text: String) throws -> GeoCoordinate {
-        let parts = text.split(separator: ",").map { Double($0.trimmingCharacters(in: .whitespaces)) }
-        guard parts.count == 2, let lat = parts[0], let lon = parts[1], (-90...90).contains(lat), (-180...180).contains(lon) else {
-            throw ValidationError("--center must be LAT,LON in degrees (latitude -90...90, longitude -180...180), not '\(text)'")
+    /// One line per layer and kind of failure, instead of the layer's diagnostics (two for each
+    /// failed tile): tiles that are absent (no file, HTTP 404) are a note, as a sparse tree has
+    /// them; other failures a warning with the first reason.
+    static func failureSummary(layer: String, diagnostics: [TileLayerDiagnostic]) -> [String] {
+        var absent: [TileCoordinate] = []
+        var failed: [TileCoordinate: String] = [:]
+        var order: [TileCoordinate] = []
+        var seen: Set<TileCoordinate> = []
+        for diagnostic in diagnostics where diagnostic.kind == .tileFailed {
+            guard let tile = diagnostic.tile, seen.insert(tile).inserted else { continue }
+            if diagnostic.message.contains("no such file") || diagnostic.message.contains("HTTP status 404") {
+                absent.append(tile)
+            } else {
+                failed[tile] = diagnostic.message
+                order.append(tile)
+            }
         }
-        return GeoCoordinate(latitude: lat, longitude: lon)
+        func examples(_ tiles: [TileCoordinate]) -> String {
+            tiles.prefix(3).map(\.description).joined(separator: ", ") + (tiles.count > 3 ? ", ..." : "")
+        }
+        var lines: [String] = []
+        if !absent.isEmpty {
+            lines.append("note: \(layer): \(absent.count) tile\(absent.count == 1 ? "" : "s") of the view absent (\(examples(absent)))")
+        }
+        if let first = order.first, let reason = failed[first] {
+            lines.append("warning: \(layer): \(order.count) tile\(order.count == 1 ? "" : "s") failed (\(examples(order))); \(first): \(reason)")
+        }
+        return lines
     }
 
     static func parseSize(_ text: String) throws -> ViewportSize {
@@ -158,6 +182,10 @@ struct URLTemplateLayerFactory: RenderLayerFactory {
         }
         let source = URLTemplateTileSource(urlTemplate: template, isGeometryFlipped: options.flipped,
                                            maximumZ: options.maximumZ, canReplaceMapContent: true)
-        return MapTileLayer(overlay: source, name: input)
+        let layer = MapTileLayer(overlay: source, name: input)
+        // Nothing says whether a template's tiles are opaque: drawn with their alpha, a
+        // transparent tile shows what is below instead of black.
+        layer.setTransparent(true)
+        return layer
     }
 }

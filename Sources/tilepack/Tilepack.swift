@@ -1,5 +1,7 @@
 import ArgumentParser
+import Foundation
 import TilepackCore
+import TilepackOperations
 
 @main
 struct Tilepack: AsyncParsableCommand {
@@ -8,10 +10,38 @@ struct Tilepack: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tilepack",
         abstract: "Package map tiles into MBTiles and LZ4 bundles, and check them.",
+        discussion: """
+        Exit status 2 in every command means an input is not an archive tilepack reads (another \
+        format such as PMTiles, an empty file, a folder, SQLite without MBTiles tables).
+        """,
         version: version,
         subcommands: [
             ImportCommand.self, ExportCommand.self, ConvertCommand.self, VerifyCommand.self, InfoCommand.self,
             RenderCommand.self, ExtractCommand.self, MergeCommand.self,
         ]
     )
+
+    /// Parses and runs like ArgumentParser's own `main`, after the steps every command shares:
+    /// negative numbers after an option are joined to it (see ``CommandLineArguments``), a
+    /// misspelled subcommand gets "did you mean", and "not an archive" exits with status 2.
+    static func main() async {
+        await launch(Array(CommandLine.arguments.dropFirst()))
+    }
+
+    static func launch(_ arguments: [String]) async {
+        do {
+            var command = try await asyncParseAsRoot(try CommandLineArguments.prepare(arguments, for: self))
+            if var command = command as? AsyncParsableCommand {
+                try await command.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            if let status = CommandLineArguments.exitStatus(for: error) {
+                printError("Error: \(error)")
+                exit(withError: ExitCode(status))
+            }
+            exit(withError: error)
+        }
+    }
 }

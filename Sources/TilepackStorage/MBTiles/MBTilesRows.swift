@@ -29,6 +29,14 @@ public enum MBTilesRawValue: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// A stored row named as every message names tiles (``TileReference``), or its raw values.
+    static func name(_ zoom: MBTilesRawValue, _ column: MBTilesRawValue, _ row: MBTilesRawValue) -> String {
+        guard let z = zoom.integerValue, let x = column.integerValue, let r = row.integerValue else {
+            return "zoom_level \(zoom), tile_column \(column), tile_row \(row)"
+        }
+        return TileReference(zoom: z, column: x, tmsRow: r).description
+    }
+
     public var description: String {
         switch self {
         case .integer(let v): String(v)
@@ -78,8 +86,9 @@ public struct MBTilesRawRow {
         }
     }
 
-    /// `z/x/row(TMS)` as stored, for messages.
-    public var storedCoordinates: String { "\(zoomLevel)/\(tileColumn)/\(tileRow) (TMS row)" }
+    /// The row's tile as messages name it, `z/x/y (TMS row r)`, or its values as stored when
+    /// they are not whole numbers.
+    public var storedCoordinates: String { MBTilesRawValue.name(zoomLevel, tileColumn, tileRow) }
 }
 
 /// A `tile_hash` that does not match its tile's MD5 (flat-with-hash).
@@ -91,7 +100,7 @@ public struct MBTilesTileHashMismatch: Hashable, Sendable, CustomStringConvertib
     public var computed: String?
 
     public var description: String {
-        "tile_hash of \(zoomLevel)/\(tileColumn)/\(tileRow) (TMS row) is \(declared ?? "NULL"), the MD5 of its data is \(computed ?? "NULL (no data)")"
+        "tile_hash of \(MBTilesRawValue.name(zoomLevel, tileColumn, tileRow)) is \(declared ?? "NULL"), the MD5 of its data is \(computed ?? "NULL (no data)")"
     }
 }
 
