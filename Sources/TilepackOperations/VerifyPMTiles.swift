@@ -79,7 +79,7 @@ extension ArchiveVerifier {
         do {
             try archive.forEachTile { tile, bytes in
                 collector.report.tiles += 1
-                if checkTiles { checker.add(tile: tile, label: "\(tile)", bytes: bytes, collector: &collector) }
+                if checkTiles { checker.add(tile: tile, label: TileReference(tile), bytes: bytes, collector: &collector) }
             }
         } catch {
             collector.add(VerifyFinding(.error, "container", "reading the tiles failed: \((error as? TileArchiveError)?.fault.description ?? "\(error)")"))
