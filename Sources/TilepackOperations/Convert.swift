@@ -46,8 +46,6 @@ public enum ArchiveConverter {
         do {
             metadata = try input.metadata()
             total = try input.tileCount()
-            // MBTiles requires a name; PMTiles often has none.
-            if metadata.name == nil { metadata.name = ArchiveLocation.baseName(source) }
         } catch {
             throw OperationError.wrapping(error, path: source)
         }
