@@ -96,6 +96,17 @@ extension ArchiveVerifier {
             collector.add(VerifyFinding(.error, "metadata", "cannot read the metadata: \((error as? TileArchiveError)?.fault.description ?? "\(error)")"))
             return
         }
+        // A hash carried over from MBTiles (convert keeps it): the tiles must still hash to it.
+        if let stored = metadata[TileMetadata.Key.aggregateTilesHash] {
+            do {
+                let computed = try MBTilesAggregateHash.compute(archive)
+                if computed.uppercased() != stored.uppercased() {
+                    collector.add(VerifyFinding(.error, "hash", "agg_tiles_hash is \(stored), the tiles hash to \(computed)", key: TileMetadata.Key.aggregateTilesHash))
+                }
+            } catch {
+                collector.add(VerifyFinding(.error, "hash", "computing agg_tiles_hash failed: \(error)"))
+            }
+        }
         let levels = checker.levels.keys.sorted().compactMap { checker.levels[$0] }
         var summary = TileContentSummary(levels: levels, format: (try? metadata.format) ?? nil)
         summary.sniffedFormat = checker.formats.keys.sorted { checker.formats[$0]! > checker.formats[$1]! }.first

@@ -57,6 +57,17 @@ import TilepackTestSupport
         #expect(info.tiles == 196 && info.format == .pmtiles)
         let archive = try PMTilesArchive(path: dir.file("w.pmtiles"))
         #expect(archive.header.tileType == .mvt && archive.header.tileCompression == .gzip)
+        #expect(try archive.metadata()[TileMetadata.Key.aggregateTilesHash] == "84792BF4EE9AEDDC5B1A60E707011FEE")
+        #expect(try MBTilesAggregateHash.compute(archive) == "84792BF4EE9AEDDC5B1A60E707011FEE")
+        // A stale hash (the tiles changed, the metadata did not) is an error naming the key.
+        var metadata = try archive.metadata()
+        metadata[TileMetadata.Key.aggregateTilesHash] = "CAFEC0DE"
+        let writer = try PMTilesWriter(destination: dir.file("stale.pmtiles"), metadata: metadata)
+        try archive.forEachTile { t, bytes in try writer.addTile(at: t, bytes: bytes) }
+        try writer.finish()
+        let stale = ArchiveVerifier.run(path: dir.file("stale.pmtiles"))
+        #expect(stale.exitCode(strict: false) == 1)
+        #expect(stale.findings.contains { $0.key == "agg_tiles_hash" && $0.message.contains("CAFEC0DE") })
     }
 
     // MARK: The reference implementation as a witness
