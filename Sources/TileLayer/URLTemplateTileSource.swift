@@ -32,7 +32,8 @@ public struct TilePath: Hashable, Sendable, CustomStringConvertible {
 /// of a ``MapTileLayer`` (see ``MapTileLayer/init(overlay:name:cacheRootDirectory:)``).
 ///
 /// `{x}`, `{y}`, `{z}` and `{scale}` in the template are replaced by the tile's column, row, zoom
-/// and screen scale. The template may name a local file (`file:///tiles/{z}/{x}/{y}.png`) or a
+/// and screen scale, and `{s}` by one of ``subdomains`` (the same one for a tile every time:
+/// `subdomains[(x + y) % count]`, as Leaflet picks them). The template may name a local file (`file:///tiles/{z}/{x}/{y}.png`) or a
 /// server (`https://host/{z}/{x}/{y}.png`). Downloaded PNG or JPEG tiles are converted to the
 /// layer's pixel format; a tile whose size is not the layer's tile size is refused.
 ///
@@ -50,10 +51,13 @@ open class URLTemplateTileSource: MapTileLayerDataSource, @unchecked Sendable {
     public let maximumZ: Int
     /// Whether the tiles are fully opaque and may replace the map content below; default false.
     public let canReplaceMapContent: Bool
+    /// What `{s}` stands for; default `a`, `b`, `c`.
+    public let subdomains: [String]
 
     public init(urlTemplate: String?, isGeometryFlipped: Bool = false, minimumZ: Int = 0, maximumZ: Int = 21,
-                canReplaceMapContent: Bool = false) {
+                canReplaceMapContent: Bool = false, subdomains: [String] = ["a", "b", "c"]) {
         self.urlTemplate = urlTemplate
+        self.subdomains = subdomains.isEmpty ? ["a", "b", "c"] : subdomains
         self.isGeometryFlipped = isGeometryFlipped
         self.minimumZ = minimumZ
         self.maximumZ = maximumZ
@@ -68,11 +72,14 @@ open class URLTemplateTileSource: MapTileLayerDataSource, @unchecked Sendable {
         let row = isGeometryFlipped ? TileScheme.tms.flipIfTMS(row: path.y, zoom: path.z) : path.y
         let scale = path.contentScaleFactor.rounded() == path.contentScaleFactor
             ? String(Int(path.contentScaleFactor)) : String(path.contentScaleFactor)
-        let text = urlTemplate
+        var text = urlTemplate
             .replacingOccurrences(of: "{x}", with: String(path.x))
             .replacingOccurrences(of: "{y}", with: String(row))
             .replacingOccurrences(of: "{z}", with: String(path.z))
             .replacingOccurrences(of: "{scale}", with: scale)
+        if text.contains("{s}") {
+            text = text.replacingOccurrences(of: "{s}", with: subdomains[abs(path.x + path.y) % subdomains.count])
+        }
         if text.hasPrefix("/") { return URL(fileURLWithPath: text) }
         return URL(string: text)
     }

@@ -9,10 +9,12 @@ public enum ArchiveLocation {
     /// Whether `location` is an http(s) URL.
     public static func isRemote(_ location: String) -> Bool { RemoteArchive.isRemote(location) }
 
-    public static func open(_ location: String) throws(OperationError) -> any TileArchive {
+    /// - Parameter bundleAccess: how a local bundle is read; tools read with `pread`, as another
+    ///   process may cut the file (see `openTileArchive(path:bundleAccess:)`).
+    public static func open(_ location: String, bundleAccess: BundleArchive.Access = .positionalReads) throws(OperationError) -> any TileArchive {
         do {
             if isRemote(location) { return try RemoteArchive.open(location) }
-            return try openTileArchive(path: location)
+            return try openTileArchive(path: location, bundleAccess: bundleAccess)
         } catch {
             throw OperationError(path: location, fault: .archive(error))
         }

@@ -27,7 +27,7 @@ public struct ConvertReport: Sendable, Codable {
 }
 
 /// Copies every tile and the metadata from one archive into a new one: MBTiles <-> bundle, and
-/// MBTiles flat <-> deduplicated, and PMTiles v3 either way. Tile bytes are kept as they are unless `encode` asks for raw
+/// MBTiles flat <-> deduplicated. Tile bytes are kept as they are unless `encode` asks for raw
 /// pixels (or a raw-bitmap bundle is written to MBTiles, whose tiles are then PNG-encoded), so
 /// `agg_tiles_hash` of the output equals the input's.
 public enum ArchiveConverter {
@@ -40,7 +40,7 @@ public enum ArchiveConverter {
         }
         let kind = try ArchiveKind(destinationPath: destination)
         let sourceRaw: RawBitmapLayout? = if case .rawBitmap(let layout) = input.content { layout } else { nil }
-        let encodeToPNG = sourceRaw != nil && (kind != .bundle || options.encode == nil)
+        let encodeToPNG = sourceRaw != nil && (kind == .mbtiles || options.encode == nil)
         var metadata: TileMetadata
         let total: Int?
         do {
@@ -58,7 +58,7 @@ public enum ArchiveConverter {
         }
         let sink = try ArchiveSinks.make(kind: kind, destination: destination, metadata: metadata, options: ArchiveSinks.Options(
             overwrite: options.overwrite, deduplicate: options.deduplicate, encode: kind == .bundle ? options.encode : nil))
-        if options.encode != nil && kind != .bundle {
+        if options.encode != nil && kind == .mbtiles {
             throw OperationError(path: destination, fault: .badInput("raw pixels (--encode) can only be stored in a .tilepack bundle"))
         }
 

@@ -21,6 +21,9 @@ struct ExportCommand: ParsableCommand {
     @Option(help: "Rows counted from the north (xyz) or the south (tms).")
     var scheme: TileScheme = .xyz
 
+    @Flag(help: "Write into a folder that already holds files (existing tiles are replaced, never written through).")
+    var force = false
+
     @OptionGroup var output: OutputOptions
 
     func run() throws {
@@ -28,6 +31,7 @@ struct ExportCommand: ParsableCommand {
         var options = ExportOptions()
         options.layout = layout
         options.scheme = scheme
+        options.overwrite = force
         let bar = ProgressBar.start(label: "export", quiet: output.quiet)
         defer { bar?.finish() }
         let report = try TileExporter.run(archive: input, to: folder, options: options, progress: bar?.handler)
@@ -43,13 +47,13 @@ struct ExportCommand: ParsableCommand {
 struct ConvertCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "convert",
-        abstract: "Convert between MBTiles, .tilepack bundles and PMTiles (and MBTiles flat <-> deduplicated).",
+        abstract: "Convert between MBTiles and .tilepack bundles (and MBTiles flat <-> deduplicated).",
         discussion: "The output's extension chooses its format. Tile bytes and metadata are kept, so agg_tiles_hash is unchanged, unless --encode stores raw pixels.")
 
     @Argument(help: "The input archive.")
     var input: String
 
-    @Argument(help: "The output (.mbtiles, .tilepack or .pmtiles).")
+    @Argument(help: "The output (.mbtiles or .tilepack).")
     var output: String
 
     @Flag(help: "MBTiles output: store identical tiles once (map + images schema).")

@@ -53,6 +53,18 @@ struct URLTemplateTests {
         #expect(source.url(forTilePath: TilePath(x: 0, y: 0, z: 1))?.absoluteString == "https://h/1/0/1")
     }
 
+    @Test("{s} takes subdomains[(x + y) % count] (XYZ row, as Leaflet), a, b, c by default; the same tile always the same host")
+    func subdomains() {
+        let source = URLTemplateTileSource(urlTemplate: "https://{s}.tiles.example/{z}/{x}/{y}.png", isGeometryFlipped: true)
+        #expect(source.subdomains == ["a", "b", "c"])
+        #expect(source.url(forTilePath: TilePath(x: 1, y: 1, z: 3))?.absoluteString == "https://c.tiles.example/3/1/6.png")
+        #expect(source.url(forTilePath: TilePath(x: 2, y: 2, z: 3))?.absoluteString == "https://b.tiles.example/3/2/5.png")
+        let two = URLTemplateTileSource(urlTemplate: "https://{s}.h/{z}/{x}/{y}", subdomains: ["t1", "t2"])
+        #expect(two.url(forTilePath: TilePath(x: 0, y: 0, z: 1))?.absoluteString == "https://t1.h/1/0/0")
+        #expect(two.url(forTilePath: TilePath(x: 1, y: 0, z: 1))?.absoluteString == "https://t2.h/1/1/0")
+        #expect(URLTemplateTileSource(urlTemplate: "https://{s}.h/{z}/{x}/{y}", subdomains: []).subdomains == ["a", "b", "c"])
+    }
+
     @Test("minimumZ/maximumZ: tiles outside are never requested")
     func zoomLimits() async throws {
         let directory = try TemporaryDirectory()
