@@ -73,9 +73,12 @@ let package = Package(
         .target(name: "TileLayer", dependencies: ["TilepackCore", "TilepackImaging", "TilepackHTTP"]),
 
         // Floor 3: what the command-line tool does, as a library.
+        // Floor 3: archives over HTTP(S) range requests, behind Storage's byte-source protocol.
+        .target(name: "TilepackRemote", dependencies: ["TilepackCore", "TilepackStorage", "TilepackHTTP"]),
+
         .target(
             name: "TilepackOperations",
-            dependencies: ["TilepackCore", "TilepackStorage", "TilepackImaging", "CTilepackZlib"]
+            dependencies: ["TilepackCore", "TilepackStorage", "TilepackImaging", "TilepackRemote", "CTilepackZlib"]
         ),
 
         // Floor 4: the bitmap data source serving any archive (MBTiles, bundle) to a tile layer.
@@ -156,6 +159,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
+        .testTarget(name: "TilepackRemoteTests", dependencies: ["TilepackRemote", "TilepackHTTP", "TilepackStorage", "TilepackOperations", "TilepackTestSupport"]),
         .testTarget(name: "TilepackOperationsTests", dependencies: ["TilepackOperations", "TilepackTestSupport"]),
         // The command's parsing, messages and exit statuses: `@testable import tilepack`, and the built binary.
         .testTarget(name: "TilepackCLITests", dependencies: ["tilepack", "TilepackOperations", "TilepackTestSupport"]),
