@@ -4,7 +4,7 @@ import TilepackRemote
 import TilepackStorage
 
 /// Opens the archive an operation reads: a path on this machine (MBTiles, bundle or PMTiles,
-/// recognised by its bytes), or an `http(s)://` URL (PMTiles, read by range requests).
+/// recognised by its bytes), or an `http(s)://` URL (PMTiles or a bundle, read by range requests).
 public enum ArchiveLocation {
     /// Whether `location` is an http(s) URL.
     public static func isRemote(_ location: String) -> Bool { RemoteArchive.isRemote(location) }

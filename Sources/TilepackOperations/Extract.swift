@@ -90,8 +90,8 @@ public enum TileExtractor {
             }
         }
         do {
-            if let pmtiles = input as? PMTilesArchive {
-                try pmtiles.forEachTile(where: wanted, add)
+            if let selective = input as? any SelectiveTileReading {
+                try selective.forEachTile(where: wanted, add)
             } else if let candidates = try candidates(zooms: zooms, levels: levels, bounds: options.bounds) {
                 for tile in candidates {
                     try input.withTileBytes(at: tile) { try add(tile, $0) }

@@ -1,5 +1,6 @@
 import Foundation
 import TilepackCore
+import TilepackRemote
 import TilepackStorage
 
 /// Options of ``ArchiveVerifier``.
@@ -104,9 +105,16 @@ public enum ArchiveVerifier {
         let start = DispatchTime.now().uptimeNanoseconds
         var report = VerifyReport(path: path)
         let format: TileArchiveFormat
+        // A URL is opened once, by range requests (PMTiles or a bundle; the opener names anything else).
+        var remote: (any TileArchive)?
         do {
-            // A URL is read by range requests: PMTiles (the reader names anything else).
-            format = ArchiveLocation.isRemote(path) ? .pmtiles : try TileArchiveFormat.detect(path: path)
+            if ArchiveLocation.isRemote(path) {
+                let archive = try RemoteArchive.open(path)
+                remote = archive
+                format = archive is BundleArchive ? .bundle : .pmtiles
+            } else {
+                format = try TileArchiveFormat.detect(path: path)
+            }
         } catch {
             report.usable = false
             report.findings.append(VerifyFinding(.error, "container", error.fault.description))
@@ -116,8 +124,10 @@ public enum ArchiveVerifier {
         var collector = Collector(report: report)
         switch format {
         case .mbtiles: verifyMBTiles(path: path, options: options, pool: pool, collector: &collector, progress: progress, start: start)
-        case .bundle: verifyBundle(path: path, options: options, pool: pool, collector: &collector, progress: progress, start: start)
-        case .pmtiles: verifyPMTiles(path: path, options: options, pool: pool, collector: &collector, progress: progress, start: start)
+        case .bundle:
+            verifyBundle(path: path, opened: remote as? BundleArchive, options: options, pool: pool, collector: &collector, progress: progress, start: start)
+        case .pmtiles:
+            verifyPMTiles(path: path, opened: remote as? PMTilesArchive, options: options, pool: pool, collector: &collector, progress: progress, start: start)
         }
         collector.finishCounting()
         report = collector.report
@@ -266,11 +276,12 @@ public enum ArchiveVerifier {
 
     // MARK: Bundle
 
-    static func verifyBundle(path: String, options: VerifyOptions, pool: WorkerPool, collector: inout Collector,
+    /// - Parameter opened: the archive when it is already open (a remote one), else it is opened from `path`.
+    static func verifyBundle(path: String, opened: BundleArchive?, options: VerifyOptions, pool: WorkerPool, collector: inout Collector,
                              progress: ProgressHandler?, start: UInt64) {
         let archive: BundleArchive
-        do {
-            archive = try BundleArchive(path: path, options: BundleArchive.Options(access: .positionalReads))
+        do throws(TileArchiveError) {
+            if let opened { archive = opened } else { archive = try BundleArchive(path: path, options: BundleArchive.Options(access: .positionalReads)) }
         } catch {
             collector.add(VerifyFinding(.error, "container", error.fault.description))
             return

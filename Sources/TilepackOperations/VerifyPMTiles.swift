@@ -7,15 +7,13 @@ extension ArchiveVerifier {
     /// PMTiles: the header and every directory (order, bounds, depth; checked as they are read),
     /// the header's counts and zooms against the directories, clustering, every tile decoded, the
     /// metadata. A v2 archive or another spec version is not a usable archive (exit 2).
-    static func verifyPMTiles(path: String, options: VerifyOptions, pool: WorkerPool, collector: inout Collector,
+    /// - Parameter opened: the archive when it is already open (a remote one), else it is opened from `path`.
+    static func verifyPMTiles(path: String, opened: PMTilesArchive?, options: VerifyOptions, pool: WorkerPool, collector: inout Collector,
                               progress: ProgressHandler?, start: UInt64) {
         let archive: PMTilesArchive
         do throws(TileArchiveError) {
-            if ArchiveLocation.isRemote(path) {
-                guard let remote = try RemoteArchive.open(path) as? PMTilesArchive else {
-                    throw TileArchiveError(path: path, fault: .notAnArchive(detected: "not PMTiles"))
-                }
-                archive = remote
+            if let opened {
+                archive = opened
             } else {
                 archive = try PMTilesArchive(path: path)
             }

@@ -11,9 +11,10 @@ public enum RemoteArchive {
         return lower.hasPrefix("http://") || lower.hasPrefix("https://")
     }
 
-    /// Opens the archive at `url`: PMTiles, recognised by its first bytes (one request for the
-    /// header and root directory). MBTiles needs the whole file (SQLite) and a bundle is read
-    /// from a local file: both are named in the error.
+    /// Opens the archive at `url`, recognised by its first bytes: PMTiles (one request for the
+    /// header and root directory) or a tilepack bundle (one request for the header, metadata
+    /// and index of a small bundle, one more for a larger index). MBTiles needs the whole file
+    /// (SQLite): it is named in the error.
     public static func open(url: URL, client: HTTPClient = .shared, options: HTTPByteSource.Options = .init())
         throws(TileArchiveError) -> any TileArchive
     {

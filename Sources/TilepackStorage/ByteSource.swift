@@ -63,8 +63,18 @@ public struct FileByteSource: ByteSource {
     }
 }
 
-/// Opens the archive a byte source holds (a remote object): PMTiles. MBTiles (SQLite reads a
-/// local file) and bundles (memory-mapped) are named in the error, as is anything else.
+/// An archive that reads just the tiles a filter accepts, announcing their ranges to its byte
+/// source first (a remote source then fetches neighbours in few requests): PMTiles and bundles.
+public protocol SelectiveTileReading: TileArchive {
+    /// Calls `body` for the tiles `wanted` accepts, in the archive's own order.
+    func forEachTile(where wanted: (TileCoordinate) -> Bool, _ body: (TileCoordinate, UnsafeRawBufferPointer) throws -> Void) throws
+}
+
+extension PMTilesArchive: SelectiveTileReading {}
+extension BundleArchive: SelectiveTileReading {}
+
+/// Opens the archive a byte source holds (a remote object): PMTiles or a bundle. MBTiles (SQLite
+/// reads a local file) is named in the error, as is anything else.
 public func openTileArchive(source: any ByteSource) throws(TileArchiveError) -> any TileArchive {
     let head: [UInt8]
     do {
@@ -76,7 +86,7 @@ public func openTileArchive(source: any ByteSource) throws(TileArchiveError) -> 
         throw TileArchiveError(path: source.name, fault: .notAnArchive(detected: "an MBTiles (SQLite) file: SQLite reads local files only; download it first, or convert it to PMTiles"))
     }
     if head.starts(with: BundleFormat.magic) {
-        throw TileArchiveError(path: source.name, fault: .notAnArchive(detected: "a tilepack bundle: bundles are read from local files; download it first, or convert it to PMTiles"))
+        return try BundleArchive(source: source)
     }
     return try PMTilesArchive(source: source)
 }

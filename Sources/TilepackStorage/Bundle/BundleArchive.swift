@@ -76,23 +76,35 @@ public struct BundleArchive: TileArchive {
         case .memoryMap:
             bytes = try MappedBytes(mapping: path)
         case .positionalReads:
-            // Resident: everything before the data section, when the header's counts and limits
-            // give the place it declares (else only the header: the checks below then fail on it).
-            bytes = try MappedBytes(reading: path) { head, size in
-                guard head.count >= BundleFormat.headerLength else { return head.count }
-                let header = BundleHeader(decoding: head)
-                guard header.metadataLength <= UInt64(BundleFormat.maximumMetadataLength),
-                      header.tileCount <= UInt64(BundleFormat.maximumCount), header.payloadCount <= UInt64(BundleFormat.maximumCount)
-                else { return BundleFormat.headerLength }
-                let tiles = Int(header.tileCount), payloads = Int(header.payloadCount)
-                let indexOffset = BundleFormat.aligned(BundleFormat.headerLength + Int(header.metadataLength))
-                let records = BundleFormat.aligned(indexOffset + BundleFormat.zoomTableLength + 12 * tiles)
-                let dataOffset = BundleFormat.aligned(records + BundleFormat.payloadRecordLength * payloads)
-                guard header.dataOffset == UInt64(dataOffset), dataOffset <= size else { return BundleFormat.headerLength }
-                return dataOffset
-            }
+            bytes = try MappedBytes(reading: path, residentLength: Self.residentLength)
         }
         try self.init(bytes: bytes, path: path, options: options)
+    }
+
+    /// Opens a bundle read through `source` (an object on an HTTP server through `TilepackRemote`):
+    /// the header, metadata and index are read at once (for a remote object: nothing more than
+    /// its first request when they fit in it, else one more request), each payload when needed
+    /// (one request), with ranges announced to the source before many tiles are read
+    /// (``forEachTile(_:)``, ``forEachTile(where:_:)``). `options.access` is not used.
+    public init(source: any ByteSource, options: Options = Options()) throws(TileArchiveError) {
+        try self.init(bytes: MappedBytes(source: source, residentLength: Self.residentLength), path: source.name, options: options)
+    }
+
+    /// What reads that are not a memory map keep in memory: everything before the data section
+    /// when the header's counts and limits give the place it declares (else only the header: the
+    /// checks of the header then fail on it).
+    static func residentLength(head: UnsafeRawBufferPointer, size: Int) -> Int {
+        guard head.count >= BundleFormat.headerLength else { return head.count }
+        let header = BundleHeader(decoding: head)
+        guard header.metadataLength <= UInt64(BundleFormat.maximumMetadataLength),
+              header.tileCount <= UInt64(BundleFormat.maximumCount), header.payloadCount <= UInt64(BundleFormat.maximumCount)
+        else { return BundleFormat.headerLength }
+        let tiles = Int(header.tileCount), payloads = Int(header.payloadCount)
+        let indexOffset = BundleFormat.aligned(BundleFormat.headerLength + Int(header.metadataLength))
+        let records = BundleFormat.aligned(indexOffset + BundleFormat.zoomTableLength + 12 * tiles)
+        let dataOffset = BundleFormat.aligned(records + BundleFormat.payloadRecordLength * payloads)
+        guard header.dataOffset == UInt64(dataOffset), dataOffset <= size else { return BundleFormat.headerLength }
+        return dataOffset
     }
 
     /// Opens a bundle held in memory (downloaded, or a fuzzer's input); `path` names it in errors.
@@ -338,7 +350,13 @@ public struct BundleArchive: TileArchive {
         var scratch: UnsafeMutableRawBufferPointer? = nil
         var readScratch: UnsafeMutableRawBufferPointer? = nil
         defer { scratch?.deallocate(); readScratch?.deallocate() }
+        var announcedZoom = -1
         try forEachEntry { entry, tile in
+            if bytes.readsOnDemand, tile.zoom != announcedZoom {
+                // A remote source fetches each level's payloads in few requests (neighbours together).
+                announcedZoom = tile.zoom
+                try bytes.willRead(try payloadRanges(entries: zoomStarts[tile.zoom]..<zoomStarts[tile.zoom + 1]))
+            }
             let payload = try payload(number: payloadNumber(ofEntry: entry), tile: tile)
             let stored = try storedBytes(payload, tile: tile, scratch: &readScratch)
             switch payload.codec {
@@ -354,6 +372,47 @@ public struct BundleArchive: TileArchive {
                 try body(tile, UnsafeRawBufferPointer(target))
             }
         }
+    }
+
+    /// Calls `body` for the tiles `wanted` accepts, reading only those: their payloads' ranges are
+    /// announced first (a remote source fetches neighbours together), then read in file order,
+    /// which is the order of the calls (not (zoom, x, y)).
+    public func forEachTile(where wanted: (TileCoordinate) -> Bool,
+                            _ body: (TileCoordinate, UnsafeRawBufferPointer) throws -> Void) throws {
+        var chosen: [(entry: Int, tile: TileCoordinate, payload: Payload)] = []
+        try forEachEntry { entry, tile in
+            if wanted(tile) { chosen.append((entry, tile, try payload(number: payloadNumber(ofEntry: entry), tile: tile))) }
+        }
+        chosen.sort { $0.payload.offset < $1.payload.offset }
+        try bytes.willRead(chosen.map { (dataOffset + $0.payload.offset)..<(dataOffset + $0.payload.offset + $0.payload.storedLength) })
+        var scratch: UnsafeMutableRawBufferPointer? = nil
+        var readScratch: UnsafeMutableRawBufferPointer? = nil
+        defer { scratch?.deallocate(); readScratch?.deallocate() }
+        for item in chosen {
+            let stored = try storedBytes(item.payload, tile: item.tile, scratch: &readScratch)
+            switch item.payload.codec {
+            case .stored:
+                try body(item.tile, stored)
+            case .lz4Block:
+                if scratch == nil { scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: maximumTileLength, alignment: 16) }
+                guard let buffer = scratch else { return }
+                let target = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<item.payload.rawLength])
+                try decompress(item.payload, stored, into: target, tile: item.tile)
+                try body(item.tile, UnsafeRawBufferPointer(target))
+            }
+        }
+    }
+
+    /// The data-file ranges of the payloads of `entries`, each once, ascending.
+    private func payloadRanges(entries: Range<Int>) throws(TileArchiveError) -> [Range<Int>] {
+        var ranges: [Range<Int>] = []
+        ranges.reserveCapacity(entries.count)
+        for entry in entries {
+            let payload = try payload(number: payloadNumber(ofEntry: entry), tile: nil)
+            ranges.append((dataOffset + payload.offset)..<(dataOffset + payload.offset + payload.storedLength))
+        }
+        ranges.sort { $0.lowerBound < $1.lowerBound }
+        return ranges
     }
 
     /// Every index entry with its tile, in index order (zoom, then key).

@@ -1,8 +1,9 @@
 import Foundation
 import TilepackCore
 
-/// Read-only bytes of a whole file: memory-mapped, held in memory, or (``init(reading:residentLength:)``)
-/// a prefix held in memory with the rest read by `pread` on demand. Immutable after init, so
+/// Read-only bytes of a whole file: memory-mapped, held in memory, or a prefix held in memory with
+/// the rest read on demand, by `pread` (``init(reading:residentLength:)``) or from a
+/// ``ByteSource`` such as an HTTP object (``init(source:residentLength:)``). Immutable after init, so
 /// sharing it between threads is safe (hence `@unchecked Sendable`: the raw pointer is the only
 /// non-Sendable member, nothing ever writes through it, and `pread` keeps no file position).
 final class MappedBytes: @unchecked Sendable {
@@ -13,6 +14,8 @@ final class MappedBytes: @unchecked Sendable {
     let fileSize: Int
     /// The open file for on-demand reads, or -1.
     private let descriptor: Int32
+    /// The source of on-demand reads when they do not come from a file.
+    private let source: (any ByteSource)?
     private let release: Release
 
     private enum Release {
@@ -23,8 +26,44 @@ final class MappedBytes: @unchecked Sendable {
 
     var buffer: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: base, count: count) }
 
-    /// Whether bytes past ``count`` are read from the file on demand.
-    var readsOnDemand: Bool { descriptor >= 0 }
+    /// Whether bytes past ``count`` are read from the file (or source) on demand.
+    var readsOnDemand: Bool { descriptor >= 0 || source != nil }
+
+    /// Tells a source the ranges about to be read (a remote one fetches neighbours together).
+    func willRead(_ ranges: [Range<Int>]) throws(TileArchiveError) {
+        guard let source, !ranges.isEmpty else { return }
+        do { try source.willRead(ranges) } catch { throw Self.archiveError(error, name: source.name) }
+    }
+
+    static func archiveError(_ error: any Error, name: String) -> TileArchiveError {
+        error as? TileArchiveError ?? TileArchiveError(path: name, fault: .io(errno: 0, reason: "\(error)"))
+    }
+
+    /// Reads through `source`: the first `residentLength(head, size)` bytes (given the first up to
+    /// 128 bytes and the size) are copied into memory now, in one read of the source (one request
+    /// for a remote object, none when its first request already holds them), the rest when asked for.
+    init(source: any ByteSource, residentLength: (UnsafeRawBufferPointer, Int) -> Int) throws(TileArchiveError) {
+        let size = source.count
+        descriptor = -1
+        self.source = source
+        fileSize = size
+        do {
+            let head = try source.bytes(offset: 0, length: min(size, 128))
+            let length = head.withUnsafeBytes { max($0.count, min(size, residentLength($0, size))) }
+            count = length
+            guard length > 0 else {
+                base = nil
+                release = .none
+                return
+            }
+            let memory = UnsafeMutableRawPointer.allocate(byteCount: length, alignment: 16)
+            base = UnsafeRawPointer(memory)
+            release = .deallocate
+            try source.withBytes(offset: 0, length: length) { memory.copyMemory(from: $0.baseAddress!, byteCount: length) }
+        } catch {
+            throw Self.archiveError(error, name: source.name)
+        }
+    }
 
     /// Opens `path` for `pread` access: the first `residentLength(head, fileSize)` bytes (given the
     /// first up to 128 bytes and the size) are read into memory now, the rest when asked for. A
@@ -43,6 +82,7 @@ final class MappedBytes: @unchecked Sendable {
             throw error
         }
         descriptor = fd
+        source = nil
         fileSize = size
         count = length
         guard length > 0 else {
@@ -87,7 +127,16 @@ final class MappedBytes: @unchecked Sendable {
             scratch = .allocate(byteCount: max(length, 64 << 10), alignment: 16)
         }
         let target = UnsafeMutableRawBufferPointer(rebasing: scratch![0..<length])
-        if length > 0 { try Self.readFully(descriptor, into: target, at: offset, path: path) }
+        guard length > 0 else { return UnsafeRawBufferPointer(target) }
+        if let source {
+            do {
+                try source.withBytes(offset: offset, length: length) { target.baseAddress!.copyMemory(from: $0.baseAddress!, byteCount: length) }
+            } catch {
+                throw Self.archiveError(error, name: source.name)
+            }
+        } else {
+            try Self.readFully(descriptor, into: target, at: offset, path: path)
+        }
         return UnsafeRawBufferPointer(target)
     }
 
@@ -98,6 +147,7 @@ final class MappedBytes: @unchecked Sendable {
         defer { close(fd) }
         let size = Int(info.st_size)
         descriptor = -1
+        source = nil
         fileSize = size
         guard size > 0 else {
             base = nil
@@ -129,6 +179,7 @@ final class MappedBytes: @unchecked Sendable {
         count = data.count
         fileSize = data.count
         descriptor = -1
+        source = nil
         guard count > 0 else {
             base = nil
             release = .none
