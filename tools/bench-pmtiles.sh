@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Issue 15's PMTiles benchmark: MBTiles -> PMTiles vs PyPI pmtiles-convert, and an extract from a
-# remote PMTiles on loopback nginx vs the PyPI pmtiles reader (time and requests, as ratios).
+# remote PMTiles (and the same tiles as a remote bundle) on loopback nginx vs the PyPI pmtiles reader
+# (time and requests, as ratios).
 # Builds the tilepack CLI (release); outputs go under $BENCH_WORK (default /tmp/tilepack-bench-pmtiles).
 #
 #   tools/bench-pmtiles.sh [--runs N] [--bbox W,S,E,N] [--mbtiles FILE]

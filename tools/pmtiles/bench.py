@@ -3,7 +3,7 @@
 
 1. MBTiles -> PMTiles: `tilepack convert` against the PyPI `pmtiles-convert` on the same
    50,000-tile MBTiles file.
-2. Extract of a region from a remote PMTiles on a loopback nginx: `tilepack extract URL out.pmtiles
+2. Extract of a region from a remote PMTiles (and from the same tiles as a remote tilepack bundle) on a loopback nginx: `tilepack extract URL out.pmtiles
    --bbox ...` against the PyPI `pmtiles` reader doing the same (each tile of the region looked up
    through `Reader.get` over HTTP range requests, the identical requests it repeats (header, root)
    memoised, the tiles written with the package's writer). Requests are counted in nginx's log.
@@ -217,15 +217,20 @@ def main():
     served = os.path.join(args.work, "www")
     os.makedirs(served, exist_ok=True)
     shutil.copyfile(out_py, os.path.join(served, "bench.pmtiles"))
+    # The same tiles as a tilepack bundle, for the remote-bundle contender.
+    subprocess.run([args.tilepack, "convert", mbtiles, os.path.join(served, "bench.tilepack"), "--force", "--quiet"],
+                   check=True, capture_output=True)
     nginx = Nginx(args.work, served)
     try:
         url = f"http://127.0.0.1:{nginx.port}/bench.pmtiles"
         extract_tp = os.path.join(args.work, "extract-tilepack.pmtiles")
         extract_py = os.path.join(args.work, "extract-reference.pmtiles")
+        extract_tb = os.path.join(args.work, "extract-tilepack-bundle.pmtiles")
+        bundle_url = f"http://127.0.0.1:{nginx.port}/bench.tilepack"
         marks = {}
         def mark(label):
             marks[label] = nginx.requests()
-            for p in (extract_tp, extract_py):
+            for p in (extract_tp, extract_py, extract_tb):
                 if os.path.exists(p):
                     os.remove(p)
         def count_requests(label):
@@ -234,6 +239,7 @@ def main():
             ("tilepack extract", [args.tilepack, "extract", url, extract_tp, f"--bbox={args.bbox}", "--force", "--quiet"]),
             ("pmtiles reader", [sys.executable, __file__, "--reference-extract", "--tilepack", args.tilepack, "--work", args.work,
                                 "--url", url, "--out", extract_py, f"--bbox={args.bbox}"]),
+            ("tilepack extract (bundle)", [args.tilepack, "extract", bundle_url, extract_tb, f"--bbox={args.bbox}", "--force", "--quiet"]),
         ], args.runs, before=mark, after=count_requests)
         subprocess.run([args.tilepack, "extract", url, extract_tp, f"--bbox={args.bbox}", "--force", "--quiet"], check=True, capture_output=True)
         tiles = int(subprocess.run([sys.executable, __file__, "--reference-extract", "--tilepack", args.tilepack, "--work", args.work,
@@ -243,11 +249,16 @@ def main():
               f"in {requests['tilepack extract']} requests, pmtiles reader {medians['pmtiles reader'] * 1000:.0f} ms in "
               f"{requests['pmtiles reader']} requests: {ratio:.2f}x faster (goal >= 3x), "
               f"{requests['tilepack extract'] / max(1, requests['pmtiles reader']):.3f}x the requests (goal <= 1)")
+        ratio = medians["pmtiles reader"] / medians["tilepack extract (bundle)"]
+        print(f"the same region from a remote tilepack bundle: tilepack {medians['tilepack extract (bundle)'] * 1000:.0f} ms "
+              f"in {requests['tilepack extract (bundle)']} requests: {ratio:.2f}x faster than the pmtiles reader on the PMTiles, "
+              f"{requests['tilepack extract (bundle)'] / max(1, requests['pmtiles reader']):.3f}x its requests")
         # The same tiles either way.
         dump = lambda p: subprocess.run([sys.executable, os.path.join(os.path.dirname(__file__), "reference.py"), "dump", p],
                                         check=True, capture_output=True, text=True).stdout
         import json
-        same = json.loads(dump(extract_tp))["tiles"] == json.loads(dump(extract_py))["tiles"]
+        subprocess.run([args.tilepack, "extract", bundle_url, extract_tb, f"--bbox={args.bbox}", "--force", "--quiet"], check=True, capture_output=True)
+        same = json.loads(dump(extract_tp))["tiles"] == json.loads(dump(extract_py))["tiles"] == json.loads(dump(extract_tb))["tiles"]
         print(f"the two extracts hold the same tiles: {same}")
     finally:
         nginx.stop()
