@@ -14,6 +14,9 @@ let package = Package(
         // What an app links: `import Tilepack` re-exports Core, Storage, Imaging, TileLayer, the
         // Adapter and Prefetch. It stands on the platform: HTTP through URLSession, MD5 from CryptoKit or libcrypto.
         .library(name: "Tilepack", targets: ["Tilepack"]),
+        // Archives at http(s):// URLs (PMTiles and bundles by range requests) for apps that read
+        // remote archives: `RemoteArchive.open(url:)` gives the same `TileArchive` read API.
+        .library(name: "TilepackRemote", targets: ["TilepackRemote"]),
         .executable(name: "tilepack", targets: ["tilepack"]),
         // The server, a program of its own: `tilepack` (and README's first command) builds without
         // Hummingbird and SwiftNIO; `tilepack serve` runs this one.
