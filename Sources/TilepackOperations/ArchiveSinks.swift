@@ -53,7 +53,8 @@ final class MBTilesSink: TileSink {
         }
     }
 
-    let prepare: @Sendable (consuming [UInt8]) -> PreparedTile = { .bytes($0) }
+    let prepare: @Sendable (consuming [UInt8], UInt32?) -> PreparedTile = { bytes, _ in .bytes(bytes) }
+    let usesCRC = false
 
     func begin(content: TileContent) throws {}
 
@@ -98,7 +99,10 @@ final class BundleSink: TileSink {
     private var writer: BundleWriter?
     private static let options = BundleWriter.Options(derivation: .fillMissing)
 
-    let prepare: @Sendable (consuming [UInt8]) -> PreparedTile = { .bundlePayload(BundleWriter.prepare($0, options: BundleSink.options)) }
+    let prepare: @Sendable (consuming [UInt8], UInt32?) -> PreparedTile = { bytes, crc in
+        .bundlePayload(BundleWriter.prepare(bytes, options: BundleSink.options, crc: crc))
+    }
+    let usesCRC = true
 
     init(destination: String, overwrite: Bool) throws(TileArchiveError) {
         self.destination = destination
