@@ -417,37 +417,64 @@ public final class BundleWriter {
             spoolOffset: spoolLength, storedLength: UInt32(length), rawLength: UInt32(prepared.rawLength),
             crc: prepared.crc, codec: prepared.codec)
         let padding = BundleFormat.aligned(length) - length
-        if spoolBuffer.count + length + padding > Self.spoolBufferCapacity { try flushSpool() }
         if length >= Self.directSpoolBytes {
-            try flushSpool()
-            try prepared.stored.withUnsafeBytes { bytes in Result { () throws(TileArchiveError) in try writeSpool(bytes) } }.get()
+            // What the buffer holds, the payload and its padding: one system call.
+            try spoolBuffer.withUnsafeBytes { buffered in
+                prepared.stored.withUnsafeBytes { bytes in
+                    Self.zeroPadding.withUnsafeBytes { zeros in
+                        Result { () throws(TileArchiveError) in
+                            try writeSpool([buffered, bytes, UnsafeRawBufferPointer(rebasing: zeros[0..<padding])])
+                        }
+                    }
+                }
+            }.get()
+            spoolBuffer.removeAll(keepingCapacity: true)
         } else {
+            if spoolBuffer.count + length + padding > Self.spoolBufferCapacity { try flushSpool() }
             spoolBuffer.append(contentsOf: prepared.stored)
+            if padding > 0 { spoolBuffer.append(contentsOf: repeatElement(0, count: padding)) }
         }
-        if padding > 0 { spoolBuffer.append(contentsOf: repeatElement(0, count: padding)) }
         spoolLength += length + padding
         return entry
     }
+
+    private static let zeroPadding = [UInt8](repeating: 0, count: BundleFormat.alignment)
 
     /// Payloads this long or longer skip the spool's buffer.
     static let directSpoolBytes = 64 << 10
 
     private func flushSpool() throws(TileArchiveError) {
         guard !spoolBuffer.isEmpty else { return }
-        try spoolBuffer.withUnsafeBytes { bytes in Result { () throws(TileArchiveError) in try writeSpool(bytes) } }.get()
+        try spoolBuffer.withUnsafeBytes { bytes in Result { () throws(TileArchiveError) in try writeSpool([bytes]) } }.get()
         spoolBuffer.removeAll(keepingCapacity: true)
     }
 
-    /// Writes `bytes` at the end of the spool file.
-    private func writeSpool(_ bytes: UnsafeRawBufferPointer) throws(TileArchiveError) {
+    /// Writes `pieces`, one after the other, at the end of the spool file (one `pwritev` if the
+    /// kernel takes it all).
+    private func writeSpool(_ pieces: [UnsafeRawBufferPointer]) throws(TileArchiveError) {
+        var vectors = pieces.filter { !$0.isEmpty }.map { iovec(iov_base: UnsafeMutableRawPointer(mutating: $0.baseAddress), iov_len: $0.count) }
+        let total = pieces.reduce(0) { $0 + $1.count }
         var done = 0
-        while done < bytes.count {
-            let n = pwrite(spool, bytes.baseAddress?.advanced(by: done), bytes.count - done, off_t(spoolFlushed + done))
+        var first = 0  // the first vector not written whole
+        while done < total {
+            let n = vectors.withUnsafeBufferPointer { v in
+                pwritev(spool, v.baseAddress! + first, Int32(v.count - first), off_t(spoolFlushed + done))
+            }
             if n < 0, errno == EINTR { continue }
             guard n > 0 else { throw ioError("write spool") }
             done += n
+            // Skip what was written: whole vectors, then part of the next.
+            var left = n
+            while first < vectors.count, left >= vectors[first].iov_len {
+                left -= vectors[first].iov_len
+                first += 1
+            }
+            if left > 0 {
+                vectors[first].iov_base = vectors[first].iov_base.map { $0 + left }
+                vectors[first].iov_len -= left
+            }
         }
-        spoolFlushed += bytes.count
+        spoolFlushed += total
     }
 
     /// Copies the spooled payloads to `out` in the order `order`, payload `order[i]` at `offset(i)`.
@@ -485,9 +512,11 @@ public final class BundleWriter {
             if kernelCopies && runLength >= Self.kernelCopyBytes {
                 try copyGathered()
                 try out.write(zeros: offset(position) - out.position)
-                kernelCopies = try out.copy(from: spool, at: start, length: runLength)
+                // With the zeros after it, unless it ends the data section (the spool has them too).
+                let copied = end < order.count ? BundleFormat.aligned(runEnd) - start : runLength
+                kernelCopies = try out.copy(from: spool, at: start, length: copied)
                 if kernelCopies {
-                    sinceFlush += runLength
+                    sinceFlush += copied
                 } else {
                     // The kernel cannot copy between these files: through memory from now on.
                     gathered.append(contentsOf: position..<end)
