@@ -256,7 +256,13 @@ struct ReadTile: Sendable {
 enum TileFileReader {
     struct ReadFailure: Error { var reason: String }
 
-    typealias Batch = ParallelBatch<TileFile, Result<ReadTile, ReadFailure>, [UInt8]>
+    typealias Batch = ParallelBatch<TileFile, Result<ReadTile, ReadFailure>, Scratch>
+
+    /// A worker's reusable read buffer, and whether its last file was large.
+    struct Scratch {
+        var buffer: [UInt8] = []
+        var lastWasLarge = false
+    }
 
     /// Starts reading `files` on the threads of `pool`, each tile then made ready by `prepare`
     /// (given the file's CRC-32 where the check derives it, when `usesCRC`).
@@ -264,7 +270,7 @@ enum TileFileReader {
                       prepare: @escaping @Sendable (consuming [UInt8], UInt32?) -> PreparedTile, pool: WorkerPool) -> Batch {
         let batch = Batch(files)
         if !files.isEmpty {
-            batch.start(on: pool, makeState: { [] }) { scratch, file in
+            batch.start(on: pool, makeState: { Scratch() }) { scratch, file in
                 read(file, options: options, computingCRC: usesCRC, scratch: &scratch).map { tile in
                     var tile = tile
                     if case .bytes(let bytes) = tile.prepared { tile.prepared = prepare(bytes, tile.crc) }
@@ -281,10 +287,12 @@ enum TileFileReader {
     static let crcFromChunksLength = 16 << 10
 
     static func read(_ file: TileFile, options: ImportOptions, computingCRC: Bool = false,
-                     scratch: inout [UInt8]) -> Result<ReadTile, ReadFailure> {
+                     scratch: inout Scratch) -> Result<ReadTile, ReadFailure> {
         let bytes: [UInt8]
         do throws(FileReading.Failure) {
-            bytes = try FileReading.read(file.path, folder: file.folder, name: file.name, scratch: &scratch)
+            bytes = try FileReading.read(file.path, folder: file.folder, name: file.name, scratch: &scratch.buffer,
+                                         expectLarge: scratch.lastWasLarge)
+            scratch.lastWasLarge = bytes.count >= FileReading.largeFileSize
         } catch {
             return .failure(ReadFailure(reason: error.description))
         }
