@@ -11,8 +11,8 @@ let package = Package(
     name: "tilepack",
     platforms: [.macOS(.v15), .iOS(.v18)],
     products: [
-        // What an app links: `import Tilepack` re-exports Core, Storage, Imaging, TileLayer and the
-        // Adapter. It stands on the platform: HTTP through URLSession, MD5 from CryptoKit or libcrypto.
+        // What an app links: `import Tilepack` re-exports Core, Storage, Imaging, TileLayer, the
+        // Adapter and Prefetch. It stands on the platform: HTTP through URLSession, MD5 from CryptoKit or libcrypto.
         .library(name: "Tilepack", targets: ["Tilepack"]),
         .executable(name: "tilepack", targets: ["tilepack"]),
         // Parts of the library alone, so that tools need not build what they do not use
@@ -34,6 +34,8 @@ let package = Package(
         systemLibrary("CTilepackZlib", pkgConfig: "zlib", apt: ["zlib1g-dev"]),
         // MD5 for agg_tiles_hash on Linux (OpenSSL's libcrypto); Apple platforms use CryptoKit.
         systemLibrary("CTilepackCrypto", pkgConfig: "libcrypto", apt: ["libssl-dev"]),
+        // SIMD bilinear scaling for resampling tiles (retina sizes, overzoom, fallback).
+        systemLibrary("CTilepackPixman", pkgConfig: "pixman-1", apt: ["libpixman-1-dev"]),
 
         // Floor 1: the vocabulary. Foundation only.
         .target(name: "TilepackCore"),
@@ -48,7 +50,7 @@ let package = Package(
         ),
         .target(
             name: "TilepackImaging",
-            dependencies: ["TilepackCore", "CTilepackPNG", "CTilepackTurboJPEG", "CTilepackWebP"]
+            dependencies: ["TilepackCore", "CTilepackPNG", "CTilepackTurboJPEG", "CTilepackWebP", "CTilepackPixman"]
         ),
 
         // Floor 2: HTTP(S) through URLSession (FoundationNetworking on Linux): deadlines, bounded
@@ -70,10 +72,17 @@ let package = Package(
             dependencies: ["TilepackCore", "TilepackStorage", "TilepackImaging", "TileLayer"]
         ),
 
+        // Floor 4: offline prefetch (seed 003): a box or a route corridor from a tile server into a
+        // persistent MBTiles store; estimate, progress, cancel, resume, eviction, purge.
+        .target(
+            name: "TilepackPrefetch",
+            dependencies: ["TilepackCore", "TilepackStorage", "TilepackImaging", "TileLayer", "TilepackHTTP"]
+        ),
+
         // The `Tilepack` product's module: one import for an app.
         .target(
             name: "Tilepack",
-            dependencies: ["TilepackCore", "TilepackStorage", "TilepackImaging", "TileLayer", "TilepackAdapter"]
+            dependencies: ["TilepackCore", "TilepackStorage", "TilepackImaging", "TileLayer", "TilepackAdapter", "TilepackPrefetch"]
         ),
 
         // Floor 5: the command-line tool, thin.
@@ -81,6 +90,7 @@ let package = Package(
             name: "tilepack",
             dependencies: [
                 "TilepackCore", "TilepackStorage", "TilepackImaging", "TileLayer", "TilepackAdapter", "TilepackOperations",
+                "TilepackPrefetch",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -105,6 +115,10 @@ let package = Package(
         .testTarget(name: "TilepackOperationsTests", dependencies: ["TilepackOperations", "TilepackTestSupport"]),
         // The command's parsing, messages and exit statuses: `@testable import tilepack`, and the built binary.
         .testTarget(name: "TilepackCLITests", dependencies: ["tilepack", "TilepackOperations", "TilepackTestSupport"]),
+        .testTarget(
+            name: "TilepackPrefetchTests",
+            dependencies: ["TilepackPrefetch", "TilepackStorage", "TilepackImaging", "TilepackHTTP", "TilepackOperations", "TilepackTestSupport"]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -41,12 +41,14 @@ public struct LayerTilePlan: Sendable {
     /// The zoom the layer's tiles are asked at, or `nil` when the layer shows nothing at this zoom
     /// (hidden at the view's level, or tiles smaller than 128 pixels beyond tile zoom 21).
     public var tileZoom: Int?
-    /// Every place a tile of the layer is drawn (inside the bounding box).
+    /// Every place a tile of the layer is drawn: inside the bounding box, and not hidden by opaque
+    /// tiles of layers above.
     public var placements: [TilePlacement]
-    /// The distinct tiles to draw, in drawing order: inside the bounding box and, as far as
-    /// `hasTile` said, existing. These are the tiles the view requests.
+    /// The distinct tiles to draw, in drawing order: those of ``placements`` that, as far as
+    /// `hasTile` said, exist. These are the tiles the view requests.
     public var tiles: [TileCoordinate]
-    /// Whether the layer is skipped because an opaque layer above covers the whole viewport.
+    /// Whether every place the layer would draw is hidden by opaque tiles of layers above, so that
+    /// it loads nothing (seed 001: "not loading data for lower layers covered by the raster tile").
     public var coveredByOpaqueLayer: Bool
 }
 
@@ -90,6 +92,9 @@ public final class HeadlessMapView: Sendable {
     public static let maximumRetryDelay = 60.0
     /// How many tiles a layer keeps in memory beyond those in view.
     public static let memoryTileLimit = 512
+    /// How many zoom levels up the view looks for an existing ancestor to fetch as a stand-in for
+    /// a tile that is still loading or failing (a tile that does not exist looks all the way up).
+    public static let fallbackFetchLevels = 3
 
     private let state: Locked<ViewState>
     private let clock: @Sendable () -> Double
@@ -264,25 +269,6 @@ public final class HeadlessMapView: Sendable {
         return t.east > box.west || t.west < box.east
     }
 
-    /// The geographic box the viewport shows (clamped to the world).
-    private static func visibleBox(_ g: Geometry) -> GeoBoundingBox {
-        let nw = WebMercator.coordinate(atWorldPoint: MercatorPoint(x: g.originX / g.worldPixels, y: g.originY / g.worldPixels))
-        let se = WebMercator.coordinate(atWorldPoint: MercatorPoint(
-            x: (g.originX + Double(g.pixelWidth)) / g.worldPixels, y: (g.originY + Double(g.pixelHeight)) / g.worldPixels))
-        let spansWorld = Double(g.pixelWidth) >= g.worldPixels
-        return GeoBoundingBox(west: spansWorld ? -180 : nw.longitude, south: se.latitude,
-                              east: spansWorld ? 180 : se.longitude, north: nw.latitude)
-    }
-
-    private static func box(_ outer: GeoBoundingBox, contains inner: GeoBoundingBox) -> Bool {
-        guard outer.south <= inner.south, outer.north >= inner.north else { return false }
-        if outer.west <= outer.east {
-            return inner.west <= inner.east && outer.west <= inner.west && outer.east >= inner.east
-        }
-        if inner.west <= inner.east { return inner.west >= outer.west || inner.east <= outer.east }
-        return inner.west >= outer.west && inner.east <= outer.east
-    }
-
     /// The placements of a layer's tiles (inside its bounding box) for geometry `g`.
     static func placements(_ g: Geometry, tileZoom: Int, tileSize: Int, box: GeoBoundingBox?) -> [TilePlacement] {
         guard g.pixelWidth > 0, g.pixelHeight > 0 else { return [] }
@@ -326,27 +312,42 @@ public final class HeadlessMapView: Sendable {
     }
 
     /// Plans in drawing order (bottom first).
+    ///
+    /// Top down: each layer's placements hidden by opaque tiles of the layers above are dropped
+    /// (and so not loaded). An opaque layer's tile hides what is under it when it exists (`hasTile`)
+    /// and has not failed at its last attempt; a tile without data, a failing tile, a fallback
+    /// stand-in or a transparent layer hides nothing.
     private func plans(_ entries: [LayerEntry], _ g: Geometry) -> [PlannedLayer] {
         let ordered = drawingOrder(entries)
         var result: [PlannedLayer] = []
-        var covered = false
-        let visible = Self.visibleBox(g)
-        // Top down, so that an opaque layer covering the viewport hides those below it.
+        var cover: [PixelRect] = []
+        let viewport = PixelRect(left: 0, top: 0, right: g.pixelWidth, bottom: g.pixelHeight)
         for (entry, settings, index) in ordered.reversed() {
-            var plan = LayerTilePlan(layer: entry.layer, tileZoom: nil, placements: [], tiles: [], coveredByOpaqueLayer: covered)
-            if !covered, g.level >= 0, settings.isShown(atZoomLevel: min(g.level, MapTileLayer.maximumZoomLevel)),
+            var plan = LayerTilePlan(layer: entry.layer, tileZoom: nil, placements: [], tiles: [], coveredByOpaqueLayer: false)
+            if g.level >= 0, settings.isShown(atZoomLevel: min(g.level, MapTileLayer.maximumZoomLevel)),
                let zoom = Self.tileZoom(viewLevel: g.level, tileSize: settings.tileSize) {
                 plan.tileZoom = zoom
-                plan.placements = Self.placements(g, tileZoom: zoom, tileSize: settings.tileSize, box: settings.boundingBox)
-                var seen = Set<TileCoordinate>()
-                for placement in plan.placements where seen.insert(placement.tile).inserted {
-                    if entry.runtime.hasTile(placement.tile, layer: entry.layer, source: settings.dataSource) {
-                        plan.tiles.append(placement.tile)
+                let all = Self.placements(g, tileZoom: zoom, tileSize: settings.tileSize, box: settings.boundingBox)
+                plan.placements = all.filter { placement in
+                    guard let visible = PixelRect(placement).intersection(viewport) else { return false }
+                    return !visible.isCovered(by: cover)
+                }
+                plan.coveredByOpaqueLayer = !all.isEmpty && plan.placements.isEmpty
+                var exists: [TileCoordinate: Bool] = [:]
+                var hiding: [PixelRect] = []
+                for placement in plan.placements {
+                    let tile = placement.tile
+                    let present: Bool
+                    if let known = exists[tile] {
+                        present = known
+                    } else {
+                        present = entry.runtime.hasTile(tile, layer: entry.layer, source: settings.dataSource)
+                        exists[tile] = present
+                        if present { plan.tiles.append(tile) }
                     }
+                    if !settings.transparent, present, !entry.runtime.isFailing(tile) { hiding.append(PixelRect(placement)) }
                 }
-                if !settings.transparent, settings.boundingBox.map({ Self.box($0, contains: visible) }) ?? true {
-                    covered = true
-                }
+                cover += hiding
             }
             result.append(PlannedLayer(entry: entry, settings: settings, index: index, plan: plan))
         }
@@ -356,7 +357,12 @@ public final class HeadlessMapView: Sendable {
     // MARK: - Loading
 
     /// Starts requests for every tile the layers need and do not have, and returns at once.
-    /// Tiles that failed are asked again only after their back-off delay.
+    /// Tiles that failed are asked again only after their back-off delay. With fallback enabled,
+    /// each tile that does not exist has its nearest existing ancestor requested (all the way up:
+    /// overzoom), and so does each tile still loading since an earlier update or failing, within
+    /// ``fallbackFetchLevels`` (unless an ancestor that close is loaded), so that a scaled stand-in
+    /// shows until the tile arrives. Loads of tiles no longer wanted (they left the view) are
+    /// cancelled; that is no failure.
     public func update() {
         let (entries, g) = state.withLock { ($0.layers, geometry($0)) }
         let now = clock()
@@ -364,33 +370,60 @@ public final class HeadlessMapView: Sendable {
             let runtime = planned.entry.runtime
             let layer = planned.entry.layer
             let settings = planned.settings
-            var wanted = planned.plan.tiles
-            if settings.fallbackEnabled, let zoom = planned.plan.tileZoom {
-                // For tiles that do not exist, ask for the nearest ancestor that does.
-                var seen = Set(wanted)
-                for placement in planned.plan.placements where !seen.contains(placement.tile) {
-                    seen.insert(placement.tile)
-                    for ancestorZoom in stride(from: zoom - 1, through: 0, by: -1) {
-                        guard let ancestor = placement.tile.ancestor(atZoom: ancestorZoom) else { break }
-                        if runtime.hasTile(ancestor, layer: layer, source: settings.dataSource) {
-                            if seen.insert(ancestor).inserted { wanted.append(ancestor) }
-                            break
-                        }
-                    }
+            let (wanted, standIns) = wantedTiles(planned)
+            let keep = Set(wanted)
+            runtime.cancelLoads(keeping: keep)
+            runtime.trim(keeping: keep, limit: Self.memoryTileLimit)
+            for tile in wanted {
+                let standIn = standIns.contains(tile)
+                _ = runtime.startIfNeeded(tile, now: now, quiet: standIn) {
+                    start(tile, layer: layer, settings: settings, runtime: runtime, scale: Double(g.scale), standIn: standIn)
                 }
-            }
-            runtime.trim(keeping: Set(planned.plan.tiles), limit: Self.memoryTileLimit)
-            for tile in wanted where runtime.shouldRequest(tile, now: now) {
-                start(tile, layer: layer, settings: settings, runtime: runtime, scale: Double(g.scale))
             }
         }
     }
 
+    /// The tiles a planned layer wants, ancestors first (they show soonest), then its own; and the
+    /// ancestors wanted only as stand-ins for tiles loading or failing (their failures are not
+    /// diagnosed: the tile they stand in for is).
+    private func wantedTiles(_ planned: PlannedLayer) -> (tiles: [TileCoordinate], standIns: Set<TileCoordinate>) {
+        let runtime = planned.entry.runtime
+        let layer = planned.entry.layer
+        let settings = planned.settings
+        guard settings.fallbackEnabled, let zoom = planned.plan.tileZoom else { return (planned.plan.tiles, []) }
+        let present = Set(planned.plan.tiles)
+        var ancestors: [TileCoordinate] = []
+        var overzoomed = Set<TileCoordinate>()
+        var seen = present
+        var looked = Set<TileCoordinate>()
+        for placement in planned.plan.placements where looked.insert(placement.tile).inserted {
+            let tile = placement.tile
+            let levels: Int
+            if !present.contains(tile) {
+                levels = zoom  // no tile here: the deepest ancestor that has one (overzoom)
+            } else if !(runtime.isLoading(tile) || runtime.isFailing(tile))
+                        || runtime.hasLoadedAncestor(of: tile, within: Self.fallbackFetchLevels) {
+                continue  // loaded, or not asked for yet (it may come at once), or a close stand-in is there
+            } else {
+                levels = min(zoom, Self.fallbackFetchLevels)  // loading or failing: a stand-in close by
+            }
+            for ancestorZoom in stride(from: zoom - 1, through: zoom - levels, by: -1) {
+                guard let ancestor = tile.ancestor(atZoom: ancestorZoom) else { break }
+                if runtime.hasTile(ancestor, layer: layer, source: settings.dataSource) {
+                    if seen.insert(ancestor).inserted { ancestors.append(ancestor) }
+                    if !present.contains(tile) { overzoomed.insert(ancestor) }
+                    break
+                }
+            }
+        }
+        return (ancestors + planned.plan.tiles, Set(ancestors).subtracting(overzoomed))
+    }
+
     private func start(_ tile: TileCoordinate, layer: MapTileLayer, settings: MapTileLayer.Settings,
-                       runtime: LayerRuntime, scale: Double) {
+                       runtime: LayerRuntime, scale: Double, standIn: Bool) -> Task<Void, Never> {
         inFlightCount.add(1, ordering: .relaxed)
-        Task.detached { [self] in
-            let result = await TileLoading.load(tile, layer: layer, settings: settings, scale: scale)
+        return Task.detached { [self] in
+            let result = await TileLoading.load(tile, layer: layer, settings: settings, scale: scale, standIn: standIn)
             runtime.finish(tile, result: result, now: clock(), layer: layer)
             inFlightCount.subtract(1, ordering: .releasing)
         }
@@ -432,7 +465,7 @@ public final class HeadlessMapView: Sendable {
                     opacity = min(1, max(0, (now - shown) / Self.fadeDuration))
                 }
                 if (real == nil || opacity < 1), settings.fallbackEnabled,
-                   let (fallback, sourceZoom) = runtime.fallback(for: placement.tile, tileZoom: zoom, tileSize: settings.tileSize) {
+                   let (fallback, sourceZoom) = runtime.fallback(for: placement.tile, tileZoom: zoom, outputSize: max(width, height)) {
                     Self.draw(fallback, on: &canvas, placement: placement, width: width, height: height,
                               opaque: !settings.transparent, opacity: 1)
                     drawn.append(DrawnTile(layerIndex: planned.index, tile: placement.tile, isApproximate: true,
@@ -471,5 +504,47 @@ public final class HeadlessMapView: Sendable {
         update()
         _ = await waitUntilIdle(timeout: timeout)
         return renderFrame(settled: true)
+    }
+}
+
+/// A rectangle of output pixels (half-open), for working out what opaque tiles hide.
+struct PixelRect: Hashable {
+    var left: Int
+    var top: Int
+    var right: Int
+    var bottom: Int
+
+    init(left: Int, top: Int, right: Int, bottom: Int) {
+        self.left = left
+        self.top = top
+        self.right = right
+        self.bottom = bottom
+    }
+
+    init(_ placement: TilePlacement) {
+        self.init(left: placement.left, top: placement.top, right: placement.right, bottom: placement.bottom)
+    }
+
+    /// The overlap with `other`, `nil` when it has no area.
+    func intersection(_ other: PixelRect) -> PixelRect? {
+        let r = PixelRect(left: max(left, other.left), top: max(top, other.top),
+                          right: min(right, other.right), bottom: min(bottom, other.bottom))
+        return r.left < r.right && r.top < r.bottom ? r : nil
+    }
+
+    /// Whether the union of `rects` covers this rectangle: the rectangles overlapping it are cut
+    /// along all their edges into cells, and every cell must lie in one of them.
+    func isCovered(by rects: [PixelRect]) -> Bool {
+        let parts = rects.compactMap { $0.intersection(self) }
+        guard !parts.isEmpty else { return false }
+        if parts.contains(self) { return true }
+        let xs = Set(parts.flatMap { [$0.left, $0.right] } + [left, right]).sorted()
+        let ys = Set(parts.flatMap { [$0.top, $0.bottom] } + [top, bottom]).sorted()
+        for x in xs.dropLast() {
+            for y in ys.dropLast() where !parts.contains(where: { $0.left <= x && x < $0.right && $0.top <= y && y < $0.bottom }) {
+                return false
+            }
+        }
+        return true
     }
 }

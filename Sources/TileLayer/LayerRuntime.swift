@@ -18,7 +18,13 @@ final class LayerRuntime: Sendable {
 
     struct State {
         var loaded: [TileCoordinate: Loaded] = [:]
-        var inFlight: Set<TileCoordinate> = []
+        /// Loads running, with the task to cancel when the tile leaves the view.
+        var inFlight: [TileCoordinate: Task<Void, Never>] = [:]
+        /// Loads cancelled and not finished yet: their failure is no failure.
+        var cancelled: Set<TileCoordinate> = []
+        /// Loads of stand-ins for tiles loading or failing: a failure is not diagnosed (the tile
+        /// they stand in for is).
+        var quiet: Set<TileCoordinate> = []
         var failures: [TileCoordinate: Failure] = [:]
         var absent: Set<TileCoordinate> = []
         var firstShown: [TileCoordinate: Double] = [:]
@@ -46,34 +52,67 @@ final class LayerRuntime: Sendable {
         return exists
     }
 
-    /// Marks `tile` in flight and returns true when it should be requested now: not loaded, not
-    /// loading, known to exist, and past its retry time if it failed.
-    func shouldRequest(_ tile: TileCoordinate, now: Double) -> Bool {
+    /// Starts the load of `tile` (the task `load` makes) when it should be requested now: not
+    /// loaded, not loading, known to exist, and past its retry time if it failed. Returns whether
+    /// it started.
+    func startIfNeeded(_ tile: TileCoordinate, now: Double, quiet: Bool = false, load: () -> Task<Void, Never>) -> Bool {
         state.withLock { s in
-            guard !s.detached, s.loaded[tile] == nil, !s.inFlight.contains(tile), !s.absent.contains(tile) else { return false }
+            guard !s.detached, s.loaded[tile] == nil, s.inFlight[tile] == nil, !s.absent.contains(tile) else { return false }
             if let failure = s.failures[tile], failure.retryAt > now { return false }
-            s.inFlight.insert(tile)
+            if quiet { s.quiet.insert(tile) } else { s.quiet.remove(tile) }
+            // The task records its end under this lock, so it cannot finish before it is registered.
+            s.inFlight[tile] = load()
             return true
         }
     }
 
-    /// Records the end of a load.
-    func finish(_ tile: TileCoordinate, result: Result<Bitmap, StringError>, now: Double, layer: MapTileLayer) {
+    /// Cancels the loads of tiles not in `keeping` (they left the view). Returns how many.
+    @discardableResult
+    func cancelLoads(keeping: Set<TileCoordinate>) -> Int {
+        let tasks = state.withLock { s -> [Task<Void, Never>] in
+            var tasks: [Task<Void, Never>] = []
+            for (tile, task) in s.inFlight where !keeping.contains(tile) && !s.cancelled.contains(tile) {
+                s.cancelled.insert(tile)
+                tasks.append(task)
+            }
+            return tasks
+        }
+        for task in tasks { task.cancel() }
+        return tasks.count
+    }
+
+    /// Whether the load of `tile` is running.
+    func isLoading(_ tile: TileCoordinate) -> Bool { state.withLock { $0.inFlight[tile] != nil } }
+
+    /// Whether `tile` failed at its last attempt (and is waiting for its retry).
+    func isFailing(_ tile: TileCoordinate) -> Bool { state.withLock { $0.failures[tile] != nil } }
+
+    /// Whether `tile` is loaded.
+    func isLoaded(_ tile: TileCoordinate) -> Bool { state.withLock { $0.loaded[tile] != nil } }
+
+    /// Records the end of a load. A cancelled load that failed leaves no failure behind.
+    func finish(_ tile: TileCoordinate, result: TileLoadResult, now: Double, layer: MapTileLayer) {
         let failed: (String, Int, Double)? = state.withLock { s in
             guard !s.detached else { return nil }
-            s.inFlight.remove(tile)
+            s.inFlight[tile] = nil
+            let wasCancelled = s.cancelled.remove(tile) != nil
+            let isQuiet = s.quiet.remove(tile) != nil
             switch result {
-            case .success(let bitmap):
+            case .loaded(let bitmap):
                 s.useCounter += 1
                 s.loaded[tile] = Loaded(bitmap: bitmap, lastUsed: s.useCounter)
                 s.failures[tile] = nil
                 return nil
-            case .failure(let reason):
+            case .cancelled:
+                return nil
+            case .failed where wasCancelled:
+                return nil
+            case .failed(let reason):
                 let count = (s.failures[tile]?.count ?? 0) + 1
                 let delay = min(HeadlessMapView.maximumRetryDelay,
                                 HeadlessMapView.initialRetryDelay * pow(2, Double(min(count - 1, 30))))
                 s.failures[tile] = Failure(count: count, retryAt: now + delay)
-                return (reason.description, count, delay)
+                return isQuiet ? nil : (reason, count, delay)
             }
         }
         if let (reason, count, delay) = failed {
@@ -102,18 +141,31 @@ final class LayerRuntime: Sendable {
         }
     }
 
-    /// The nearest loaded ancestor's sub-square covering `tile`, scaled to `tileSize`, and the
-    /// ancestor's zoom; `nil` when no ancestor is loaded.
-    func fallback(for tile: TileCoordinate, tileZoom: Int, tileSize: Int) -> (Bitmap, Int)? {
+    /// The nearest loaded ancestor's sub-square covering `tile`, scaled to `outputSize` pixels
+    /// (the size it is drawn at), and the ancestor's zoom; `nil` when no ancestor is loaded.
+    func fallback(for tile: TileCoordinate, tileZoom: Int, outputSize: Int) -> (Bitmap, Int)? {
         for zoom in stride(from: tileZoom - 1, through: 0, by: -1) {
             guard let square = tile.subsquare(inAncestorAtZoom: zoom),
                   let ancestor = state.withLock({ $0.loaded[square.ancestor]?.bitmap }) else { continue }
             if let bitmap = try? ancestor.subSquare(levelsDown: square.levelsDown, column: square.column,
-                                                    row: square.row, outputSize: tileSize) {
+                                                    row: square.row, outputSize: max(1, outputSize)) {
                 return (bitmap, zoom)
             }
         }
         return nil
+    }
+
+    /// Whether an ancestor of `tile` at most `levels` zooms up is loaded.
+    func hasLoadedAncestor(of tile: TileCoordinate, within levels: Int) -> Bool {
+        state.withLock { s in
+            var current = tile
+            for _ in 0..<levels {
+                guard let parent = current.parent else { return false }
+                if s.loaded[parent] != nil { return true }
+                current = parent
+            }
+            return false
+        }
     }
 
     /// Drops the least recently used loaded tiles not in `keeping` while more than `limit` are held.
@@ -130,10 +182,12 @@ final class LayerRuntime: Sendable {
 
     /// The layer left the view: results still arriving are dropped.
     func detach() {
-        state.withLock {
-            $0.detached = true
-            $0.loaded.removeAll()
-            $0.inFlight.removeAll()
+        let tasks = state.withLock { s -> [Task<Void, Never>] in
+            s.detached = true
+            s.loaded.removeAll()
+            defer { s.inFlight.removeAll() }
+            return Array(s.inFlight.values)
         }
+        for task in tasks { task.cancel() }
     }
 }

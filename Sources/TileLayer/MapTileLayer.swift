@@ -256,8 +256,8 @@ public final class MapTileLayer: Sendable, CustomStringConvertible {
 
     /// Whether the tiles have transparency; default false.
     ///
-    /// An opaque layer is drawn without blending (its alpha is ignored), and layers below an opaque
-    /// layer that covers the whole viewport are not loaded.
+    /// An opaque layer is drawn without blending (its alpha is ignored), and the layers below do not
+    /// load what its tiles cover (only tiles that exist and have not failed cover anything).
     public var transparent: Bool { state.withLock { $0.transparent } }
 
     @discardableResult
@@ -333,7 +333,7 @@ public final class MapTileLayer: Sendable, CustomStringConvertible {
 
     /// Turns the disk cache on or off.
     ///
-    /// Only letters, digits, `_` and `-` of `identifier` are kept. A `nil` or empty identifier
+    /// Only letters and digits (of any script), `_` and `-` of `identifier` are kept. A `nil` or empty identifier
     /// (also one that is empty after stripping) leaves caching disabled. The first usable
     /// identifier sticks for the lifetime of the layer; later ones are not used.
     @discardableResult
@@ -356,11 +356,17 @@ public final class MapTileLayer: Sendable, CustomStringConvertible {
         }
     }
 
-    /// Keeps ASCII letters, digits, `_` and `-`.
+    /// Keeps letters, digits (and combining marks) of any script, `_` and `-` (seed 001: "non
+    /// alphanumeric characters … will be stripped … with the exception of "_" and "-"";
+    /// `NSCharacterSet.alphanumericCharacterSet` is Unicode-wide). The identifier is put in
+    /// canonical composed form (NFC) first, so that `é` typed either way names one folder.
     public static func sanitizeCacheIdentifier(_ identifier: String) -> String {
-        String(identifier.unicodeScalars.filter {
-            ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) || $0 == "_" || $0 == "-"
-        }.map(Character.init))
+        var kept = String.UnicodeScalarView()
+        for scalar in identifier.precomposedStringWithCanonicalMapping.unicodeScalars
+        where CharacterSet.alphanumerics.contains(scalar) || scalar == "_" || scalar == "-" {
+            kept.append(scalar)
+        }
+        return String(kept)
     }
 
     /// The most bytes the cache may take on disk (it may grow 5 MB past it); 0 (default) is unlimited.

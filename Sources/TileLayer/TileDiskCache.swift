@@ -139,8 +139,8 @@ public final class TileDiskCache: Sendable {
         crc.update(bytes[headerSize...])
         guard crc.value == checksum else { return .failure("checksum mismatch") }
         guard storedAt.isFinite else { return .failure("store time is not a number") }
-        guard size == tileSize, format == pixelFormat else {
-            return .failure("holds a \(size)px \(format) tile, the layer wants \(tileSize)px \(pixelFormat)")
+        guard TileImageSize.isAccepted(width: size, height: size, tileSize: tileSize), format == pixelFormat else {
+            return .failure("holds a \(size)px \(format) tile; the layer wants \(pixelFormat) and \(TileImageSize.describe(tileSize: tileSize))")
         }
         let payload = Array(bytes[headerSize...])
         switch kind {

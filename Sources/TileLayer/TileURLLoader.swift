@@ -18,7 +18,8 @@ public enum TileLoadError: Error, Hashable, Sendable, CustomStringConvertible {
     case tooLarge(url: String, limit: Int)
     /// The bytes are not an image tilepack decodes, or the image is damaged.
     case undecodable(url: String, reason: String)
-    /// The image decodes but is not `expected` x `expected` pixels.
+    /// The image decodes but its size is not one a layer of `expected` px tiles accepts
+    /// (see ``TileImageSize``).
     case wrongSize(url: String, expected: Int, width: Int, height: Int)
 
     public var description: String {
@@ -31,7 +32,7 @@ public enum TileLoadError: Error, Hashable, Sendable, CustomStringConvertible {
         case .tooLarge(let url, let limit): "\(url): the tile is larger than \(limit) bytes"
         case .undecodable(let url, let reason): "\(url): \(reason)"
         case .wrongSize(let url, let expected, let width, let height):
-            "\(url): the image is \(width)x\(height) pixels, the layer's tiles are \(expected)x\(expected)"
+            "\(url): the image is \(width)x\(height) pixels; \(TileImageSize.describe(tileSize: expected))"
         }
     }
 }

@@ -32,9 +32,12 @@ public struct TilePath: Hashable, Sendable, CustomStringConvertible {
 /// of a ``MapTileLayer`` (see ``MapTileLayer/init(overlay:name:cacheRootDirectory:)``).
 ///
 /// `{x}`, `{y}`, `{z}` and `{scale}` in the template are replaced by the tile's column, row, zoom
-/// and screen scale. The template may name a local file (`file:///tiles/{z}/{x}/{y}.png`) or a
+/// and screen scale, and `{s}` by one of ``subdomains`` (the same one for a tile every time:
+/// `subdomains[(x + y) % count]`, as Leaflet picks them). The template may name a local file (`file:///tiles/{z}/{x}/{y}.png`) or a
 /// server (`https://host/{z}/{x}/{y}.png`). Downloaded PNG or JPEG tiles are converted to the
-/// layer's pixel format; a tile whose size is not the layer's tile size is refused.
+/// layer's pixel format and kept at their own resolution when ``TileImageSize`` accepts it (a
+/// 512 px `@2x` tile of a 256 px layer is drawn pixel for pixel on a 2x screen); other sizes are
+/// refused.
 ///
 /// Subclass and override ``url(forTilePath:)`` or ``loadTile(at:)`` to change how tiles are found
 /// or loaded. Subclasses must stay immutable (their stored properties `let` and Sendable).
@@ -50,10 +53,13 @@ open class URLTemplateTileSource: MapTileLayerDataSource, @unchecked Sendable {
     public let maximumZ: Int
     /// Whether the tiles are fully opaque and may replace the map content below; default false.
     public let canReplaceMapContent: Bool
+    /// What `{s}` stands for; default `a`, `b`, `c`.
+    public let subdomains: [String]
 
     public init(urlTemplate: String?, isGeometryFlipped: Bool = false, minimumZ: Int = 0, maximumZ: Int = 21,
-                canReplaceMapContent: Bool = false) {
+                canReplaceMapContent: Bool = false, subdomains: [String] = ["a", "b", "c"]) {
         self.urlTemplate = urlTemplate
+        self.subdomains = subdomains.isEmpty ? ["a", "b", "c"] : subdomains
         self.isGeometryFlipped = isGeometryFlipped
         self.minimumZ = minimumZ
         self.maximumZ = maximumZ
@@ -68,11 +74,14 @@ open class URLTemplateTileSource: MapTileLayerDataSource, @unchecked Sendable {
         let row = isGeometryFlipped ? TileScheme.tms.flipIfTMS(row: path.y, zoom: path.z) : path.y
         let scale = path.contentScaleFactor.rounded() == path.contentScaleFactor
             ? String(Int(path.contentScaleFactor)) : String(path.contentScaleFactor)
-        let text = urlTemplate
+        var text = urlTemplate
             .replacingOccurrences(of: "{x}", with: String(path.x))
             .replacingOccurrences(of: "{y}", with: String(row))
             .replacingOccurrences(of: "{z}", with: String(path.z))
             .replacingOccurrences(of: "{scale}", with: scale)
+        if text.contains("{s}") {
+            text = text.replacingOccurrences(of: "{s}", with: subdomains[abs(path.x + path.y) % subdomains.count])
+        }
         if text.hasPrefix("/") { return URL(fileURLWithPath: text) }
         return URL(string: text)
     }
@@ -94,47 +103,74 @@ open class URLTemplateTileSource: MapTileLayerDataSource, @unchecked Sendable {
         (minimumZ...max(minimumZ, maximumZ)).contains(tile.zoom) && minimumZ <= maximumZ
     }
 
-    /// Loads the tile in a task and decodes it into the request's buffer.
+    /// Loads the tile in a task and decodes it into the request's buffer (or, for an image of
+    /// another accepted size, into a bitmap of its own size). Cancelling the request cancels the task.
     public func mapTileLayer(_ layer: MapTileLayer, requestDataForTileAt tile: TileCoordinate,
                              tileRequest: TileRequest) -> TileRequestDisposition {
         let path = TilePath(tile, contentScaleFactor: tileRequest.contentScaleFactor)
-        Task {
+        let task = Task {
             do {
                 let data = try await self.loadTile(at: path)
+                try Task.checkCancellation()
                 let name = self.url(forTilePath: path)?.absoluteString ?? path.description
-                try TileDecoding.decode(data, into: tileRequest, source: name)
-                tileRequest.complete(.complete)
+                if let image = try TileDecoding.decode(data, into: tileRequest, source: name) {
+                    tileRequest.complete(with: image)
+                } else {
+                    tileRequest.complete(.complete)
+                }
             } catch {
-                layer.record(TileLayerDiagnostic(kind: .tileFailed, tile: tile, message: "\(error)"))
+                if !tileRequest.isCancelled && !tileRequest.isFallbackStandIn {
+                    layer.record(TileLayerDiagnostic(kind: .tileFailed, tile: tile, message: "\(error)"))
+                }
                 tileRequest.complete(.failed)
             }
         }
+        tileRequest.onCancellation { task.cancel() }
         return .accepted
     }
 }
 
-/// Decoding downloaded tiles into a layer's pixel format.
+/// Decoding downloaded tiles into a layer's pixel format, at a size ``TileImageSize`` accepts.
 enum TileDecoding {
-    /// Decodes PNG/JPEG `data` straight into the request's buffer in its pixel format.
-    static func decode(_ data: Data, into request: TileRequest, source: String) throws(TileLoadError) {
-        try decode(data, into: request.bytes, tileSize: request.tileSize, pixelFormat: request.pixelFormat, source: source)
+    /// Decodes PNG/JPEG `data` in the request's pixel format: straight into its buffer when the
+    /// image is the request's tile size (returns `nil`), else into a new bitmap of the image's own
+    /// accepted size (returned, for ``TileRequest/complete(with:)``).
+    static func decode(_ data: Data, into request: TileRequest, source: String) throws(TileLoadError) -> Bitmap? {
+        let info = try imageInfo(data, tileSize: request.tileSize, source: source)
+        if info.width == request.tileSize {
+            try decode(data, into: request.bytes, side: info.width, pixelFormat: request.pixelFormat, source: source)
+            return nil
+        }
+        return try bitmap(data, side: info.width, pixelFormat: request.pixelFormat, source: source)
     }
 
-    static func decode(_ data: Data, into buffer: UnsafeMutableRawBufferPointer, tileSize: Int,
-                       pixelFormat: PixelFormat, source: String) throws(TileLoadError) {
-        let failure: TileLoadError? = data.withUnsafeBytes { bytes in
-            let info: ImageInfo
+    /// Decodes `data` into a new bitmap of its own size (one the layer accepts) and the layer's format.
+    static func bitmap(_ data: Data, tileSize: Int, pixelFormat: PixelFormat, source: String) throws(TileLoadError) -> Bitmap {
+        let info = try imageInfo(data, tileSize: tileSize, source: source)
+        return try bitmap(data, side: info.width, pixelFormat: pixelFormat, source: source)
+    }
+
+    /// The image's header, refused unless ``TileImageSize`` accepts its size for `tileSize`.
+    private static func imageInfo(_ data: Data, tileSize: Int, source: String) throws(TileLoadError) -> ImageInfo {
+        let result: Result<ImageInfo, TileLoadError> = data.withUnsafeBytes { bytes in
             do {
-                info = try ImageDecoder.imageInfo(bytes)
+                return .success(try ImageDecoder.imageInfo(bytes))
             } catch {
-                return .undecodable(url: source, reason: "\(error)")
+                return .failure(.undecodable(url: source, reason: "\(error)"))
             }
-            guard info.width == tileSize, info.height == tileSize else {
-                return .wrongSize(url: source, expected: tileSize, width: info.width, height: info.height)
-            }
+        }
+        let info = try result.get()
+        guard TileImageSize.isAccepted(width: info.width, height: info.height, tileSize: tileSize) else {
+            throw .wrongSize(url: source, expected: tileSize, width: info.width, height: info.height)
+        }
+        return info
+    }
+
+    private static func decode(_ data: Data, into buffer: UnsafeMutableRawBufferPointer, side: Int,
+                               pixelFormat: PixelFormat, source: String) throws(TileLoadError) {
+        let failure: TileLoadError? = data.withUnsafeBytes { bytes in
             do {
-                try ImageDecoder.decode(bytes, into: buffer, pixelFormat: pixelFormat,
-                                        expectedWidth: tileSize, expectedHeight: tileSize)
+                try ImageDecoder.decode(bytes, into: buffer, pixelFormat: pixelFormat, expectedWidth: side, expectedHeight: side)
             } catch {
                 return .undecodable(url: source, reason: "\(error)")
             }
@@ -143,18 +179,17 @@ enum TileDecoding {
         if let failure { throw failure }
     }
 
-    /// Decodes `data` into a new bitmap of the layer's size and format.
-    static func bitmap(_ data: Data, tileSize: Int, pixelFormat: PixelFormat, source: String) throws(TileLoadError) -> Bitmap {
-        var pixels = [UInt8](repeating: 0, count: tileSize * tileSize * pixelFormat.bytesPerPixel)
+    private static func bitmap(_ data: Data, side: Int, pixelFormat: PixelFormat, source: String) throws(TileLoadError) -> Bitmap {
+        var pixels = [UInt8](repeating: 0, count: side * side * pixelFormat.bytesPerPixel)
         let failure = pixels.withUnsafeMutableBytes { buffer -> TileLoadError? in
             let result = Result { () throws(TileLoadError) in
-                try decode(data, into: buffer, tileSize: tileSize, pixelFormat: pixelFormat, source: source)
+                try decode(data, into: buffer, side: side, pixelFormat: pixelFormat, source: source)
             }
             if case .failure(let error) = result { return error }
             return nil
         }
         if let failure { throw failure }
-        guard let bitmap = Bitmap(width: tileSize, height: tileSize, pixelFormat: pixelFormat, pixels: pixels) else {
+        guard let bitmap = Bitmap(width: side, height: side, pixelFormat: pixelFormat, pixels: pixels) else {
             throw .undecodable(url: source, reason: "the pixels do not make a bitmap")
         }
         return bitmap

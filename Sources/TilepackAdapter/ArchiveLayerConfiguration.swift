@@ -10,9 +10,14 @@ public struct ArchiveLayerConfiguration: Hashable, Sendable {
     /// The archive's zoom levels: `minzoom`...`maxzoom` from the metadata, else the levels that
     /// hold tiles. `nil` for an archive with neither.
     public var archiveZoomLevels: ClosedRange<Int>?
-    /// The map view levels at which the layer is shown: those whose tiles (at ``tileSize``) the
-    /// archive can serve, within the view's 0...20. `nil`: none.
+    /// The map view levels at which the layer is shown: from the first level whose tiles (at
+    /// ``tileSize``) the archive can serve up to the view's deepest level, 20. Past the archive's
+    /// deepest zoom the layer's fallback draws the deepest tiles cropped and scaled up (overzoom;
+    /// `hasTile` says no there). `nil`: none.
     public var visibleZoomLevels: ClosedRange<Int>?
+    /// The view levels at which the archive serves tiles of the layer's own zoom, within 0...20;
+    /// deeper visible levels are overzoomed. `nil`: none.
+    public var servedZoomLevels: ClosedRange<Int>?
     /// Whether the tiles may be transparent: false for JPEG, for raw bitmaps without alpha and for
     /// PNG/WebP whose first tile cannot hold alpha; true otherwise and for `type` = `overlay`.
     public var transparent: Bool
@@ -60,6 +65,7 @@ extension ArchiveLayerConfiguration {
         }
 
         var visible: ClosedRange<Int>?
+        var served: ClosedRange<Int>?
         if let zooms {
             // The layer tile zooms the archive serves, then the view levels showing them.
             var tileZooms = zooms
@@ -71,7 +77,12 @@ extension ArchiveLayerConfiguration {
             let shift = size.trailingZeroBitCount - 8  // view level = tile zoom + shift
             let first = tileZooms.lowerBound == 0 ? 0 : max(0, tileZooms.lowerBound + shift)
             let last = min(20, tileZooms.upperBound + shift)
-            if first <= last { visible = first...last }
+            if first <= last {
+                served = first...last
+                visible = first...20
+            } else if last < 0 {
+                visible = 0...20  // every archive tile is shallower than the view's first level: all overzoom
+            }
         }
 
         var transparent = true
@@ -92,7 +103,8 @@ extension ArchiveLayerConfiguration {
             notes.append("type overlay: transparent")
         }
         return ArchiveLayerConfiguration(tileSize: size, boundingBox: box, archiveZoomLevels: zooms,
-                                         visibleZoomLevels: visible, transparent: transparent, notes: notes)
+                                         visibleZoomLevels: visible, servedZoomLevels: served,
+                                         transparent: transparent, notes: notes)
     }
 }
 

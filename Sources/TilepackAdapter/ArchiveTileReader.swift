@@ -148,6 +148,16 @@ public final class ArchiveTileReader: Sendable {
         }
     }
 
+    /// Whether the archive holds pixels of its own for the layer tile `tile` at `tileSize` pixels,
+    /// rather than only a smaller tile that would be scaled up: the tile itself, the archive tiles
+    /// it is merged from (at least one), or the tile it is cut out of. Answered from the index.
+    public func hasPixels(for tile: TileCoordinate, tileSize: Int) -> Bool {
+        switch relation(tileSize: tileSize) {
+        case .merge(let levels): !presentDescendants(of: tile, levels: levels).isEmpty
+        case .same, .split: hasTile(tile, tileSize: tileSize)
+        }
+    }
+
     /// Whether the archive holds `tile` and it has not failed before.
     func exists(_ tile: TileCoordinate) -> Bool {
         if isFailed(tile) { return false }
@@ -246,8 +256,8 @@ public final class ArchiveTileReader: Sendable {
     /// The layer tile `tile` as a new bitmap: at `tileSize` pixels when given (merged, cut or
     /// scaled as for a layer of that size), otherwise the archive tile at its own size.
     /// Returns `nil` when the archive cannot serve it.
-    public func bitmap(at tile: TileCoordinate, tileSize: Int? = nil,
-                       pixelFormat: PixelFormat = .rgba8888) throws(ArchiveTileError) -> Bitmap? {
+    public func bitmap(at tile: TileCoordinate, tileSize: Int? = nil, pixelFormat: PixelFormat = .rgba8888,
+                       isCancelled: () -> Bool = { false }) throws(ArchiveTileError) -> Bitmap? {
         guard let tileSize else {
             guard !isFailed(tile) else { return nil }
             return try decoded(tile, pixelFormat)
@@ -260,7 +270,7 @@ public final class ArchiveTileReader: Sendable {
         var thrown: ArchiveTileError?
         pixels.withUnsafeMutableBytes { buffer in
             do throws(ArchiveTileError) {
-                outcome = try read(tile, tileSize: tileSize, pixelFormat: pixelFormat, into: buffer)
+                outcome = try read(tile, tileSize: tileSize, pixelFormat: pixelFormat, into: buffer, isCancelled: isCancelled)
             } catch {
                 thrown = error
             }

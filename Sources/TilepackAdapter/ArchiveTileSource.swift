@@ -18,8 +18,12 @@ import TilepackStorage
 ///   concurrent ``TileWorkQueue`` and the call returns at once; a worker decodes the tile straight
 ///   into the request's buffer in the layer's pixel format (or LZ4-decompresses a raw-bitmap
 ///   bundle's payload into it) and completes the request.
-/// - Requests for tiles no longer needed can be cancelled (``cancelRequests(notNeededBy:)``):
-///   waiting ones complete as failed without being read, running ones stop between archive tiles.
+/// - On a 2x or 3x screen (``TileRequest/contentScaleFactor``), where the archive holds more
+///   pixels for a tile than the layer's tile size (its tiles one zoom deeper, or larger tiles),
+///   the request is completed with an image of twice the tile size, drawn pixel for pixel.
+/// - A cancelled tile request (the tile left the view) is not read if it still waits, and a
+///   running read stops before its next archive tile; so do requests cancelled here
+///   (``cancelRequests(notNeededBy:)``). Either way the request completes as failed.
 /// - A tile that fails permanently is reported once and then answered `hasTile` false.
 public final class ArchiveTileSource: MapTileLayerDataSource, CustomStringConvertible {
     public struct Options: Hashable, Sendable {
@@ -73,20 +77,35 @@ public final class ArchiveTileSource: MapTileLayerDataSource, CustomStringConver
     public func mapTileLayer(_ layer: MapTileLayer, requestDataForTileAt tile: TileCoordinate,
                              tileRequest: TileRequest) -> TileRequestDisposition {
         let reader = self.reader
-        workQueue.submit(tile, run: { token in
-            let outcome: ArchiveReadOutcome
+        let token = workQueue.submit(tile, run: { token in
+            let isCancelled = { token.isCancelled || tileRequest.isCancelled }
             do {
-                outcome = try reader.read(tile, tileSize: tileRequest.tileSize, pixelFormat: tileRequest.pixelFormat,
-                                          into: tileRequest.bytes, isCancelled: { token.isCancelled })
+                if let retina = Self.retinaTileSize(tileRequest, reader: reader),
+                   let image = try reader.bitmap(at: tile, tileSize: retina, pixelFormat: tileRequest.pixelFormat,
+                                                 isCancelled: isCancelled) {
+                    if tileRequest.complete(with: image) { return }
+                }
+                let outcome = try reader.read(tile, tileSize: tileRequest.tileSize, pixelFormat: tileRequest.pixelFormat,
+                                              into: tileRequest.bytes, isCancelled: isCancelled)
+                tileRequest.complete(outcome == .delivered ? .complete : .failed)
             } catch {
                 tileRequest.fail()
-                return
             }
-            tileRequest.complete(outcome == .delivered ? .complete : .failed)
         }, cancelled: {
             tileRequest.fail()
         })
+        let queue = workQueue
+        tileRequest.onCancellation { queue.cancel(token) }
         return .accepted
+    }
+
+    /// The image size to deliver for a request on a 2x or 3x screen: twice the tile size when the
+    /// archive holds that many pixels for the tile (not merely its own tile scaled up); else `nil`.
+    static func retinaTileSize(_ request: TileRequest, reader: ArchiveTileReader) -> Int? {
+        guard request.contentScaleFactor >= 2 else { return nil }
+        let size = request.tileSize * 2
+        guard ArchiveTileReader.isValidTileSize(size), reader.hasPixels(for: request.tile, tileSize: size) else { return nil }
+        return size
     }
 
     // MARK: - Cancelling

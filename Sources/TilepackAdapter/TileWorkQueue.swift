@@ -52,16 +52,33 @@ public final class TileWorkQueue: Sendable {
 
     /// Queues a job for `tile`. `run` is called later on a worker thread with the job's token;
     /// `cancelled` instead, on the cancelling thread, if the job is cancelled before it starts.
+    /// Returns the job's token, for ``cancel(_:)``.
+    @discardableResult
     public func submit(_ tile: TileCoordinate, run: @escaping @Sendable (Token) -> Void,
-                       cancelled: @escaping @Sendable () -> Void) {
+                       cancelled: @escaping @Sendable () -> Void) -> Token {
+        let token = Token()
         let startWorker = state.withLock { s -> Bool in
             s.nextID += 1
-            s.waiting.append(Job(id: s.nextID, tile: tile, token: Token(), run: run, cancelled: cancelled))
+            s.waiting.append(Job(id: s.nextID, tile: tile, token: token, run: run, cancelled: cancelled))
             guard s.workers < maximumConcurrency else { return false }
             s.workers += 1
             return true
         }
         if startWorker { queue.async { self.work() } }
+        return token
+    }
+
+    /// Cancels the one job `token` belongs to: dropped (its `cancelled` handler called) if it
+    /// waits, its token cancelled if it runs. Returns whether it was waiting.
+    @discardableResult
+    public func cancel(_ token: Token) -> Bool {
+        let dropped = state.withLock { s -> Job? in
+            guard let index = s.waiting.firstIndex(where: { $0.token === token }) else { return nil }
+            return s.waiting.remove(at: index)
+        }
+        token.cancel()
+        dropped?.cancelled()
+        return dropped != nil
     }
 
     /// Runs waiting jobs, newest first, until none is left.

@@ -177,7 +177,7 @@ public struct TileCover: Hashable, Sendable, Sequence {
         var index = 0
         var current: TileRange.Iterator?
 
-        init(ranges: [TileRange]) {
+        package init(ranges: [TileRange]) {
             self.ranges = ranges
             current = ranges.first?.makeIterator()
         }

@@ -125,7 +125,27 @@ enum PixelCodec {
             if UnsafeRawPointer(dst) != src { dst.copyMemory(from: src, byteCount: count * sb) }
             return
         }
-        // Fast paths for the conversions decoding uses.
+        // Fast paths for the conversions decoding and resampling use.
+        #if _endian(little)
+        if (from == .rgba8888Premultiplied && to == .rgba8888) || (from == .bgra8888Premultiplied && to == .bgra8888) {
+            // Whole opaque or transparent pixels as one word; the rest divided channel by channel.
+            for i in 0..<count {
+                let o = i &* 4
+                let word = src.loadUnaligned(fromByteOffset: o, as: UInt32.self)
+                let a = UInt8(truncatingIfNeeded: word >> 24)
+                if a == 255 || a == 0 {
+                    dst.storeBytes(of: a == 0 ? 0 : word, toByteOffset: o, as: UInt32.self)
+                } else {
+                    let c0 = unpremultiply(UInt8(truncatingIfNeeded: word), a)
+                    let c1 = unpremultiply(UInt8(truncatingIfNeeded: word >> 8), a)
+                    let c2 = unpremultiply(UInt8(truncatingIfNeeded: word >> 16), a)
+                    dst.storeBytes(of: UInt32(c0) | UInt32(c1) << 8 | UInt32(c2) << 16 | UInt32(a) << 24,
+                                   toByteOffset: o, as: UInt32.self)
+                }
+            }
+            return
+        }
+        #endif
         if (from == .rgba8888 && to == .rgba8888Premultiplied) || (from == .bgra8888 && to == .bgra8888Premultiplied) {
             let s = src.assumingMemoryBound(to: UInt8.self)
             let d = dst.assumingMemoryBound(to: UInt8.self)
@@ -134,7 +154,7 @@ enum PixelCodec {
                 let a = s[o &+ 3]
                 if a == 255 {
                     if UnsafeRawPointer(d) != UnsafeRawPointer(s) {
-                        d[o] = s[o]; d[o &+ 1] = s[o &+ 1]; d[o &+ 2] = s[o &+ 2]; d[o &+ 3] = 255
+                        dst.storeBytes(of: src.loadUnaligned(fromByteOffset: o, as: UInt32.self), toByteOffset: o, as: UInt32.self)
                     }
                 } else {
                     d[o] = premultiply(s[o], a)

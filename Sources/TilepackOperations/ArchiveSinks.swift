@@ -44,8 +44,8 @@ final class MBTilesSink: TileSink {
     init(destination: String, metadata: TileMetadata, options: ArchiveSinks.Options) throws(TileArchiveError) {
         append = options.append
         if options.append {
-            // The added tiles change the zooms and bounds: derive them again from all the tiles.
-            writer = try MBTilesWriter(updating: destination, options: MBTilesWriterOptions(derivation: .replace))
+            // The added tiles widen the zooms and bounds: what the archive says is extended to cover them.
+            writer = try MBTilesWriter(updating: destination, options: MBTilesWriterOptions(derivation: .extend))
         } else {
             writer = try MBTilesWriter(
                 creating: destination, metadata: metadata,

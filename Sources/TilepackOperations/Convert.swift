@@ -36,7 +36,7 @@ public enum ArchiveConverter {
         let start = DispatchTime.now().uptimeNanoseconds
         let input: any TileArchive
         do {
-            input = try openTileArchive(path: source)
+            input = try openTileArchive(path: source, bundleAccess: .positionalReads)
         } catch {
             throw OperationError(path: source, fault: .archive(error))
         }

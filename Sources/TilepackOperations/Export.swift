@@ -1,11 +1,15 @@
 import Foundation
 import TilepackCore
 import TilepackImaging
+import TilepackStorage
 
 /// Options of ``TileExporter``.
 public struct ExportOptions: Sendable {
     public var layout: TileTreeLayout = .zxy
     public var scheme: TileScheme = .xyz
+    /// Write into a folder that already holds files (`--force`); without it such a folder is
+    /// refused. Existing tiles are then replaced by renaming over them, never written through.
+    public var overwrite = false
     public init() {}
 }
 
@@ -22,8 +26,12 @@ public struct ExportReport: Sendable, Codable {
 /// `metadata.json` that `import` reads back, so that import -> export -> import is byte-exact.
 ///
 /// Nothing is written outside `dir`: every path below it is made of numbers the exporter
-/// formats itself, folders it meets must be real folders (not links), and files are opened with
-/// `O_NOFOLLOW`, so a link planted in the tree cannot redirect a write.
+/// formats itself, folders it meets must be real folders (not links), and each file is written to
+/// a new temporary file (`O_CREAT | O_EXCL | O_NOFOLLOW`) renamed into place, so neither a
+/// symbolic link nor a hard link planted in the tree is ever written through: a planted entry is
+/// replaced, what it pointed to is untouched. A folder that already holds files is refused unless
+/// ``ExportOptions/overwrite`` is set; then temporary files a killed export left in the folders it
+/// writes are removed.
 public enum TileExporter {
     public static func run(archive: any TileArchive, to directory: String, options: ExportOptions,
                            progress: ProgressHandler? = nil) throws(OperationError) -> ExportReport {
@@ -37,6 +45,10 @@ public enum TileExporter {
             throw OperationError(path: archive.path, fault: .io("\(error)"))
         }
         try SafeTree.makeFolder(directory, allowExisting: true)
+        if !options.overwrite, let first = SafeTree.firstEntry(directory) {
+            throw OperationError(path: directory, fault: .badInput(
+                "the folder is not empty (it holds \(first)): export into a new or empty folder, or use --force to write into it"))
+        }
         var created = Set<String>()
         var lastReport = start
         let raw: RawBitmapLayout? = if case .rawBitmap(let layout) = archive.content { layout } else { nil }
@@ -53,6 +65,7 @@ public enum TileExporter {
                         created.insert(zoomFolder)
                     }
                     try SafeTree.makeFolder(folder, allowExisting: true)
+                    if options.overwrite { SafeTree.removeStaleTemporaries(folder) }
                     created.insert(folder)
                 }
                 if let raw {
@@ -84,6 +97,7 @@ public enum TileExporter {
         entries["layout"] = options.layout.rawValue
         if raw != nil { entries["format"] = TileFormat.png.metadataValue }
         do {
+            if options.overwrite { SafeTree.removeStaleTemporaries(directory) }
             let json = try JSONSerialization.data(withJSONObject: entries, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
             try json.withUnsafeBytes { try SafeTree.writeFile(directory + "/metadata.json", $0) }
         } catch let error as OperationError {
@@ -99,32 +113,58 @@ public enum TileExporter {
 /// File-system writes that refuse to follow links.
 enum SafeTree {
     static func makeFolder(_ path: String, allowExisting: Bool) throws(OperationError) {
-        if mkdir(path, 0o755) == 0 { return }
+        if FileSystem.mkdir(path, 0o755) == 0 { return }
         let code = errno
-        var info = stat()
-        if code == EEXIST, allowExisting, lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR { return }
+        if code == EEXIST, allowExisting, let info = FileSystem.lstat(path), (info.st_mode & S_IFMT) == S_IFDIR { return }
         if code == EEXIST {
             throw OperationError(path: path, fault: .badInput("exists and is not a real folder (a link or a file): refusing to write through it"))
         }
         throw OperationError(path: path, fault: .io("cannot create folder: \(String(cString: strerror(code)))"))
     }
 
+    /// The marker of the exporter's temporary files: `.<name>.tmp-<random>`.
+    static let temporaryMarker = ".tmp-"
+
+    /// Writes `bytes` to a new temporary file beside `path` and renames it over `path`: whatever
+    /// `path` was (a file, a hard link to a file elsewhere, a symbolic link) is replaced, never
+    /// opened or truncated. A failure removes the temporary file.
     static func writeFile(_ path: String, _ bytes: UnsafeRawBufferPointer) throws(OperationError) {
-        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o644)
+        let slash = path.lastIndex(of: "/").map { path.index(after: $0) } ?? path.startIndex
+        let temporary = String(path[..<slash]) + "." + String(path[slash...]) + temporaryMarker + String(UInt64.random(in: 0...UInt64.max), radix: 36)
+        let fd = FileSystem.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
         guard fd >= 0 else {
             let code = errno
-            throw OperationError(path: path, fault: .io("cannot create: \(String(cString: strerror(code)))"))
+            throw OperationError(path: path, fault: .io("cannot create a file here: \(AtomicFile.describe(errno: code))"))
         }
-        defer { close(fd) }
         var done = 0
         while done < bytes.count {
             let n = write(fd, bytes.baseAddress! + done, bytes.count - done)
             if n < 0 {
                 if errno == EINTR { continue }
                 let code = errno
-                throw OperationError(path: path, fault: .io("write failed: \(String(cString: strerror(code)))"))
+                close(fd)
+                _ = FileSystem.unlink(temporary)
+                throw OperationError(path: path, fault: .io("write failed: \(AtomicFile.describe(errno: code))"))
             }
             done += n
+        }
+        close(fd)
+        if FileSystem.rename(temporary, path) != 0 {
+            let code = errno
+            _ = FileSystem.unlink(temporary)
+            throw OperationError(path: path, fault: .io("cannot put the file in place: \(AtomicFile.describe(errno: code))"))
+        }
+    }
+
+    /// The name of some entry of `folder` (other than `.` and `..`), or `nil` when it is empty.
+    static func firstEntry(_ folder: String) -> String? {
+        FolderListing.entries(folder)?.first?.name
+    }
+
+    /// Removes the exporter's temporary files in `folder` (left by a killed export).
+    static func removeStaleTemporaries(_ folder: String) {
+        for (name, kind) in FolderListing.entries(folder) ?? [] where kind == .regularFile && name.hasPrefix(".") && name.contains(temporaryMarker) {
+            _ = FileSystem.unlink(folder + "/" + name)
         }
     }
 }

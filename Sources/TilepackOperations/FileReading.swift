@@ -1,4 +1,5 @@
 import Foundation
+import TilepackStorage
 
 /// Reads whole small files with plain POSIX calls and no Foundation objects per file (the import's
 /// hot loop reads tens of thousands of them).
@@ -11,14 +12,14 @@ enum FileReading {
         case open(Int32)
         case read(Int32)
         case tooLarge(Int)
-        case notAFile
+        case notAFile(mode_t)
 
         var description: String {
             switch self {
             case .open(let code): "cannot open: \(String(cString: strerror(code)))"
             case .read(let code): "cannot read: \(String(cString: strerror(code)))"
             case .tooLarge(let size): "\(size) bytes, over the \(FileReading.maximumTileFileSize >> 20) MiB a tile may have"
-            case .notAFile: "not a regular file"
+            case .notAFile(let mode): "\(RegularFile.describe(mode: mode)), not a regular file"
             }
         }
     }
@@ -38,7 +39,7 @@ enum FileReading {
     static func read(_ path: String, folder: OpenFolder? = nil, name: String? = nil, scratch: inout [UInt8],
                      expectLarge: Bool = false) throws(Failure) -> [UInt8] {
         let flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK
-        let fd = if let folder, let name { openat(folder.descriptor, name, flags) } else { open(path, flags) }
+        let fd = if let folder, let name { FileSystem.openat(folder.descriptor, name, flags) } else { FileSystem.open(path, flags) }
         guard fd >= 0 else { throw .open(errno) }
         defer { close(fd) }
         // (Anything but a regular file goes the usual way, so that it is reported alike.)
@@ -66,10 +67,15 @@ enum FileReading {
             return nil
         }
         if let failure { throw .read(failure) }
+        if done == 0 {
+            // Empty, or not a file at all (a FIFO swapped in behind the walk's back reads as empty).
+            var info = stat()
+            if fstat(fd, &info) == 0, (info.st_mode & S_IFMT) != S_IFREG { throw .notAFile(info.st_mode) }
+        }
         if done < capacity { return Array(scratch[0..<done]) }
         // As large as the buffer: measure the file and read it whole.
         guard fstat(fd, &info) == 0 else { throw .read(errno) }
-        guard (info.st_mode & S_IFMT) == S_IFREG else { throw .notAFile }
+        guard (info.st_mode & S_IFMT) == S_IFREG else { throw .notAFile(info.st_mode) }
         guard Int(info.st_size) <= maximumTileFileSize else { throw .tooLarge(Int(info.st_size)) }
         guard lseek(fd, 0, SEEK_SET) == 0 else { throw .read(errno) }
         return try read(fd: fd, size: Int(info.st_size))

@@ -26,6 +26,9 @@ public struct ImportOptions: Sendable {
     public var deduplicate = false
     /// Files read at once.
     public var threads = max(1, ProcessInfo.processInfo.activeProcessorCount)
+    /// Where to write the report of skipped files (JSON lines, see ``ImportReportFile``): checked
+    /// before the import starts, written however it ends.
+    public var reportPath: String?
 
     public init() {}
 }
@@ -66,19 +69,30 @@ public enum TileImporter {
     ///   left as it was. Files that cannot be imported are not errors: they are in the report.
     public static func run(source: String, destination: String, options: ImportOptions,
                            progress: ProgressHandler? = nil) throws(OperationError) -> ImportReport {
-        try WorkerPool.with(threads: options.threads) { pool throws(OperationError) in
-            try run(source: source, destination: destination, options: options, progress: progress, pool: pool)
+        let reportFile = try options.reportPath.map { path throws(OperationError) in try ImportReportFile(path: path) }
+        var report = ImportReport(source: source, destination: destination, scheme: options.scheme ?? .xyz, layout: options.layout ?? .zxy)
+        do {
+            try WorkerPool.with(threads: options.threads) { pool throws(OperationError) in
+                try run(source: source, destination: destination, options: options, progress: progress, pool: pool, report: &report)
+            }
+        } catch {
+            let failure = OperationError.wrapping(error, path: source)
+            try reportFile?.write(report, error: failure)
+            throw failure
         }
+        try reportFile?.write(report, error: nil)
+        return report
     }
 
     private static func run(source: String, destination: String, options: ImportOptions,
-                            progress: ProgressHandler?, pool: WorkerPool) throws(OperationError) -> ImportReport {
+                            progress: ProgressHandler?, pool: WorkerPool, report: inout ImportReport) throws(OperationError) {
         let start = DispatchTime.now().uptimeNanoseconds
         try checkIsFolder(source)
         let evidence = try TreeEvidence.read(root: source)
         let scheme = try evidence.resolveScheme(flag: options.scheme)
         let layout = try evidence.resolveLayout(flag: options.layout)
-        var report = ImportReport(source: source, destination: destination, scheme: scheme, layout: layout)
+        report.scheme = scheme
+        report.layout = layout
         report.notes = evidence.notes
         if options.scheme == nil, let from = evidence.schemeSource {
             report.notes.append("using \(scheme) rows as \(from) says")
@@ -91,7 +105,9 @@ public enum TileImporter {
         var metadata = TileMetadata(evidence.metadata)
         for (key, value) in options.metadata { metadata[key] = value }
         if metadata.name == nil {
-            metadata.name = URL(fileURLWithPath: source).standardizedFileURL.lastPathComponent
+            // The folder's name as text (bytes that are not UTF-8 shown as U+FFFD).
+            let folderName = URL(fileURLWithPath: source).standardizedFileURL.lastPathComponent
+            metadata.name = String(decoding: PathBytes.bytes(of: folderName), as: UTF8.self)
         }
         // The tiles decide the format; a declared one is compared with them at the end.
         metadata[TileMetadata.Key.format] = nil
@@ -116,6 +132,15 @@ public enum TileImporter {
         var readFailures: [SkippedFile] = []
         var bytesSeen = 0
         var tilesSeen = 0
+        // What the walk and the reads set aside, in path order, for the report however the import ends.
+        @discardableResult
+        func setAside() -> (skipped: [SkippedFile], filtered: Int, filteredExtent: FilteredExtent) {
+            let walk = feeder.stop()
+            report.filtered = walk.filtered
+            report.skipped = (walk.skipped + readFailures).sorted { $0.path < $1.path }
+            return walk
+        }
+        do throws(OperationError) {
         while let batch = feeder.next() {
             batch.wait()
             for (index, file) in batch.inputs.enumerated() {
@@ -164,6 +189,10 @@ public enum TileImporter {
                 progress(OperationProgress(done: done, total: total, bytes: report.bytes, elapsed: Double(now - start) / 1e9))
             }
         }
+        } catch {
+            setAside()
+            throw error
+        }
 
         if let archiveFormat {
             report.format = archiveFormat.metadataValue
@@ -172,10 +201,8 @@ public enum TileImporter {
             }
             metadata.setFormat(archiveFormat)
         }
-        let walk = feeder.stop()
-        report.filtered = walk.filtered
         // Every file not imported, whether the walk or the reading found it, in path order.
-        report.skipped = (walk.skipped + readFailures).sorted { $0.path < $1.path }
+        let walk = setAside()
         if report.imported == 0 {
             throw OperationError(path: source, fault: .badInput(nothingImported(report, filtered: walk.filteredExtent, options: options)))
         }
@@ -186,16 +213,14 @@ public enum TileImporter {
         }
         report.seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
         progress?(OperationProgress(done: done, total: total, bytes: report.bytes, elapsed: report.seconds))
-        return report
     }
 
     /// An import's source must be a folder; given an archive, say so and name the command for it.
     static func checkIsFolder(_ source: String) throws(OperationError) {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: source, isDirectory: &isDirectory) else {
+        guard let info = FileSystem.stat(source) else {
             throw OperationError(path: source, fault: .badInput("no such folder"))
         }
-        if isDirectory.boolValue { return }
+        if (info.st_mode & S_IFMT) == S_IFDIR { return }
         let what: String
         do {
             let format = try TileArchiveFormat.detect(path: source)
@@ -229,7 +254,7 @@ public enum TileImporter {
         var count = 0
         var stack = [(root, 0)]
         while let (path, level) = stack.popLast() {
-            guard let names = try? FileManager.default.contentsOfDirectory(atPath: path) else { continue }
+            guard let names = FileSystem.entries(path)?.map(\.name) else { continue }
             if level == 2 { count += names.count; continue }
             for name in names where name.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) {
                 stack.append((path + "/" + name, level + 1))

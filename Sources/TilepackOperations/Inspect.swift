@@ -59,7 +59,7 @@ public enum ArchiveInspector {
         let format: TileArchiveFormat
         do {
             format = try TileArchiveFormat.detect(path: path)
-            archive = try openTileArchive(path: path)
+            archive = try openTileArchive(path: path, bundleAccess: .positionalReads)
         } catch {
             throw OperationError(path: path, fault: .archive(error))
         }
@@ -105,7 +105,7 @@ public enum ArchiveInspector {
             let a = WebMercator.boundingBox(of: nw), b = WebMercator.boundingBox(of: se)
             bounds = GeoBoundingBox(west: a.west, south: b.south, east: b.east, north: a.north)
         }
-        let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.intValue ?? 0
+        let size = FileSystem.stat(path).map { Int($0.st_size) } ?? 0
         return ArchiveInfo(
             path: path, format: format, layout: layout, content: archive.content.map { "\($0)" },
             fileSize: size, metadata: metadata.entries, levels: sorted, tiles: tiles, tileBytes: bytesTotal,

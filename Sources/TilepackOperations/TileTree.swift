@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import TilepackCore
+import TilepackStorage
 
 /// How a directory tree of tiles names its folders and files.
 public enum TileTreeLayout: String, Sendable, CaseIterable, Codable {
@@ -45,7 +46,7 @@ final class OpenFolder: Sendable {
             Self.openCount.subtract(1, ordering: .relaxed)
             return nil
         }
-        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        let fd = FileSystem.open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else {
             Self.openCount.subtract(1, ordering: .relaxed)
             return nil
@@ -81,8 +82,12 @@ public struct SkippedFile: Hashable, Sendable, Codable, CustomStringConvertible 
 ///
 /// Memory stays proportional to one folder's listing, not to the tree. The walk never leaves the
 /// tree's three levels, so a symbolic-link loop cannot make it recurse; a link to a folder already
-/// visited (same device and inode) is reported as a loop and not entered twice, and a dangling or
-/// unreadable entry is reported as unreadable.
+/// visited (same device and inode) is reported as a loop and not entered twice, a link whose
+/// target lies outside the tree is not followed, a dangling or unreadable entry is reported as
+/// unreadable, and a FIFO, device or socket is reported for what it is (never opened). Numbers
+/// are numbers: folders and files whose names are the same number with leading zeros (`7` and
+/// `007`) are one folder, one tile; of two files for one tile the shorter path is imported and the
+/// other reported with both paths.
 public struct TileTreeWalker: Sequence, Sendable {
     public enum Entry: Sendable {
         case tile(TileFile)
@@ -120,13 +125,18 @@ public struct TileTreeWalker: Sequence, Sendable {
         private let walker: TileTreeWalker
         private var pending: [Entry] = []
         private var pendingIndex = 0
-        // The folders still to list, deepest last; each with its level and parsed numbers.
-        private var stack: [(path: String, level: Int, numbers: [Int])] = []
+        // The folders still to list, deepest last; each with its level and parsed numbers. One
+        // entry may stand for several folders whose names are the same number (`7` and `007`).
+        private var stack: [(paths: [String], level: Int, numbers: [Int])] = []
         private var visited: Set<FileIdentity> = []
+        /// The tree's root with every link resolved, and with a trailing slash: a link whose
+        /// target is not below it leaves the tree and is not followed.
+        private let rootReal: String?
 
         init(_ walker: TileTreeWalker) {
             self.walker = walker
-            stack = [(walker.root, 0, [])]
+            stack = [([walker.root], 0, [])]
+            rootReal = Self.resolved(walker.root).map { $0.hasSuffix("/") ? $0 : $0 + "/" }
         }
 
         public mutating func next() -> Entry? {
@@ -142,39 +152,112 @@ public struct TileTreeWalker: Sequence, Sendable {
             }
         }
 
-        private mutating func list(_ folder: (path: String, level: Int, numbers: [Int])) {
+        /// A file of a folder being listed: its name, the folder's path, and the open folder.
+        private typealias Candidate = (name: String, folder: String, open: OpenFolder?)
+
+        private mutating func list(_ group: (paths: [String], level: Int, numbers: [Int])) {
+            // number -> folder names with that number, over every folder of the group.
+            var folders: [Int: [String]] = [:]
+            var files: [Candidate] = []
+            for path in group.paths {
+                listOne(path, level: group.level, folders: &folders, files: &files)
+            }
+            if group.level < 2 {
+                // Push in descending order so the smallest number is listed first; folders named
+                // by the same number (zero-padded) are listed together, as one.
+                for number in folders.keys.sorted(by: >) {
+                    let paths = (folders[number] ?? []).sorted { ($0.utf8.count, $0) < ($1.utf8.count, $1) }
+                    stack.append((paths, group.level + 1, group.numbers + [number]))
+                }
+                return
+            }
+            // Every tile of this folder has the same zoom and the same folder number (x for zxy,
+            // the row for zyx): they sort by the number in their file name, in the order asked for.
+            let z = group.numbers[0]
+            let order = walker.rowOrder
+            var tiles: [(key: Int, file: TileFile, accepted: Bool)] = []
+            tiles.reserveCapacity(files.count)
+            for candidate in files {
+                let name = candidate.name
+                let path = candidate.folder + "/" + name
+                let utf8 = name.utf8
+                guard let dot = utf8.lastIndex(of: UInt8(ascii: ".")), dot != utf8.startIndex else {
+                    pending.append(.skipped(SkippedFile(path: path, reason: name.hasPrefix(".") ? "hidden file" : "no file extension")))
+                    continue
+                }
+                guard let number = Self.number(utf8[..<dot]) else {
+                    pending.append(.skipped(SkippedFile(path: path, reason: "file name is not a number")))
+                    continue
+                }
+                let (x, row) = walker.layout == .zxy ? (group.numbers[1], number) : (number, group.numbers[1])
+                let tile: TileCoordinate
+                do {
+                    tile = try TileCoordinate(zoom: z, x: x, row: row, scheme: walker.scheme)
+                } catch {
+                    pending.append(.skipped(SkippedFile(path: path, reason: "out of range: \(error)")))
+                    continue
+                }
+                let file = TileFile(tile: tile, path: path, folder: candidate.open, name: name)
+                let key = walker.layout == .zxy ? tile.row(in: order) : tile.x
+                tiles.append((key, file, walker.accepts(tile)))
+            }
+            // Stable, so that of two names for one tile the first listed (the shortest path:
+            // `7/65/45.png` before `007/65/045.png`) is the one imported.
+            tiles.sort { a, b in
+                if a.key != b.key { return a.key < b.key }
+                return (a.file.path.utf8.count, a.file.path) < (b.file.path.utf8.count, b.file.path)
+            }
+            var previous: TileFile?
+            for (_, file, accepted) in tiles {
+                if let previous, previous.tile == file.tile {
+                    pending.append(.skipped(SkippedFile(path: file.path, reason:
+                        "names the same tile \(file.tile) as \(previous.path) (zero-padded numbers): only that one is imported")))
+                    continue
+                }
+                previous = file
+                pending.append(accepted ? .tile(file) : .filtered(file))
+            }
+        }
+
+        /// Lists one folder into `folders` (subfolders by number) and `files`, reporting the rest.
+        private mutating func listOne(_ folderPath: String, level: Int, folders: inout [Int: [String]], files: inout [Candidate]) {
             let names: [(name: String, kind: FolderListing.Kind)]
-            if let listed = FolderListing.entries(folder.path) {
+            if let listed = FolderListing.entries(folderPath) {
                 names = listed
             } else {
                 // Let Foundation describe why the folder cannot be listed.
                 do {
-                    names = try FileManager.default.contentsOfDirectory(atPath: folder.path).map { ($0, .other) }
+                    names = try FileManager.default.contentsOfDirectory(atPath: folderPath).map { ($0, .other) }
                 } catch {
-                    pending.append(.skipped(SkippedFile(path: folder.path, reason: "unreadable folder: \(Self.reason(error))")))
+                    pending.append(.skipped(SkippedFile(path: folderPath, reason: "unreadable folder: \(Self.reason(error))")))
                     return
                 }
             }
-            var folders: [(Int, String)] = []
-            var files: [String] = []
+            var fileNames: [String] = []
             for (name, kind) in names {
-                if folder.level == 0 && TileTreeWalker.descriptionFiles.contains(name) { continue }
+                if level == 0 && TileTreeWalker.descriptionFiles.contains(name) { continue }
                 // A regular file (the listing says so) needs no stat(2): one path lookup less per tile.
                 if kind == .regularFile {
-                    guard folder.level == 2 else {
-                        pending.append(.skipped(SkippedFile(path: folder.path + "/" + name, reason: "stray file outside z/x/y")))
+                    guard level == 2 else {
+                        pending.append(.skipped(SkippedFile(path: folderPath + "/" + name, reason: "stray file outside z/x/y")))
                         continue
                     }
-                    files.append(name)
+                    fileNames.append(name)
                     continue
                 }
-                let path = folder.path + "/" + name
+                let path = folderPath + "/" + name
+                // A symbolic link is followed only when it stays inside the tree.
+                if let linkInfo = FileSystem.lstat(path), (linkInfo.st_mode & S_IFMT) == S_IFLNK,
+                   let rootReal, let target = Self.resolved(path), !(target + "/").hasPrefix(rootReal) {
+                    pending.append(.skipped(SkippedFile(path: path, reason: "symbolic link to \(target), outside the tree: not followed")))
+                    continue
+                }
                 guard let info = FileIdentity.lookup(path) else {
                     pending.append(.skipped(SkippedFile(path: path, reason: "unreadable: dangling link or no permission")))
                     continue
                 }
                 if info.isDirectory {
-                    guard folder.level < 2 else {
+                    guard level < 2 else {
                         pending.append(.skipped(SkippedFile(path: path, reason: "unexpected folder at the tile level")))
                         continue
                     }
@@ -186,54 +269,24 @@ public struct TileTreeWalker: Sequence, Sendable {
                         pending.append(.skipped(SkippedFile(path: path, reason: "symbolic link loop: folder already visited")))
                         continue
                     }
-                    folders.append((number, name))
+                    folders[number, default: []].append(path)
+                } else if !info.isRegularFile {
+                    pending.append(.skipped(SkippedFile(path: path, reason: "\(RegularFile.describe(mode: info.mode)), not a tile file")))
                 } else {
-                    guard folder.level == 2 else {
+                    guard level == 2 else {
                         pending.append(.skipped(SkippedFile(path: path, reason: "stray file outside z/x/y")))
                         continue
                     }
-                    files.append(name)
+                    fileNames.append(name)
                 }
             }
-            if folder.level < 2 {
-                // Push in descending order so the smallest number is listed first.
-                for (number, name) in folders.sorted(by: { $0.0 > $1.0 }) {
-                    stack.append((folder.path + "/" + name, folder.level + 1, folder.numbers + [number]))
-                }
-                return
-            }
-            // Every tile of this folder has the same zoom and the same folder number (x for zxy,
-            // the row for zyx): they sort by the number in their file name, in the order asked for.
-            let z = folder.numbers[0]
-            let order = walker.rowOrder
-            var tiles: [(key: Int, entry: Entry)] = []
-            tiles.reserveCapacity(files.count)
-            let prefix = folder.path + "/"
-            let openFolder = files.isEmpty ? nil : OpenFolder(folder.path)
-            for name in files {
-                let utf8 = name.utf8
-                guard let dot = utf8.lastIndex(of: UInt8(ascii: ".")), dot != utf8.startIndex else {
-                    pending.append(.skipped(SkippedFile(path: prefix + name, reason: name.hasPrefix(".") ? "hidden file" : "no file extension")))
-                    continue
-                }
-                guard let number = Self.number(utf8[..<dot]) else {
-                    pending.append(.skipped(SkippedFile(path: prefix + name, reason: "file name is not a number")))
-                    continue
-                }
-                let (x, row) = walker.layout == .zxy ? (folder.numbers[1], number) : (number, folder.numbers[1])
-                let tile: TileCoordinate
-                do {
-                    tile = try TileCoordinate(zoom: z, x: x, row: row, scheme: walker.scheme)
-                } catch {
-                    pending.append(.skipped(SkippedFile(path: prefix + name, reason: "out of range: \(error)")))
-                    continue
-                }
-                let file = TileFile(tile: tile, path: prefix + name, folder: openFolder, name: name)
-                let key = walker.layout == .zxy ? tile.row(in: order) : tile.x
-                tiles.append((key, walker.accepts(tile) ? .tile(file) : .filtered(file)))
-            }
-            tiles.sort { $0.key < $1.key }
-            pending.append(contentsOf: tiles.lazy.map(\.entry))
+            let open = fileNames.isEmpty ? nil : OpenFolder(folderPath)
+            for name in fileNames { files.append((name, folderPath, open)) }
+        }
+
+        /// `path` with every symbolic link resolved, or `nil` when it cannot be (dangling).
+        static func resolved(_ path: String) -> String? {
+            FileSystem.realpath(path)
         }
 
         /// A decimal number without sign or padding tricks beyond leading zeros; at most 10 digits.
@@ -272,17 +325,8 @@ enum FolderListing {
 
     /// The entries of `path` other than `.` and `..`, or `nil` when the folder cannot be opened.
     static func entries(_ path: String) -> [(name: String, kind: Kind)]? {
-        guard let dir = opendir(path) else { return nil }
-        defer { closedir(dir) }
-        var result: [(name: String, kind: Kind)] = []
-        while let entry = readdir(dir) {
-            let name = withUnsafePointer(to: &entry.pointee.d_name) { pointer in
-                pointer.withMemoryRebound(to: CChar.self, capacity: MemoryLayout.size(ofValue: entry.pointee.d_name)) { String(cString: $0) }
-            }
-            if name == "." || name == ".." { continue }
-            result.append((name, Int32(entry.pointee.d_type) == Int32(DT_REG) ? .regularFile : .other))
-        }
-        return result
+        // Bytes kept: a name that is not UTF-8 keeps its bytes (see PathBytes).
+        FileSystem.entries(path)?.map { ($0.name, $0.isRegularFile ? .regularFile : .other) }
     }
 }
 
@@ -290,13 +334,14 @@ enum FolderListing {
 struct FileIdentity: Hashable {
     var device: UInt64
     var inode: UInt64
-    var isDirectory: Bool
+    var mode: mode_t
+
+    var isDirectory: Bool { (mode & S_IFMT) == S_IFDIR }
+    var isRegularFile: Bool { (mode & S_IFMT) == S_IFREG }
 
     /// `stat(2)` following links; `nil` when the entry cannot be stat'ed (dangling link, no access).
     static func lookup(_ path: String) -> FileIdentity? {
-        var info = stat()
-        guard stat(path, &info) == 0 else { return nil }
-        return FileIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino),
-                            isDirectory: (info.st_mode & S_IFMT) == S_IFDIR)
+        guard let info = FileSystem.stat(path) else { return nil }
+        return FileIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino), mode: info.st_mode)
     }
 }

@@ -3,6 +3,7 @@ import Foundation
 import FoundationXML
 #endif
 import TilepackCore
+import TilepackStorage
 
 /// What a tile tree says about itself: gdal2tiles' `tilemapresource.xml` and mbutil's (or
 /// gdal2tiles --xyz's) `metadata.json` at its root.
@@ -26,25 +27,48 @@ public struct TreeEvidence: Sendable, Equatable {
 
     public init() {}
 
-    /// Reads the description files at `root`. A missing file is no evidence; a malformed one is an error.
+    /// The largest description file read: 16 MiB (real ones are a few kilobytes).
+    static let maximumFileSize = 16 << 20
+
+    /// Reads the description files at `root`. A missing file is no evidence; one that exists but
+    /// cannot be read (no permission, a folder, a FIFO, a dangling link, too large) or parsed is
+    /// an error naming it: the rows would otherwise be stored mirrored without a word.
     public static func read(root: String) throws(OperationError) -> TreeEvidence {
         var evidence = TreeEvidence()
         let xmlPath = root + "/tilemapresource.xml"
-        if let data = FileManager.default.contents(atPath: xmlPath) {
+        if let data = try contents(xmlPath) {
             try evidence.readTileMapResource(data, path: xmlPath)
         }
         let jsonPath = root + "/metadata.json"
-        if let data = FileManager.default.contents(atPath: jsonPath) {
+        if let data = try contents(jsonPath) {
             try evidence.readMetadataJSON(data, path: jsonPath)
         }
         return evidence
     }
 
+    /// The file's bytes; `nil` when there is no such entry at all.
+    private static func contents(_ path: String) throws(OperationError) -> Data? {
+        if FileSystem.lstat(path) == nil && errno == ENOENT { return nil }
+        do {
+            return Data(try RegularFile.read(path, limit: maximumFileSize))
+        } catch {
+            throw OperationError(path: path, fault: .badInput(
+                "describes the tree but cannot be read (\(error.fault)): fix or remove it; tilepack does not guess the row scheme without it"))
+        }
+    }
+
     /// gdal2tiles writes `tilemapresource.xml` (OSGeo TMS 1.0) only for TMS output: its presence
     /// means rows count from the south. A profile other than mercator is not a Web Mercator pyramid.
     mutating func readTileMapResource(_ data: Data, path: String) throws(OperationError) {
+        // A DTD could declare entities (external ones read other files, nested ones blow up):
+        // a TMS document has none, and one that declares any is refused, never resolved.
+        for marker in ["<!DOCTYPE", "<!ENTITY"] where data.range(of: Data(marker.utf8)) != nil {
+            throw OperationError(path: path, fault: .badInput(
+                "declares a DTD or entities (\(marker)): tilepack resolves no XML entities and refuses the file; a TMS TileMap document has none"))
+        }
         let delegate = TileMapParser()
         let parser = XMLParser(data: data)
+        parser.shouldResolveExternalEntities = false
         parser.delegate = delegate
         guard parser.parse(), delegate.sawTileMap else {
             throw OperationError(path: path, fault: .badInput("not a TMS TileMap document: \(parser.parserError.map { "\($0)" } ?? "no <TileMap> element")"))

@@ -159,8 +159,34 @@ public enum ArchiveVerifier {
         defer { integrityDone.wait() }
         var hasher = storedHash == nil ? nil : MBTilesAggregateHasher()
         let schema = archive.schema
+        if let recovery = archive.recovery {
+            collector.add(VerifyFinding(.warning, "container", recovery))
+        }
+        if !schema.triggers.isEmpty {
+            collector.add(VerifyFinding(.warning, "schema", "triggers (\(schema.triggers.joined(separator: ", "))) run on every write and may change or drop rows: tilepack does not append to this file"))
+        }
         if !schema.hasUniqueIndex {
-            collector.add(VerifyFinding(.warning, "schema", "no unique index on (zoom_level, tile_column, tile_row) of '\(schema.coordinateTable)': duplicate tiles are possible and every lookup scans the table"))
+            collector.add(VerifyFinding(.warning, "schema", "no unique index on (zoom_level, tile_column, tile_row) of '\(schema.coordinateTable)': a tile may be stored twice and every lookup scans the table"))
+            do {
+                for duplicate in try archive.duplicateTiles(limit: maximumListed + 1) {
+                    collector.add(VerifyFinding(.error, "tile", "stored in \(duplicate.rowCount) rows; readers may return any of them",
+                                                tile: TileReference(duplicate.zoomLevel, duplicate.tileColumn, duplicate.tileRow)))
+                }
+            } catch {
+                collector.add(VerifyFinding(.error, "container", "looking for duplicated tiles failed: \(error.fault)"))
+            }
+        }
+        do {
+            for orphan in try archive.orphanedMapRows(limit: maximumListed + 1) {
+                let label = TileReference(orphan.zoomLevel, orphan.tileColumn, orphan.tileRow)
+                if orphan.tileID == .null {
+                    collector.add(VerifyFinding(.warning, "tile", "the map row names no image (tile_id NULL) and no grid: it is missing from the tiles view", tile: label))
+                } else {
+                    collector.add(VerifyFinding(.error, "tile", "the map row names tile_id \(orphan.tileID), which no images row holds: the tile is missing from the tiles view", tile: label))
+                }
+            }
+        } catch {
+            collector.add(VerifyFinding(.error, "container", "looking for map rows without images failed: \(error.fault)"))
         }
         if !schema.extraTables.isEmpty {
             collector.add(VerifyFinding(.warning, "schema", "tables that are not MBTiles: \(schema.extraTables.joined(separator: ", "))"))
@@ -242,7 +268,7 @@ public enum ArchiveVerifier {
                              progress: ProgressHandler?, start: UInt64) {
         let archive: BundleArchive
         do {
-            archive = try BundleArchive(path: path)
+            archive = try BundleArchive(path: path, options: BundleArchive.Options(access: .positionalReads))
         } catch {
             collector.add(VerifyFinding(.error, "container", error.fault.description))
             return

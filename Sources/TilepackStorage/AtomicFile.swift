@@ -4,10 +4,12 @@ import TilepackCore
 /// A new file written beside its destination and renamed into place only when complete.
 ///
 /// The temporary file is `.<name>.tmp-<random>` in the destination's directory, so the final
-/// `rename(2)` is atomic on one file system. ``commit()`` fsyncs the file, renames it over the
-/// destination and fsyncs the directory; dropping the value without committing removes the
-/// temporary file. A crash or kill before `commit()` leaves the destination as it was (absent or
-/// the previous file) and at worst a stray `.tmp-` file.
+/// `rename(2)` is atomic on one file system. It is created (empty) at init and held with an
+/// exclusive `flock(2)` until it is committed or discarded. ``commit()`` fsyncs the file, renames
+/// it over the destination and fsyncs the directory; dropping the value without committing removes
+/// the temporary file. A crash or kill before `commit()` leaves the destination as it was (absent
+/// or the previous file) and a stray `.tmp-` file, whose lock died with the process: the next
+/// `AtomicFile` for the same destination removes every such temporary file nobody holds.
 public final class AtomicFile: @unchecked Sendable {
     /// Where the file will be once committed.
     public let destination: String
@@ -15,21 +17,70 @@ public final class AtomicFile: @unchecked Sendable {
     public let temporaryPath: String
     private var finished = false
 
-    /// Prepares a temporary path beside `destination`.
+    /// Creates the temporary file beside `destination` (after removing stale ones of earlier,
+    /// killed writers).
     /// - Parameter overwrite: when `false`, throws ``TileArchiveError/Fault/alreadyExists`` if
     ///   the destination exists (checked now and again at commit).
+    /// - Throws: `alreadyExists`; `io` naming why the folder takes no new file (a read-only file
+    ///   system, no permission, no such folder, a full disk), with its errno.
     public init(destination: String, overwrite: Bool) throws(TileArchiveError) {
-        let url = URL(fileURLWithPath: destination)
-        let directory = url.deletingLastPathComponent().path
+        let (directory, name) = FileSystem.split(destination)
+        let prefix = "." + name + ".tmp-"
         self.destination = destination
-        self.temporaryPath = directory + "/." + url.lastPathComponent + ".tmp-" + String(UInt64.random(in: 0...UInt64.max), radix: 36)
+        self.temporaryPath = directory + "/" + prefix + String(UInt64.random(in: 0...UInt64.max), radix: 36)
         self.overwrite = overwrite
-        if !overwrite && FileManager.default.fileExists(atPath: destination) {
+        if !overwrite && FileSystem.stat(destination) != nil {
             throw TileArchiveError(path: destination, fault: .alreadyExists)
+        }
+        Self.removeStaleTemporaries(directory: directory, prefix: prefix)
+        let fd = FileSystem.open(temporaryPath, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
+        guard fd >= 0 else {
+            let code = errno
+            throw TileArchiveError(path: destination, fault: .io(errno: code, reason:
+                "cannot create a file in \(directory.isEmpty ? "." : directory): \(Self.describe(errno: code))"))
+        }
+        _ = flock(fd, LOCK_EX | LOCK_NB)
+        lockDescriptor = fd
+    }
+
+    /// strerror, with what it means for writing a file: "Read-only file system (the folder is on
+    /// a read-only file system)", "Permission denied (no permission ...)", a full disk.
+    public static func describe(errno code: Int32) -> String {
+        let text = String(cString: strerror(code))
+        switch code {
+        case EROFS: return "\(text) (the folder is on a read-only file system)"
+        case EACCES, EPERM: return "\(text) (no permission to write in the folder)"
+        case ENOSPC: return "\(text) (the disk is full)"
+        case EDQUOT: return "\(text) (the disk quota is used up)"
+        default: return text
+        }
+    }
+
+    /// Removes `.<name>.tmp-*` files in `directory` that no live writer holds (their `flock` is
+    /// free: the process that made them is gone), with SQLite's side files beside them.
+    static func removeStaleTemporaries(directory: String, prefix: String) {
+        var stale: [String] = []
+        for (name, _) in FileSystem.entries(directory) ?? [] {
+            guard name.hasPrefix(prefix), !name.hasSuffix(".spool"),
+                  !["-journal", "-wal", "-shm"].contains(where: { name.hasSuffix($0) }) else { continue }
+            stale.append(name)
+        }
+        for name in stale {
+            let path = directory + "/" + name
+            let fd = FileSystem.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+            guard fd >= 0 else { continue }
+            var info = stat()
+            // Held by a live writer: flock fails. Free: the writer died without cleaning up.
+            if fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, flock(fd, LOCK_EX | LOCK_NB) == 0 {
+                for suffix in ["", "-journal", "-wal", "-shm"] { _ = FileSystem.unlink(path + suffix) }
+            }
+            close(fd)
         }
     }
 
     private let overwrite: Bool
+    /// The temporary file, open and `flock`ed while this value owns it; -1 once released.
+    private var lockDescriptor: Int32 = -1
     /// Background flushes (``flushInBackground()``), one at a time.
     private let flushes = DispatchQueue(label: "tilepack.atomic-file.flush")
     private let flushing = Locked(false)
@@ -45,7 +96,7 @@ public final class AtomicFile: @unchecked Sendable {
         }) else { return }
         let path = temporaryPath
         flushes.async { [flushing] in
-            let fd = open(path, O_RDONLY | O_CLOEXEC)
+            let fd = FileSystem.open(path, O_RDONLY | O_CLOEXEC)
             if fd >= 0 {
                 #if os(Linux)
                 _ = fdatasync(fd)
@@ -63,33 +114,40 @@ public final class AtomicFile: @unchecked Sendable {
         precondition(!finished, "AtomicFile committed twice")
         flushes.sync {}
         try Self.fsync(path: temporaryPath, destination: destination)
-        if !overwrite && FileManager.default.fileExists(atPath: destination) {
+        if !overwrite && FileSystem.stat(destination) != nil {
             discard()
             throw TileArchiveError(path: destination, fault: .alreadyExists)
         }
-        if rename(temporaryPath, destination) != 0 {
+        if FileSystem.rename(temporaryPath, destination) != 0 {
             let code = errno
             discard()
             throw TileArchiveError(path: destination, fault: .io(errno: code, reason: "rename: \(String(cString: strerror(code)))"))
         }
         finished = true
+        releaseLock()
         // Make the rename itself durable; a failure here leaves a complete file in place.
-        try? Self.fsync(path: URL(fileURLWithPath: destination).deletingLastPathComponent().path, destination: destination)
+        try? Self.fsync(path: FileSystem.split(destination).folder, destination: destination)
     }
 
     /// Removes the temporary file (and any SQLite side files next to it).
     public func discard() {
-        guard !finished else { return }
+        guard !finished else { releaseLock(); return }
         finished = true
         for suffix in ["", "-journal", "-wal", "-shm"] {
-            unlink(temporaryPath + suffix)
+            _ = FileSystem.unlink(temporaryPath + suffix)
         }
+        releaseLock()
+    }
+
+    private func releaseLock() {
+        if lockDescriptor >= 0 { close(lockDescriptor) }
+        lockDescriptor = -1
     }
 
     deinit { discard() }
 
     private static func fsync(path: String, destination: String) throws(TileArchiveError) {
-        let fd = open(path, O_RDONLY)
+        let fd = FileSystem.open(path, O_RDONLY)
         guard fd >= 0 else {
             let code = errno
             throw TileArchiveError(path: destination, fault: .io(errno: code, reason: "open \(path) for fsync: \(String(cString: strerror(code)))"))

@@ -12,22 +12,22 @@ public enum TileArchiveFormat: String, Sendable, Hashable, Codable, CustomString
     /// - Throws: ``TileArchiveError`` with `notAnArchive` saying what the file looks like
     ///   (empty, PMTiles, an image, text, ...), or `cannotOpen`.
     public static func detect(path: String) throws(TileArchiveError) -> TileArchiveFormat {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else {
-            let code = errno
-            throw TileArchiveError(path: path, fault: .cannotOpen(errno: code, reason: String(cString: strerror(code))))
-        }
-        defer { close(fd) }
-        var info = stat()
-        if fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR {
+        if let info = FileSystem.stat(path), (info.st_mode & S_IFMT) == S_IFDIR {
             throw TileArchiveError(path: path, fault: .notAnArchive(detected: "a folder (to import a tile tree use `tilepack import`)"))
         }
+        // Never a blocking open: a FIFO named like an archive is named for what it is.
+        let fd = try RegularFile.openForReading(path).fd
+        defer { close(fd) }
         var head = [UInt8](repeating: 0, count: 16)
         let count = head.withUnsafeMutableBytes { read(fd, $0.baseAddress, 16) }
         guard count > 0 else { throw TileArchiveError(path: path, fault: .notAnArchive(detected: "an empty file")) }
         head.removeLast(16 - count)
-        if head.starts(with: Array("SQLite format 3\0".utf8)) { return .mbtiles }
+        let sqlite = Array("SQLite format 3\0".utf8)
+        if head.starts(with: sqlite) { return .mbtiles }
         if head.starts(with: BundleFormat.magic) { return .bundle }
+        // A file cut inside its magic is a truncated archive of that kind: its reader says so.
+        if count < BundleFormat.magic.count, BundleFormat.magic.starts(with: head) { return .bundle }
+        if count < sqlite.count, sqlite.starts(with: head) { return .mbtiles }
         throw TileArchiveError(path: path, fault: .notAnArchive(detected: describe(head)))
     }
 
@@ -50,9 +50,11 @@ public enum TileArchiveFormat: String, Sendable, Hashable, Codable, CustomString
 }
 
 /// Opens an MBTiles file or a bundle, whichever the bytes say it is.
-public func openTileArchive(path: String) throws(TileArchiveError) -> any TileArchive {
+/// - Parameter bundleAccess: how a bundle is read: mapped (an app's own files), or with
+///   `pread` (`.positionalReads`: tools reading files another process may cut).
+public func openTileArchive(path: String, bundleAccess: BundleArchive.Access = .memoryMap) throws(TileArchiveError) -> any TileArchive {
     switch try TileArchiveFormat.detect(path: path) {
     case .mbtiles: try MBTilesArchive(path: path)
-    case .bundle: try BundleArchive(path: path)
+    case .bundle: try BundleArchive(path: path, options: BundleArchive.Options(access: bundleAccess))
     }
 }

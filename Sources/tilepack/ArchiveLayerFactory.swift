@@ -2,14 +2,14 @@ import Foundation
 import TileLayer
 import TilepackAdapter
 import TilepackCore
+import TilepackStorage
 
 /// An MBTiles file or a .tilepack bundle, told apart by its first bytes (never its name), served
 /// through the adapter: the layer takes the archive's bounds, zoom levels and transparency.
 struct ArchiveLayerFactory: RenderLayerFactory {
     func recognises(_ input: String) -> Bool {
-        var isDirectory: ObjCBool = false
         // Any existing file that is not a URL template: makeLayer says what it is if it is no archive.
-        guard FileManager.default.fileExists(atPath: input, isDirectory: &isDirectory), !isDirectory.boolValue else { return false }
+        guard let info = FileSystem.stat(input), (info.st_mode & S_IFMT) != S_IFDIR else { return false }
         return !URLTemplateLayerFactory().recognises(input)
     }
 
@@ -38,6 +38,8 @@ struct ArchiveLayerFactory: RenderLayerFactory {
         if !layer.isShown(atZoomLevel: level) {
             let zooms = source.layerConfiguration(tileSize: layer.tileSize).archiveZoomLevels
             notes.append("note: \(layer.name) is not shown at zoom \(level)" + (zooms.map { " (the archive has zoom levels \($0.lowerBound)...\($0.upperBound))" } ?? ""))
+        } else if let served = source.layerConfiguration(tileSize: layer.tileSize).servedZoomLevels, level > served.upperBound {
+            notes.append("note: \(layer.name): zoom \(level) is past the archive's deepest level; its tiles are scaled up (overzoom)")
         }
         return notes
     }

@@ -21,13 +21,17 @@ struct ExportCommand: ParsableCommand {
     @Option(help: "Rows counted from the north (xyz) or the south (tms).")
     var scheme: TileScheme = .xyz
 
+    @Flag(help: "Write into a folder that already holds files (existing tiles are replaced, never written through).")
+    var force = false
+
     @OptionGroup var output: OutputOptions
 
     func run() throws {
-        let input = try openTileArchive(path: archive)
+        let input = try openTileArchive(path: archive, bundleAccess: .positionalReads)
         var options = ExportOptions()
         options.layout = layout
         options.scheme = scheme
+        options.overwrite = force
         let bar = ProgressBar.start(label: "export", quiet: output.quiet)
         defer { bar?.finish() }
         let report = try TileExporter.run(archive: input, to: folder, options: options, progress: bar?.handler)

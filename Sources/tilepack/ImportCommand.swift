@@ -68,7 +68,7 @@ struct ImportCommand: ParsableCommand {
     @Flag(help: "Overwrite an existing output.")
     var force = false
 
-    @Option(help: "Write the list of skipped files to this file.")
+    @Option(help: "Write the skipped files and a summary to this file as JSON lines (checked before importing, written however the import ends).")
     var report: String?
 
     @OptionGroup var threading: ThreadOptions
@@ -104,6 +104,7 @@ struct ImportCommand: ParsableCommand {
         options.encode = encode?.pixelFormat
         options.deduplicate = dedup
         if let threads = threading.threads { options.threads = threads }
+        options.reportPath = report
         for (key, value) in [("name", name), ("attribution", attribution), ("description", description), ("type", type)] {
             if let value { options.metadata[key] = value }
         }
@@ -111,10 +112,6 @@ struct ImportCommand: ParsableCommand {
         defer { bar?.finish() }
         let result = try TileImporter.run(source: tree, destination: archive, options: options, progress: bar?.handler)
         bar?.finish()
-        if let report {
-            let text = result.skipped.map { "\($0.path)\t\($0.reason)\n" }.joined()
-            try Data(text.utf8).write(to: URL(fileURLWithPath: report))
-        }
         if output.json {
             try printJSON(result)
         } else {

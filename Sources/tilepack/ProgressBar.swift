@@ -35,10 +35,11 @@ final class ProgressBar: Sendable {
     /// The handler to give an operation.
     var handler: ProgressHandler { { [self] in draw($0) } }
 
-    func draw(_ progress: OperationProgress) {
+    /// Draws the bar; `detail` (e.g. bytes and failures) follows the count.
+    func draw(_ progress: OperationProgress, detail: String? = nil) {
         state.withLock { state in
             guard !state.finished else { return }
-            write(Self.line(label: label, unit: unit, progress))
+            write(Self.line(label: label, unit: unit, progress, detail: detail))
             state.drawn = true
         }
     }
@@ -52,7 +53,7 @@ final class ProgressBar: Sendable {
     }
 
     /// `\r<label> [####----]  40% 400/1000 tiles, 812 tiles/s, ETA 1s` and an erase to the line's end.
-    static func line(label: String, unit: String, _ p: OperationProgress) -> String {
+    static func line(label: String, unit: String, _ p: OperationProgress, detail: String? = nil) -> String {
         var line = "\r\(label) "
         if let total = p.total, total > 0 {
             let fraction = min(1, Double(p.done) / Double(total))
@@ -64,6 +65,7 @@ final class ProgressBar: Sendable {
         } else {
             line += "\(p.done) \(unit)"
         }
+        if let detail { line += ", \(detail)" }
         line += ", \(rate(p.rate)) \(unit)/s"
         if let eta = p.estimatedRemaining { line += ", ETA \(duration(eta))" }
         return line + "\u{1B}[K"

@@ -59,6 +59,11 @@ struct RenderCommand: AsyncParsableCommand {
         guard let screenScale = ScreenScale(rawValue: scale) else {
             throw ValidationError("--scale must be 1, 2 or 3, not \(scale)")
         }
+        // The canvas is bounded: each side at most 8192 pixels (256 MiB of RGBA at most).
+        let canvas = (width: viewport.width * scale, height: viewport.height * scale)
+        guard canvas.width <= Self.maximumCanvasSide, canvas.height <= Self.maximumCanvasSide else {
+            throw ValidationError("--size \(size) at --scale \(scale) makes a \(canvas.width)x\(canvas.height) pixel PNG; tilepack renders at most \(Self.maximumCanvasSide) pixels a side: lower --size or --scale")
+        }
         guard zoom.isFinite, (0...20).contains(zoom) else { throw ValidationError("--zoom must be in 0...20, not \(zoom)") }
         guard !inputs.isEmpty else { throw ValidationError("give at least one layer input") }
 
@@ -91,7 +96,7 @@ struct RenderCommand: AsyncParsableCommand {
         }
         let png = try PNGEncoder.encode(frame.bitmap)
         let file = try AtomicFile(destination: output, overwrite: force)
-        guard FileManager.default.createFile(atPath: file.temporaryPath, contents: png) else {
+        guard FileSystem.createFile(file.temporaryPath, contents: Data(png)) == nil else {
             throw ValidationError("cannot write \(output)")
         }
         try file.commit()
@@ -99,6 +104,9 @@ struct RenderCommand: AsyncParsableCommand {
         let approximate = frame.drawn.count - real
         print("wrote \(output): \(frame.bitmap.width)x\(frame.bitmap.height) px, \(real) tiles, \(approximate) scaled up from lower zooms")
     }
+
+    /// The largest side of the rendered canvas, in pixels (size x scale).
+    static let maximumCanvasSide = 8192
 
     /// One line per layer and kind of failure, instead of the layer's diagnostics (two for each
     /// failed tile): tiles that are absent (no file, HTTP 404) are a note, as a sparse tree has

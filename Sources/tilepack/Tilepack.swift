@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import TilepackCore
 import TilepackOperations
+import TilepackStorage
 
 @main
 struct Tilepack: AsyncParsableCommand {
@@ -17,7 +18,7 @@ struct Tilepack: AsyncParsableCommand {
         version: version,
         subcommands: [
             ImportCommand.self, ExportCommand.self, ConvertCommand.self, VerifyCommand.self, InfoCommand.self,
-            RenderCommand.self,
+            RenderCommand.self, FetchCommand.self,
         ]
     )
 
@@ -25,7 +26,12 @@ struct Tilepack: AsyncParsableCommand {
     /// negative numbers after an option are joined to it (see ``CommandLineArguments``), a
     /// misspelled subcommand gets "did you mean", and "not an archive" exits with status 2.
     static func main() async {
-        await launch(Array(CommandLine.arguments.dropFirst()))
+        // The arguments as bytes: a path that is not UTF-8 keeps its bytes (PathBytes), where
+        // CommandLine.arguments would turn two different such names into one.
+        let arguments = (1..<Int(CommandLine.argc)).map { index in
+            CommandLine.unsafeArgv[index].map { PathBytes.string(from: UnsafeRawBufferPointer(start: $0, count: strlen($0))) } ?? ""
+        }
+        await launch(arguments)
     }
 
     static func launch(_ arguments: [String]) async {

@@ -177,7 +177,7 @@ struct LayerPropertyTests {
         // nil turns caching off but keeps the identifier.
         _ = layer.setCacheEnabled(true, identifier: nil)
         #expect(!layer.cacheEnabled && layer.cacheIdentifier == "MyTileCachev2_x-y")
-        #expect(MapTileLayer.sanitizeCacheIdentifier("é-ü_1") == "-_1")
+        #expect(MapTileLayer.sanitizeCacheIdentifier("é-ü_1") == "é-ü_1")
     }
 
     @Test("cacheSizeLimit: 0 default, negative ignored; cacheTimeToLive: negative set to 0, NaN ignored")

@@ -53,6 +53,18 @@ struct URLTemplateTests {
         #expect(source.url(forTilePath: TilePath(x: 0, y: 0, z: 1))?.absoluteString == "https://h/1/0/1")
     }
 
+    @Test("{s} takes subdomains[(x + y) % count] (XYZ row, as Leaflet), a, b, c by default; the same tile always the same host")
+    func subdomains() {
+        let source = URLTemplateTileSource(urlTemplate: "https://{s}.tiles.example/{z}/{x}/{y}.png", isGeometryFlipped: true)
+        #expect(source.subdomains == ["a", "b", "c"])
+        #expect(source.url(forTilePath: TilePath(x: 1, y: 1, z: 3))?.absoluteString == "https://c.tiles.example/3/1/6.png")
+        #expect(source.url(forTilePath: TilePath(x: 2, y: 2, z: 3))?.absoluteString == "https://b.tiles.example/3/2/5.png")
+        let two = URLTemplateTileSource(urlTemplate: "https://{s}.h/{z}/{x}/{y}", subdomains: ["t1", "t2"])
+        #expect(two.url(forTilePath: TilePath(x: 0, y: 0, z: 1))?.absoluteString == "https://t1.h/1/0/0")
+        #expect(two.url(forTilePath: TilePath(x: 1, y: 0, z: 1))?.absoluteString == "https://t2.h/1/1/0")
+        #expect(URLTemplateTileSource(urlTemplate: "https://{s}.h/{z}/{x}/{y}", subdomains: []).subdomains == ["a", "b", "c"])
+    }
+
     @Test("minimumZ/maximumZ: tiles outside are never requested")
     func zoomLimits() async throws {
         let directory = try TemporaryDirectory()
@@ -148,11 +160,11 @@ struct URLTemplateTests {
         #expect(layer.diagnostics.contains { $0.kind == .tileFailed && $0.message.contains("no tile east") })
     }
 
-    @Test("http tiles from a loopback server: PNG and JPEG converted to the layer's format; wrong size and 404 refused")
+    @Test("http tiles from a loopback server: PNG and JPEG converted to the layer's format; a size below half the tile size and 404 refused")
     func httpTiles() async throws {
         let directory = try TemporaryDirectory()
         let root = directory.url
-        for (z, x, y, color, size) in [(1, 0, 0, red, 256), (1, 1, 0, green, 256), (1, 0, 1, blue, 128)] {
+        for (z, x, y, color, size) in [(1, 0, 0, red, 256), (1, 1, 0, green, 256), (1, 0, 1, blue, 64)] {
             let folder = root.appendingPathComponent("\(z)/\(x)")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             try pngData(color, size: size).write(to: folder.appendingPathComponent("\(y).png"))
@@ -175,7 +187,7 @@ struct URLTemplateTests {
             #expect(frame.bitmap.pixel(x: 400, y: 100) == green)
             #expect(frame.drawn.count == 2)
             let failures = layer.diagnostics.filter { $0.kind == .tileFailed }.map(\.message)
-            #expect(failures.contains { $0.contains("128x128") && $0.contains("256x256") })
+            #expect(failures.contains { $0.contains("64x64") && $0.contains("from 128 to 1024 px") })
             #expect(failures.contains { $0.contains("HTTP status 404") })
 
             if let jpeg {

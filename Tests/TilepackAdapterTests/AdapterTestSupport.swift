@@ -150,14 +150,15 @@ final class Gate: Sendable {
     func release() { open.store(true, ordering: .releasing) }
 }
 
-/// Waits (polling) until `condition` holds or `seconds` pass.
-func eventually(_ seconds: Double = 30, _ condition: () -> Bool) async -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while !condition() {
-        if Date() > deadline { return false }
-        try? await Task.sleep(for: .milliseconds(2))
-    }
-    return true
+/// An MBTiles archive of labelled tiles of zooms 0...3 in `dir`, read through an instrumented
+/// archive whose reads wait at the returned gate, served with at most `concurrency` reads at once.
+func gatedLabels(_ dir: TemporaryDirectory, concurrency: Int) throws -> (gate: Gate, archive: InstrumentedArchive, source: ArchiveTileSource) {
+    let path = dir.file("labels.mbtiles")
+    try writeMBTiles(path, tiles: allTiles(0...3))
+    let gate = Gate()
+    let archive = InstrumentedArchive(try MBTilesArchive(path: path), gate: { _ in gate.pass() })
+    let source = ArchiveTileSource(archive: archive, options: ArchiveTileSource.Options(maximumConcurrency: concurrency))
+    return (gate, archive, source)
 }
 
 /// The pixels of `region` (x, y, size) of `frame`, as a bitmap.

@@ -200,11 +200,7 @@ import TilepackTestSupport
 
     @Test func requestsForTilesScrolledAwayAreCancelledWithoutBeingRead() async throws {
         let dir = try TemporaryDirectory("adapter")
-        let path = dir.file("labels.mbtiles")
-        try writeMBTiles(path, tiles: allTiles(0...3))
-        let gate = Gate()
-        let archive = InstrumentedArchive(try MBTilesArchive(path: path), gate: { _ in gate.pass() })
-        let source = ArchiveTileSource(archive: archive, options: ArchiveTileSource.Options(maximumConcurrency: 1))
+        let (gate, archive, source) = try gatedLabels(dir, concurrency: 1)
         let layer = source.makeLayer()
         layer.setFallbackEnabled(false)
         // A 256 x 256 view at zoom 3 over the north-west: tiles 3/0/0 ... 3/1/1.
@@ -214,21 +210,44 @@ import TilepackTestSupport
         view.update()
         #expect(await eventually { archive.snapshot.concurrentReads == 1 && source.waitingRequestCount == 3 })
 
-        // Scroll to the south-east; the old tiles are no longer needed.
+        // Scroll to the south-east: the view cancels the requests of the tiles that left it.
+        let home = view.center
         view.center = WebMercator.coordinate(atWorldPoint: MercatorPoint(x: 0.875, y: 0.875))
         let plan = try #require(view.tilePlans().first)
         #expect(Set(plan.tiles) == [tile(3, 6, 6), tile(3, 7, 6), tile(3, 6, 7), tile(3, 7, 7)])
-        let dropped = source.cancelRequests(notNeededBy: plan)
-        #expect(dropped == 3)
-        #expect(source.waitingRequestCount == 0)
+        view.update()
+        // The 3 old requests still waiting were dropped unread; the 4 new ones wait behind the gate.
+        #expect(await eventually { source.waitingRequestCount == 4 })
         gate.release()
         let frame = await view.render(timeout: 30)
         #expect(Set(frame.drawn.map(\.tile)) == Set(plan.tiles))
         // Only the one read already running when we scrolled touched an old tile.
         let oldReads = archive.snapshot.reads.filter { $0.x < 2 && $0.y < 2 }
         #expect(oldReads.count == 1)
-        // The cancelled requests completed as failed, so the layer would ask again later.
-        #expect(layer.diagnostics.filter { $0.kind == .tileFailed }.count >= 3)
+        // Cancelled requests are no failures: nothing diagnosed, and scrolling back asks at once
+        // (a failure would hold them back for the retry delay).
+        #expect(layer.diagnostics.filter { $0.kind == .tileFailed }.isEmpty)
+        view.center = home
+        let back = await view.render(timeout: 30)
+        #expect(Set(back.drawn.map(\.tile)) == [tile(3, 0, 0), tile(3, 1, 0), tile(3, 0, 1), tile(3, 1, 1)])
+    }
+
+    @Test func cancelRequestsNotNeededByAPlanDropsWaitingOnes() async throws {
+        let dir = try TemporaryDirectory("adapter")
+        let (gate, archive, source) = try gatedLabels(dir, concurrency: 1)
+        let layer = source.makeLayer()
+        let requests = allTiles(3...3).prefix(4).map { t in TileRequest(tile: t) { _ in } }
+        for request in requests { _ = source.mapTileLayer(layer, requestDataForTileAt: request.tile, tileRequest: request) }
+        #expect(await eventually { archive.snapshot.concurrentReads == 1 && source.waitingRequestCount == 3 })
+        let view = HeadlessMapView(viewport: ViewportSize(width: 256, height: 256),
+                                   center: WebMercator.coordinate(atWorldPoint: MercatorPoint(x: 0.875, y: 0.875)), zoomLevel: 3)
+        view.addMapTileLayer(layer)
+        let plan = try #require(view.tilePlans().first)
+        #expect(source.cancelRequests(notNeededBy: plan) == 3)
+        #expect(source.waitingRequestCount == 0)
+        gate.release()
+        #expect(await eventually { requests.allSatisfy { $0.status != .pending } })
+        #expect(requests.filter { $0.status == .failed }.count == 3)
     }
 
     @Test func aRunningMergeStopsWhenCancelled() throws {
@@ -290,8 +309,9 @@ import TilepackTestSupport
         #expect(abs(box.south - -69.99999999526695) < 1e-9 && abs(box.east - 179.9999999749438) < 1e-9)
         // No minzoom/maxzoom keys: the levels holding tiles, 0...4.
         #expect(plain.layerConfiguration().archiveZoomLevels == 0...4)
-        #expect((0...4).allSatisfy { layer.isShown(atZoomLevel: $0) })
-        #expect(!(5...20).contains { layer.isShown(atZoomLevel: $0) })
+        // Shown to the view's deepest level: past zoom 4 the deepest tiles are scaled up (overzoom).
+        #expect((0...20).allSatisfy { layer.isShown(atZoomLevel: $0) })
+        #expect(plain.layerConfiguration().servedZoomLevels == 0...4)
         #expect(layer.tileSize == 256)
         #expect(layer.dataSource is ArchiveTileSource)
 
@@ -299,17 +319,19 @@ import TilepackTestSupport
         let jpeg = try ArchiveTileSource(path: TestSupport.fixture("martin/geography-class-jpg.mbtiles"))
         let jpegLayer = jpeg.makeLayer()
         #expect(!jpegLayer.transparent)
-        #expect(jpegLayer.isShown(atZoomLevel: 1) && !jpegLayer.isShown(atZoomLevel: 2))
+        #expect(jpegLayer.isShown(atZoomLevel: 1) && jpegLayer.isShown(atZoomLevel: 2))
+        #expect(jpeg.layerConfiguration().servedZoomLevels == 0...1)
         // The same archive for a 512 layer: one more view level (zoom-1 tiles merge into 512 tiles at view level 2).
         let retina = jpeg.makeLayer(tileSize: 512)
         #expect(retina.tileSize == 512)
-        #expect(retina.isShown(atZoomLevel: 2) && !retina.isShown(atZoomLevel: 3))
+        #expect(jpeg.layerConfiguration(tileSize: 512).servedZoomLevels == 0...2)
 
         // WebP 512 px, declared 0...0: a 512 layer shows view levels 0...1; a 256 layer cuts quarters for 0...1.
         let webp = try ArchiveTileSource(path: TestSupport.fixture("martin/webp.mbtiles"))
         #expect(webp.layerConfiguration().tileSize == 512)
-        #expect(webp.layerConfiguration().visibleZoomLevels == 0...1)
-        #expect(webp.layerConfiguration(tileSize: 256).visibleZoomLevels == 0...1)
+        #expect(webp.layerConfiguration().servedZoomLevels == 0...1)
+        #expect(webp.layerConfiguration(tileSize: 256).servedZoomLevels == 0...1)
+        #expect(webp.layerConfiguration().visibleZoomLevels == 0...20)
 
         // RGBA PNG (labelledTile encodes with alpha) and an overlay: transparent; raw RGB: opaque.
         let dir = try TemporaryDirectory("adapter")
@@ -319,7 +341,8 @@ import TilepackTestSupport
         let rgbLayer = rgb.makeLayer()
         #expect(!rgbLayer.transparent)
         #expect(rgbLayer.boundingBox == GeoBoundingBox(west: -10, south: -20, east: 30, north: 40))
-        #expect(!rgbLayer.isShown(atZoomLevel: 2) && rgbLayer.isShown(atZoomLevel: 3) && rgbLayer.isShown(atZoomLevel: 9) && !rgbLayer.isShown(atZoomLevel: 10))
+        #expect(!rgbLayer.isShown(atZoomLevel: 2) && rgbLayer.isShown(atZoomLevel: 3) && rgbLayer.isShown(atZoomLevel: 20))
+        #expect(rgb.layerConfiguration().servedZoomLevels == 3...9)
         try writeMBTiles(dir.file("rgba.mbtiles"), tiles: [tile(0, 0, 0)])
         #expect(try ArchiveTileSource(path: dir.file("rgba.mbtiles")).makeLayer().transparent)
         try writeBundle(dir.file("overlay.tilepack"), tiles: [tile(0, 0, 0)], encoding: .raw(.rgb888),

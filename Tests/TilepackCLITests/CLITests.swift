@@ -9,35 +9,12 @@ import TilepackTestSupport
 
 /// The built `tilepack` binary, run as a user runs it.
 enum Binary {
-    static let url: URL? = {
-        let candidates = [
-            Bundle.main.bundleURL.appendingPathComponent("tilepack"),
-            URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("tilepack"),
-            TestSupport.packageRoot.appendingPathComponent(".build/debug/tilepack"),
-        ]
-        return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) }
-    }()
+    static let url: URL? = TestSupport.tilepackBinary
 
-    struct Result {
-        var status: Int32
-        var stdout: String
-        var stderr: String
-    }
+    typealias Result = CommandOutput
 
     static func run(_ arguments: [String]) throws -> Result {
-        let binary = try #require(url, "the tilepack binary is built beside the tests")
-        let process = Process()
-        process.executableURL = binary
-        process.arguments = arguments
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Result(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
-                      stderr: String(decoding: stderr, as: UTF8.self))
+        try TestSupport.run(try #require(url, "the tilepack binary is built beside the tests"), arguments)
     }
 }
 

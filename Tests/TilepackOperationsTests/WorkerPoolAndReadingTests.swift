@@ -86,9 +86,16 @@ import TilepackTestSupport
         let path = dir.file("0.png")
         #expect(mkfifo(path, 0o600) == 0)
         var scratch: [UInt8] = []
-        // Opened without blocking, a FIFO with no writer reads as empty, whatever the last file was.
-        #expect(try FileReading.read(path, scratch: &scratch).isEmpty)
-        #expect(try FileReading.read(path, scratch: &scratch, expectLarge: true).isEmpty)
+        // Opened without blocking, a FIFO with no writer is named for what it is (not "empty"),
+        // whatever the last file was.
+        for expectLarge in [false, true] {
+            do {
+                _ = try FileReading.read(path, scratch: &scratch, expectLarge: expectLarge)
+                Issue.record("a FIFO was read as a tile")
+            } catch {
+                #expect(error.description == "a FIFO (named pipe), not a regular file")
+            }
+        }
     }
 
     @Test func aFolderOrAMissingFileIsAnError() throws {

@@ -27,7 +27,7 @@ import TilepackTestSupport
             for bit in 0..<8 {
                 var damaged = original
                 damaged.bytes[offset] ^= 1 << UInt8(bit)
-                guard let error = damaged.openAndVerify() else {
+                guard let error = damaged.openAndVerify(alsoFromFile: false) else {
                     undetected.append("byte \(offset) bit \(bit)")
                     continue
                 }
@@ -189,7 +189,7 @@ import TilepackTestSupport
         #expect(throws: TileArchiveError(path: missing, fault: .cannotOpen(errno: ENOENT, reason: String(cString: strerror(ENOENT))))) {
             try BundleArchive(path: missing)
         }
-        #expect(throws: TileArchiveError(path: dir.path, fault: .cannotOpen(errno: EISDIR, reason: "not a regular file"))) {
+        #expect(throws: TileArchiveError(path: dir.path, fault: .notAnArchive(detected: "a folder, not a regular file"))) {
             try BundleArchive(path: dir.path)
         }
         let png = dir.file("tile.png")

@@ -1,4 +1,5 @@
 import Foundation
+import Testing
 import TilepackCore
 import TilepackStorage
 import TilepackTestSupport
@@ -124,9 +125,24 @@ struct BundleSurgery {
     }
 
     /// Opens the bytes and verifies them; returns the error, or nil when both succeed.
-    func openAndVerify(path: String = "crafted.tilepack") -> TileArchiveError? {
+    /// - Parameter alsoFromFile: also write the bytes to a file and read it with positional
+    ///   reads, which must give the same verdict (off for the thousands of cases of a bit-flip sweep).
+    func openAndVerify(path: String = "crafted.tilepack", alsoFromFile: Bool = true) -> TileArchiveError? {
+        let inMemory = Self.openAndVerify { try BundleArchive(data: Data(bytes), path: path) }
+        // The same bytes in a file read with pread: the same verdict, the same fault.
+        if alsoFromFile, let dir = try? TemporaryDirectory("tilepack-surgery") {
+            let file = dir.file("crafted.tilepack")
+            if (try? Data(bytes).write(to: URL(fileURLWithPath: file))) != nil {
+                let read = Self.openAndVerify { try BundleArchive(path: file, options: BundleArchive.Options(access: .positionalReads)) }
+                #expect(read?.fault == inMemory?.fault, "positional reads: \(String(describing: read)), in memory: \(String(describing: inMemory))")
+            }
+        }
+        return inMemory
+    }
+
+    private static func openAndVerify(_ open: () throws -> BundleArchive) -> TileArchiveError? {
         do {
-            let archive = try BundleArchive(data: Data(bytes), path: path)
+            let archive = try open()
             _ = try archive.verify()
             // Reading every tile must agree with verify.
             try archive.forEachTile { _, _ in }

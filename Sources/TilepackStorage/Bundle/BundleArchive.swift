@@ -14,19 +14,37 @@ internal import CTilepackLZ4
 /// checked when read (bounds, lengths, LZ4 size, and their CRC-32 unless
 /// ``Options/verifiesPayloadChecksums`` is off); ``verify()`` checks every byte of the file.
 ///
-/// A file that is truncated or rewritten by another process *while mapped* can still fault the
-/// process (SIGBUS), as with any memory map; bundles are written atomically by ``BundleWriter``
-/// (a new inode renamed into place), which never changes a mapped file.
+/// The memory-map contract: a file that is truncated or rewritten by another process *while
+/// mapped* can fault the process (SIGBUS), as with any memory map. That is the default
+/// (``Options/access`` `.memoryMap`) and suits files nobody else writes (an app's bundled
+/// archives; bundles are written atomically by ``BundleWriter``, a new inode renamed into place,
+/// which never changes a mapped file). Tools reading files that others may change use
+/// `.positionalReads`: the header and index are read into memory, payloads with `pread`, and a
+/// file cut underneath gives a `truncated` error instead of a crash.
 public struct BundleArchive: TileArchive {
     /// How a bundle is read.
     public struct Options: Sendable, Hashable {
         /// Whether every payload read is checked against its CRC-32 (about 0.25 ns per byte).
         /// When off, a damaged stored payload is returned as is; ``BundleArchive/verify()`` still finds it.
         public var verifiesPayloadChecksums: Bool
+        /// How the file's bytes are reached.
+        public var access: Access
 
-        public init(verifiesPayloadChecksums: Bool = true) {
+        public init(verifiesPayloadChecksums: Bool = true, access: Access = .memoryMap) {
             self.verifiesPayloadChecksums = verifiesPayloadChecksums
+            self.access = access
         }
+    }
+
+    /// How a bundle file's bytes are reached.
+    public enum Access: Sendable, Hashable {
+        /// Map the whole file: payloads are handed out without copying. A file cut by another
+        /// process while mapped faults the reader (SIGBUS).
+        case memoryMap
+        /// Read the header, metadata and index into memory and each payload with `pread` when it
+        /// is needed: a file cut underneath gives a `truncated` error. What the command-line
+        /// tool's readers use.
+        case positionalReads
     }
 
     public let path: String
@@ -53,7 +71,28 @@ public struct BundleArchive: TileArchive {
 
     /// Opens the bundle at `path` by memory-mapping it.
     public init(path: String, options: Options = Options()) throws(TileArchiveError) {
-        try self.init(bytes: MappedBytes(mapping: path), path: path, options: options)
+        let bytes: MappedBytes
+        switch options.access {
+        case .memoryMap:
+            bytes = try MappedBytes(mapping: path)
+        case .positionalReads:
+            // Resident: everything before the data section, when the header's counts and limits
+            // give the place it declares (else only the header: the checks below then fail on it).
+            bytes = try MappedBytes(reading: path) { head, size in
+                guard head.count >= BundleFormat.headerLength else { return head.count }
+                let header = BundleHeader(decoding: head)
+                guard header.metadataLength <= UInt64(BundleFormat.maximumMetadataLength),
+                      header.tileCount <= UInt64(BundleFormat.maximumCount), header.payloadCount <= UInt64(BundleFormat.maximumCount)
+                else { return BundleFormat.headerLength }
+                let tiles = Int(header.tileCount), payloads = Int(header.payloadCount)
+                let indexOffset = BundleFormat.aligned(BundleFormat.headerLength + Int(header.metadataLength))
+                let records = BundleFormat.aligned(indexOffset + BundleFormat.zoomTableLength + 12 * tiles)
+                let dataOffset = BundleFormat.aligned(records + BundleFormat.payloadRecordLength * payloads)
+                guard header.dataOffset == UInt64(dataOffset), dataOffset <= size else { return BundleFormat.headerLength }
+                return dataOffset
+            }
+        }
+        try self.init(bytes: bytes, path: path, options: options)
     }
 
     /// Opens a bundle held in memory (downloaded, or a fuzzer's input); `path` names it in errors.
@@ -64,7 +103,7 @@ public struct BundleArchive: TileArchive {
     private init(bytes: MappedBytes, path: String, options: Options) throws(TileArchiveError) {
         func fail(_ fault: TileArchiveError.Fault) -> TileArchiveError { TileArchiveError(path: path, fault: fault) }
         let file = bytes.buffer
-        let size = file.count
+        let size = bytes.fileSize
         let magic = BundleFormat.magic
         let headerLength = BundleFormat.headerLength
 
@@ -138,6 +177,9 @@ public struct BundleArchive: TileArchive {
                 throw fail(.truncated("the index ends at \(indexEnd), the file has \(size) bytes"))
             }
             throw fail(.corrupt("the data length is \(header.dataLength), the file leaves \(header.fileLength - UInt64(dataOffset)) bytes after the index"))
+        }
+        guard file.count >= dataOffset else {
+            throw fail(.truncated("the file has \(file.count) bytes before its data section, the layout needs \(dataOffset)"))
         }
         guard file[metadataEnd..<indexOffset].allSatisfy({ $0 == 0 }), file[indexEnd..<dataOffset].allSatisfy({ $0 == 0 }) else {
             throw fail(.corrupt("alignment padding between sections is not zero"))
@@ -250,13 +292,16 @@ public struct BundleArchive: TileArchive {
 
     public func withTileBytes<R>(at tile: TileCoordinate, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R? {
         guard let entry = entry(of: tile) else { return nil }
+        var scratch: UnsafeMutableRawBufferPointer? = nil
+        defer { scratch?.deallocate() }
         let payload = try payload(number: payloadNumber(ofEntry: entry), tile: tile)
+        let stored = try storedBytes(payload, tile: tile, scratch: &scratch)
         switch payload.codec {
         case .stored:
-            return try body(payload.stored)
+            return try body(stored)
         case .lz4Block:
             return try withUnsafeTemporaryAllocation(byteCount: payload.rawLength, alignment: 16) { buffer in
-                try decompress(payload, into: buffer, tile: tile)
+                try decompress(payload, stored, into: buffer, tile: tile)
                 return try body(UnsafeRawBufferPointer(buffer))
             }
         }
@@ -268,13 +313,16 @@ public struct BundleArchive: TileArchive {
         guard payload.rawLength <= buffer.count else {
             throw TileArchiveError(path: path, fault: .bufferTooSmall(tile: tile, needed: payload.rawLength, available: buffer.count))
         }
+        var scratch: UnsafeMutableRawBufferPointer? = nil
+        defer { scratch?.deallocate() }
+        let stored = try storedBytes(payload, tile: tile, scratch: &scratch)
         switch payload.codec {
         case .stored:
-            if let source = payload.stored.baseAddress, let destination = buffer.baseAddress {
+            if let source = stored.baseAddress, let destination = buffer.baseAddress {
                 destination.copyMemory(from: source, byteCount: payload.rawLength)
             }
         case .lz4Block:
-            try decompress(payload, into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<payload.rawLength]), tile: tile)
+            try decompress(payload, stored, into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<payload.rawLength]), tile: tile)
         }
         return payload.rawLength
     }
@@ -288,19 +336,21 @@ public struct BundleArchive: TileArchive {
 
     public func forEachTile(_ body: (TileCoordinate, UnsafeRawBufferPointer) throws -> Void) throws {
         var scratch: UnsafeMutableRawBufferPointer? = nil
-        defer { scratch?.deallocate() }
+        var readScratch: UnsafeMutableRawBufferPointer? = nil
+        defer { scratch?.deallocate(); readScratch?.deallocate() }
         try forEachEntry { entry, tile in
             let payload = try payload(number: payloadNumber(ofEntry: entry), tile: tile)
+            let stored = try storedBytes(payload, tile: tile, scratch: &readScratch)
             switch payload.codec {
             case .stored:
-                try body(tile, payload.stored)
+                try body(tile, stored)
             case .lz4Block:
                 if scratch == nil {
                     scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: maximumTileLength, alignment: 16)
                 }
                 guard let buffer = scratch else { return }
                 let target = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<payload.rawLength])
-                try decompress(payload, into: target, tile: tile)
+                try decompress(payload, stored, into: target, tile: tile)
                 try body(tile, UnsafeRawBufferPointer(target))
             }
         }
@@ -346,14 +396,14 @@ public struct BundleArchive: TileArchive {
     ///   check them), so that a caller reading every tile on several threads does not do it twice.
     public func verify(checksums: Bool = true) throws(TileArchiveError) -> Verification {
         func fail(_ text: String) -> TileArchiveError { TileArchiveError(path: path, fault: .corrupt(text)) }
-        let file = bytes.buffer
         var used = [UInt64](repeating: 0, count: (payloadCount + 63) / 64)
         for entry in 0..<indexedTileCount {
             let number = payloadNumber(ofEntry: entry)
             used[number >> 6] |= 1 << UInt64(number & 63)
         }
         var scratch: UnsafeMutableRawBufferPointer? = nil
-        defer { scratch?.deallocate() }
+        var readScratch: UnsafeMutableRawBufferPointer? = nil
+        defer { scratch?.deallocate(); readScratch?.deallocate() }
         var result = Verification(tileCount: indexedTileCount, payloadCount: payloadCount, lz4PayloadCount: 0, storedBytes: 0, rawBytes: 0)
         var expectedOffset = 0
         var largest = 0
@@ -361,13 +411,18 @@ public struct BundleArchive: TileArchive {
             guard used[number >> 6] & (1 << UInt64(number & 63)) != 0 else {
                 throw fail("payload \(number) is used by no tile")
             }
-            let payload = try payload(number: number, tile: nil, checkCRC: checksums)
+            let payload = try payload(number: number, tile: nil)
             guard payload.offset == expectedOffset else {
                 throw fail("payload \(number) starts at data offset \(payload.offset), the layout puts it at \(expectedOffset)")
             }
-            let end = payload.offset + payload.stored.count
+            let end = payload.offset + payload.storedLength
             let next = number + 1 < payloadCount ? BundleFormat.aligned(end) : end
-            guard file[(dataOffset + end)..<(dataOffset + min(next, dataLength))].allSatisfy({ $0 == 0 }) else {
+            // The payload and the padding after it, in one piece.
+            let piece = try bytes.bytes(at: dataOffset + payload.offset, length: min(next, dataLength) - payload.offset,
+                                        scratch: &readScratch, path: path)
+            let stored = UnsafeRawBufferPointer(rebasing: piece[0..<payload.storedLength])
+            if checksums { try checkCRC(payload, stored, tile: nil) }
+            guard piece[payload.storedLength...].allSatisfy({ $0 == 0 }) else {
                 throw fail("the padding after payload \(number) is not zero")
             }
             expectedOffset = next
@@ -377,13 +432,13 @@ public struct BundleArchive: TileArchive {
                         scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: maximumTileLength, alignment: 16)
                     }
                     if let buffer = scratch {
-                        try decompress(payload, into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<payload.rawLength]), tile: nil)
+                        try decompress(payload, stored, into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<payload.rawLength]), tile: nil)
                     }
                 }
                 result.lz4PayloadCount += 1
             }
             largest = max(largest, payload.rawLength)
-            result.storedBytes += payload.stored.count
+            result.storedBytes += payload.storedLength
             result.rawBytes += payload.rawLength
         }
         guard expectedOffset == dataLength else {
@@ -423,15 +478,32 @@ public struct BundleArchive: TileArchive {
 
     private struct Payload {
         var codec: BundleFormat.Codec
+        /// Where the stored bytes start in the data section.
         var offset: Int
+        var storedLength: Int
         var rawLength: Int
         var crc: UInt32
-        var stored: UnsafeRawBufferPointer
         var number: Int
     }
 
-    /// Reads and checks payload record `number`; `tile` names the tile in errors.
-    private func payload(number: Int, tile: TileCoordinate?, checkCRC: Bool? = nil) throws(TileArchiveError) -> Payload {
+    /// The stored bytes of a checked payload record, checked against its CRC-32 unless the options
+    /// turn that off: a slice of the map, or read into `scratch` (valid until it is used again).
+    private func storedBytes(_ payload: Payload, tile: TileCoordinate?, scratch: inout UnsafeMutableRawBufferPointer?) throws(TileArchiveError) -> UnsafeRawBufferPointer {
+        let stored = try bytes.bytes(at: dataOffset + payload.offset, length: payload.storedLength, scratch: &scratch, path: path)
+        if options.verifiesPayloadChecksums { try checkCRC(payload, stored, tile: tile) }
+        return stored
+    }
+
+    private func checkCRC(_ payload: Payload, _ stored: UnsafeRawBufferPointer, tile: TileCoordinate?) throws(TileArchiveError) {
+        let computed = BundleFormat.crc32(stored)
+        guard computed == payload.crc else {
+            let what = tile.map { "tile \($0) (payload \(payload.number))" } ?? "payload \(payload.number)"
+            throw TileArchiveError(path: path, fault: .checksumMismatch(region: what, declared: Self.hex(payload.crc), computed: Self.hex(computed)))
+        }
+    }
+
+    /// Reads and checks payload record `number` (not its bytes); `tile` names the tile in errors.
+    private func payload(number: Int, tile: TileCoordinate?) throws(TileArchiveError) -> Payload {
         let file = bytes.buffer
         let record = recordsOffset + BundleFormat.payloadRecordLength * number
         let offset = UInt64(littleEndian: file.loadUnaligned(fromByteOffset: record, as: UInt64.self))
@@ -464,25 +536,17 @@ public struct BundleArchive: TileArchive {
         guard offset % UInt64(BundleFormat.alignment) == 0, offset <= UInt64(dataLength), UInt64(storedLength) <= UInt64(dataLength) - offset else {
             throw fail("\(storedLength) bytes at offset \(offset) of the data section (\(dataLength) bytes) are not an aligned range inside it")
         }
-        let start = dataOffset + Int(offset)
-        let stored = UnsafeRawBufferPointer(rebasing: file[start..<(start + storedLength)])
-        if checkCRC ?? options.verifiesPayloadChecksums {
-            let computed = BundleFormat.crc32(stored)
-            guard computed == crc else {
-                throw TileArchiveError(path: path, fault: .checksumMismatch(region: what(), declared: Self.hex(crc), computed: Self.hex(computed)))
-            }
-        }
-        return Payload(codec: codec, offset: Int(offset), rawLength: rawLength, crc: crc, stored: stored, number: number)
+        return Payload(codec: codec, offset: Int(offset), storedLength: storedLength, rawLength: rawLength, crc: crc, number: number)
     }
 
     /// Decompresses an LZ4 payload into `buffer` (exactly `rawLength` bytes), checking its size.
-    private func decompress(_ payload: Payload, into buffer: UnsafeMutableRawBufferPointer, tile: TileCoordinate?) throws(TileArchiveError) {
-        guard let source = payload.stored.baseAddress, let destination = buffer.baseAddress, buffer.count >= payload.rawLength else {
+    private func decompress(_ payload: Payload, _ stored: UnsafeRawBufferPointer, into buffer: UnsafeMutableRawBufferPointer, tile: TileCoordinate?) throws(TileArchiveError) {
+        guard let source = stored.baseAddress, let destination = buffer.baseAddress, buffer.count >= payload.rawLength else {
             throw TileArchiveError(path: path, fault: .corrupt("payload \(payload.number): nothing to decompress"))
         }
         let produced = LZ4_decompress_safe(
             source.assumingMemoryBound(to: CChar.self), destination.assumingMemoryBound(to: CChar.self),
-            Int32(payload.stored.count), Int32(payload.rawLength))
+            Int32(stored.count), Int32(payload.rawLength))
         guard produced == Int32(payload.rawLength) else {
             let what = tile.map { "tile \($0) (payload \(payload.number))" } ?? "payload \(payload.number)"
             let detail = produced < 0

@@ -24,8 +24,8 @@ public enum BundleFormat {
     public static let alignment = 8
     /// The largest decompressed tile a bundle may hold: 64 MiB.
     public static let maximumTileLength = 1 << 26
-    /// The largest metadata block: 16 MiB.
-    public static let maximumMetadataLength = 1 << 24
+    /// The largest metadata block: 16 MiB (``MetadataLimits/maximumBytes``).
+    public static let maximumMetadataLength = MetadataLimits.maximumBytes
     /// The most tiles, and the most payloads, a bundle may hold: 2^32 - 1.
     public static let maximumCount = Int(UInt32.max)
     /// The largest raw-bitmap width or height.
@@ -275,6 +275,9 @@ enum BundleMetadataCoding {
         // Each entry takes at least 9 bytes: no count can ask for more entries than that allows.
         guard count <= (bytes.count - position) / 9 else {
             return .failure(.init("\(count) entries cannot fit in \(bytes.count) bytes"))
+        }
+        guard count <= MetadataLimits.maximumEntries else {
+            return .failure(.init("\(count) entries, over the limit of \(MetadataLimits.maximumEntries)"))
         }
         var entries: [String: String] = [:]
         var previousKey: [UInt8]? = nil

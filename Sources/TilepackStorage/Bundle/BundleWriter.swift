@@ -100,9 +100,7 @@ public final class BundleWriter {
                 throw fail(.invalidMetadata("raw tiles of \(layout): width and height must be 1...\(BundleFormat.maximumBitmapSide)"))
             }
         }
-        guard BundleMetadataCoding.encode(metadata).count <= BundleFormat.maximumMetadataLength else {
-            throw fail(.invalidMetadata("the metadata is over the format's limit of \(BundleFormat.maximumMetadataLength) bytes"))
-        }
+        if let violation = MetadataLimits.violation(metadata) { throw fail(.invalidMetadata(violation)) }
         self.destination = destination
         self.content = content
         self.metadata = metadata
@@ -111,12 +109,12 @@ public final class BundleWriter {
         // The spool lives beside the destination and is unlinked at once: it vanishes with the
         // writer, even if the process dies.
         let spoolPath = file.temporaryPath + ".spool"
-        let fd = open(spoolPath, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        let fd = FileSystem.open(spoolPath, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
             let code = errno
             throw fail(.io(errno: code, reason: "create \(spoolPath): \(String(cString: strerror(code)))"))
         }
-        unlink(spoolPath)
+        _ = FileSystem.unlink(spoolPath)
         spool = fd
         compareBuffer = .allocate(byteCount: 0, alignment: 16)
         spoolBuffer.reserveCapacity(Self.spoolBufferCapacity)
@@ -311,7 +309,10 @@ public final class BundleWriter {
         if case .encoded(let format) = content { sniffed = format }
         TileContentSummary(levels: levels, sniffedFormat: sniffed).derive(into: &metadata, mode: options.derivation)
 
-        // Layout.
+        // Layout. The metadata may have changed since init: held to the reader's limits again.
+        if let violation = MetadataLimits.violation(metadata) {
+            throw TileArchiveError(path: destination, fault: .invalidMetadata(violation))
+        }
         let metadataBytes = BundleMetadataCoding.encode(metadata)
         var header = BundleHeader()
         let codes = BundleFormat.contentCodes(content)
@@ -344,7 +345,7 @@ public final class BundleWriter {
         header.fileLength = UInt64(dataOffset + dataLength)
         header.metadataCRC = metadataBytes.withUnsafeBytes { BundleFormat.crc32($0) }
 
-        let fd = open(file.temporaryPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        let fd = FileSystem.open(file.temporaryPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw ioError("create \(file.temporaryPath)") }
         defer { close(fd) }
         let out = BufferedOutput(fd: fd, path: destination)

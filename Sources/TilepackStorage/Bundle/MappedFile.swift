@@ -1,12 +1,18 @@
 import Foundation
 import TilepackCore
 
-/// Read-only bytes of a whole file, memory-mapped where the platform allows it, or bytes held in
-/// memory. Immutable after init, so sharing it between threads is safe (hence `@unchecked Sendable`:
-/// the raw pointer is the only non-Sendable member and nothing ever writes through it).
+/// Read-only bytes of a whole file: memory-mapped, held in memory, or (``init(reading:residentLength:)``)
+/// a prefix held in memory with the rest read by `pread` on demand. Immutable after init, so
+/// sharing it between threads is safe (hence `@unchecked Sendable`: the raw pointer is the only
+/// non-Sendable member, nothing ever writes through it, and `pread` keeps no file position).
 final class MappedBytes: @unchecked Sendable {
+    /// The bytes held in memory (or mapped): the whole file, or its first `count` bytes in read mode.
     let base: UnsafeRawPointer?
     let count: Int
+    /// The file's length when it was opened (equal to `count` unless the rest is read on demand).
+    let fileSize: Int
+    /// The open file for on-demand reads, or -1.
+    private let descriptor: Int32
     private let release: Release
 
     private enum Release {
@@ -17,24 +23,82 @@ final class MappedBytes: @unchecked Sendable {
 
     var buffer: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: base, count: count) }
 
+    /// Whether bytes past ``count`` are read from the file on demand.
+    var readsOnDemand: Bool { descriptor >= 0 }
+
+    /// Opens `path` for `pread` access: the first `residentLength(head, fileSize)` bytes (given the
+    /// first up to 128 bytes and the size) are read into memory now, the rest when asked for. A
+    /// file another process truncates meanwhile then gives a short read, never a SIGBUS.
+    init(reading path: String, residentLength: (UnsafeRawBufferPointer, Int) -> Int) throws(TileArchiveError) {
+        let (fd, info) = try RegularFile.openForReading(path)
+        let size = Int(info.st_size)
+        let head = UnsafeMutableRawBufferPointer.allocate(byteCount: min(size, 128), alignment: 16)
+        defer { head.deallocate() }
+        let length: Int
+        do throws(TileArchiveError) {
+            try Self.readFully(fd, into: head, at: 0, path: path)
+            length = max(head.count, min(size, residentLength(UnsafeRawBufferPointer(head), size)))
+        } catch {
+            close(fd)
+            throw error
+        }
+        descriptor = fd
+        fileSize = size
+        count = length
+        guard length > 0 else {
+            base = nil
+            release = .none
+            return
+        }
+        let memory = UnsafeMutableRawPointer.allocate(byteCount: length, alignment: 16)
+        base = UnsafeRawPointer(memory)
+        release = .deallocate
+        try Self.readFully(fd, into: UnsafeMutableRawBufferPointer(start: memory, count: length), at: 0, path: path)
+    }
+
+    /// Reads exactly `buffer.count` bytes at `offset`; a short read means the file was cut
+    /// (another process truncated it after it was opened).
+    static func readFully(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: Int, path: String) throws(TileArchiveError) {
+        var done = 0
+        while done < buffer.count {
+            let n = pread(fd, buffer.baseAddress! + done, buffer.count - done, off_t(offset + done))
+            if n < 0 {
+                if errno == EINTR { continue }
+                let code = errno
+                throw TileArchiveError(path: path, fault: .io(errno: code, reason: "read: \(String(cString: strerror(code)))"))
+            }
+            if n == 0 {
+                var info = stat()
+                let now = fstat(fd, &info) == 0 ? " (it now has \(info.st_size) bytes)" : ""
+                throw TileArchiveError(path: path, fault: .truncated(
+                    "the file ended at byte \(offset + done) while \(offset + buffer.count) bytes were expected: it was cut while being read\(now)"))
+            }
+            done += n
+        }
+    }
+
+    /// `length` bytes at `offset` (which the caller has checked lie inside ``fileSize``): a slice of
+    /// the memory when they are resident, else read into `scratch` (grown as needed), valid until
+    /// `scratch` is used again.
+    func bytes(at offset: Int, length: Int, scratch: inout UnsafeMutableRawBufferPointer?, path: String) throws(TileArchiveError) -> UnsafeRawBufferPointer {
+        if offset + length <= count { return UnsafeRawBufferPointer(rebasing: buffer[offset..<(offset + length)]) }
+        if scratch == nil || scratch!.count < length {
+            scratch?.deallocate()
+            scratch = .allocate(byteCount: max(length, 64 << 10), alignment: 16)
+        }
+        let target = UnsafeMutableRawBufferPointer(rebasing: scratch![0..<length])
+        if length > 0 { try Self.readFully(descriptor, into: target, at: offset, path: path) }
+        return UnsafeRawBufferPointer(target)
+    }
+
     /// Maps `path` read-only.
     init(mapping path: String) throws(TileArchiveError) {
         #if canImport(Darwin) || canImport(Glibc) || canImport(Musl)
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else {
-            let code = errno
-            throw TileArchiveError(path: path, fault: .cannotOpen(errno: code, reason: String(cString: strerror(code))))
-        }
+        let (fd, info) = try RegularFile.openForReading(path)
         defer { close(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0 else {
-            let code = errno
-            throw TileArchiveError(path: path, fault: .io(errno: code, reason: "fstat: \(String(cString: strerror(code)))"))
-        }
-        guard (info.st_mode & S_IFMT) == S_IFREG else {
-            throw TileArchiveError(path: path, fault: .cannotOpen(errno: EISDIR, reason: "not a regular file"))
-        }
         let size = Int(info.st_size)
+        descriptor = -1
+        fileSize = size
         guard size > 0 else {
             base = nil
             count = 0
@@ -63,6 +127,8 @@ final class MappedBytes: @unchecked Sendable {
     /// Holds a copy of `data` (for bundles that are not files, such as a fuzzer's input).
     init(copying data: Data) {
         count = data.count
+        fileSize = data.count
+        descriptor = -1
         guard count > 0 else {
             base = nil
             release = .none
@@ -75,6 +141,7 @@ final class MappedBytes: @unchecked Sendable {
     }
 
     deinit {
+        if descriptor >= 0 { close(descriptor) }
         switch release {
         case .none: break
         case .unmap:

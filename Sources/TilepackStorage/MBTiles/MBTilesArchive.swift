@@ -19,13 +19,25 @@ public struct MBTilesOpenOptions: Hashable, Sendable {
     /// `read(2)`. `nil` = the default: 1 GiB for an immutable file, 0 (off) otherwise, because
     /// a mapped file that another process truncates would crash the reader (SIGBUS).
     public var memoryMapSize: Int?
+    /// SQLite virtual-machine instructions one query may run, all its steps together, before it
+    /// is stopped with an error: a `tiles` view that yields rows without end is stopped too.
+    /// `nil` = the default, 10^9 + 64 per byte of the file (a legitimate query runs far fewer:
+    /// a few instructions per byte). Applies only with a `stepTimeLimit`.
+    public var workLimit: Int?
 
     public init(immutable: Bool = false, maximumIdleConnections: Int = max(4, ProcessInfo.processInfo.activeProcessorCount),
-                stepTimeLimit: Double? = 60, memoryMapSize: Int? = nil) {
+                stepTimeLimit: Double? = 60, memoryMapSize: Int? = nil, workLimit: Int? = nil) {
         self.immutable = immutable
         self.maximumIdleConnections = max(1, maximumIdleConnections)
         self.stepTimeLimit = stepTimeLimit
         self.memoryMapSize = memoryMapSize
+        self.workLimit = workLimit
+    }
+
+    /// The default work limit for a file of `fileSize` bytes.
+    static func defaultWorkLimit(fileSize: Int) -> Int {
+        let (scaled, overflow) = fileSize.multipliedReportingOverflow(by: 64)
+        return overflow ? .max : 1_000_000_000 &+ scaled
     }
 
     /// The `mmap_size` these options give.
@@ -50,22 +62,53 @@ public final class MBTilesArchive: TileArchive {
     public let schema: MBTilesSchema
     public let options: MBTilesOpenOptions
 
+    /// What opening found beside the file and did about it (a hot journal rolled back, a WAL
+    /// checkpointed; see ``MBTilesRecovery``), for the user; `nil` when there was nothing.
+    public let recovery: String?
+    /// The work limit of every query (see ``MBTilesOpenOptions/workLimit``).
+    public let workLimit: Int
+
     private let uri: String
     private let idle: Locked<[MBTilesReader]>
 
+    /// The `metadata` row by which tilepack's writers mark a file they have not finished: a
+    /// temporary file left by a killed import is refused, never read as an archive.
+    public static let unfinishedKey = "tilepack:unfinished"
+
     /// Opens `path` read-only.
-    /// - Throws: ``TileArchiveError`` naming the file: `cannotOpen` (missing, unreadable),
-    ///   `notAnArchive` (empty, PMTiles, not SQLite), `truncated`, `corrupt`, `missingTable`.
+    ///
+    /// A rollback journal or WAL left beside the file by an interrupted write is recovered first
+    /// when the file and its folder are writable (see ``recovery``), or reported.
+    /// - Throws: ``TileArchiveError`` naming the file: `cannotOpen` (missing, unreadable, a
+    ///   journal that cannot be rolled back here), `notAnArchive` (empty, PMTiles, not SQLite, a
+    ///   FIFO), `truncated` (also: a temporary file of an unfinished tilepack write), `corrupt`,
+    ///   `missingTable`.
     public init(path: String, options: MBTilesOpenOptions = MBTilesOpenOptions()) throws(TileArchiveError) {
         self.path = path
         self.options = options
+        var size = 0
+        if let opened = try? RegularFile.openForReading(path) {
+            size = Int(opened.info.st_size)
+            close(opened.fd)
+        }
+        let workLimit = options.stepTimeLimit == nil ? Int.max : options.workLimit ?? MBTilesOpenOptions.defaultWorkLimit(fileSize: size)
+        self.workLimit = workLimit
+        recovery = try MBTilesRecovery.recoverIfNeeded(path: path, workLimit: workLimit, stepTimeLimit: options.stepTimeLimit)
         _ = try MBTilesFileCheck.check(path: path)
         let uri = MBTilesFileCheck.uri(path: path, parameters: options.immutable ? ["mode=ro", "immutable=1"] : ["mode=ro"])
         self.uri = uri
         let connection = try SQLiteConnection(
-            filename: uri, archivePath: path, readOnly: true, uri: true, stepTimeLimit: options.stepTimeLimit)
+            filename: uri, archivePath: path, readOnly: true, uri: true, stepTimeLimit: options.stepTimeLimit, workLimit: workLimit)
         let schema = try MBTilesSchema.detect(connection, path: path)
         self.schema = schema
+        if schema.hasMetadataTable {
+            let unfinished = try connection.prepare("SELECT 1 FROM metadata WHERE name = ?1 LIMIT 1")
+            unfinished.bind(1, text: Self.unfinishedKey)
+            if try unfinished.step() {
+                throw TileArchiveError(path: path, fault: .truncated(
+                    "an unfinished write: the temporary file of a tilepack import, append or convert that was killed or failed before it completed, not an archive"))
+            }
+        }
         let reader = try MBTilesReader(connection: connection, memoryMapSize: options.effectiveMemoryMapSize)
         self.content = try Self.detectContent(reader: reader, schema: schema)
         self.idle = Locked([reader])
@@ -86,17 +129,7 @@ public final class MBTilesArchive: TileArchive {
             throw TileArchiveError(path: path, fault: .missingTable("'metadata' table"))
         }
         return try withReader { reader throws(TileArchiveError) in
-            let statement = try reader.connection.prepare("SELECT name, value FROM metadata")
-            var entries: [String: String] = [:]
-            while try statement.step() {
-                guard let name = statement.validatedText(0) else { continue }
-                if statement.type(1) == .null || entries[name] != nil { continue }
-                guard let value = statement.validatedText(1) else {
-                    throw TileArchiveError(path: path, fault: .invalidMetadata("the value of '\(name)' is not UTF-8 text"))
-                }
-                entries[name] = value
-            }
-            return TileMetadata(entries)
+            TileMetadata(try Self.readMetadataRows(reader.connection, path: path, strict: true))
         }
     }
 
@@ -129,8 +162,10 @@ public final class MBTilesArchive: TileArchive {
 
     public func zoomLevels() throws -> [ZoomLevelSummary] {
         try withReader { reader throws(TileArchiveError) in
-            let statement = try reader.connection.prepare(
-                "SELECT zoom_level, COUNT(*) FROM tiles GROUP BY zoom_level ORDER BY zoom_level")
+            // Without a unique index a tile may be stored twice: distinct tiles are counted.
+            let statement = try reader.connection.prepare(schema.hasUniqueIndex
+                ? "SELECT zoom_level, COUNT(*) FROM tiles GROUP BY zoom_level ORDER BY zoom_level"
+                : "SELECT zoom_level, COUNT(*) FROM (SELECT DISTINCT zoom_level, tile_column, tile_row FROM tiles) GROUP BY zoom_level ORDER BY zoom_level")
             var levels: [ZoomLevelSummary] = []
             while try statement.step() {
                 guard let zoom = Self.integer(statement, 0), (0...TileCoordinate.maximumZoom).contains(zoom) else {
@@ -147,7 +182,9 @@ public final class MBTilesArchive: TileArchive {
     ///
     /// With a unique index the rows come straight off the index, one column at a time read
     /// backwards (TMS rows descending = XYZ rows ascending), so nothing is sorted or held in
-    /// memory. Without one SQLite sorts, spilling to temporary files beyond its cache.
+    /// memory. Without one SQLite sorts, spilling to temporary files beyond its cache, and a tile
+    /// stored in several rows is given once (the first row of the sort; ``duplicateTiles(limit:)``
+    /// lists them).
     /// - Throws: `invalidRow` for a row whose coordinates are not a tile (the raw scan
     ///   ``forEachRawRow(_:)`` reports those instead), `nullTile` for NULL `tile_data`.
     public func forEachTile(_ body: (TileCoordinate, UnsafeRawBufferPointer) throws -> Void) throws {
@@ -175,12 +212,15 @@ public final class MBTilesArchive: TileArchive {
         } else {
             let rows = try connection.prepare(
                 "SELECT zoom_level, tile_column, tile_row, tile_data FROM tiles ORDER BY zoom_level, tile_column, tile_row DESC")
+            var previous: TileCoordinate?
             while try rows.step() {
                 guard let zoom = Self.integer(rows, 0), let x = Self.integer(rows, 1) else {
                     throw TileArchiveError(path: path, fault: .invalidRow(
                         "zoom_level \(Self.describe(rows, 0)), tile_column \(Self.describe(rows, 1)) are not whole numbers"))
                 }
                 let tile = try coordinate(zoom: zoom, x: x, rowStatement: rows, rowColumn: 2)
+                if tile == previous { continue }
+                previous = tile
                 try body(tile, try tileBytes(rows, column: 3, tile: tile))
             }
         }
@@ -232,6 +272,48 @@ public final class MBTilesArchive: TileArchive {
         return checked
     }
 
+    /// Tiles stored in more than one row (possible only without a unique index; empty with one),
+    /// at most `limit` of them, each with how many rows hold it.
+    public func duplicateTiles(limit: Int = 1000) throws(TileArchiveError) -> [MBTilesDuplicateTile] {
+        guard !schema.hasUniqueIndex else { return [] }
+        return try withReader { reader throws(TileArchiveError) in
+            let statement = try reader.connection.prepare("""
+                SELECT zoom_level, tile_column, tile_row, COUNT(*) FROM tiles
+                GROUP BY zoom_level, tile_column, tile_row HAVING COUNT(*) > 1 LIMIT \(max(1, limit))
+                """)
+            var found: [MBTilesDuplicateTile] = []
+            while try statement.step() {
+                found.append(MBTilesDuplicateTile(
+                    zoomLevel: MBTilesRawValue(statement, 0), tileColumn: MBTilesRawValue(statement, 1),
+                    tileRow: MBTilesRawValue(statement, 2), rowCount: Int(statement.int64(3))))
+            }
+            return found
+        }
+    }
+
+    /// For the normalized (`map` + `images`) schema: `map` rows that name no image, so the tiles
+    /// vanish from the `tiles` view: a `tile_id` no `images` row has, or a NULL `tile_id` on a row
+    /// that holds no UTFGrid either (no `grid_id`); at most `limit`; empty for other schemas.
+    public func orphanedMapRows(limit: Int = 1000) throws(TileArchiveError) -> [MBTilesOrphanedMapRow] {
+        guard schema.kind == .normalized else { return [] }
+        return try withReader { reader throws(TileArchiveError) in
+            let hasGrid = try reader.connection.scalarInt("SELECT COUNT(*) FROM pragma_table_info('map') WHERE name = 'grid_id'") ?? 0 > 0
+            let statement = try reader.connection.prepare("""
+                SELECT map.zoom_level, map.tile_column, map.tile_row, map.tile_id FROM map
+                LEFT JOIN images ON images.tile_id = map.tile_id
+                WHERE images.tile_id IS NULL AND (map.tile_id IS NOT NULL\(hasGrid ? " OR map.grid_id IS NULL" : " OR 1"))
+                LIMIT \(max(1, limit))
+                """)
+            var found: [MBTilesOrphanedMapRow] = []
+            while try statement.step() {
+                found.append(MBTilesOrphanedMapRow(
+                    zoomLevel: MBTilesRawValue(statement, 0), tileColumn: MBTilesRawValue(statement, 1),
+                    tileRow: MBTilesRawValue(statement, 2), tileID: MBTilesRawValue(statement, 3)))
+            }
+            return found
+        }
+    }
+
     /// `PRAGMA integrity_check`: an empty array when SQLite finds the file sound, otherwise its
     /// messages (at most `maximumErrors`).
     public func integrityCheck(maximumErrors: Int = 100) throws(TileArchiveError) -> [String] {
@@ -247,18 +329,44 @@ public final class MBTilesArchive: TileArchive {
     /// deriving and checking bounds and zooms. Rows whose coordinates are not tiles are left out.
     public func contentSummary() throws(TileArchiveError) -> TileContentSummary {
         try withReader { reader throws(TileArchiveError) in
-            var summary = try TileContentSummary.query(reader.connection)
+            var summary = try TileContentSummary.query(reader.connection, distinct: !schema.hasUniqueIndex)
             summary.format = content.flatMap { if case .encoded(let f) = $0 { f } else { nil } }
             if let format = try? Self.sniffFirstTile(reader: reader) { summary.sniffedFormat = format }
             return summary
         }
     }
 
+    /// The rows of `metadata` (NULL names and values skipped, the first of a repeated name
+    /// kept), read within ``MetadataLimits``: past them, an `invalidMetadata` error, before the
+    /// rows are held in memory. `strict`: a value that is not UTF-8 is an error (else repaired).
+    static func readMetadataRows(_ connection: SQLiteConnection, path: String, strict: Bool) throws(TileArchiveError) -> [String: String] {
+        let statement = try connection.prepare("SELECT name, value FROM metadata")
+        var entries: [String: String] = [:]
+        var rows = 0
+        var bytes = 4
+        while try statement.step() {
+            rows += 1
+            bytes += MetadataLimits.entryBytes(keyCount: statement.bytes(0)?.count ?? 0, valueCount: statement.bytes(1)?.count ?? 0)
+            guard rows <= MetadataLimits.maximumEntries, bytes <= MetadataLimits.maximumBytes else {
+                throw TileArchiveError(path: path, fault: .invalidMetadata(rows > MetadataLimits.maximumEntries
+                    ? "the metadata table has more than \(MetadataLimits.maximumEntries) rows, tilepack's limit"
+                    : "the metadata table holds more than \(MetadataLimits.maximumBytes) bytes (16 MiB), tilepack's limit"))
+            }
+            guard let name = statement.validatedText(0) else { continue }
+            if statement.type(1) == .null || entries[name] != nil { continue }
+            guard let value = strict ? statement.validatedText(1) : statement.text(1) else {
+                throw TileArchiveError(path: path, fault: .invalidMetadata("the value of '\(name)' is not UTF-8 text"))
+            }
+            entries[name] = value
+        }
+        return entries
+    }
+
     // MARK: Connections
 
     private func makeReader() throws(TileArchiveError) -> MBTilesReader {
         try MBTilesReader(connection: SQLiteConnection(
-            filename: uri, archivePath: path, readOnly: true, uri: true, stepTimeLimit: options.stepTimeLimit),
+            filename: uri, archivePath: path, readOnly: true, uri: true, stepTimeLimit: options.stepTimeLimit, workLimit: workLimit),
             memoryMapSize: options.effectiveMemoryMapSize)
     }
 

@@ -14,20 +14,8 @@ enum MBTilesFileCheck {
     }
 
     static func check(path: String) throws(TileArchiveError) -> Header {
-        let fd = open(path, O_RDONLY)
-        guard fd >= 0 else {
-            let code = errno
-            throw TileArchiveError(path: path, fault: .cannotOpen(errno: code, reason: String(cString: strerror(code))))
-        }
+        let (fd, info) = try RegularFile.openForReading(path)
         defer { close(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0 else {
-            let code = errno
-            throw TileArchiveError(path: path, fault: .cannotOpen(errno: code, reason: String(cString: strerror(code))))
-        }
-        guard (info.st_mode & S_IFMT) == S_IFREG else {
-            throw TileArchiveError(path: path, fault: .notAnArchive(detected: "not a regular file"))
-        }
         let fileSize = Int(info.st_size)
         var header = [UInt8](repeating: 0, count: 100)
         let count = header.withUnsafeMutableBytes { buffer in
@@ -103,7 +91,7 @@ enum MBTilesFileCheck {
         var allowed = CharacterSet.alphanumerics
         allowed.insert(charactersIn: "-._~/")
         var encoded = ""
-        for byte in path.utf8 {
+        for byte in PathBytes.bytes(of: path) {
             let scalar = Unicode.Scalar(byte)
             if byte < 0x80, allowed.contains(scalar) {
                 encoded.append(Character(scalar))

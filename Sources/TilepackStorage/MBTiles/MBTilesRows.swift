@@ -91,6 +91,31 @@ public struct MBTilesRawRow {
     public var storedCoordinates: String { MBTilesRawValue.name(zoomLevel, tileColumn, tileRow) }
 }
 
+/// A tile stored in more than one row of `tiles` (see ``MBTilesArchive/duplicateTiles(limit:)``).
+public struct MBTilesDuplicateTile: Hashable, Sendable, CustomStringConvertible {
+    public var zoomLevel: MBTilesRawValue
+    public var tileColumn: MBTilesRawValue
+    /// The stored TMS row.
+    public var tileRow: MBTilesRawValue
+    public var rowCount: Int
+
+    public var description: String {
+        "\(zoomLevel)/\(tileColumn)/\(tileRow) (TMS row) is stored in \(rowCount) rows; readers may return any of them"
+    }
+}
+
+/// A `map` row whose `tile_id` no `images` row has (see ``MBTilesArchive/orphanedMapRows(limit:)``).
+public struct MBTilesOrphanedMapRow: Hashable, Sendable, CustomStringConvertible {
+    public var zoomLevel: MBTilesRawValue
+    public var tileColumn: MBTilesRawValue
+    public var tileRow: MBTilesRawValue
+    public var tileID: MBTilesRawValue
+
+    public var description: String {
+        "map row \(zoomLevel)/\(tileColumn)/\(tileRow) (TMS row) names tile_id \(tileID), which no images row holds: the tile is missing from the tiles view"
+    }
+}
+
 /// A `tile_hash` that does not match its tile's MD5 (flat-with-hash).
 public struct MBTilesTileHashMismatch: Hashable, Sendable, CustomStringConvertible {
     public var zoomLevel: MBTilesRawValue
@@ -240,9 +265,11 @@ public struct TileContentSummary: Hashable, Sendable {
         return box.west < box.east && box.south < box.north ? box : deepest.extent
     }
 
-    static func query(_ connection: SQLiteConnection) throws(TileArchiveError) -> TileContentSummary {
+    /// - Parameter distinct: count a tile stored in several rows once (for files without a unique index).
+    static func query(_ connection: SQLiteConnection, distinct: Bool = false) throws(TileArchiveError) -> TileContentSummary {
         let statement = try connection.prepare("""
-            SELECT zoom_level, COUNT(*), MIN(tile_column), MAX(tile_column), MIN(tile_row), MAX(tile_row) FROM tiles
+            SELECT zoom_level, COUNT(*), MIN(tile_column), MAX(tile_column), MIN(tile_row), MAX(tile_row)
+            FROM \(distinct ? "(SELECT DISTINCT zoom_level, tile_column, tile_row FROM tiles)" : "tiles")
             WHERE typeof(zoom_level) = 'integer' AND typeof(tile_column) = 'integer' AND typeof(tile_row) = 'integer'
               AND zoom_level BETWEEN 0 AND 30 AND tile_column >= 0 AND tile_row >= 0
               AND tile_column < (1 << zoom_level) AND tile_row < (1 << zoom_level)
@@ -266,10 +293,14 @@ extension TileContentSummary {
     /// as `mode` says (the MBTiles and bundle writers share this rule).
     public func derive(into metadata: inout TileMetadata, mode: MetadataDerivation) {
         guard mode != .none else { return }
-        let replace = mode == .replace
         typealias Key = TileMetadata.Key
         if metadata[Key.format] == nil, let format = sniffedFormat { metadata.setFormat(format) }
         guard let minZoom, let maxZoom, let bounds else { return }
+        if mode == .extend {
+            extend(&metadata, minZoom: minZoom, maxZoom: maxZoom, bounds: bounds)
+            return
+        }
+        let replace = mode == .replace
         if replace || metadata[Key.minZoom] == nil { metadata.setMinZoom(minZoom) }
         if replace || metadata[Key.maxZoom] == nil { metadata.setMaxZoom(maxZoom) }
         if replace || metadata[Key.bounds] == nil { metadata.setBounds(Self.rounded(bounds)) }
@@ -280,6 +311,28 @@ extension TileContentSummary {
                                        longitude: Self.round7(box.west <= box.east ? (box.west + box.east) / 2 : box.west))
             metadata.setCenter(center, zoom: zoom)
         }
+    }
+
+    /// ``MetadataDerivation/extend``: what is set widened to cover the tiles too.
+    private func extend(_ metadata: inout TileMetadata, minZoom: Int, maxZoom: Int, bounds: GeoBoundingBox) {
+        let oldMin = (try? metadata.minZoom) ?? nil
+        let oldMax = (try? metadata.maxZoom) ?? nil
+        let newMin = min(oldMin ?? minZoom, minZoom)
+        let newMax = max(oldMax ?? maxZoom, maxZoom)
+        metadata.setMinZoom(newMin)
+        metadata.setMaxZoom(newMax)
+        var box = bounds
+        // A box across the antimeridian (west > east) is not widened: the tiles' own box is used.
+        if let old = (try? metadata.bounds) ?? nil, old.west <= old.east, bounds.west <= bounds.east {
+            box = GeoBoundingBox(west: min(old.west, bounds.west), south: min(old.south, bounds.south),
+                                 east: max(old.east, bounds.east), north: max(old.north, bounds.north))
+        }
+        box = Self.rounded(box)
+        metadata.setBounds(box)
+        let oldZoom = ((try? metadata.center) ?? nil)?.zoom
+        let zoom = min(max(oldZoom ?? newMin, newMin), newMax)
+        metadata.setCenter(GeoCoordinate(latitude: Self.round7((box.south + box.north) / 2),
+                                         longitude: Self.round7((box.west + box.east) / 2)), zoom: zoom)
     }
 
     /// Bounds rounded outwards to 7 decimals (about 1 cm), so the text stays short.

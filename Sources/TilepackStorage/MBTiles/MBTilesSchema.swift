@@ -43,6 +43,9 @@ public struct MBTilesSchema: Hashable, Sendable {
     public var applicationID: Int32
     /// The SQLite page size in bytes.
     public var pageSize: Int
+    /// The names of the file's triggers (sorted). A trigger can rewrite or drop rows as they are
+    /// written, so tilepack never appends to a file that has one; `verify` warns about them.
+    public var triggers: [String] = []
 
     /// The MBTiles application id, "MPBX".
     public static let mbtilesApplicationID: Int32 = 0x4d50_4258
@@ -50,11 +53,13 @@ public struct MBTilesSchema: Hashable, Sendable {
     /// Detects the schema on an open connection.
     static func detect(_ connection: SQLiteConnection, path: String) throws(TileArchiveError) -> MBTilesSchema {
         // Reading sqlite_master is also the first read of the file: a damaged header or schema fails here.
-        let master = try connection.prepare("SELECT type, name FROM sqlite_master WHERE type IN ('table', 'view')")
+        let master = try connection.prepare("SELECT type, name FROM sqlite_master WHERE type IN ('table', 'view', 'trigger')")
         var objects: [String: String] = [:]  // lower-cased name -> type
         var originalNames: [String: String] = [:]
+        var triggers: [String] = []
         while try master.step() {
             guard let type = master.text(0), let name = master.text(1) else { continue }
+            if type == "trigger" { triggers.append(name); continue }
             objects[name.lowercased()] = type
             originalNames[name.lowercased()] = name
         }
@@ -135,6 +140,6 @@ public struct MBTilesSchema: Hashable, Sendable {
         return MBTilesSchema(
             kind: kind, coordinateTable: originalNames[coordinateTable] ?? coordinateTable, hasUniqueIndex: hasUniqueIndex,
             hasMetadataTable: hasMetadata, hasUTFGrid: hasUTFGrid, extraTables: extra.sorted(),
-            applicationID: applicationID, pageSize: pageSize)
+            applicationID: applicationID, pageSize: pageSize, triggers: triggers.sorted())
     }
 }

@@ -19,6 +19,10 @@ public enum MetadataDerivation: String, Hashable, Sendable {
     /// Recompute bounds, center, minzoom and maxzoom from the tiles even when set (format is
     /// still only filled when missing).
     case replace
+    /// For tiles added to an archive: widen what is set so that it covers the tiles too (bounds
+    /// the union of the old bounds and the tiles', minzoom and maxzoom the wider range, center the
+    /// middle of the new bounds), fill what is missing.
+    case extend
 }
 
 public struct MBTilesWriterOptions: Hashable, Sendable {
@@ -92,6 +96,8 @@ public final class MBTilesWriter {
     private var pending = 0
     /// Tile bytes written in the open transaction of a bulk load.
     private var pendingBytes = 0
+    /// Whether tile counts must count a tile stored in several rows once (no unique index).
+    private var countsDistinct = false
     private var failure: TileArchiveError?
     private var finished = false
     private var isUpdate: Bool { atomicFile == nil }
@@ -139,6 +145,12 @@ public final class MBTilesWriter {
             CREATE TABLE metadata (name TEXT NOT NULL, value TEXT);
             CREATE UNIQUE INDEX name ON metadata (name);
             """)
+        // Until finish() rewrites the metadata, the file says it is unfinished: a temporary file
+        // left by a kill is refused by every reader, never taken for an archive.
+        let marker = try connection.prepare("INSERT INTO metadata (name, value) VALUES (?1, ?2)")
+        marker.bind(1, text: MBTilesArchive.unfinishedKey)
+        marker.bind(2, text: "this file is the temporary file of an unfinished tilepack write")
+        _ = try marker.step()
         switch options.schema {
         case .flat:
             try connection.execute("""
@@ -168,26 +180,29 @@ public final class MBTilesWriter {
     public init(updating path: String, options: MBTilesWriterOptions = MBTilesWriterOptions()) throws(TileArchiveError) {
         self.path = path
         self.options = options
-        _ = try MBTilesFileCheck.check(path: path)
-        let connection = try SQLiteConnection(filename: path, archivePath: path, readOnly: false, uri: false)
+        // The reader's checks first (it also rolls back a journal left by an interrupted write and
+        // refuses an unfinished temporary file); the file is hostile until shown otherwise.
+        let reader = try MBTilesArchive(path: path, options: MBTilesOpenOptions(maximumIdleConnections: 1))
+        let connection = try SQLiteConnection(filename: path, archivePath: path, readOnly: false, uri: false,
+                                              stepTimeLimit: reader.options.stepTimeLimit, workLimit: reader.workLimit)
         self.connection = connection
         let schema = try MBTilesSchema.detect(connection, path: path)
         guard schema.kind != .otherView else {
             throw TileArchiveError(path: path, fault: .unsupportedVersion("its 'tiles' view is over tables tilepack cannot write"))
         }
+        guard schema.triggers.isEmpty else {
+            throw TileArchiveError(path: path, fault: .unsupportedVersion(
+                "it has triggers (\(schema.triggers.joined(separator: ", "))), which can change or drop the rows written: tilepack does not write into it (drop the triggers, or import into a new file)"))
+        }
         schemaKind = schema.kind
+        countsDistinct = !schema.hasUniqueIndex
         metadata = TileMetadata()
         try prepareStatements(connection, beginSQL: "BEGIN IMMEDIATE")
         try beginTransaction()
         if !schema.hasMetadataTable {
             try connection.execute("CREATE TABLE metadata (name TEXT NOT NULL, value TEXT); CREATE UNIQUE INDEX name ON metadata (name);")
         }
-        var entries: [String: String] = [:]
-        let statement = try connection.prepare("SELECT name, value FROM metadata")
-        while try statement.step() {
-            if let name = statement.text(0), let value = statement.text(1), entries[name] == nil { entries[name] = value }
-        }
-        metadata = TileMetadata(entries)
+        metadata = TileMetadata(try MBTilesArchive.readMetadataRows(connection, path: path, strict: false))
     }
 
     deinit {
@@ -468,7 +483,7 @@ public final class MBTilesWriter {
                 try connection.execute("DELETE FROM images WHERE tile_id NOT IN (SELECT tile_id FROM map WHERE tile_id IS NOT NULL)")
             }
             // Known from the writes when they came in order; otherwise asked of the table.
-            var content = runningHash != nil ? TileContentSummary(levels: writtenLevels) : try TileContentSummary.query(connection)
+            var content = runningHash != nil ? TileContentSummary(levels: writtenLevels) : try TileContentSummary.query(connection, distinct: countsDistinct)
             let sniff = try connection.prepare("SELECT tile_data FROM tiles WHERE tile_data IS NOT NULL LIMIT 1")
             if try sniff.step(), let bytes = sniff.bytes(0) { content.sniffedFormat = TileFormat.sniff(bytes) }
             sniff.reset()
@@ -476,6 +491,12 @@ public final class MBTilesWriter {
             let issues = MBTilesMetadataValidator.validate(metadata, content: content)
             let errors = issues.filter { $0.severity == .error }
             if !errors.isEmpty { throw Self.metadataError(path: path, errors) }
+            // What readers refuse is not written (agg_tiles_hash adds 48 bytes).
+            var limited = metadata
+            limited[TileMetadata.Key.aggregateTilesHash] = MBTilesAggregateHash.empty
+            if let violation = MetadataLimits.violation(limited) {
+                throw TileArchiveError(path: path, fault: .invalidMetadata(violation))
+            }
 
             let hash: String
             if let running = runningHash {
@@ -485,15 +506,10 @@ public final class MBTilesWriter {
                 hash = try MBTilesAggregateHash.compute(connection)
             }
             metadata[TileMetadata.Key.aggregateTilesHash] = hash
-            try connection.execute("DELETE FROM metadata")
-            let insert = try connection.prepare("INSERT INTO metadata (name, value) VALUES (?1, ?2)")
-            for key in metadata.keys {
-                insert.bind(1, text: key)
-                insert.bind(2, text: metadata[key] ?? "")
-                _ = try insert.step()
-                insert.reset()
-            }
-            let tileCount = Int(try connection.scalarInt("SELECT COUNT(*) FROM tiles") ?? 0)
+            try connection.replaceMetadata(metadata)
+            let tileCount = Int(try connection.scalarInt(countsDistinct
+                ? "SELECT COUNT(*) FROM (SELECT DISTINCT zoom_level, tile_column, tile_row FROM tiles)"
+                : "SELECT COUNT(*) FROM tiles") ?? 0)
             var blobCount = tileCount
             if schemaKind == .normalized { blobCount = Int(try connection.scalarInt("SELECT COUNT(*) FROM images") ?? 0) }
             try commitTransaction()

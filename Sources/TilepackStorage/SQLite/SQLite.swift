@@ -14,27 +14,41 @@ final class SQLiteConnection {
     let handle: OpaquePointer
     /// The path reported in errors.
     let archivePath: String
-    /// The per-step time limit's state, read by SQLite's progress handler; `nil` without a limit.
+    /// The query limits' state, read by SQLite's progress handler; `nil` without limits.
     let watchdog: UnsafeMutablePointer<Watchdog>?
 
-    /// A step that runs longer than `limit` seconds is interrupted: a hostile schema (a `tiles`
-    /// view over an endless recursive query) must not hang the reader.
+    /// The bounds on the queries of a hostile file (a `tiles` view over an endless recursive
+    /// query must not hang the reader, whether it yields no row or rows without end): one step
+    /// may run at most `limit` seconds, and one query (from its first step to its reset, all
+    /// steps together) at most `workLimit` virtual-machine instructions.
     struct Watchdog {
         var limit: Double
         /// When the current step's first progress callback ran; 0 = not yet (reset by every step).
         var startedAt: Double
+        var workLimit: Int
+        /// Instructions of the query now stepping (saved in and restored from its statement).
+        var work: Int
+        /// What stopped the last interrupted step.
+        var tripped: Trip
     }
 
+    enum Trip { case none, time, work }
+
+    /// Instructions between two calls of the progress handler.
+    static let progressInterval: Int32 = 100_000
+
     /// Opens `filename` (a plain path, or a `file:` URI when `uri` is true).
-    /// - Parameter stepTimeLimit: seconds one `sqlite3_step` may run before it is interrupted.
+    /// - Parameters:
+    ///   - stepTimeLimit: seconds one `sqlite3_step` may run before it is interrupted.
+    ///   - workLimit: virtual-machine instructions one query may run (with `stepTimeLimit`).
     init(filename: String, archivePath: String, readOnly: Bool, uri: Bool, create: Bool = false,
-         stepTimeLimit: Double? = nil) throws(TileArchiveError) {
+         stepTimeLimit: Double? = nil, workLimit: Int = .max) throws(TileArchiveError) {
         var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_PRIVATECACHE
         flags |= readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE
         if create { flags |= SQLITE_OPEN_CREATE }
         if uri { flags |= SQLITE_OPEN_URI }
         var db: OpaquePointer?
-        let rc = sqlite3_open_v2(filename, &db, flags, nil)
+        let rc = FileSystem.withPath(filename) { sqlite3_open_v2($0, &db, flags, nil) }
         guard rc == SQLITE_OK, let db else {
             let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(rc))
             let systemErrno = db.map { sqlite3_system_errno($0) } ?? 0
@@ -45,10 +59,15 @@ final class SQLiteConnection {
         self.archivePath = archivePath
         if let stepTimeLimit {
             let watchdog = UnsafeMutablePointer<Watchdog>.allocate(capacity: 1)
-            watchdog.initialize(to: Watchdog(limit: stepTimeLimit, startedAt: 0))
+            watchdog.initialize(to: Watchdog(limit: stepTimeLimit, startedAt: 0, workLimit: workLimit, work: 0, tripped: .none))
             self.watchdog = watchdog
-            sqlite3_progress_handler(db, 100_000, { context in
+            sqlite3_progress_handler(db, Self.progressInterval, { context in
                 guard let watchdog = context?.assumingMemoryBound(to: Watchdog.self) else { return 0 }
+                watchdog.pointee.work &+= Int(SQLiteConnection.progressInterval)
+                if watchdog.pointee.work > watchdog.pointee.workLimit {
+                    watchdog.pointee.tripped = .work
+                    return 1
+                }
                 var ts = timespec()
                 clock_gettime(CLOCK_MONOTONIC, &ts)
                 let now = Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
@@ -56,7 +75,11 @@ final class SQLiteConnection {
                     watchdog.pointee.startedAt = now
                     return 0
                 }
-                return now - watchdog.pointee.startedAt > watchdog.pointee.limit ? 1 : 0
+                if now - watchdog.pointee.startedAt > watchdog.pointee.limit {
+                    watchdog.pointee.tripped = .time
+                    return 1
+                }
+                return 0
             }, UnsafeMutableRawPointer(watchdog))
         } else {
             watchdog = nil
@@ -85,6 +108,11 @@ final class SQLiteConnection {
 
     /// Runs SQL that returns no rows (one or more statements).
     func execute(_ sql: String) throws(TileArchiveError) {
+        if let watchdog {
+            watchdog.pointee.startedAt = 0
+            watchdog.pointee.work = 0
+            watchdog.pointee.tripped = .none
+        }
         let rc = sqlite3_exec(handle, sql, nil, nil, nil)
         guard rc == SQLITE_OK else { throw error(code: rc, context: sql.prefix(60).description) }
     }
@@ -105,8 +133,16 @@ final class SQLiteConnection {
     var changes: Int { Int(sqlite3_changes64(handle)) }
 
     func error(code: Int32, context: String) -> TileArchiveError {
-        Self.error(code: code, message: String(cString: sqlite3_errmsg(handle)), systemErrno: sqlite3_system_errno(handle),
-                   path: archivePath, context: context)
+        if code & 0xFF == SQLITE_INTERRUPT, let watchdog {
+            let what = switch watchdog.pointee.tripped {
+            case .work: "a query ran over its work limit of \(watchdog.pointee.workLimit) SQLite instructions (10^9 + 64 per byte of the file)"
+            case .time, .none: "one step of a query ran over its time limit of \(Int(watchdog.pointee.limit)) s"
+            }
+            return TileArchiveError(path: archivePath, fault: .database(
+                code: code, message: "stopped: \(what) (during \(context)); the file's schema may be hostile (an endless view or trigger)"))
+        }
+        return Self.error(code: code, message: String(cString: sqlite3_errmsg(handle)), systemErrno: sqlite3_system_errno(handle),
+                          path: archivePath, context: context)
     }
 
     /// Maps an SQLite result code to the archive fault that describes it.
@@ -144,6 +180,8 @@ public enum SQLiteStorageClass: String, Hashable, Sendable, CustomStringConverti
 final class SQLiteStatement {
     let handle: OpaquePointer
     let connection: SQLiteConnection
+    /// Instructions this statement has run since its last reset (see ``SQLiteConnection/Watchdog``).
+    private var work = 0
 
     init(handle: OpaquePointer, connection: SQLiteConnection) {
         self.handle = handle
@@ -179,9 +217,16 @@ final class SQLiteStatement {
     /// Steps once: `true` when a row is available, `false` when done.
     @inline(__always)
     func step() throws(TileArchiveError) -> Bool {
-        connection.watchdog?.pointee.startedAt = 0
+        let watchdog = connection.watchdog
+        if let watchdog {
+            watchdog.pointee.startedAt = 0
+            watchdog.pointee.work = work
+            watchdog.pointee.tripped = .none
+        }
         let rc = sqlite3_step(handle)
+        if let watchdog { work = watchdog.pointee.work }
         if rc == SQLITE_ROW { return true }
+        work = 0
         if rc == SQLITE_DONE { return false }
         let error = connection.error(code: rc, context: "step")
         sqlite3_reset(handle)
@@ -191,6 +236,7 @@ final class SQLiteStatement {
     /// Resets for the next execution and releases bound no-copy blobs.
     @inline(__always)
     func reset() {
+        work = 0
         sqlite3_reset(handle)
     }
 

@@ -9,6 +9,7 @@
 import BenchSupport
 import CImagingFloor
 import Foundation
+import TileLayer
 import TilepackAdapter
 import TilepackCore
 import TilepackImaging
@@ -233,6 +234,52 @@ enum BenchAdapter {
                            referenceValue: copy),
             ])
         }
+        // Issue 14: the layer's own path, a TileRequest per tile completed with the reader's pixels.
+        // Completion hands the request's buffer to the bitmap (no copy); the comparison repeats the
+        // copy that completion made before (the buffer into a new [UInt8]), in the same rounds.
+        final class Sink: @unchecked Sendable {
+            var bitmaps = 0
+            var bytes = 0
+        }
+        func requestRate(_ path: String, copyAtCompletion: Bool) throws -> (bitmaps: Int, run: () -> Double) {
+            let reader = ArchiveTileReader(archive: try openTileArchive(path: path))
+            let sink = Sink()
+            return round(threads: 1, perThread: perThread) { _, count in
+                var index = 0
+                for _ in 0..<count {
+                    let tile = tiles[index]
+                    let request = TileRequest(tile: tile) { bitmap in
+                        sink.bitmaps += 1
+                        sink.bytes &+= Int(bitmap?.pixels[5] ?? 0)
+                    }
+                    do {
+                        let outcome = try reader.read(tile, tileSize: tileSize, pixelFormat: .rgba8888, into: request.bytes)
+                        precondition(outcome == .delivered)
+                    } catch {
+                        fatalError("\(error)")
+                    }
+                    if copyAtCompletion {
+                        let pixels = [UInt8](UnsafeRawBufferPointer(request.bytes))
+                        sink.bytes &+= Int(pixels[7])
+                    }
+                    request.complete()
+                    index = (index + 1) % tiles.count
+                }
+            }
+        }
+        let requestRates = interleaved([
+            try requestRate(bundleRawPath, copyAtCompletion: false), try requestRate(bundleRawPath, copyAtCompletion: true),
+            try requestRate(bundlePNGPath, copyAtCompletion: false), try requestRate(bundlePNGPath, copyAtCompletion: true),
+            memcpyRate(threads: 1),
+        ])
+        report("bench-adapter, tile requests completed (the layer's path), 1 thread", [
+            Comparison("bundle/raw LZ4 -> TileRequest, zero-copy completion", value: requestRates[0], unit: "bitmaps/s",
+                       vs: "the same with the copy at completion (before issue 14)", referenceValue: requestRates[1], goal: (1, true)),
+            Comparison("bundle/PNG -> TileRequest, zero-copy completion", value: requestRates[2], unit: "bitmaps/s",
+                       vs: "the same with the copy at completion (before issue 14)", referenceValue: requestRates[3], goal: (1, true)),
+            Comparison("bundle/raw LZ4 -> TileRequest, zero-copy completion", value: requestRates[0], unit: "bitmaps/s",
+                       vs: "memcpy of 256 KiB", referenceValue: requestRates[4]),
+        ])
         print("peak RSS: \(peakResidentBytes() >> 20) MiB")
     }
 }

@@ -266,16 +266,57 @@ report("PNG generated, other pixel formats vs tilepack RGBA", [PixelFormat.bgra8
                       vs: "tilepack rgba8888", referenceValue: tilesPerSecond(pngTiles.count, rgbaTime))
 })
 
-// Resampling for the tile layer (retina down/up, overzoom), per tile.
+// Resampling for the tile layer (retina down/up, overzoom), per tile, side by side with Pillow's
+// bilinear resize of the same tiles (tools/bench-imaging-pillow.py, run once per round so that the
+// two alternate; Pillow premultiplies RGBA itself as tilepack does).
 let big = rendered[0].converted(to: .rgba8888).resized(width: 512, height: 512, filter: .nearest)
 let small = rendered[0].converted(to: .rgba8888)
 let resampleRounds = 50
-let down = medianSeconds(runs: runs) { for _ in 0..<resampleRounds { _ = big.resized(width: 256, height: 256) } }
-let up = medianSeconds(runs: runs) { for _ in 0..<resampleRounds { _ = small.resized(width: 512, height: 512) } }
-let over = medianSeconds(runs: runs) { for _ in 0..<resampleRounds { _ = try? small.subSquare(levelsDown: 2, column: 1, row: 2, outputSize: 256) } }
-report("Resampling (per tile)", [
-    Comparison("512 -> 256 bilinear", value: micros(down, resampleRounds), unit: "us", vs: "memcpy 256 KiB", referenceValue: memcpyMicros),
-    Comparison("256 -> 512 bilinear", value: micros(up, resampleRounds), unit: "us", vs: "memcpy 256 KiB", referenceValue: memcpyMicros),
-    Comparison("overzoom 2 levels -> 256", value: micros(over, resampleRounds), unit: "us", vs: "memcpy 256 KiB", referenceValue: memcpyMicros),
-])
+let pillowScript = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent().appendingPathComponent("bench-imaging-pillow.py").path
+let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("bench-imaging-\(getpid())")
+try? FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+defer { try? FileManager.default.removeItem(at: scratch) }
+let smallFile = scratch.appendingPathComponent("256.rgba").path, bigFile = scratch.appendingPathComponent("512.rgba").path
+FileManager.default.createFile(atPath: smallFile, contents: Data(small.pixels))
+FileManager.default.createFile(atPath: bigFile, contents: Data(big.pixels))
+
+/// One Pillow round: microseconds per tile for up, down and overzoom, or nil when Python or Pillow is missing.
+func pillowRound() -> [String: Double]? {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = ["python3", pillowScript, smallFile, bigFile, String(resampleRounds)]
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    process.standardError = FileHandle.nullDevice
+    do { try process.run() } catch { return nil }
+    let output = pipe.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    guard process.terminationStatus == 0 else { return nil }
+    return try? JSONDecoder().decode([String: Double].self, from: output)
+}
+
+var ours: [String: [Double]] = [:], pillow: [String: [Double]] = [:]
+for _ in 0..<runs {
+    func time(_ body: () -> Void) -> Double {
+        let start = now()
+        for _ in 0..<resampleRounds { body() }
+        return (now() - start) / Double(resampleRounds) * 1e6
+    }
+    ours["down", default: []].append(time { _ = big.resized(width: 256, height: 256) })
+    ours["up", default: []].append(time { _ = small.resized(width: 512, height: 512) })
+    ours["overzoom", default: []].append(time { _ = try? small.subSquare(levelsDown: 2, column: 1, row: 2, outputSize: 256) })
+    if let round = pillowRound() { for (key, value) in round { pillow[key, default: []].append(value) } }
+}
+func median(_ values: [Double]) -> Double { values.isEmpty ? .nan : values.sorted()[values.count / 2] }
+var resampling: [Comparison] = []
+for (key, label) in [("down", "512 -> 256 bilinear"), ("up", "256 -> 512 bilinear"), ("overzoom", "overzoom 2 levels -> 256")] {
+    if pillow[key] != nil {
+        resampling.append(Comparison(label, value: median(ours[key]!), unit: "us", vs: "Pillow BILINEAR",
+                                     referenceValue: median(pillow[key]!), goal: (1, false)))
+    }
+    resampling.append(Comparison(label, value: median(ours[key]!), unit: "us", vs: "memcpy 256 KiB", referenceValue: memcpyMicros))
+}
+if pillow.isEmpty { print("(Pillow not found: pip install pillow for the side-by-side figures)") }
+report("Resampling (per tile, RGBA straight alpha in and out)", resampling)
 print(String(format: "peak RSS %.0f MiB", Double(peakResidentBytes()) / 1_048_576))

@@ -1,0 +1,2 @@
+// pixman: SIMD image scaling (bilinear and nearest) for TilepackImaging's resampling.
+#include <pixman.h>

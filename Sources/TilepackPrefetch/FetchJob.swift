@@ -1,0 +1,281 @@
+import Foundation
+import TileLayer
+import TilepackCore
+import TilepackStorage
+
+/// One fetch: workers take the area's tiles in order, skip what the store has, download the
+/// rest and record every outcome; progress is reported as tiles settle.
+final class FetchJob: RequestJob, @unchecked Sendable {
+    unowned let prefetcher: MapDataPrefetcher
+    let store: MBTilesTileStore
+    let request: PrefetchRequest
+    let cover: PrefetchCover
+    let options: PrefetchOptions
+    let regionId: Int
+    let source: PrefetchSource
+    let template: TemplateURLs
+
+    private let state = Locked(Counters())
+    private let feed: Locked<Feed>
+    private let cancelled = Locked(false)
+    private let result = Locked<PrefetchReport?>(nil)
+
+    /// Stored tiles between two checks of the capacity.
+    static let evictionInterval = 256
+    /// Seconds between two progress events (the last one is always sent).
+    static let progressInterval = 0.1
+
+    struct Counters {
+        var id = -1
+        var total = 0
+        var done = 0
+        var downloaded = 0
+        var alreadyPresent = 0
+        var notModified = 0
+        var absent = 0
+        var failed = 0
+        var bytes = 0
+        var requests = 0
+        var evicted = 0
+        var sinceEviction = 0
+        var failures: [PrefetchFailure] = []
+        var lastFraction = 0.0
+        var lastEmit = 0.0
+        var started = Date().timeIntervalSince1970
+        var storeError: String?
+    }
+
+    /// The tiles still to take.
+    enum Feed {
+        case cover(TileCover.Iterator)
+        case list([TileCoordinate], Int)
+
+        mutating func next() -> TileCoordinate? {
+            switch self {
+            case .cover(var iterator):
+                let tile = iterator.next()
+                self = .cover(iterator)
+                return tile
+            case .list(let tiles, let index):
+                guard index < tiles.count else { return nil }
+                self = .list(tiles, index + 1)
+                return tiles[index]
+            }
+        }
+    }
+
+    init(prefetcher: MapDataPrefetcher, store: MBTilesTileStore, request: PrefetchRequest, cover: PrefetchCover,
+         options: PrefetchOptions, regionId: Int) {
+        self.prefetcher = prefetcher
+        self.store = store
+        self.request = request
+        self.cover = cover
+        self.options = options
+        self.regionId = regionId
+        source = prefetcher.source
+        template = TemplateURLs(source: prefetcher.source)
+        feed = Locked(.cover(cover.makeIterator()))
+    }
+
+    var finalReport: PrefetchReport? { result.withLock { $0 } }
+    var finalEstimate: PrefetchEstimate? { nil }
+
+    func start(id: Int) {
+        state.withLock { counters in
+            counters.id = id
+            counters.total = cover.count
+            prefetcher.hub.emit(.status(requestId: id, .inProgress, report: nil), from: prefetcher)
+        }
+    }
+
+    func cancel() {
+        cancelled.withLock { $0 = true }
+    }
+
+    private var isCancelled: Bool { cancelled.withLock { $0 } || Task.isCancelled }
+
+    func run() async {
+        if options.onlyFailed {
+            let failed = (try? store.records(withOutcome: .failed)) ?? []
+            let tiles = failed.map(\.tile).filter { cover.contains($0) }
+            feed.withLock { $0 = .list(tiles, 0) }
+            state.withLock { $0.total = tiles.count }
+        }
+        let storedFormat = try? store.metadata().format
+        let downloader = TileDownloader(clients: prefetcher.clients, source: source, configuration: prefetcher.configuration,
+                                        storedFormat: storedFormat ?? nil)
+        let workers = max(1, min(256, prefetcher.configuration.connectionsPerHost * max(1, source.hosts.count)))
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<workers {
+                group.addTask { [self] in
+                    while !isCancelled, let tile = feed.withLock({ $0.next() }) {
+                        await process(tile, downloader: downloader)
+                    }
+                }
+            }
+        }
+        finish()
+    }
+
+    private func process(_ tile: TileCoordinate, downloader: TileDownloader) async {
+        let record: TileStateRecord?
+        let storedSize: Int?
+        do {
+            record = try store.record(of: tile)
+            storedSize = try store.storedSize(of: tile)
+        } catch {
+            fail(with: "reading the store failed: \(error)")
+            return
+        }
+        var validators: (etag: String?, lastModified: String?)?
+        if let storedSize {
+            guard options.refresh else {
+                settle { $0.alreadyPresent += 1 }
+                return
+            }
+            if record?.etag != nil || record?.lastModified != nil {
+                validators = (record?.etag, record?.lastModified)
+            }
+            _ = storedSize
+        } else if record?.outcome == .absent, !options.refresh {
+            settle { $0.absent += 1 }
+            return
+        }
+        guard let url = template.url(for: tile) else {
+            settle { $0.failed += 1 }
+            return
+        }
+        var attempts = 0
+        let outcome = await downloader.download(url, validators: validators, attempts: &attempts)
+        let now = Date().timeIntervalSince1970
+        do {
+            switch outcome {
+            case .cancelled:
+                state.withLock { $0.requests += attempts }
+                return
+            case .tile(let data, _, let etag, let lastModified):
+                try store.record(TileStateRecord(tile: tile, outcome: .stored, httpStatus: 200, attempts: attempts, bytes: data.count,
+                                                 etag: etag, lastModified: lastModified, fetchedAt: now), data: data)
+                let evict = settle(attempts: attempts) { counters in
+                    counters.downloaded += 1
+                    counters.bytes += data.count
+                    counters.sinceEviction += 1
+                }
+                if evict { evictIfNeeded() }
+            case .notModified:
+                if try !store.touch(tile, attempts: attempts, at: now) {
+                    try store.record(TileStateRecord(tile: tile, outcome: .stored, httpStatus: 304, attempts: attempts,
+                                                     bytes: storedSize ?? 0, fetchedAt: now), data: nil)
+                }
+                settle(attempts: attempts) { counters in
+                    counters.alreadyPresent += 1
+                    counters.notModified += 1
+                }
+            case .absent(let status):
+                try store.record(TileStateRecord(tile: tile, outcome: .absent, httpStatus: status, attempts: attempts, fetchedAt: now), data: nil)
+                settle(attempts: attempts) { $0.absent += 1 }
+            case .failed(let fault):
+                // A stored tile whose refresh failed stays as it was.
+                if storedSize == nil {
+                    try store.record(TileStateRecord(tile: tile, outcome: .failed, httpStatus: fault.httpStatus, attempts: attempts,
+                                                     message: fault.description, fetchedAt: now), data: nil)
+                }
+                let failure = PrefetchFailure(tile: "\(tile.zoom)/\(tile.x)/\(tile.y)", url: url.absoluteString, status: fault.httpStatus,
+                                              attempts: attempts, reason: fault.description)
+                settle(attempts: attempts) { counters in
+                    counters.failed += 1
+                    if counters.failures.count < PrefetchReport.maximumListedFailures { counters.failures.append(failure) }
+                }
+            }
+        } catch {
+            fail(with: "writing to the store failed: \(error)")
+        }
+    }
+
+    /// Counts a settled tile and sends progress when due. Returns whether the capacity is due a check.
+    @discardableResult
+    private func settle(attempts: Int = 0, _ update: (inout Counters) -> Void) -> Bool {
+        state.withLock { counters in
+            update(&counters)
+            counters.requests += attempts
+            counters.done += 1
+            let now = Date().timeIntervalSince1970
+            let fraction = counters.total > 0 ? min(1, Double(counters.done) / Double(counters.total)) : 1
+            if fraction > counters.lastFraction && (now - counters.lastEmit >= Self.progressInterval || counters.done == counters.total) {
+                counters.lastFraction = fraction
+                counters.lastEmit = now
+                prefetcher.hub.emit(.progress(progress(counters, fraction: fraction, now: now)), from: prefetcher)
+            }
+            if counters.sinceEviction >= Self.evictionInterval {
+                counters.sinceEviction = 0
+                return true
+            }
+            return false
+        }
+    }
+
+    private func progress(_ counters: Counters, fraction: Double, now: Double) -> PrefetchProgress {
+        PrefetchProgress(
+            requestId: counters.id, fraction: fraction, tiles: counters.total, done: counters.done, downloaded: counters.downloaded,
+            alreadyPresent: counters.alreadyPresent, absent: counters.absent, failed: counters.failed, bytes: counters.bytes,
+            elapsed: now - counters.started)
+    }
+
+    private func evictIfNeeded() {
+        let capacity = prefetcher.configuration.capacity
+        guard store.totalBytes > capacity else { return }
+        let covers = prefetcher.pinnedCovers()
+        if let purge = try? store.evict(toCapacity: capacity, isPinned: { tile in covers.contains { $0.contains(tile) } }) {
+            state.withLock { $0.evicted += purge.tiles }
+        }
+    }
+
+    /// A store fault ends the fetch as a failure.
+    private func fail(with message: String) {
+        state.withLock { if $0.storeError == nil { $0.storeError = message } }
+        cancelled.withLock { $0 = true }
+    }
+
+    private func finish() {
+        var storeError: String?
+        do {
+            try store.commit()
+        } catch {
+            storeError = "committing the store failed: \(error)"
+        }
+        evictIfNeeded()
+        try? store.refreshMetadata()
+        let report = state.withLock { counters -> PrefetchReport in
+            if let storeError, counters.storeError == nil { counters.storeError = storeError }
+            // A cancel that came after the last tile settled changes nothing.
+            let wasCancelled = cancelled.withLock { $0 } && counters.done < counters.total && counters.storeError == nil
+            let status: PrefetchStatus = counters.storeError != nil ? .failure
+                : wasCancelled ? .cancelled
+                : counters.failed > 0 ? .failure : .success
+            return PrefetchReport(
+                requestId: counters.id, regionId: regionId, status: status, tiles: counters.total, downloaded: counters.downloaded,
+                alreadyPresent: counters.alreadyPresent, notModified: counters.notModified, absent: counters.absent,
+                failed: counters.failed, bytes: counters.bytes, requests: counters.requests,
+                seconds: Date().timeIntervalSince1970 - counters.started, failures: counters.failures, evicted: counters.evicted,
+                error: counters.storeError)
+        }
+        _ = try? store.updateRegion(id: regionId, status: report.status.rawValue)
+        result.withLock { $0 = report }
+        prefetcher.hub.emit(.status(requestId: report.requestId, report.status, report: report), from: prefetcher)
+    }
+}
+
+/// The URLs of one source's tiles, through TileLayer's template expansion (the one place).
+struct TemplateURLs: Sendable {
+    let scale: Double
+    let template: URLTemplateTileSource
+
+    init(source: PrefetchSource) {
+        scale = Double(source.scale)
+        template = source.template
+    }
+
+    func url(for tile: TileCoordinate) -> URL? {
+        template.url(forTilePath: TilePath(tile, contentScaleFactor: scale))
+    }
+}

@@ -1,0 +1,169 @@
+import Foundation
+import TilepackCore
+
+/// Where to fetch: a bounding box, or a corridor around a route (the seed's
+/// `fetchMapDataForBoundingBox:` and `fetchMapDataForRoute:radius:`).
+public enum PrefetchArea: Hashable, Sendable {
+    /// The tiles sharing area with the box (``TileCover``'s rule; a box may cross the antimeridian).
+    case boundingBox(GeoBoundingBox)
+    /// The tiles within `radius` metres of the polyline (the union of circles along the route,
+    /// ``RouteCover``'s rule). The radius must be at least ``PrefetchRequest/minimumRouteRadius``.
+    case route([GeoCoordinate], radius: Double)
+}
+
+/// One area over a range of zooms: what ``MapDataPrefetcher`` estimates and fetches.
+public struct PrefetchRequest: Hashable, Sendable {
+    public var area: PrefetchArea
+    /// The zooms fetched, within `0...TileCoordinate.maximumZoom`.
+    public var zooms: ClosedRange<Int>
+
+    /// The seed's rule: a route radius below 500 m is invalid parameters.
+    public static let minimumRouteRadius = 500.0
+    /// A route with more points than this is invalid parameters (it would take long to cover).
+    public static let maximumRoutePoints = 100_000
+
+    public init(area: PrefetchArea, zooms: ClosedRange<Int>) {
+        self.area = area
+        self.zooms = zooms
+    }
+
+    public static func boundingBox(_ box: GeoBoundingBox, zooms: ClosedRange<Int>) -> PrefetchRequest {
+        PrefetchRequest(area: .boundingBox(box), zooms: zooms)
+    }
+
+    public static func route(_ route: [GeoCoordinate], radius: Double, zooms: ClosedRange<Int>) -> PrefetchRequest {
+        PrefetchRequest(area: .route(route, radius: radius), zooms: zooms)
+    }
+
+    /// Why the request is invalid, or `nil` when it is valid.
+    public var invalidReason: String? {
+        guard zooms.lowerBound >= 0, zooms.upperBound <= TileCoordinate.maximumZoom else {
+            return "zooms \(zooms.lowerBound)-\(zooms.upperBound) are outside 0-\(TileCoordinate.maximumZoom)"
+        }
+        switch area {
+        case .boundingBox(let box):
+            do { try box.validate() } catch { return "\(error)" }
+        case .route(let points, let radius):
+            guard !points.isEmpty else { return "the route has no points" }
+            guard points.count <= Self.maximumRoutePoints else { return "the route has more than \(Self.maximumRoutePoints) points" }
+            guard radius.isFinite, radius >= Self.minimumRouteRadius else {
+                return "the radius \(radius) m is below the minimum of \(Int(Self.minimumRouteRadius)) m"
+            }
+            for point in points where !(point.latitude.isFinite && point.longitude.isFinite
+                && (-90...90).contains(point.latitude) && (-180...180).contains(point.longitude)) {
+                return "the route point \(point) is not a coordinate"
+            }
+        }
+        return nil
+    }
+
+    /// The tiles of the request, computed without enumerating them.
+    /// - Throws: ``GeometryError`` for an invalid area or zoom.
+    public func cover() throws(GeometryError) -> PrefetchCover {
+        var levels: [[TileRange]] = []
+        switch area {
+        case .boundingBox(let box):
+            let cover = try TileCover(boundingBox: box, zooms: zooms)
+            for zoom in zooms { levels.append(cover.ranges(atZoom: zoom)) }
+        case .route(let points, let radius):
+            for zoom in zooms { levels.append(try RouteCover(route: points, radius: radius, zoom: zoom).ranges) }
+        }
+        return PrefetchCover(zooms: zooms, levels: levels)
+    }
+
+    /// A canonical text of the request and its source: the same request on the same store finds
+    /// the same region, which is how a fetch resumes.
+    func key(source: PrefetchSource) -> String {
+        "\(source.key)|z\(zooms.lowerBound)-\(zooms.upperBound)|" + area.key
+    }
+}
+
+extension PrefetchArea {
+    var key: String {
+        func number(_ value: Double) -> String { String(format: "%.7f", value) }
+        switch self {
+        case .boundingBox(let box):
+            return "bbox:" + [box.west, box.south, box.east, box.north].map(number).joined(separator: ",")
+        case .route(let points, let radius):
+            return "route:\(number(radius)):" + points.map { number($0.latitude) + " " + number($0.longitude) }.joined(separator: ",")
+        }
+    }
+}
+
+/// The tiles of a ``PrefetchRequest``: per zoom, a few rectangles of tiles (one for a box, two
+/// across the antimeridian, one row-long rectangle per run of columns for a route).
+public struct PrefetchCover: Hashable, Sendable, Sequence {
+    public let zooms: ClosedRange<Int>
+    /// The ranges of each zoom, indexed by `zoom - zooms.lowerBound`.
+    public let levels: [[TileRange]]
+
+    /// The tiles at `zoom`.
+    public func count(atZoom zoom: Int) -> Int {
+        zooms.contains(zoom) ? levels[zoom - zooms.lowerBound].reduce(0) { $0 + $1.count } : 0
+    }
+
+    /// All the tiles.
+    public var count: Int { zooms.reduce(0) { $0 + count(atZoom: $1) } }
+
+    public func contains(_ tile: TileCoordinate) -> Bool {
+        guard zooms.contains(tile.zoom) else { return false }
+        return levels[tile.zoom - zooms.lowerBound].contains { $0.contains(tile) }
+    }
+
+    /// The `index`th tile at `zoom` (0-based, in iteration order), without enumerating.
+    func tile(atZoom zoom: Int, index: Int) -> TileCoordinate? {
+        guard zooms.contains(zoom), index >= 0 else { return nil }
+        var rest = index
+        for range in levels[zoom - zooms.lowerBound] {
+            if rest < range.count {
+                let x = range.columns.lowerBound + rest / range.rows.count
+                let y = range.rows.lowerBound + rest % range.rows.count
+                return TileCoordinate(validatingZoom: zoom, x: x, y: y)
+            }
+            rest -= range.count
+        }
+        return nil
+    }
+
+    public var underestimatedCount: Int { count }
+
+    /// Zoom by zoom, range by range.
+    public func makeIterator() -> TileCover.Iterator { TileCover.Iterator(ranges: levels.flatMap { $0 }) }
+}
+
+// MARK: The request as recorded in the store
+
+extension PrefetchRequest {
+    /// The JSON recorded with the region: `{"bbox":[w,s,e,n]}` or `{"route":[[lat,lon],...],"radius":m}`,
+    /// with `"minzoom"` and `"maxzoom"`.
+    var storedJSON: String {
+        var object: [String: Any] = ["minzoom": zooms.lowerBound, "maxzoom": zooms.upperBound]
+        switch area {
+        case .boundingBox(let box):
+            object["bbox"] = [box.west, box.south, box.east, box.north]
+        case .route(let points, let radius):
+            object["route"] = points.map { [$0.latitude, $0.longitude] }
+            object["radius"] = radius
+        }
+        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return "{}" }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// The request recorded as ``storedJSON``, or `nil` when the text is not one (a damaged or
+    /// foreign record is ignored, never trusted).
+    init?(storedJSON text: String) {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
+              let minZoom = object["minzoom"] as? Int, let maxZoom = object["maxzoom"] as? Int,
+              minZoom >= 0, maxZoom <= TileCoordinate.maximumZoom, minZoom <= maxZoom
+        else { return nil }
+        if let box = object["bbox"] as? [Double], box.count == 4 {
+            self.init(area: .boundingBox(GeoBoundingBox(west: box[0], south: box[1], east: box[2], north: box[3])), zooms: minZoom...maxZoom)
+        } else if let route = object["route"] as? [[Double]], let radius = object["radius"] as? Double,
+                  route.allSatisfy({ $0.count == 2 }) {
+            self.init(area: .route(route.map { GeoCoordinate(latitude: $0[0], longitude: $0[1]) }, radius: radius), zooms: minZoom...maxZoom)
+        } else {
+            return nil
+        }
+        if invalidReason != nil { return nil }
+    }
+}

@@ -1,0 +1,101 @@
+import Foundation
+import TileLayer
+import TilepackCore
+
+/// The tile server a prefetcher downloads from: a URL template as `MKTileOverlay` takes it.
+///
+/// `{x}`, `{y}`, `{z}`, `{scale}` and `{s}` are expanded by TileLayer's
+/// ``URLTemplateTileSource`` (the one place that knows templates); `scheme: .tms` counts rows
+/// from the south (the overlay's `geometryFlipped`).
+public struct PrefetchSource: Hashable, Sendable {
+    /// The template, e.g. `https://{s}.tiles.example/{z}/{x}/{y}@{scale}x.png`.
+    public var urlTemplate: String
+    /// How the server numbers rows: `xyz` (north = 0, the default) or `tms`.
+    public var scheme: TileScheme
+    /// The screen scale put into `{scale}`: 1, 2 or 3.
+    public var scale: Int
+    /// What `{s}` stands for.
+    public var subdomains: [String]
+    /// The width and height every raster tile must have, in pixels; default `256 * scale`.
+    /// A decodable image of another size (a "blocked" or placeholder image) is refused.
+    public var tileSize: Int?
+    /// The format every tile must have; `nil` takes the template's file extension (`.png`,
+    /// `.jpg`, `.webp`, `.pbf`, `.mvt`, ...), else the store's format, else the first tile's
+    /// (an archive holds one format). So a JSON error page is refused from a `.png` template.
+    public var format: TileFormat?
+
+    public init(urlTemplate: String, scheme: TileScheme = .xyz, scale: Int = 1, subdomains: [String] = ["a", "b", "c"],
+                tileSize: Int? = nil, format: TileFormat? = nil) {
+        self.urlTemplate = urlTemplate
+        self.scheme = scheme
+        self.scale = scale
+        self.subdomains = subdomains
+        self.tileSize = tileSize
+        self.format = format
+    }
+
+    /// The format named by the template's file extension, if any.
+    public var formatFromExtension: TileFormat? {
+        let path = urlTemplate.split(separator: "?", maxSplits: 1).first.map(String.init) ?? urlTemplate
+        guard let last = path.split(separator: "/").last, let dot = last.lastIndex(of: ".") else { return nil }
+        let ext = last[last.index(after: dot)...].lowercased()
+        guard !ext.contains("{") else { return nil }
+        return TileFormat(metadataValue: ext)
+    }
+
+    /// The expected raster tile size.
+    public var expectedTileSize: Int { tileSize ?? 256 * scale }
+
+    /// Servers whose tile usage policy forbids bulk downloading: the host and its subdomains.
+    /// (<https://operations.osmfoundation.org/policies/tiles/>: "Bulk downloading is strongly
+    /// discouraged"; offline prefetch is named as prohibited.)
+    public static let bulkDownloadForbiddenHosts = ["tile.openstreetmap.org"]
+
+    /// Why the source is unusable (invalid parameters), or `nil`.
+    public var invalidReason: String? {
+        guard (1...3).contains(scale) else { return "the scale \(scale) is not 1, 2 or 3" }
+        for placeholder in ["{x}", "{y}", "{z}"] where !urlTemplate.contains(placeholder) {
+            return "the URL template has no \(placeholder)"
+        }
+        if let tileSize, !(16...4096).contains(tileSize) { return "the tile size \(tileSize) is outside 16-4096" }
+        if subdomains.isEmpty || subdomains.contains(where: \.isEmpty) { return "a subdomain is empty" }
+        guard let url = url(for: TileCoordinate(uncheckedZoom: 0, x: 0, y: 0)),
+              let scheme = url.scheme?.lowercased(), ["http", "https"].contains(scheme), url.host != nil
+        else { return "the URL template does not make http(s) URLs: \(urlTemplate)" }
+        return nil
+    }
+
+    /// Why the source's policy forbids bulk downloads (operation not allowed), or `nil`.
+    public var forbiddenReason: String? {
+        for host in hosts {
+            let name = host.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "."))
+            for forbidden in Self.bulkDownloadForbiddenHosts where name == forbidden || name.hasSuffix("." + forbidden) {
+                return "\(name) forbids bulk downloading in its tile usage policy"
+            }
+        }
+        return nil
+    }
+
+    /// The hosts the template's URLs go to (one per subdomain when it uses `{s}`).
+    public var hosts: [String] {
+        var result: [String] = []
+        for x in 0..<max(1, subdomains.count) {
+            if let host = url(for: TileCoordinate(uncheckedZoom: 30, x: x, y: 0))?.host, !result.contains(host) {
+                result.append(host)
+            }
+        }
+        return result
+    }
+
+    /// The URL of `tile` (XYZ).
+    public func url(for tile: TileCoordinate) -> URL? {
+        template.url(forTilePath: TilePath(tile, contentScaleFactor: Double(scale)))
+    }
+
+    var template: URLTemplateTileSource {
+        URLTemplateTileSource(urlTemplate: urlTemplate, isGeometryFlipped: scheme == .tms, maximumZ: TileCoordinate.maximumZoom,
+                              subdomains: subdomains)
+    }
+
+    var key: String { "\(urlTemplate)|\(scheme)|\(scale)" }
+}

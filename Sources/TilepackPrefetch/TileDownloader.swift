@@ -1,0 +1,110 @@
+import Foundation
+import TilepackCore
+import TilepackHTTP
+
+/// What one tile's download came to, after its retries.
+enum TileDownload: Sendable {
+    /// A sound tile.
+    case tile(Data, format: TileFormat, etag: String?, lastModified: String?)
+    /// The stored tile is still current (304 to a conditional request).
+    case notModified
+    /// No tile there (404 or 204).
+    case absent(status: Int)
+    /// Every attempt failed.
+    case failed(TileFault)
+    /// The request was cancelled.
+    case cancelled
+}
+
+/// Downloads tiles of one source: per-host limits, a request rate, retries with back-off and
+/// `Retry-After`, and the body checks of ``TileBodyCheck``.
+final class TileDownloader: Sendable {
+    let clients: [HTTPClient]
+    private let turn = Locked(0)
+    let configuration: PrefetchConfiguration
+    let gate: HostGate
+    let limiter: RateLimiter?
+    /// The format all tiles must share: the source's, or the first stored tile's.
+    let format: Locked<TileFormat?>
+    let tileSize: Int
+
+    init(clients: [HTTPClient], source: PrefetchSource, configuration: PrefetchConfiguration, storedFormat: TileFormat?) {
+        self.clients = clients
+        self.configuration = configuration
+        gate = HostGate(limit: configuration.connectionsPerHost)
+        limiter = RateLimiter(requestsPerSecond: configuration.requestsPerSecond)
+        format = Locked(source.format ?? source.formatFromExtension ?? storedFormat)
+        tileSize = source.expectedTileSize
+    }
+
+    /// Downloads `url`; `validators` make the request conditional (refresh). `attempts` counts
+    /// the requests made.
+    func download(_ url: URL, validators: (etag: String?, lastModified: String?)? = nil,
+                  maximumAttempts: Int? = nil, attempts: inout Int) async -> TileDownload {
+        let host = url.host ?? ""
+        var headers: [String: String] = [:]
+        if let etag = validators?.etag { headers["If-None-Match"] = etag }
+        if let lastModified = validators?.lastModified { headers["If-Modified-Since"] = lastModified }
+        let request = HTTPRequest(url: url, headers: headers, timeout: .milliseconds(Int64(configuration.requestTimeout * 1000)),
+                                  maximumBodyBytes: configuration.maximumTileBytes)
+        let retry = configuration.retry
+        let tries = min(maximumAttempts ?? retry.maximumAttempts, retry.maximumAttempts)
+        var generator = SystemRandomNumberGenerator()
+        var attempt = 0
+        while true {
+            if Task.isCancelled { return .cancelled }
+            attempt += 1
+            await gate.acquire(host)
+            if let limiter { await limiter.wait() }
+            if Task.isCancelled {
+                gate.release(host)
+                return .cancelled
+            }
+            attempts += 1
+            let fault: TileFault
+            var retryAfter: Duration?
+            do {
+                let client = clients[turn.withLock { $0 = ($0 + 1) % clients.count; return $0 }]
+                let response = try await client.send(request)
+                gate.release(host)
+                switch response.status {
+                case 200:
+                    let expected = format.withLock { $0 }
+                    switch TileBodyCheck.check(response.body, expectedFormat: expected, tileSize: tileSize) {
+                    case .success(let sniffed):
+                        if expected == nil { format.withLock { if $0 == nil { $0 = sniffed } } }
+                        return .tile(response.body, format: sniffed, etag: response.etag, lastModified: response.lastModified)
+                    case .failure(let invalid):
+                        guard invalid.retryable else { return .failed(invalid) }
+                        fault = invalid
+                    }
+                case 204, 404:
+                    return .absent(status: response.status)
+                case 304 where validators != nil:
+                    return .notModified
+                default:
+                    retryAfter = response.retryAfter()
+                    fault = .status(response.status, retryAfter: retryAfter.map(Self.seconds))
+                }
+            } catch {
+                gate.release(host)
+                if case .cancelled = error.fault { return .cancelled }
+                fault = error.isTransient ? .transport(error.reason) : .invalidBody(error.reason)
+            }
+            guard fault.retryable, attempt < tries else { return .failed(fault) }
+            if let retryAfter {
+                guard retryAfter <= retry.maximumRetryAfter else {
+                    return .failed(.status(fault.httpStatus, retryAfter: Self.seconds(retryAfter)))
+                }
+                // The server asked the whole host to wait, not only this request.
+                gate.pause(host, for: retryAfter)
+            }
+            let delay = retry.delay(afterAttempt: attempt, retryAfter: retryAfter, using: &generator)
+            do { try await Task.sleep(for: delay) } catch { return .cancelled }
+        }
+    }
+
+    static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+}

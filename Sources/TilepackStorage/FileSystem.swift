@@ -1,0 +1,96 @@
+import Foundation
+
+/// The POSIX calls tilepack makes on paths, taking the path as a `String` that may hold escaped
+/// bytes (see ``PathBytes``): each passes the path's exact bytes to the system, so a name that is
+/// not UTF-8 is opened, created and renamed as itself, never as a repaired look-alike.
+package enum FileSystem {
+    /// Calls `body` with the path's bytes as a C string.
+    package static func withPath<R>(_ path: String, _ body: (UnsafePointer<CChar>) throws -> R) rethrows -> R {
+        if !PathBytes.hasEscapes(path) { return try path.withCString(body) }
+        let bytes = PathBytes.bytes(of: path).map { CChar(bitPattern: $0) } + [0]
+        return try bytes.withUnsafeBufferPointer { try body($0.baseAddress!) }
+    }
+
+    package static func open(_ path: String, _ flags: Int32, _ mode: mode_t = 0) -> Int32 {
+        withPath(path) { Foundation.open($0, flags, mode) }
+    }
+
+    package static func openat(_ folder: Int32, _ name: String, _ flags: Int32) -> Int32 {
+        withPath(name) { Foundation.openat(folder, $0, flags) }
+    }
+
+    /// `stat(2)` (following links), or `nil` with `errno` set.
+    package static func stat(_ path: String) -> Foundation.stat? {
+        var info = Foundation.stat()
+        return withPath(path) { systemStat($0, &info) } == 0 ? info : nil
+    }
+
+    /// `lstat(2)` (the link itself), or `nil` with `errno` set.
+    package static func lstat(_ path: String) -> Foundation.stat? {
+        var info = Foundation.stat()
+        return withPath(path) { systemLstat($0, &info) } == 0 ? info : nil
+    }
+
+    package static func mkdir(_ path: String, _ mode: mode_t) -> Int32 { withPath(path) { Foundation.mkdir($0, mode) } }
+    package static func unlink(_ path: String) -> Int32 { withPath(path) { Foundation.unlink($0) } }
+    package static func access(_ path: String, _ mode: Int32) -> Int32 { withPath(path) { Foundation.access($0, mode) } }
+
+    package static func rename(_ from: String, _ to: String) -> Int32 {
+        withPath(from) { source in withPath(to) { Foundation.rename(source, $0) } }
+    }
+
+    /// The path with every link resolved, or `nil` (dangling, unreadable).
+    package static func realpath(_ path: String) -> String? {
+        guard let pointer = withPath(path, { Foundation.realpath($0, nil) }) else { return nil }
+        defer { free(pointer) }
+        return PathBytes.string(from: UnsafeRawBufferPointer(start: pointer, count: strlen(pointer)))
+    }
+
+    package static func opendir(_ path: String) -> OpaquePointer? {
+        withPath(path) { Foundation.opendir($0) }
+    }
+
+    /// The names in a folder other than `.` and `..`, each with whether the listing says it is a
+    /// regular file (`d_type`), bytes kept; `nil` when the folder cannot be opened (`errno` set).
+    package static func entries(_ path: String) -> [(name: String, isRegularFile: Bool)]? {
+        guard let dir = opendir(path.isEmpty ? "." : path) else { return nil }
+        defer { closedir(dir) }
+        var result: [(name: String, isRegularFile: Bool)] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafePointer(to: &entry.pointee.d_name) { pointer in
+                pointer.withMemoryRebound(to: CChar.self, capacity: MemoryLayout.size(ofValue: entry.pointee.d_name)) {
+                    // UTF-8 names (nearly all) the fast way; the rest keep their bytes.
+                    String(validatingCString: $0) ?? PathBytes.string(from: UnsafeRawBufferPointer(start: $0, count: strlen($0)))
+                }
+            }
+            if name == "." || name == ".." { continue }
+            result.append((name, Int32(entry.pointee.d_type) == Int32(DT_REG)))
+        }
+        return result
+    }
+
+    /// The folder part of a path (`.` for a bare name) and its last component, split at the last `/`.
+    package static func split(_ path: String) -> (folder: String, name: String) {
+        guard let slash = path.lastIndex(of: "/") else { return (".", path) }
+        let folder = String(path[..<slash])
+        return (folder.isEmpty ? "/" : folder, String(path[path.index(after: slash)...]))
+    }
+
+    /// Writes `data` to a new file at `path` (it must not exist).
+    package static func createFile(_ path: String, contents data: Data) -> Int32? {
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { return errno }
+        defer { close(fd) }
+        var done = 0
+        while done < data.count {
+            let n = data.withUnsafeBytes { write(fd, $0.baseAddress! + done, data.count - done) }
+            if n < 0 { if errno == EINTR { continue }; return errno }
+            done += n
+        }
+        return nil
+    }
+}
+
+// The C calls, named apart from ``FileSystem``'s own (inside it `stat` is its method).
+private func systemStat(_ path: UnsafePointer<CChar>, _ info: inout stat) -> Int32 { stat(path, &info) }
+private func systemLstat(_ path: UnsafePointer<CChar>, _ info: inout stat) -> Int32 { lstat(path, &info) }

@@ -1,0 +1,696 @@
+import Foundation
+internal import CTilepackSQLite
+import TilepackCore
+
+/// What became of one tile the last time it was fetched.
+public enum TileFetchOutcome: Int, Hashable, Sendable, Codable, CustomStringConvertible {
+    /// The tile's bytes are in `tiles`.
+    case stored = 1
+    /// The source has no tile there (HTTP 404 or 204): recorded, never stored.
+    case absent = 2
+    /// Every attempt failed (network faults, server errors, or a body that is not a valid tile).
+    case failed = 3
+
+    public var description: String {
+        switch self {
+        case .stored: "stored"
+        case .absent: "absent"
+        case .failed: "failed"
+        }
+    }
+}
+
+/// The bookkeeping row of one tile (table `tilepack_tile_state`).
+public struct TileStateRecord: Hashable, Sendable {
+    public var tile: TileCoordinate
+    public var outcome: TileFetchOutcome
+    /// The last HTTP status seen, 0 when none (a connection fault).
+    public var httpStatus: Int
+    /// Requests made for the tile so far, over all runs.
+    public var attempts: Int
+    /// The stored body's size (0 unless stored).
+    public var bytes: Int
+    /// The validators of the stored body, for conditional refresh.
+    public var etag: String?
+    public var lastModified: String?
+    /// Why the tile failed (nil otherwise).
+    public var message: String?
+    /// Seconds since 1970 of the last fetch or revalidation, and of the last use (fetch,
+    /// revalidation or ``MBTilesTileStore/touch(_:)``): eviction removes the least recently used first.
+    public var fetchedAt: Double
+    public var lastUsed: Double
+
+    public init(tile: TileCoordinate, outcome: TileFetchOutcome, httpStatus: Int = 0, attempts: Int = 1, bytes: Int = 0,
+                etag: String? = nil, lastModified: String? = nil, message: String? = nil,
+                fetchedAt: Double = Date().timeIntervalSince1970, lastUsed: Double? = nil) {
+        self.tile = tile
+        self.outcome = outcome
+        self.httpStatus = httpStatus
+        self.attempts = attempts
+        self.bytes = bytes
+        self.etag = etag
+        self.lastModified = lastModified
+        self.message = message
+        self.fetchedAt = fetchedAt
+        self.lastUsed = lastUsed ?? fetchedAt
+    }
+}
+
+/// A region recorded in the store (table `tilepack_regions`): what was asked for, opaque to the
+/// store (the prefetcher's JSON), and whether its tiles are kept out of eviction and purges.
+public struct TileRegionRecord: Hashable, Sendable {
+    public var id: Int
+    /// A canonical description of the request: the same request finds the same region (resume).
+    public var key: String
+    /// The request, as its owner encoded it.
+    public var request: String
+    /// Kept regions pin their tiles: eviction and ``MBTilesTileStore/purge(isPinned:)`` leave them.
+    public var kept: Bool
+    /// The last status written by the owner (e.g. `in-progress`, `success`).
+    public var status: String
+    public var createdAt: Double
+    public var updatedAt: Double
+}
+
+/// What an eviction or purge removed.
+public struct TileStorePurge: Hashable, Sendable, Codable {
+    /// Tiles removed from `tiles`.
+    public var tiles: Int
+    /// Their bytes.
+    public var bytes: Int
+    /// Bookkeeping rows of absent or failed tiles removed.
+    public var records: Int
+
+    public init(tiles: Int = 0, bytes: Int = 0, records: Int = 0) {
+        self.tiles = tiles
+        self.bytes = bytes
+        self.records = records
+    }
+}
+
+/// A persistent, read-write MBTiles archive that tiles are added to one at a time as they
+/// arrive, with per-tile bookkeeping: the store of the offline prefetcher.
+///
+/// The file is flat MBTiles 1.3 (`metadata`, `tiles` with its unique index), readable by every
+/// MBTiles reader while it grows, plus two tables of its own (`tilepack_regions`,
+/// `tilepack_tile_state`), which `verify` reports as a warning ("tables that are not MBTiles").
+/// No `agg_tiles_hash` is written: the content changes as tiles are fetched and evicted.
+///
+/// Crash safety: writes go into transactions of at most ``batchSize`` tiles (or
+/// ``batchSeconds``), committed under SQLite's rollback journal (`journal_mode = DELETE`,
+/// `synchronous = NORMAL`). A kill loses at most the uncommitted batch; the next read-write open
+/// rolls a hot journal back, so a tile and its bookkeeping row are always written together.
+///
+/// `Sendable`: one connection behind a lock; every method runs under it.
+public final class MBTilesTileStore: @unchecked Sendable {
+    /// The archive's path.
+    public let path: String
+    /// Whether the file could only be opened for reading: every write throws.
+    public let isReadOnly: Bool
+    /// Tiles per transaction.
+    public var batchSize: Int { 256 }
+    /// Seconds an open transaction may stay uncommitted before the next write commits it.
+    public var batchSeconds: Double { 0.5 }
+
+    private let state: Locked<State>
+
+    fileprivate final class State {
+        var connection: SQLiteConnection?
+        var inTransaction = false
+        var pending = 0
+        var transactionStarted = 0.0
+        /// Bytes of tile data in `tiles`, kept current by every write and delete.
+        var totalBytes = 0
+        var tileCount = 0
+        var upsertTile: SQLiteStatement?
+        var upsertState: SQLiteStatement?
+        var findState: SQLiteStatement?
+        var findBytes: SQLiteStatement?
+        var deleteTile: SQLiteStatement?
+        var deleteState: SQLiteStatement?
+        var touchState: SQLiteStatement?
+    }
+
+    static let bookkeepingSchema = """
+        CREATE TABLE IF NOT EXISTS tilepack_regions (
+            id INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE, request TEXT NOT NULL,
+            kept INTEGER NOT NULL DEFAULT 1, status TEXT NOT NULL DEFAULT '', created REAL NOT NULL, updated REAL NOT NULL);
+        CREATE TABLE IF NOT EXISTS tilepack_tile_state (
+            zoom_level INTEGER NOT NULL, tile_column INTEGER NOT NULL, tile_row INTEGER NOT NULL,
+            outcome INTEGER NOT NULL, http_status INTEGER NOT NULL DEFAULT 0, attempts INTEGER NOT NULL DEFAULT 0,
+            bytes INTEGER NOT NULL DEFAULT 0, etag TEXT, last_modified TEXT, message TEXT,
+            fetched REAL NOT NULL, last_used REAL NOT NULL,
+            PRIMARY KEY (zoom_level, tile_column, tile_row)) WITHOUT ROWID;
+        CREATE INDEX IF NOT EXISTS tilepack_tile_state_lru ON tilepack_tile_state (last_used);
+        """
+
+    /// Opens the store at `path`, creating it (atomically: a complete empty archive is renamed
+    /// into place) when it does not exist and `create` is true. A file that cannot be written, or
+    /// any file when `readOnly` is set (an archive in an app bundle), is opened read-only
+    /// (``isReadOnly``): every write then throws.
+    /// - Parameter metadata: written when the file is created (`name` at least); an existing
+    ///   file keeps its own.
+    /// - Throws: ``TileArchiveError`` naming the path: not an MBTiles file, a `tiles` that is not
+    ///   a flat table (tiles are only added to the flat schema), SQLite or I/O faults.
+    public init(path: String, create: Bool = true, readOnly: Bool = false, metadata: TileMetadata = TileMetadata()) throws(TileArchiveError) {
+        self.path = path
+        let exists = FileManager.default.fileExists(atPath: path)
+        if !exists {
+            guard create, !readOnly else { throw TileArchiveError(path: path, fault: .cannotOpen(errno: ENOENT, reason: "no such file")) }
+            try Self.createEmpty(path: path, metadata: metadata)
+        }
+        _ = try MBTilesFileCheck.check(path: path)
+        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        // SQLite writes a journal beside the file: both the file and its folder must be writable.
+        let writable = !readOnly && access(path, W_OK) == 0 && access(directory.isEmpty ? "." : directory, W_OK) == 0
+        isReadOnly = !writable
+        let connection = try SQLiteConnection(filename: path, archivePath: path, readOnly: !writable, uri: false)
+        let schema = try MBTilesSchema.detect(connection, path: path)
+        guard schema.kind == .flat else {
+            throw TileArchiveError(path: path, fault: .unsupportedVersion(
+                "tiles are fetched into flat MBTiles only; this file's schema is \(schema.kind)"))
+        }
+        let state = State()
+        state.connection = connection
+        if writable {
+            try connection.execute("PRAGMA journal_mode = DELETE; PRAGMA synchronous = NORMAL;")
+            try connection.execute(Self.bookkeepingSchema)
+            if !schema.hasMetadataTable {
+                try connection.execute("CREATE TABLE metadata (name TEXT NOT NULL, value TEXT); CREATE UNIQUE INDEX name ON metadata (name);")
+            }
+            state.upsertTile = try connection.prepare(
+                "INSERT OR REPLACE INTO tiles (zoom_level, tile_column, tile_row, tile_data) VALUES (?1, ?2, ?3, ?4)")
+            state.upsertState = try connection.prepare("""
+                INSERT INTO tilepack_tile_state (zoom_level, tile_column, tile_row, outcome, http_status, attempts, bytes,
+                    etag, last_modified, message, fetched, last_used)
+                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
+                ON CONFLICT (zoom_level, tile_column, tile_row) DO UPDATE SET outcome = excluded.outcome,
+                    http_status = excluded.http_status, attempts = attempts + excluded.attempts, bytes = excluded.bytes,
+                    etag = excluded.etag, last_modified = excluded.last_modified, message = excluded.message,
+                    fetched = excluded.fetched, last_used = excluded.last_used
+                """)
+            state.deleteTile = try connection.prepare("DELETE FROM tiles WHERE zoom_level = ?1 AND tile_column = ?2 AND tile_row = ?3")
+            state.deleteState = try connection.prepare(
+                "DELETE FROM tilepack_tile_state WHERE zoom_level = ?1 AND tile_column = ?2 AND tile_row = ?3")
+            state.touchState = try connection.prepare(
+                "UPDATE tilepack_tile_state SET last_used = ?4, fetched = ?5, attempts = attempts + ?6 WHERE zoom_level = ?1 AND tile_column = ?2 AND tile_row = ?3")
+        }
+        let hasState = try connection.scalarInt("SELECT count(*) FROM sqlite_master WHERE name = 'tilepack_tile_state'") ?? 0
+        if hasState > 0 {
+            state.findState = try connection.prepare("""
+                SELECT outcome, http_status, attempts, bytes, etag, last_modified, message, fetched, last_used
+                FROM tilepack_tile_state WHERE zoom_level = ?1 AND tile_column = ?2 AND tile_row = ?3
+                """)
+        }
+        state.findBytes = try connection.prepare(
+            "SELECT length(tile_data) FROM tiles WHERE zoom_level = ?1 AND tile_column = ?2 AND tile_row = ?3")
+        state.totalBytes = Int(try connection.scalarInt("SELECT total(length(tile_data)) FROM tiles") ?? 0)
+        state.tileCount = Int(try connection.scalarInt("SELECT count(*) FROM tiles") ?? 0)
+        self.state = Locked(state)
+    }
+
+    deinit {
+        try? close()
+    }
+
+    /// Writes an empty flat archive at a temporary path and renames it to `path`.
+    private static func createEmpty(path: String, metadata: TileMetadata) throws(TileArchiveError) {
+        let file = try AtomicFile(destination: path, overwrite: false)
+        do {
+            let connection = try SQLiteConnection(filename: file.temporaryPath, archivePath: path, readOnly: false, uri: false, create: true)
+            try connection.execute("""
+                PRAGMA page_size = 8192;
+                PRAGMA application_id = \(MBTilesSchema.mbtilesApplicationID);
+                BEGIN;
+                CREATE TABLE metadata (name TEXT NOT NULL, value TEXT);
+                CREATE UNIQUE INDEX name ON metadata (name);
+                CREATE TABLE tiles (zoom_level INTEGER NOT NULL, tile_column INTEGER NOT NULL, tile_row INTEGER NOT NULL, tile_data BLOB);
+                CREATE UNIQUE INDEX tile_index ON tiles (zoom_level, tile_column, tile_row);
+                """)
+            try connection.execute(bookkeepingSchema)
+            try connection.replaceMetadata(metadata)
+            try connection.execute("COMMIT")
+        }
+        try file.commit()
+    }
+
+    // MARK: Reading
+
+    /// Bytes of tile data in the archive.
+    public var totalBytes: Int { state.withLock { $0.totalBytes } }
+
+    /// Tiles in the archive.
+    public var tileCount: Int { state.withLock { $0.tileCount } }
+
+    /// The bookkeeping row of `tile`, or `nil` when it was never fetched into this store.
+    public func record(of tile: TileCoordinate) throws(TileArchiveError) -> TileStateRecord? {
+        try withState { state throws(TileArchiveError) in
+            guard let find = state.findState else { return nil }
+            Self.bind(find, tile)
+            defer { find.reset() }
+            guard try find.step() else { return nil }
+            guard let outcome = TileFetchOutcome(rawValue: Int(find.int64(0))) else { return nil }
+            return TileStateRecord(
+                tile: tile, outcome: outcome, httpStatus: Int(find.int64(1)), attempts: Int(find.int64(2)),
+                bytes: Int(find.int64(3)), etag: find.text(4), lastModified: find.text(5), message: find.text(6),
+                fetchedAt: find.double(7), lastUsed: find.double(8))
+        }
+    }
+
+    /// Whether `tiles` holds `tile` (stored by this store or found in the file before).
+    public func containsTile(_ tile: TileCoordinate) throws(TileArchiveError) -> Bool {
+        try storedSize(of: tile) != nil
+    }
+
+    /// The size of the stored tile, or `nil` when there is none.
+    public func storedSize(of tile: TileCoordinate) throws(TileArchiveError) -> Int? {
+        try withState { state throws(TileArchiveError) in
+            guard let find = state.findBytes else { return nil }
+            Self.bind(find, tile)
+            defer { find.reset() }
+            guard try find.step() else { return nil }
+            return find.type(0) == .null ? 0 : Int(find.int64(0))
+        }
+    }
+
+    /// The number of stored tiles inside `range` (one index range scan).
+    public func countTiles(in range: TileRange) throws(TileArchiveError) -> Int {
+        try withState { state throws(TileArchiveError) in
+            let statement = try state.open(path: path).prepare(
+                "SELECT count(*) FROM tiles WHERE zoom_level = ?1 AND tile_column BETWEEN ?2 AND ?3 AND tile_row BETWEEN ?4 AND ?5")
+            let last = (1 << range.zoom) - 1
+            statement.bind(1, range.zoom)
+            statement.bind(2, range.columns.lowerBound)
+            statement.bind(3, range.columns.upperBound)
+            statement.bind(4, last - range.rows.upperBound)
+            statement.bind(5, last - range.rows.lowerBound)
+            guard try statement.step() else { return 0 }
+            return Int(statement.int64(0))
+        }
+    }
+
+    /// The stored tile's bytes, or `nil`.
+    public func tileData(_ tile: TileCoordinate) throws(TileArchiveError) -> Data? {
+        try withState { state throws(TileArchiveError) in
+            let connection = try state.open(path: path)
+            let statement = try connection.prepare("SELECT tile_data FROM tiles WHERE zoom_level = ?1 AND tile_column = ?2 AND tile_row = ?3")
+            Self.bind(statement, tile)
+            guard try statement.step(), let bytes = statement.bytes(0) else { return nil }
+            return Data(bytes)
+        }
+    }
+
+    /// Every bookkeeping row with `outcome`, in key order.
+    public func records(withOutcome outcome: TileFetchOutcome) throws(TileArchiveError) -> [TileStateRecord] {
+        try withState { state throws(TileArchiveError) in
+            guard state.findState != nil else { return [] }
+            let connection = try state.open(path: path)
+            let statement = try connection.prepare("""
+                SELECT zoom_level, tile_column, tile_row, http_status, attempts, bytes, etag, last_modified, message, fetched, last_used
+                FROM tilepack_tile_state WHERE outcome = ?1 ORDER BY zoom_level, tile_column, tile_row
+                """)
+            statement.bind(1, outcome.rawValue)
+            var result: [TileStateRecord] = []
+            while try statement.step() {
+                guard let tile = Self.tile(statement, 0) else { continue }
+                result.append(TileStateRecord(
+                    tile: tile, outcome: outcome, httpStatus: Int(statement.int64(3)), attempts: Int(statement.int64(4)),
+                    bytes: Int(statement.int64(5)), etag: statement.text(6), lastModified: statement.text(7),
+                    message: statement.text(8), fetchedAt: statement.double(9), lastUsed: statement.double(10)))
+            }
+            return result
+        }
+    }
+
+    /// The archive's metadata.
+    public func metadata() throws(TileArchiveError) -> TileMetadata {
+        try withState { state throws(TileArchiveError) in
+            let statement = try state.open(path: path).prepare("SELECT name, value FROM metadata")
+            var entries: [String: String] = [:]
+            while try statement.step() {
+                if let name = statement.text(0), let value = statement.text(1), entries[name] == nil { entries[name] = value }
+            }
+            return TileMetadata(entries)
+        }
+    }
+
+    // MARK: Writing
+
+    /// Records a fetched tile: its bytes into `tiles` when `data` is given (outcome `stored`),
+    /// and its bookkeeping row. `attempts` is added to the tile's count. Committed with its batch.
+    public func record(_ record: TileStateRecord, data: Data?) throws(TileArchiveError) {
+        try withWritableState { state throws(TileArchiveError) in
+            try state.beginIfNeeded(path: path)
+            var storedBytes = record.bytes
+            if let data, record.outcome == .stored {
+                let previous = try Self.storedSize(state, record.tile)
+                guard let upsert = state.upsertTile else { return }
+                Self.bind(upsert, record.tile)
+                let written = data.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) -> Result<Void, TileArchiveError> in
+                    defer { upsert.reset() }
+                    return Result { () throws(TileArchiveError) in
+                        try upsert.bind(4, blobNoCopy: bytes)
+                        _ = try upsert.step()
+                    }
+                }
+                try written.get()
+                storedBytes = data.count
+                state.totalBytes += data.count - (previous ?? 0)
+                if previous == nil { state.tileCount += 1 }
+            }
+            guard let upsert = state.upsertState else { return }
+            Self.bind(upsert, record.tile)
+            upsert.bind(4, record.outcome.rawValue)
+            upsert.bind(5, record.httpStatus)
+            upsert.bind(6, record.attempts)
+            upsert.bind(7, record.outcome == .stored ? storedBytes : 0)
+            Self.bind(upsert, 8, record.etag)
+            Self.bind(upsert, 9, record.lastModified)
+            Self.bind(upsert, 10, record.message)
+            upsert.bind(11, double: record.fetchedAt)
+            upsert.bind(12, double: record.lastUsed)
+            defer { upsert.reset() }
+            _ = try upsert.step()
+            try state.countWrite(batchSize: batchSize, batchSeconds: batchSeconds)
+        }
+    }
+
+    /// Marks `tile` as used now (a revalidation that found it unchanged, or a read by the app):
+    /// the tile's bytes are not rewritten. `attempts` requests are added to its count.
+    /// Returns false when the tile has no bookkeeping row.
+    @discardableResult
+    public func touch(_ tile: TileCoordinate, attempts: Int = 0, at time: Double = Date().timeIntervalSince1970) throws(TileArchiveError) -> Bool {
+        try withWritableState { state throws(TileArchiveError) in
+            try state.beginIfNeeded(path: path)
+            guard let touch = state.touchState else { return false }
+            Self.bind(touch, tile)
+            touch.bind(4, double: time)
+            touch.bind(5, double: time)
+            touch.bind(6, attempts)
+            defer { touch.reset() }
+            _ = try touch.step()
+            let changed = try state.open(path: path).changes > 0
+            try state.countWrite(batchSize: batchSize, batchSeconds: batchSeconds)
+            return changed
+        }
+    }
+
+    /// Commits the open batch, if any.
+    public func commit() throws(TileArchiveError) {
+        try withWritableState { state throws(TileArchiveError) in try state.commit(path: path) }
+    }
+
+    /// Replaces the metadata keys derived from the tiles (format, zooms, bounds, center) by what
+    /// the tiles say now, and sets `extra` keys; then commits.
+    public func refreshMetadata(_ extra: TileMetadata = TileMetadata()) throws(TileArchiveError) {
+        try withWritableState { state throws(TileArchiveError) in
+            try state.beginIfNeeded(path: path)
+            let connection = try state.open(path: path)
+            var metadata = TileMetadata()
+            let read = try connection.prepare("SELECT name, value FROM metadata")
+            while try read.step() {
+                if let name = read.text(0), let value = read.text(1), metadata[name] == nil { metadata[name] = value }
+            }
+            for key in extra.keys { metadata[key] = extra[key] }
+            var content = try TileContentSummary.query(connection)
+            let sniff = try connection.prepare("SELECT tile_data FROM tiles WHERE tile_data IS NOT NULL LIMIT 1")
+            if try sniff.step(), let bytes = sniff.bytes(0) { content.sniffedFormat = TileFormat.sniff(bytes) }
+            sniff.reset()
+            if content.levels.isEmpty {
+                for key in [TileMetadata.Key.minZoom, TileMetadata.Key.maxZoom, TileMetadata.Key.bounds, TileMetadata.Key.center] {
+                    metadata[key] = nil
+                }
+            }
+            content.derive(into: &metadata, mode: .replace)
+            // The content changes as tiles come and go: a stored hash would soon be wrong.
+            metadata[TileMetadata.Key.aggregateTilesHash] = nil
+            try connection.replaceMetadata(metadata)
+            try state.commit(path: path)
+        }
+    }
+
+    /// Deletes the least recently used tiles (and bookkeeping rows) that `isPinned` does not
+    /// keep, until the tiles' bytes are at most `capacity`. Tiles of the file that have no
+    /// bookkeeping row count as the oldest.
+    public func evict(toCapacity capacity: Int, isPinned: (TileCoordinate) -> Bool) throws(TileArchiveError) -> TileStorePurge {
+        try withWritableState { state throws(TileArchiveError) in
+            guard state.totalBytes > capacity else { return TileStorePurge() }
+            try state.commit(path: path)
+            let connection = try state.open(path: path)
+            // Candidates oldest first: tiles without a row, then rows by last use.
+            let scan = try connection.prepare("""
+                SELECT t.zoom_level, t.tile_column, t.tile_row, length(t.tile_data), coalesce(s.last_used, 0) AS used
+                FROM tiles t LEFT JOIN tilepack_tile_state s
+                  ON s.zoom_level = t.zoom_level AND s.tile_column = t.tile_column AND s.tile_row = t.tile_row
+                ORDER BY used
+                """)
+            var victims: [(TileCoordinate, Int)] = []
+            var excess = state.totalBytes - capacity
+            while excess > 0, try scan.step() {
+                guard let tile = Self.tile(scan, 0), !isPinned(tile) else { continue }
+                let size = Int(scan.int64(3))
+                victims.append((tile, size))
+                excess -= size
+            }
+            scan.reset()
+            return try Self.delete(victims, state: state, path: path)
+        }
+    }
+
+    /// Deletes every tile and bookkeeping row that `isPinned` does not keep (the seed's
+    /// `clearCache`: unused map data).
+    public func purge(isPinned: (TileCoordinate) -> Bool) throws(TileArchiveError) -> TileStorePurge {
+        try withWritableState { state throws(TileArchiveError) in
+            try state.commit(path: path)
+            let connection = try state.open(path: path)
+            var victims: [(TileCoordinate, Int)] = []
+            let tiles = try connection.prepare("SELECT zoom_level, tile_column, tile_row, length(tile_data) FROM tiles")
+            while try tiles.step() {
+                guard let tile = Self.tile(tiles, 0), !isPinned(tile) else { continue }
+                victims.append((tile, Int(tiles.int64(3))))
+            }
+            tiles.reset()
+            var result = try Self.delete(victims, state: state, path: path)
+            var records: [TileCoordinate] = []
+            let rows = try connection.prepare("SELECT zoom_level, tile_column, tile_row FROM tilepack_tile_state WHERE outcome != 1")
+            while try rows.step() {
+                guard let tile = Self.tile(rows, 0), !isPinned(tile) else { continue }
+                records.append(tile)
+            }
+            rows.reset()
+            try state.beginIfNeeded(path: path)
+            for tile in records {
+                guard let delete = state.deleteState else { break }
+                Self.bind(delete, tile)
+                defer { delete.reset() }
+                _ = try delete.step()
+            }
+            try state.commit(path: path)
+            result.records = records.count
+            return result
+        }
+    }
+
+    private static func delete(_ victims: [(TileCoordinate, Int)], state: State, path: String) throws(TileArchiveError) -> TileStorePurge {
+        var result = TileStorePurge()
+        guard !victims.isEmpty else { return result }
+        try state.beginIfNeeded(path: path)
+        for (tile, size) in victims {
+            guard let deleteTile = state.deleteTile, let deleteState = state.deleteState else { break }
+            bind(deleteTile, tile)
+            _ = try deleteTile.step()
+            deleteTile.reset()
+            bind(deleteState, tile)
+            _ = try deleteState.step()
+            deleteState.reset()
+            result.tiles += 1
+            result.bytes += size
+        }
+        state.totalBytes -= result.bytes
+        state.tileCount -= result.tiles
+        try state.commit(path: path)
+        return result
+    }
+
+    // MARK: Regions
+
+    /// The region recorded under `key`, created (kept, with `request`) when there is none; an
+    /// existing one is kept again and its request replaced.
+    public func region(key: String, request: String, status: String) throws(TileArchiveError) -> TileRegionRecord {
+        try withWritableState { state throws(TileArchiveError) in
+            try state.beginIfNeeded(path: path)
+            let connection = try state.open(path: path)
+            let now = Date().timeIntervalSince1970
+            let upsert = try connection.prepare("""
+                INSERT INTO tilepack_regions (key, request, kept, status, created, updated) VALUES (?1, ?2, 1, ?3, ?4, ?4)
+                ON CONFLICT (key) DO UPDATE SET request = excluded.request, kept = 1, status = excluded.status, updated = excluded.updated
+                """)
+            upsert.bind(1, text: key)
+            upsert.bind(2, text: request)
+            upsert.bind(3, text: status)
+            upsert.bind(4, double: now)
+            _ = try upsert.step()
+            try state.commit(path: path)
+            guard let record = try Self.regions(connection, filter: "WHERE key = ?1", key: key).first else {
+                throw TileArchiveError(path: path, fault: .database(code: 0, message: "the region just written is missing"))
+            }
+            return record
+        }
+    }
+
+    /// Every recorded region, by id.
+    public func regions() throws(TileArchiveError) -> [TileRegionRecord] {
+        try withState { state throws(TileArchiveError) in
+            let connection = try state.open(path: path)
+            guard try connection.scalarInt("SELECT count(*) FROM sqlite_master WHERE name = 'tilepack_regions'") ?? 0 > 0 else { return [] }
+            return try Self.regions(connection, filter: "", key: nil)
+        }
+    }
+
+    /// Sets a region's status (and, when given, whether it is kept). Returns false for an unknown id.
+    @discardableResult
+    public func updateRegion(id: Int, status: String? = nil, kept: Bool? = nil) throws(TileArchiveError) -> Bool {
+        try withWritableState { state throws(TileArchiveError) in
+            try state.beginIfNeeded(path: path)
+            let connection = try state.open(path: path)
+            let update = try connection.prepare(
+                "UPDATE tilepack_regions SET status = coalesce(?2, status), kept = coalesce(?3, kept), updated = ?4 WHERE id = ?1")
+            update.bind(1, id)
+            Self.bind(update, 2, status)
+            if let kept { update.bind(3, kept ? 1 : 0) } else { update.bindNull(3) }
+            update.bind(4, double: Date().timeIntervalSince1970)
+            _ = try update.step()
+            let changed = connection.changes > 0
+            try state.commit(path: path)
+            return changed
+        }
+    }
+
+    /// Deletes a region's record (its tiles stay until evicted or purged). Returns false for an unknown id.
+    @discardableResult
+    public func deleteRegion(id: Int) throws(TileArchiveError) -> Bool {
+        try withWritableState { state throws(TileArchiveError) in
+            try state.beginIfNeeded(path: path)
+            let connection = try state.open(path: path)
+            let delete = try connection.prepare("DELETE FROM tilepack_regions WHERE id = ?1")
+            delete.bind(1, id)
+            _ = try delete.step()
+            let changed = connection.changes > 0
+            try state.commit(path: path)
+            return changed
+        }
+    }
+
+    private static func regions(_ connection: SQLiteConnection, filter: String, key: String?) throws(TileArchiveError) -> [TileRegionRecord] {
+        let statement = try connection.prepare("SELECT id, key, request, kept, status, created, updated FROM tilepack_regions \(filter) ORDER BY id")
+        if let key { statement.bind(1, text: key) }
+        var result: [TileRegionRecord] = []
+        while try statement.step() {
+            result.append(TileRegionRecord(
+                id: Int(statement.int64(0)), key: statement.text(1) ?? "", request: statement.text(2) ?? "",
+                kept: statement.int64(3) != 0, status: statement.text(4) ?? "",
+                createdAt: statement.double(5), updatedAt: statement.double(6)))
+        }
+        return result
+    }
+
+    // MARK: Closing
+
+    /// Commits and closes; later calls throw. Safe to call twice.
+    public func close() throws(TileArchiveError) {
+        try state.withLock { (state: inout sending State) throws(TileArchiveError) in
+            guard state.connection != nil else { return }
+            defer {
+                state.upsertTile = nil
+                state.upsertState = nil
+                state.findState = nil
+                state.findBytes = nil
+                state.deleteTile = nil
+                state.deleteState = nil
+                state.touchState = nil
+                state.connection = nil
+            }
+            if state.inTransaction { try state.commit(path: path) }
+        }
+    }
+
+    // MARK: Helpers
+
+    private func withState<R: Sendable>(_ body: (State) throws(TileArchiveError) -> R) throws(TileArchiveError) -> R {
+        try state.withLock { (state: inout sending State) throws(TileArchiveError) -> sending R in
+            _ = try state.open(path: path)
+            return try body(state)
+        }
+    }
+
+    private func withWritableState<R: Sendable>(_ body: (State) throws(TileArchiveError) -> R) throws(TileArchiveError) -> R {
+        guard !isReadOnly else {
+            throw TileArchiveError(path: path, fault: .io(errno: EACCES, reason: "the archive is read-only"))
+        }
+        return try withState(body)
+    }
+
+    private static func storedSize(_ state: State, _ tile: TileCoordinate) throws(TileArchiveError) -> Int? {
+        guard let find = state.findBytes else { return nil }
+        bind(find, tile)
+        defer { find.reset() }
+        guard try find.step() else { return nil }
+        return find.type(0) == .null ? 0 : Int(find.int64(0))
+    }
+
+    /// Binds the tile as (zoom_level, tile_column, tile_row) TMS at parameters 1-3.
+    private static func bind(_ statement: SQLiteStatement, _ tile: TileCoordinate) {
+        statement.bind(1, tile.zoom)
+        statement.bind(2, tile.x)
+        statement.bind(3, tile.row(in: .tms))
+    }
+
+    private static func bind(_ statement: SQLiteStatement, _ index: Int32, _ text: String?) {
+        if let text { statement.bind(index, text: text) } else { statement.bindNull(index) }
+    }
+
+    /// The XYZ tile of the TMS coordinates in columns `first...first + 2`, when they make one.
+    private static func tile(_ statement: SQLiteStatement, _ first: Int32) -> TileCoordinate? {
+        let zoom = Int(statement.int64(first))
+        guard (0...TileCoordinate.maximumZoom).contains(zoom) else { return nil }
+        let row = Int(statement.int64(first + 2))
+        guard (0..<(1 << zoom)).contains(row) else { return nil }
+        return TileCoordinate(validatingZoom: zoom, x: Int(statement.int64(first + 1)), y: TileScheme.tms.flipIfTMS(row: row, zoom: zoom))
+    }
+}
+
+extension MBTilesTileStore.State {
+    func open(path: String) throws(TileArchiveError) -> SQLiteConnection {
+        guard let connection else { throw TileArchiveError(path: path, fault: .io(errno: 0, reason: "the store is closed")) }
+        return connection
+    }
+
+    func beginIfNeeded(path: String) throws(TileArchiveError) {
+        guard !inTransaction else { return }
+        try open(path: path).execute("BEGIN IMMEDIATE")
+        inTransaction = true
+        pending = 0
+        transactionStarted = Date().timeIntervalSince1970
+    }
+
+    func countWrite(batchSize: Int, batchSeconds: Double) throws(TileArchiveError) {
+        pending += 1
+        if pending >= batchSize || Date().timeIntervalSince1970 - transactionStarted >= batchSeconds {
+            guard let connection else { return }
+            try connection.execute("COMMIT")
+            inTransaction = false
+        }
+    }
+
+    func commit(path: String) throws(TileArchiveError) {
+        guard inTransaction else { return }
+        try open(path: path).execute("COMMIT")
+        inTransaction = false
+    }
+}
+
+extension SQLiteStatement {
+    func bind(_ index: Int32, double value: Double) {
+        sqlite3_bind_double(handle, index, value)
+    }
+}

@@ -1,0 +1,222 @@
+import ArgumentParser
+import Foundation
+import TilepackCore
+import TilepackOperations
+import TilepackPrefetch
+
+/// `--zoom 3-12` or `--zoom 7`.
+struct ZoomRangeArgument: CheckedArgument {
+    var zooms: ClosedRange<Int>
+
+    static func parse(_ text: String) throws(ArgumentValueError) -> ZoomRangeArgument {
+        let parts = text.split(separator: "-", omittingEmptySubsequences: false).map { Int($0.trimmingCharacters(in: .whitespaces)) }
+        guard (1...2).contains(parts.count), let low = parts[0], let high = parts[parts.count - 1] else {
+            throw ArgumentValueError("the zooms are MIN-MAX or Z, whole numbers")
+        }
+        for zoom in [low, high] where !(0...TileCoordinate.maximumZoom).contains(zoom) {
+            throw ArgumentValueError("zoom \(zoom) is outside 0-\(TileCoordinate.maximumZoom)")
+        }
+        guard low <= high else { throw ArgumentValueError("the lowest zoom \(low) is above the highest \(high)") }
+        return ZoomRangeArgument(zooms: low...high)
+    }
+}
+
+struct FetchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "fetch",
+        abstract: "Download the tiles of a box or a route corridor from a tile server into an MBTiles archive.",
+        discussion: """
+        The URL template takes {z} {x} {y}, {scale} and {s} (subdomains), as MKTileOverlay and \
+        Leaflet do. Every body is checked before it is stored: an HTML error page, an empty body, \
+        a damaged or truncated image, or an image of another size is never stored. Timeouts, \
+        dropped connections, 5xx and 429 are retried with back-off (Retry-After honoured); 404 and \
+        204 are recorded as absent. Running the same command on the same output resumes: stored \
+        and absent tiles are not requested again. Ctrl-C stops cleanly. tile.openstreetmap.org \
+        forbids bulk downloads and is refused.
+
+        Exit status: 0 when every tile of the area is stored or absent at the source, 1 when some \
+        failed after their retries (listed with --json), 2 when the request was refused, 130 when \
+        interrupted.
+        """
+    )
+
+    @Argument(help: "The URL template, e.g. https://tiles.example/{z}/{x}/{y}.png")
+    var urlTemplate: String
+
+    @Argument(help: "The MBTiles archive to fill (created if missing, resumed if present).")
+    var output: String
+
+    @Option(help: "The box west,south,east,north (degrees).", transform: BoundingBoxArgument.parse)
+    var bbox: BoundingBoxArgument?
+
+    @Option(help: "A route: GeoJSON (LineString, Feature, FeatureCollection) or GPX (track or route).")
+    var route: String?
+
+    @Option(help: "With --route: the corridor's radius in metres (at least 500).")
+    var radius: Double?
+
+    @Option(help: "The zooms, MIN-MAX or Z.", transform: ZoomRangeArgument.parse)
+    var zoom: ZoomRangeArgument
+
+    @Flag(help: "Print the tile count and a byte estimate; download no tile into the archive.")
+    var estimate = false
+
+    @Option(help: "HTTP requests in flight per host.")
+    var concurrency: Int = 8
+
+    @Option(help: "URLSessions to spread the requests over (default: one per core).")
+    var sessions: Int?
+
+    @Option(help: "At most N requests per second.")
+    var rate: Double?
+
+    @Option(name: .customLong("user-agent"), help: "The User-Agent header (default: tilepack/<version>).")
+    var userAgent: String?
+
+    @Option(help: "How the server numbers rows: xyz (north = 0) or tms.")
+    var scheme: TileScheme = .xyz
+
+    @Option(help: "The screen scale put into {scale}: 1, 2 or 3; tiles are then 256 x scale pixels.")
+    var scale: Int = 1
+
+    @Option(name: .customLong("tile-size"), help: "The size every raster tile must have (default 256 x scale).")
+    var tileSize: Int?
+
+    @Option(help: "What {s} stands for, comma-separated.")
+    var subdomains: String = "a,b,c"
+
+    @Option(help: "The store's capacity in MB; tiles of no kept region are evicted past it.")
+    var capacity: Int = 256
+
+    @Flag(help: "Revalidate stored tiles (If-None-Match / If-Modified-Since) and ask again for absent ones.")
+    var refresh = false
+
+    @Flag(name: .customLong("retry-failed"), help: "Request only the tiles recorded as failed.")
+    var retryFailed = false
+
+    @OptionGroup var outputOptions: OutputOptions
+
+    func validate() throws {
+        if (bbox == nil) == (route == nil) { throw ValidationError("give exactly one of --bbox and --route") }
+        if route != nil && radius == nil { throw ValidationError("--route needs --radius METRES") }
+        if route == nil && radius != nil { throw ValidationError("--radius goes with --route") }
+        if !(1...256).contains(concurrency) { throw ValidationError("--concurrency must be 1-256") }
+        if let sessions, !(1...64).contains(sessions) { throw ValidationError("--sessions must be 1-64") }
+        if let rate, !(rate > 0 && rate.isFinite) { throw ValidationError("--rate must be above 0") }
+        if capacity < 0 { throw ValidationError("--capacity must not be negative") }
+        if estimate && (refresh || retryFailed) { throw ValidationError("--estimate downloads nothing: no --refresh or --retry-failed") }
+    }
+
+    func run() async throws {
+        let area: PrefetchArea
+        if let bbox {
+            area = .boundingBox(bbox.box)
+        } else if let route, let radius {
+            area = .route(try RouteFile.read(path: route), radius: radius)
+        } else {
+            throw ValidationError("give exactly one of --bbox and --route")
+        }
+        let request = PrefetchRequest(area: area, zooms: zoom.zooms)
+        var configuration = PrefetchConfiguration()
+        configuration.connectionsPerHost = concurrency
+        configuration.requestsPerSecond = rate
+        if let sessions { configuration.sessions = sessions }
+        configuration.capacity = capacity * 1024 * 1024
+        if let userAgent { configuration.userAgent = userAgent }
+        let source = PrefetchSource(urlTemplate: urlTemplate, scheme: scheme, scale: scale,
+                                    subdomains: subdomains.split(separator: ",").map { String($0) }, tileSize: tileSize)
+        let prefetcher = try MapDataPrefetcher(storePath: output, source: source, configuration: configuration, createStore: !estimate)
+        if estimate {
+            let result = await prefetcher.estimate(request)
+            if let reason = result.error, result.requestId < 0 { throw refusal(reason) }
+            if outputOptions.json {
+                try printJSON(result)
+            } else if result.success {
+                print("\(result.tiles) tiles, \(result.missing) not yet in \(output); about \(Self.bytes(result.bytes)) ± \(Self.bytes(result.margin)) (\(result.kilobytes) KB), from \(result.sampled) sample tiles")
+            } else {
+                print("\(result.tiles) tiles, \(result.missing) not yet in \(output); no byte estimate: \(result.error ?? "unknown")")
+            }
+            await prefetcher.close()
+            if !result.success { throw ExitCode(1) }
+            return
+        }
+
+        let events = prefetcher.events()
+        let submission = prefetcher.fetchMapData(for: request, options: PrefetchOptions(refresh: refresh, onlyFailed: retryFailed))
+        guard submission.accepted else { throw refusal("\(submission.reason ?? "refused") (\(submission.error))") }
+        let interrupt = Interrupt { prefetcher.cancel(submission.requestId) }
+        let bar = ProgressBar.start(label: "fetch", quiet: outputOptions.quiet)
+        var report: PrefetchReport?
+        for await event in events {
+            switch event {
+            case .progress(let progress) where progress.requestId == submission.requestId:
+                bar?.draw(OperationProgress(done: progress.done, total: progress.tiles, bytes: progress.bytes, elapsed: progress.elapsed),
+                          detail: "\(Self.bytes(progress.bytes))" + (progress.failed > 0 ? ", \(progress.failed) failed" : ""))
+            case .status(let id, let status, let final) where id == submission.requestId && status.isFinal:
+                report = final
+            default:
+                break
+            }
+            if report != nil { break }
+        }
+        bar?.finish()
+        interrupt.cancel()
+        await prefetcher.close()
+        guard let report else { throw ExitCode(1) }
+        if outputOptions.json {
+            try printJSON(report)
+        } else {
+            let rate = report.seconds > 0 ? Double(report.downloaded) / report.seconds : 0
+            print("\(report.status): \(report.downloaded) tiles downloaded (\(Self.bytes(report.bytes))) into \(output) in \(String(format: "%.2f", report.seconds)) s (\(Int(rate)) tiles/s); \(report.alreadyPresent) already present, \(report.absent) absent, \(report.failed) failed of \(report.tiles)")
+            for failure in report.failures.prefix(10) { printError("failed: \(failure)") }
+            if report.failures.count > 10 { printError("... and \(report.failed - 10) more failed (see --json)") }
+            if let error = report.error { printError("error: \(error)") }
+        }
+        switch report.status {
+        case .success: return
+        case .cancelled: throw ExitCode(130)
+        default: throw ExitCode(1)
+        }
+    }
+
+    private func refusal(_ reason: String) -> Error {
+        printError("error: \(reason)")
+        return ExitCode(2)
+    }
+
+    static func bytes(_ count: Int) -> String {
+        let value = Double(count)
+        if value >= 1e9 { return String(format: "%.2f GB", value / 1e9) }
+        if value >= 1e6 { return String(format: "%.1f MB", value / 1e6) }
+        if value >= 1e3 { return String(format: "%.1f kB", value / 1e3) }
+        return "\(count) B"
+    }
+}
+
+/// Ctrl-C calls `action` once (a clean stop); a second Ctrl-C exits at once (the archive stays
+/// valid: SQLite rolls the unfinished batch back at the next open).
+final class Interrupt {
+    private let source: any DispatchSourceSignal
+
+    init(_ action: @escaping @Sendable () -> Void) {
+        signal(SIGINT, SIG_IGN)
+        let source = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
+        let count = Locked(0)
+        source.setEventHandler {
+            let times = count.withLock { $0 += 1; return $0 }
+            if times == 1 {
+                printError("\nstopping (Ctrl-C again to quit at once)")
+                action()
+            } else {
+                exit(130)
+            }
+        }
+        source.resume()
+        self.source = source
+    }
+
+    func cancel() {
+        source.cancel()
+        signal(SIGINT, SIG_DFL)
+    }
+}

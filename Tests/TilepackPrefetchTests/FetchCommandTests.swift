@@ -1,0 +1,174 @@
+import Foundation
+import Testing
+import TilepackCore
+import TilepackOperations
+import TilepackStorage
+import TilepackTestSupport
+@testable import TilepackPrefetch
+
+/// The built `tilepack` command, or `nil` (with the reason printed) when it was not built. In CI
+/// (`CI=true`) a missing binary is a failure (the callers expect so).
+func tilepackBinary() -> URL? {
+    if let binary = TestSupport.tilepackBinary { return binary }
+    print("skipped: the tilepack binary is not built (swift build --build-tests builds it)")
+    return nil
+}
+
+/// Runs the command, waiting at most `timeout` seconds.
+func runTilepack(_ binary: URL, _ arguments: [String], timeout: Double = 60) throws -> CommandOutput {
+    try TestSupport.run(binary, arguments, timeout: timeout)
+}
+
+@Suite("tilepack fetch")
+struct FetchCommandTests {
+    @Test("kill -9 mid-fetch, then the same command resumes: nothing stored is asked for again, the archive verifies")
+    func killAndResume() throws {
+        guard let binary = tilepackBinary() else {
+            #expect(ProcessInfo.processInfo.environment["CI"] != "true", "the tilepack binary must be built in CI")
+            return
+        }
+        let server = try TileServer()
+        server.delay.withLock { $0 = .milliseconds(4) }
+        let directory = try TemporaryDirectory()
+        let path = directory.file("kill.mbtiles")
+        let box = GeoBoundingBox(west: 5, south: 45, east: 15, north: 55)
+        let zooms = 0...10
+        let arguments = ["fetch", server.template, path, "--bbox", "\(box.west),\(box.south),\(box.east),\(box.north)",
+                         "--zoom", "\(zooms.lowerBound)-\(zooms.upperBound)", "--concurrency", "4", "--quiet"]
+        let cover = try PrefetchRequest.boundingBox(box, zooms: zooms).cover()
+        try #require(cover.count > 600)
+
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = arguments
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        // Kill once several hundred tiles were asked for (a batch commits every 256 tiles or 0.5 s).
+        let deadline = Date().addingTimeInterval(30)
+        while server.server.requestCount < 700 && process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        #expect(process.terminationReason == .uncaughtSignal)
+        let requestedBefore = server.server.requestCount
+        try #require(requestedBefore < cover.count, "the fetch ended before it was killed")
+
+        // What survived the kill (opening read-write rolls back a hot journal).
+        let store = try MBTilesTileStore(path: path)
+        let stored = Set(try cover.filter { try store.containsTile($0) })
+        try store.close()
+        #expect(!stored.isEmpty)
+
+        let result = try runTilepack(binary, arguments + ["--json"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let report = try JSONDecoder().decode(PrefetchReport.self, from: Data(result.stdout.utf8))
+        #expect(report.status == .success && report.alreadyPresent == stored.count && report.downloaded == cover.count - stored.count)
+        let again = server.server.requests.dropFirst(requestedBefore).compactMap { TileServer.tile(path: $0.path) }
+        #expect(Set(again).isDisjoint(with: stored))
+        #expect(again.count == cover.count - stored.count)
+        let verify = ArchiveVerifier.run(path: path)
+        #expect(verify.errorCount == 0 && verify.tiles == cover.count)
+    }
+
+    @Test("Ctrl-C (SIGINT) stops cleanly: exit 130, a valid archive, and the same command completes it")
+    func interrupt() throws {
+        guard let binary = tilepackBinary() else {
+            #expect(ProcessInfo.processInfo.environment["CI"] != "true", "the tilepack binary must be built in CI")
+            return
+        }
+        let server = try TileServer()
+        server.delay.withLock { $0 = .milliseconds(10) }
+        let directory = try TemporaryDirectory()
+        let path = directory.file("int.mbtiles")
+        let arguments = ["fetch", server.template, path, "--bbox", "5,45,15,55", "--zoom", "0-9", "--concurrency", "2"]
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = arguments
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let deadline = Date().addingTimeInterval(30)
+        while server.server.requestCount < 100 && process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        kill(process.processIdentifier, SIGINT)
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 130 && text.hasPrefix("cancelled:"), "\(text)")
+        // Cancelled cleanly: the batch in flight was committed; the file verifies as it is.
+        let verify = ArchiveVerifier.run(path: path)
+        #expect(verify.errorCount == 0 && verify.tiles >= 50, "\(verify.findings)")
+        server.delay.withLock { $0 = nil }
+        let resumed = try runTilepack(binary, arguments + ["--quiet"])
+        #expect(resumed.status == 0 && resumed.stdout.contains("\(verify.tiles) already present"), "\(resumed.stdout)")
+    }
+
+    @Test("--estimate --json prints tiles and bytes and creates no file; a refused request exits 2")
+    func estimateAndRefusal() throws {
+        guard let binary = tilepackBinary() else {
+            #expect(ProcessInfo.processInfo.environment["CI"] != "true", "the tilepack binary must be built in CI")
+            return
+        }
+        let server = try TileServer()
+        let directory = try TemporaryDirectory()
+        let path = directory.file("e.mbtiles")
+        let result = try runTilepack(binary, ["fetch", server.template, path, "--bbox", "13.3,52.45,13.5,52.56", "--zoom", "8-11", "--estimate", "--json"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        #expect(object["tiles"] as? Int == (try PrefetchRequest.boundingBox(berlin, zooms: 8...11).cover().count))
+        #expect((object["bytes"] as? Int ?? 0) > 0 && object["success"] as? Bool == true)
+        #expect(!FileManager.default.fileExists(atPath: path))
+
+        let sampled = server.server.requestCount
+        let osm = try runTilepack(binary, ["fetch", "https://{s}.tile.openstreetmap.org/{z}/{x}/{y}.png", path, "--bbox", "13.3,52.45,13.5,52.56", "--zoom", "8-9"])
+        #expect(osm.status == 2 && osm.stderr.contains("operation-not-allowed"))
+        let small = try runTilepack(binary, ["fetch", server.template, path, "--route", directory.file("none.gpx"), "--radius", "100", "--zoom", "8-9"])
+        #expect(small.status != 0)
+        let gpx = directory.file("r.gpx")
+        try Data("<gpx><trk><trkseg><trkpt lat=\"52.5\" lon=\"13.4\"/><trkpt lat=\"52.4\" lon=\"13.1\"/></trkseg></trk></gpx>".utf8)
+            .write(to: URL(fileURLWithPath: gpx))
+        let tooNarrow = try runTilepack(binary, ["fetch", server.template, path, "--route", gpx, "--radius", "100", "--zoom", "8-9"])
+        #expect(tooNarrow.status == 2 && tooNarrow.stderr.contains("invalid-parameters"))
+        #expect(server.server.requestCount == sampled)  // refused before any request
+        let route = try runTilepack(binary, ["fetch", server.template, path, "--route", gpx, "--radius", "600", "--zoom", "8-10", "--quiet"])
+        #expect(route.status == 0 && route.stdout.hasPrefix("success:"), "\(route.stderr)")
+    }
+}
+
+@Suite("Route files")
+struct RouteFileTests {
+    @Test("GeoJSON LineString, Feature, FeatureCollection, MultiLineString; GPX tracks and routes")
+    func formats() throws {
+        let line = #"{"type":"LineString","coordinates":[[13.4,52.5],[13.1,52.4,34.0]]}"#
+        let expected = [GeoCoordinate(latitude: 52.5, longitude: 13.4), GeoCoordinate(latitude: 52.4, longitude: 13.1)]
+        #expect(try RouteFile.parse(Data(line.utf8)) == expected)
+        #expect(try RouteFile.parse(Data(#"{"type":"Feature","properties":{},"geometry":\#(line)}"#.utf8)) == expected)
+        #expect(try RouteFile.parse(Data(#"{"type":"FeatureCollection","features":[{"type":"Feature","geometry":{"type":"Point","coordinates":[0,0]}},{"type":"Feature","geometry":\#(line)}]}"#.utf8)) == expected)
+        #expect(try RouteFile.parse(Data(#"{"type":"MultiLineString","coordinates":[[[13.4,52.5]],[[13.1,52.4]]]}"#.utf8)) == expected)
+        let track = #"<?xml version="1.0"?><gpx xmlns="http://www.topografix.com/GPX/1/1"><rte><rtept lat="1" lon="2"/></rte><trk><trkseg><trkpt lat="52.5" lon="13.4"><ele>30</ele></trkpt><trkpt lat="52.4" lon="13.1"/></trkseg></trk></gpx>"#
+        #expect(try RouteFile.parse(Data(track.utf8)) == expected)
+        #expect(try RouteFile.parse(Data(#"<gpx><rte><rtept lat="52.5" lon="13.4"/><rtept lat="52.4" lon="13.1"/></rte></gpx>"#.utf8)) == expected)
+    }
+
+    @Test("bad route files get an error naming the fault")
+    func bad() {
+        let cases: [(String, String)] = [
+            ("", "neither GeoJSON nor GPX"),
+            ("{", "not JSON"),
+            (#"{"type":"LineString","coordinates":[[13.4]]}"#, "not [longitude, latitude]"),
+            (#"{"type":"LineString","coordinates":[[200,52]]}"#, "is not a latitude,longitude"),
+            (#"{"type":"Point","coordinates":[1,2]}"#, "no points"),
+            (#"{"type":"Nonsense"}"#, "not a GeoJSON object"),
+            (#"<gpx><trk><trkseg><trkpt lat="x" lon="1"/></trkseg></trk></gpx>"#, "without numeric lat and lon"),
+            ("<gpx><trk>", "not well-formed XML"),
+        ]
+        for (text, reason) in cases {
+            #expect(throws: RouteFileError.self) { try RouteFile.parse(Data(text.utf8), path: "r") }
+            do {
+                _ = try RouteFile.parse(Data(text.utf8), path: "r")
+            } catch {
+                #expect(error.description.contains(reason), "\(text): \(error)")
+            }
+        }
+        #expect(throws: RouteFileError(path: "/nonexistent/route.gpx", reason: "no such file")) { try RouteFile.read(path: "/nonexistent/route.gpx") }
+    }
+}

@@ -1,0 +1,55 @@
+import Foundation
+import TilepackCore
+
+extension TestSupport {
+    /// The built `tilepack` command (beside the test bundle, or in `.build/debug`), or `nil`
+    /// when it was not built (`swift build --build-tests` and `swift test` build it).
+    public static let tilepackBinary: URL? = {
+        let here = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        let candidates = [
+            Bundle.main.bundleURL.appendingPathComponent("tilepack"),
+            here.appendingPathComponent("tilepack"),
+            here.deletingLastPathComponent().appendingPathComponent("tilepack"),
+            packageRoot.appendingPathComponent(".build/debug/tilepack"),
+        ]
+        return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) }
+    }()
+}
+
+/// What a command printed and how it ended.
+public struct CommandOutput: Sendable {
+    public var status: Int32
+    public var stdout: String
+    public var stderr: String
+}
+
+extension TestSupport {
+    /// Runs `executable` with `arguments`, reading both outputs as they come; a run longer than
+    /// `timeout` seconds is terminated (its status then shows it).
+    public static func run(_ executable: URL, _ arguments: [String], timeout: Double = 120) throws -> CommandOutput {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        let output = Pipe(), errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        let outData = Locked(Data()), errData = Locked(Data())
+        let group = DispatchGroup()
+        for (pipe, sink) in [(output, outData), (errors, errData)] {
+            group.enter()
+            DispatchQueue.global().async {
+                let data = pipe.fileHandleForReading.readDataToEndOfFile()
+                sink.withLock { $0 = data }
+                group.leave()
+            }
+        }
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+        group.wait()
+        return CommandOutput(status: process.terminationStatus, stdout: String(decoding: outData.withLock { $0 }, as: UTF8.self),
+                             stderr: String(decoding: errData.withLock { $0 }, as: UTF8.self))
+    }
+}

@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# Issue 17's prefetch benchmark: tiles per second that `tilepack fetch` downloads from a local
+# nginx, next to download-tiles (PyPI) fetching the same tiles, to the server's own ceiling
+# measured with wrk on the same URLs, and to tilepack's HTTP floor (the same GETs through
+# TilepackHTTP's URLSession client alone: tools/Sources/bench-fetch-floor), in one run.
+# Contenders alternate; medians of --runs runs.
+#
+#   tools/bench-fetch.sh [--zoom 0-6] [--runs 3] [--concurrency 8] [--port 18717]
+#
+# The tile tree (the world at the zooms asked, each tile a hard link to a 256 px PNG of
+# samples/tiles) and every output go under $BENCH_WORK (default /tmp/tilepack-bench-fetch),
+# never into the repository. Needs nginx (nginx-light), wrk and download-tiles on PATH.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root="$PWD"
+work="${BENCH_WORK:-/tmp/tilepack-bench-fetch}"
+zoom="0-6"
+runs=3
+concurrency=8
+port=18717
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --zoom) zoom="$2"; shift 2 ;;
+        --runs) runs="$2"; shift 2 ;;
+        --concurrency) concurrency="$2"; shift 2 ;;
+        --port) port="$2"; shift 2 ;;
+        *) echo "unknown option $1" >&2; exit 64 ;;
+    esac
+done
+for tool in nginx wrk download-tiles; do
+    command -v "$tool" >/dev/null || { echo "bench-fetch: $tool is not installed" >&2; exit 69; }
+done
+mkdir -p "$work"
+min="${zoom%-*}"; max="${zoom#*-}"
+
+# The tile tree and the list of its URLs (what every contender fetches).
+tree="$work/tree-$zoom"
+if [ ! -f "$tree/.complete" ]; then
+    rm -rf "$tree"
+    python3 - "$root/samples/tiles" "$tree" "$min" "$max" <<'EOF'
+import os, sys
+src, dst, lo, hi = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+samples = sorted(os.path.join(d, f) for d, _, fs in os.walk(src) for f in fs if f.endswith(".png"))
+i = 0
+for z in range(lo, hi + 1):
+    for x in range(1 << z):
+        os.makedirs(f"{dst}/{z}/{x}", exist_ok=True)
+        for y in range(1 << z):
+            os.link(samples[i % len(samples)], f"{dst}/{z}/{x}/{y}.png")
+            i += 1
+open(f"{dst}/.complete", "w").close()
+EOF
+fi
+tiles=$(find "$tree" -name '*.png' | wc -l)
+base="http://127.0.0.1:$port"
+find "$tree" -name '*.png' | sed "s|^$tree||" | sort > "$work/paths.txt"
+
+# nginx: static files, keep-alive, no logs, one worker per core.
+conf="$work/nginx.conf"
+cat > "$conf" <<EOF
+worker_processes auto;
+pid $work/nginx.pid;
+error_log $work/nginx-error.log;
+daemon on;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    sendfile on;
+    tcp_nopush on;
+    keepalive_requests 1000000;
+    keepalive_timeout 60;
+    types { image/png png; }
+    server {
+        listen 127.0.0.1:$port;
+        root $tree;
+    }
+}
+EOF
+nginx -c "$conf" -p "$work"
+trap 'kill "$(cat "$work/nginx.pid")" 2>/dev/null || true' EXIT
+sleep 0.3
+curl -sf -o /dev/null "$base/0/0/0.png" || { echo "bench-fetch: nginx does not answer on $base" >&2; exit 1; }
+
+# tilepack and the HTTP floor, release.
+swift build -c release --product tilepack >/dev/null
+tilepack="$(swift build -c release --show-bin-path)/tilepack"
+swift build -c release --package-path tools --product bench-fetch-floor >/dev/null
+floor="$(swift build -c release --package-path tools --show-bin-path)/bench-fetch-floor"
+sessions=$(nproc)
+
+cat > "$work/urls.lua" <<EOF
+local paths = {}
+for line in io.lines("$work/paths.txt") do paths[#paths + 1] = line end
+local i = math.random(#paths)
+request = function()
+    i = i % #paths + 1
+    return wrk.format("GET", paths[i])
+end
+EOF
+
+now() { date +%s.%N; }
+median() { sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+
+: > "$work/tilepack.rates"; : > "$work/download-tiles.rates"; : > "$work/wrk.rates"; : > "$work/floor.rates"
+echo "bench-fetch: $tiles tiles (world, zooms $zoom) from nginx on $base; $runs runs, alternating; load: $(uptime | sed 's/.*load average: //')"
+for run in $(seq 1 "$runs"); do
+    # The server's ceiling on the same URLs: wrk, 2 threads, as many connections as tilepack uses.
+    wrk_rate=$(wrk -t2 -c"$concurrency" -d4s -s "$work/urls.lua" "$base" | awk '/Requests\/sec/ { print $2 }')
+    echo "$wrk_rate" >> "$work/wrk.rates"
+
+    "$floor" "$base" "$work/paths.txt" "$concurrency" "$sessions" >> "$work/floor.rates"
+
+    rm -f "$work/tilepack.mbtiles"
+    start=$(now)
+    "$tilepack" fetch "$base/{z}/{x}/{y}.png" "$work/tilepack.mbtiles" --bbox=-180,-85.0511,180,85.0511 --zoom "$zoom" \
+        --concurrency "$concurrency" --quiet > "$work/tilepack.out"
+    end=$(now)
+    got=$(grep -o '^success: [0-9]*' "$work/tilepack.out" | grep -o '[0-9]*$')
+    [ "$got" = "$tiles" ] || { echo "bench-fetch: tilepack fetched $got of $tiles tiles: $(cat "$work/tilepack.out")" >&2; exit 1; }
+    echo "$tiles $start $end" | awk '{ printf "%.1f\n", $1 / ($3 - $2) }' >> "$work/tilepack.rates"
+
+    rm -f "$work/download-tiles.mbtiles"
+    start=$(now)
+    download-tiles "$work/download-tiles.mbtiles" --zoom-levels "$zoom" --bbox=-180,-85.0511,180,85.0511 \
+        --tiles-url "$base/{z}/{x}/{y}.png" > "$work/download-tiles.out" 2>&1
+    end=$(now)
+    got=$(sqlite3 "$work/download-tiles.mbtiles" "SELECT count(*) FROM tiles")
+    [ "$got" = "$tiles" ] || echo "bench-fetch: download-tiles stored $got of $tiles tiles" >&2
+    echo "$got $start $end" | awk '{ printf "%.1f\n", $1 / ($3 - $2) }' >> "$work/download-tiles.rates"
+    echo "  run $run: tilepack $(tail -1 "$work/tilepack.rates") tiles/s, download-tiles $(tail -1 "$work/download-tiles.rates") tiles/s, wrk $wrk_rate requests/s, HTTP floor $(tail -1 "$work/floor.rates") tiles/s"
+done
+
+tp=$(median < "$work/tilepack.rates")
+dt=$(median < "$work/download-tiles.rates")
+wr=$(median < "$work/wrk.rates")
+fl=$(median < "$work/floor.rates")
+"$tilepack" verify "$work/tilepack.mbtiles" | tail -1
+printf '\n%-34s %12s %10s\n' "median of $runs runs" "tiles/s" "tilepack ÷"
+printf '%-34s %12.0f %10s\n' "tilepack fetch (--concurrency $concurrency)" "$tp" "1.00"
+printf '%-34s %12.0f %10.1fx\n' "download-tiles 0.4.1" "$dt" "$(echo "$tp $dt" | awk '{ print $1 / $2 }')"
+printf '%-34s %12.0f %10.2fx\n' "nginx ceiling (wrk -c$concurrency)" "$wr" "$(echo "$tp $wr" | awk '{ print $1 / $2 }')"
+printf '%-34s %12.0f %10.2fx\n' "HTTP floor (TilepackHTTP, $sessions sessions)" "$fl" "$(echo "$tp $fl" | awk '{ print $1 / $2 }')"
+echo "load after: $(uptime | sed 's/.*load average: //')"
