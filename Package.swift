@@ -1,4 +1,4 @@
-// swift-tools-version: 6.0
+// swift-tools-version: 6.1
 // tilepack: package map tiles into MBTiles and LZ4 bundles and serve them to a tile layer.
 import PackageDescription
 
@@ -15,6 +15,9 @@ let package = Package(
         // Adapter and Prefetch. It stands on the platform: HTTP through URLSession, MD5 from CryptoKit or libcrypto.
         .library(name: "Tilepack", targets: ["Tilepack"]),
         .executable(name: "tilepack", targets: ["tilepack"]),
+        // The server, a program of its own: `tilepack` (and README's first command) builds without
+        // Hummingbird and SwiftNIO; `tilepack serve` runs this one.
+        .executable(name: "tilepack-serve", targets: ["tilepack-serve"]),
         // Parts of the library alone, so that tools need not build what they do not use
         // (the tile layer's HTTP, storage's SQLite).
         .library(name: "TilepackImaging", targets: ["TilepackCore", "TilepackImaging"]),
@@ -23,6 +26,15 @@ let package = Package(
     dependencies: [
         // The command line. The library itself depends on no package: it stands on the platform.
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        // The server (TilepackServer, tilepack-serve) only. Hummingbird without its
+        // swift-configuration trait (tools 6.1), which tilepack does not use.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: ["FullFoundation"]),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
         // Floor 1: the C libraries, each imported (internal import) by exactly one Swift module.
@@ -61,9 +73,12 @@ let package = Package(
         .target(name: "TileLayer", dependencies: ["TilepackCore", "TilepackImaging", "TilepackHTTP"]),
 
         // Floor 3: what the command-line tool does, as a library.
+        // Floor 3: archives over HTTP(S) range requests, behind Storage's byte-source protocol.
+        .target(name: "TilepackRemote", dependencies: ["TilepackCore", "TilepackStorage", "TilepackHTTP"]),
+
         .target(
             name: "TilepackOperations",
-            dependencies: ["TilepackCore", "TilepackStorage", "TilepackImaging", "CTilepackZlib"]
+            dependencies: ["TilepackCore", "TilepackStorage", "TilepackImaging", "TilepackRemote", "CTilepackZlib"]
         ),
 
         // Floor 4: the bitmap data source serving any archive (MBTiles, bundle) to a tile layer.
@@ -83,6 +98,29 @@ let package = Package(
         .target(
             name: "Tilepack",
             dependencies: ["TilepackCore", "TilepackStorage", "TilepackImaging", "TileLayer", "TilepackAdapter", "TilepackPrefetch"]
+        ),
+
+        // Floor 4: archives over HTTP on Hummingbird: tiles, TileJSON, preview page, health, metrics.
+        .target(
+            name: "TilepackServer",
+            dependencies: [
+                "TilepackCore", "TilepackStorage", "TilepackImaging",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            ]
+        ),
+
+        // Floor 5: the server program, thin (`tilepack serve` runs it).
+        .executableTarget(
+            name: "tilepack-serve",
+            dependencies: ["TilepackServer", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
 
         // Floor 5: the command-line tool, thin.
@@ -112,6 +150,16 @@ let package = Package(
             name: "TilepackAdapterTests",
             dependencies: ["TilepackAdapter", "TilepackStorage", "TilepackImaging", "TileLayer", "TilepackTestSupport"]
         ),
+        .testTarget(
+            name: "TilepackServerTests",
+            // Also runs the tilepack-serve and tilepack programs built beside the tests.
+            dependencies: [
+                "TilepackServer", "TilepackStorage", "TilepackImaging", "TilepackTestSupport",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
+        .testTarget(name: "TilepackRemoteTests", dependencies: ["TilepackRemote", "TilepackHTTP", "TilepackStorage", "TilepackOperations", "TilepackTestSupport"]),
         .testTarget(name: "TilepackOperationsTests", dependencies: ["TilepackOperations", "TilepackTestSupport"]),
         // The command's parsing, messages and exit statuses: `@testable import tilepack`, and the built binary.
         .testTarget(name: "TilepackCLITests", dependencies: ["tilepack", "TilepackOperations", "TilepackTestSupport"]),

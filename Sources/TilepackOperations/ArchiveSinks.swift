@@ -24,6 +24,14 @@ enum ArchiveSinks {
                     throw OperationError(path: destination, fault: .badInput("a bundle cannot be appended to: it is written in one pass (import into MBTiles with --append, then convert)"))
                 }
                 return try BundleSink(destination: destination, overwrite: options.overwrite)
+            case .pmtiles:
+                if options.encode != nil {
+                    throw OperationError(path: destination, fault: .badInput("raw pixels (--encode) can only be stored in a .tilepack bundle"))
+                }
+                if options.append {
+                    throw OperationError(path: destination, fault: .badInput("a PMTiles archive cannot be appended to: it is written in one pass (import into MBTiles with --append, then convert)"))
+                }
+                return try PMTilesSink(destination: destination, metadata: metadata, overwrite: options.overwrite)
             }
         } catch let error as OperationError {
             throw error
@@ -136,6 +144,39 @@ final class BundleSink: TileSink {
             try begin(content: .encoded(format ?? .png))
         }
         guard let writer else { return }
+        writer.metadata = metadata
+        try writer.finish()
+    }
+}
+
+/// Writes a new PMTiles archive (tiles in any order; deduplicated and clustered at the end).
+final class PMTilesSink: TileSink {
+    private let writer: PMTilesWriter
+
+    init(destination: String, metadata: TileMetadata, overwrite: Bool) throws(TileArchiveError) {
+        writer = try PMTilesWriter(destination: destination, metadata: metadata, overwrite: overwrite)
+    }
+
+    let prepare: @Sendable (consuming [UInt8]) -> PreparedTile = { .bytes($0) }
+
+    func begin(content: TileContent) throws {
+        if case .rawBitmap(let layout) = content {
+            throw OperationError(path: writer.destination, fault: .badInput("raw \(layout) pixels cannot be stored in PMTiles (encode them as PNG)"))
+        }
+    }
+
+    func add(_ tile: TileCoordinate, bytes: UnsafeRawBufferPointer) throws {
+        try writer.addTile(at: tile, bytes: bytes)
+    }
+
+    func add(_ tile: TileCoordinate, prepared: PreparedTile) throws {
+        switch prepared {
+        case .bytes(let bytes): try writer.addTile(at: tile, bytes: bytes)
+        case .bundlePayload: preconditionFailure("PMTilesSink given a bundle payload")
+        }
+    }
+
+    func finish(metadata: TileMetadata) throws {
         writer.metadata = metadata
         try writer.finish()
     }

@@ -34,12 +34,7 @@ public enum ArchiveConverter {
     public static func run(source: String, destination: String, options: ConvertOptions,
                            progress: ProgressHandler? = nil) throws(OperationError) -> ConvertReport {
         let start = DispatchTime.now().uptimeNanoseconds
-        let input: any TileArchive
-        do {
-            input = try openTileArchive(path: source, bundleAccess: .positionalReads)
-        } catch {
-            throw OperationError(path: source, fault: .archive(error))
-        }
+        let input = try ArchiveLocation.open(source)
         if URL(fileURLWithPath: source).standardizedFileURL.path == URL(fileURLWithPath: destination).standardizedFileURL.path {
             throw OperationError(path: destination, fault: .badInput("the output is the input"))
         }

@@ -24,6 +24,8 @@ public struct ImportOptions: Sendable {
     public var encode: PixelFormat?
     /// For MBTiles: store identical tiles once (`map` + `images`).
     public var deduplicate = false
+    /// Import only this part of the tree (see ``TreeShards``); `nil` for the whole tree.
+    public var shard: ShardSpec?
     /// Files read at once.
     public var threads = max(1, ProcessInfo.processInfo.activeProcessorCount)
     /// Where to write the report of skipped files (JSON lines, see ``ImportReportFile``): checked
@@ -100,6 +102,10 @@ public enum TileImporter {
         var boundsCheck = evidence.bounds.map { DeclaredBoundsCheck(bounds: $0, layout: layout, scheme: scheme) }
         var walker = TileTreeWalker(root: source, layout: layout, scheme: scheme,
                                     minZoom: options.minZoom, maxZoom: options.maxZoom, bounds: options.bounds)
+        if let shard = options.shard {
+            walker.columns = TreeShards.selection(root: source, shard: shard)
+            report.notes.append("shard \(shard): \(walker.columns?.count ?? 0) column folders of the tree")
+        }
         let total = progress == nil ? nil : countFiles(source)
 
         var metadata = TileMetadata(evidence.metadata)

@@ -57,15 +57,22 @@ public enum ArchiveInspector {
     public static func run(path: String) throws(OperationError) -> ArchiveInfo {
         let archive: any TileArchive
         let format: TileArchiveFormat
-        do {
-            format = try TileArchiveFormat.detect(path: path)
-            archive = try openTileArchive(path: path, bundleAccess: .positionalReads)
-        } catch {
-            throw OperationError(path: path, fault: .archive(error))
+        if ArchiveLocation.isRemote(path) {
+            archive = try ArchiveLocation.open(path)
+            format = .pmtiles
+        } else {
+            do {
+                format = try TileArchiveFormat.detect(path: path)
+                archive = try openTileArchive(path: path, bundleAccess: .positionalReads)
+            } catch {
+                throw OperationError(path: path, fault: .archive(error))
+            }
         }
         let layout: String = switch archive {
         case let mbtiles as MBTilesArchive: "MBTiles, \(mbtiles.schema.kind) schema"
         case let bundle as BundleArchive: "bundle, \(bundle.payloadCount) stored payloads"
+        case let pmtiles as PMTilesArchive:
+            "PMTiles v3, \(pmtiles.header.tileType) tiles, tile compression \(pmtiles.header.tileCompression), \(pmtiles.header.clustered ? "clustered" : "not clustered")"
         default: format.description
         }
         var levels: [Int: ArchiveInfo.Level] = [:]
@@ -105,7 +112,7 @@ public enum ArchiveInspector {
             let a = WebMercator.boundingBox(of: nw), b = WebMercator.boundingBox(of: se)
             bounds = GeoBoundingBox(west: a.west, south: b.south, east: b.east, north: a.north)
         }
-        let size = FileSystem.stat(path).map { Int($0.st_size) } ?? 0
+        let size = (archive as? PMTilesArchive)?.source.count ?? FileSystem.stat(path).map { Int($0.st_size) } ?? 0
         return ArchiveInfo(
             path: path, format: format, layout: layout, content: archive.content.map { "\($0)" },
             fileSize: size, metadata: metadata.entries, levels: sorted, tiles: tiles, tileBytes: bytesTotal,

@@ -1,7 +1,7 @@
 import Foundation
-internal import CTilepackZlib
 import TilepackCore
 import TilepackImaging
+import TilepackStorage
 
 /// Checks that one tile's content is whole: an image decodes completely, a vector tile inflates
 /// and parses as MVT, a JSON tile parses. Used by `verify` on every tile.
@@ -69,41 +69,7 @@ enum TileContentCheck {
 
     /// Inflates a gzip stream completely into `output`, bounded by ``maximumInflatedSize``.
     static func inflate(_ bytes: UnsafeRawBufferPointer, into output: inout [UInt8]) -> Result<Int, CheckFailure> {
-        var stream = z_stream()
-        // 16 + MAX_WBITS: expect a gzip header and trailer.
-        guard inflateInit2_(&stream, 16 + 15, ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size)) == Z_OK else {
-            return .failure(CheckFailure(reason: "zlib could not start"))
-        }
-        defer { inflateEnd(&stream) }
-        if output.count < 64 << 10 { output = [UInt8](repeating: 0, count: 64 << 10) }
-        stream.next_in = UnsafeMutablePointer(mutating: bytes.baseAddress!.assumingMemoryBound(to: Bytef.self))
-        stream.avail_in = uInt(bytes.count)
-        var produced = 0
-        while true {
-            if produced == output.count {
-                guard output.count < maximumInflatedSize else {
-                    return .failure(CheckFailure(reason: "gzip content inflates past \(maximumInflatedSize >> 20) MiB"))
-                }
-                output.append(contentsOf: [UInt8](repeating: 0, count: output.count))
-            }
-            let status: Int32 = output.withUnsafeMutableBytes { buffer in
-                stream.next_out = buffer.baseAddress!.advanced(by: produced).assumingMemoryBound(to: Bytef.self)
-                stream.avail_out = uInt(buffer.count - produced)
-                let status = CTilepackZlib.inflate(&stream, Z_NO_FLUSH)
-                produced = buffer.count - Int(stream.avail_out)
-                return status
-            }
-            switch status {
-            case Z_STREAM_END: return .success(produced)
-            case Z_OK: continue
-            case Z_BUF_ERROR where stream.avail_in == 0:
-                return .failure(CheckFailure(reason: "gzip stream is truncated"))
-            case Z_BUF_ERROR: continue
-            default:
-                let message = stream.msg.map { String(cString: $0) } ?? "error \(status)"
-                return .failure(CheckFailure(reason: "gzip stream is damaged: \(message)"))
-            }
-        }
+        Gzip.inflate(bytes, into: &output, limit: maximumInflatedSize).mapError { CheckFailure(reason: $0.description) }
     }
 
     static func hexPrefix(_ bytes: UnsafeRawBufferPointer) -> String {

@@ -21,18 +21,20 @@ protocol TileSink: AnyObject {
     func finish(metadata: TileMetadata) throws
 }
 
-/// The two archive formats tilepack writes, chosen by the output path's extension.
+/// The archive formats tilepack writes, chosen by the output path's extension.
 public enum ArchiveKind: String, Sendable, Codable {
     case mbtiles
     case bundle = "tilepack"
+    case pmtiles
 
-    /// `.mbtiles` or `.tilepack`; anything else is an error that says which to use.
+    /// `.mbtiles`, `.tilepack` or `.pmtiles`; anything else is an error that says which to use.
     public init(destinationPath path: String) throws(OperationError) {
         let lower = path.lowercased()
         if lower.hasSuffix(".mbtiles") { self = .mbtiles }
         else if lower.hasSuffix(".tilepack") { self = .bundle }
+        else if lower.hasSuffix(".pmtiles") { self = .pmtiles }
         else {
-            throw OperationError(path: path, fault: .badInput("the output's extension chooses its format: use .mbtiles (MBTiles) or .tilepack (tilepack bundle)"))
+            throw OperationError(path: path, fault: .badInput("the output's extension chooses its format: use .mbtiles (MBTiles), .tilepack (tilepack bundle) or .pmtiles (PMTiles v3)"))
         }
     }
 }

@@ -105,6 +105,9 @@ public struct TileTreeWalker: Sequence, Sendable {
     /// How the tiles of one folder are ordered: by XYZ row (the default), or by TMS row, the
     /// order MBTiles' `agg_tiles_hash` reads them in (so a writer can hash while it writes).
     public var rowOrder: TileScheme = .xyz
+    /// Which column folders (`z/x` for zxy, `z/y` for zyx) to walk, by zoom and folder number;
+    /// `nil` for all (see ``TreeShards``). Folders left out are neither imported nor reported.
+    public var columns: Set<TreeShards.ColumnKey>?
 
     /// Files at the root that describe the tree rather than hold tiles; read by ``TreeEvidence``.
     public static let descriptionFiles: Set<String> = ["tilemapresource.xml", "metadata.json"]
@@ -165,7 +168,8 @@ public struct TileTreeWalker: Sequence, Sendable {
             if group.level < 2 {
                 // Push in descending order so the smallest number is listed first; folders named
                 // by the same number (zero-padded) are listed together, as one.
-                for number in folders.keys.sorted(by: >) {
+                for number in folders.keys.sorted(by: >)
+                where group.level == 0 || walker.columns?.contains(TreeShards.ColumnKey(zoom: group.numbers[0], number: number)) ?? true {
                     let paths = (folders[number] ?? []).sorted { ($0.utf8.count, $0) < ($1.utf8.count, $1) }
                     stack.append((paths, group.level + 1, group.numbers + [number]))
                 }

@@ -105,7 +105,8 @@ public enum ArchiveVerifier {
         var report = VerifyReport(path: path)
         let format: TileArchiveFormat
         do {
-            format = try TileArchiveFormat.detect(path: path)
+            // A URL is read by range requests: PMTiles (the reader names anything else).
+            format = ArchiveLocation.isRemote(path) ? .pmtiles : try TileArchiveFormat.detect(path: path)
         } catch {
             report.usable = false
             report.findings.append(VerifyFinding(.error, "container", error.fault.description))
@@ -116,6 +117,7 @@ public enum ArchiveVerifier {
         switch format {
         case .mbtiles: verifyMBTiles(path: path, options: options, pool: pool, collector: &collector, progress: progress, start: start)
         case .bundle: verifyBundle(path: path, options: options, pool: pool, collector: &collector, progress: progress, start: start)
+        case .pmtiles: verifyPMTiles(path: path, options: options, pool: pool, collector: &collector, progress: progress, start: start)
         }
         collector.finishCounting()
         report = collector.report

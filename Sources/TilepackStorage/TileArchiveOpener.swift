@@ -5,8 +5,15 @@ import TilepackCore
 public enum TileArchiveFormat: String, Sendable, Hashable, Codable, CustomStringConvertible {
     case mbtiles
     case bundle
+    case pmtiles
 
-    public var description: String { self == .mbtiles ? "MBTiles" : "tilepack bundle" }
+    public var description: String {
+        switch self {
+        case .mbtiles: "MBTiles"
+        case .bundle: "tilepack bundle"
+        case .pmtiles: "PMTiles"
+        }
+    }
 
     /// Recognises the file's format from its first bytes.
     /// - Throws: ``TileArchiveError`` with `notAnArchive` saying what the file looks like
@@ -25,6 +32,8 @@ public enum TileArchiveFormat: String, Sendable, Hashable, Codable, CustomString
         let sqlite = Array("SQLite format 3\0".utf8)
         if head.starts(with: sqlite) { return .mbtiles }
         if head.starts(with: BundleFormat.magic) { return .bundle }
+        // PMTiles of any version (v2 begins `PM` and the 16-bit version 2): the reader names the version.
+        if head.starts(with: PMTilesFormat.magic) || head.starts(with: [0x50, 0x4D, 2, 0]) { return .pmtiles }
         // A file cut inside its magic is a truncated archive of that kind: its reader says so.
         if count < BundleFormat.magic.count, BundleFormat.magic.starts(with: head) { return .bundle }
         if count < sqlite.count, sqlite.starts(with: head) { return .mbtiles }
@@ -49,12 +58,13 @@ public enum TileArchiveFormat: String, Sendable, Hashable, Codable, CustomString
     }
 }
 
-/// Opens an MBTiles file or a bundle, whichever the bytes say it is.
+/// Opens an MBTiles file, a bundle or a PMTiles archive, whichever the bytes say it is.
 /// - Parameter bundleAccess: how a bundle is read: mapped (an app's own files), or with
 ///   `pread` (`.positionalReads`: tools reading files another process may cut).
 public func openTileArchive(path: String, bundleAccess: BundleArchive.Access = .memoryMap) throws(TileArchiveError) -> any TileArchive {
     switch try TileArchiveFormat.detect(path: path) {
     case .mbtiles: try MBTilesArchive(path: path)
     case .bundle: try BundleArchive(path: path, options: BundleArchive.Options(access: bundleAccess))
+    case .pmtiles: try PMTilesArchive(path: path)
     }
 }

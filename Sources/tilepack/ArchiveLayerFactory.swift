@@ -2,19 +2,22 @@ import Foundation
 import TileLayer
 import TilepackAdapter
 import TilepackCore
+import TilepackOperations
 import TilepackStorage
 
 /// An MBTiles file or a .tilepack bundle, told apart by its first bytes (never its name), served
 /// through the adapter: the layer takes the archive's bounds, zoom levels and transparency.
 struct ArchiveLayerFactory: RenderLayerFactory {
     func recognises(_ input: String) -> Bool {
+        // An http(s) archive (PMTiles by range requests), unless it is a URL template.
+        if ArchiveLocation.isRemote(input) { return !URLTemplateLayerFactory().recognises(input) }
         // Any existing file that is not a URL template: makeLayer says what it is if it is no archive.
         guard let info = FileSystem.stat(input), (info.st_mode & S_IFMT) != S_IFDIR else { return false }
         return !URLTemplateLayerFactory().recognises(input)
     }
 
     func makeLayer(for input: String, options: RenderLayerOptions) throws -> MapTileLayer {
-        let source = try ArchiveTileSource(path: input, options: ArchiveTileSource.Options(
+        let source = ArchiveTileSource(archive: try ArchiveLocation.open(input, bundleAccess: .memoryMap), options: ArchiveTileSource.Options(
             reader: ArchiveReaderOptions(cacheByteLimit: 64 << 20)))
         return source.makeLayer(name: input, tileSize: options.tileSize)
     }

@@ -126,7 +126,8 @@ enum CommandLineArguments {
         default: nil
         }
         switch fault {
-        case .notAnArchive?, .missingTable?: return VerifyReport.notAnArchiveStatus
+        // A version tilepack does not read (PMTiles v2 or v4, a bundle 2.x) is not a usable archive either.
+        case .notAnArchive?, .missingTable?, .unsupportedVersion?: return VerifyReport.notAnArchiveStatus
         default: return nil
         }
     }

@@ -27,7 +27,7 @@ struct ExportCommand: ParsableCommand {
     @OptionGroup var output: OutputOptions
 
     func run() throws {
-        let input = try openTileArchive(path: archive, bundleAccess: .positionalReads)
+        let input = try ArchiveLocation.open(archive)
         var options = ExportOptions()
         options.layout = layout
         options.scheme = scheme

@@ -71,6 +71,9 @@ struct ImportCommand: ParsableCommand {
     @Option(help: "Write the skipped files and a summary to this file as JSON lines (checked before importing, written however the import ends).")
     var report: String?
 
+    @Option(help: "Import only part K of N of the tree (K counted from 0; merge the parts with `tilepack merge`).")
+    var shard: ShardArgument?
+
     @OptionGroup var threading: ThreadOptions
 
     @OptionGroup var output: OutputOptions
@@ -103,6 +106,7 @@ struct ImportCommand: ParsableCommand {
         options.overwrite = force
         options.encode = encode?.pixelFormat
         options.deduplicate = dedup
+        options.shard = shard?.spec
         if let threads = threading.threads { options.threads = threads }
         options.reportPath = report
         for (key, value) in [("name", name), ("attribution", attribution), ("description", description), ("type", type)] {

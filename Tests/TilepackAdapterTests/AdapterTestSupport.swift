@@ -143,8 +143,11 @@ final class InstrumentedArchive: TileArchive, @unchecked Sendable {
 /// A gate that holds readers until opened.
 final class Gate: Sendable {
     private let open = Atomic<Bool>(false)
+    /// Waits for ``release()``. The deadline only keeps a broken test from hanging: it is longer
+    /// than any `eventually` a test waits for the gated state (30 s), so a loaded machine never
+    /// sees a read slip through on its own.
     func pass() {
-        let deadline = Date().addingTimeInterval(20)
+        let deadline = Date().addingTimeInterval(120)
         while !open.load(ordering: .acquiring), Date() < deadline { usleep(500) }
     }
     func release() { open.store(true, ordering: .releasing) }

@@ -53,8 +53,9 @@ import TilepackTestSupport
         #expect(try openTileArchive(path: bundle) is BundleArchive)
         #expect(try openTileArchive(path: mbtiles) is MBTilesArchive)
         #expect(try openTileArchive(path: bundle).bitmap(at: tile(0, 0, 0)) == labelledTile(tile(0, 0, 0)))
+        #expect(try openTileArchive(path: TestSupport.fixture("martin/png.pmtiles")) is PMTilesArchive)
 
-        for (file, words) in [("pmtiles/test_fixture_1.pmtiles", "PMTiles"), ("pmtiles/empty.pmtiles", "empty")] {
+        for (file, words) in [("pmtiles/invalid.pmtiles", "text"), ("pmtiles/empty.pmtiles", "empty")] {
             #expect {
                 try openTileArchive(path: TestSupport.fixture(file))
             } throws: { error in

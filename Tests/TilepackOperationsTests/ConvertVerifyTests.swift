@@ -66,8 +66,11 @@ import TilepackTestSupport
         ("martin/bad_hash.mbtiles", [1]), ("martin/invalid_zoomed_world_cities.mbtiles", [1]),
         ("martin/invalid-tile-idx.mbtiles", [1]), ("martin/invalid-tile-format.mbtiles", [1]),
         ("martin/invalid.mbtiles", [2]), ("mbutil/one_tile.mbtiles", [0]), ("mbutil/utf8grid.mbtiles", [0]),
-        ("martin/png.pmtiles", [2]), ("pmtiles/empty.pmtiles", [2]), ("pmtiles/invalid.pmtiles", [2]),
-        ("pmtiles/invalid_v4.pmtiles", [2]), ("pmtiles/test_fixture_1.pmtiles", [2]),
+        // PMTiles: v3 files verify; another version, an empty file or text is not an archive (2).
+        ("martin/png.pmtiles", [0]), ("martin/webp2.pmtiles", [0]), ("pmtiles/empty.pmtiles", [2]), ("pmtiles/invalid.pmtiles", [2]),
+        ("pmtiles/invalid_v4.pmtiles", [2]), ("pmtiles/test_fixture_1.pmtiles", [0]), ("pmtiles/test_fixture_2.pmtiles", [0]),
+        ("pmtiles/test_fixture_mlt.pmtiles", [0]), ("pmtiles/stamen_toner_raster_CC-BY+ODbL_z3.pmtiles", [0]),
+        ("pmtiles/usgs-mt-whitney-8-15-webp-512.pmtiles", [0]),
         ("martin/stamen_toner__raster_CC-BY+ODbL_z3.pmtiles", [2]),
     ]
 
@@ -89,8 +92,10 @@ import TilepackTestSupport
         let unindexed = ArchiveVerifier.run(path: TestSupport.fixture("node-mbtiles/unindexed.mbtiles"))
         #expect(unindexed.findings.contains { $0.severity == .warning && $0.message.contains("unique index") })
         #expect(unindexed.exitCode(strict: true) == 1)
-        let pmtiles = ArchiveVerifier.run(path: TestSupport.fixture("pmtiles/test_fixture_1.pmtiles"))
-        #expect(pmtiles.findings.first?.message.contains("PMTiles") == true)
+        let pmtiles = ArchiveVerifier.run(path: TestSupport.fixture("pmtiles/invalid_v4.pmtiles"))
+        #expect(pmtiles.findings.first?.message.contains("PMTiles spec version 4") == true)
+        let ascii = ArchiveVerifier.run(path: TestSupport.fixture("martin/stamen_toner__raster_CC-BY+ODbL_z3.pmtiles"))
+        #expect(ascii.findings.first?.message.contains("0x33") == true)
     }
 
     @Test func quickModeSkipsDecodingButStillChecksFormats() {

@@ -576,3 +576,33 @@ public struct BundleArchive: TileArchive {
         return "no .tilepack magic (89 54 50 4B 0D 0A 1A 0A) at the start of the file"
     }
 }
+
+// MARK: Payload signatures
+
+extension BundleArchive {
+    /// What identifies a tile's payload without reading it: its CRC-32 and lengths, from the index
+    /// and the payload record alone. Two tiles with the same signature hold the same bytes (up to a
+    /// CRC-32 collision between payloads of equal lengths), so a server can build a strong ETag from
+    /// it with no hashing.
+    public struct PayloadSignature: Hashable, Sendable {
+        /// The CRC-32 of the payload as stored (the LZ4 block for a compressed payload).
+        public var crc32: UInt32
+        /// The payload's length as stored.
+        public var storedLength: Int
+        /// The tile's length once decompressed: the length of the bytes ``withTileBytes(at:_:)`` gives.
+        public var rawLength: Int
+    }
+
+    /// The signature of `tile`'s payload, or `nil` when there is no such tile: a binary search of
+    /// the index and one payload record read, no payload byte touched. The values come from the
+    /// index that opening checked; reading the tile still checks the payload itself.
+    public func payloadSignature(at tile: TileCoordinate) -> PayloadSignature? {
+        guard let entry = entry(of: tile) else { return nil }
+        let record = recordsOffset + BundleFormat.payloadRecordLength * payloadNumber(ofEntry: entry)
+        let file = bytes.buffer
+        return PayloadSignature(
+            crc32: UInt32(littleEndian: file.loadUnaligned(fromByteOffset: record + 16, as: UInt32.self)),
+            storedLength: Int(UInt32(littleEndian: file.loadUnaligned(fromByteOffset: record + 8, as: UInt32.self))),
+            rawLength: Int(UInt32(littleEndian: file.loadUnaligned(fromByteOffset: record + 12, as: UInt32.self))))
+    }
+}

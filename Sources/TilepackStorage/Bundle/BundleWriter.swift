@@ -638,7 +638,7 @@ public final class BundleWriter {
 }
 
 /// A write buffer over a file descriptor that can compute a CRC-32 of what passes through it.
-private final class BufferedOutput {
+final class BufferedOutput {
     let fd: Int32
     let path: String
     private let buffer: UnsafeMutableRawBufferPointer

@@ -1,0 +1,136 @@
+import Foundation
+import TilepackCore
+import TilepackStorage
+
+/// Options of ``TileExtractor``.
+public struct ExtractOptions: Sendable {
+    /// The region; `nil` for the whole archive.
+    public var bounds: GeoBoundingBox?
+    public var minZoom: Int?
+    public var maxZoom: Int?
+    public var overwrite = false
+    public init() {}
+}
+
+/// What an extract did.
+public struct ExtractReport: Sendable, Codable {
+    public var source: String
+    public var destination: String
+    public var tiles = 0
+    public var bytes = 0
+    public var seconds = 0.0
+}
+
+/// Copies a region of any archive (local or remote) into a new archive of any format, reading only
+/// the tiles it needs: a PMTiles source lists its directories and reads the chosen tiles in file
+/// order (a remote source fetches neighbours in one request); other archives look the region's
+/// tiles up one by one when the region is small against the archive, else read every tile once
+/// and keep those inside.
+public enum TileExtractor {
+    public static func run(source: String, destination: String, options: ExtractOptions,
+                           progress: ProgressHandler? = nil) throws(OperationError) -> ExtractReport {
+        let input = try ArchiveLocation.open(source)
+        return try run(archive: input, destination: destination, options: options, progress: progress)
+    }
+
+    public static func run(archive input: any TileArchive, destination: String, options: ExtractOptions,
+                           progress: ProgressHandler? = nil) throws(OperationError) -> ExtractReport {
+        let start = DispatchTime.now().uptimeNanoseconds
+        let source = input.path
+        if let minZoom = options.minZoom, let maxZoom = options.maxZoom, minZoom > maxZoom {
+            throw OperationError(path: "", fault: .badInput("--min-zoom \(minZoom) is above --max-zoom \(maxZoom)"))
+        }
+        let kind = try ArchiveKind(destinationPath: destination)
+        var metadata: TileMetadata
+        let levels: [ZoomLevelSummary]
+        do {
+            metadata = try input.metadata()
+            levels = try input.zoomLevels()
+        } catch {
+            throw OperationError.wrapping(error, path: source)
+        }
+        if case .rawBitmap = input.content, kind != .bundle {
+            throw OperationError(path: destination, fault: .badInput("raw-bitmap tiles can only be extracted into a .tilepack bundle (convert them first)"))
+        }
+        if metadata.name == nil { metadata.name = ArchiveLocation.baseName(source) }
+        // The subset has its own extent and hash: the writers derive zooms and center again.
+        for key in [TileMetadata.Key.aggregateTilesHash, TileMetadata.Key.minZoom, TileMetadata.Key.maxZoom, TileMetadata.Key.center] {
+            metadata[key] = nil
+        }
+        if let box = options.bounds {
+            let declared = (try? metadata.bounds) ?? nil
+            metadata.setBounds(declared.flatMap { Self.intersection($0, box) } ?? box)
+        }
+        let sink = try ArchiveSinks.make(kind: kind, destination: destination, metadata: metadata, options: ArchiveSinks.Options(overwrite: options.overwrite))
+
+        let zooms = levels.map(\.zoom).filter { zoom in
+            (options.minZoom.map { zoom >= $0 } ?? true) && (options.maxZoom.map { zoom <= $0 } ?? true)
+        }
+        let wanted: @Sendable (TileCoordinate) -> Bool = { tile in
+            if let minZoom = options.minZoom, tile.zoom < minZoom { return false }
+            if let maxZoom = options.maxZoom, tile.zoom > maxZoom { return false }
+            if let box = options.bounds, (try? box.intersects(tile)) != true { return false }
+            return true
+        }
+        var report = ExtractReport(source: source, destination: destination)
+        var began = false
+        var lastReport = start
+        func add(_ tile: TileCoordinate, _ bytes: UnsafeRawBufferPointer) throws {
+            if !began {
+                try sink.begin(content: input.content ?? TileFormat.sniff(bytes).map { .encoded($0) } ?? .encoded(.png))
+                began = true
+            }
+            try sink.add(tile, bytes: bytes)
+            report.tiles += 1
+            report.bytes += bytes.count
+            let now = DispatchTime.now().uptimeNanoseconds
+            if let progress, now - lastReport > 200_000_000 {
+                lastReport = now
+                progress(OperationProgress(done: report.tiles, total: nil, bytes: report.bytes, elapsed: Double(now - start) / 1e9))
+            }
+        }
+        do {
+            if let pmtiles = input as? PMTilesArchive {
+                try pmtiles.forEachTile(where: wanted, add)
+            } else if let candidates = try candidates(zooms: zooms, levels: levels, bounds: options.bounds) {
+                for tile in candidates {
+                    try input.withTileBytes(at: tile) { try add(tile, $0) }
+                }
+            } else {
+                try input.forEachTile { tile, bytes in
+                    if wanted(tile) { try add(tile, bytes) }
+                }
+            }
+            if !began, let content = input.content { try sink.begin(content: content) }
+            try sink.finish(metadata: metadata)
+        } catch {
+            throw OperationError.wrapping(error, path: destination)
+        }
+        report.seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        return report
+    }
+
+    /// The tiles of the region, in (zoom, x, y) order, when looking each up costs less than reading
+    /// the archive: at most as many as the archive holds at those zooms. `nil` otherwise.
+    static func candidates(zooms: [Int], levels: [ZoomLevelSummary], bounds: GeoBoundingBox?) throws -> [TileCoordinate]? {
+        guard let bounds else { return nil }
+        let held = levels.filter { zooms.contains($0.zoom) }.reduce(0) { $0 + $1.tileCount }
+        var ranges: [TileRange] = []
+        var count = 0
+        for zoom in zooms {
+            for range in try bounds.tileRanges(atZoom: zoom) {
+                count += range.count
+                if count > held { return nil }
+                ranges.append(range)
+            }
+        }
+        return ranges.flatMap { Array($0) }.sorted()
+    }
+
+    static func intersection(_ a: GeoBoundingBox, _ b: GeoBoundingBox) -> GeoBoundingBox? {
+        // Boxes across the antimeridian: keep the region asked for.
+        guard a.west <= a.east, b.west <= b.east else { return nil }
+        let box = GeoBoundingBox(west: max(a.west, b.west), south: max(a.south, b.south), east: min(a.east, b.east), north: min(a.north, b.north))
+        return box.west < box.east && box.south < box.north ? box : nil
+    }
+}

@@ -1,0 +1,116 @@
+import Foundation
+import TilepackCore
+import TilepackStorage
+
+/// What ``ArchiveMerger`` does with a tile that more than one input holds with different bytes
+/// (identical duplicates are always stored once).
+public enum DuplicateRule: String, Sendable, Codable, CaseIterable {
+    /// Stop with an error naming the tile and the inputs.
+    case error
+    /// Keep the tile of the first input (in the order given) that holds it.
+    case first
+    /// Keep the tile of the last input that holds it.
+    case last
+}
+
+/// Options of ``ArchiveMerger``.
+public struct MergeOptions: Sendable {
+    public var onDuplicate: DuplicateRule = .error
+    public var overwrite = false
+    public init() {}
+}
+
+/// What a merge did.
+public struct MergeReport: Sendable, Codable {
+    public var inputs: [String]
+    public var destination: String
+    public var tiles = 0
+    /// Tiles held by more than one input (identical, or resolved by the rule).
+    public var duplicates = 0
+    public var seconds = 0.0
+}
+
+/// Merges archives of one tile content (the shards of a build, or any disjoint archives) into one.
+///
+/// Metadata: the first input's, except `bounds`, `center`, `minzoom` and `maxzoom`, which are
+/// kept when every input agrees on them and otherwise derived again from the merged tiles (so the
+/// merge of shards carries what one import of the whole tree carries: the union of the zoom
+/// ranges and the extent of all the tiles), and `agg_tiles_hash`, which the MBTiles writer
+/// computes again. The bundle of merged shards is byte-identical to the bundle of one import.
+public enum ArchiveMerger {
+    static let derivedKeys = [TileMetadata.Key.bounds, TileMetadata.Key.center, TileMetadata.Key.minZoom, TileMetadata.Key.maxZoom]
+
+    public static func run(inputs: [String], destination: String, options: MergeOptions = MergeOptions(),
+                           progress: ProgressHandler? = nil) throws(OperationError) -> MergeReport {
+        let start = DispatchTime.now().uptimeNanoseconds
+        guard !inputs.isEmpty else { throw OperationError(path: destination, fault: .badInput("no archives to merge")) }
+        var archives: [any TileArchive] = []
+        for input in inputs {
+            if URL(fileURLWithPath: input).standardizedFileURL.path == URL(fileURLWithPath: destination).standardizedFileURL.path {
+                throw OperationError(path: destination, fault: .badInput("the output is one of the inputs"))
+            }
+            archives.append(try ArchiveLocation.open(input))
+        }
+        let kind = try ArchiveKind(destinationPath: destination)
+        // One content for all: the first input's, and every other must match it.
+        let contents = archives.compactMap(\.content)
+        if let first = contents.first, let other = contents.first(where: { $0 != first }) {
+            throw OperationError(path: destination, fault: .badInput("the inputs hold different tiles (\(first) and \(other)): merge archives of one tile type"))
+        }
+        var metadata: TileMetadata
+        do {
+            let all = try archives.map { try $0.metadata() }
+            metadata = all[0]
+            for key in derivedKeys where Set(all.map { $0[key] }).count > 1 {
+                metadata[key] = nil
+            }
+            metadata[TileMetadata.Key.aggregateTilesHash] = nil
+        } catch {
+            throw OperationError.wrapping(error, path: inputs[0])
+        }
+        let sink = try ArchiveSinks.make(kind: kind, destination: destination, metadata: metadata, options: ArchiveSinks.Options(overwrite: options.overwrite))
+        var report = MergeReport(inputs: inputs, destination: destination)
+        var lastReport = start
+        do {
+            if let content = contents.first { try sink.begin(content: content) }
+            for (index, archive) in archives.enumerated() {
+                try archive.forEachTile { tile, bytes in
+                    // Held by another input too? Identical bytes: the first holder writes them.
+                    var keep = true
+                    for (other, peer) in archives.enumerated() where other != index {
+                        let same: Bool? = try peer.withTileBytes(at: tile) { $0.elementsEqual(bytes) }
+                        guard let same else { continue }
+                        if other < index && same { keep = false; break }
+                        if !same {
+                            switch options.onDuplicate {
+                            case .error:
+                                throw OperationError(path: destination, fault: .conflict(
+                                    "tile \(tile) differs between \(inputs[min(index, other)]) and \(inputs[max(index, other)]) (use --on-duplicate first or last)"))
+                            case .first where other < index, .last where other > index:
+                                keep = false
+                            default: break
+                            }
+                            if !keep { break }
+                        }
+                    }
+                    if !keep {
+                        report.duplicates += 1
+                        return
+                    }
+                    try sink.add(tile, bytes: bytes)
+                    report.tiles += 1
+                    let now = DispatchTime.now().uptimeNanoseconds
+                    if let progress, now - lastReport > 200_000_000 {
+                        lastReport = now
+                        progress(OperationProgress(done: report.tiles, total: nil, bytes: 0, elapsed: Double(now - start) / 1e9))
+                    }
+                }
+            }
+            try sink.finish(metadata: metadata)
+        } catch {
+            throw OperationError.wrapping(error, path: destination)
+        }
+        report.seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        return report
+    }
+}

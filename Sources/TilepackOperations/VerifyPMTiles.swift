@@ -1,0 +1,115 @@
+import Foundation
+import TilepackCore
+import TilepackRemote
+import TilepackStorage
+
+extension ArchiveVerifier {
+    /// PMTiles: the header and every directory (order, bounds, depth; checked as they are read),
+    /// the header's counts and zooms against the directories, clustering, every tile decoded, the
+    /// metadata. A v2 archive or another spec version is not a usable archive (exit 2).
+    static func verifyPMTiles(path: String, options: VerifyOptions, pool: WorkerPool, collector: inout Collector,
+                              progress: ProgressHandler?, start: UInt64) {
+        let archive: PMTilesArchive
+        do throws(TileArchiveError) {
+            if ArchiveLocation.isRemote(path) {
+                guard let remote = try RemoteArchive.open(path) as? PMTilesArchive else {
+                    throw TileArchiveError(path: path, fault: .notAnArchive(detected: "not PMTiles"))
+                }
+                archive = remote
+            } else {
+                archive = try PMTilesArchive(path: path)
+            }
+        } catch {
+            let fault: TileArchiveError.Fault? = error.fault
+            switch fault {
+            case .notAnArchive?, .unsupportedVersion?: collector.report.usable = false
+            default: break
+            }
+            collector.add(VerifyFinding(.error, "container", fault?.description ?? "\(error)"))
+            return
+        }
+        let header = archive.header
+        collector.report.layout = "v3, \(header.tileType) tiles, tile compression \(header.tileCompression), internal compression \(header.internalCompression), \(header.clustered ? "clustered" : "not clustered")"
+
+        // The directories: every entry, counted as the header counts them.
+        var addressed: UInt64 = 0
+        var entries: UInt64 = 0
+        var contents = Set<UInt64>()
+        var expectedOffset: UInt64 = 0
+        var gaps = 0
+        var zooms: ClosedRange<Int>?
+        do {
+            try archive.forEachEntry { entry in
+                addressed += UInt64(entry.runLength)
+                entries += 1
+                if contents.insert(entry.offset).inserted {
+                    if entry.offset != expectedOffset { gaps += 1 }
+                    expectedOffset = entry.offset + UInt64(entry.length)
+                }
+            }
+            let levels = try archive.zoomLevels()
+            if let first = levels.first, let last = levels.last { zooms = first.zoom...last.zoom }
+        } catch {
+            collector.add(VerifyFinding(.error, "container", "directories: \((error as? TileArchiveError)?.fault.description ?? "\(error)")"))
+            return
+        }
+        for (what, declared, counted) in [("addressed tiles", header.addressedTiles, addressed),
+                                          ("tile entries", header.tileEntries, entries),
+                                          ("tile contents", header.tileContents, UInt64(contents.count))]
+        where declared != 0 && declared != counted {
+            collector.add(VerifyFinding(.warning, "container", "the header counts \(declared) \(what), the directories \(counted)"))
+        }
+        if header.clustered && gaps > 0 {
+            collector.add(VerifyFinding(.error, "container", "the header says clustered, but \(gaps) tile contents are not in tile-id order"))
+        }
+        if let zooms, zooms != Int(header.minZoom)...Int(header.maxZoom) {
+            collector.add(VerifyFinding(.warning, "container", "the header's zooms are \(header.minZoom)...\(header.maxZoom), the tiles' \(zooms.lowerBound)...\(zooms.upperBound)"))
+        }
+
+        // Every tile: tile types tilepack cannot decode (AVIF, MLT, ...) are only counted.
+        let decodable = header.tileType.tileFormat != nil || header.tileType == .unknown
+        if !decodable && addressed > 0 {
+            collector.add(VerifyFinding(.warning, "tile", "tiles of type \(header.tileType) are not decoded (tilepack decodes png, jpeg, webp and mvt)"))
+        }
+        if header.tileCompression == .brotli || header.tileCompression == .zstd {
+            collector.add(VerifyFinding(.warning, "tile", "tiles compressed with \(header.tileCompression) are not decoded (tilepack decodes gzip or uncompressed tiles)"))
+        }
+        let checkTiles = decodable && (header.tileCompression == .none || header.tileCompression == .gzip || header.tileCompression == .unknown)
+        var checker = ContentChecker(options: options, pool: pool, progress: progress, start: start)
+        do {
+            try archive.forEachTile { tile, bytes in
+                collector.report.tiles += 1
+                if checkTiles { checker.add(tile: tile, label: TileReference(tile), bytes: bytes, collector: &collector) }
+            }
+        } catch {
+            collector.add(VerifyFinding(.error, "container", "reading the tiles failed: \((error as? TileArchiveError)?.fault.description ?? "\(error)")"))
+        }
+        checker.finish(collector: &collector)
+        if let declared = header.tileType.tileFormat, let (sniffed, count) = checker.formats.max(by: { $0.value < $1.value }), sniffed != declared {
+            collector.add(VerifyFinding(.error, "tile", "the header's tile type is \(header.tileType), but \(count) tiles are \(sniffed)"))
+        }
+
+        let metadata: TileMetadata
+        do {
+            metadata = try archive.metadata()
+        } catch {
+            collector.add(VerifyFinding(.error, "metadata", "cannot read the metadata: \((error as? TileArchiveError)?.fault.description ?? "\(error)")"))
+            return
+        }
+        // A hash carried over from MBTiles (convert keeps it): the tiles must still hash to it.
+        if let stored = metadata[TileMetadata.Key.aggregateTilesHash] {
+            do {
+                let computed = try MBTilesAggregateHash.compute(archive)
+                if computed.uppercased() != stored.uppercased() {
+                    collector.add(VerifyFinding(.error, "hash", "agg_tiles_hash is \(stored), the tiles hash to \(computed)", key: TileMetadata.Key.aggregateTilesHash))
+                }
+            } catch {
+                collector.add(VerifyFinding(.error, "hash", "computing agg_tiles_hash failed: \(error)"))
+            }
+        }
+        let levels = checker.levels.keys.sorted().compactMap { checker.levels[$0] }
+        var summary = TileContentSummary(levels: levels, format: (try? metadata.format) ?? nil)
+        summary.sniffedFormat = checker.formats.keys.sorted { checker.formats[$0]! > checker.formats[$1]! }.first
+        checkMetadata(metadata, summary: summary, checker: checker, collector: &collector)
+    }
+}

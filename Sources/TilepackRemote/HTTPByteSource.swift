@@ -1,0 +1,235 @@
+import Foundation
+import TilepackCore
+import TilepackHTTP
+import TilepackStorage
+
+/// An archive on an HTTP(S) server or object store (S3, a CDN), read by range requests through
+/// ``TilepackHTTP``'s `URLSession` client, behind Storage's ``ByteSource``.
+///
+/// - The first request asks for the first ``Options/initialLength`` bytes (a PMTiles header and
+///   root directory); its `Content-Range` gives the object's size and its `ETag` pins the object:
+///   every later request sends `If-Match` and checks the answer's `ETag` and size, so an object
+///   replaced underneath is an error (``TileArchiveError/Fault/corrupt(_:)`` saying so), never
+///   a mix of two versions.
+/// - A server that ignores `Range` (status 200 with more than was asked) is an error that says
+///   so; statuses other than 206 are errors naming the URL and the status.
+/// - Fetched ranges are kept in a bounded cache. ``willRead(_:)`` takes the ranges about to be
+///   read: neighbours less than ``Options/coalescingGap`` apart are fetched together, up to
+///   ``Options/maximumRequestBytes`` a request.
+/// - Transient faults and 408/429/5xx are retried with back-off (``Options/retry``, honouring
+///   `Retry-After`); each request has a deadline (``Options/timeout``).
+///
+/// The methods block the calling thread until the bytes are there; the HTTP exchanges run on a
+/// task executor of their own, so a caller on Swift's cooperative pool cannot starve them.
+public final class HTTPByteSource: ByteSource, @unchecked Sendable {
+    public struct Options: Sendable {
+        /// The bytes of the first request.
+        public var initialLength = 16384
+        /// Ranges closer than this are fetched in one request.
+        public var coalescingGap = 64 << 10
+        /// The largest request.
+        public var maximumRequestBytes = 8 << 20
+        /// The bytes the cache keeps (the first request's bytes are always kept).
+        public var cacheBytes = 64 << 20
+        public var timeout: Duration = .seconds(30)
+        public var retry = RetryPolicy()
+        public init() {}
+    }
+
+    public let url: URL
+    public var name: String { url.absoluteString }
+    public let count: Int
+    /// The `ETag` the object was pinned by (`nil` when the server sends none).
+    public let etag: String?
+    public let options: Options
+
+    private let client: HTTPClient
+    private let head: Data
+    private struct State {
+        /// Cached chunks by their first byte, with a use stamp for eviction.
+        var chunks: [Int: (data: Data, used: UInt64)] = [:]
+        var cachedBytes = 0
+        var clock: UInt64 = 0
+        /// Coalesced ranges announced by `willRead`, ascending and disjoint.
+        var planned: [Range<Int>] = []
+        var requests = 0
+    }
+    private let state = Locked(State())
+
+    /// The requests made so far (the first included).
+    public var requestCount: Int { state.withLock { $0.requests } }
+
+    /// Opens `url`: one request, for the first ``Options/initialLength`` bytes.
+    public init(url: URL, client: HTTPClient = .shared, options: Options = Options()) throws(TileArchiveError) {
+        self.url = url
+        self.client = client
+        self.options = options
+        let first = try Self.fetch(url: url, range: 0..<options.initialLength, etag: nil, client: client, options: options, expectedSize: nil)
+        state.withLock { $0.requests += first.attempts }
+        count = first.size
+        etag = first.etag
+        head = first.body
+    }
+
+    // MARK: ByteSource
+
+    public func withBytes<R>(offset: Int, length: Int, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
+        try checkRange(offset: offset, length: length)
+        if length == 0 { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
+        if offset + length <= head.count {
+            return try head.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[offset..<(offset + length)])) }
+        }
+        if let hit = cached(offset: offset, length: length) {
+            return try hit.data.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[hit.start..<(hit.start + length)])) }
+        }
+        // A planned range that holds this one is fetched whole; otherwise just these bytes.
+        let range = state.withLock { state in state.planned.first { $0.contains(offset) && $0.upperBound >= offset + length } }
+            ?? offset..<(offset + length)
+        let data = try fetch(range)
+        let start = offset - range.lowerBound
+        return try data.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[start..<(start + length)])) }
+    }
+
+    public func willRead(_ ranges: [Range<Int>]) throws {
+        let sorted = ranges.filter { !$0.isEmpty && $0.upperBound > head.count }.sorted { $0.lowerBound < $1.lowerBound }
+        var merged: [Range<Int>] = []
+        for range in sorted {
+            if let last = merged.last, range.lowerBound <= last.upperBound + options.coalescingGap,
+               max(last.upperBound, range.upperBound) - last.lowerBound <= options.maximumRequestBytes {
+                merged[merged.count - 1] = last.lowerBound..<max(last.upperBound, range.upperBound)
+            } else {
+                merged.append(range)
+            }
+        }
+        state.withLock { $0.planned = merged }
+    }
+
+    // MARK: Fetching and caching
+
+    private func cached(offset: Int, length: Int) -> (data: Data, start: Int)? {
+        state.withLock { state in
+            for (start, chunk) in state.chunks where start <= offset && offset + length <= start + chunk.data.count {
+                state.clock += 1
+                state.chunks[start]?.used = state.clock
+                return (chunk.data, offset - start)
+            }
+            return nil
+        }
+    }
+
+    private func fetch(_ range: Range<Int>) throws(TileArchiveError) -> Data {
+        let result = try Self.fetch(url: url, range: range, etag: etag, client: client, options: options, expectedSize: count)
+        state.withLock { state in
+            state.requests += result.attempts
+            state.clock += 1
+            state.chunks[range.lowerBound] = (result.body, state.clock)
+            state.cachedBytes += result.body.count
+            while state.cachedBytes > options.cacheBytes, state.chunks.count > 1,
+                  let oldest = state.chunks.min(by: { $0.value.used < $1.value.used }) {
+                state.chunks[oldest.key] = nil
+                state.cachedBytes -= oldest.value.data.count
+            }
+        }
+        return result.body
+    }
+
+    struct Fetched {
+        var body: Data
+        var size: Int
+        var etag: String?
+        var attempts: Int
+    }
+
+    /// One range request, retried as the options say, with every answer checked.
+    static func fetch(url: URL, range: Range<Int>, etag: String?, client: HTTPClient, options: Options, expectedSize: Int?)
+        throws(TileArchiveError) -> Fetched
+    {
+        let name = url.absoluteString
+        func fail(_ fault: TileArchiveError.Fault) -> TileArchiveError { TileArchiveError(path: name, fault: fault) }
+        var request = HTTPRequest(url: url, timeout: options.timeout, maximumBodyBytes: max(range.count, 1) + 1024)
+        request.setRange(UInt64(range.lowerBound)..<UInt64(range.upperBound))
+        // A strong ETag pins the object: the server answers 412 when it changed.
+        if let etag, !etag.hasPrefix("W/") { request.headers["If-Match"] = etag }
+        let attempts = Locked(1)
+        let prepared = request
+        let outcome = RemoteExecutor.shared.run { () async throws(HTTPError) -> HTTPResponse in
+            try await client.send(prepared, retry: options.retry) { _, _, _ in attempts.withLock { $0 += 1 } }
+        }
+        let response: HTTPResponse
+        switch outcome {
+        case .success(let value): response = value
+        case .failure(let error):
+            if case .tooLarge = error.fault {
+                throw fail(.io(errno: 0, reason: "the server ignored the Range header (it sent more than the \(range.count) bytes asked for): remote archives need a server that answers range requests (206)"))
+            }
+            throw fail(.io(errno: 0, reason: error.reason))
+        }
+        let tries = attempts.withLock { $0 }
+        if let etag, let now = response.etag, now != etag {
+            throw fail(.corrupt("the object changed while it was read (ETag \(etag), now \(now)); open it again"))
+        }
+        switch response.status {
+        case 206:
+            guard let contentRange = response.header("content-range"), let parsed = parseContentRange(contentRange) else {
+                throw fail(.corrupt("a 206 answer without a usable Content-Range (\(response.header("content-range") ?? "none"))"))
+            }
+            if let expectedSize, parsed.size != expectedSize {
+                throw fail(.corrupt("the object changed while it was read (it had \(expectedSize) bytes, now \(parsed.size)); open it again"))
+            }
+            let wanted = range.lowerBound..<min(range.upperBound, parsed.size)
+            guard parsed.range == wanted, response.body.count == wanted.count else {
+                throw fail(.corrupt("asked for bytes \(wanted.lowerBound)..<\(wanted.upperBound), the server sent \(contentRange) with \(response.body.count) bytes"))
+            }
+            return Fetched(body: response.body, size: parsed.size, etag: response.etag, attempts: tries)
+        case 200:
+            // Only acceptable as the whole object when that is no more than was asked for.
+            guard range.lowerBound == 0, response.body.count < range.count, expectedSize == nil || expectedSize == response.body.count else {
+                throw fail(.io(errno: 0, reason: "the server ignored the Range header (status 200 with \(response.body.count) bytes for bytes \(range.lowerBound)-\(range.upperBound - 1)): remote archives need a server that answers range requests (206)"))
+            }
+            return Fetched(body: response.body, size: response.body.count, etag: response.etag, attempts: tries)
+        case 416 where range.lowerBound == 0:
+            return Fetched(body: Data(), size: 0, etag: response.etag, attempts: tries)
+        case 412:
+            throw fail(.corrupt("the object changed while it was read (If-Match \(etag ?? "") failed); open it again"))
+        default:
+            throw fail(.cannotOpen(errno: 0, reason: "HTTP status \(response.status)"))
+        }
+    }
+
+    /// `bytes first-last/size`.
+    static func parseContentRange(_ text: String) -> (range: Range<Int>, size: Int)? {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        guard trimmed.lowercased().hasPrefix("bytes ") else { return nil }
+        let parts = trimmed.dropFirst(6).split(separator: "/")
+        guard parts.count == 2, let size = Int(parts[1]) else { return nil }
+        let bounds = parts[0].split(separator: "-")
+        guard bounds.count == 2, let first = Int(bounds[0]), let last = Int(bounds[1]), first <= last, last < size else { return nil }
+        return (first..<(last + 1), size)
+    }
+}
+
+/// Runs async HTTP exchanges for blocking callers on threads of its own (a task executor), so
+/// that a caller blocked on Swift's cooperative pool never waits for a task that needs that pool.
+final class RemoteExecutor: TaskExecutor, @unchecked Sendable {
+    static let shared = RemoteExecutor()
+    private let queue = DispatchQueue(label: "tilepack-remote", attributes: .concurrent)
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let executor = asUnownedTaskExecutor()
+        queue.async { job.runSynchronously(on: executor) }
+    }
+
+    func run<T: Sendable, E: Error>(_ body: @escaping @Sendable () async throws(E) -> T) -> Result<T, E> {
+        let done = DispatchSemaphore(value: 0)
+        let result = Locked<Result<T, E>?>(nil)
+        Task(executorPreference: self) {
+            let outcome: Result<T, E>
+            do throws(E) { outcome = .success(try await body()) } catch { outcome = .failure(error) }
+            result.withLock { $0 = outcome }
+            done.signal()
+        }
+        done.wait()
+        return result.withLock { $0 }!
+    }
+}

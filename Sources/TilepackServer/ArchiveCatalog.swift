@@ -1,0 +1,140 @@
+import Foundation
+import TilepackCore
+
+/// The fixed table of served archives, built once at start. Request paths are only ever looked
+/// up in it: no part of a request reaches the file system.
+final class ArchiveCatalog: Sendable {
+    /// The slots in the order the archives were given.
+    let slots: [ArchiveSlot]
+    private let byName: [String: ArchiveSlot]
+
+    /// Opens every archive; a name given twice, reserved or empty is an error, as is a file that
+    /// does not open.
+    init(paths: [String]) throws(TileServerError) {
+        guard !paths.isEmpty else { throw TileServerError("no archive to serve: give one or more .mbtiles or .tilepack files") }
+        var slots: [ArchiveSlot] = []
+        var byName: [String: ArchiveSlot] = [:]
+        for path in paths {
+            let name = Self.name(of: path)
+            guard !name.isEmpty, name != ".", name != "..", name != "_" else {
+                throw TileServerError("\(path): the name '\(name)' cannot be served (rename the file)")
+            }
+            if let other = byName[name] {
+                throw TileServerError("\(path) and \(other.path) would both be served as '\(name)': rename one of them")
+            }
+            let slot = ArchiveSlot(name: name, path: path, generation: try ArchiveGeneration.open(name: name, path: path))
+            slots.append(slot)
+            byName[name] = slot
+        }
+        self.slots = slots
+        self.byName = byName
+    }
+
+    func slot(named name: Substring) -> ArchiveSlot? { byName[String(name)] }
+
+    /// The name an archive is served under: its file name without the extension.
+    static func name(of path: String) -> String {
+        let file = path.split(separator: "/", omittingEmptySubsequences: true).last.map(String.init) ?? path
+        guard let dot = file.lastIndex(of: "."), dot != file.startIndex else { return file }
+        return String(file[..<dot])
+    }
+}
+
+/// One served archive: its current generation, replaced when the file is.
+final class ArchiveSlot: Sendable {
+    let name: String
+    let path: String
+
+    /// What the last check of the file found.
+    struct Status: Sendable {
+        var generation: ArchiveGeneration
+        /// An identity seen once and not yet opened: opened when the next check sees it unchanged,
+        /// so that a file still being written in place is not picked up half-written.
+        var pendingIdentity: FileIdentity?
+        /// The identity whose opening failed, not tried again until the file changes once more.
+        var failedIdentity: FileIdentity?
+        /// Why the file on disk is not what is served, if it is not.
+        var problem: String?
+        var reloads = 0
+    }
+
+    private let status: Locked<Status>
+
+    init(name: String, path: String, generation: ArchiveGeneration) {
+        self.name = name
+        self.path = path
+        self.status = Locked(Status(generation: generation))
+    }
+
+    /// The generation requests starting now use.
+    var current: ArchiveGeneration { status.withLock { $0.generation } }
+
+    var snapshot: Status { status.withLock { $0 } }
+
+    /// A newer generation than `old` when the file was replaced: the current one if the watcher
+    /// already swapped it in, else the file opened now (a request that failed on `old` asks, so
+    /// as to answer from the new file rather than fail). `nil` when the file is unchanged.
+    func replacement(of old: ArchiveGeneration) -> ArchiveGeneration? {
+        let now = current
+        if now !== old { return now }
+        guard case .success(let identity) = FileIdentity.of(path: path), identity != old.identity,
+              let generation = try? ArchiveGeneration.open(name: name, path: path)
+        else { return nil }
+        return status.withLock { status in
+            // Another request or the watcher may have swapped meanwhile: keep the first one in.
+            if status.generation === old {
+                status.generation = generation
+                status.pendingIdentity = nil
+                status.failedIdentity = nil
+                status.problem = nil
+                status.reloads += 1
+            }
+            return status.generation
+        }
+    }
+
+    /// What happened at a check.
+    enum CheckResult: Equatable, Sendable {
+        case unchanged
+        case reloaded
+        case failed(String)
+    }
+
+    /// Looks at the file once: a new identity seen on two checks in a row is opened and becomes
+    /// the current generation. Called by the watcher, off the request threads (opening may take a
+    /// while). When the file is gone or does not open, the last good generation stays served.
+    func check() -> CheckResult {
+        let snapshot = self.snapshot
+        switch FileIdentity.of(path: path) {
+        case .failure(let error):
+            let problem = "\(path): cannot be read now (\(error)); serving the version opened before"
+            status.withLock { $0.problem = problem; $0.pendingIdentity = nil }
+            return snapshot.problem == problem ? .unchanged : .failed(problem)
+        case .success(let identity):
+            if identity == snapshot.generation.identity {
+                status.withLock { $0.pendingIdentity = nil; $0.problem = nil; $0.failedIdentity = nil }
+                return .unchanged
+            }
+            if identity == snapshot.failedIdentity { return .unchanged }
+            guard identity == snapshot.pendingIdentity else {
+                status.withLock { $0.pendingIdentity = identity }
+                return .unchanged
+            }
+            do {
+                let generation = try ArchiveGeneration.open(name: name, path: path)
+                status.withLock {
+                    $0.generation = generation
+                    $0.pendingIdentity = nil
+                    $0.failedIdentity = nil
+                    $0.problem = nil
+                    $0.reloads += 1
+                }
+                return .reloaded
+            } catch {
+                let problem = "\(error.message); serving the version opened before"
+                status.withLock { $0.failedIdentity = identity; $0.pendingIdentity = nil; $0.problem = problem }
+                return .failed(problem)
+            }
+        }
+    }
+}

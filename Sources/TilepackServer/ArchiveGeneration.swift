@@ -1,0 +1,168 @@
+import Foundation
+import TilepackCore
+import TilepackStorage
+
+/// What says a file on disk is still the one that was opened: device, inode, size and
+/// modification time. A file replaced by rename has another inode; one rewritten in place has
+/// another size or time.
+struct FileIdentity: Hashable, Sendable, CustomStringConvertible {
+    var device: UInt64
+    var inode: UInt64
+    var size: Int64
+    var modifiedSeconds: Int64
+    var modifiedNanoseconds: Int64
+
+    init(_ info: stat) {
+        device = UInt64(truncatingIfNeeded: info.st_dev)
+        inode = UInt64(truncatingIfNeeded: info.st_ino)
+        size = Int64(info.st_size)
+        #if os(Linux)
+        modifiedSeconds = Int64(info.st_mtim.tv_sec)
+        modifiedNanoseconds = Int64(info.st_mtim.tv_nsec)
+        #else
+        modifiedSeconds = Int64(info.st_mtimespec.tv_sec)
+        modifiedNanoseconds = Int64(info.st_mtimespec.tv_nsec)
+        #endif
+    }
+
+    /// The identity of the file now at `path`, or the errno that says why there is none.
+    static func of(path: String) -> Result<FileIdentity, SystemError> {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return .failure(SystemError(code: errno)) }
+        return .success(FileIdentity(info))
+    }
+
+    /// 64 bits standing for the identity (FNV-1a), for ETags that must change with the file.
+    var hash: UInt64 {
+        var value: UInt64 = 0xCBF2_9CE4_8422_2325
+        for word in [device, inode, UInt64(bitPattern: size), UInt64(bitPattern: modifiedSeconds), UInt64(bitPattern: modifiedNanoseconds)] {
+            for shift in stride(from: 0, to: 64, by: 8) {
+                value = (value ^ ((word >> UInt64(shift)) & 0xFF)) &* 0x100_0000_01B3
+            }
+        }
+        return value
+    }
+
+    var description: String { "inode \(inode) on device \(device), \(size) bytes, modified \(modifiedSeconds).\(modifiedNanoseconds)" }
+}
+
+/// An errno.
+struct SystemError: Error, Hashable, Sendable, CustomStringConvertible {
+    var code: Int32
+    var description: String { "errno \(code): \(String(cString: strerror(code)))" }
+}
+
+/// One opened version of an archive file, immutable. Requests take the generation current when
+/// they start and finish on it, even when the file is replaced meanwhile: the generation holds
+/// the file open (its inode) until the last request using it lets go.
+final class ArchiveGeneration: Sendable {
+    /// The name it is served under.
+    let name: String
+    /// The path given on the command line (what errors and pages show).
+    let path: String
+    let archive: any TileArchive
+    /// The same archive when it is a bundle: ETags come from its payload signatures.
+    let bundle: BundleArchive?
+    let identity: FileIdentity
+    let metadata: TileMetadata
+    let content: TileContent?
+    /// The zooms and box inside which a missing tile is empty (204) rather than absent (404).
+    let coverage: TileCover?
+    let bounds: GeoBoundingBox
+    let zooms: ClosedRange<Int>?
+    let tileCount: Int
+    /// The file's identity as ETag text: the ETag of every tile whose payload has no signature.
+    let identityTag: String
+    /// The descriptor that keeps the opened inode alive (closed when the generation goes).
+    private let descriptor: Int32
+
+    private init(name: String, path: String, archive: any TileArchive, identity: FileIdentity, descriptor: Int32) throws {
+        self.name = name
+        self.path = path
+        self.archive = archive
+        self.bundle = archive as? BundleArchive
+        self.identity = identity
+        self.descriptor = descriptor
+        self.content = archive.content
+        // An archive without metadata (an MBTiles file with no metadata table) is still served.
+        let metadata = (try? archive.metadata()) ?? TileMetadata()
+        self.metadata = metadata
+        let levels = try archive.zoomLevels()
+        self.tileCount = levels.reduce(0) { $0 + $1.tileCount }
+        // The metadata's zooms and bounds when they parse, else the zooms that hold tiles and the world.
+        var zooms: ClosedRange<Int>?
+        if let low = try? metadata.minZoom, let high = try? metadata.maxZoom, low <= high {
+            zooms = low...high
+        } else if let low = levels.first?.zoom, let high = levels.last?.zoom {
+            zooms = low...high
+        }
+        self.zooms = zooms
+        let bounds = (try? metadata.bounds) ?? .world
+        self.bounds = bounds
+        self.coverage = zooms.flatMap { try? TileCover(boundingBox: bounds, zooms: $0) }
+        self.identityTag = String(identity.hash, radix: 16)
+    }
+
+    deinit { close(descriptor) }
+
+    /// Opens the file at `path` as it is now. The file is opened once and the archive reads that
+    /// very inode (through `/proc/self/fd` or `/dev/fd`), so a rename between looking and opening
+    /// cannot mix two files.
+    static func open(name: String, path: String) throws(TileServerError) -> ArchiveGeneration {
+        let descriptor = Foundation.open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            let code = errno
+            throw TileServerError("\(path): cannot open (errno \(code)): \(String(cString: strerror(code)))")
+        }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+            close(descriptor)
+            throw TileServerError("\(path): not a regular file")
+        }
+        #if os(Linux)
+        let pinned = "/proc/self/fd/\(descriptor)"
+        #else
+        let pinned = "/dev/fd/\(descriptor)"
+        #endif
+        do {
+            let archive = try openTileArchive(path: pinned)
+            return try ArchiveGeneration(name: name, path: path, archive: archive, identity: FileIdentity(info), descriptor: descriptor)
+        } catch let error as TileArchiveError {
+            close(descriptor)
+            throw TileServerError("\(path): \(error.fault)")
+        } catch {
+            close(descriptor)
+            throw TileServerError("\(path): \(error)")
+        }
+    }
+
+    /// The text of an error thrown while reading this generation, naming the file as given.
+    func describe(_ error: any Error) -> String {
+        if let error = error as? TileArchiveError { return "\(path): \(error.fault)" }
+        return "\(path): \(error)"
+    }
+
+    /// The format tiles go out in (raw bitmaps are encoded as PNG).
+    var servedFormat: TileFormat? {
+        switch content {
+        case .encoded(let format): format
+        case .rawBitmap: .png
+        case nil: nil
+        }
+    }
+
+    /// The file extensions tile URLs of this archive may end with; the first is the canonical one.
+    var extensions: [String] {
+        switch servedFormat {
+        case .png: ["png"]
+        case .jpeg: ["jpg", "jpeg"]
+        case .webp: ["webp"]
+        case .gif: ["gif"]
+        case .pbf: ["pbf", "mvt"]
+        case .json: ["json"]
+        case nil: []
+        }
+    }
+
+    var isVector: Bool { servedFormat == .pbf }
+}

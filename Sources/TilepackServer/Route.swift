@@ -1,0 +1,109 @@
+import Foundation
+
+/// What a request path asks for. Parsing never touches the file system: names are only looked up
+/// in the archive table afterwards, and anything that is not one of these shapes is `notFound`.
+enum Route: Equatable, Sendable {
+    /// `/`
+    case index
+    /// `/_/health`
+    case health
+    /// `/_/metrics`
+    case metrics
+    /// `/_/leaflet/<file>`: one of the files read from the Leaflet folder at start.
+    case leaflet(String)
+    /// `/{name}.json`
+    case tileJSON(name: Substring)
+    /// `/{name}/`
+    case preview(name: Substring)
+    /// `/{name}` without the slash: redirected to the preview.
+    case previewWithoutSlash(name: Substring)
+    /// `/{name}/{z}/{x}/{y}.{ext}`; `coordinate` is `nil` when the numbers are not a tile of
+    /// zoom 0-30 (outside every archive: 404).
+    case tile(name: Substring, zoom: Int, x: Int, y: Int, fileExtension: Substring)
+    case notFound(String)
+
+    /// Parses the path of a request target (`/a/b?query`); the query is ignored here.
+    init(target: String) {
+        let path = target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+        guard path.first == "/" else {
+            self = .notFound("the request target is not a path")
+            return
+        }
+        var segments: [Substring] = []
+        for raw in path.dropFirst().split(separator: "/", omittingEmptySubsequences: false) {
+            guard let segment = Self.percentDecoded(raw) else {
+                self = .notFound("the path has a malformed %-escape")
+                return
+            }
+            segments.append(segment)
+        }
+        switch segments.count {
+        case 1 where segments[0].isEmpty:
+            self = .index
+        case 1 where segments[0].hasSuffix(".json"):
+            self = .tileJSON(name: segments[0].dropLast(5))
+        case 1:
+            self = .previewWithoutSlash(name: segments[0])
+        case 2 where segments[0] == "_" && segments[1] == "health":
+            self = .health
+        case 2 where segments[0] == "_" && segments[1] == "metrics":
+            self = .metrics
+        case 3... where segments[0] == "_" && segments[1] == "leaflet":
+            self = .leaflet(segments[2...].joined(separator: "/"))
+        case 2 where segments[1].isEmpty && segments[0] != "_":
+            self = .preview(name: segments[0])
+        case 4 where segments[0] != "_":
+            let last = segments[3]
+            guard let dot = last.lastIndex(of: "."),
+                  let zoom = Self.number(segments[1]), let x = Self.number(segments[2]), let y = Self.number(last[..<dot])
+            else {
+                self = .notFound("not a tile path: tiles are /{name}/{z}/{x}/{y}.{extension}")
+                return
+            }
+            self = .tile(name: segments[0], zoom: zoom, x: x, y: y, fileExtension: last[last.index(after: dot)...])
+        default:
+            self = .notFound("no such path")
+        }
+    }
+
+    /// A non-negative decimal number of at most 10 digits (no sign, no spaces).
+    static func number(_ text: Substring) -> Int? {
+        guard !text.isEmpty, text.utf8.count <= 10, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+        return Int(text)
+    }
+
+    /// The segment with `%XX` escapes decoded, or `nil` for a malformed escape or bytes that are
+    /// not UTF-8. A decoded `/` stays inside its segment, so `%2F` cannot add a level.
+    static func percentDecoded(_ segment: Substring) -> Substring? {
+        guard segment.utf8.contains(UInt8(ascii: "%")) else { return segment }
+        var bytes: [UInt8] = []
+        var iterator = segment.utf8.makeIterator()
+        while let byte = iterator.next() {
+            guard byte == UInt8(ascii: "%") else {
+                bytes.append(byte)
+                continue
+            }
+            guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else { return nil }
+            bytes.append(high << 4 | low)
+        }
+        guard let text = String(validating: bytes, as: UTF8.self) else { return nil }
+        return Substring(text)
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case 0x30...0x39: byte - 0x30
+        case 0x41...0x46: byte - 0x41 + 10
+        case 0x61...0x66: byte - 0x61 + 10
+        default: nil
+        }
+    }
+}
+
+/// `%`-escapes a name for use as one path segment of a URL: everything but RFC 3986's unreserved
+/// ASCII characters.
+func percentEncodedSegment(_ name: String) -> String {
+    name.addingPercentEncoding(withAllowedCharacters: unreservedCharacters) ?? ""
+}
+
+private let unreservedCharacters = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")

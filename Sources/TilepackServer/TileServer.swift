@@ -1,0 +1,151 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdCore
+import Logging
+import NIOCore
+import ServiceLifecycle
+import TilepackCore
+import UnixSignals
+
+/// `tilepack serve`: archives over HTTP on Hummingbird 2 (see `Specs/serve.md`).
+///
+/// ```swift
+/// let server = try TileServer(options: TileServerOptions(archivePaths: ["world.mbtiles"], port: 0))
+/// try await server.run { url in print("serving \(url)") }
+/// ```
+public final class TileServer: Sendable {
+    public let options: TileServerOptions
+    let service: TileService
+    private let log: @Sendable (String) -> Void
+    private let group = Locked<ServiceGroup?>(nil)
+
+    /// Opens every archive (each must open, and names must be distinct) and reads Leaflet.
+    /// - Parameter log: where problems go (a tile that cannot be read, a replaced file that does not open).
+    public init(options: TileServerOptions, log: @escaping @Sendable (String) -> Void = TileServer.standardError) throws(TileServerError) {
+        guard (0...65535).contains(options.port) else { throw TileServerError("--port must be 0-65535, not \(options.port)") }
+        if let publicURL = options.publicURL, !(publicURL.hasPrefix("http://") || publicURL.hasPrefix("https://")) {
+            throw TileServerError("--public-url must start with http:// or https://, not '\(publicURL)'")
+        }
+        if let token = options.token, token.isEmpty || token.contains(where: { $0.isWhitespace }) {
+            throw TileServerError("--token must be a non-empty word without spaces")
+        }
+        self.options = options
+        self.log = log
+        self.service = try TileService(options: options, log: log)
+    }
+
+    /// Writes one line to standard error.
+    public static let standardError: @Sendable (String) -> Void = { line in
+        FileHandle.standardError.write(Data((line + "\n").utf8))
+    }
+
+    /// The names archives are served under, in the order given.
+    public var archiveNames: [String] { service.catalog.slots.map(\.name) }
+
+    /// Listens and serves until the task is cancelled or, with `handlingSignals`, until SIGINT or
+    /// SIGTERM (then requests in flight are finished first). `onListening` gets the base URL
+    /// (`http://127.0.0.1:PORT/`) once the socket listens.
+    public func run(handlingSignals: Bool = true, onListening: @escaping @Sendable (String) -> Void) async throws {
+        let service = self.service
+        let options = self.options
+        var logger = Logger(label: "tilepack-serve")
+        logger.logLevel = .error
+        let idle = TimeAmount.nanoseconds(Int64(max(options.idleTimeout, 0.1) * 1e9))
+        let app = Application(
+            responder: ServiceResponder(service: service),
+            server: .http1(configuration: HTTP1Channel.Configuration(idleTimeout: idle)),
+            configuration: ApplicationConfiguration(
+                address: .hostname(options.host, port: options.port), serverName: "tilepack",
+                availableConnectionsDelegate: MaximumAvailableConnections(max(1, options.maximumConnections))),
+            onServerRunning: { channel in
+                let port = channel.localAddress?.port ?? options.port
+                let host = options.host.contains(":") ? "[\(options.host)]" : options.host
+                let base = "http://\(host):\(port)"
+                service.listeningBase.withLock { $0 = base }
+                onListening(base + "/")
+            },
+            logger: logger
+        )
+        let watcher = ArchiveWatcher(service: service, interval: options.reloadInterval, log: log)
+        watcher.start()
+        defer { watcher.stop() }
+        let group = ServiceGroup(configuration: ServiceGroupConfiguration(
+            services: [app], gracefulShutdownSignals: handlingSignals ? [.sigterm, .sigint] : [], logger: logger))
+        self.group.withLock { $0 = group }
+        try await group.run()
+    }
+
+    /// Stops listening, lets requests in flight finish, and makes ``run(handlingSignals:onListening:)`` return.
+    public func shutdown() async {
+        await group.withLock { $0 }?.triggerGracefulShutdown()
+    }
+}
+
+/// Puts ``TileService`` on Hummingbird: the request head in, the response out, `HEAD` without its
+/// body (but with its length), metrics recorded.
+struct ServiceResponder: HTTPResponder {
+    typealias Context = BasicRequestContext
+    let service: TileService
+
+    func respond(to request: Request, context: BasicRequestContext) async throws -> Response {
+        let start = DispatchTime.now().uptimeNanoseconds
+        let answer = service.respond(to: request.head)
+        var headers = answer.headers
+        let length = answer.body?.readableBytes ?? 0
+        let response: Response
+        if request.method == .head || answer.body == nil {
+            if answer.body != nil { headers[.contentLength] = String(length) }
+            response = Response(status: answer.status, headers: headers, body: ResponseBody())
+        } else if let body = answer.body {
+            response = Response(status: answer.status, headers: headers, body: ResponseBody(byteBuffer: body))
+        } else {
+            response = Response(status: answer.status, headers: headers)
+        }
+        let elapsed = DispatchTime.now().uptimeNanoseconds &- start
+        service.metrics.record(status: answer.status.code, bodyBytes: request.method == .head ? 0 : length, nanoseconds: Int64(elapsed))
+        return response
+    }
+}
+
+/// Looks at every archive file at a fixed interval on its own thread (opening a replaced archive
+/// can take a while and must not hold up requests), and swaps in what changed.
+final class ArchiveWatcher: Sendable {
+    private let service: TileService
+    private let interval: Double
+    private let log: @Sendable (String) -> Void
+    private let stopped = Locked(false)
+
+    init(service: TileService, interval: Double, log: @escaping @Sendable (String) -> Void) {
+        self.service = service
+        self.interval = max(interval, 0.05)
+        self.log = log
+    }
+
+    func start() {
+        let thread = Thread { [self] in
+            while !stopped.withLock({ $0 }) {
+                Thread.sleep(forTimeInterval: interval)
+                checkOnce()
+            }
+        }
+        thread.name = "tilepack-serve archive watcher"
+        thread.start()
+    }
+
+    func stop() { stopped.withLock { $0 = true } }
+
+    func checkOnce() {
+        for slot in service.catalog.slots {
+            switch slot.check() {
+            case .unchanged: break
+            case .reloaded:
+                service.metrics.recordReload(archive: slot.name, failed: false)
+                log("reloaded '\(slot.name)' from \(slot.path)")
+            case .failed(let problem):
+                service.metrics.recordReload(archive: slot.name, failed: true)
+                log(problem)
+            }
+        }
+    }
+}

@@ -1,0 +1,72 @@
+import Foundation
+
+/// How `tilepack serve` serves its archives (see `Specs/serve.md`).
+public struct TileServerOptions: Sendable, Hashable {
+    /// The archive files, each served under its file name without the extension.
+    public var archivePaths: [String]
+    /// The address to listen on: loopback unless said otherwise.
+    public var host: String
+    /// The port; 0 picks a free one.
+    public var port: Int
+    /// The base URL written into TileJSON and pages (`https://tiles.example.com/maps`); `nil` =
+    /// `http://` and the request's Host.
+    public var publicURL: String?
+    /// `Cache-Control` of tiles; `nil` = the default, ``defaultCacheControl`` (``privateCacheControl``
+    /// when a token is required).
+    public var cacheControl: String?
+    /// Origins allowed by CORS (`*` for any); empty = no CORS headers.
+    public var corsOrigins: [String]
+    /// When set, every request (but a CORS preflight) needs `Authorization: Bearer TOKEN` or `?token=TOKEN`.
+    public var token: String?
+    /// The folder of Debian's `libjs-leaflet` (`leaflet.js`, `leaflet.css`, `images/`).
+    public var leafletPath: String
+    /// How often each archive file is checked for replacement, in seconds (0 = every 50 ms).
+    public var reloadInterval: Double
+    /// Bytes of PNG tiles encoded from raw-bitmap bundles kept in memory.
+    public var encodedTileCacheBytes: Int
+    /// Open connections at most; more wait in the listen backlog.
+    public var maximumConnections: Int
+    /// Seconds a connection may go without traffic (between requests, or in the middle of one) before it is closed.
+    public var idleTimeout: Double
+
+    /// `no-cache`: caches keep tiles but ask again each time, and the strong ETag turns the question
+    /// into a 304 without a body. A replaced archive is seen on the next view. See `Specs/serve.md`.
+    public static let defaultCacheControl = "public, no-cache"
+    /// The default when a token is required: no shared cache may keep what needs a token.
+    public static let privateCacheControl = "private, no-cache"
+    public static let defaultLeafletPath = "/usr/share/javascript/leaflet"
+
+    public init(
+        archivePaths: [String], host: String = "127.0.0.1", port: Int = 8080, publicURL: String? = nil,
+        cacheControl: String? = nil, corsOrigins: [String] = [], token: String? = nil,
+        leafletPath: String = TileServerOptions.defaultLeafletPath, reloadInterval: Double = 0.25,
+        encodedTileCacheBytes: Int = 64 << 20, maximumConnections: Int = 1024, idleTimeout: Double = 30
+    ) {
+        self.archivePaths = archivePaths
+        self.host = host
+        self.port = port
+        self.publicURL = publicURL
+        self.cacheControl = cacheControl
+        self.corsOrigins = corsOrigins
+        self.token = token
+        self.leafletPath = leafletPath
+        self.reloadInterval = reloadInterval
+        self.encodedTileCacheBytes = encodedTileCacheBytes
+        self.maximumConnections = maximumConnections
+        self.idleTimeout = idleTimeout
+    }
+
+    /// The `Cache-Control` value tiles go out with.
+    public var effectiveCacheControl: String {
+        cacheControl ?? (token == nil ? Self.defaultCacheControl : Self.privateCacheControl)
+    }
+}
+
+/// Why the server cannot start or a request cannot be served, naming the file or value at fault.
+public struct TileServerError: Error, Hashable, Sendable, CustomStringConvertible {
+    public var message: String
+
+    public init(_ message: String) { self.message = message }
+
+    public var description: String { message }
+}

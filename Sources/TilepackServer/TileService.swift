@@ -1,0 +1,353 @@
+import Foundation
+import HTTPTypes
+import NIOCore
+import TilepackCore
+import TilepackImaging
+import TilepackStorage
+
+/// A response before it goes on the wire.
+struct ServerResponse: Sendable {
+    var status: HTTPResponse.Status
+    var headers: HTTPFields
+    var body: ByteBuffer?
+
+    init(status: HTTPResponse.Status, headers: HTTPFields = HTTPFields(), body: ByteBuffer? = nil) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+}
+
+/// The HTTP contract of `Specs/serve.md` as one synchronous function of the request head, so that
+/// routing and headers are tested without a socket; ``TileServer`` puts it on Hummingbird.
+final class TileService: Sendable {
+    let options: TileServerOptions
+    let catalog: ArchiveCatalog
+    let leaflet: LeafletAssets
+    let metrics: ServerMetrics
+    let encodedTiles: EncodedTileCache
+    /// `http://host:port` of the listening socket, once it listens (the base URL when the request has no usable Host).
+    let listeningBase = Locked<String?>(nil)
+    private let cacheControl: String
+    private let allocator = ByteBufferAllocator()
+    private let log: @Sendable (String) -> Void
+
+    /// The largest tile a gzip-stored vector tile may inflate to for a client that does not accept gzip.
+    static let maximumInflatedTileSize = 64 << 20
+
+    init(options: TileServerOptions, log: @escaping @Sendable (String) -> Void = { _ in }) throws(TileServerError) {
+        self.options = options
+        self.catalog = try ArchiveCatalog(paths: options.archivePaths)
+        self.leaflet = LeafletAssets(folder: options.leafletPath)
+        self.metrics = ServerMetrics()
+        self.encodedTiles = EncodedTileCache(capacity: options.encodedTileCacheBytes)
+        self.cacheControl = options.effectiveCacheControl
+        self.log = log
+    }
+
+    // MARK: Requests
+
+    /// Answers one request (the body of a `HEAD` answer is dropped by the caller, its length kept).
+    func respond(to request: HTTPRequest) -> ServerResponse {
+        let target = request.path ?? "/"
+        var response: ServerResponse
+        switch request.method {
+        case .options:
+            response = preflight(request)
+        case .get, .head:
+            if let denied = checkToken(request, target: target) {
+                response = denied
+            } else {
+                response = route(request, target: target)
+            }
+        default:
+            response = text(.methodNotAllowed, "\(request.method.rawValue) is not served: use GET or HEAD\n")
+            response.headers[.allow] = "GET, HEAD, OPTIONS"
+        }
+        addCORS(request, to: &response)
+        return response
+    }
+
+    private func route(_ request: HTTPRequest, target: String) -> ServerResponse {
+        switch Route(target: target) {
+        case .tile(let name, let zoom, let x, let y, let fileExtension):
+            return tile(request, name: name, zoom: zoom, x: x, y: y, fileExtension: fileExtension)
+        case .tileJSON(let name):
+            guard let slot = catalog.slot(named: name) else { return noArchive(name) }
+            let body = TileJSON.document(slot.current, base: base(request), query: tokenQuery(target))
+            return document(body, type: "application/json", cacheControl: "no-cache", request: request)
+        case .preview(let name):
+            guard let slot = catalog.slot(named: name) else { return noArchive(name) }
+            let body = Pages.preview(slot.current, leaflet: leaflet, base: base(request), query: tokenQuery(target))
+            return document(body, type: "text/html; charset=utf-8", cacheControl: "no-cache", request: request)
+        case .previewWithoutSlash(let name):
+            guard catalog.slot(named: name) != nil else { return noArchive(name) }
+            var response = ServerResponse(status: .movedPermanently)
+            response.headers[.location] = "/\(percentEncodedSegment(String(name)))/\(tokenQuery(target))"
+            return response
+        case .index:
+            let body = Pages.index(catalog.slots.map(\.current), base: base(request), query: tokenQuery(target))
+            return document(body, type: "text/html; charset=utf-8", cacheControl: "no-cache", request: request)
+        case .leaflet(let file):
+            guard let asset = leaflet.files[file] else {
+                return text(.notFound, leaflet.problem ?? "no Leaflet file '\(file)'\n")
+            }
+            var response = ServerResponse(status: .ok, body: allocator.buffer(bytes: asset.bytes))
+            response.headers[.contentType] = asset.contentType
+            response.headers[.cacheControl] = "public, max-age=86400"
+            return response
+        case .health:
+            return health()
+        case .metrics:
+            var response = ServerResponse(status: .ok, body: allocator.buffer(bytes: metrics.render()))
+            response.headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
+            response.headers[.cacheControl] = "no-store"
+            return response
+        case .notFound(let reason):
+            return text(.notFound, reason + "\n")
+        }
+    }
+
+    // MARK: Tiles
+
+    private func tile(_ request: HTTPRequest, name: Substring, zoom: Int, x: Int, y: Int, fileExtension: Substring) -> ServerResponse {
+        guard let slot = catalog.slot(named: name) else { return noArchive(name) }
+        let generation = slot.current
+        // An archive of unknown format (tiles of no format tilepack knows) takes any extension.
+        let allowed = generation.extensions
+        guard allowed.isEmpty || allowed.contains(fileExtension.lowercased()) else {
+            let format = generation.servedFormat.map(\.description) ?? "unknown"
+            return text(.notFound, "'\(generation.name)' serves \(format) tiles: use .\(allowed.joined(separator: " or ."))\n")
+        }
+        guard let coordinate = TileCoordinate(validatingZoom: zoom, x: x, y: y) else {
+            return text(.notFound, "\(zoom)/\(x)/\(y) is not a tile (zoom 0-\(TileCoordinate.maximumZoom), x and y below 2^zoom)\n")
+        }
+        do {
+            return try tileResponse(request, generation: generation, tile: coordinate)
+        } catch {
+            // The file was replaced while this request ran, and the old version can no longer give
+            // what it needs (a new database connection to a file that is gone): answer from the
+            // new version, whole, rather than fail or mix.
+            if let newer = slot.replacement(of: generation),
+               let retried = try? tileResponse(request, generation: newer, tile: coordinate) {
+                return retried
+            }
+            let message = "tile \(coordinate) of '\(generation.name)': \(generation.describe(error))"
+            log(message)
+            return text(.internalServerError, message + "\n")
+        }
+    }
+
+    private func tileResponse(_ request: HTTPRequest, generation: ArchiveGeneration, tile: TileCoordinate) throws -> ServerResponse {
+        let gzipAccepted = HeaderRules.acceptsGzip(request.headerFields[.acceptEncoding])
+        var headers = HTTPFields()
+        headers[.contentType] = generation.servedFormat?.mimeType ?? "application/octet-stream"
+        headers[.cacheControl] = cacheControl
+        if generation.isVector { headers[.vary] = "Accept-Encoding" }
+        // The representation: stored bytes, or (vector tiles for a client without gzip) inflated ones.
+        let variant = generation.isVector && !gzipAccepted ? "-i" : ""
+
+        // A bundle names each payload by CRC and length: the ETag and a 304 need no payload read.
+        var etag: String?
+        if let bundle = generation.bundle {
+            guard let signature = bundle.payloadSignature(at: tile) else { return missing(generation, tile) }
+            etag = "\"b\(String(signature.crc32, radix: 16))-\(String(signature.rawLength, radix: 16))\(variant)\""
+            if let etag, HeaderRules.ifNoneMatch(request.headerFields[.ifNoneMatch], matches: etag) {
+                return notModified(etag: etag, headers: headers)
+            }
+        }
+
+        if case .rawBitmap(let layout) = generation.content {
+            let tag = etag ?? "\"g\(generation.identityTag)-\(tile.zoom)-\(tile.x)-\(tile.y)\""
+            guard let png = try encodedPNG(generation, tile: tile, layout: layout) else { return missing(generation, tile) }
+            if etag == nil, HeaderRules.ifNoneMatch(request.headerFields[.ifNoneMatch], matches: tag) {
+                return notModified(etag: tag, headers: headers)
+            }
+            headers[.eTag] = tag
+            return ServerResponse(status: .ok, headers: headers, body: allocator.buffer(bytes: png))
+        }
+
+        let outcome: Result<ServerResponse, Gzip.Failure>? = try generation.archive.withTileBytes(at: tile) { bytes in
+            let tag = etag ?? "\"g\(generation.identityTag)-\(tile.zoom)-\(tile.x)-\(tile.y)\(variant)\""
+            var headers = headers
+            headers[.eTag] = tag
+            if etag == nil, HeaderRules.ifNoneMatch(request.headerFields[.ifNoneMatch], matches: tag) {
+                return .success(notModified(etag: tag, headers: headers))
+            }
+            if generation.isVector, TileFormat.isGzip(bytes) {
+                if gzipAccepted {
+                    headers[.contentEncoding] = "gzip"
+                } else {
+                    var inflated: [UInt8] = []
+                    switch Gzip.inflate(bytes, into: &inflated, limit: Self.maximumInflatedTileSize) {
+                    case .failure(let failure): return .failure(failure)
+                    case .success(let count):
+                        return .success(ServerResponse(status: .ok, headers: headers, body: allocator.buffer(bytes: inflated[0..<count])))
+                    }
+                }
+            }
+            return .success(ServerResponse(status: .ok, headers: headers, body: allocator.buffer(bytes: bytes)))
+        }
+        switch outcome {
+        case nil: return missing(generation, tile)
+        case .success(let response)?: return response
+        case .failure(let failure)?:
+            throw TileServerError("the stored gzip tile cannot be sent to a client without gzip: \(failure)")
+        }
+    }
+
+    /// A raw-bitmap tile as PNG, encoded once and kept in the bounded cache; `nil` when there is no such tile.
+    private func encodedPNG(_ generation: ArchiveGeneration, tile: TileCoordinate, layout: RawBitmapLayout) throws -> [UInt8]? {
+        let key = EncodedTileCache.Key(name: generation.name, identity: generation.identity, tile: tile)
+        if let cached = encodedTiles[key] { return cached }
+        guard let length = layout.byteCount else { return nil }
+        var pixels = [UInt8](repeating: 0, count: length)
+        let read = try pixels.withUnsafeMutableBytes { try generation.archive.readTile(at: tile, into: $0) }
+        guard let read else { return nil }
+        guard read == length, let bitmap = Bitmap(width: layout.width, height: layout.height, pixelFormat: layout.pixelFormat, pixels: pixels) else {
+            throw TileServerError("the raw tile has \(read) bytes, \(layout) takes \(length)")
+        }
+        let png = [UInt8](try PNGEncoder.encode(bitmap))
+        encodedTiles[key] = png
+        return png
+    }
+
+    /// The missing-tile rule: 204 inside the archive's zooms and bounds (a tile the archive has
+    /// no data for: an empty tile to MapLibre and Leaflet), 404 outside (never there to be had).
+    private func missing(_ generation: ArchiveGeneration, _ tile: TileCoordinate) -> ServerResponse {
+        if generation.coverage?.contains(tile) == true {
+            var response = ServerResponse(status: .noContent)
+            response.headers[.cacheControl] = cacheControl
+            if generation.isVector { response.headers[.vary] = "Accept-Encoding" }
+            return response
+        }
+        let zooms = Pages.describeZooms(generation)
+        return text(.notFound, "tile \(tile) is outside '\(generation.name)' (zooms \(zooms), bounds \(generation.bounds))\n")
+    }
+
+    private func notModified(etag: String, headers: HTTPFields) -> ServerResponse {
+        var response = ServerResponse(status: .notModified)
+        response.headers[.eTag] = etag
+        response.headers[.cacheControl] = headers[.cacheControl]
+        if let vary = headers[.vary] { response.headers[.vary] = vary }
+        return response
+    }
+
+    // MARK: Other resources
+
+    private func health() -> ServerResponse {
+        var archives: [[String: Any]] = []
+        var problems = 0
+        for slot in catalog.slots {
+            let status = slot.snapshot
+            var entry: [String: Any] = [
+                "name": slot.name, "path": slot.path, "content": status.generation.content?.description ?? "empty",
+                "tiles": status.generation.tileCount, "reloads": status.reloads,
+                "file": String(status.generation.identity.hash, radix: 16),
+            ]
+            if let problem = status.problem {
+                entry["problem"] = problem
+                problems += 1
+            }
+            archives.append(entry)
+        }
+        let document: [String: Any] = ["status": problems == 0 ? "ok" : "degraded", "archives": archives]
+        let data = (try? JSONSerialization.data(withJSONObject: document, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
+        var response = ServerResponse(status: .ok, body: allocator.buffer(bytes: data))
+        response.headers[.contentType] = "application/json"
+        response.headers[.cacheControl] = "no-store"
+        return response
+    }
+
+    /// A generated document (TileJSON, a page) with an ETag of its bytes, so revalidation is a 304.
+    private func document(_ body: [UInt8], type: String, cacheControl: String, request: HTTPRequest) -> ServerResponse {
+        var hash: UInt64 = 0xCBF2_9CE4_8422_2325
+        for byte in body { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01B3 }
+        let etag = "\"d\(String(hash, radix: 16))\""
+        var headers = HTTPFields()
+        headers[.cacheControl] = cacheControl
+        headers[.eTag] = etag
+        if HeaderRules.ifNoneMatch(request.headerFields[.ifNoneMatch], matches: etag) {
+            return ServerResponse(status: .notModified, headers: headers)
+        }
+        headers[.contentType] = type
+        return ServerResponse(status: .ok, headers: headers, body: allocator.buffer(bytes: body))
+    }
+
+    private func text(_ status: HTTPResponse.Status, _ message: String) -> ServerResponse {
+        var response = ServerResponse(status: status, body: allocator.buffer(string: message))
+        response.headers[.contentType] = "text/plain; charset=utf-8"
+        return response
+    }
+
+    private func noArchive(_ name: Substring) -> ServerResponse {
+        text(.notFound, "no archive named '\(name)'\n")
+    }
+
+    /// The base URL of links: `--public-url`, else `http://` and the request's Host, else the listening address.
+    private func base(_ request: HTTPRequest) -> String {
+        if let publicURL = options.publicURL {
+            return publicURL.hasSuffix("/") ? String(publicURL.dropLast()) : publicURL
+        }
+        if let host = HeaderRules.validHost(request.authority) {
+            return "http://" + host
+        }
+        return listeningBase.withLock { $0 } ?? ""
+    }
+
+    // MARK: Token and CORS
+
+    /// `nil` when the request may proceed; a 401 when a token is required and not given.
+    private func checkToken(_ request: HTTPRequest, target: String) -> ServerResponse? {
+        guard let token = options.token else { return nil }
+        if let authorization = request.headerFields[.authorization] {
+            let parts = authorization.split(separator: " ", maxSplits: 1)
+            if parts.count == 2, parts[0].lowercased() == "bearer",
+               HeaderRules.constantTimeEqual(parts[1].trimmingCharacters(in: .whitespaces), token) {
+                return nil
+            }
+        }
+        if let given = HeaderRules.queryValue(target, "token"), HeaderRules.constantTimeEqual(given, token) { return nil }
+        var response = text(.unauthorized, "a token is required: send Authorization: Bearer TOKEN or add ?token=TOKEN\n")
+        response.headers[.wwwAuthenticate] = "Bearer realm=\"tilepack\""
+        response.headers[.cacheControl] = "no-store"
+        return response
+    }
+
+    /// `?token=...` to carry into links and tile URLs when the request authenticated that way.
+    private func tokenQuery(_ target: String) -> String {
+        guard let token = options.token, let given = HeaderRules.queryValue(target, "token"),
+              HeaderRules.constantTimeEqual(given, token) else { return "" }
+        return "?token=" + percentEncodedSegment(given)
+    }
+
+    /// The `Access-Control-Allow-Origin` value for the request's Origin, if CORS allows it.
+    private func allowedOrigin(_ request: HTTPRequest) -> String? {
+        guard !options.corsOrigins.isEmpty else { return nil }
+        if options.corsOrigins.contains("*") { return "*" }
+        guard let origin = request.headerFields[.origin], options.corsOrigins.contains(origin) else { return nil }
+        return origin
+    }
+
+    private func addCORS(_ request: HTTPRequest, to response: inout ServerResponse) {
+        guard !options.corsOrigins.isEmpty else { return }
+        if !options.corsOrigins.contains("*") {
+            response.headers[.vary] = response.headers[.vary].map { $0 + ", Origin" } ?? "Origin"
+        }
+        guard let origin = allowedOrigin(request) else { return }
+        response.headers[.accessControlAllowOrigin] = origin
+        response.headers[.accessControlExposeHeaders] = "ETag, Content-Length, Content-Encoding"
+    }
+
+    /// `OPTIONS`: a CORS preflight (answered without a token: browsers send none with it) or a plain `Allow`.
+    private func preflight(_ request: HTTPRequest) -> ServerResponse {
+        var response = ServerResponse(status: .noContent)
+        response.headers[.allow] = "GET, HEAD, OPTIONS"
+        if request.headerFields[.accessControlRequestMethod] != nil, allowedOrigin(request) != nil {
+            response.headers[.accessControlAllowMethods] = "GET, HEAD, OPTIONS"
+            response.headers[.accessControlAllowHeaders] = "Authorization, If-None-Match, Accept-Encoding"
+            response.headers[.accessControlMaxAge] = "86400"
+        }
+        return response
+    }
+}

@@ -1,0 +1,82 @@
+import Foundation
+import TilepackCore
+
+/// Read-only bytes an archive is read from: a file on this machine (memory-mapped), bytes in
+/// memory, or ranges fetched from elsewhere (``TilepackRemote``'s HTTP source).
+///
+/// Readers built on a byte source ask only for the ranges they need, so that a remote archive
+/// costs a few requests rather than a download. Implementations are safe to use from many threads
+/// at once. Every failure is a ``TileArchiveError`` naming ``name`` (the path or URL).
+public protocol ByteSource: Sendable {
+    /// The file's path or URL, for errors.
+    var name: String { get }
+    /// The total length in bytes.
+    var count: Int { get }
+    /// Calls `body` with the bytes `offset ..< offset + length`, valid only inside `body`.
+    ///
+    /// Throws ``TileArchiveError/Fault/truncated(_:)`` for a range past the end.
+    func withBytes<R>(offset: Int, length: Int, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R
+    /// Announces ranges about to be read, so that a remote source can fetch them in few requests
+    /// (neighbours coalesced). A local source does nothing.
+    func willRead(_ ranges: [Range<Int>]) throws
+}
+
+extension ByteSource {
+    public func willRead(_ ranges: [Range<Int>]) throws {}
+
+    /// The bytes `offset ..< offset + length` as an array.
+    public func bytes(offset: Int, length: Int) throws -> [UInt8] {
+        try withBytes(offset: offset, length: length) { Array($0) }
+    }
+
+    /// The range check every source makes, with the error it throws.
+    public func checkRange(offset: Int, length: Int) throws(TileArchiveError) {
+        guard offset >= 0, length >= 0, offset <= count, length <= count - offset else {
+            throw TileArchiveError(path: name, fault: .truncated("bytes \(offset)..<\(offset &+ length) lie past the end (\(count) bytes)"))
+        }
+    }
+}
+
+/// A local file, memory-mapped read-only, or bytes held in memory.
+public struct FileByteSource: ByteSource {
+    public let name: String
+    private let bytes: MappedBytes
+
+    /// Maps the file at `path`.
+    public init(path: String) throws(TileArchiveError) {
+        name = path
+        bytes = try MappedBytes(mapping: path)
+    }
+
+    /// Bytes in memory (downloaded, or a fuzzer's input); `name` names them in errors.
+    public init(data: Data, name: String) {
+        self.name = name
+        bytes = MappedBytes(copying: data)
+    }
+
+    public var count: Int { bytes.count }
+
+    public func withBytes<R>(offset: Int, length: Int, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
+        try checkRange(offset: offset, length: length)
+        let all = bytes.buffer
+        return try body(UnsafeRawBufferPointer(rebasing: all[offset..<(offset + length)]))
+    }
+}
+
+/// Opens the archive a byte source holds (a remote object): PMTiles. MBTiles (SQLite reads a
+/// local file) and bundles (memory-mapped) are named in the error, as is anything else.
+public func openTileArchive(source: any ByteSource) throws(TileArchiveError) -> any TileArchive {
+    let head: [UInt8]
+    do {
+        head = try source.bytes(offset: 0, length: min(16, source.count))
+    } catch {
+        throw PMTilesArchive.archiveError(error, name: source.name)
+    }
+    if head.starts(with: Array("SQLite format 3\0".utf8)) {
+        throw TileArchiveError(path: source.name, fault: .notAnArchive(detected: "an MBTiles (SQLite) file: SQLite reads local files only; download it first, or convert it to PMTiles"))
+    }
+    if head.starts(with: BundleFormat.magic) {
+        throw TileArchiveError(path: source.name, fault: .notAnArchive(detected: "a tilepack bundle: bundles are read from local files; download it first, or convert it to PMTiles"))
+    }
+    return try PMTilesArchive(source: source)
+}

@@ -1,0 +1,357 @@
+import Foundation
+import TilepackCore
+
+/// A PMTiles v3 archive opened for reading (see `Specs/pmtiles.md`), from a local file or any
+/// ``ByteSource`` (a remote object through `TilepackRemote`).
+///
+/// Opening reads the first 16 KiB (the header and, as every writer places it, the root directory)
+/// and checks the header and the root; a lookup follows at most
+/// ``PMTilesFormat/maximumDirectoryDepth`` directories, each checked when it is first read and
+/// then kept in a bounded cache, and reads only the tile's bytes. The metadata is read on first use.
+///
+/// Tiles are returned as stored: a tile compressed as a whole (gzip MVT) stays compressed, as an
+/// MBTiles archive holds it. Safe to use from many threads at once.
+public struct PMTilesArchive: TileArchive {
+    public var path: String { source.name }
+    public let content: TileContent?
+    public let header: PMTilesHeader
+    public let source: any ByteSource
+
+    private let root: [PMTilesFormat.Entry]
+    private let leaves: LeafCache
+    private let cachedMetadata = Locked<TileMetadata?>(nil)
+
+    /// Opens the PMTiles file at `path`, memory-mapped.
+    public init(path: String) throws(TileArchiveError) {
+        try self.init(source: FileByteSource(path: path))
+    }
+
+    /// Opens an archive from any byte source.
+    public init(source: any ByteSource) throws(TileArchiveError) {
+        let name = source.name
+        func fail(_ fault: TileArchiveError.Fault) -> TileArchiveError { TileArchiveError(path: name, fault: fault) }
+        let size = source.count
+        let initial = min(size, PMTilesFormat.initialFetchLength)
+        let headerBytes: [UInt8]
+        do {
+            headerBytes = try source.bytes(offset: 0, length: min(initial, PMTilesFormat.headerLength))
+        } catch {
+            throw Self.archiveError(error, name: name)
+        }
+        try Self.checkMagic(headerBytes, size: size, name: name)
+        let decoded = headerBytes.withUnsafeBytes { raw in
+            Result { () throws(PMTilesFormat.DirectoryFault) in try PMTilesHeader(decoding: raw) }
+        }
+        let header: PMTilesHeader
+        switch decoded {
+        case .success(let value): header = value
+        case .failure(let fault): throw fail(.corrupt("header: \(fault.reason)"))
+        }
+        switch header.internalCompression {
+        case .none, .gzip: break
+        case .brotli, .zstd:
+            throw fail(.unsupportedVersion("PMTiles directories compressed with \(header.internalCompression): tilepack reads directories and metadata compressed with gzip or not at all (convert the archive with `pmtiles convert` or go-pmtiles)"))
+        case .unknown:
+            throw fail(.corrupt("the header's internal compression is 0 (unknown): directories cannot be read"))
+        }
+        // Every section inside the file.
+        let sections: [(String, UInt64, UInt64)] = [
+            ("root directory", header.rootOffset, header.rootLength),
+            ("metadata", header.metadataOffset, header.metadataLength),
+            ("leaf directories", header.leafOffset, header.leafLength),
+            ("tile data", header.tileDataOffset, header.tileDataLength),
+        ]
+        for (what, offset, length) in sections {
+            let (end, overflow) = offset.addingReportingOverflow(length)
+            guard !overflow, offset >= UInt64(PMTilesFormat.headerLength) || length == 0 else {
+                throw fail(.corrupt("the \(what) section (offset \(offset), \(length) bytes) overlaps the header or overflows"))
+            }
+            guard end <= UInt64(size) else {
+                throw fail(.truncated("the \(what) section ends at byte \(end), the file has \(size)"))
+            }
+        }
+        guard header.rootLength > 0 else { throw fail(.corrupt("the root directory is empty (0 bytes)")) }
+        guard header.rootLength <= UInt64(PMTilesFormat.maximumDirectoryLength),
+              header.metadataLength <= UInt64(PMTilesFormat.maximumMetadataLength) else {
+            throw fail(.corrupt("the root directory (\(header.rootLength) bytes) or metadata (\(header.metadataLength) bytes) is over the limit"))
+        }
+        guard header.minZoom <= header.maxZoom, Int(header.maxZoom) <= 31 else {
+            throw fail(.corrupt("the header's zooms \(header.minZoom)...\(header.maxZoom) are not a zoom range"))
+        }
+        let root = try Self.readDirectory(
+            source: source, header: header, offset: Int(header.rootOffset), length: Int(header.rootLength), what: "the root directory")
+        self.source = source
+        self.header = header
+        self.root = root
+        self.leaves = LeafCache()
+        if let format = header.tileType.tileFormat {
+            content = .encoded(format)
+        } else {
+            content = nil
+        }
+    }
+
+    /// Checks the magic and the version; a v2 archive, another version or another file is named.
+    static func checkMagic(_ head: [UInt8], size: Int, name: String) throws(TileArchiveError) {
+        func fail(_ fault: TileArchiveError.Fault) -> TileArchiveError { TileArchiveError(path: name, fault: fault) }
+        if head.count >= 4, head[0] == 0x50, head[1] == 0x4D, head[2] == 2, head[3] == 0 {
+            throw fail(.unsupportedVersion("PMTiles version 2 (tilepack reads version 3; `pmtiles convert` upgrades a v2 archive)"))
+        }
+        guard head.count >= PMTilesFormat.magic.count, head.starts(with: PMTilesFormat.magic) else {
+            if head.isEmpty { throw fail(.notAnArchive(detected: "an empty file")) }
+            if head.count < PMTilesFormat.magic.count, PMTilesFormat.magic.starts(with: head) {
+                throw fail(.truncated("the file is \(size) bytes, shorter than the \(PMTilesFormat.headerLength)-byte PMTiles header"))
+            }
+            throw fail(.notAnArchive(detected: TileArchiveFormat.describe(head) + ", not PMTiles"))
+        }
+        guard head.count > 7 else {
+            throw fail(.truncated("the file is \(size) bytes, shorter than the \(PMTilesFormat.headerLength)-byte PMTiles header"))
+        }
+        let version = head[7]
+        guard version == PMTilesFormat.version else {
+            if version == 0x33 {
+                throw fail(.unsupportedVersion("PMTiles spec version byte 0x33 (the character '3', not the number 3: a copy of the spec's raster example from before it was fixed in November 2022); tilepack reads version 3"))
+            }
+            throw fail(.unsupportedVersion("PMTiles spec version \(version) (tilepack reads version 3)"))
+        }
+        guard size >= PMTilesFormat.headerLength, head.count >= PMTilesFormat.headerLength else {
+            throw fail(.truncated("the file is \(size) bytes, shorter than the \(PMTilesFormat.headerLength)-byte PMTiles header"))
+        }
+    }
+
+    /// Reads, decompresses and checks one directory.
+    static func readDirectory(source: any ByteSource, header: PMTilesHeader, offset: Int, length: Int, what: String)
+        throws(TileArchiveError) -> [PMTilesFormat.Entry]
+    {
+        let name = source.name
+        let result: Result<[PMTilesFormat.Entry], PMTilesFormat.DirectoryFault>
+        do {
+            result = try source.withBytes(offset: offset, length: length) { raw in
+                try decompress(raw, compression: header.internalCompression, limit: PMTilesFormat.maximumDirectoryLength, what: what, name: name)
+                    .withUnsafeBytes { bytes in
+                        PMTilesFormat.decodeDirectory(bytes, tileDataLength: header.tileDataLength, leafDataLength: header.leafLength)
+                    }
+            }
+        } catch {
+            throw archiveError(error, name: name)
+        }
+        switch result {
+        case .success(let entries): return entries
+        case .failure(let fault): throw TileArchiveError(path: name, fault: .corrupt("\(what): \(fault.reason)"))
+        }
+    }
+
+    static func decompress(_ raw: UnsafeRawBufferPointer, compression: PMTilesFormat.Compression, limit: Int, what: String, name: String)
+        throws(TileArchiveError) -> [UInt8]
+    {
+        switch compression {
+        case .gzip:
+            switch Gzip.decompress(raw, limit: limit) {
+            case .success(let bytes): return bytes
+            case .failure(let failure): throw TileArchiveError(path: name, fault: .corrupt("\(what): \(failure.reason)"))
+            }
+        default:
+            guard raw.count <= limit else {
+                throw TileArchiveError(path: name, fault: .corrupt("\(what) is \(raw.count) bytes, over the limit of \(limit)"))
+            }
+            return Array(raw)
+        }
+    }
+
+    static func archiveError(_ error: any Error, name: String) -> TileArchiveError {
+        if let error = error as? TileArchiveError { return error }
+        return TileArchiveError(path: name, fault: .io(errno: 0, reason: "\(error)"))
+    }
+
+    // MARK: Directories
+
+    /// Leaf directories read so far, by offset; cleared when it holds too many entries in all.
+    final class LeafCache: Sendable {
+        private let state = Locked<(leaves: [UInt64: [PMTilesFormat.Entry]], entries: Int)>(([:], 0))
+        static let maximumEntries = 1 << 20
+
+        func get(_ offset: UInt64) -> [PMTilesFormat.Entry]? { state.withLock { $0.leaves[offset] } }
+
+        func put(_ offset: UInt64, _ entries: [PMTilesFormat.Entry]) {
+            state.withLock { state in
+                if state.entries + entries.count > Self.maximumEntries {
+                    state.leaves.removeAll()
+                    state.entries = 0
+                }
+                state.leaves[offset] = entries
+                state.entries += entries.count
+            }
+        }
+    }
+
+    private func leaf(_ entry: PMTilesFormat.Entry) throws(TileArchiveError) -> [PMTilesFormat.Entry] {
+        if let cached = leaves.get(entry.offset) { return cached }
+        let entries = try Self.readDirectory(
+            source: source, header: header, offset: Int(header.leafOffset + entry.offset), length: Int(entry.length),
+            what: "the leaf directory at offset \(entry.offset)")
+        leaves.put(entry.offset, entries)
+        return entries
+    }
+
+    /// Where the tile's bytes are in the tile data section, or `nil` when it is not there.
+    public func location(of tile: TileCoordinate) throws(TileArchiveError) -> (offset: UInt64, length: Int)? {
+        try location(ofID: PMTilesFormat.tileID(of: tile))
+    }
+
+    func location(ofID id: UInt64) throws(TileArchiveError) -> (offset: UInt64, length: Int)? {
+        var directory = root
+        for _ in 0..<PMTilesFormat.maximumDirectoryDepth {
+            guard let index = PMTilesFormat.lastEntry(atMost: id, in: directory) else { return nil }
+            let entry = directory[index]
+            if entry.runLength > 0 {
+                return id - entry.tileID < UInt64(entry.runLength) ? (entry.offset, Int(entry.length)) : nil
+            }
+            directory = try leaf(entry)
+        }
+        throw TileArchiveError(path: path, fault: .corrupt("directories nest deeper than \(PMTilesFormat.maximumDirectoryDepth) levels"))
+    }
+
+    /// Calls `body` with every tile entry in tile-id order (runs not expanded), following the leaves.
+    /// Throws when the ids of the whole tree are not strictly ascending, or leaves nest too deep.
+    public func forEachEntry(_ body: (PMTilesFormat.Entry) throws -> Void) throws {
+        var next: UInt64 = 0
+        func walk(_ entries: [PMTilesFormat.Entry], depth: Int, end: UInt64) throws {
+            guard depth < PMTilesFormat.maximumDirectoryDepth else {
+                throw TileArchiveError(path: path, fault: .corrupt("directories nest deeper than \(PMTilesFormat.maximumDirectoryDepth) levels"))
+            }
+            for (i, entry) in entries.enumerated() {
+                guard entry.tileID >= next, entry.tileID < end else {
+                    throw TileArchiveError(path: path, fault: .corrupt("tile id \(entry.tileID) is out of order across directories (a leaf outside its root entry's range)"))
+                }
+                if entry.runLength > 0 {
+                    try body(entry)
+                    next = entry.tileID + UInt64(entry.runLength)
+                } else {
+                    let leafEnd = i + 1 < entries.count ? entries[i + 1].tileID : end
+                    try walk(try leaf(entry), depth: depth + 1, end: leafEnd)
+                }
+            }
+        }
+        try walk(root, depth: 0, end: PMTilesFormat.idLimit)
+    }
+
+    /// Every tile with its place in the tile data section, one zoom at a time, sorted by (x, y).
+    private func forEachLocatedTile(_ body: (TileCoordinate, UInt64, Int) throws -> Void) throws {
+        var zoom = -1
+        var level: [(key: UInt64, offset: UInt64, length: UInt32)] = []
+        let remote = !(source is FileByteSource)
+        let base = Int(header.tileDataOffset)
+        func flush() throws {
+            guard zoom >= 0 else { return }
+            if remote {
+                // A remote source fetches the level's tiles in few requests (neighbours together).
+                try source.willRead(level.map { (base + Int($0.offset))..<(base + Int($0.offset) + Int($0.length)) })
+            }
+            level.sort { $0.key < $1.key }
+            let mask = (UInt64(1) << UInt64(zoom)) - 1
+            for item in level {
+                let tile = TileCoordinate(uncheckedZoom: zoom, x: Int(item.key >> UInt64(zoom)), y: Int(item.key & mask))
+                try body(tile, item.offset, Int(item.length))
+            }
+            level.removeAll(keepingCapacity: true)
+        }
+        try forEachEntry { entry in
+            for id in entry.tileID..<(entry.tileID + UInt64(entry.runLength)) {
+                guard let tile = PMTilesFormat.tile(ofID: id) else {
+                    throw TileArchiveError(path: path, fault: .corrupt("tile id \(id) is beyond zoom \(TileCoordinate.maximumZoom)"))
+                }
+                if tile.zoom != zoom {
+                    try flush()
+                    zoom = tile.zoom
+                }
+                level.append(((UInt64(tile.x) << UInt64(tile.zoom)) | UInt64(tile.y), entry.offset, entry.length))
+            }
+        }
+        try flush()
+    }
+
+    // MARK: TileArchive
+
+    public func metadata() throws -> TileMetadata {
+        if let cached = cachedMetadata.withLock({ $0 }) { return cached }
+        let json: [UInt8]
+        if header.metadataLength == 0 {
+            json = Array("{}".utf8)
+        } else {
+            let name = path
+            let compression = header.internalCompression
+            json = try source.withBytes(offset: Int(header.metadataOffset), length: Int(header.metadataLength)) { raw in
+                try Self.decompress(raw, compression: compression, limit: PMTilesFormat.maximumMetadataLength, what: "metadata", name: name)
+            }
+        }
+        var metadata: TileMetadata
+        switch PMTilesMetadata.decode(json) {
+        case .success(let value): metadata = value
+        case .failure(let fault): throw TileArchiveError(path: path, fault: .corrupt("metadata: \(fault.reason)"))
+        }
+        PMTilesMetadata.fillFromHeader(&metadata, header: header)
+        let result = metadata
+        cachedMetadata.withLock { $0 = result }
+        return result
+    }
+
+    public func containsTile(at tile: TileCoordinate) throws -> Bool {
+        try location(of: tile) != nil
+    }
+
+    public func withTileBytes<R>(at tile: TileCoordinate, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R? {
+        guard let (offset, length) = try location(of: tile) else { return nil }
+        return try source.withBytes(offset: Int(header.tileDataOffset + offset), length: length, body)
+    }
+
+    public func zoomLevels() throws -> [ZoomLevelSummary] {
+        var counts: [Int: (tiles: Int, bytes: Int)] = [:]
+        try forEachEntry { entry in
+            var id = entry.tileID
+            let end = entry.tileID + UInt64(entry.runLength)
+            while id < end {
+                let zoom = PMTilesFormat.zoom(ofID: id)
+                let zoomEnd = min(end, PMTilesFormat.firstID(ofZoom: zoom + 1))
+                let n = Int(zoomEnd - id)
+                counts[zoom, default: (0, 0)].tiles += n
+                counts[zoom, default: (0, 0)].bytes += n * Int(entry.length)
+                id = zoomEnd
+            }
+        }
+        return counts.keys.sorted().map { ZoomLevelSummary(zoom: $0, tileCount: counts[$0]!.tiles, byteCount: counts[$0]!.bytes) }
+    }
+
+    public func forEachTile(_ body: (TileCoordinate, UnsafeRawBufferPointer) throws -> Void) throws {
+        let base = Int(header.tileDataOffset)
+        try forEachLocatedTile { tile, offset, length in
+            try source.withBytes(offset: base + Int(offset), length: length) { try body(tile, $0) }
+        }
+    }
+
+    /// Calls `body` for the tiles `wanted` accepts, reading only those: the tiles' ranges are
+    /// announced to the source first (a remote source fetches neighbours together), then read in
+    /// file order. The order of the calls is the order of the tile data, not (zoom, x, y).
+    public func forEachTile(where wanted: (TileCoordinate) -> Bool,
+                            _ body: (TileCoordinate, UnsafeRawBufferPointer) throws -> Void) throws {
+        var chosen: [(tile: TileCoordinate, offset: UInt64, length: Int)] = []
+        try forEachEntry { entry in
+            for id in entry.tileID..<(entry.tileID + UInt64(entry.runLength)) {
+                guard let tile = PMTilesFormat.tile(ofID: id) else {
+                    throw TileArchiveError(path: path, fault: .corrupt("tile id \(id) is beyond zoom \(TileCoordinate.maximumZoom)"))
+                }
+                if wanted(tile) { chosen.append((tile, entry.offset, Int(entry.length))) }
+            }
+        }
+        chosen.sort { $0.offset < $1.offset }
+        let base = Int(header.tileDataOffset)
+        var ranges: [Range<Int>] = []
+        for item in chosen {
+            let range = (base + Int(item.offset))..<(base + Int(item.offset) + item.length)
+            if ranges.last != range { ranges.append(range) }
+        }
+        try source.willRead(ranges)
+        for item in chosen {
+            try source.withBytes(offset: base + Int(item.offset), length: item.length) { try body(item.tile, $0) }
+        }
+    }
+}

@@ -1,0 +1,317 @@
+import Foundation
+import TilepackCore
+
+/// Writes a PMTiles v3 archive (see `Specs/pmtiles.md`): clustered (tile data in tile-id order,
+/// that is by zoom and along the Hilbert curve), identical tiles stored once (compared byte for
+/// byte, not by hash alone), consecutive tiles with the same bytes as one run-length entry,
+/// directories and metadata gzip-compressed, and leaf directories when the root would not fit in
+/// the first 16 KiB with the header.
+///
+/// Tiles may come in any order. Their distinct bytes go to a spool file beside the destination
+/// (unlinked at once); ``finish()`` writes the archive to a temporary file and renames it into
+/// place, so a writer dropped before `finish` leaves nothing behind. One thread at a time.
+public final class PMTilesWriter {
+    public let destination: String
+    /// The metadata written as the JSON metadata (``finish()`` fills what the tiles tell).
+    public var metadata: TileMetadata
+
+    private let file: AtomicFile
+    private let spool: Int32
+    private var spoolBuffer: [UInt8] = []
+    private var spoolFlushed = 0
+    private var spoolLength = 0
+    private static let spoolBufferCapacity = 1 << 20
+    private var finished = false
+
+    private struct TileEntry {
+        var tileID: UInt64
+        var content: UInt32
+    }
+    private struct Content {
+        var spoolOffset: Int
+        var length: UInt32
+    }
+    private var tiles: [TileEntry] = []
+    private var contents: [Content] = []
+    /// Hash of the bytes (with their length) -> the contents with that hash.
+    private var byHash: [Int: [UInt32]] = [:]
+    private var formats: [TileFormat: Int] = [:]
+    private var gzipTiles = 0
+    private var compare: [UInt8] = []
+
+    /// What ``finish()`` wrote.
+    public struct Summary: Hashable, Sendable {
+        public var addressedTiles: Int
+        public var tileEntries: Int
+        public var tileContents: Int
+        public var leafDirectories: Int
+        public var fileLength: Int
+        public var header: PMTilesHeader
+    }
+
+    /// Prepares to write at `destination`.
+    /// - Throws: ``TileArchiveError/Fault/alreadyExists`` when it exists and `overwrite` is false.
+    public init(destination: String, metadata: TileMetadata = TileMetadata(), overwrite: Bool = false) throws(TileArchiveError) {
+        self.destination = destination
+        self.metadata = metadata
+        file = try AtomicFile(destination: destination, overwrite: overwrite)
+        let spoolPath = file.temporaryPath + ".spool"
+        let fd = open(spoolPath, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            let code = errno
+            throw TileArchiveError(path: destination, fault: .io(errno: code, reason: "create \(spoolPath): \(String(cString: strerror(code)))"))
+        }
+        unlink(spoolPath)
+        spool = fd
+    }
+
+    deinit {
+        close(spool)
+        if !finished { file.discard() }
+    }
+
+    /// Adds one tile (XYZ); its bytes are copied.
+    public func addTile(at tile: TileCoordinate, bytes: UnsafeRawBufferPointer) throws(TileArchiveError) {
+        guard !finished else { throw TileArchiveError(path: destination, fault: .io(errno: 0, reason: "the writer is already finished")) }
+        guard bytes.count > 0 else { throw TileArchiveError(path: destination, fault: .invalidTile(tile: tile, reason: "an empty tile (PMTiles entries have a length above zero)")) }
+        guard bytes.count <= PMTilesFormat.maximumTileLength else {
+            throw TileArchiveError(path: destination, fault: .tileTooLarge(tile: tile, size: bytes.count, limit: PMTilesFormat.maximumTileLength))
+        }
+        if let format = TileFormat.sniff(bytes) { formats[format, default: 0] += 1 }
+        if Gzip.isGzip(bytes) { gzipTiles += 1 }
+        var hasher = Hasher()
+        hasher.combine(bytes.count)
+        hasher.combine(bytes: bytes)
+        let hash = hasher.finalize()
+        var content: UInt32?
+        for candidate in byHash[hash] ?? [] where try spooledBytes(of: Int(candidate), equal: bytes) {
+            content = candidate
+            break
+        }
+        if content == nil {
+            let index = UInt32(contents.count)
+            contents.append(Content(spoolOffset: spoolLength, length: UInt32(bytes.count)))
+            try appendSpool(bytes)
+            byHash[hash, default: []].append(index)
+            content = index
+        }
+        tiles.append(TileEntry(tileID: PMTilesFormat.tileID(of: tile), content: content!))
+    }
+
+    public func addTile(at tile: TileCoordinate, bytes: [UInt8]) throws(TileArchiveError) {
+        try bytes.withUnsafeBytes { raw in Result { () throws(TileArchiveError) in try addTile(at: tile, bytes: raw) } }.get()
+    }
+
+    // MARK: Spool
+
+    private func appendSpool(_ bytes: UnsafeRawBufferPointer) throws(TileArchiveError) {
+        if spoolBuffer.count + bytes.count > Self.spoolBufferCapacity { try flushSpool() }
+        spoolBuffer.append(contentsOf: bytes)
+        spoolLength += bytes.count
+    }
+
+    private func flushSpool() throws(TileArchiveError) {
+        guard !spoolBuffer.isEmpty else { return }
+        var done = 0
+        while done < spoolBuffer.count {
+            let n = spoolBuffer.withUnsafeBytes { pwrite(spool, $0.baseAddress! + done, $0.count - done, off_t(spoolFlushed + done)) }
+            if n < 0, errno == EINTR { continue }
+            guard n > 0 else { throw ioError("write spool") }
+            done += n
+        }
+        spoolFlushed += spoolBuffer.count
+        spoolBuffer.removeAll(keepingCapacity: true)
+    }
+
+    /// Reads a spooled content into `compare` and calls `body` with it.
+    private func withSpooled<R>(_ index: Int, _ body: (UnsafeRawBufferPointer) throws(TileArchiveError) -> R) throws(TileArchiveError) -> R {
+        let content = contents[index]
+        let length = Int(content.length)
+        if content.spoolOffset >= spoolFlushed {
+            let start = content.spoolOffset - spoolFlushed
+            return try spoolBuffer.withUnsafeBytes { raw in
+                Result { () throws(TileArchiveError) in try body(UnsafeRawBufferPointer(rebasing: raw[start..<(start + length)])) }
+            }.get()
+        }
+        if compare.count < length { compare = [UInt8](repeating: 0, count: length) }
+        var done = 0
+        while done < length {
+            let n = compare.withUnsafeMutableBytes { pread(spool, $0.baseAddress! + done, length - done, off_t(content.spoolOffset + done)) }
+            if n < 0, errno == EINTR { continue }
+            guard n > 0 else { throw ioError("read spool") }
+            done += n
+        }
+        return try compare.withUnsafeBytes { raw in
+            Result { () throws(TileArchiveError) in try body(UnsafeRawBufferPointer(rebasing: raw[0..<length])) }
+        }.get()
+    }
+
+    private func spooledBytes(of index: Int, equal bytes: UnsafeRawBufferPointer) throws(TileArchiveError) -> Bool {
+        guard Int(contents[index].length) == bytes.count else { return false }
+        return try withSpooled(index) { stored in memcmp(stored.baseAddress!, bytes.baseAddress!, bytes.count) == 0 }
+    }
+
+    // MARK: Finish
+
+    /// Writes the archive and moves it into place.
+    /// - Throws: ``TileArchiveError/Fault/invalidTile(tile:reason:)`` for a tile added twice.
+    @discardableResult
+    public func finish() throws(TileArchiveError) -> Summary {
+        guard !finished else { throw TileArchiveError(path: destination, fault: .io(errno: 0, reason: "the writer is already finished")) }
+        finished = true
+        do throws(TileArchiveError) {
+            let summary = try write()
+            try file.commit()
+            return summary
+        } catch {
+            file.discard()
+            throw error
+        }
+    }
+
+    private func write() throws(TileArchiveError) -> Summary {
+        try flushSpool()
+        tiles.sort { $0.tileID < $1.tileID }
+        for i in tiles.indices.dropFirst() where tiles[i].tileID == tiles[i - 1].tileID {
+            let tile = PMTilesFormat.tile(ofID: tiles[i].tileID) ?? TileCoordinate(uncheckedZoom: 0, x: 0, y: 0)
+            throw TileArchiveError(path: destination, fault: .invalidTile(tile: tile, reason: "added twice"))
+        }
+
+        // Clustered: each content placed where its first tile (in tile-id order) needs it.
+        var placed = [UInt64](repeating: .max, count: contents.count)
+        var order: [Int] = []
+        order.reserveCapacity(contents.count)
+        var dataLength: UInt64 = 0
+        var entries: [PMTilesFormat.Entry] = []
+        for tile in tiles {
+            let content = Int(tile.content)
+            if placed[content] == .max {
+                placed[content] = dataLength
+                dataLength += UInt64(contents[content].length)
+                order.append(content)
+            }
+            if var last = entries.last, last.tileID + UInt64(last.runLength) == tile.tileID, last.offset == placed[content],
+               last.runLength < UInt32.max {
+                last.runLength += 1
+                entries[entries.count - 1] = last
+            } else {
+                entries.append(PMTilesFormat.Entry(tileID: tile.tileID, offset: placed[content], length: contents[content].length, runLength: 1))
+            }
+        }
+
+        let (root, leaves, leafCount) = Self.directories(entries)
+        var header = PMTilesHeader()
+        header.clustered = true
+        header.internalCompression = .gzip
+        let tileType = resolvedTileType()
+        header.tileType = tileType
+        header.tileCompression = tileType == .mvt ? (gzipTiles == tiles.count && !tiles.isEmpty ? .gzip : (gzipTiles == 0 ? .none : .unknown)) : .none
+        header.addressedTiles = UInt64(tiles.count)
+        header.tileEntries = UInt64(entries.count)
+        header.tileContents = UInt64(contents.count)
+        let minZoom = tiles.first.map { PMTilesFormat.zoom(ofID: $0.tileID) } ?? 0
+        let maxZoom = tiles.last.map { PMTilesFormat.zoom(ofID: $0.tileID) } ?? 0
+        header.minZoom = UInt8(minZoom)
+        header.maxZoom = UInt8(maxZoom)
+        setPlace(&header, minZoom: minZoom, maxZoom: maxZoom)
+
+        let metadataBytes = Gzip.compress(PMTilesMetadata.encode(metadata))
+        guard metadataBytes.count <= PMTilesFormat.maximumMetadataLength else {
+            throw TileArchiveError(path: destination, fault: .invalidMetadata("the metadata is over the limit of \(PMTilesFormat.maximumMetadataLength) bytes"))
+        }
+        header.rootOffset = UInt64(PMTilesFormat.headerLength)
+        header.rootLength = UInt64(root.count)
+        header.metadataOffset = header.rootOffset + header.rootLength
+        header.metadataLength = UInt64(metadataBytes.count)
+        header.leafOffset = header.metadataOffset + header.metadataLength
+        header.leafLength = UInt64(leaves.count)
+        header.tileDataOffset = header.leafOffset + header.leafLength
+        header.tileDataLength = dataLength
+
+        let fd = open(file.temporaryPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw ioError("create \(file.temporaryPath)") }
+        defer { close(fd) }
+        let out = BufferedOutput(fd: fd, path: destination)
+        try out.write(header.encoded())
+        try out.write(root)
+        try out.write(metadataBytes)
+        try out.write(leaves)
+        for content in order {
+            try withSpooled(content) { bytes throws(TileArchiveError) in try out.write(bytes) }
+        }
+        try out.flush()
+        let fileLength = Int(header.tileDataOffset + header.tileDataLength)
+        guard out.position == fileLength else {
+            throw TileArchiveError(path: destination, fault: .io(errno: 0, reason: "wrote \(out.position) bytes, planned \(fileLength)"))
+        }
+        return Summary(addressedTiles: tiles.count, tileEntries: entries.count, tileContents: contents.count,
+                       leafDirectories: leafCount, fileLength: fileLength, header: header)
+    }
+
+    /// The tile type: the metadata's `format` when it names one, else the tiles' most common format.
+    private func resolvedTileType() -> PMTilesFormat.TileType {
+        if let format = (try? metadata.format) ?? nil { return PMTilesFormat.TileType(format) }
+        if let (format, _) = formats.max(by: { ($0.value, $0.key.rawValue) < ($1.value, $1.key.rawValue) }) {
+            return PMTilesFormat.TileType(format)
+        }
+        return .unknown
+    }
+
+    /// Bounds and center from the metadata where it has them, else from the tiles.
+    private func setPlace(_ header: inout PMTilesHeader, minZoom: Int, maxZoom: Int) {
+        func e7(_ degrees: Double) -> Int32 { Int32(clamping: Int64((degrees * 1e7).rounded())) }
+        var box = (try? metadata.bounds) ?? nil
+        if box == nil, let last = tiles.last {
+            // The extent of the highest zoom's tiles.
+            var minX = Int.max, maxX = Int.min, minY = Int.max, maxY = Int.min
+            for entry in tiles.reversed() {
+                guard let tile = PMTilesFormat.tile(ofID: entry.tileID), tile.zoom == PMTilesFormat.zoom(ofID: last.tileID) else { break }
+                minX = min(minX, tile.x); maxX = max(maxX, tile.x); minY = min(minY, tile.y); maxY = max(maxY, tile.y)
+            }
+            let level = TileContentSummary.Level(zoom: maxZoom, tileCount: 0, minX: minX, maxX: maxX, minY: minY, maxY: maxY)
+            box = level.extent
+        }
+        let bounds = box ?? GeoBoundingBox(west: -180, south: -85.0511287, east: 180, north: 85.0511287)
+        header.minLonE7 = e7(bounds.west); header.minLatE7 = e7(bounds.south)
+        header.maxLonE7 = e7(bounds.east); header.maxLatE7 = e7(bounds.north)
+        if let center = (try? metadata.center) ?? nil {
+            header.centerLonE7 = e7(center.coordinate.longitude)
+            header.centerLatE7 = e7(center.coordinate.latitude)
+            header.centerZoom = UInt8(clamping: center.zoom ?? minZoom)
+        } else {
+            header.centerLonE7 = e7((bounds.west + bounds.east) / 2)
+            header.centerLatE7 = e7((bounds.south + bounds.north) / 2)
+            header.centerZoom = UInt8(clamping: minZoom)
+        }
+    }
+
+    /// The root directory and the leaf directories (gzip-compressed), so that the header and the
+    /// root fit in the first ``PMTilesFormat/initialFetchLength`` bytes: the root alone when it
+    /// fits, else leaves of `n` entries each, `n` growing by a fifth until the root of leaves fits.
+    static func directories(_ entries: [PMTilesFormat.Entry]) -> (root: [UInt8], leaves: [UInt8], leafCount: Int) {
+        let budget = PMTilesFormat.initialFetchLength - PMTilesFormat.headerLength
+        let whole = Gzip.compress(PMTilesFormat.encodeDirectory(entries))
+        if whole.count <= budget { return (whole, [], 0) }
+        var leafSize = max(4096, entries.count / 3500)
+        while true {
+            var leaves: [UInt8] = []
+            var rootEntries: [PMTilesFormat.Entry] = []
+            var start = 0
+            while start < entries.count {
+                let end = min(entries.count, start + leafSize)
+                let leaf = Gzip.compress(PMTilesFormat.encodeDirectory(Array(entries[start..<end])))
+                rootEntries.append(PMTilesFormat.Entry(tileID: entries[start].tileID, offset: UInt64(leaves.count), length: UInt32(leaf.count), runLength: 0))
+                leaves += leaf
+                start = end
+            }
+            let root = Gzip.compress(PMTilesFormat.encodeDirectory(rootEntries))
+            if root.count <= budget { return (root, leaves, rootEntries.count) }
+            leafSize += leafSize / 5
+        }
+    }
+
+    private func ioError(_ what: String) -> TileArchiveError {
+        let code = errno
+        return TileArchiveError(path: destination, fault: .io(errno: code, reason: "\(what): \(String(cString: strerror(code)))"))
+    }
+}

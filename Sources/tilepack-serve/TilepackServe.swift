@@ -1,0 +1,74 @@
+import ArgumentParser
+import Foundation
+import TilepackServer
+
+/// `tilepack-serve` (also run as `tilepack serve`): archives over HTTP. A program of its own so
+/// that `tilepack` builds without the server's dependencies (Hummingbird, SwiftNIO).
+@main
+struct TilepackServe: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "tilepack-serve",
+        abstract: "Serve MBTiles files and .tilepack bundles over HTTP: tiles, TileJSON, a preview map, health and metrics.",
+        discussion: """
+            Each archive is served under its file name without the extension: /NAME/{z}/{x}/{y}.EXT, \
+            /NAME.json (TileJSON 3.0.0), /NAME/ (a preview map). The first line on standard output is \
+            the base URL ("serving http://127.0.0.1:PORT/"). An archive replaced by rename is picked up \
+            without a restart. See Specs/serve.md for the whole HTTP contract.
+            """
+    )
+
+    @Argument(help: "The archives to serve (.mbtiles, .tilepack; recognised by their bytes).")
+    var archives: [String] = []
+
+    @Option(help: "The address to listen on (loopback by default; 0.0.0.0 for every interface).")
+    var host = "127.0.0.1"
+
+    @Option(help: "The port (0 picks a free one).")
+    var port = 8080
+
+    @Option(name: .customLong("public-url"), help: "The base URL written into TileJSON and pages (default: http:// and the request's Host).")
+    var publicURL: String?
+
+    @Option(name: .customLong("cache-control"), help: "Cache-Control of tiles (default: \"\(TileServerOptions.defaultCacheControl)\"; \"\(TileServerOptions.privateCacheControl)\" with --token).")
+    var cacheControl: String?
+
+    @Option(name: .customLong("cors"), help: "An origin allowed to fetch tiles from scripts; repeat for several; * for any.")
+    var corsOrigins: [String] = []
+
+    @Option(help: "Require this token on every request: Authorization: Bearer TOKEN, or ?token=TOKEN.")
+    var token: String?
+
+    @Option(name: .customLong("leaflet-path"), help: "The folder of Leaflet (Debian's libjs-leaflet).")
+    var leafletPath = TileServerOptions.defaultLeafletPath
+
+    @Option(name: .customLong("reload-interval"), help: "Seconds between checks of the archive files for replacement.")
+    var reloadInterval = 0.25
+
+    @Option(name: .customLong("idle-timeout"), help: "Seconds a connection with no traffic is kept (also one that stops sending mid-request).")
+    var idleTimeout = 30.0
+
+    @Option(name: .customLong("max-connections"), help: "Open connections at most.")
+    var maxConnections = 1024
+
+    @Option(name: .customLong("png-cache-mb"), help: "MiB of PNG tiles encoded from raw-bitmap bundles kept in memory.")
+    var pngCacheMB = 64
+
+    func validate() throws {
+        guard !archives.isEmpty else { throw ValidationError("give one or more archives to serve") }
+        guard (0...65535).contains(port) else { throw ValidationError("--port must be 0-65535, not \(port)") }
+        guard reloadInterval > 0, idleTimeout > 0 else { throw ValidationError("--reload-interval and --idle-timeout must be positive") }
+        guard maxConnections > 0 else { throw ValidationError("--max-connections must be positive") }
+        guard (0...65536).contains(pngCacheMB) else { throw ValidationError("--png-cache-mb must be 0-65536") }
+    }
+
+    func run() async throws {
+        let options = TileServerOptions(
+            archivePaths: archives, host: host, port: port, publicURL: publicURL, cacheControl: cacheControl,
+            corsOrigins: corsOrigins, token: token, leafletPath: leafletPath, reloadInterval: reloadInterval,
+            encodedTileCacheBytes: pngCacheMB << 20, maximumConnections: maxConnections, idleTimeout: idleTimeout)
+        let server = try TileServer(options: options)
+        try await server.run { url in
+            FileHandle.standardOutput.write(Data("serving \(url)\n".utf8))
+        }
+    }
+}

@@ -1,0 +1,108 @@
+import ArgumentParser
+import TilepackCore
+import TilepackOperations
+
+struct ExtractCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "extract",
+        abstract: "Copy a region of an archive into a new archive of any format.",
+        discussion: "The input is any archive tilepack reads; the output's extension (.mbtiles, .tilepack, .pmtiles) chooses its format. Only the tiles of the region are read.")
+
+    @Argument(help: "The archive to read.")
+    var source: String
+
+    @Argument(help: "The archive to write (.mbtiles, .tilepack or .pmtiles).")
+    var output: String
+
+    @Option(help: ArgumentHelp("Only tiles touching this box: west,south,east,north in degrees.", valueName: "w,s,e,n"),
+            transform: BoundingBoxArgument.parse)
+    var bbox: BoundingBoxArgument?
+
+    @Option(name: .customLong("min-zoom"), help: "Lowest zoom to extract.")
+    var minZoom: Int?
+
+    @Option(name: .customLong("max-zoom"), help: "Highest zoom to extract.")
+    var maxZoom: Int?
+
+    @Flag(help: "Overwrite an existing output.")
+    var force = false
+
+    @OptionGroup var outputOptions: OutputOptions
+
+    func validate() throws {
+        if let minZoom, let maxZoom, minZoom > maxZoom {
+            throw ValidationError("--min-zoom \(minZoom) is above --max-zoom \(maxZoom)")
+        }
+        for zoom in [minZoom, maxZoom].compactMap({ $0 }) where !(0...TileCoordinate.maximumZoom).contains(zoom) {
+            throw ValidationError("zoom \(zoom) is outside 0...\(TileCoordinate.maximumZoom)")
+        }
+    }
+
+    func run() throws {
+        var options = ExtractOptions()
+        options.bounds = bbox?.box
+        options.minZoom = minZoom
+        options.maxZoom = maxZoom
+        options.overwrite = force
+        let report = try TileExtractor.run(source: source, destination: output, options: options,
+                                           progress: ProgressBar.handler(label: "extract", quiet: outputOptions.quiet))
+        if outputOptions.json {
+            try printJSON(report)
+        } else {
+            print("extracted \(report.tiles) tiles (\(report.bytes) bytes) into \(output) in \(String(format: "%.2f", report.seconds)) s")
+        }
+    }
+}
+
+struct MergeCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "merge",
+        abstract: "Merge archives of one tile type (such as the shards of a build) into one.",
+        discussion: """
+        Tiles held by several inputs with the same bytes are stored once; with different bytes they \
+        are an error naming the tile, unless --on-duplicate says which to keep. The metadata is the \
+        first input's; bounds, center and zooms the inputs disagree on are derived from all the tiles.
+        """)
+
+    @Argument(help: "The archives to merge, then the archive to write (.mbtiles, .tilepack or .pmtiles).")
+    var paths: [String]
+
+    @Option(name: .customLong("on-duplicate"), help: "A tile in several inputs with different bytes: error, first or last.")
+    var onDuplicate: DuplicateRule = .error
+
+    @Flag(help: "Overwrite an existing output.")
+    var force = false
+
+    @OptionGroup var outputOptions: OutputOptions
+
+    func validate() throws {
+        if paths.count < 2 { throw ValidationError("give at least one input and the output") }
+    }
+
+    func run() throws {
+        var options = MergeOptions()
+        options.onDuplicate = onDuplicate
+        options.overwrite = force
+        let report = try ArchiveMerger.run(inputs: Array(paths.dropLast()), destination: paths.last!, options: options,
+                                           progress: ProgressBar.handler(label: "merge", quiet: outputOptions.quiet))
+        if outputOptions.json {
+            try printJSON(report)
+        } else {
+            print("merged \(report.tiles) tiles from \(report.inputs.count) archives into \(report.destination) (\(report.duplicates) duplicates) in \(String(format: "%.2f", report.seconds)) s")
+        }
+    }
+}
+
+extension DuplicateRule: ExpressibleByArgument {}
+
+/// `--shard K/N`.
+struct ShardArgument: ExpressibleByArgument {
+    var spec: ShardSpec
+
+    init?(argument: String) {
+        guard let spec = ShardSpec(argument) else { return nil }
+        self.spec = spec
+    }
+
+    static var defaultValueDescription: String { "K/N" }
+}

@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# tilepack serve against nginx on the same tiles (issue 16), with wrk: random tiles of a few
+# thousand, 32 connections, release builds, in one run. Contenders alternate round by round;
+# each figure is printed with nginx's of the same round as a ratio, then the medians.
+#   bash tools/bench-serve.sh            (ROUNDS=3 DURATION=10 CONNECTIONS=32 to change)
+# Needs nginx (Debian nginx-light) and wrk. Goals: bundle >= 0.7x nginx's requests/s, MBTiles
+# >= 0.5x, p99 latency <= 3x nginx's, memory flat under load.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rounds="${ROUNDS:-3}"; duration="${DURATION:-10}"; connections="${CONNECTIONS:-32}"
+for tool in nginx wrk python3; do command -v "$tool" >/dev/null || { echo "bench-serve needs $tool"; exit 1; }; done
+work="$(mktemp -d /tmp/bench-serve.XXXXXX)"; chmod 755 "$work"
+echo "machine: $(nproc) cores; load before: $(uptime | sed 's/.*load average: //')"
+
+swift build -c release --product tilepack-serve >/dev/null
+swift build -c release --product tilepack >/dev/null
+bin="$(swift build -c release --show-bin-path)"
+
+# 5461 tiles, zooms 0-6, from the sample tiles (zooms 5 and 6 reuse zoom 4's images, with a
+# different trailing comment chunk each so that no two tiles share bytes).
+python3 - "$work/tree" <<'PY'
+import os, struct, sys, zlib
+root = sys.argv[1]
+for z in range(7):
+    source_zoom = min(z, 4)
+    for x in range(1 << z):
+        for y in range(1 << z):
+            src = open(f"samples/tiles/{source_zoom}/{x % (1 << source_zoom)}/{y % (1 << source_zoom)}.png", "rb").read()
+            text = b"tEXt" + f"tile\0{z}/{x}/{y}".encode()
+            chunk = struct.pack(">I", len(text) - 4) + text + struct.pack(">I", zlib.crc32(text) & 0xffffffff)
+            os.makedirs(f"{root}/{z}/{x}", exist_ok=True)
+            open(f"{root}/{z}/{x}/{y}.png", "wb").write(src[:-12] + chunk + src[-12:])
+PY
+"$bin/tilepack" import "$work/tree" "$work/tiles.tilepack" --force --quiet >/dev/null
+"$bin/tilepack" import "$work/tree" "$work/tiles_mb.mbtiles" --force --quiet >/dev/null
+"$bin/tilepack" export "$work/tiles.tilepack" "$work/static" >/dev/null
+chmod -R a+rX "$work"
+(cd "$work/tree" && find . -name '*.png' | sed 's/^\.//') | python3 -c 'import random,sys; l=sys.stdin.read().split(); random.Random(7).shuffle(l); print("\n".join(l))' > "$work/paths.txt"
+echo "tiles: $(wc -l < "$work/paths.txt"), $(du -sh "$work/static" | cut -f1) as files, bundle $(du -h "$work/tiles.tilepack" | cut -f1), MBTiles $(du -h "$work/tiles_mb.mbtiles" | cut -f1)"
+
+cat > "$work/random.lua" <<'LUA'
+local paths = {}
+for line in io.lines(os.getenv("TILE_PATHS")) do paths[#paths + 1] = line end
+local prefix = os.getenv("TILE_PREFIX") or ""
+local counter = 0
+request = function()
+  counter = counter + 1
+  return wrk.format("GET", prefix .. paths[(counter * 7919) % #paths + 1])
+end
+LUA
+
+port=$((20000 + RANDOM % 20000))
+user_line=""; [ "$(id -u)" -eq 0 ] && user_line="user root;"
+cat > "$work/nginx.conf" <<NGINX
+$user_line
+worker_processes auto;
+daemon off;
+pid $work/nginx.pid;
+error_log $work/nginx-error.log;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  sendfile on;
+  tcp_nopush on;
+  keepalive_requests 10000000;
+  types { image/png png; }
+  server { listen 127.0.0.1:$port; root $work/static; }
+}
+NGINX
+nginx -c "$work/nginx.conf" -p "$work" &
+nginx_pid=$!
+"$bin/tilepack-serve" --port 0 "$work/tiles.tilepack" "$work/tiles_mb.mbtiles" > "$work/serve.out" 2> "$work/serve.err" &
+serve_pid=$!
+trap 'kill $nginx_pid $serve_pid 2>/dev/null || true' EXIT
+for _ in $(seq 100); do [ -s "$work/serve.out" ] && break; sleep 0.1; done
+serve_base="$(sed -n 's/^serving //p' "$work/serve.out" | head -1)"
+serve_base="${serve_base%/}"
+sleep 0.5
+curl -sf -o /dev/null "http://127.0.0.1:$port/0/0/0.png" || { echo "nginx did not start"; cat "$work/nginx-error.log"; exit 1; }
+curl -sf -o /dev/null "$serve_base/tiles/0/0/0.png" || { echo "tilepack-serve did not start"; cat "$work/serve.err"; exit 1; }
+cmp <(curl -s "http://127.0.0.1:$port/6/33/20.png") <(curl -s "$serve_base/tiles/6/33/20.png") || { echo "nginx and tilepack serve differ"; exit 1; }
+rss() { awk '/VmRSS/ {print $2}' "/proc/$serve_pid/status"; }
+
+run() {  # name url-prefix -> "requests/s p99-ms"
+  local out
+  out="$(TILE_PATHS="$work/paths.txt" TILE_PREFIX="$2" wrk -t2 -c"$connections" -d"${duration}s" --latency -s "$work/random.lua" "$3" 2>&1)"
+  local rps p99 errors
+  rps="$(echo "$out" | awk '/Requests\/sec/ {print $2}')"
+  p99="$(echo "$out" | awk '$1 == "99%" {v=$2; if (v ~ /us$/) {sub(/us/,"",v); v=v/1000} else if (v ~ /ms$/) {sub(/ms/,"",v)} else if (v ~ /s$/) {sub(/s/,"",v); v=v*1000}; print v}')"
+  errors="$(echo "$out" | awk '/Non-2xx|Socket errors/ {print}' | tr '\n' ' ')"
+  [ -n "$errors" ] && echo "  $1: $errors" >&2
+  echo "$rps $p99"
+}
+
+echo "tilepack-serve memory before load: $(rss) KiB"
+declare -A all
+printf "%-6s %-8s %12s %9s %10s %8s\n" round server "requests/s" "p99 ms" "vs nginx" "p99 x"
+for r in $(seq "$rounds"); do
+  read -r n_rps n_p99 <<< "$(run nginx "" "http://127.0.0.1:$port")"
+  printf "%-6s %-8s %12.0f %9.2f %10s %8s\n" "$r" nginx "$n_rps" "$n_p99" "1.00x" "1.00x"
+  all[nginx]+="$n_rps,$n_p99 "
+  for contender in bundle mbtiles; do
+    # Both archives hold the same tiles: the bundle is served as "tiles", the MBTiles file as "tiles_mb".
+    prefix="/tiles"; [ "$contender" = mbtiles ] && prefix="/tiles_mb"
+    read -r rps p99 <<< "$(run "$contender" "$prefix" "$serve_base")"
+    printf "%-6s %-8s %12.0f %9.2f %9.2fx %7.2fx\n" "$r" "$contender" "$rps" "$p99" "$(echo "$rps / $n_rps" | bc -l)" "$(echo "$p99 / $n_p99" | bc -l)"
+    all[$contender]+="$rps,$p99 "
+  done
+  echo "  tilepack-serve memory after round $r: $(rss) KiB"
+done
+median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+echo "medians over $rounds rounds ($duration s each, $connections connections, wrk -t2):"
+n_rps="$(for v in ${all[nginx]}; do echo "${v%,*}"; done | median)"; n_p99="$(for v in ${all[nginx]}; do echo "${v#*,}"; done | median)"
+printf "  %-8s %10.0f requests/s   p99 %7.2f ms\n" nginx "$n_rps" "$n_p99"
+for contender in bundle mbtiles; do
+  rps="$(for v in ${all[$contender]}; do echo "${v%,*}"; done | median)"; p99="$(for v in ${all[$contender]}; do echo "${v#*,}"; done | median)"
+  printf "  %-8s %10.0f requests/s   p99 %7.2f ms   %.2fx nginx's requests/s, %.2fx its p99\n" "$contender" "$rps" "$p99" \
+    "$(echo "$rps / $n_rps" | bc -l)" "$(echo "$p99 / $n_p99" | bc -l)"
+done
+echo "tilepack-serve memory at the end: $(rss) KiB (peak $(awk '/VmHWM/ {print $2}' "/proc/$serve_pid/status") KiB)"
+echo "load after: $(uptime | sed 's/.*load average: //')"
