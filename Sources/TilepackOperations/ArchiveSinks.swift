@@ -157,7 +157,8 @@ final class PMTilesSink: TileSink {
         writer = try PMTilesWriter(destination: destination, metadata: metadata, overwrite: overwrite)
     }
 
-    let prepare: @Sendable (consuming [UInt8]) -> PreparedTile = { .bytes($0) }
+    let prepare: @Sendable (consuming [UInt8], UInt32?) -> PreparedTile = { bytes, _ in .bytes(bytes) }
+    let usesCRC = false
 
     func begin(content: TileContent) throws {
         if case .rawBitmap(let layout) = content {
