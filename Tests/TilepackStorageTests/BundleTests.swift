@@ -417,13 +417,13 @@ import TilepackTestSupport
     }
 
     @Test func largeEntropyCodedPayloadsAreSampledBeforeLZ4() throws {
-        // 64 KiB of zeros except noise where the two samples are (the first 4 KiB and the 4 KiB at
-        // the middle): LZ4 would save most of it, but the samples say it will not.
+        // 64 KiB of zeros except noise where the two samples are (the 4 KiB a third and two thirds
+        // of the way in): LZ4 would save most of it, but the samples say it will not.
         let length = 64 << 10, sample = 4 << 10
         var bytes = [UInt8](repeating: 0, count: length)
         let noise = [UInt8](F.noise(2 * sample, seed: 3))
-        bytes.replaceSubrange(0..<sample, with: noise[0..<sample])
-        let middle = (length - sample) / 2
+        let third = (length - sample) / 3, middle = 2 * (length - sample) / 3
+        bytes.replaceSubrange(third..<(third + sample), with: noise[0..<sample])
         bytes.replaceSubrange(middle..<(middle + sample), with: noise[sample...])
         let png: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
         let jpeg: [UInt8] = [0xFF, 0xD8, 0xFF, 0xE0]
@@ -438,7 +438,7 @@ import TilepackTestSupport
         var json = bytes
         json[0] = UInt8(ascii: "{")
         #expect(BundleWriter.prepare(json, options: options).codec == .lz4Block)
-        // A PNG whose middle compresses, and a small PNG, are tried whole (and compress).
+        // A PNG whose second sample compresses, and a small PNG, are tried whole (and compress).
         var compressibleMiddle = bytes
         compressibleMiddle.replaceSubrange(0..<png.count, with: png)
         compressibleMiddle.replaceSubrange(middle..<(middle + sample), with: repeatElement(0, count: sample))

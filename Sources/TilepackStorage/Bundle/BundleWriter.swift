@@ -165,17 +165,18 @@ public final class BundleWriter {
 
     /// Whether LZ4 is worth trying on the whole of `raw`. For a payload over
     /// ``sampledPayloadLength`` that is already entropy-coded, only when LZ4 saves at least
-    /// ``Options/minimumLZ4Saving`` on one of two samples of ``sampleLength`` bytes: its first
-    /// bytes, or those at its middle. Such payloads almost never shrink (a 92 KB aerial PNG does
-    /// not), and trying costs a pass over the bytes; a sample costs a twentieth of that. The rule
-    /// depends on the bytes alone, so the output stays a function of the tiles.
+    /// ``Options/minimumLZ4Saving`` on one of two samples of ``sampleLength`` bytes, a third and
+    /// two thirds of the way in (inside the coded data: a JPEG's first bytes are its tables, which
+    /// shrink). Such payloads almost never shrink (a 92 KB aerial PNG does not), and trying costs
+    /// a pass over the bytes; the samples cost a tenth of that. The rule depends on the bytes
+    /// alone, so the output stays a function of the tiles.
     static func lz4MaySave(_ raw: UnsafeRawBufferPointer, options: Options) -> Bool {
         guard raw.count > sampledPayloadLength, let source = raw.baseAddress,
               TileFormat.isGzip(raw) || [.png, .jpeg, .webp, .gif].contains(TileFormat.sniff(raw)) else { return true }
         let saving = max(1, Int((Double(sampleLength) * options.minimumLZ4Saving).rounded(.up)))
         let capacity = sampleLength - saving
         return withUnsafeTemporaryAllocation(byteCount: capacity, alignment: 16) { buffer in
-            for start in [0, (raw.count - sampleLength) / 2] {
+            for start in [(raw.count - sampleLength) / 3, 2 * (raw.count - sampleLength) / 3] {
                 let produced = LZ4_compress_default(
                     (source + start).assumingMemoryBound(to: CChar.self),
                     buffer.baseAddress?.assumingMemoryBound(to: CChar.self),
