@@ -52,13 +52,14 @@ let package = Package(
         // Synthetic map-like tiles for the sample tree, tests and benchmarks.
         .target(name: "TileSynth", dependencies: ["BenchSupport", .product(name: "TilepackImaging", package: "tilepack")]),
         .executableTarget(name: "make-samples", dependencies: ["TileSynth"]),
-        // Issue 6's import/verify benchmark (run it with tools/bench-import.sh) and its C floors:
-        // one thread opening and reading every file of a tree once, optionally decoding each PNG with libpng.
+        // The import/verify benchmark of issues 6 and 19 (run it with tools/bench-import.sh) and its C
+        // floors: one thread opening and reading every file of a tree once, optionally writing the
+        // bytes to one file (then fsync) or decoding each tile (libpng, TurboJPEG).
         .executableTarget(name: "bench-import", dependencies: [
-            "BenchSupport", "TileSynth",
+            "BenchSupport", "TileSynth", "CImagingFloor",
             .product(name: "Tilepack", package: "tilepack"),
         ]),
-        .executableTarget(name: "floor-read", linkerSettings: [.linkedLibrary("png")]),
+        .executableTarget(name: "floor-read", linkerSettings: [.linkedLibrary("png"), .linkedLibrary("turbojpeg")]),
         // tilepack fetch's HTTP floor: the same GETs through TilepackHTTP alone (tools/bench-fetch.sh).
         .executableTarget(name: "bench-fetch-floor", dependencies: [.product(name: "Tilepack", package: "tilepack")]),
         // The adapter's headline: bitmaps per second delivered into request buffers.

@@ -61,7 +61,8 @@ final class MBTilesSink: TileSink {
         }
     }
 
-    let prepare: @Sendable (consuming [UInt8]) -> PreparedTile = { .bytes($0) }
+    let prepare: @Sendable (consuming [UInt8], UInt32?) -> PreparedTile = { bytes, _ in .bytes(bytes) }
+    let usesCRC = false
 
     func begin(content: TileContent) throws {}
 
@@ -106,7 +107,10 @@ final class BundleSink: TileSink {
     private var writer: BundleWriter?
     private static let options = BundleWriter.Options(derivation: .fillMissing)
 
-    let prepare: @Sendable (consuming [UInt8]) -> PreparedTile = { .bundlePayload(BundleWriter.prepare($0, options: BundleSink.options)) }
+    let prepare: @Sendable (consuming [UInt8], UInt32?) -> PreparedTile = { bytes, crc in
+        .bundlePayload(BundleWriter.prepare(bytes, options: BundleSink.options, crc: crc))
+    }
+    let usesCRC = true
 
     init(destination: String, overwrite: Bool) throws(TileArchiveError) {
         self.destination = destination
@@ -153,7 +157,8 @@ final class PMTilesSink: TileSink {
         writer = try PMTilesWriter(destination: destination, metadata: metadata, overwrite: overwrite)
     }
 
-    let prepare: @Sendable (consuming [UInt8]) -> PreparedTile = { .bytes($0) }
+    let prepare: @Sendable (consuming [UInt8], UInt32?) -> PreparedTile = { bytes, _ in .bytes(bytes) }
+    let usesCRC = false
 
     func begin(content: TileContent) throws {
         if case .rawBitmap(let layout) = content {

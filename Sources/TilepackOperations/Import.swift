@@ -130,9 +130,9 @@ public enum TileImporter {
 
         // The tree is walked and each batch started on the workers by a thread of its own, up to
         // three batches ahead of this one, which writes them.
-        let prepare = sink.prepare
+        let prepare = sink.prepare, usesCRC = sink.usesCRC
         let feeder = BatchFeeder(walker: walker, depth: 3) { files in
-            TileFileReader.start(files, options: options, prepare: prepare, pool: pool)
+            TileFileReader.start(files, options: options, usesCRC: usesCRC, prepare: prepare, pool: pool)
         }
         defer { feeder.stop() }
         var readFailures: [SkippedFile] = []
@@ -277,6 +277,8 @@ struct ReadTile: Sendable {
     var prepared: PreparedTile
     /// How many bytes that was before the sink's preparation.
     var byteCount: Int
+    /// The CRC-32 of the file's bytes, when the check derived it.
+    var crc: UInt32?
     /// The side in pixels when the bytes are raw pixels.
     var rawSize: Int?
 }
@@ -285,17 +287,24 @@ struct ReadTile: Sendable {
 enum TileFileReader {
     struct ReadFailure: Error { var reason: String }
 
-    typealias Batch = ParallelBatch<TileFile, Result<ReadTile, ReadFailure>, [UInt8]>
+    typealias Batch = ParallelBatch<TileFile, Result<ReadTile, ReadFailure>, Scratch>
 
-    /// Starts reading `files` on the threads of `pool`, each tile then made ready by `prepare`.
-    static func start(_ files: [TileFile], options: ImportOptions, prepare: @escaping @Sendable (consuming [UInt8]) -> PreparedTile,
-                      pool: WorkerPool) -> Batch {
+    /// A worker's reusable read buffer, and whether its last file was large.
+    struct Scratch {
+        var buffer: [UInt8] = []
+        var lastWasLarge = false
+    }
+
+    /// Starts reading `files` on the threads of `pool`, each tile then made ready by `prepare`
+    /// (given the file's CRC-32 where the check derives it, when `usesCRC`).
+    static func start(_ files: [TileFile], options: ImportOptions, usesCRC: Bool = false,
+                      prepare: @escaping @Sendable (consuming [UInt8], UInt32?) -> PreparedTile, pool: WorkerPool) -> Batch {
         let batch = Batch(files)
         if !files.isEmpty {
-            batch.start(on: pool, makeState: { [] }) { scratch, file in
-                read(file, options: options, scratch: &scratch).map { tile in
+            batch.start(on: pool, makeState: { Scratch() }) { scratch, file in
+                read(file, options: options, computingCRC: usesCRC, scratch: &scratch).map { tile in
                     var tile = tile
-                    if case .bytes(let bytes) = tile.prepared { tile.prepared = prepare(bytes) }
+                    if case .bytes(let bytes) = tile.prepared { tile.prepared = prepare(bytes, tile.crc) }
                     return tile
                 }
             }
@@ -303,23 +312,34 @@ enum TileFileReader {
         return batch
     }
 
-    static func read(_ file: TileFile, options: ImportOptions, scratch: inout [UInt8]) -> Result<ReadTile, ReadFailure> {
+    /// Files at least this long have their CRC-32 derived from their PNG chunks' when asked. A
+    /// smaller tile is stored LZ4-compressed more often than not, and the CRC of its file is of
+    /// no use then.
+    static let crcFromChunksLength = 16 << 10
+
+    static func read(_ file: TileFile, options: ImportOptions, computingCRC: Bool = false,
+                     scratch: inout Scratch) -> Result<ReadTile, ReadFailure> {
         let bytes: [UInt8]
         do throws(FileReading.Failure) {
-            bytes = try FileReading.read(file.path, folder: file.folder, name: file.name, scratch: &scratch)
+            bytes = try FileReading.read(file.path, folder: file.folder, name: file.name, scratch: &scratch.buffer,
+                                         expectLarge: scratch.lastWasLarge)
+            scratch.lastWasLarge = bytes.count >= FileReading.largeFileSize
         } catch {
             return .failure(ReadFailure(reason: error.description))
         }
+        let deriveCRC = computingCRC && options.encode == nil && bytes.count >= crcFromChunksLength
         let checked = bytes.withUnsafeBytes { buffer in
-            Result { () throws(TileIntegrity.Finding) in try TileIntegrity.check(buffer) }
+            Result { () throws(TileIntegrity.Finding) in
+                deriveCRC ? try TileIntegrity.checkComputingCRC(buffer) : (try TileIntegrity.check(buffer), nil)
+            }
         }
-        let format: TileFormat
+        let format: TileFormat, crc: UInt32?
         switch checked {
-        case .success(let sniffed): format = sniffed
+        case .success(let result): (format, crc) = result
         case .failure(let finding): return .failure(ReadFailure(reason: finding.description))
         }
         guard let pixelFormat = options.encode else {
-            return .success(ReadTile(format: format, prepared: .bytes(bytes), byteCount: bytes.count))
+            return .success(ReadTile(format: format, prepared: .bytes(bytes), byteCount: bytes.count, crc: crc))
         }
         do {
             let bitmap = try ImageDecoder.decode(Data(bytes), pixelFormat: pixelFormat)

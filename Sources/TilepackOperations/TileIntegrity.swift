@@ -22,10 +22,47 @@ public enum TileIntegrity {
 
     /// Returns the tile's format when its structure is sound, or throws what is wrong.
     public static func check(_ bytes: UnsafeRawBufferPointer) throws(Finding) -> TileFormat {
+        var crc: WholeFileCRC?
+        return try check(bytes, crc: &crc)
+    }
+
+    /// ``check(_:)``, and for a PNG also the CRC-32 of the whole file, derived from the chunk CRCs
+    /// the check computes anyway (`crc32_combine`), so a writer that stores the file's CRC needs no
+    /// pass of its own over the bytes; `nil` for other formats.
+    public static func checkComputingCRC(_ bytes: UnsafeRawBufferPointer) throws(Finding) -> (format: TileFormat, crc: UInt32?) {
+        var crc: WholeFileCRC? = WholeFileCRC()
+        let format = try check(bytes, crc: &crc)
+        return (format, format == .png ? crc?.value : nil)
+    }
+
+    /// The CRC-32 of a whole file built from its pieces in order: bytes, or ranges whose CRC is known.
+    struct WholeFileCRC {
+        private(set) var value: UInt32 = 0
+        /// The last combination operator made, and the length it is for (PNG's data chunks are
+        /// mostly of one length, and making an operator costs more than applying it).
+        private var operatorLength = -1
+        private var combineOperator: UInt = 0
+
+        mutating func add(_ bytes: UnsafeRawBufferPointer) {
+            guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
+            value = UInt32(crc32(UInt(value), base.assumingMemoryBound(to: UInt8.self), UInt32(bytes.count)))
+        }
+
+        /// Appends `length` bytes whose own CRC-32 is `crc`.
+        mutating func add(crc: UInt32, length: Int) {
+            if length != operatorLength {
+                combineOperator = UInt(crc32_combine_gen(off_t(length)))
+                operatorLength = length
+            }
+            value = UInt32(crc32_combine_op(UInt(value), UInt(crc), combineOperator))
+        }
+    }
+
+    private static func check(_ bytes: UnsafeRawBufferPointer, crc: inout WholeFileCRC?) throws(Finding) -> TileFormat {
         guard !bytes.isEmpty else { throw .empty }
         guard let format = TileFormat.sniff(bytes) else { throw .unknownFormat }
         switch format {
-        case .png: try checkPNG(bytes)
+        case .png: try checkPNG(bytes, crc: &crc)
         case .jpeg: try checkJPEG(bytes)
         case .webp: try checkWebP(bytes)
         case .gif:
@@ -43,8 +80,10 @@ public enum TileIntegrity {
     }
 
     /// Walks every chunk: lengths inside the file, each chunk's CRC-32, IHDR first, IDAT present, IEND last.
-    static func checkPNG(_ bytes: UnsafeRawBufferPointer) throws(Finding) {
+    /// With `crc`, also builds the CRC-32 of the whole file from the chunks'.
+    static func checkPNG(_ bytes: UnsafeRawBufferPointer, crc: inout WholeFileCRC?) throws(Finding) {
         var offset = 8
+        var covered = 0  // bytes of the file `crc` covers
         var chunkIndex = 0
         var sawIDAT = false
         while true {
@@ -59,12 +98,19 @@ public enum TileIntegrity {
             guard declared == computed else {
                 throw .damaged(.png, "CRC of chunk \(fourCC(type)) at byte \(offset) fails (declared \(hex(declared)), computed \(hex(computed)))")
             }
+            if crc != nil {
+                // Up to this chunk's type (the signature or the last CRC, and the length), then its type and data.
+                crc?.add(UnsafeRawBufferPointer(rebasing: bytes[covered..<(offset + 4)]))
+                crc?.add(crc: computed, length: length + 4)
+                covered = offset + 8 + length
+            }
             if chunkIndex == 0, type != 0x4948_4452 || length != 13 { throw .damaged(.png, "first chunk is not IHDR") }
             if type == 0x4944_4154 { sawIDAT = true }
             offset += 12 + length
             chunkIndex += 1
             if type == 0x4945_4E44 {
                 guard sawIDAT else { throw .damaged(.png, "no IDAT chunk") }
+                crc?.add(UnsafeRawBufferPointer(rebasing: bytes[covered...]))
                 return
             }
         }

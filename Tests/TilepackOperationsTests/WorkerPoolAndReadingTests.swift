@@ -69,6 +69,15 @@ import TilepackTestSupport
             let path = dir.file("f\(size)")
             try Data(bytes).write(to: URL(fileURLWithPath: path))
             #expect(try FileReading.read(path, scratch: &scratch) == bytes, "\(size) bytes")
+            // Measured first (the hint that the last file was large): the same bytes.
+            #expect(try FileReading.read(path, scratch: &scratch, expectLarge: true) == bytes, "\(size) bytes, expecting a large file")
+        }
+        // Too large is too large either way.
+        let huge = dir.file("huge")
+        #expect(FileManager.default.createFile(atPath: huge, contents: nil))
+        #expect(truncate(huge, off_t(FileReading.maximumTileFileSize + 1)) == 0)
+        for expectLarge in [false, true] {
+            #expect(throws: FileReading.Failure.self) { try FileReading.read(huge, scratch: &scratch, expectLarge: expectLarge) }
         }
     }
 
@@ -77,19 +86,24 @@ import TilepackTestSupport
         let path = dir.file("0.png")
         #expect(mkfifo(path, 0o600) == 0)
         var scratch: [UInt8] = []
-        // Opened without blocking, a FIFO with no writer is named for what it is (not "empty").
-        do {
-            _ = try FileReading.read(path, scratch: &scratch)
-            Issue.record("a FIFO was read as a tile")
-        } catch {
-            #expect(error.description == "a FIFO (named pipe), not a regular file")
+        // Opened without blocking, a FIFO with no writer is named for what it is (not "empty"),
+        // whatever the last file was.
+        for expectLarge in [false, true] {
+            do {
+                _ = try FileReading.read(path, scratch: &scratch, expectLarge: expectLarge)
+                Issue.record("a FIFO was read as a tile")
+            } catch {
+                #expect(error.description == "a FIFO (named pipe), not a regular file")
+            }
         }
     }
 
     @Test func aFolderOrAMissingFileIsAnError() throws {
         let dir = try TemporaryDirectory()
         var scratch: [UInt8] = []
-        #expect(throws: FileReading.Failure.self) { try FileReading.read(dir.path, scratch: &scratch) }
-        #expect(throws: FileReading.Failure.self) { try FileReading.read(dir.file("missing"), scratch: &scratch) }
+        for expectLarge in [false, true] {
+            #expect(throws: FileReading.Failure.self) { try FileReading.read(dir.path, scratch: &scratch, expectLarge: expectLarge) }
+            #expect(throws: FileReading.Failure.self) { try FileReading.read(dir.file("missing"), scratch: &scratch, expectLarge: expectLarge) }
+        }
     }
 }

@@ -25,6 +25,24 @@ import Testing
         #expect(background.finalize() == bytes.withUnsafeBytes { MD5.hash($0) })
     }
 
+    /// Large arrays handed over as they are (issue 19), among small pieces that are copied, in
+    /// any mix: the MD5 of the stream in order.
+    @Test func sharedArraysAndCopiedPiecesHashInOrder() {
+        var stream: [UInt8] = []
+        let background = BackgroundMD5()
+        for i in 0..<90 {
+            let length = [5, BackgroundMD5.sharedLength - 1, BackgroundMD5.sharedLength, 100_000, 1 << 20, 3][i % 6]
+            let piece = (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ i) }
+            stream += piece
+            if i % 4 == 0 {
+                piece.withUnsafeBytes { background.update($0) }
+            } else {
+                background.update(sharing: piece)
+            }
+        }
+        #expect(background.finalize() == stream.withUnsafeBytes { MD5.hash($0) })
+    }
+
     /// RFC 1321's test suite, through the platform's MD5 (libcrypto on Linux, CryptoKit on Apple).
     @Test(arguments: [
         ("", "D41D8CD98F00B204E9800998ECF8427E"),

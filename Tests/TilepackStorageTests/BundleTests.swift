@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import TilepackCore
-import TilepackStorage
+@testable import TilepackStorage
 import TilepackTestSupport
 
 @Suite struct BundleRoundTripTests {
@@ -365,5 +365,99 @@ import TilepackTestSupport
         let fields = text.split(separator: " ")
         guard fields.count > 1, let pages = Int(fields[1]) else { return nil }
         return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+    }
+}
+
+/// Issue 19: large payloads are spooled as the data section lays them out and copied by the
+/// kernel; large entropy-coded payloads are sampled before LZ4 is tried.
+@Suite struct BundleLargePayloadTests {
+    typealias F = BundleFixtures
+
+    /// Tiles of 40-130 KiB (runs the kernel copies) among 1 KiB ones (copied through memory),
+    /// some repeated, so that runs of the spool break and join in every way.
+    static func mixedTiles() -> [(TileCoordinate, Data)] {
+        var tiles: [(TileCoordinate, Data)] = []
+        for i in 0..<96 {
+            let x = i % 8, y = i / 8
+            let data: Data = switch i % 5 {
+            case 0, 1: F.noise(40_000 + 977 * i, seed: UInt64(i) + 1)  // large, stored
+            case 2: F.pngLike(130_000 + i, seed: i % 4)                   // large, LZ4
+            case 3: F.noise(1000 + i, seed: UInt64(i) + 500)              // small, stored
+            default: F.noise(50_000, seed: 7)                             // large, one shared payload
+            }
+            tiles.append((F.tile(4, x, y), data))
+        }
+        return tiles
+    }
+
+    @Test func kernelCopiedPayloadsGiveTheSameFileAsCopiesThroughMemory() throws {
+        let dir = try TemporaryDirectory()
+        let tiles = Self.mixedTiles()
+        func write(_ tiles: [(TileCoordinate, Data)], _ name: String, kernel: Bool) throws -> Data {
+            let writer = try BundleWriter(destination: dir.file(name), content: .encoded(.png),
+                                          metadata: TileMetadata(["name": "mixed", "format": "png"]))
+            writer.copiesInKernel = kernel
+            for (tile, data) in tiles { try writer.addTile(at: tile, data: data) }
+            try writer.finish()
+            return try Data(contentsOf: dir.url.appendingPathComponent(name))
+        }
+        let memory = try write(tiles, "memory.tilepack", kernel: false)
+        let kernel = try write(tiles, "kernel.tilepack", kernel: true)
+        var rng = SystemRandomNumberGenerator()
+        let shuffled = try write(tiles.shuffled(using: &rng), "shuffled.tilepack", kernel: true)
+        let reversed = try write(tiles.reversed(), "reversed.tilepack", kernel: true)
+        #expect(kernel == memory)
+        #expect(shuffled == memory)
+        #expect(reversed == memory)
+        let archive = try BundleArchive(path: dir.file("kernel.tilepack"))
+        let verification = try archive.verify()
+        #expect(verification.tileCount == 96)
+        #expect(verification.payloadCount == 96 - 96 / 5 + 1)
+        for (tile, data) in tiles { #expect(try archive.tileData(at: tile) == data) }
+    }
+
+    @Test func largeEntropyCodedPayloadsAreSampledBeforeLZ4() throws {
+        // 64 KiB of zeros except noise where the two samples are (the 4 KiB a third and two thirds
+        // of the way in): LZ4 would save most of it, but the samples say it will not.
+        let length = 64 << 10, sample = 4 << 10
+        var bytes = [UInt8](repeating: 0, count: length)
+        let noise = [UInt8](F.noise(2 * sample, seed: 3))
+        let third = (length - sample) / 3, middle = 2 * (length - sample) / 3
+        bytes.replaceSubrange(third..<(third + sample), with: noise[0..<sample])
+        bytes.replaceSubrange(middle..<(middle + sample), with: noise[sample...])
+        let png: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
+        let jpeg: [UInt8] = [0xFF, 0xD8, 0xFF, 0xE0]
+        let gzip: [UInt8] = [0x1F, 0x8B, 0x08, 0x00]
+        let options = BundleWriter.Options()
+        for magic in [png, jpeg, gzip] {
+            var tile = bytes
+            tile.replaceSubrange(0..<magic.count, with: magic)
+            #expect(BundleWriter.prepare(tile, options: options).codec == .stored, "sampled \(magic): stored")
+        }
+        // Not entropy-coded by its first bytes (JSON, raw pixels): LZ4 is tried on the whole.
+        var json = bytes
+        json[0] = UInt8(ascii: "{")
+        #expect(BundleWriter.prepare(json, options: options).codec == .lz4Block)
+        // A PNG whose second sample compresses, and a small PNG, are tried whole (and compress).
+        var compressibleMiddle = bytes
+        compressibleMiddle.replaceSubrange(0..<png.count, with: png)
+        compressibleMiddle.replaceSubrange(middle..<(middle + sample), with: repeatElement(0, count: sample))
+        #expect(BundleWriter.prepare(compressibleMiddle, options: options).codec == .lz4Block)
+        let small = [UInt8](F.pngLike(16 << 10 - 8, seed: 1))
+        #expect(small.count == 16 << 10)
+        #expect(BundleWriter.prepare(small, options: options).codec == .lz4Block)
+    }
+
+    @Test func aKnownCRCIsStoredForAStoredPayload() throws {
+        let bytes = [UInt8](F.noise(70_000, seed: 9))
+        let crc = bytes.withUnsafeBytes { BundleFormat.crc32($0) }
+        let prepared = BundleWriter.prepare(bytes, options: .init(), crc: crc)
+        #expect(prepared.codec == .stored)
+        #expect(prepared.crc == crc)
+        // Compressed, the CRC is the stored bytes' own, whatever was given.
+        let zeros = [UInt8](repeating: 0, count: 70_000)
+        let compressed = BundleWriter.prepare(zeros, options: .init(), crc: 0xDEAD_BEEF)
+        #expect(compressed.codec == .lz4Block)
+        #expect(compressed.crc == compressed.stored.withUnsafeBytes { BundleFormat.crc32($0) })
     }
 }

@@ -145,6 +145,27 @@ func directoryEntries(_ dir: TemporaryDirectory) -> [String] {
         #expect(try archive.tileData(at: tiles[5].tile).map { [UInt8]($0) } == tiles[6].bytes)
     }
 
+    /// Large tiles: the load commits by bytes as well as by rows (issue 19), the blobs are bound
+    /// where they lie and hashed without a copy; every tile reads back and the hash is the table's.
+    @Test func largeTilesCommitByBytes() throws {
+        let dir = try TemporaryDirectory()
+        let count = MBTilesWriter.bytesPerTransaction / (1 << 20) + MBTilesWriter.rowsPerStatement + 3
+        var tiles: [(tile: TileCoordinate, bytes: [UInt8])] = []
+        for i in 0..<count {
+            // In agg_tiles_hash's order: zoom, column, TMS row ascending.
+            let tile = try TileCoordinate(zoom: 6, x: i / 8, row: i % 8, scheme: .tms)
+            tiles.append((tile, [0x89, 0x50, 0x4E, 0x47, UInt8(i)] + [UInt8](repeating: UInt8(truncatingIfNeeded: i * 37), count: (1 << 20) + i)))
+        }
+        let writer = try MBTilesWriter(creating: dir.file("large.mbtiles"), metadata: TileMetadata(["name": "l", "format": "png"]))
+        try writer.write(Array(tiles[..<(MBTilesWriter.rowsPerStatement + 1)]))
+        try writer.write(Array(tiles[(MBTilesWriter.rowsPerStatement + 1)...]))
+        let report = try writer.finish()
+        #expect(report.tileCount == count)
+        let archive = try MBTilesArchive(path: dir.file("large.mbtiles"))
+        #expect(try archive.aggregateTilesHash() == report.aggregateTilesHash)
+        for (tile, bytes) in tiles { #expect(try archive.tileData(at: tile).map { [UInt8]($0) } == bytes) }
+    }
+
     @Test func vectorTilesWithMetadata() throws {
         try #require(TestSupport.fixturesAvailable)
         let source = try openFixture("martin/world_cities.mbtiles")

@@ -5,8 +5,9 @@ internal import CTilepackLZ4
 /// Writes a `.tilepack` bundle (see `Specs/bundle-format.md`), streaming.
 ///
 /// Tiles may be added in any order. Each new payload is compressed (LZ4 kept only when it saves at
-/// least ``Options/minimumLZ4Saving``) and appended, through a 1 MiB buffer, to an unlinked spool
-/// file beside the destination; memory holds only the index: 16 bytes per tile and about 40 per
+/// least ``Options/minimumLZ4Saving``; a large payload that is already entropy-coded is sampled
+/// first, see ``lz4MaySave(_:options:)``) and appended (small ones through a 1 MiB buffer) to an
+/// unlinked spool file beside the destination, padded as in the data section; memory holds only the index: 16 bytes per tile and about 40 per
 /// distinct payload. Identical tiles share one payload, found by CRC and length and confirmed by
 /// comparing bytes.
 ///
@@ -14,7 +15,7 @@ internal import CTilepackLZ4
 /// function that makes a ``PreparedPayload``, which ``addTile(at:payload:)`` then stores. ``finish()`` writes the header,
 /// metadata and index, then copies the payloads in order of zoom and Hilbert curve position (so
 /// tiles near each other on the map are near each other in the file) into a temporary file that is
-/// fsynced and renamed over the destination. The output depends only on the tiles, the content and
+/// fsynced and renamed over the destination; long runs are copied by the kernel, file to file. The output depends only on the tiles, the content and
 /// the metadata, never on the order of ``addTile(at:bytes:)`` calls.
 ///
 /// Not thread-safe: one writer is used from one thread.
@@ -77,6 +78,9 @@ public final class BundleWriter {
     private var byKey: [UInt64: UInt32] = [:]
     private var collisions: [UInt32: UInt32] = [:]
     private var compareBuffer: UnsafeMutableRawBufferPointer
+    /// Whether ``finish()`` lets the kernel copy long runs of payloads (tests turn it off to
+    /// compare with the copy through memory, which must give the same file).
+    var copiesInKernel = BundleWriter.kernelCopyAvailable
 
     /// Prepares to write a bundle of `content` tiles at `destination`.
     ///
@@ -143,17 +147,51 @@ public final class BundleWriter {
     }
 
     /// ``prepare(_:options:)`` for bytes the caller gives up (kept without copying when stored as they are).
-    public static func prepare(_ raw: consuming [UInt8], options: Options) -> PreparedPayload {
+    ///
+    /// - Parameter crc: the CRC-32 of `raw` when the caller already has it (an import derives it
+    ///   from a PNG's chunk CRCs, which it checks anyway); used, instead of a pass over the bytes,
+    ///   when the payload is stored as it is. It must be right: it is written as the payload's CRC.
+    public static func prepare(_ raw: consuming [UInt8], options: Options, crc: UInt32? = nil) -> PreparedPayload {
         if let compressed = raw.withUnsafeBytes({ compress($0, options: options) }) { return compressed }
-        let crc = raw.withUnsafeBytes { BundleFormat.crc32($0) }
+        let crc = crc ?? raw.withUnsafeBytes { BundleFormat.crc32($0) }
         return PreparedPayload(stored: raw, codec: .stored, rawLength: raw.count, crc: crc)
+    }
+
+    /// Payloads longer than this that are already entropy-coded (they begin as a PNG, JPEG, WebP
+    /// or GIF, or as gzip) are sampled before LZ4 is tried on them: see ``lz4MaySave(_:options:)``.
+    static let sampledPayloadLength = 16 << 10
+    /// The length of each sample.
+    static let sampleLength = 4 << 10
+
+    /// Whether LZ4 is worth trying on the whole of `raw`. For a payload over
+    /// ``sampledPayloadLength`` that is already entropy-coded, only when LZ4 saves at least
+    /// ``Options/minimumLZ4Saving`` on one of two samples of ``sampleLength`` bytes, a third and
+    /// two thirds of the way in (inside the coded data: a JPEG's first bytes are its tables, which
+    /// shrink). Such payloads almost never shrink (a 92 KB aerial PNG does not), and trying costs
+    /// a pass over the bytes; the samples cost a tenth of that. The rule depends on the bytes
+    /// alone, so the output stays a function of the tiles.
+    static func lz4MaySave(_ raw: UnsafeRawBufferPointer, options: Options) -> Bool {
+        guard raw.count > sampledPayloadLength, let source = raw.baseAddress,
+              TileFormat.isGzip(raw) || [.png, .jpeg, .webp, .gif].contains(TileFormat.sniff(raw)) else { return true }
+        let saving = max(1, Int((Double(sampleLength) * options.minimumLZ4Saving).rounded(.up)))
+        let capacity = sampleLength - saving
+        return withUnsafeTemporaryAllocation(byteCount: capacity, alignment: 16) { buffer in
+            for start in [(raw.count - sampleLength) / 3, 2 * (raw.count - sampleLength) / 3] {
+                let produced = LZ4_compress_default(
+                    (source + start).assumingMemoryBound(to: CChar.self),
+                    buffer.baseAddress?.assumingMemoryBound(to: CChar.self),
+                    Int32(sampleLength), Int32(capacity))
+                if produced > 0 { return true }
+            }
+            return false
+        }
     }
 
     /// The LZ4 payload, or nil when LZ4 is off or does not pay.
     private static func compress(_ raw: UnsafeRawBufferPointer, options: Options) -> PreparedPayload? {
         let saving = max(1, Int((Double(raw.count) * options.minimumLZ4Saving).rounded(.up)))
         guard options.compresses, raw.count > saving, raw.count <= BundleFormat.maximumTileLength,
-              let source = raw.baseAddress else { return nil }
+              let source = raw.baseAddress, lz4MaySave(raw, options: options) else { return nil }
         // LZ4 fails (returns 0) when the output would not fit: exactly "does not pay".
         let capacity = raw.count - saving
         // Compressed into a temporary buffer, then copied at its exact size: the payload may wait
@@ -370,106 +408,196 @@ public final class BundleWriter {
 
     // MARK: Payloads
 
-    /// Appends a payload to the spool (through its buffer).
+    /// Appends a payload to the spool, laid out as the data section lays payloads out: each at a
+    /// multiple of 8, followed by zeros up to the next. Payloads that follow each other in the
+    /// spool and in the bundle are then one run of bytes, copied as they are by ``finish()``.
+    /// Small payloads go through the spool's buffer; one of ``directSpoolBytes`` or more is written
+    /// from its own array.
     private func appendPayload(_ prepared: PreparedPayload) throws(TileArchiveError) -> PayloadEntry {
+        let length = prepared.stored.count
         let entry = PayloadEntry(
-            spoolOffset: spoolLength, storedLength: UInt32(prepared.stored.count), rawLength: UInt32(prepared.rawLength),
+            spoolOffset: spoolLength, storedLength: UInt32(length), rawLength: UInt32(prepared.rawLength),
             crc: prepared.crc, codec: prepared.codec)
-        if spoolBuffer.count + prepared.stored.count > Self.spoolBufferCapacity { try flushSpool() }
-        if prepared.stored.count >= Self.spoolBufferCapacity {
-            try prepared.stored.withUnsafeBytes { bytes in Result { () throws(TileArchiveError) in try writeSpool(bytes) } }.get()
+        let padding = BundleFormat.aligned(length) - length
+        if length >= Self.directSpoolBytes {
+            // What the buffer holds, the payload and its padding: one system call.
+            try spoolBuffer.withUnsafeBytes { buffered in
+                prepared.stored.withUnsafeBytes { bytes in
+                    Self.zeroPadding.withUnsafeBytes { zeros in
+                        Result { () throws(TileArchiveError) in
+                            try writeSpool([buffered, bytes, UnsafeRawBufferPointer(rebasing: zeros[0..<padding])])
+                        }
+                    }
+                }
+            }.get()
+            spoolBuffer.removeAll(keepingCapacity: true)
         } else {
+            if spoolBuffer.count + length + padding > Self.spoolBufferCapacity { try flushSpool() }
             spoolBuffer.append(contentsOf: prepared.stored)
+            if padding > 0 { spoolBuffer.append(contentsOf: repeatElement(0, count: padding)) }
         }
-        spoolLength += prepared.stored.count
+        spoolLength += length + padding
         return entry
     }
 
+    private static let zeroPadding = [UInt8](repeating: 0, count: BundleFormat.alignment)
+
+    /// Payloads this long or longer skip the spool's buffer.
+    static let directSpoolBytes = 64 << 10
+
     private func flushSpool() throws(TileArchiveError) {
         guard !spoolBuffer.isEmpty else { return }
-        try spoolBuffer.withUnsafeBytes { bytes in Result { () throws(TileArchiveError) in try writeSpool(bytes) } }.get()
+        try spoolBuffer.withUnsafeBytes { bytes in Result { () throws(TileArchiveError) in try writeSpool([bytes]) } }.get()
         spoolBuffer.removeAll(keepingCapacity: true)
     }
 
-    /// Writes `bytes` at the end of the spool file.
-    private func writeSpool(_ bytes: UnsafeRawBufferPointer) throws(TileArchiveError) {
+    /// Writes `pieces`, one after the other, at the end of the spool file (one `pwritev` if the
+    /// kernel takes it all).
+    private func writeSpool(_ pieces: [UnsafeRawBufferPointer]) throws(TileArchiveError) {
+        var vectors = pieces.filter { !$0.isEmpty }.map { iovec(iov_base: UnsafeMutableRawPointer(mutating: $0.baseAddress), iov_len: $0.count) }
+        let total = pieces.reduce(0) { $0 + $1.count }
         var done = 0
-        while done < bytes.count {
-            let n = pwrite(spool, bytes.baseAddress?.advanced(by: done), bytes.count - done, off_t(spoolFlushed + done))
+        var first = 0  // the first vector not written whole
+        while done < total {
+            let n = vectors.withUnsafeBufferPointer { v in
+                pwritev(spool, v.baseAddress! + first, Int32(v.count - first), off_t(spoolFlushed + done))
+            }
             if n < 0, errno == EINTR { continue }
             guard n > 0 else { throw ioError("write spool") }
             done += n
+            // Skip what was written: whole vectors, then part of the next.
+            var left = n
+            while first < vectors.count, left >= vectors[first].iov_len {
+                left -= vectors[first].iov_len
+                first += 1
+            }
+            if left > 0 {
+                vectors[first].iov_base = vectors[first].iov_base.map { $0 + left }
+                vectors[first].iov_len -= left
+            }
         }
-        spoolFlushed += bytes.count
+        spoolFlushed += total
     }
 
     /// Copies the spooled payloads to `out` in the order `order`, payload `order[i]` at `offset(i)`.
     ///
-    /// Memory stays bounded and reads stay few: the payloads go in chunks of about
-    /// ``copyChunkBytes``; within a chunk the spool ranges are read in spool order, neighbours less
-    /// than ``copyGapBytes`` apart in one `pread`, then written out in the new order.
+    /// Payloads that follow each other both in the spool and in `order` form runs (the spool pads
+    /// them as the data section does). A run of ``kernelCopyBytes`` or more is copied by the
+    /// kernel from the spool to the file (`sendfile(2)` on Linux: no copy through this process);
+    /// shorter runs are gathered into chunks of about ``copyChunkBytes`` and copied through
+    /// memory: within a chunk the spool ranges are read in spool order, neighbours less than
+    /// ``copyGapBytes`` apart in one `pread`, then written out in the new order.
     private func copyPayloads(in order: [Int], to out: BufferedOutput, offset: (Int) -> Int) throws(TileArchiveError) {
         var staging: [UInt8] = []
-        var start = 0
-        while start < order.count {
-            var end = start
-            var chunkBytes = 0
-            while end < order.count, end == start || chunkBytes + Int(payloads[order[end]].storedLength) <= Self.copyChunkBytes {
-                chunkBytes += Int(payloads[order[end]].storedLength)
+        var gathered: [Int] = []
+        var gatheredBytes = 0
+        var sinceFlush = 0
+        var kernelCopies = copiesInKernel
+        func copyGathered() throws(TileArchiveError) {
+            guard !gathered.isEmpty else { return }
+            try copyThroughMemory(gathered, order: order, staging: &staging, to: out, offset: offset)
+            sinceFlush += gatheredBytes
+            gathered.removeAll(keepingCapacity: true)
+            gatheredBytes = 0
+        }
+        var position = 0
+        while position < order.count {
+            // The run starting here: payloads back to back in the spool, in this order.
+            let start = payloads[order[position]].spoolOffset
+            var runEnd = start + Int(payloads[order[position]].storedLength)
+            var end = position + 1
+            while end < order.count, payloads[order[end]].spoolOffset == BundleFormat.aligned(runEnd) {
+                runEnd = payloads[order[end]].spoolOffset + Int(payloads[order[end]].storedLength)
                 end += 1
             }
-            // Spool runs to read, and where each payload of the chunk lands in `staging`.
-            let bySpool = (start..<end).sorted { payloads[order[$0]].spoolOffset < payloads[order[$1]].spoolOffset }
-            var runs: [(spool: Int, length: Int, staging: Int)] = []
-            var stagingOffset = [Int](repeating: 0, count: end - start)
-            var stagingLength = 0
-            var gapBytes = 0  // read and not used: at most another chunk's worth
-            for position in bySpool {
-                let payload = payloads[order[position]]
-                let payloadEnd = payload.spoolOffset + Int(payload.storedLength)
-                if let last = runs.last, payload.spoolOffset >= last.spool + last.length,
-                   case let gap = payload.spoolOffset - (last.spool + last.length),
-                   gap <= Self.copyGapBytes, gapBytes + gap <= Self.copyChunkBytes {
-                    gapBytes += gap
-                    let grown = payloadEnd - last.spool
-                    stagingLength += grown - last.length
-                    runs[runs.count - 1].length = grown
-                    stagingOffset[position - start] = last.staging + payload.spoolOffset - last.spool
+            let runLength = runEnd - start
+            if kernelCopies && runLength >= Self.kernelCopyBytes {
+                try copyGathered()
+                try out.write(zeros: offset(position) - out.position)
+                // With the zeros after it, unless it ends the data section (the spool has them too).
+                let copied = end < order.count ? BundleFormat.aligned(runEnd) - start : runLength
+                kernelCopies = try out.copy(from: spool, at: start, length: copied)
+                if kernelCopies {
+                    sinceFlush += copied
                 } else {
-                    runs.append((payload.spoolOffset, Int(payload.storedLength), stagingLength))
-                    stagingOffset[position - start] = stagingLength
-                    stagingLength += Int(payload.storedLength)
+                    // The kernel cannot copy between these files: through memory from now on.
+                    gathered.append(contentsOf: position..<end)
+                    gatheredBytes += runLength
                 }
+            } else {
+                gathered.append(contentsOf: position..<end)
+                gatheredBytes += runLength
             }
-            if staging.count < stagingLength { staging = [UInt8](repeating: 0, count: stagingLength) }
-            try staging.withUnsafeMutableBytes { buffer in
-                Result { () throws(TileArchiveError) in
-                    for run in runs {
-                        var done = 0
-                        while done < run.length {
-                            let n = pread(spool, buffer.baseAddress! + run.staging + done, run.length - done, off_t(run.spool + done))
-                            if n < 0, errno == EINTR { continue }
-                            guard n > 0 else { throw ioError("read spool") }
-                            done += n
-                        }
-                    }
-                    for position in start..<end {
-                        try out.write(zeros: offset(position) - out.position)
-                        let at = stagingOffset[position - start]
-                        try out.write(UnsafeRawBufferPointer(rebasing: buffer[at..<(at + Int(payloads[order[position]].storedLength))]))
-                    }
-                }
-            }.get()
-            start = end
-            // Let the disk take what is written while the next chunk is copied.
-            file.flushInBackground()
+            if gatheredBytes >= Self.copyChunkBytes { try copyGathered() }
+            position = end
+            if sinceFlush >= Self.copyChunkBytes {
+                // Let the disk take what is written while the next payloads are copied.
+                file.flushInBackground()
+                sinceFlush = 0
+            }
         }
+        try copyGathered()
     }
 
-    /// Stored bytes copied per chunk at ``finish()``.
+    /// Copies payloads at `positions` (ascending positions of `order`) through `staging`.
+    private func copyThroughMemory(_ positions: [Int], order: [Int], staging: inout [UInt8], to out: BufferedOutput,
+                                   offset: (Int) -> Int) throws(TileArchiveError) {
+        // Spool runs to read, and where each payload lands in `staging`.
+        let bySpool = positions.indices.sorted { payloads[order[positions[$0]]].spoolOffset < payloads[order[positions[$1]]].spoolOffset }
+        var runs: [(spool: Int, length: Int, staging: Int)] = []
+        var stagingOffset = [Int](repeating: 0, count: positions.count)
+        var stagingLength = 0
+        var gapBytes = 0  // read and not used: at most another chunk's worth
+        for index in bySpool {
+            let payload = payloads[order[positions[index]]]
+            let payloadEnd = payload.spoolOffset + Int(payload.storedLength)
+            if let last = runs.last, payload.spoolOffset >= last.spool + last.length,
+               case let gap = payload.spoolOffset - (last.spool + last.length),
+               gap <= Self.copyGapBytes, gapBytes + gap <= Self.copyChunkBytes {
+                gapBytes += gap
+                let grown = payloadEnd - last.spool
+                stagingLength += grown - last.length
+                runs[runs.count - 1].length = grown
+                stagingOffset[index] = last.staging + payload.spoolOffset - last.spool
+            } else {
+                runs.append((payload.spoolOffset, Int(payload.storedLength), stagingLength))
+                stagingOffset[index] = stagingLength
+                stagingLength += Int(payload.storedLength)
+            }
+        }
+        if staging.count < stagingLength { staging = [UInt8](repeating: 0, count: stagingLength) }
+        try staging.withUnsafeMutableBytes { buffer in
+            Result { () throws(TileArchiveError) in
+                for run in runs {
+                    var done = 0
+                    while done < run.length {
+                        let n = pread(spool, buffer.baseAddress! + run.staging + done, run.length - done, off_t(run.spool + done))
+                        if n < 0, errno == EINTR { continue }
+                        guard n > 0 else { throw ioError("read spool") }
+                        done += n
+                    }
+                }
+                for (index, position) in positions.enumerated() {
+                    try out.write(zeros: offset(position) - out.position)
+                    let at = stagingOffset[index]
+                    try out.write(UnsafeRawBufferPointer(rebasing: buffer[at..<(at + Int(payloads[order[position]].storedLength))]))
+                }
+            }
+        }.get()
+    }
+
+    /// Stored bytes copied per chunk through memory at ``finish()``.
     static let copyChunkBytes = 2 << 20
     /// Spool bytes between two payloads of a chunk that are read rather than seeked over.
     static let copyGapBytes = 64 << 10
+    /// Runs of spooled payloads this long or longer are copied by the kernel (where it can):
+    /// below this, a system call per run costs more than copying through a buffer.
+    static let kernelCopyBytes = 32 << 10
+    #if os(Linux)
+    static let kernelCopyAvailable = true
+    #else
+    static let kernelCopyAvailable = false
+    #endif
 
     /// Whether payload `number` stores exactly the bytes `prepared` would.
     private func payload(_ number: Int, equals prepared: PreparedPayload) throws(TileArchiveError) -> Bool {
@@ -562,6 +690,34 @@ final class BufferedOutput {
     func flush() throws(TileArchiveError) {
         try writeAll(UnsafeRawBufferPointer(rebasing: buffer[0..<buffered]))
         buffered = 0
+    }
+
+    /// Appends `length` bytes of file `source` from `offset`, copied by the kernel. Returns false,
+    /// having written nothing, when the kernel cannot copy between these two files.
+    func copy(from source: Int32, at offset: Int, length: Int) throws(TileArchiveError) -> Bool {
+        #if os(Linux)
+        precondition(!computesCRC, "a checksummed section is not copied by the kernel")
+        try flush()
+        var from = off_t(offset)
+        var done = 0
+        while done < length {
+            let n = sendfile(fd, source, &from, length - done)
+            if n < 0 {
+                let code = errno
+                if code == EINTR || code == EAGAIN { continue }
+                if done == 0, code == EINVAL || code == ENOSYS || code == EOPNOTSUPP { return false }
+                throw TileArchiveError(path: path, fault: .io(errno: code, reason: "copy from the spool: \(String(cString: strerror(code)))"))
+            }
+            guard n > 0 else {
+                throw TileArchiveError(path: path, fault: .io(errno: 0, reason: "copy from the spool: it ended \(length - done) bytes early"))
+            }
+            done += n
+        }
+        position += length
+        return true
+        #else
+        return false
+        #endif
     }
 
     private func writeAll(_ bytes: UnsafeRawBufferPointer) throws(TileArchiveError) {

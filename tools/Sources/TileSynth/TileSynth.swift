@@ -100,8 +100,10 @@ public enum TileSynth {
         return bitmap
     }
 
-    /// Writes `tiles` as PNG files `root/z/x/y.png` (rows in `scheme`), in parallel.
-    public static func writeTree(root: String, tiles: [TileCoordinate], scheme: TileScheme = .xyz,
+    /// Writes `tiles` as files `root/z/x/y.<fileExtension>` (rows in `scheme`), in parallel, each
+    /// rendered by `render` and encoded by `encode` (PNG by default).
+    public static func writeTree(root: String, tiles: [TileCoordinate], scheme: TileScheme = .xyz, fileExtension: String = "png",
+                                 encode: @Sendable (Bitmap) throws -> Data = { try PNGEncoder.encode($0) },
                                  render: @Sendable (TileCoordinate) -> Bitmap) throws {
         let fm = FileManager.default
         var folders = Set<String>()
@@ -113,8 +115,8 @@ public enum TileSynth {
             while i < tiles.count {
                 let tile = tiles[i]
                 do {
-                    let png = try PNGEncoder.encode(render(tile))
-                    try png.write(to: URL(fileURLWithPath: "\(root)/\(tile.zoom)/\(tile.x)/\(tile.row(in: scheme)).png"))
+                    let encoded = try encode(render(tile))
+                    try encoded.write(to: URL(fileURLWithPath: "\(root)/\(tile.zoom)/\(tile.x)/\(tile.row(in: scheme)).\(fileExtension)"))
                 } catch {
                     failures.add("\(tile): \(error)")
                 }
