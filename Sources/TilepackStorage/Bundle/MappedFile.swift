@@ -51,14 +51,10 @@ final class MappedBytes: @unchecked Sendable {
             let head = try source.bytes(offset: 0, length: min(size, 128))
             let length = head.withUnsafeBytes { max($0.count, min(size, residentLength($0, size))) }
             count = length
-            guard length > 0 else {
-                base = nil
-                release = .none
-                return
-            }
-            let memory = UnsafeMutableRawPointer.allocate(byteCount: length, alignment: 16)
+            let memory: UnsafeMutableRawPointer?
+            (memory, release) = Self.allocate(length)
             base = UnsafeRawPointer(memory)
-            release = .deallocate
+            guard let memory else { return }
             try source.withBytes(offset: 0, length: length) { memory.copyMemory(from: $0.baseAddress!, byteCount: length) }
         } catch {
             throw Self.archiveError(error, name: source.name)
@@ -85,14 +81,10 @@ final class MappedBytes: @unchecked Sendable {
         source = nil
         fileSize = size
         count = length
-        guard length > 0 else {
-            base = nil
-            release = .none
-            return
-        }
-        let memory = UnsafeMutableRawPointer.allocate(byteCount: length, alignment: 16)
+        let memory: UnsafeMutableRawPointer?
+        (memory, release) = Self.allocate(length)
         base = UnsafeRawPointer(memory)
-        release = .deallocate
+        guard let memory else { return }
         try Self.readFully(fd, into: UnsafeMutableRawBufferPointer(start: memory, count: length), at: 0, path: path)
     }
 
@@ -180,15 +172,17 @@ final class MappedBytes: @unchecked Sendable {
         fileSize = data.count
         descriptor = -1
         source = nil
-        guard count > 0 else {
-            base = nil
-            release = .none
-            return
-        }
-        let memory = UnsafeMutableRawPointer.allocate(byteCount: count, alignment: 16)
-        data.copyBytes(to: memory.bindMemory(to: UInt8.self, capacity: count), count: count)
+        let memory: UnsafeMutableRawPointer?
+        (memory, release) = Self.allocate(count)
         base = UnsafeRawPointer(memory)
-        release = .deallocate
+        guard let memory else { return }
+        data.copyBytes(to: memory.bindMemory(to: UInt8.self, capacity: count), count: count)
+    }
+
+    /// Memory for `length` resident bytes, freed by `deinit` (none for an empty file).
+    private static func allocate(_ length: Int) -> (UnsafeMutableRawPointer?, Release) {
+        guard length > 0 else { return (nil, .none) }
+        return (UnsafeMutableRawPointer.allocate(byteCount: length, alignment: 16), .deallocate)
     }
 
     deinit {
