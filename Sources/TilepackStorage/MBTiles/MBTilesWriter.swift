@@ -488,7 +488,8 @@ public final class MBTilesWriter {
 
     // MARK: Finishing
 
-    /// Derives and validates the metadata, stores `agg_tiles_hash`, commits, and (for a new
+    /// Derives and validates the metadata, stores `agg_tiles_hash` (when
+    /// ``MBTilesWriterOptions/aggregateTilesHash`` asks, or an updated file carries one), commits, and (for a new
     /// file) fsyncs and renames it into place.
     /// - Throws: `invalidMetadata` listing every metadata error (nothing is written then: a new
     ///   file is discarded, an update rolled back), or the I/O and SQLite errors met.
