@@ -52,7 +52,10 @@ public struct FileVersion: Sendable, Hashable {
 /// A file whose whole content is a tile's bytes, as it was when they were read: a writer may copy
 /// the bytes from it later instead of keeping them (a bundle copies large stored payloads from
 /// the tree's own files, file to file in the kernel), after checking that it is still the same.
-public struct SourceFile: Sendable, Hashable {
+/// A class: an import passes an optional one with every tile, and a reference keeps that one word
+/// (as an 80-byte struct it cost a 50,000-small-tile bundle import 2,544M instructions instead of
+/// 2,488M, callgrind; main: 2,475M).
+public final class SourceFile: Sendable {
     public let path: String
     public let identity: FileVersion
 
