@@ -4,11 +4,10 @@ import HummingbirdCore
 import Logging
 import NIOCore
 import NIOHTTP1
-import NIOHTTPTypesHTTP1
 
-/// A connection of `tilepack serve`: HTTP/1.1 on Hummingbird's server (binding, the connection
-/// limit, graceful shutdown, idle timeout), with every request answered on the event loop that
-/// read it.
+/// A connection of `tilepack serve`: HTTP/1.1 on Hummingbird's server core (binding, the
+/// connection limit, graceful shutdown) and SwiftNIO's request parser, with every request answered
+/// on the event loop that read it, its answer written as one buffer.
 ///
 /// Answering a tile is synchronous work of a few microseconds (a `pread` or an SQLite lookup in
 /// the page cache, then headers), so it runs where the request was decoded, as nginx's workers do.
@@ -25,10 +24,10 @@ struct TileChannel: ServerChildChannel {
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         channel.eventLoop.makeCompletedFuture {
-            // NIO's HTTP/1 decoder and encoder only: pipelining order, keep-alive, idle timeout,
-            // quiescing, parse errors and back-pressure are the request handler's, in one place.
-            try channel.pipeline.syncOperations.configureHTTPServerPipeline(
-                withPipeliningAssistance: false, withServerUpgrade: nil, withErrorHandling: false, withOutboundHeaderValidation: false)
+            // NIO's HTTP/1 request parser only: answers are written by the request handler as one
+            // buffer each (head and body), and pipelining order, keep-alive, idle timeout,
+            // quiescing, parse errors and back-pressure are its rules, in one place.
+            try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes)))
             try channel.pipeline.syncOperations.addHandler(TileRequestHandler(service: service, idleTimeout: idleTimeout))
             return Value(channel: channel)
         }
@@ -53,8 +52,8 @@ struct TileChannel: ServerChildChannel {
 /// read from either, so answers never pile up in memory.
 final class TileRequestHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
-    typealias OutboundIn = HTTPServerResponsePart
-    typealias OutboundOut = HTTPServerResponsePart
+    typealias OutboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
 
     private let service: TileService
     private let idleTimeout: TimeAmount
@@ -100,26 +99,29 @@ final class TileRequestHandler: ChannelDuplexHandler, RemovableChannelHandler {
         let start = DispatchTime.now().uptimeNanoseconds
         let answer = Self.serviceRequest(requestHead).map { service.respond(to: $0) } ?? ServerResponse(status: .badRequest)
         let keepAlive = requestHead.isKeepAlive && !quiescing
-        var headers = HTTPHeaders(answer.headers)
-        headers.add(name: "Date", value: date.now())
-        headers.add(name: "Server", value: "tilepack")
         let length = answer.body?.readableBytes ?? 0
+        let sendsBody = requestHead.method != .HEAD && length > 0
+        var buffer = context.channel.allocator.buffer(capacity: 320 + (sendsBody ? length : 0))
+        buffer.writeStaticString(requestHead.version.minor == 0 ? "HTTP/1.0 " : "HTTP/1.1 ")
+        buffer.writeString("\(answer.status.code) \(answer.status.reasonPhrase)\r\n")
+        for field in answer.headers {
+            Self.writeField(field.name.rawName, field.value, into: &buffer)
+        }
+        Self.writeField("Date", date.now(), into: &buffer)
+        buffer.writeStaticString("Server: tilepack\r\n")
         // 204 and 304 have no body by definition, so no framing either; every other answer says
-        // its length (for HEAD the length GET would send), so the encoder never chunks.
+        // its length (for HEAD the length GET would send).
         if answer.status.code != 204, answer.status.code != 304 {
-            headers.add(name: "Content-Length", value: String(length))
+            Self.writeField("Content-Length", String(length), into: &buffer)
         }
-        if !keepAlive, requestHead.version.minor >= 1 { headers.add(name: "Connection", value: "close") }
-        if keepAlive, requestHead.version.minor == 0 { headers.add(name: "Connection", value: "keep-alive") }
-        let status = HTTPResponseStatus(statusCode: answer.status.code, reasonPhrase: answer.status.reasonPhrase)
-        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: requestHead.version, status: status, headers: headers))), promise: nil)
-        if requestHead.method != .HEAD, let body = answer.body, length > 0 {
-            context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
-        }
+        if !keepAlive, requestHead.version.minor >= 1 { buffer.writeStaticString("Connection: close\r\n") }
+        if keepAlive, requestHead.version.minor == 0 { buffer.writeStaticString("Connection: keep-alive\r\n") }
+        buffer.writeStaticString("\r\n")
+        if sendsBody, let body = answer.body { buffer.writeImmutableBuffer(body) }
         if keepAlive {
-            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+            context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
         } else {
-            closeAfter(wrapOutboundOut(.end(nil)), context: context)
+            closeAfter(wrapOutboundOut(buffer), context: context)
         }
         let elapsed = DispatchTime.now().uptimeNanoseconds &- start
         let bodyBytes = requestHead.method == .HEAD ? 0 : length
@@ -146,6 +148,15 @@ final class TileRequestHandler: ChannelDuplexHandler, RemovableChannelHandler {
         return HTTPRequest(method: method, scheme: nil, authority: authority, path: head.uri, headerFields: fields)
     }
 
+    /// One `name: value` header line. Names and values come from HTTPTypes' validated fields or
+    /// from this file, so neither holds a CR or LF.
+    private static func writeField(_ name: String, _ value: String, into buffer: inout ByteBuffer) {
+        buffer.writeString(name)
+        buffer.writeStaticString(": ")
+        buffer.writeString(value)
+        buffer.writeStaticString("\r\n")
+    }
+
     /// Writes the last part, then closes; nothing more is read or answered meanwhile.
     private func closeAfter(_ part: NIOAny, context: ChannelHandlerContext) {
         closing = true
@@ -156,12 +167,12 @@ final class TileRequestHandler: ChannelDuplexHandler, RemovableChannelHandler {
         guard !closing else { return }
         if error is HTTPParserError {
             // The decoder stops at the first malformed byte: answer 400 and close, as nginx does.
-            var headers = HTTPHeaders()
-            headers.add(name: "Connection", value: "close")
-            headers.add(name: "Content-Length", value: "0")
-            context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .badRequest, headers: headers))), promise: nil)
+            var buffer = context.channel.allocator.buffer(capacity: 128)
+            buffer.writeStaticString("HTTP/1.1 400 Bad Request\r\n")
+            Self.writeField("Date", date.now(), into: &buffer)
+            buffer.writeStaticString("Server: tilepack\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
             service.metrics.record(status: 400, bodyBytes: 0, nanoseconds: 0)
-            closeAfter(wrapOutboundOut(.end(nil)), context: context)
+            closeAfter(wrapOutboundOut(buffer), context: context)
         } else {
             closing = true
             context.close(promise: nil)
