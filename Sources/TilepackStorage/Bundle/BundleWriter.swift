@@ -8,7 +8,8 @@ internal import CTilepackLZ4
 /// least ``Options/minimumLZ4Saving``; a large payload that is already entropy-coded is sampled
 /// first, see ``lz4MaySave(_:options:)``) and appended (small ones through a 1 MiB buffer) to an
 /// unlinked spool file beside the destination, padded as in the data section; memory holds only the index: 16 bytes per tile and about 40 per
-/// distinct payload. Identical tiles share one payload, found by CRC and length and confirmed by
+/// distinct payload (and, for a payload copied from its file, the file's path and version).
+/// Identical tiles share one payload, found by CRC and length and confirmed by
 /// comparing bytes.
 ///
 /// The compression and the CRC can be done on other threads: ``prepare(_:options:)`` is a pure
