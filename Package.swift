@@ -25,6 +25,9 @@ let package = Package(
         // (the tile layer's HTTP, storage's SQLite).
         .library(name: "TilepackImaging", targets: ["TilepackCore", "TilepackImaging"]),
         .library(name: "TilepackStorage", targets: ["TilepackCore", "TilepackStorage"]),
+        // The bulk HTTP transport (libcurl's multi interface, Linux) for programs and tools; the
+        // `Tilepack` library does not contain it (its HTTP is URLSession).
+        .library(name: "TilepackCurl", targets: ["TilepackCore", "TilepackHTTP", "TilepackCurl"]),
     ],
     dependencies: [
         // The command line. The library itself depends on no package: it stands on the platform.
