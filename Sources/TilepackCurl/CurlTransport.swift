@@ -48,7 +48,7 @@ final class CurlTransfer: @unchecked Sendable {
     var response: HTTPIncomingResponse
     var continuation: CheckedContinuation<HTTPIncomingResponse, Never>?
     /// The header fields of the response being received (reset at each status line).
-    var headers: [String: String] = [:]
+    var headers: [(name: String, value: String)] = []
     var headDelivered = false
     var easy: UnsafeMutableRawPointer?
     var headerList: UnsafeMutablePointer<curl_slist>?
@@ -66,7 +66,7 @@ final class CurlTransfer: @unchecked Sendable {
         headDelivered = true
         var code = 0
         guard let easy, tilepack_curl_response_code(easy, &code) == CURLE_OK, code > 0 else { return true }
-        return response.receiveHead(status: code, headers: headers)
+        return response.receiveHead(status: code, fields: headers)
     }
 }
 
@@ -78,7 +78,9 @@ final class CurlLoop: @unchecked Sendable {
     private var idleHandles: [UnsafeMutableRawPointer] = []
 
     /// What other threads hand to the loop. `curl_multi_wakeup` is called under this lock so
-    /// that it never runs after the loop has freed the multi handle (`closed`).
+    /// that it never runs after the loop has freed the multi handle (`closed`), and only when
+    /// the loop sleeps in `curl_multi_poll` (`polling`) and no one has woken it yet: a request
+    /// submitted while the loop works is picked up before it sleeps again.
     private let inbox = Locked(Inbox())
 
     private struct Inbox {
@@ -86,6 +88,17 @@ final class CurlLoop: @unchecked Sendable {
         var cancelled: [CurlTransfer] = []
         var stopping = false
         var closed = false
+        var polling = false
+        var woken = false
+
+        var isEmpty: Bool { submitted.isEmpty && cancelled.isEmpty && !stopping }
+
+        /// Wakes the loop if it sleeps and no one has woken it yet.
+        mutating func wake(_ multi: UnsafeMutableRawPointer) {
+            guard polling, !woken else { return }
+            woken = true
+            curl_multi_wakeup(multi)
+        }
     }
 
     private static let globalInit: Bool = tilepack_curl_global_init() == CURLE_OK
@@ -107,7 +120,7 @@ final class CurlLoop: @unchecked Sendable {
         let accepted = inbox.withLock { inbox -> Bool in
             guard !inbox.stopping else { return false }
             inbox.submitted.append(transfer)
-            curl_multi_wakeup(multi)
+            inbox.wake(multi)
             return true
         }
         if !accepted {
@@ -122,7 +135,7 @@ final class CurlLoop: @unchecked Sendable {
         inbox.withLock { inbox in
             guard !inbox.closed else { return }
             inbox.cancelled.append(transfer)
-            curl_multi_wakeup(multi)
+            inbox.wake(multi)
         }
     }
 
@@ -130,7 +143,7 @@ final class CurlLoop: @unchecked Sendable {
         inbox.withLock { inbox in
             guard !inbox.closed else { return }
             inbox.stopping = true
-            curl_multi_wakeup(multi)
+            inbox.wake(multi)
         }
     }
 
@@ -166,7 +179,17 @@ final class CurlLoop: @unchecked Sendable {
                     finish(transfer, Self.fault(code, timeout: transfer.request.timeout))
                 }
             }
-            curl_multi_poll(multi, nil, 0, 1000, nil)
+            // Sleeps only with nothing handed in since the inbox was emptied.
+            let sleep = inbox.withLock { inbox -> Bool in
+                guard inbox.isEmpty else { return false }
+                inbox.polling = true
+                inbox.woken = false
+                return true
+            }
+            if sleep {
+                curl_multi_poll(multi, nil, 0, 1000, nil)
+                inbox.withLock { $0.polling = false }
+            }
         }
         // Stopping: every transfer still here ends cancelled, then everything is freed.
         let left = inbox.withLock { inbox -> [CurlTransfer] in
@@ -288,14 +311,18 @@ private let curlHeader: tilepack_curl_data_callback = { data, size, count, conte
     let transfer = Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
     let line = UnsafeRawBufferPointer(start: data, count: length)
     if line.starts(with: "HTTP/".utf8) {
-        transfer.headers = [:]
+        transfer.headers.removeAll(keepingCapacity: true)
         return length
     }
     guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { return length }
-    let name = String(decoding: line[..<colon], as: UTF8.self).trimmingCharacters(in: .whitespaces)
-    let value = String(decoding: line[(colon + 1)...], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-    let key = name.lowercased()
-    transfer.headers[key] = transfer.headers[key].map { "\($0), \(value)" } ?? value
+    transfer.headers.append((name: trimmed(line[..<colon]), value: trimmed(line[(colon + 1)...])))
     return length
+}
+
+/// The bytes as text without the blanks and line end around them.
+private func trimmed(_ bytes: Slice<UnsafeRawBufferPointer>) -> String {
+    let blank: (UInt8) -> Bool = { $0 == 0x20 || $0 == 0x09 || $0 == 0x0D || $0 == 0x0A }
+    guard let first = bytes.firstIndex(where: { !blank($0) }), let last = bytes.lastIndex(where: { !blank($0) }) else { return "" }
+    return String(decoding: bytes[first...last], as: UTF8.self)
 }
 #endif

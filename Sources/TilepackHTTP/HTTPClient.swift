@@ -46,16 +46,15 @@ public final class HTTPClient: Sendable {
     ///   short or too large, cancellation of the calling task.
     public func send(_ request: HTTPRequest) async throws(HTTPError) -> HTTPResponse {
         var current = request
-        if !current.headers.keys.contains(where: { $0.caseInsensitiveCompare("User-Agent") == .orderedSame }) {
+        if !current.headers.keys.contains(where: { $0.utf8.count == 10 && $0.lowercased() == "user-agent" }) {
             current.headers["User-Agent"] = userAgent
         }
         var redirects = 0
         while true {
-            let text = current.url.absoluteString
             guard Self.isHTTP(current.url) else {
-                throw HTTPError(url: text, fault: .unsupportedScheme(current.url.scheme ?? ""))
+                throw HTTPError(url: current.url.absoluteString, fault: .unsupportedScheme(current.url.scheme ?? ""))
             }
-            if Task.isCancelled { throw HTTPError(url: text, fault: .cancelled) }
+            if Task.isCancelled { throw HTTPError(url: current.url.absoluteString, fault: .cancelled) }
             let response = try await transport.exchange(current, HTTPIncomingResponse(request: current)).result().get()
             guard Self.redirectStatuses.contains(response.status), let location = response.header("location"),
                   let next = URL(string: location.trimmingCharacters(in: .whitespaces), relativeTo: current.url)?.absoluteURL,

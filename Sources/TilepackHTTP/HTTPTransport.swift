@@ -37,6 +37,8 @@ public struct HTTPIncomingResponse: Sendable {
     /// Whether ``end(_:)`` was called.
     public private(set) var isEnded = false
     private var fault: HTTPError.Fault?
+    /// The `Content-Length` the head declared.
+    private var declaredLength: Int?
 
     public init(request: HTTPRequest) {
         self.request = request
@@ -46,14 +48,27 @@ public struct HTTPIncomingResponse: Sendable {
     /// the request's limit, or when the exchange has already ended.
     @discardableResult
     public mutating func receiveHead(status: Int, headers: [String: String]) -> Bool {
+        receiveHead(status: status, fields: headers.map { ($0.key, $0.value) })
+    }
+
+    /// The response head as a list of fields in arrival order (names in any case, repeated
+    /// names allowed). Returns `false` as ``receiveHead(status:headers:)``.
+    @discardableResult
+    public mutating func receiveHead(status: Int, fields: [(name: String, value: String)]) -> Bool {
         guard !isEnded, fault == nil else { return false }
         self.status = status
-        var fields: [String: String] = [:]
-        for (name, value) in headers {
-            let key = name.lowercased()
-            fields[key] = fields[key].map { "\($0), \(value)" } ?? value
+        var headers: [String: String] = [:]
+        headers.reserveCapacity(fields.count)
+        for (name, value) in fields {
+            let key = name.utf8.contains(where: { (65...90).contains($0) }) ? name.lowercased() : name
+            if let previous = headers[key] {
+                headers[key] = "\(previous), \(value)"
+            } else {
+                headers[key] = value
+            }
         }
-        self.headers = fields
+        self.headers = headers
+        declaredLength = headers["content-length"].flatMap { Int(Self.trimmed($0)) }
         if let declared = declaredLength, declared > request.maximumBodyBytes, request.method != "HEAD" {
             fault = .tooLarge(limit: request.maximumBodyBytes)
             return false
@@ -92,8 +107,12 @@ public struct HTTPIncomingResponse: Sendable {
         if self.fault == nil { self.fault = fault }
     }
 
-    /// The `Content-Length` the head declared.
-    private var declaredLength: Int? { headers["content-length"].flatMap { Int($0.trimmingCharacters(in: .whitespaces)) } }
+    /// `text` without the spaces and tabs around it (no Foundation: this runs for every response).
+    static func trimmed(_ text: String) -> Substring {
+        let blank: (Character) -> Bool = { $0 == " " || $0 == "\t" }
+        guard let first = text.firstIndex(where: { !blank($0) }), let last = text.lastIndex(where: { !blank($0) }) else { return "" }
+        return text[first...last]
+    }
 
     /// The response, or the error naming the URL: a transfer that broke after a head declaring
     /// its length is a body cut short, whatever words the transport uses for it; a completed body
@@ -119,6 +138,6 @@ public struct HTTPIncomingResponse: Sendable {
         if encoding == "identity", !bodyless, let declared = declaredLength, declared != body.count {
             return .failure(HTTPError(url: url, fault: .truncated(expected: declared, received: body.count)))
         }
-        return .success(HTTPResponse(url: request.url, status: status, headers: headers, body: body))
+        return .success(HTTPResponse(url: request.url, status: status, lowercasedHeaders: headers, body: body))
     }
 }
