@@ -102,6 +102,33 @@ struct FetchCommandTests {
         #expect(resumed.status == 0 && resumed.stdout.contains("\(verify.tiles) already present"), "\(resumed.stdout)")
     }
 
+    @Test("--transport curl (the default on Linux) and urlsession fetch the same tiles; --sessions goes with urlsession")
+    func transports() throws {
+        guard let binary = tilepackBinary() else {
+            #expect(ProcessInfo.processInfo.environment["CI"] != "true", "the tilepack binary must be built in CI")
+            return
+        }
+        let server = try TileServer()
+        let directory = try TemporaryDirectory()
+        let request = PrefetchRequest.boundingBox(berlin, zooms: 6...10)
+        let cover = try request.cover()
+        for transport in TestTransport.available {
+            let path = directory.file("\(transport).mbtiles")
+            let before = server.server.requestCount
+            let name = transport == .curl ? "curl" : "urlsession"
+            let result = try runTilepack(binary, ["fetch", server.template, path, "--bbox", "13.3,52.45,13.5,52.56", "--zoom", "6-10",
+                                                  "--transport", name, "--quiet"])
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(server.server.requestCount - before == cover.count)
+            let store = try MBTilesTileStore(path: path)
+            #expect(try cover.allSatisfy { try store.tileData($0) == TestTiles.tile($0) })
+            try store.close()
+        }
+        let refused = try runTilepack(binary, ["fetch", server.template, directory.file("s.mbtiles"), "--bbox", "13.3,52.45,13.5,52.56",
+                                               "--zoom", "6", "--sessions", "2", "--transport", "curl"])
+        #expect(refused.status == 64 && refused.stderr.contains("--sessions goes with --transport urlsession"))
+    }
+
     @Test("--estimate --json prints tiles and bytes and creates no file; a refused request exits 2")
     func estimateAndRefusal() throws {
         guard let binary = tilepackBinary() else {
