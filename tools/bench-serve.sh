@@ -81,30 +81,42 @@ curl -sf -o /dev/null "$serve_base/tiles/0/0/0.png" || { echo "tilepack-serve di
 cmp <(curl -s "http://127.0.0.1:$port/6/33/20.png") <(curl -s "$serve_base/tiles/6/33/20.png") || { echo "nginx and tilepack serve differ"; exit 1; }
 rss() { awk '/VmRSS/ {print $2}' "/proc/$serve_pid/status"; }
 
-run() {  # name url-prefix -> "requests/s p99-ms"
-  local out
+# CPU time (user + system, clock ticks) of the given processes.
+ticks() { local t=0 p; for p in "$@"; do t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat"))); done; echo "$t"; }
+hz="$(getconf CLK_TCK)"
+
+run() {  # name url-prefix base-url pid... -> "requests/s p99-ms cpu-us-per-request"
+  local out before after requests
+  before="$(ticks "${@:4}")"
   out="$(TILE_PATHS="$work/paths.txt" TILE_PREFIX="$2" wrk -t2 -c"$connections" -d"${duration}s" --latency -s "$work/random.lua" "$3" 2>&1)"
+  after="$(ticks "${@:4}")"
+  requests="$(echo "$out" | awk '/requests in/ {print $1}')"
   local rps p99 errors
   rps="$(echo "$out" | awk '/Requests\/sec/ {print $2}')"
   p99="$(echo "$out" | awk '$1 == "99%" {v=$2; if (v ~ /us$/) {sub(/us/,"",v); v=v/1000} else if (v ~ /ms$/) {sub(/ms/,"",v)} else if (v ~ /s$/) {sub(/s/,"",v); v=v*1000}; print v}')"
   errors="$(echo "$out" | awk '/Non-2xx|Socket errors/ {print}' | tr '\n' ' ')"
   [ -n "$errors" ] && echo "  $1: $errors" >&2
-  echo "$rps $p99"
+  echo "$rps $p99 $(echo "($after - $before) * 1000000 / $hz / $requests" | bc -l)"
 }
 
 echo "tilepack-serve memory before load: $(rss) KiB"
 declare -A all
-printf "%-6s %-8s %12s %9s %10s %8s\n" round server "requests/s" "p99 ms" "vs nginx" "p99 x"
+nginx_workers="$(pgrep -P "$nginx_pid" | tr '\n' ' ')"
+printf "%-6s %-8s %12s %9s %10s %8s %12s %8s\n" round server "requests/s" "p99 ms" "vs nginx" "p99 x" "CPU us/req" "CPU x"
 for r in $(seq "$rounds"); do
-  read -r n_rps n_p99 <<< "$(run nginx "" "http://127.0.0.1:$port")"
-  printf "%-6s %-8s %12.0f %9.2f %10s %8s\n" "$r" nginx "$n_rps" "$n_p99" "1.00x" "1.00x"
+  read -r n_rps n_p99 n_cpu <<< "$(run nginx "" "http://127.0.0.1:$port" $nginx_workers)"
+  printf "%-6s %-8s %12.0f %9.2f %10s %8s %12.1f %8s\n" "$r" nginx "$n_rps" "$n_p99" "1.00x" "1.00x" "$n_cpu" "1.00x"
   all[nginx]+="$n_rps,$n_p99 "
+  all[nginx_cpu]+="$n_cpu "
   for contender in bundle mbtiles; do
     # Both archives hold the same tiles: the bundle is served as "tiles", the MBTiles file as "tiles_mb".
     prefix="/tiles"; [ "$contender" = mbtiles ] && prefix="/tiles_mb"
-    read -r rps p99 <<< "$(run "$contender" "$prefix" "$serve_base")"
-    printf "%-6s %-8s %12.0f %9.2f %9.2fx %7.2fx\n" "$r" "$contender" "$rps" "$p99" "$(echo "$rps / $n_rps" | bc -l)" "$(echo "$p99 / $n_p99" | bc -l)"
+    read -r rps p99 cpu <<< "$(run "$contender" "$prefix" "$serve_base" "$serve_pid")"
+    printf "%-6s %-8s %12.0f %9.2f %9.2fx %7.2fx %12.1f %7.2fx\n" "$r" "$contender" "$rps" "$p99" "$(echo "$rps / $n_rps" | bc -l)" \
+      "$(echo "$p99 / $n_p99" | bc -l)" "$cpu" "$(echo "$cpu / $n_cpu" | bc -l)"
     all[$contender]+="$rps,$p99 "
+    all[${contender}_cpu]+="$cpu "
+    all[${contender}_ratio]+="$(echo "$rps / $n_rps" | bc -l) "
   done
   echo "  tilepack-serve memory after round $r: $(rss) KiB"
 done
@@ -116,6 +128,10 @@ for contender in bundle mbtiles; do
   rps="$(for v in ${all[$contender]}; do echo "${v%,*}"; done | median)"; p99="$(for v in ${all[$contender]}; do echo "${v#*,}"; done | median)"
   printf "  %-8s %10.0f requests/s   p99 %7.2f ms   %.2fx nginx's requests/s, %.2fx its p99\n" "$contender" "$rps" "$p99" \
     "$(echo "$rps / $n_rps" | bc -l)" "$(echo "$p99 / $n_p99" | bc -l)"
+  printf "  %-8s %10.2fx nginx's requests/s: the median of the rounds' ratios (each round's contenders run back to back)\n" \
+    "$contender" "$(echo ${all[${contender}_ratio]} | tr ' ' '\n' | median)"
+  cpu="$(echo ${all[${contender}_cpu]} | tr ' ' '\n' | median)"; n_cpu="$(echo ${all[nginx_cpu]} | tr ' ' '\n' | median)"
+  printf "  %-8s %10.1f CPU us per request (server process), %.2fx nginx's %.1f\n" "$contender" "$cpu" "$(echo "$cpu / $n_cpu" | bc -l)" "$n_cpu"
 done
 echo "tilepack-serve memory at the end: $(rss) KiB (peak $(awk '/VmHWM/ {print $2}' "/proc/$serve_pid/status") KiB)"
 echo "load after: $(uptime | sed 's/.*load average: //')"

@@ -22,54 +22,77 @@ enum Route: Equatable, Sendable {
     case tile(name: Substring, zoom: Int, x: Int, y: Int, fileExtension: Substring)
     case notFound(String)
 
-    /// Parses the path of a request target (`/a/b?query`); the query is ignored here.
+    /// Parses the path of a request target (`/a/b?query`); the query is ignored here. The path is
+    /// cut at its bytes (RFC 3986 paths are bytes, and this runs for every tile request), not at
+    /// grapheme clusters.
     init(target: String) {
-        let path = target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
-        guard path.first == "/" else {
+        let slash = UInt8(ascii: "/")
+        let end = target.utf8.firstIndex(of: UInt8(ascii: "?")) ?? target.endIndex
+        let path = target[..<end]
+        guard path.utf8.first == slash else {
             self = .notFound("the request target is not a path")
             return
         }
         var segments: [Substring] = []
-        for raw in path.dropFirst().split(separator: "/", omittingEmptySubsequences: false) {
-            guard let segment = Self.percentDecoded(raw) else {
+        segments.reserveCapacity(4)
+        var start = path.utf8.index(after: path.startIndex)
+        while true {
+            let stop = path.utf8[start...].firstIndex(of: slash) ?? path.endIndex
+            guard let segment = Self.percentDecoded(path[start..<stop]) else {
                 self = .notFound("the path has a malformed %-escape")
                 return
             }
             segments.append(segment)
+            if stop == path.endIndex { break }
+            start = path.utf8.index(after: stop)
         }
         switch segments.count {
         case 1 where segments[0].isEmpty:
             self = .index
-        case 1 where segments[0].hasSuffix(".json"):
-            self = .tileJSON(name: segments[0].dropLast(5))
+        case 1 where Self.hasJSONSuffix(segments[0]):
+            self = .tileJSON(name: segments[0][..<segments[0].utf8.index(segments[0].endIndex, offsetBy: -5)])
         case 1:
             self = .previewWithoutSlash(name: segments[0])
-        case 2 where segments[0] == "_" && segments[1] == "health":
+        case 2 where Self.isUnderscore(segments[0]) && segments[1].utf8.elementsEqual("health".utf8):
             self = .health
-        case 2 where segments[0] == "_" && segments[1] == "metrics":
+        case 2 where Self.isUnderscore(segments[0]) && segments[1].utf8.elementsEqual("metrics".utf8):
             self = .metrics
-        case 3... where segments[0] == "_" && segments[1] == "leaflet":
+        case 3... where Self.isUnderscore(segments[0]) && segments[1].utf8.elementsEqual("leaflet".utf8):
             self = .leaflet(segments[2...].joined(separator: "/"))
-        case 2 where segments[1].isEmpty && segments[0] != "_":
+        case 2 where segments[1].isEmpty && !Self.isUnderscore(segments[0]):
             self = .preview(name: segments[0])
-        case 4 where segments[0] != "_":
+        case 4 where !Self.isUnderscore(segments[0]):
             let last = segments[3]
-            guard let dot = last.lastIndex(of: "."),
+            guard let dot = last.utf8.lastIndex(of: UInt8(ascii: ".")),
                   let zoom = Self.number(segments[1]), let x = Self.number(segments[2]), let y = Self.number(last[..<dot])
             else {
                 self = .notFound("not a tile path: tiles are /{name}/{z}/{x}/{y}.{extension}")
                 return
             }
-            self = .tile(name: segments[0], zoom: zoom, x: x, y: y, fileExtension: last[last.index(after: dot)...])
+            self = .tile(name: segments[0], zoom: zoom, x: x, y: y, fileExtension: last[last.utf8.index(after: dot)...])
         default:
             self = .notFound("no such path")
         }
     }
 
+    private static func isUnderscore(_ segment: Substring) -> Bool {
+        segment.utf8.count == 1 && segment.utf8.first == UInt8(ascii: "_")
+    }
+
+    private static func hasJSONSuffix(_ segment: Substring) -> Bool {
+        let suffix = ".json".utf8
+        return segment.utf8.count >= suffix.count && segment.utf8.suffix(suffix.count).elementsEqual(suffix)
+    }
+
     /// A non-negative decimal number of at most 10 digits (no sign, no spaces).
     static func number(_ text: Substring) -> Int? {
-        guard !text.isEmpty, text.utf8.count <= 10, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
-        return Int(text)
+        guard !text.isEmpty, text.utf8.count <= 10 else { return nil }
+        var value = 0
+        for byte in text.utf8 {
+            guard byte >= 0x30, byte <= 0x39 else { return nil }
+            value = value * 10 + Int(byte - 0x30)
+        }
+        return value
     }
 
     /// The segment with `%XX` escapes decoded, or `nil` for a malformed escape or bytes that are

@@ -1,14 +1,15 @@
 import Foundation
 import HTTPTypes
-import Hummingbird
 import HummingbirdCore
 import Logging
 import NIOCore
+import NIOPosix
 import ServiceLifecycle
 import TilepackCore
 import UnixSignals
 
-/// `tilepack serve`: archives over HTTP on Hummingbird 2 (see `Specs/serve.md`).
+/// `tilepack serve`: archives over HTTP on Hummingbird 2's server core (see `Specs/serve.md`;
+/// connections in ``TileChannel``).
 ///
 /// ```swift
 /// let server = try TileServer(options: TileServerOptions(archivePaths: ["world.mbtiles"], port: 0))
@@ -51,11 +52,8 @@ public final class TileServer: Sendable {
         let options = self.options
         var logger = Logger(label: "tilepack-serve")
         logger.logLevel = .error
-        let idle = TimeAmount.nanoseconds(Int64(max(options.idleTimeout, 0.1) * 1e9))
-        let app = Application(
-            responder: ServiceResponder(service: service),
-            server: .http1(configuration: HTTP1Channel.Configuration(idleTimeout: idle)),
-            configuration: ApplicationConfiguration(
+        let server = TileChannel(service: service, idleTimeout: .nanoseconds(Int64(max(options.idleTimeout, 0.1) * 1e9))).server(
+            configuration: ServerConfiguration(
                 address: .hostname(options.host, port: options.port), serverName: "tilepack",
                 availableConnectionsDelegate: MaximumAvailableConnections(max(1, options.maximumConnections))),
             onServerRunning: { channel in
@@ -65,13 +63,14 @@ public final class TileServer: Sendable {
                 service.listeningBase.withLock { $0 = base }
                 onListening(base + "/")
             },
+            eventLoopGroup: MultiThreadedEventLoopGroup.singleton,
             logger: logger
         )
         let watcher = ArchiveWatcher(service: service, interval: options.reloadInterval, log: log)
         watcher.start()
         defer { watcher.stop() }
         let group = ServiceGroup(configuration: ServiceGroupConfiguration(
-            services: [app], gracefulShutdownSignals: handlingSignals ? [.sigterm, .sigint] : [], logger: logger))
+            services: [server], gracefulShutdownSignals: handlingSignals ? [.sigterm, .sigint] : [], logger: logger))
         self.group.withLock { $0 = group }
         try await group.run()
     }
@@ -79,32 +78,6 @@ public final class TileServer: Sendable {
     /// Stops listening, lets requests in flight finish, and makes ``run(handlingSignals:onListening:)`` return.
     public func shutdown() async {
         await group.withLock { $0 }?.triggerGracefulShutdown()
-    }
-}
-
-/// Puts ``TileService`` on Hummingbird: the request head in, the response out, `HEAD` without its
-/// body (but with its length), metrics recorded.
-struct ServiceResponder: HTTPResponder {
-    typealias Context = BasicRequestContext
-    let service: TileService
-
-    func respond(to request: Request, context: BasicRequestContext) async throws -> Response {
-        let start = DispatchTime.now().uptimeNanoseconds
-        let answer = service.respond(to: request.head)
-        var headers = answer.headers
-        let length = answer.body?.readableBytes ?? 0
-        let response: Response
-        if request.method == .head || answer.body == nil {
-            if answer.body != nil { headers[.contentLength] = String(length) }
-            response = Response(status: answer.status, headers: headers, body: ResponseBody())
-        } else if let body = answer.body {
-            response = Response(status: answer.status, headers: headers, body: ResponseBody(byteBuffer: body))
-        } else {
-            response = Response(status: answer.status, headers: headers)
-        }
-        let elapsed = DispatchTime.now().uptimeNanoseconds &- start
-        service.metrics.record(status: answer.status.code, bodyBytes: request.method == .head ? 0 : length, nanoseconds: Int64(elapsed))
-        return response
     }
 }
 

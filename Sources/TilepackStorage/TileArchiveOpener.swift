@@ -61,9 +61,12 @@ public enum TileArchiveFormat: String, Sendable, Hashable, Codable, CustomString
 /// Opens an MBTiles file, a bundle or a PMTiles archive, whichever the bytes say it is.
 /// - Parameter bundleAccess: how a bundle is read: mapped (an app's own files), or with
 ///   `pread` (`.positionalReads`: tools reading files another process may cut).
-public func openTileArchive(path: String, bundleAccess: BundleArchive.Access = .memoryMap) throws(TileArchiveError) -> any TileArchive {
+/// - Parameter mbtiles: how an MBTiles file is opened (for example `immutable` for a file that
+///   changes only by being replaced).
+public func openTileArchive(path: String, bundleAccess: BundleArchive.Access = .memoryMap,
+                            mbtiles: MBTilesOpenOptions = MBTilesOpenOptions()) throws(TileArchiveError) -> any TileArchive {
     switch try TileArchiveFormat.detect(path: path) {
-    case .mbtiles: try MBTilesArchive(path: path)
+    case .mbtiles: try MBTilesArchive(path: path, options: mbtiles)
     case .bundle: try BundleArchive(path: path, options: BundleArchive.Options(access: bundleAccess))
     case .pmtiles: try PMTilesArchive(path: path)
     }
