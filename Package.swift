@@ -25,6 +25,9 @@ let package = Package(
         // (the tile layer's HTTP, storage's SQLite).
         .library(name: "TilepackImaging", targets: ["TilepackCore", "TilepackImaging"]),
         .library(name: "TilepackStorage", targets: ["TilepackCore", "TilepackStorage"]),
+        // The bulk HTTP transport (libcurl's multi interface, Linux) for programs and tools; the
+        // `Tilepack` library does not contain it (its HTTP is URLSession).
+        .library(name: "TilepackCurl", targets: ["TilepackCore", "TilepackHTTP", "TilepackCurl"]),
     ],
     dependencies: [
         // The command line. The library itself depends on no package: it stands on the platform.
@@ -51,6 +54,8 @@ let package = Package(
         systemLibrary("CTilepackCrypto", pkgConfig: "libcrypto", apt: ["libssl-dev"]),
         // SIMD bilinear scaling for resampling tiles (retina sizes, overzoom, fallback).
         systemLibrary("CTilepackPixman", pkgConfig: "pixman-1", apt: ["libpixman-1-dev"]),
+        // HTTP for bulk downloads on Linux (TilepackCurl): the libcurl that FoundationNetworking wraps, used directly.
+        systemLibrary("CTilepackCurl", pkgConfig: "libcurl", apt: ["libcurl4-openssl-dev"]),
 
         // Floor 1: the vocabulary. Foundation only.
         .target(name: "TilepackCore"),
@@ -71,6 +76,14 @@ let package = Package(
         // Floor 2: HTTP(S) through URLSession (FoundationNetworking on Linux): deadlines, bounded
         // bodies, typed errors, retries. The one place the library talks to the network.
         .target(name: "TilepackHTTP", dependencies: ["TilepackCore"]),
+
+        // Floor 2, beside TilepackHTTP: a bulk transport for it on libcurl's multi interface (one
+        // event-loop thread, kept-alive connections), Linux only. Not in the `Tilepack` library:
+        // the command line's `fetch` uses it.
+        .target(
+            name: "TilepackCurl",
+            dependencies: ["TilepackCore", "TilepackHTTP", .target(name: "CTilepackCurl", condition: .when(platforms: [.linux]))]
+        ),
 
         // Floor 3: the tile layer core (NMAMapTileLayer / MKTileOverlay semantics, headless map view).
         .target(name: "TileLayer", dependencies: ["TilepackCore", "TilepackImaging", "TilepackHTTP"]),
@@ -132,13 +145,13 @@ let package = Package(
             name: "tilepack",
             dependencies: [
                 "TilepackCore", "TilepackStorage", "TilepackImaging", "TileLayer", "TilepackAdapter", "TilepackOperations",
-                "TilepackPrefetch",
+                "TilepackPrefetch", "TilepackHTTP", "TilepackCurl",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
 
         // Tests.
-        .target(name: "TilepackTestSupport", dependencies: ["TilepackCore"], path: "Tests/TilepackTestSupport"),
+        .target(name: "TilepackTestSupport", dependencies: ["TilepackCore", "TilepackHTTP", "TilepackCurl"], path: "Tests/TilepackTestSupport"),
         .testTarget(name: "TilepackCoreTests", dependencies: ["TilepackCore", "TilepackTestSupport"]),
         .testTarget(name: "TilepackStorageTests", dependencies: ["TilepackStorage", "TilepackTestSupport"]),
         .testTarget(
@@ -147,7 +160,7 @@ let package = Package(
             dependencies: ["TilepackImaging", "TilepackStorage", "TilepackTestSupport"],
             resources: [.copy("Resources")]
         ),
-        .testTarget(name: "TilepackHTTPTests", dependencies: ["TilepackHTTP", "TilepackTestSupport"]),
+        .testTarget(name: "TilepackHTTPTests", dependencies: ["TilepackHTTP", "TilepackCurl", "TilepackTestSupport"]),
         .testTarget(name: "TileLayerTests", dependencies: ["TileLayer", "TilepackImaging", "TilepackTestSupport"]),
         .testTarget(name: "TilepackUmbrellaTests", dependencies: ["Tilepack", "TilepackTestSupport"]),
         .testTarget(

@@ -60,8 +60,10 @@ let package = Package(
             .product(name: "Tilepack", package: "tilepack"),
         ]),
         .executableTarget(name: "floor-read", linkerSettings: [.linkedLibrary("png"), .linkedLibrary("turbojpeg")]),
-        // tilepack fetch's HTTP floor: the same GETs through TilepackHTTP alone (tools/bench-fetch.sh).
-        .executableTarget(name: "bench-fetch-floor", dependencies: [.product(name: "Tilepack", package: "tilepack")]),
+        // tilepack fetch's HTTP floor: the same GETs through TilepackHTTP alone, over either transport (tools/bench-fetch.sh).
+        .executableTarget(name: "bench-fetch-floor", dependencies: [
+            .product(name: "Tilepack", package: "tilepack"), .product(name: "TilepackCurl", package: "tilepack"),
+        ]),
         // The adapter's headline: bitmaps per second delivered into request buffers.
         .executableTarget(name: "bench-adapter", dependencies: [
             "BenchSupport", "CImagingFloor",

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Issue 17's prefetch benchmark: tiles per second that `tilepack fetch` downloads from a local
-# nginx, next to download-tiles (PyPI) fetching the same tiles, to the server's own ceiling
-# measured with wrk on the same URLs, and to tilepack's HTTP floor (the same GETs through
-# TilepackHTTP's URLSession client alone: tools/Sources/bench-fetch-floor), in one run.
-# Contenders alternate; medians of --runs runs.
+# nginx, over each HTTP transport (libcurl's multi interface, the command's default on Linux,
+# and URLSession, the library's default), next to download-tiles (PyPI) fetching the same
+# tiles, to the server's own ceiling measured with wrk on the same URLs, and to tilepack's HTTP
+# floors (the same GETs through TilepackHTTP's client alone over each transport:
+# tools/Sources/bench-fetch-floor), in one run. Contenders alternate; medians of --runs runs;
+# every figure is printed as tilepack's ratio to it.
 #
 #   tools/bench-fetch.sh [--zoom 0-6] [--runs 3] [--concurrency 8] [--port 18717]
 #
@@ -101,23 +103,30 @@ EOF
 now() { date +%s.%N; }
 median() { sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 
-: > "$work/tilepack.rates"; : > "$work/download-tiles.rates"; : > "$work/wrk.rates"; : > "$work/floor.rates"
-echo "bench-fetch: $tiles tiles (world, zooms $zoom) from nginx on $base; $runs runs, alternating; load: $(uptime | sed 's/.*load average: //')"
+contenders="wrk floor-curl floor-urlsession tilepack-curl tilepack-urlsession download-tiles"
+for name in $contenders; do : > "$work/$name.rates"; done
+echo "bench-fetch: $tiles tiles (world, zooms $zoom) from nginx on $base; $runs runs, alternating; $(nproc) cores; load: $(uptime | sed 's/.*load average: //')"
+
+# tilepack fetch over one transport: tiles/s, wall clock of the whole command.
+fetch() {
+    rm -f "$work/tilepack-$1.mbtiles"
+    local start end got
+    start=$(now)
+    "$tilepack" fetch "$base/{z}/{x}/{y}.png" "$work/tilepack-$1.mbtiles" --bbox=-180,-85.0511,180,85.0511 --zoom "$zoom" \
+        --concurrency "$concurrency" --transport "$1" --quiet > "$work/tilepack-$1.out"
+    end=$(now)
+    got=$(grep -o '^success: [0-9]*' "$work/tilepack-$1.out" | grep -o '[0-9]*$')
+    [ "$got" = "$tiles" ] || { echo "bench-fetch: tilepack ($1) fetched $got of $tiles tiles: $(cat "$work/tilepack-$1.out")" >&2; exit 1; }
+    echo "$tiles $start $end" | awk '{ printf "%.1f\n", $1 / ($3 - $2) }'
+}
+
 for run in $(seq 1 "$runs"); do
     # The server's ceiling on the same URLs: wrk, 2 threads, as many connections as tilepack uses.
-    wrk_rate=$(wrk -t2 -c"$concurrency" -d4s -s "$work/urls.lua" "$base" | awk '/Requests\/sec/ { print $2 }')
-    echo "$wrk_rate" >> "$work/wrk.rates"
-
-    "$floor" "$base" "$work/paths.txt" "$concurrency" "$sessions" >> "$work/floor.rates"
-
-    rm -f "$work/tilepack.mbtiles"
-    start=$(now)
-    "$tilepack" fetch "$base/{z}/{x}/{y}.png" "$work/tilepack.mbtiles" --bbox=-180,-85.0511,180,85.0511 --zoom "$zoom" \
-        --concurrency "$concurrency" --quiet > "$work/tilepack.out"
-    end=$(now)
-    got=$(grep -o '^success: [0-9]*' "$work/tilepack.out" | grep -o '[0-9]*$')
-    [ "$got" = "$tiles" ] || { echo "bench-fetch: tilepack fetched $got of $tiles tiles: $(cat "$work/tilepack.out")" >&2; exit 1; }
-    echo "$tiles $start $end" | awk '{ printf "%.1f\n", $1 / ($3 - $2) }' >> "$work/tilepack.rates"
+    wrk -t2 -c"$concurrency" -d4s -s "$work/urls.lua" "$base" | awk '/Requests\/sec/ { print $2 }' >> "$work/wrk.rates"
+    "$floor" "$base" "$work/paths.txt" "$concurrency" curl >> "$work/floor-curl.rates"
+    fetch curl >> "$work/tilepack-curl.rates"
+    "$floor" "$base" "$work/paths.txt" "$concurrency" "$sessions" >> "$work/floor-urlsession.rates"
+    fetch urlsession >> "$work/tilepack-urlsession.rates"
 
     rm -f "$work/download-tiles.mbtiles"
     start=$(now)
@@ -127,17 +136,22 @@ for run in $(seq 1 "$runs"); do
     got=$(sqlite3 "$work/download-tiles.mbtiles" "SELECT count(*) FROM tiles")
     [ "$got" = "$tiles" ] || echo "bench-fetch: download-tiles stored $got of $tiles tiles" >&2
     echo "$got $start $end" | awk '{ printf "%.1f\n", $1 / ($3 - $2) }' >> "$work/download-tiles.rates"
-    echo "  run $run: tilepack $(tail -1 "$work/tilepack.rates") tiles/s, download-tiles $(tail -1 "$work/download-tiles.rates") tiles/s, wrk $wrk_rate requests/s, HTTP floor $(tail -1 "$work/floor.rates") tiles/s"
+    line="  run $run:"
+    for name in $contenders; do line="$line $name $(tail -1 "$work/$name.rates")"; done
+    echo "$line (tiles/s; wrk: requests/s)"
 done
 
-tp=$(median < "$work/tilepack.rates")
-dt=$(median < "$work/download-tiles.rates")
-wr=$(median < "$work/wrk.rates")
-fl=$(median < "$work/floor.rates")
-"$tilepack" verify "$work/tilepack.mbtiles" | tail -1
-printf '\n%-34s %12s %10s\n' "median of $runs runs" "tiles/s" "tilepack ÷"
-printf '%-34s %12.0f %10s\n' "tilepack fetch (--concurrency $concurrency)" "$tp" "1.00"
-printf '%-34s %12.0f %10.1fx\n' "download-tiles 0.4.1" "$dt" "$(echo "$tp $dt" | awk '{ print $1 / $2 }')"
-printf '%-34s %12.0f %10.2fx\n' "nginx ceiling (wrk -c$concurrency)" "$wr" "$(echo "$tp $wr" | awk '{ print $1 / $2 }')"
-printf '%-34s %12.0f %10.2fx\n' "HTTP floor (TilepackHTTP, $sessions sessions)" "$fl" "$(echo "$tp $fl" | awk '{ print $1 / $2 }')"
+declare -A med
+for name in $contenders; do med[$name]=$(median < "$work/$name.rates"); done
+"$tilepack" verify "$work/tilepack-curl.mbtiles" | tail -1
+ratio() { echo "$1 $2" | awk '{ printf "%.2fx", $1 / $2 }'; }
+tc=${med[tilepack-curl]}; tu=${med[tilepack-urlsession]}
+printf '\n%-46s %10s %16s %20s\n' "median of $runs runs" "tiles/s" "tilepack curl ÷" "tilepack urlsession ÷"
+row() { printf '%-46s %10.0f %16s %20s\n' "$1" "$2" "$(ratio "$tc" "$2")" "$(ratio "$tu" "$2")"; }
+row "tilepack fetch --transport curl (default)" "$tc"
+row "tilepack fetch --transport urlsession" "$tu"
+row "download-tiles 0.4.1" "${med[download-tiles]}"
+row "nginx ceiling (wrk -t2 -c$concurrency, same URLs)" "${med[wrk]}"
+row "HTTP floor: TilepackHTTP over curl" "${med[floor-curl]}"
+row "HTTP floor: TilepackHTTP over $sessions URLSessions" "${med[floor-urlsession]}"
 echo "load after: $(uptime | sed 's/.*load average: //')"

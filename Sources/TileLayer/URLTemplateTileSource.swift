@@ -74,16 +74,48 @@ open class URLTemplateTileSource: MapTileLayerDataSource, @unchecked Sendable {
         let row = isGeometryFlipped ? TileScheme.tms.flipIfTMS(row: path.y, zoom: path.z) : path.y
         let scale = path.contentScaleFactor.rounded() == path.contentScaleFactor
             ? String(Int(path.contentScaleFactor)) : String(path.contentScaleFactor)
-        var text = urlTemplate
-            .replacingOccurrences(of: "{x}", with: String(path.x))
-            .replacingOccurrences(of: "{y}", with: String(row))
-            .replacingOccurrences(of: "{z}", with: String(path.z))
-            .replacingOccurrences(of: "{scale}", with: scale)
-        if text.contains("{s}") {
-            text = text.replacingOccurrences(of: "{s}", with: subdomains[abs(path.x + path.y) % subdomains.count])
-        }
+        let text = Self.expand(urlTemplate, x: path.x, y: row, z: path.z, scale: scale,
+                               subdomain: subdomains[abs(path.x + path.y) % subdomains.count])
         if text.hasPrefix("/") { return URL(fileURLWithPath: text) }
         return URL(string: text)
+    }
+
+    /// The template with `{x}` `{y}` `{z}` `{scale}` `{s}` replaced, in one pass over its bytes
+    /// (a bulk download expands it for every tile); any other brace is kept as it is.
+    static func expand(_ template: String, x: Int, y: Int, z: Int, scale: String, subdomain: String) -> String {
+        var output: [UInt8] = []
+        output.reserveCapacity(template.utf8.count + 24)
+        let bytes = Array(template.utf8)
+        var index = 0
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "{") {
+                var end = index + 1
+                while end < bytes.count, end - index <= 6, bytes[end] != UInt8(ascii: "}"), bytes[end] != UInt8(ascii: "{") { end += 1 }
+                if end < bytes.count, bytes[end] == UInt8(ascii: "}") {
+                    var value: String?
+                    if end == index + 2 {
+                        switch bytes[index + 1] {
+                        case UInt8(ascii: "x"): value = String(x)
+                        case UInt8(ascii: "y"): value = String(y)
+                        case UInt8(ascii: "z"): value = String(z)
+                        case UInt8(ascii: "s"): value = subdomain
+                        default: break
+                        }
+                    } else if bytes[(index + 1)..<end].elementsEqual("scale".utf8) {
+                        value = scale
+                    }
+                    if let value {
+                        output.append(contentsOf: value.utf8)
+                        index = end + 1
+                        continue
+                    }
+                }
+            }
+            output.append(byte)
+            index += 1
+        }
+        return String(decoding: output, as: UTF8.self)
     }
 
     /// The encoded bytes of a tile. The default loads ``url(forTilePath:)`` from a file or server.

@@ -47,6 +47,14 @@ public struct HTTPResponse: Sendable {
         self.body = body
     }
 
+    /// A response whose header names are lower-cased already.
+    init(url: URL, status: Int, lowercasedHeaders: [String: String], body: Data) {
+        self.url = url
+        self.status = status
+        headers = lowercasedHeaders
+        self.body = body
+    }
+
     /// A header field's value, by case-insensitive name.
     public func header(_ name: String) -> String? { headers[name.lowercased()] }
 

@@ -28,9 +28,10 @@ public final class MapDataPrefetcher: Sendable {
     /// The store, or `nil` when it did not exist and was not to be created (estimates only).
     public let store: MBTilesTileStore?
 
-    /// HTTP clients (URLSessions), used in turn. On Linux one URLSession moves every transfer
-    /// through one serial queue (FoundationNetworking over libcurl), which caps one session near
-    /// one core; ``PrefetchConfiguration/sessions`` sessions spread the work over the cores.
+    /// HTTP clients, used in turn: one over the transport given to `init`, else one per
+    /// URLSession. On Linux one URLSession moves every transfer through one serial queue
+    /// (FoundationNetworking over libcurl), which caps one session near one core;
+    /// ``PrefetchConfiguration/sessions`` sessions spread the work over the cores.
     let clients: [HTTPClient]
     let hub = EventHub()
     private let state = Locked(State())
@@ -56,9 +57,13 @@ public final class MapDataPrefetcher: Sendable {
     ///     estimates can run.
     ///   - readOnly: open the store read-only (an archive shipped in an app bundle): fetches are
     ///     refused with operation not allowed; estimates still run.
+    ///   - transport: what moves the bytes; `nil` (the default): URLSessions
+    ///     (``PrefetchConfiguration/sessions`` of them). A program may bring a bulk transport
+    ///     (the command line uses `TilepackCurl`'s on Linux); every rule of the exchange stays in
+    ///     TilepackHTTP's ``HTTPClient`` either way.
     /// - Throws: ``TileArchiveError`` when the store exists but cannot be opened as flat MBTiles.
     public init(storePath: String, source: PrefetchSource, configuration: PrefetchConfiguration = PrefetchConfiguration(),
-                createStore: Bool = true, readOnly: Bool = false) throws(TileArchiveError) {
+                createStore: Bool = true, readOnly: Bool = false, transport: (any HTTPTransport)? = nil) throws(TileArchiveError) {
         self.source = source
         self.configuration = configuration
         if (createStore && !readOnly) || FileManager.default.fileExists(atPath: storePath) {
@@ -70,10 +75,14 @@ public final class MapDataPrefetcher: Sendable {
         } else {
             store = nil
         }
-        let sessions = max(1, min(configuration.sessions, configuration.connectionsPerHost))
-        let perSession = (max(1, configuration.connectionsPerHost) + sessions - 1) / sessions
-        clients = (0..<sessions).map { _ in
-            HTTPClient(userAgent: configuration.userAgent, maximumConnectionsPerHost: perSession)
+        if let transport {
+            clients = [HTTPClient(transport: transport, userAgent: configuration.userAgent)]
+        } else {
+            let sessions = max(1, min(configuration.sessions, configuration.connectionsPerHost))
+            let perSession = (max(1, configuration.connectionsPerHost) + sessions - 1) / sessions
+            clients = (0..<sessions).map { _ in
+                HTTPClient(userAgent: configuration.userAgent, maximumConnectionsPerHost: perSession)
+            }
         }
         if let store {
             let regions = try store.regions()

@@ -13,7 +13,7 @@ public struct PrefetchConfiguration: Hashable, Sendable {
     /// HTTP requests in flight to one host (a template with `{s}` spreads over several hosts).
     public var connectionsPerHost: Int = 8
     /// URLSessions the requests are spread over (each with its share of the connections): one
-    /// per core by default, at most 8.
+    /// per core by default, at most 8. Unused when the prefetcher is given a transport.
     public var sessions: Int = min(8, max(1, ProcessInfo.processInfo.activeProcessorCount))
     /// At most this many HTTP requests per second over all hosts; `nil` for no limit.
     public var requestsPerSecond: Double?

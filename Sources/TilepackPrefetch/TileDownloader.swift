@@ -84,7 +84,7 @@ final class TileDownloader: Sendable {
                     return .notModified
                 default:
                     retryAfter = response.retryAfter()
-                    fault = .status(response.status, retryAfter: retryAfter.map(Self.seconds))
+                    fault = .status(response.status, retryAfter: retryAfter.map(HTTPClient.seconds))
                 }
             } catch {
                 gate.release(host)
@@ -94,7 +94,7 @@ final class TileDownloader: Sendable {
             guard fault.retryable, attempt < tries else { return .failed(fault) }
             if let retryAfter {
                 guard retryAfter <= retry.maximumRetryAfter else {
-                    return .failed(.status(fault.httpStatus, retryAfter: Self.seconds(retryAfter)))
+                    return .failed(.status(fault.httpStatus, retryAfter: HTTPClient.seconds(retryAfter)))
                 }
                 // The server asked the whole host to wait, not only this request.
                 gate.pause(host, for: retryAfter)
@@ -102,9 +102,5 @@ final class TileDownloader: Sendable {
             let delay = retry.delay(afterAttempt: attempt, retryAfter: retryAfter, using: &generator)
             do { try await Task.sleep(for: delay) } catch { return .cancelled }
         }
-    }
-
-    static func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 }

@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
 import TilepackCore
+import TilepackCurl
+import TilepackHTTP
 import TilepackOperations
 import TilepackPrefetch
 
@@ -64,7 +66,10 @@ struct FetchCommand: AsyncParsableCommand {
     @Option(help: "HTTP requests in flight per host.")
     var concurrency: Int = 8
 
-    @Option(help: "URLSessions to spread the requests over (default: one per core).")
+    @Option(help: "What moves the bytes: curl (libcurl's multi interface, the default on Linux) or urlsession (the library's default).")
+    var transport: FetchTransport = .platformDefault
+
+    @Option(help: "With --transport urlsession: URLSessions to spread the requests over (default: one per core).")
     var sessions: Int?
 
     @Option(help: "At most N requests per second.")
@@ -102,6 +107,10 @@ struct FetchCommand: AsyncParsableCommand {
         if route == nil && radius != nil { throw ValidationError("--radius goes with --route") }
         if !(1...256).contains(concurrency) { throw ValidationError("--concurrency must be 1-256") }
         if let sessions, !(1...64).contains(sessions) { throw ValidationError("--sessions must be 1-64") }
+        if sessions != nil && transport != .urlsession { throw ValidationError("--sessions goes with --transport urlsession") }
+        if transport == .curl && !FetchTransport.curlAvailable {
+            throw ValidationError("--transport curl is available on Linux only")
+        }
         if let rate, !(rate > 0 && rate.isFinite) { throw ValidationError("--rate must be above 0") }
         if capacity < 0 { throw ValidationError("--capacity must not be negative") }
         if estimate && (refresh || retryFailed) { throw ValidationError("--estimate downloads nothing: no --refresh or --retry-failed") }
@@ -125,7 +134,8 @@ struct FetchCommand: AsyncParsableCommand {
         if let userAgent { configuration.userAgent = userAgent }
         let source = PrefetchSource(urlTemplate: urlTemplate, scheme: scheme, scale: scale,
                                     subdomains: subdomains.split(separator: ",").map { String($0) }, tileSize: tileSize)
-        let prefetcher = try MapDataPrefetcher(storePath: output, source: source, configuration: configuration, createStore: !estimate)
+        let prefetcher = try MapDataPrefetcher(storePath: output, source: source, configuration: configuration, createStore: !estimate,
+                                               transport: transport == .curl ? FetchTransport.curlTransport(concurrency: concurrency) : nil)
         if estimate {
             let result = await prefetcher.estimate(request)
             if let reason = result.error, result.requestId < 0 { throw refusal(reason) }
@@ -190,6 +200,34 @@ struct FetchCommand: AsyncParsableCommand {
         if value >= 1e6 { return String(format: "%.1f MB", value / 1e6) }
         if value >= 1e3 { return String(format: "%.1f kB", value / 1e3) }
         return "\(count) B"
+    }
+}
+
+/// `--transport`: what moves the bytes of `fetch`.
+enum FetchTransport: String, ExpressibleByArgument, CaseIterable {
+    case curl
+    case urlsession
+
+    /// Whether TilepackCurl's transport is built here (Linux).
+    static var curlAvailable: Bool {
+        #if os(Linux)
+        true
+        #else
+        false
+        #endif
+    }
+
+    /// curl where it is built, URLSession elsewhere.
+    static var platformDefault: FetchTransport { curlAvailable ? .curl : .urlsession }
+
+    /// libcurl's multi interface with `concurrency` connections per host, or `nil` where
+    /// TilepackCurl is not built.
+    static func curlTransport(concurrency: Int) -> (any HTTPTransport)? {
+        #if os(Linux)
+        CurlTransport(maximumConnectionsPerHost: concurrency)
+        #else
+        nil
+        #endif
     }
 }
 

@@ -4,15 +4,16 @@ import TilepackCore
 import TilepackHTTP
 import TilepackTestSupport
 
-/// The URLSession client against a loopback server that misbehaves on purpose.
+/// The client over each transport (URLSession; libcurl's multi interface on Linux) against a
+/// loopback server that misbehaves on purpose: the same rules whatever moves the bytes.
 @Suite struct HTTPClientTests {
-    let client = HTTPClient()
 
     func url(_ server: LoopbackHTTPServer, _ path: String) -> URL {
         URL(string: server.baseURL + path)!
     }
 
-    @Test func bodyHeadersStatusAndUserAgent() async throws {
+    @Test(arguments: TestTransport.available) func bodyHeadersStatusAndUserAgent(_ transport: TestTransport) async throws {
+        let client = transport.client()
         let server = try LoopbackHTTPServer { request in
             if request.path == "/missing" { return .status(404, "no") }
             return .respond(status: 200, headers: ["ETag": "\"v1\"", "X-Agent": request.header("user-agent") ?? ""], body: Data("hello".utf8))
@@ -28,7 +29,8 @@ import TilepackTestSupport
         #expect(throws: HTTPError(url: url(server, "/missing").absoluteString, fault: .status(404))) { try missing.requireStatus() }
     }
 
-    @Test func rangeRequestsAreAnsweredWithTheirSlice() async throws {
+    @Test(arguments: TestTransport.available) func rangeRequestsAreAnsweredWithTheirSlice(_ transport: TestTransport) async throws {
+        let client = transport.client()
         let directory = try TemporaryDirectory()
         try Data((0..<200).map { UInt8($0) }).write(to: directory.url.appendingPathComponent("blob"))
         let server = try LoopbackHTTPServer(files: directory.url)
@@ -41,7 +43,8 @@ import TilepackTestSupport
         #expect(response.header("content-range") == "bytes 10-19/200")
     }
 
-    @Test func aBodyCutShortIsAnErrorNotData() async throws {
+    @Test(arguments: TestTransport.available) func aBodyCutShortIsAnErrorNotData(_ transport: TestTransport) async throws {
+        let client = transport.client()
         let server = try LoopbackHTTPServer { _ in
             .truncated(status: 200, headers: [:], body: Data(repeating: 7, count: 1000), sent: 300)
         }
@@ -55,7 +58,8 @@ import TilepackTestSupport
         }
     }
 
-    @Test func aDroppedConnectionIsTransient() async throws {
+    @Test(arguments: TestTransport.available) func aDroppedConnectionIsTransient(_ transport: TestTransport) async throws {
+        let client = transport.client()
         let server = try LoopbackHTTPServer { _ in .close }
         defer { server.stop() }
         await #expect {
@@ -65,7 +69,8 @@ import TilepackTestSupport
         }
     }
 
-    @Test func bodiesOverTheLimitAreRefusedDeclaredOrNot() async throws {
+    @Test(arguments: TestTransport.available) func bodiesOverTheLimitAreRefusedDeclaredOrNot(_ transport: TestTransport) async throws {
+        let client = transport.client()
         let big = Data(repeating: 1, count: 100_000)
         let server = try LoopbackHTTPServer { request in
             // `/raw` sends no Content-Length: the limit must hold while the body arrives.
@@ -82,7 +87,8 @@ import TilepackTestSupport
         }
     }
 
-    @Test func aServerThatTricklesTimesOutAtTheDeadline() async throws {
+    @Test(arguments: TestTransport.available) func aServerThatTricklesTimesOutAtTheDeadline(_ transport: TestTransport) async throws {
+        let client = transport.client()
         let server = try LoopbackHTTPServer { _ in
             // 2000 bytes, 50 ms apart: 100 s of body, each byte well within any idle timeout.
             .trickle(status: 200, headers: [:], body: Data(repeating: 1, count: 2000), interval: .milliseconds(50))
@@ -97,7 +103,8 @@ import TilepackTestSupport
         #expect(ContinuousClock.now - start < .seconds(40))
     }
 
-    @Test func retriesHonourRetryAfterAndStopOnSuccess() async throws {
+    @Test(arguments: TestTransport.available) func retriesHonourRetryAfterAndStopOnSuccess(_ transport: TestTransport) async throws {
+        let client = transport.client()
         let calls = Locked(0)
         let server = try LoopbackHTTPServer { _ in
             let n = calls.withLock { $0 += 1; return $0 }
@@ -120,7 +127,8 @@ import TilepackTestSupport
         #expect(retries.withLock { $0.count } == 3)
     }
 
-    @Test func triesRunOutOnAStatusReturnTheResponseAndNotFoundIsNotRetried() async throws {
+    @Test(arguments: TestTransport.available) func triesRunOutOnAStatusReturnTheResponseAndNotFoundIsNotRetried(_ transport: TestTransport) async throws {
+        let client = transport.client()
         let server = try LoopbackHTTPServer { request in request.path == "/gone" ? .status(404) : .status(500) }
         defer { server.stop() }
         let policy = RetryPolicy(maximumAttempts: 3, baseDelay: .milliseconds(5), maximumDelay: .milliseconds(10))
@@ -132,11 +140,11 @@ import TilepackTestSupport
         #expect(server.requests(to: "/gone") == 1)
     }
 
-    @Test func cancellingTheTaskCancelsTheRequest() async throws {
+    @Test(arguments: TestTransport.available) func cancellingTheTaskCancelsTheRequest(_ transport: TestTransport) async throws {
+        let client = transport.client()
         let server = try LoopbackHTTPServer { _ in .delayed(.seconds(30), .status(200, "late")) }
         defer { server.stop() }
         let target = url(server, "/wait")
-        let client = self.client
         let task = Task { try await client.send(HTTPRequest(url: target)) }
         try await Task.sleep(for: .milliseconds(200))
         task.cancel()
@@ -145,10 +153,71 @@ import TilepackTestSupport
         #expect(ContinuousClock.now - start < .seconds(20))
     }
 
-    @Test func onlyHTTPSchemes() async {
+    @Test(arguments: TestTransport.available) func onlyHTTPSchemes(_ transport: TestTransport) async {
+        let client = transport.client()
         await #expect(throws: HTTPError(url: "ftp://example.invalid/x", fault: .unsupportedScheme("ftp"))) {
             _ = try await client.send(HTTPRequest(url: URL(string: "ftp://example.invalid/x")!))
         }
+    }
+
+    @Test(arguments: TestTransport.available)
+    func redirectsAreFollowedToHTTPOnlyAndBounded(_ transport: TestTransport) async throws {
+        let server = try LoopbackHTTPServer { request in
+            switch request.path {
+            case "/start": .respond(status: 301, headers: ["Location": "/middle?x=1"], body: Data("moved".utf8))
+            case "/middle": .respond(status: 307, headers: ["Location": "http://127.0.0.1:\(request.header("host")?.split(separator: ":").last ?? "")/end"], body: Data())
+            case "/end": .respond(status: 200, headers: ["X-Range": request.header("range") ?? ""], body: Data("arrived".utf8))
+            case "/ftp": .respond(status: 302, headers: ["Location": "ftp://127.0.0.1/file"], body: Data("elsewhere".utf8))
+            default: .respond(status: 302, headers: ["Location": "/loop"], body: Data())
+            }
+        }
+        defer { server.stop() }
+        let client = transport.client()
+        var request = HTTPRequest(url: url(server, "/start"))
+        request.setRange(0..<4)
+        let response = try await client.send(request)
+        #expect(response.status == 200 && response.body == Data("arrived".utf8))
+        #expect(response.url == url(server, "/end"))
+        // The request's own headers go along; User-Agent too.
+        #expect(response.header("x-range") == "bytes=0-3")
+        #expect(server.requests.map(\.path) == ["/start", "/middle", "/end"])
+        #expect(server.requests.allSatisfy { $0.header("user-agent") == HTTPClient.defaultUserAgent })
+        // To another scheme: not followed, the redirect itself is the answer.
+        let ftp = try await client.send(HTTPRequest(url: url(server, "/ftp")))
+        #expect(ftp.status == 302 && ftp.body == Data("elsewhere".utf8))
+        // A loop ends with an error naming the URL asked for.
+        let loop = url(server, "/loop")
+        await #expect(throws: HTTPError(url: loop.absoluteString, fault: .transport("more than \(HTTPClient.maximumRedirects) redirects"))) {
+            _ = try await client.send(HTTPRequest(url: loop))
+        }
+        #expect(server.requests(to: "/loop") == HTTPClient.maximumRedirects + 1)
+    }
+
+    @Test(arguments: TestTransport.available)
+    func connectionsAreKeptAliveAndReused(_ transport: TestTransport) async throws {
+        let server = try LoopbackHTTPServer { _ in .respond(status: 200, headers: [:], body: Data(repeating: 3, count: 2000)) }
+        defer { server.stop() }
+        let client = HTTPClient(transport: transport.make(maximumConnectionsPerHost: 4))
+        // One after another: one connection.
+        for index in 0..<30 {
+            #expect(try await client.send(HTTPRequest(url: url(server, "/s\(index)"))).body.count == 2000)
+        }
+        #expect(server.acceptedConnections == 1)
+        // 200 requests, 8 at a time, at most 4 connections per host: never more than 4 connections.
+        let next = Locked(0)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<8 {
+                group.addTask {
+                    while let index = next.withLock({ value -> Int? in value < 200 ? { value += 1; return value }() : nil }) {
+                        let response = try await client.send(HTTPRequest(url: url(server, "/p\(index)")))
+                        #expect(response.status == 200 && response.body.count == 2000)
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(server.requestCount == 230)
+        #expect(server.acceptedConnections <= 4, "\(server.acceptedConnections) connections for 230 requests")
     }
 
     @Test func retryDelaysGrowWithJitterAndFollowRetryAfter() {

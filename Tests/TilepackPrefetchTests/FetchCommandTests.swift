@@ -7,10 +7,11 @@ import TilepackTestSupport
 @testable import TilepackPrefetch
 
 /// The built `tilepack` command, or `nil` (with the reason printed) when it was not built. In CI
-/// (`CI=true`) a missing binary is a failure (the callers expect so).
+/// (`CI=true`) a missing binary is a failure.
 func tilepackBinary() -> URL? {
     if let binary = TestSupport.tilepackBinary { return binary }
     print("skipped: the tilepack binary is not built (swift build --build-tests builds it)")
+    #expect(ProcessInfo.processInfo.environment["CI"] != "true", "the tilepack binary must be built in CI")
     return nil
 }
 
@@ -23,10 +24,7 @@ func runTilepack(_ binary: URL, _ arguments: [String], timeout: Double = 60) thr
 struct FetchCommandTests {
     @Test("kill -9 mid-fetch, then the same command resumes: nothing stored is asked for again, the archive verifies")
     func killAndResume() throws {
-        guard let binary = tilepackBinary() else {
-            #expect(ProcessInfo.processInfo.environment["CI"] != "true", "the tilepack binary must be built in CI")
-            return
-        }
+        guard let binary = tilepackBinary() else { return }
         let server = try TileServer()
         server.delay.withLock { $0 = .milliseconds(4) }
         let directory = try TemporaryDirectory()
@@ -72,10 +70,7 @@ struct FetchCommandTests {
 
     @Test("Ctrl-C (SIGINT) stops cleanly: exit 130, a valid archive, and the same command completes it")
     func interrupt() throws {
-        guard let binary = tilepackBinary() else {
-            #expect(ProcessInfo.processInfo.environment["CI"] != "true", "the tilepack binary must be built in CI")
-            return
-        }
+        guard let binary = tilepackBinary() else { return }
         let server = try TileServer()
         server.delay.withLock { $0 = .milliseconds(10) }
         let directory = try TemporaryDirectory()
@@ -102,12 +97,33 @@ struct FetchCommandTests {
         #expect(resumed.status == 0 && resumed.stdout.contains("\(verify.tiles) already present"), "\(resumed.stdout)")
     }
 
+    @Test("--transport curl (the default on Linux) and urlsession fetch the same tiles; --sessions goes with urlsession")
+    func transports() throws {
+        guard let binary = tilepackBinary() else { return }
+        let server = try TileServer()
+        let directory = try TemporaryDirectory()
+        let request = PrefetchRequest.boundingBox(berlin, zooms: 6...10)
+        let cover = try request.cover()
+        for transport in TestTransport.available {
+            let path = directory.file("\(transport).mbtiles")
+            let before = server.server.requestCount
+            let name = transport == .curl ? "curl" : "urlsession"
+            let result = try runTilepack(binary, ["fetch", server.template, path, "--bbox", "13.3,52.45,13.5,52.56", "--zoom", "6-10",
+                                                  "--transport", name, "--quiet"])
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(server.server.requestCount - before == cover.count)
+            let store = try MBTilesTileStore(path: path)
+            #expect(try cover.allSatisfy { try store.tileData($0) == TestTiles.tile($0) })
+            try store.close()
+        }
+        let refused = try runTilepack(binary, ["fetch", server.template, directory.file("s.mbtiles"), "--bbox", "13.3,52.45,13.5,52.56",
+                                               "--zoom", "6", "--sessions", "2", "--transport", "curl"])
+        #expect(refused.status == 64 && refused.stderr.contains("--sessions goes with --transport urlsession"))
+    }
+
     @Test("--estimate --json prints tiles and bytes and creates no file; a refused request exits 2")
     func estimateAndRefusal() throws {
-        guard let binary = tilepackBinary() else {
-            #expect(ProcessInfo.processInfo.environment["CI"] != "true", "the tilepack binary must be built in CI")
-            return
-        }
+        guard let binary = tilepackBinary() else { return }
         let server = try TileServer()
         let directory = try TemporaryDirectory()
         let path = directory.file("e.mbtiles")

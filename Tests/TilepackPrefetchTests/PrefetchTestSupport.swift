@@ -152,3 +152,9 @@ extension MapDataPrefetcher {
     /// Waits until the listeners have every event queued so far.
     func drainEvents() async { await hub.drain() }
 }
+
+extension TestTransport {
+    /// What a prefetcher is given: `nil` for URLSession (the library's default path, its
+    /// sessions), a new transport otherwise.
+    var forPrefetch: (any HTTPTransport)? { self == .urlSession ? nil : make(maximumConnectionsPerHost: 8) }
+}

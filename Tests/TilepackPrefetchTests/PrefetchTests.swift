@@ -9,13 +9,13 @@ import TilepackTestSupport
 
 @Suite("Prefetch: fetching a region into an MBTiles store")
 struct PrefetchFetchTests {
-    @Test("a box is fetched whole: every tile stored once, the archive verifies, events in order")
-    func fetchBox() async throws {
+    @Test("a box is fetched whole: every tile stored once, the archive verifies, events in order", arguments: TestTransport.available)
+    func fetchBox(_ transport: TestTransport) async throws {
         let server = try TileServer()
         let directory = try TemporaryDirectory()
         let path = directory.file("berlin.mbtiles")
         let prefetcher = try MapDataPrefetcher(storePath: path, source: PrefetchSource(urlTemplate: server.template),
-                                               configuration: testConfiguration())
+                                               configuration: testConfiguration(), transport: transport.forPrefetch)
         let recorder = EventRecorder()
         prefetcher.addListener(recorder)
         let stream = prefetcher.events()
@@ -29,6 +29,8 @@ struct PrefetchFetchTests {
         #expect(result.tiles == expected.count && result.downloaded == expected.count)
         #expect(result.failed == 0 && result.absent == 0 && result.alreadyPresent == 0)
         #expect(server.server.requestCount == expected.count)
+        // Kept-alive connections: no more than the requests in flight per host (4 here).
+        #expect(server.server.acceptedConnections <= 4, "\(server.server.acceptedConnections) connections")
         for tile in expected {
             #expect(server.requests(tile) == 1)
             #expect(try prefetcher.store?.tileData(tile) == TestTiles.tile(tile))
@@ -56,8 +58,8 @@ struct PrefetchFetchTests {
         #expect(metadata[TileMetadata.Key.format] == "png" && metadata[TileMetadata.Key.minZoom] == "0" && metadata[TileMetadata.Key.maxZoom] == "8")
     }
 
-    @Test("every server fault is survived or recorded, and nothing bad is stored")
-    func faults() async throws {
+    @Test("every server fault is survived or recorded, and nothing bad is stored", arguments: TestTransport.available)
+    func faults(_ transport: TestTransport) async throws {
         let server = try TileServer()
         let directory = try TemporaryDirectory()
         let request = PrefetchRequest.boundingBox(berlin, zooms: 11...13)
@@ -85,7 +87,7 @@ struct PrefetchFetchTests {
         server.always(tiles[14], .respond(status: 200, headers: ["Content-Type": "application/json"], body: Data(#"{"error":"quota exceeded"}"#.utf8)))
 
         let prefetcher = try MapDataPrefetcher(storePath: directory.file("f.mbtiles"), source: PrefetchSource(urlTemplate: server.template),
-                                               configuration: testConfiguration())
+                                               configuration: testConfiguration(), transport: transport.forPrefetch)
         let start = ContinuousClock.now
         let (_, report) = await prefetcher.fetch(request)
         // Retry-After: 1 was waited for (the back-off alone is milliseconds here).
@@ -113,8 +115,8 @@ struct PrefetchFetchTests {
         #expect(result.failures.first { $0.status == 500 }?.attempts == 4)
     }
 
-    @Test("a second run downloads only what is missing; failed tiles can be retried alone")
-    func resume() async throws {
+    @Test("a second run downloads only what is missing; failed tiles can be retried alone", arguments: TestTransport.available)
+    func resume(_ transport: TestTransport) async throws {
         let server = try TileServer()
         let directory = try TemporaryDirectory()
         let path = directory.file("r.mbtiles")
@@ -125,7 +127,7 @@ struct PrefetchFetchTests {
         server.always(tiles[3], .status(404))
         let source = PrefetchSource(urlTemplate: server.template)
         do {
-            let prefetcher = try MapDataPrefetcher(storePath: path, source: source, configuration: testConfiguration { $0.retry.maximumAttempts = 1 })
+            let prefetcher = try MapDataPrefetcher(storePath: path, source: source, configuration: testConfiguration { $0.retry.maximumAttempts = 1 }, transport: transport.forPrefetch)
             let report = try #require(await prefetcher.fetch(request).1)
             #expect(report.status == .failure && report.failed == 3 && report.absent == 1)
             await prefetcher.close()
@@ -133,7 +135,7 @@ struct PrefetchFetchTests {
         for tile in broken { server.always(tile, nil) }
         let before = server.server.requestCount
         // A new prefetcher on the same file (as after a restart): only the failed tiles are requested.
-        let prefetcher = try MapDataPrefetcher(storePath: path, source: source, configuration: testConfiguration())
+        let prefetcher = try MapDataPrefetcher(storePath: path, source: source, configuration: testConfiguration(), transport: transport.forPrefetch)
         let report = try #require(await prefetcher.fetch(request).1)
         #expect(report.status == .success)
         #expect(report.downloaded == 3 && report.alreadyPresent == tiles.count - 4 && report.absent == 1)
@@ -146,15 +148,15 @@ struct PrefetchFetchTests {
         await prefetcher.close()
     }
 
-    @Test("retryFailedTiles requests the failed tiles and nothing else")
-    func retryFailedAlone() async throws {
+    @Test("retryFailedTiles requests the failed tiles and nothing else", arguments: TestTransport.available)
+    func retryFailedAlone(_ transport: TestTransport) async throws {
         let server = try TileServer()
         let directory = try TemporaryDirectory()
         let request = PrefetchRequest.boundingBox(berlin, zooms: 7...9)
         let tiles = Array(try request.cover())
         server.always(tiles[2], .status(503))
         let prefetcher = try MapDataPrefetcher(storePath: directory.file("x.mbtiles"), source: PrefetchSource(urlTemplate: server.template),
-                                               configuration: testConfiguration { $0.retry.maximumAttempts = 2 })
+                                               configuration: testConfiguration { $0.retry.maximumAttempts = 2 }, transport: transport.forPrefetch)
         #expect(try #require(await prefetcher.fetch(request).1).failed == 1)
         server.always(tiles[2], nil)
         let before = server.server.requestCount
@@ -165,13 +167,13 @@ struct PrefetchFetchTests {
         await prefetcher.close()
     }
 
-    @Test("refresh revalidates with If-None-Match; a 304 rewrites nothing")
-    func refresh() async throws {
+    @Test("refresh revalidates with If-None-Match; a 304 rewrites nothing", arguments: TestTransport.available)
+    func refresh(_ transport: TestTransport) async throws {
         let server = try TileServer(etags: true)
         let directory = try TemporaryDirectory()
         let path = directory.file("e.mbtiles")
         let request = PrefetchRequest.boundingBox(berlin, zooms: 8...9)
-        let prefetcher = try MapDataPrefetcher(storePath: path, source: PrefetchSource(urlTemplate: server.template), configuration: testConfiguration())
+        let prefetcher = try MapDataPrefetcher(storePath: path, source: PrefetchSource(urlTemplate: server.template), configuration: testConfiguration(), transport: transport.forPrefetch)
         let first = try #require(await prefetcher.fetch(request).1)
         let store = try #require(prefetcher.store)
         let tile = Array(try request.cover())[0]
@@ -189,12 +191,12 @@ struct PrefetchFetchTests {
         await prefetcher.close()
     }
 
-    @Test("refresh revalidates with If-Modified-Since when the server gives Last-Modified and no ETag")
-    func refreshByDate() async throws {
+    @Test("refresh revalidates with If-Modified-Since when the server gives Last-Modified and no ETag", arguments: TestTransport.available)
+    func refreshByDate(_ transport: TestTransport) async throws {
         let server = try TileServer(lastModified: true)
         let directory = try TemporaryDirectory()
         let request = PrefetchRequest.boundingBox(berlin, zooms: 8...9)
-        let prefetcher = try MapDataPrefetcher(storePath: directory.file("d.mbtiles"), source: PrefetchSource(urlTemplate: server.template), configuration: testConfiguration())
+        let prefetcher = try MapDataPrefetcher(storePath: directory.file("d.mbtiles"), source: PrefetchSource(urlTemplate: server.template), configuration: testConfiguration(), transport: transport.forPrefetch)
         let first = try #require(await prefetcher.fetch(request).1)
         let before = server.server.requestCount
         let second = try #require(await prefetcher.fetch(request, options: PrefetchOptions(refresh: true)).1)
@@ -208,8 +210,8 @@ struct PrefetchFetchTests {
         await prefetcher.close()
     }
 
-    @Test("a route corridor fetches RouteCover's tiles; TMS and {s} templates are expanded by TileLayer")
-    func routeTMSAndSubdomains() async throws {
+    @Test("a route corridor fetches RouteCover's tiles; TMS and {s} templates are expanded by TileLayer", arguments: TestTransport.available)
+    func routeTMSAndSubdomains(_ transport: TestTransport) async throws {
         let server = try TileServer()
         let directory = try TemporaryDirectory()
         let route = [GeoCoordinate(latitude: 52.52, longitude: 13.40), GeoCoordinate(latitude: 52.40, longitude: 13.06)]
@@ -219,7 +221,7 @@ struct PrefetchFetchTests {
         // TMS rows at the server; {s} in the path (the tests stay on 127.0.0.1).
         let template = server.server.baseURL + "/{s}/{z}/{x}/{y}.png"
         let source = PrefetchSource(urlTemplate: template, scheme: .tms, subdomains: ["a", "b", "c"])
-        let prefetcher = try MapDataPrefetcher(storePath: directory.file("route.mbtiles"), source: source, configuration: testConfiguration())
+        let prefetcher = try MapDataPrefetcher(storePath: directory.file("route.mbtiles"), source: source, configuration: testConfiguration(), transport: transport.forPrefetch)
         let report = try #require(await prefetcher.fetch(request).1)
         // The server answers XYZ paths; a TMS request for XYZ (z, x, y) asks for row 2^z-1-y.
         #expect(report.tiles == expected && report.downloaded == expected, "\(report.failures.prefix(3))")
@@ -232,34 +234,34 @@ struct PrefetchFetchTests {
         await prefetcher.close()
     }
 
-    @Test("the User-Agent names tilepack and its version; a configured one replaces it")
-    func userAgent() async throws {
+    @Test("the User-Agent names tilepack and its version; a configured one replaces it", arguments: TestTransport.available)
+    func userAgent(_ transport: TestTransport) async throws {
         let server = try TileServer()
         let directory = try TemporaryDirectory()
         let request = PrefetchRequest.boundingBox(berlin, zooms: 3...3)
         let prefetcher = try MapDataPrefetcher(storePath: directory.file("u.mbtiles"), source: PrefetchSource(urlTemplate: server.template),
-                                               configuration: testConfiguration())
+                                               configuration: testConfiguration(), transport: transport.forPrefetch)
         _ = await prefetcher.fetch(request)
         #expect(server.server.requests.first?.header("user-agent") == "tilepack/\(TilepackVersion.current) (offline prefetch)")
         let custom = try MapDataPrefetcher(storePath: directory.file("v.mbtiles"), source: PrefetchSource(urlTemplate: server.template),
-                                           configuration: testConfiguration { $0.userAgent = "my-app/2.0" })
+                                           configuration: testConfiguration { $0.userAgent = "my-app/2.0" }, transport: transport.forPrefetch)
         _ = await custom.fetch(request)
         #expect(server.server.requests.last?.header("user-agent") == "my-app/2.0")
     }
 
-    @Test("connections per host and the request rate are bounded")
-    func limits() async throws {
+    @Test("connections per host and the request rate are bounded", arguments: TestTransport.available)
+    func limits(_ transport: TestTransport) async throws {
         let server = try TileServer()
         server.delay.withLock { $0 = .milliseconds(40) }
         let directory = try TemporaryDirectory()
         let prefetcher = try MapDataPrefetcher(storePath: directory.file("l.mbtiles"), source: PrefetchSource(urlTemplate: server.template),
-                                               configuration: testConfiguration { $0.connectionsPerHost = 3 })
+                                               configuration: testConfiguration { $0.connectionsPerHost = 3 }, transport: transport.forPrefetch)
         let report = try #require(await prefetcher.fetch(.boundingBox(berlin, zooms: 0...7)).1)
         #expect(report.downloaded >= 8)
         #expect(server.peakConcurrency <= 3 && server.peakConcurrency >= 2)
         server.delay.withLock { $0 = nil }
         let limited = try MapDataPrefetcher(storePath: directory.file("m.mbtiles"), source: PrefetchSource(urlTemplate: server.template),
-                                            configuration: testConfiguration { $0.requestsPerSecond = 40 })
+                                            configuration: testConfiguration { $0.requestsPerSecond = 40 }, transport: transport.forPrefetch)
         let start = ContinuousClock.now
         let rated = try #require(await limited.fetch(.boundingBox(berlin, zooms: 0...5)).1)
         // n requests at 40/s take at least (n - 1) / 40 s.
@@ -351,14 +353,14 @@ struct PrefetchRequestTests {
         #expect(server.server.requestCount == 0)
     }
 
-    @Test("cancel mid-flight ends in exactly one cancelled status and leaves a resumable store")
-    func cancel() async throws {
+    @Test("cancel mid-flight ends in exactly one cancelled status and leaves a resumable store", arguments: TestTransport.available)
+    func cancel(_ transport: TestTransport) async throws {
         let server = try TileServer()
         server.delay.withLock { $0 = .milliseconds(30) }
         let directory = try TemporaryDirectory()
         let path = directory.file("c.mbtiles")
         let prefetcher = try MapDataPrefetcher(storePath: path, source: PrefetchSource(urlTemplate: server.template),
-                                               configuration: testConfiguration { $0.connectionsPerHost = 2 })
+                                               configuration: testConfiguration { $0.connectionsPerHost = 2 }, transport: transport.forPrefetch)
         let recorder = EventRecorder()
         prefetcher.addListener(recorder)
         let events = prefetcher.events()
@@ -383,7 +385,7 @@ struct PrefetchRequestTests {
         // The store is a valid archive, and a new run completes it without asking for stored tiles again.
         #expect(ArchiveVerifier.run(path: path).errorCount == 0)
         server.delay.withLock { $0 = nil }
-        let resumed = try MapDataPrefetcher(storePath: path, source: PrefetchSource(urlTemplate: server.template), configuration: testConfiguration())
+        let resumed = try MapDataPrefetcher(storePath: path, source: PrefetchSource(urlTemplate: server.template), configuration: testConfiguration(), transport: transport.forPrefetch)
         let store = try #require(resumed.store)
         let present = try request.cover().filter { try store.containsTile($0) }
         let countBefore = server.server.requestCount

@@ -62,6 +62,7 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
     private struct State {
         var requests: [Request] = []
         var connections: Set<Int32> = []
+        var accepted = 0
         var stopped = false
     }
 
@@ -106,6 +107,8 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
     public var requests: [Request] { state.withLock { $0.requests } }
     public var requestCount: Int { state.withLock { $0.requests.count } }
     public func requests(to path: String) -> Int { state.withLock { $0.requests.filter { $0.path == path }.count } }
+    /// Connections accepted so far (a client that reuses its connections opens few).
+    public var acceptedConnections: Int { state.withLock { $0.accepted } }
 
     /// Closes the listener and every connection; idempotent.
     public func stop() {
@@ -132,6 +135,7 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
             let accepted = state.withLock { state -> Bool in
                 guard !state.stopped else { return false }
                 state.connections.insert(fd)
+                state.accepted += 1
                 return true
             }
             guard accepted else {

@@ -1,0 +1,328 @@
+#if canImport(CTilepackCurl)
+internal import CTilepackCurl
+import Foundation
+import TilepackCore
+import TilepackHTTP
+
+/// A bulk HTTP transport on libcurl's multi interface, for programs that move many small
+/// bodies (`tilepack fetch` on Linux). Not part of the `Tilepack` library an app links: the
+/// library's HTTP is URLSession (``URLSessionTransport``).
+///
+/// Why: on Linux, URLSession is FoundationNetworking over this same libcurl, with every transfer
+/// going through one serial queue and some forty thread switches per request. Here one thread
+/// runs `curl_multi_poll` for every transfer: requests reach it through a locked queue and
+/// `curl_multi_wakeup`, connections are kept alive and reused (curl's connection cache, at most
+/// `maximumConnectionsPerHost` per host), the whole-exchange deadline is curl's own
+/// `CURLOPT_TIMEOUT_MS` (no timer per request), bodies go straight from curl's buffer into
+/// ``HTTPIncomingResponse`` (which bounds them as they arrive), and a finished transfer resumes
+/// its caller. Every rule above the bytes (User-Agent, redirects, length checks, typed errors,
+/// retries) stays in ``HTTPClient``.
+public final class CurlTransport: HTTPTransport {
+    private let loop: CurlLoop
+
+    /// - Parameters:
+    ///   - maximumConnectionsPerHost: parallel connections to one host; more transfers wait in curl.
+    ///   - maximumCachedConnections: idle connections kept open for reuse, over all hosts.
+    public init(maximumConnectionsPerHost: Int = 8, maximumCachedConnections: Int = 64) {
+        loop = CurlLoop(maximumConnectionsPerHost: maximumConnectionsPerHost, maximumCachedConnections: maximumCachedConnections)
+    }
+
+    deinit { loop.stop() }
+
+    public func exchange(_ request: HTTPRequest, _ response: HTTPIncomingResponse) async -> HTTPIncomingResponse {
+        let transfer = CurlTransfer(request: request, response: response)
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                loop.submit(transfer, continuation)
+            }
+        } onCancel: {
+            loop.cancel(transfer)
+        }
+    }
+}
+
+/// One exchange. After ``CurlLoop/submit(_:_:)`` only the loop's thread touches it, except
+/// `cancelled`.
+final class CurlTransfer: @unchecked Sendable {
+    let request: HTTPRequest
+    var response: HTTPIncomingResponse
+    var continuation: CheckedContinuation<HTTPIncomingResponse, Never>?
+    /// The header fields of the response being received (reset at each status line).
+    var headers: [(name: String, value: String)] = []
+    var headDelivered = false
+    var easy: UnsafeMutableRawPointer?
+    var headerList: UnsafeMutablePointer<curl_slist>?
+    /// Set by a cancel from any thread; the loop ends the transfer when it sees it.
+    let cancelled = Locked(false)
+
+    init(request: HTTPRequest, response: HTTPIncomingResponse) {
+        self.request = request
+        self.response = response
+    }
+
+    /// Hands the head to the response once, before the first body byte or at the end.
+    func deliverHead() -> Bool {
+        guard !headDelivered else { return true }
+        headDelivered = true
+        var code = 0
+        guard let easy, tilepack_curl_response_code(easy, &code) == CURLE_OK, code > 0 else { return true }
+        return response.receiveHead(status: code, fields: headers)
+    }
+}
+
+/// The multi handle, its thread and its easy handles; it frees them all when its thread ends.
+final class CurlLoop: @unchecked Sendable {
+    /// Touched by the loop's thread only (and by `init` before the thread starts).
+    private let multi: UnsafeMutableRawPointer
+    private var active: [UnsafeMutableRawPointer: CurlTransfer] = [:]
+    private var idleHandles: [UnsafeMutableRawPointer] = []
+
+    /// What other threads hand to the loop. `curl_multi_wakeup` is called under this lock so
+    /// that it never runs after the loop has freed the multi handle (`closed`), and only when
+    /// the loop sleeps in `curl_multi_poll` (`polling`) and no one has woken it yet: a request
+    /// submitted while the loop works is picked up before it sleeps again.
+    private let inbox = Locked(Inbox())
+
+    private struct Inbox {
+        var submitted: [CurlTransfer] = []
+        var cancelled: [CurlTransfer] = []
+        var stopping = false
+        var closed = false
+        var polling = false
+        var woken = false
+
+        var isEmpty: Bool { submitted.isEmpty && cancelled.isEmpty && !stopping }
+
+        /// Wakes the loop if it sleeps and no one has woken it yet.
+        mutating func wake(_ multi: UnsafeMutableRawPointer) {
+            guard polling, !woken else { return }
+            woken = true
+            curl_multi_wakeup(multi)
+        }
+    }
+
+    private static let globalInit: Bool = tilepack_curl_global_init() == CURLE_OK
+
+    init(maximumConnectionsPerHost: Int, maximumCachedConnections: Int) {
+        _ = Self.globalInit
+        // curl_multi_init fails only when memory runs out.
+        guard let multi = curl_multi_init() else { fatalError("curl_multi_init failed: out of memory") }
+        self.multi = multi
+        _ = tilepack_curl_multi_set_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, max(1, maximumConnectionsPerHost))
+        _ = tilepack_curl_multi_set_long(multi, CURLMOPT_MAXCONNECTS, max(1, maximumCachedConnections))
+        let thread = Thread { [self] in run() }
+        thread.name = "tilepack-curl"
+        thread.start()
+    }
+
+    func submit(_ transfer: CurlTransfer, _ continuation: CheckedContinuation<HTTPIncomingResponse, Never>) {
+        transfer.continuation = continuation
+        let accepted = inbox.withLock { inbox -> Bool in
+            guard !inbox.stopping else { return false }
+            inbox.submitted.append(transfer)
+            inbox.wake(multi)
+            return true
+        }
+        if !accepted {
+            transfer.response.end(.cancelled)
+            transfer.continuation = nil
+            continuation.resume(returning: transfer.response)
+        }
+    }
+
+    func cancel(_ transfer: CurlTransfer) {
+        transfer.cancelled.withLock { $0 = true }
+        inbox.withLock { inbox in
+            guard !inbox.closed else { return }
+            inbox.cancelled.append(transfer)
+            inbox.wake(multi)
+        }
+    }
+
+    func stop() {
+        inbox.withLock { inbox in
+            guard !inbox.closed else { return }
+            inbox.stopping = true
+            inbox.wake(multi)
+        }
+    }
+
+    // MARK: The loop's thread
+
+    private func run() {
+        var running: Int32 = 0
+        while true {
+            let (submitted, cancelled, stopping) = inbox.withLock { inbox in
+                defer {
+                    inbox.submitted.removeAll(keepingCapacity: true)
+                    inbox.cancelled.removeAll(keepingCapacity: true)
+                }
+                return (inbox.submitted, inbox.cancelled, inbox.stopping)
+            }
+            for transfer in submitted { start(transfer) }
+            for transfer in cancelled where transfer.easy != nil {
+                finish(transfer, .cancelled)
+            }
+            if stopping { break }
+            curl_multi_perform(multi, &running)
+            var left: Int32 = 0
+            while let message = curl_multi_info_read(multi, &left) {
+                guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle,
+                      let transfer = active[easy] else { continue }
+                let code = tilepack_curl_message_result(message)
+                if code == CURLE_OK {
+                    _ = transfer.deliverHead()
+                    finish(transfer, nil)
+                } else {
+                    // A head that arrived before the fault lets the response tell a cut body.
+                    _ = transfer.deliverHead()
+                    finish(transfer, Self.fault(code, timeout: transfer.request.timeout))
+                }
+            }
+            // Sleeps only with nothing handed in since the inbox was emptied.
+            let sleep = inbox.withLock { inbox -> Bool in
+                guard inbox.isEmpty else { return false }
+                inbox.polling = true
+                inbox.woken = false
+                return true
+            }
+            if sleep {
+                curl_multi_poll(multi, nil, 0, 1000, nil)
+                inbox.withLock { $0.polling = false }
+            }
+        }
+        // Stopping: every transfer still here ends cancelled, then everything is freed.
+        let left = inbox.withLock { inbox -> [CurlTransfer] in
+            inbox.closed = true
+            defer { inbox.submitted.removeAll() }
+            return inbox.submitted
+        }
+        for transfer in left { start(transfer) }
+        for transfer in Array(active.values) { finish(transfer, .cancelled) }
+        for easy in idleHandles { curl_easy_cleanup(easy) }
+        idleHandles.removeAll()
+        curl_multi_cleanup(multi)
+    }
+
+    /// Sets up a handle for `transfer` and adds it to the multi handle.
+    private func start(_ transfer: CurlTransfer) {
+        if transfer.cancelled.withLock({ $0 }) {
+            end(transfer, .cancelled)
+            return
+        }
+        guard let easy = idleHandles.popLast() ?? curl_easy_init() else {
+            end(transfer, .transport("curl_easy_init failed"))
+            return
+        }
+        transfer.easy = easy
+        let request = transfer.request
+        let context = Unmanaged.passUnretained(transfer).toOpaque()
+        var ok = request.url.absoluteString.withCString { tilepack_curl_set_pointer(easy, CURLOPT_URL, $0) } == CURLE_OK
+        if request.method == "HEAD" {
+            ok = ok && tilepack_curl_set_long(easy, CURLOPT_NOBODY, 1) == CURLE_OK
+        } else if request.method != "GET" {
+            ok = ok && request.method.withCString { tilepack_curl_set_pointer(easy, CURLOPT_CUSTOMREQUEST, $0) } == CURLE_OK
+        }
+        for (name, value) in request.headers {
+            guard !name.contains(where: { $0 == "\r" || $0 == "\n" || $0 == ":" }),
+                  !value.contains(where: { $0 == "\r" || $0 == "\n" }) else { continue }
+            transfer.headerList = curl_slist_append(transfer.headerList, "\(name): \(value)")
+        }
+        let milliseconds = max(1, Int(HTTPClient.seconds(request.timeout) * 1000))
+        ok = ok
+            && tilepack_curl_set_pointer(easy, CURLOPT_HTTPHEADER, transfer.headerList) == CURLE_OK
+            && tilepack_curl_set_long(easy, CURLOPT_NOSIGNAL, 1) == CURLE_OK
+            && tilepack_curl_set_long(easy, CURLOPT_TIMEOUT_MS, milliseconds) == CURLE_OK
+            && tilepack_curl_set_long(easy, CURLOPT_FOLLOWLOCATION, 0) == CURLE_OK
+            // The encodings curl can decode, as URLSession on Linux asks for.
+            && tilepack_curl_set_pointer(easy, CURLOPT_ACCEPT_ENCODING, "") == CURLE_OK
+            && tilepack_curl_set_callback(easy, CURLOPT_WRITEFUNCTION, curlWrite) == CURLE_OK
+            && tilepack_curl_set_pointer(easy, CURLOPT_WRITEDATA, context) == CURLE_OK
+            && tilepack_curl_set_callback(easy, CURLOPT_HEADERFUNCTION, curlHeader) == CURLE_OK
+            && tilepack_curl_set_pointer(easy, CURLOPT_HEADERDATA, context) == CURLE_OK
+        guard ok, curl_multi_add_handle(multi, easy) == CURLM_OK else {
+            release(transfer)
+            end(transfer, .transport("libcurl refused the request"))
+            return
+        }
+        active[easy] = transfer
+    }
+
+    /// Takes the transfer's handle out of the multi handle and ends it.
+    private func finish(_ transfer: CurlTransfer, _ fault: HTTPError.Fault?) {
+        guard let easy = transfer.easy, active.removeValue(forKey: easy) != nil else { return }
+        curl_multi_remove_handle(multi, easy)
+        release(transfer)
+        end(transfer, fault)
+    }
+
+    /// Returns the transfer's handle to the pool (reset: no option, no callback context left).
+    private func release(_ transfer: CurlTransfer) {
+        if let easy = transfer.easy {
+            curl_easy_reset(easy)
+            if idleHandles.count < 256 { idleHandles.append(easy) } else { curl_easy_cleanup(easy) }
+        }
+        transfer.easy = nil
+        curl_slist_free_all(transfer.headerList)
+        transfer.headerList = nil
+    }
+
+    private func end(_ transfer: CurlTransfer, _ fault: HTTPError.Fault?) {
+        transfer.response.end(fault)
+        let continuation = transfer.continuation
+        transfer.continuation = nil
+        continuation?.resume(returning: transfer.response)
+    }
+
+    static func fault(_ code: CURLcode, timeout: Duration) -> HTTPError.Fault {
+        let reason = String(cString: curl_easy_strerror(code))
+        switch code {
+        case CURLE_OPERATION_TIMEDOUT:
+            return .timedOut(timeout)
+        case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY, CURLE_COULDNT_CONNECT, CURLE_SSL_CONNECT_ERROR,
+             CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER, CURLE_SSL_CACERT_BADFILE:
+            return .cannotConnect(reason)
+        case CURLE_GOT_NOTHING, CURLE_RECV_ERROR, CURLE_SEND_ERROR, CURLE_PARTIAL_FILE, CURLE_HTTP2, CURLE_HTTP2_STREAM,
+             CURLE_WEIRD_SERVER_REPLY, CURLE_BAD_CONTENT_ENCODING, CURLE_HTTP3:
+            return .connectionLost(reason)
+        case CURLE_UNSUPPORTED_PROTOCOL:
+            return .unsupportedScheme(reason)
+        default:
+            return .transport(reason)
+        }
+    }
+}
+
+/// curl's write callback: a piece of the body, into the transfer's response (bounded there).
+/// Returning less than given stops the transfer.
+private let curlWrite: tilepack_curl_data_callback = { data, size, count, context in
+    guard let context else { return 0 }
+    let transfer = Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
+    let length = size * count
+    guard transfer.deliverHead(), transfer.response.receiveBody(UnsafeRawBufferPointer(start: data, count: length)) else { return 0 }
+    return length
+}
+
+/// curl's header callback: one header line; a status line starts a new response (after a
+/// `100 Continue`, say), so the fields gathered so far are dropped.
+private let curlHeader: tilepack_curl_data_callback = { data, size, count, context in
+    let length = size * count
+    guard let context, let data else { return length }
+    let transfer = Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
+    let line = UnsafeRawBufferPointer(start: data, count: length)
+    if line.starts(with: "HTTP/".utf8) {
+        transfer.headers.removeAll(keepingCapacity: true)
+        return length
+    }
+    guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { return length }
+    transfer.headers.append((name: trimmed(line[..<colon]), value: trimmed(line[(colon + 1)...])))
+    return length
+}
+
+/// The bytes as text without the blanks and line end around them.
+private func trimmed(_ bytes: Slice<UnsafeRawBufferPointer>) -> String {
+    let blank: (UInt8) -> Bool = { $0 == 0x20 || $0 == 0x09 || $0 == 0x0D || $0 == 0x0A }
+    guard let first = bytes.firstIndex(where: { !blank($0) }), let last = bytes.lastIndex(where: { !blank($0) }) else { return "" }
+    return String(decoding: bytes[first...last], as: UTF8.self)
+}
+#endif
