@@ -9,6 +9,8 @@ enum ArchiveSinks {
         var append = false
         var deduplicate = false
         var encode: PixelFormat?
+        /// MBTiles: store `agg_tiles_hash` (an appended file that carries one keeps it anyway).
+        var aggregateTilesHash = false
     }
 
     static func make(kind: ArchiveKind, destination: String, metadata: TileMetadata, options: Options) throws(OperationError) -> any TileSink {
@@ -53,15 +55,17 @@ final class MBTilesSink: TileSink {
         append = options.append
         if options.append {
             // The added tiles widen the zooms and bounds: what the archive says is extended to cover them.
-            writer = try MBTilesWriter(updating: destination, options: MBTilesWriterOptions(derivation: .extend))
+            writer = try MBTilesWriter(updating: destination, options: MBTilesWriterOptions(
+                derivation: .extend, aggregateTilesHash: options.aggregateTilesHash))
         } else {
             writer = try MBTilesWriter(
                 creating: destination, metadata: metadata,
-                options: MBTilesWriterOptions(schema: options.deduplicate ? .deduplicated : .flat, overwrite: options.overwrite))
+                options: MBTilesWriterOptions(schema: options.deduplicate ? .deduplicated : .flat, overwrite: options.overwrite,
+                                              aggregateTilesHash: options.aggregateTilesHash))
         }
     }
 
-    let prepare: @Sendable (consuming [UInt8], UInt32?) -> PreparedTile = { bytes, _ in .bytes(bytes) }
+    let prepare: @Sendable (consuming [UInt8], UInt32?, SourceFile?) -> PreparedTile = { bytes, _, _ in .bytes(bytes) }
     let usesCRC = false
 
     func begin(content: TileContent) throws {}
@@ -107,8 +111,9 @@ final class BundleSink: TileSink {
     private var writer: BundleWriter?
     private static let options = BundleWriter.Options(derivation: .fillMissing)
 
-    let prepare: @Sendable (consuming [UInt8], UInt32?) -> PreparedTile = { bytes, crc in
-        .bundlePayload(BundleWriter.prepare(bytes, options: BundleSink.options, crc: crc))
+    /// Large stored payloads are copied from their tile files at `finish()` (see `BundleWriter`).
+    let prepare: @Sendable (consuming [UInt8], UInt32?, SourceFile?) -> PreparedTile = { bytes, crc, source in
+        .bundlePayload(BundleWriter.prepare(bytes, options: BundleSink.options, crc: crc, source: source))
     }
     let usesCRC = true
 
@@ -157,7 +162,7 @@ final class PMTilesSink: TileSink {
         writer = try PMTilesWriter(destination: destination, metadata: metadata, overwrite: overwrite)
     }
 
-    let prepare: @Sendable (consuming [UInt8], UInt32?) -> PreparedTile = { bytes, _ in .bytes(bytes) }
+    let prepare: @Sendable (consuming [UInt8], UInt32?, SourceFile?) -> PreparedTile = { bytes, _, _ in .bytes(bytes) }
     let usesCRC = false
 
     func begin(content: TileContent) throws {

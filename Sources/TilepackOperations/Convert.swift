@@ -11,6 +11,8 @@ public struct ConvertOptions: Sendable {
     public var deduplicate = false
     /// Bundle output: decode every image and store raw pixels in this format.
     public var encode: PixelFormat?
+    /// MBTiles output: store `agg_tiles_hash` even when the source carries none.
+    public var aggregateTilesHash = false
     public init() {}
 }
 
@@ -29,7 +31,8 @@ public struct ConvertReport: Sendable, Codable {
 /// Copies every tile and the metadata from one archive into a new one: MBTiles <-> bundle, and
 /// MBTiles flat <-> deduplicated. Tile bytes are kept as they are unless `encode` asks for raw
 /// pixels (or a raw-bitmap bundle is written to MBTiles, whose tiles are then PNG-encoded), so
-/// `agg_tiles_hash` of the output equals the input's.
+/// `agg_tiles_hash` of the output equals the input's. An MBTiles output carries one when the
+/// source does (computed again for the bytes written) or when asked.
 public enum ArchiveConverter {
     public static func run(source: String, destination: String, options: ConvertOptions,
                            progress: ProgressHandler? = nil) throws(OperationError) -> ConvertReport {
@@ -57,7 +60,8 @@ public enum ArchiveConverter {
             notes.append("\(source) has no name in its metadata: named '\(name)' after its file")
         }
         let sink = try ArchiveSinks.make(kind: kind, destination: destination, metadata: metadata, options: ArchiveSinks.Options(
-            overwrite: options.overwrite, deduplicate: options.deduplicate, encode: kind == .bundle ? options.encode : nil))
+            overwrite: options.overwrite, deduplicate: options.deduplicate, encode: kind == .bundle ? options.encode : nil,
+            aggregateTilesHash: options.aggregateTilesHash || metadata[TileMetadata.Key.aggregateTilesHash] != nil))
         if options.encode != nil && kind == .mbtiles {
             throw OperationError(path: destination, fault: .badInput("raw pixels (--encode) can only be stored in a .tilepack bundle"))
         }

@@ -9,6 +9,8 @@ public struct ExtractOptions: Sendable {
     public var minZoom: Int?
     public var maxZoom: Int?
     public var overwrite = false
+    /// MBTiles output: store `agg_tiles_hash` even when the source carries none.
+    public var aggregateTilesHash = false
     public init() {}
 }
 
@@ -53,7 +55,9 @@ public enum TileExtractor {
             throw OperationError(path: destination, fault: .badInput("raw-bitmap tiles can only be extracted into a .tilepack bundle (convert them first)"))
         }
         if metadata.name == nil { metadata.name = ArchiveLocation.baseName(source) }
-        // The subset has its own extent and hash: the writers derive zooms and center again.
+        // The subset has its own extent and hash: the writers derive zooms and center again, and
+        // an MBTiles writer the hash when the source carried one (or when asked).
+        let carriesHash = options.aggregateTilesHash || metadata[TileMetadata.Key.aggregateTilesHash] != nil
         for key in [TileMetadata.Key.aggregateTilesHash, TileMetadata.Key.minZoom, TileMetadata.Key.maxZoom, TileMetadata.Key.center] {
             metadata[key] = nil
         }
@@ -61,7 +65,8 @@ public enum TileExtractor {
             let declared = (try? metadata.bounds) ?? nil
             metadata.setBounds(declared.flatMap { Self.intersection($0, box) } ?? box)
         }
-        let sink = try ArchiveSinks.make(kind: kind, destination: destination, metadata: metadata, options: ArchiveSinks.Options(overwrite: options.overwrite))
+        let sink = try ArchiveSinks.make(kind: kind, destination: destination, metadata: metadata, options: ArchiveSinks.Options(
+            overwrite: options.overwrite, aggregateTilesHash: carriesHash))
 
         let zooms = levels.map(\.zoom).filter { zoom in
             (options.minZoom.map { zoom >= $0 } ?? true) && (options.maxZoom.map { zoom <= $0 } ?? true)

@@ -36,8 +36,21 @@ enum FileReading {
     /// is measured first and read straight into an array of its size, which costs an `fstat`
     /// and saves copying it out of the buffer (a 92 KB aerial tile's copy costs more than the
     /// system call).
+    ///
+    /// `identity` is set when the file was measured before it was read (the `expectLarge` path,
+    /// and files as large as the buffer), was read whole, `fstat` gives the same ``FileVersion``
+    /// after the read, and its last change is ``settledSeconds`` old or more (a file changed
+    /// within the clock's last tick could change again unseen): the bytes are then that version
+    /// of the file, and a writer may copy them from it later (see ``SourceFile``). Otherwise nil.
     static func read(_ path: String, folder: OpenFolder? = nil, name: String? = nil, scratch: inout [UInt8],
                      expectLarge: Bool = false) throws(Failure) -> [UInt8] {
+        var identity: FileVersion?
+        return try read(path, folder: folder, name: name, scratch: &scratch, expectLarge: expectLarge, identity: &identity)
+    }
+
+    static func read(_ path: String, folder: OpenFolder? = nil, name: String? = nil, scratch: inout [UInt8],
+                     expectLarge: Bool = false, identity: inout FileVersion?) throws(Failure) -> [UInt8] {
+        identity = nil
         let flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK
         let fd = if let folder, let name { FileSystem.openat(folder.descriptor, name, flags) } else { FileSystem.open(path, flags) }
         guard fd >= 0 else { throw .open(errno) }
@@ -46,7 +59,7 @@ enum FileReading {
         var info = stat()
         if expectLarge, fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG {
             guard Int(info.st_size) <= maximumTileFileSize else { throw .tooLarge(Int(info.st_size)) }
-            return try read(fd: fd, size: Int(info.st_size))
+            return try read(fd: fd, measured: info, identity: &identity)
         }
         if scratch.isEmpty { scratch = [UInt8](repeating: 0, count: 256 << 10) }
         let capacity = scratch.count
@@ -78,31 +91,43 @@ enum FileReading {
         guard (info.st_mode & S_IFMT) == S_IFREG else { throw .notAFile(info.st_mode) }
         guard Int(info.st_size) <= maximumTileFileSize else { throw .tooLarge(Int(info.st_size)) }
         guard lseek(fd, 0, SEEK_SET) == 0 else { throw .read(errno) }
-        return try read(fd: fd, size: Int(info.st_size))
+        return try read(fd: fd, measured: info, identity: &identity)
     }
+
+    /// The file measured by `info`, read whole; `identity` set when it was and did not change.
+    private static func read(fd: Int32, measured info: stat, identity: inout FileVersion?) throws(Failure) -> [UInt8] {
+        let bytes = try read(fd: fd, size: Int(info.st_size))
+        let before = FileVersion(info)
+        if bytes.count == Int(info.st_size), FileVersion.of(descriptor: fd) == before,
+           before.changed(atLeast: settledSeconds) { identity = before }
+        return bytes
+    }
+
+    /// How old a file's last change must be for its identity to stand for its bytes.
+    static let settledSeconds: Int64 = 2
 
     /// Files of this size or more are "large" for ``read(_:folder:name:scratch:expectLarge:)``'s hint.
     static let largeFileSize = 32 << 10
 
     /// `size` bytes from `fd` (fewer if the file shrank meanwhile).
     private static func read(fd: Int32, size: Int) throws(Failure) -> [UInt8] {
-        var bytes = [UInt8](repeating: 0, count: size)
-        var done = 0
-        let failure: Int32? = bytes.withUnsafeMutableBytes { buffer in
+        // Uninitialised: the read fills it (zeroing 92 KB first cost 3% of a large-tile import).
+        var failure: Int32?
+        let bytes = [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
+            var done = 0
             while done < size {
                 let n = Foundation.read(fd, buffer.baseAddress! + done, size - done)
                 if n < 0 {
                     if errno == EINTR { continue }
-                    return errno
+                    failure = errno
+                    break
                 }
-                if n == 0 { break }
+                if n == 0 { break }  // A file that shrank while we read it gives what was there.
                 done += n
             }
-            return nil
+            count = done
         }
         if let failure { throw .read(failure) }
-        // A file that shrank while we read it gives what was there.
-        if done < size { bytes.removeLast(size - done) }
         return bytes
     }
 }

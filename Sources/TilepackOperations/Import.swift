@@ -24,6 +24,9 @@ public struct ImportOptions: Sendable {
     public var encode: PixelFormat?
     /// For MBTiles: store identical tiles once (`map` + `images`).
     public var deduplicate = false
+    /// For MBTiles: compute and store `agg_tiles_hash` (off by default: the MD5 is one serial pass
+    /// over every byte; an archive appended to keeps the hash it carries, recomputed).
+    public var aggregateTilesHash = false
     /// Import only this part of the tree (see ``TreeShards``); `nil` for the whole tree.
     public var shard: ShardSpec?
     /// Files read at once.
@@ -118,10 +121,12 @@ public enum TileImporter {
         // The tiles decide the format; a declared one is compared with them at the end.
         metadata[TileMetadata.Key.format] = nil
         let kind = try ArchiveKind(destinationPath: destination)
-        // MBTiles: tiles in agg_tiles_hash's order, so the writer hashes them as they come.
+        // MBTiles: tiles in agg_tiles_hash's order, so the writer hashes (when asked) and counts
+        // them as they come.
         if kind == .mbtiles { walker.rowOrder = .tms }
         let sink = try ArchiveSinks.make(kind: kind, destination: destination, metadata: metadata, options: ArchiveSinks.Options(
-            overwrite: options.overwrite, append: options.append, deduplicate: options.deduplicate, encode: options.encode))
+            overwrite: options.overwrite, append: options.append, deduplicate: options.deduplicate, encode: options.encode,
+            aggregateTilesHash: options.aggregateTilesHash))
 
         var archiveFormat: TileFormat?
         var rawSize: Int?
@@ -279,6 +284,8 @@ struct ReadTile: Sendable {
     var byteCount: Int
     /// The CRC-32 of the file's bytes, when the check derived it.
     var crc: UInt32?
+    /// The file, as it was read, when its bytes may be copied from it later (a large tile).
+    var source: SourceFile?
     /// The side in pixels when the bytes are raw pixels.
     var rawSize: Int?
 }
@@ -298,13 +305,13 @@ enum TileFileReader {
     /// Starts reading `files` on the threads of `pool`, each tile then made ready by `prepare`
     /// (given the file's CRC-32 where the check derives it, when `usesCRC`).
     static func start(_ files: [TileFile], options: ImportOptions, usesCRC: Bool = false,
-                      prepare: @escaping @Sendable (consuming [UInt8], UInt32?) -> PreparedTile, pool: WorkerPool) -> Batch {
+                      prepare: @escaping @Sendable (consuming [UInt8], UInt32?, SourceFile?) -> PreparedTile, pool: WorkerPool) -> Batch {
         let batch = Batch(files)
         if !files.isEmpty {
             batch.start(on: pool, makeState: { Scratch() }) { scratch, file in
                 read(file, options: options, computingCRC: usesCRC, scratch: &scratch).map { tile in
                     var tile = tile
-                    if case .bytes(let bytes) = tile.prepared { tile.prepared = prepare(bytes, tile.crc) }
+                    if case .bytes(let bytes) = tile.prepared { tile.prepared = prepare(bytes, tile.crc, tile.source) }
                     return tile
                 }
             }
@@ -320,9 +327,10 @@ enum TileFileReader {
     static func read(_ file: TileFile, options: ImportOptions, computingCRC: Bool = false,
                      scratch: inout Scratch) -> Result<ReadTile, ReadFailure> {
         let bytes: [UInt8]
+        var identity: FileVersion?
         do throws(FileReading.Failure) {
             bytes = try FileReading.read(file.path, folder: file.folder, name: file.name, scratch: &scratch.buffer,
-                                         expectLarge: scratch.lastWasLarge)
+                                         expectLarge: scratch.lastWasLarge, identity: &identity)
             scratch.lastWasLarge = bytes.count >= FileReading.largeFileSize
         } catch {
             return .failure(ReadFailure(reason: error.description))
@@ -339,7 +347,8 @@ enum TileFileReader {
         case .failure(let finding): return .failure(ReadFailure(reason: finding.description))
         }
         guard let pixelFormat = options.encode else {
-            return .success(ReadTile(format: format, prepared: .bytes(bytes), byteCount: bytes.count, crc: crc))
+            return .success(ReadTile(format: format, prepared: .bytes(bytes), byteCount: bytes.count, crc: crc,
+                                     source: identity.map { SourceFile(path: file.path, identity: $0) }))
         }
         do {
             let bitmap = try ImageDecoder.decode(Data(bytes), pixelFormat: pixelFormat)

@@ -17,6 +17,8 @@ public enum DuplicateRule: String, Sendable, Codable, CaseIterable {
 public struct MergeOptions: Sendable {
     public var onDuplicate: DuplicateRule = .error
     public var overwrite = false
+    /// MBTiles output: store `agg_tiles_hash` even when no input carries one.
+    public var aggregateTilesHash = false
     public init() {}
 }
 
@@ -36,7 +38,7 @@ public struct MergeReport: Sendable, Codable {
 /// kept when every input agrees on them and otherwise derived again from the merged tiles (so the
 /// merge of shards carries what one import of the whole tree carries: the union of the zoom
 /// ranges and the extent of all the tiles), and `agg_tiles_hash`, which the MBTiles writer
-/// computes again. The bundle of merged shards is byte-identical to the bundle of one import.
+/// computes again when an input carried one (or when asked). The bundle of merged shards is byte-identical to the bundle of one import.
 public enum ArchiveMerger {
     static let derivedKeys = [TileMetadata.Key.bounds, TileMetadata.Key.center, TileMetadata.Key.minZoom, TileMetadata.Key.maxZoom]
 
@@ -58,9 +60,11 @@ public enum ArchiveMerger {
             throw OperationError(path: destination, fault: .badInput("the inputs hold different tiles (\(first) and \(other)): merge archives of one tile type"))
         }
         var metadata: TileMetadata
+        var carriesHash = options.aggregateTilesHash
         do {
             let all = try archives.map { try $0.metadata() }
             metadata = all[0]
+            if all.contains(where: { $0[TileMetadata.Key.aggregateTilesHash] != nil }) { carriesHash = true }
             for key in derivedKeys where Set(all.map { $0[key] }).count > 1 {
                 metadata[key] = nil
             }
@@ -68,7 +72,8 @@ public enum ArchiveMerger {
         } catch {
             throw OperationError.wrapping(error, path: inputs[0])
         }
-        let sink = try ArchiveSinks.make(kind: kind, destination: destination, metadata: metadata, options: ArchiveSinks.Options(overwrite: options.overwrite))
+        let sink = try ArchiveSinks.make(kind: kind, destination: destination, metadata: metadata, options: ArchiveSinks.Options(
+            overwrite: options.overwrite, aggregateTilesHash: carriesHash))
         var report = MergeReport(inputs: inputs, destination: destination)
         var lastReport = start
         do {

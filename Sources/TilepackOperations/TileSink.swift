@@ -7,8 +7,9 @@ import TilepackStorage
 /// place; dropping a sink without finishing leaves no destination file (or the old one untouched).
 protocol TileSink: AnyObject {
     /// The per-tile work that needs no state of the sink (a bundle's compression and CRC), for
-    /// worker threads to do before ``add(_:prepared:)``; given the bytes' CRC-32 when it is known.
-    var prepare: @Sendable (consuming [UInt8], _ crc: UInt32?) -> PreparedTile { get }
+    /// worker threads to do before ``add(_:prepared:)``; given the bytes' CRC-32 when it is known,
+    /// and the file they are the whole of (a tile file, as it was read) when there is one.
+    var prepare: @Sendable (consuming [UInt8], _ crc: UInt32?, _ source: SourceFile?) -> PreparedTile { get }
     /// Whether ``prepare`` uses the bytes' CRC-32 (then the reader derives it where that is cheap).
     var usesCRC: Bool { get }
     /// Declares what the payloads are; called once, before the first tile.

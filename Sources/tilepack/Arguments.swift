@@ -137,6 +137,11 @@ struct ThreadOptions: ParsableArguments {
     }
 }
 
+struct AggregateHashOption: ParsableArguments {
+    @Flag(name: .customLong("agg-tiles-hash"), help: "MBTiles output: compute and store agg_tiles_hash (an MD5 of every tile; kept anyway when the input carries one).")
+    var enabled = false
+}
+
 struct OutputOptions: ParsableArguments {
     @Flag(name: .shortAndLong, help: "No progress bar.")
     var quiet = false

@@ -56,6 +56,8 @@ struct ConvertCommand: ParsableCommand {
     @Argument(help: "The output (.mbtiles or .tilepack).")
     var output: String
 
+    @OptionGroup var aggregateHash: AggregateHashOption
+
     @Flag(help: "MBTiles output: store identical tiles once (map + images schema).")
     var dedup = false
 
@@ -72,6 +74,7 @@ struct ConvertCommand: ParsableCommand {
         options.overwrite = force
         options.deduplicate = dedup
         options.encode = encode?.pixelFormat
+        options.aggregateTilesHash = aggregateHash.enabled
         let bar = ProgressBar.start(label: "convert", quiet: outputOptions.quiet)
         defer { bar?.finish() }
         let report = try ArchiveConverter.run(source: input, destination: output, options: options, progress: bar?.handler)

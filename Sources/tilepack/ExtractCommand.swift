@@ -24,6 +24,8 @@ struct ExtractCommand: ParsableCommand {
     @Option(name: .customLong("max-zoom"), help: "Highest zoom to extract.")
     var maxZoom: Int?
 
+    @OptionGroup var aggregateHash: AggregateHashOption
+
     @Flag(help: "Overwrite an existing output.")
     var force = false
 
@@ -44,6 +46,7 @@ struct ExtractCommand: ParsableCommand {
         options.minZoom = minZoom
         options.maxZoom = maxZoom
         options.overwrite = force
+        options.aggregateTilesHash = aggregateHash.enabled
         let report = try TileExtractor.run(source: source, destination: output, options: options,
                                            progress: ProgressBar.handler(label: "extract", quiet: outputOptions.quiet))
         if outputOptions.json {
@@ -70,6 +73,8 @@ struct MergeCommand: ParsableCommand {
     @Option(name: .customLong("on-duplicate"), help: "A tile in several inputs with different bytes: error, first or last.")
     var onDuplicate: DuplicateRule = .error
 
+    @OptionGroup var aggregateHash: AggregateHashOption
+
     @Flag(help: "Overwrite an existing output.")
     var force = false
 
@@ -83,6 +88,7 @@ struct MergeCommand: ParsableCommand {
         var options = MergeOptions()
         options.onDuplicate = onDuplicate
         options.overwrite = force
+        options.aggregateTilesHash = aggregateHash.enabled
         let report = try ArchiveMerger.run(inputs: Array(paths.dropLast()), destination: paths.last!, options: options,
                                            progress: ProgressBar.handler(label: "merge", quiet: outputOptions.quiet))
         if outputOptions.json {

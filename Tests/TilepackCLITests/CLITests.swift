@@ -38,6 +38,17 @@ func message(_ body: () throws -> Any) -> String? {
         #expect(message { try Tilepack.parseAsRoot(["import", "tree", "out.mbtiles", "--bbox", "-10,-40,8,47"]) }?.contains("Missing value") == true)
     }
 
+    /// `--agg-tiles-hash` reaches the options of every command that writes MBTiles; off by default.
+    @Test func aggTilesHashFlagIsOffUnlessGiven() throws {
+        let plain = try #require(try CommandLineArguments.parse(["import", "tree", "out.mbtiles"]) as? ImportCommand)
+        #expect(!plain.aggregateHash.enabled)
+        let asked = try #require(try CommandLineArguments.parse(["import", "tree", "out.mbtiles", "--agg-tiles-hash"]) as? ImportCommand)
+        #expect(asked.aggregateHash.enabled)
+        #expect((try CommandLineArguments.parse(["convert", "a.tilepack", "b.mbtiles", "--agg-tiles-hash"]) as? ConvertCommand)?.aggregateHash.enabled == true)
+        #expect((try CommandLineArguments.parse(["extract", "a.tilepack", "b.mbtiles", "--agg-tiles-hash"]) as? ExtractCommand)?.aggregateHash.enabled == true)
+        #expect((try CommandLineArguments.parse(["merge", "a.mbtiles", "b.mbtiles", "c.mbtiles", "--agg-tiles-hash"]) as? MergeCommand)?.aggregateHash.enabled == true)
+    }
+
     @Test func centerTakesALeadingMinusInLonLatOrder() throws {
         let command = try #require(try CommandLineArguments.parse(
             ["render", "a.mbtiles", "--center", "-33.9,18.4", "--zoom", "3", "--size", "10x10", "-o", "a.png"]) as? RenderCommand)

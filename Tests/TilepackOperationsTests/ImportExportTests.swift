@@ -1,7 +1,8 @@
 import Foundation
 import Testing
 import TilepackCore
-import TilepackOperations
+import TilepackImaging
+@testable import TilepackOperations
 import TilepackStorage
 import TilepackTestSupport
 
@@ -180,7 +181,93 @@ import TilepackTestSupport
         #expect(try metadata.layerType == .overlay)
         #expect(try metadata.format == .png)
         #expect(try metadata.minZoom == 0 && metadata.maxZoom == 1)
-        // The hash computed while importing is the hash of the file.
-        #expect(metadata[TileMetadata.Key.aggregateTilesHash] == (try MBTilesArchive(path: dir.file("a.mbtiles")).aggregateTilesHash()))
+    }
+
+    /// Large tiles go into a bundle by a copy from their own files at the end, once their last
+    /// change is old enough to be told from a later one (a file changed within the clock's tick
+    /// goes through the spool): the bundle is byte-identical either way.
+    @Test func largeTilesCopiedFromTheirFilesGiveTheSameBundleAsTheSpool() throws {
+        let dir = try TemporaryDirectory()
+        let tree = dir.file("tree")
+        // 128 px noise: about 65 KB PNGs that LZ4 cannot shrink (stored as they are).
+        try TreeFixtures.writeTree(tree, tiles: TreeFixtures.tiles(0...2)) { tile in
+            var state = UInt64(tile.zoom * 1000 + tile.x * 31 + tile.y + 1)
+            let pixels = (0..<(128 * 128 * 4)).map { _ in
+                state = state &* 6364136223846793005 &+ 1442695040888963407
+                return UInt8(truncatingIfNeeded: state >> 33)
+            }
+            let bitmap = try #require(Bitmap(width: 128, height: 128, pixelFormat: .rgba8888, pixels: pixels))
+            return try PNGEncoder.encode(bitmap)
+        }
+        let sample = "\(tree)/2/1/1.png"
+        var scratch: [UInt8] = []
+        var version: FileVersion?
+        _ = try FileReading.read(sample, scratch: &scratch, expectLarge: true, identity: &version)
+        #expect(version == nil, "a file changed a moment ago is not known by its identity")
+        _ = try TileImporter.run(source: tree, destination: dir.file("spooled.tilepack"), options: ImportOptions())
+
+        Thread.sleep(forTimeInterval: Double(FileReading.settledSeconds) + 0.2)
+        _ = try FileReading.read(sample, scratch: &scratch, expectLarge: true, identity: &version)
+        #expect(version != nil)
+        _ = try TileImporter.run(source: tree, destination: dir.file("copied.tilepack"), options: ImportOptions())
+        #expect(try Data(contentsOf: URL(fileURLWithPath: dir.file("copied.tilepack")))
+                == Data(contentsOf: URL(fileURLWithPath: dir.file("spooled.tilepack"))))
+        #expect(ArchiveVerifier.run(path: dir.file("copied.tilepack")).exitCode(strict: true) == 0)
+    }
+
+    /// `agg_tiles_hash` is written only when asked (`--agg-tiles-hash`), then right (computed
+    /// while importing); an archive appended to keeps the promise it made (a true hash, or none);
+    /// convert and extract carry one when their source does; verify is clean either way.
+    @Test func aggTilesHashIsWrittenWhenAskedOrWhenTheSourceCarriesOne() throws {
+        let dir = try TemporaryDirectory()
+        try TreeFixtures.writeTree(dir.file("low"), tiles: TreeFixtures.tiles(0...1))
+        try TreeFixtures.writeTree(dir.file("high"), tiles: TreeFixtures.tiles(2...2))
+        let key = TileMetadata.Key.aggregateTilesHash
+        func stored(_ name: String) throws -> String? { try MBTilesArchive(path: dir.file(name)).readMetadata()[key] }
+        func computed(_ name: String) throws -> String { try MBTilesArchive(path: dir.file(name)).aggregateTilesHash() }
+        func clean(_ name: String) -> Bool {
+            let report = ArchiveVerifier.run(path: dir.file(name))
+            return report.exitCode(strict: true) == 0 && report.findings.isEmpty
+        }
+
+        _ = try TileImporter.run(source: dir.file("low"), destination: dir.file("plain.mbtiles"), options: ImportOptions())
+        #expect(try stored("plain.mbtiles") == nil)
+        #expect(clean("plain.mbtiles"))
+        var asked = ImportOptions()
+        asked.aggregateTilesHash = true
+        _ = try TileImporter.run(source: dir.file("low"), destination: dir.file("hashed.mbtiles"), options: asked)
+        #expect(try stored("hashed.mbtiles") == computed("hashed.mbtiles"))
+        #expect(try stored("hashed.mbtiles") != MBTilesAggregateHash.empty)
+        #expect(clean("hashed.mbtiles"))
+        // The same tiles out of the hash's order (XYZ rows): computed at the end, the same hash.
+        var xyzOrder = asked
+        xyzOrder.deduplicate = true
+        _ = try TileImporter.run(source: dir.file("low"), destination: dir.file("dedup.mbtiles"), options: xyzOrder)
+        #expect(try stored("dedup.mbtiles") == stored("hashed.mbtiles"))
+
+        var append = ImportOptions()
+        append.append = true
+        for name in ["plain.mbtiles", "hashed.mbtiles"] {
+            _ = try TileImporter.run(source: dir.file("high"), destination: dir.file(name), options: append)
+            #expect(try MBTilesArchive(path: dir.file(name)).tileCount() == 21)
+            #expect(clean(name), "\(name)")
+        }
+        #expect(try stored("plain.mbtiles") == nil)
+        #expect(try stored("hashed.mbtiles") == computed("hashed.mbtiles"))
+        #expect(try computed("hashed.mbtiles") == computed("plain.mbtiles"))
+
+        _ = try ArchiveConverter.run(source: dir.file("plain.mbtiles"), destination: dir.file("plain-copy.mbtiles"), options: ConvertOptions())
+        _ = try ArchiveConverter.run(source: dir.file("hashed.mbtiles"), destination: dir.file("hashed-copy.mbtiles"), options: ConvertOptions())
+        #expect(try stored("plain-copy.mbtiles") == nil)
+        #expect(try stored("hashed-copy.mbtiles") == computed("hashed.mbtiles"))
+        var extract = ExtractOptions()
+        extract.maxZoom = 1
+        _ = try TileExtractor.run(source: dir.file("plain.mbtiles"), destination: dir.file("plain-part.mbtiles"), options: extract)
+        _ = try TileExtractor.run(source: dir.file("hashed.mbtiles"), destination: dir.file("hashed-part.mbtiles"), options: extract)
+        #expect(try stored("plain-part.mbtiles") == nil)
+        // The subset's own hash, not the source's.
+        #expect(try stored("hashed-part.mbtiles") == computed("hashed-part.mbtiles"))
+        #expect(try stored("hashed-part.mbtiles") != computed("hashed.mbtiles"))
+        #expect(clean("hashed-part.mbtiles"))
     }
 }

@@ -416,6 +416,91 @@ import TilepackTestSupport
         for (tile, data) in tiles { #expect(try archive.tileData(at: tile) == data) }
     }
 
+    /// Each tile written to a file of its own, prepared with that file as its source.
+    static func sourced(_ tiles: [(TileCoordinate, Data)], in dir: TemporaryDirectory) throws -> [(TileCoordinate, BundleWriter.PreparedPayload)] {
+        try tiles.enumerated().map { i, entry in
+            let path = dir.file("tile-\(i).bin")
+            try entry.1.write(to: URL(fileURLWithPath: path))
+            let fd = open(path, O_RDONLY)
+            defer { close(fd) }
+            let version = try #require(FileVersion.of(descriptor: fd))
+            return (entry.0, BundleWriter.prepare([UInt8](entry.1), options: BundleWriter.Options(), source: SourceFile(path: path, identity: version)))
+        }
+    }
+
+    /// Payloads copied from their source files at finish give the same file as the spool, in
+    /// any order, with the kernel's copy and without, shared payloads included.
+    @Test func payloadsCopiedFromTheirFilesGiveTheSameFileAsTheSpool() throws {
+        let dir = try TemporaryDirectory()
+        let tiles = Self.mixedTiles()
+        let prepared = try Self.sourced(tiles, in: dir)
+        #expect(prepared.filter { $0.1.source != nil }.count == 96 / 5 * 3 + 1)  // the large stored ones
+        func write(_ payloads: [(TileCoordinate, BundleWriter.PreparedPayload)], _ name: String, sources: Bool, kernel: Bool) throws -> Data {
+            let writer = try BundleWriter(destination: dir.file(name), content: .encoded(.png),
+                                          metadata: TileMetadata(["name": "mixed", "format": "png"]))
+            writer.copiesFromSources = sources
+            writer.copiesInKernel = kernel
+            for (tile, payload) in payloads { try writer.addTile(at: tile, payload: payload) }
+            try writer.finish()
+            return try Data(contentsOf: dir.url.appendingPathComponent(name))
+        }
+        let spooled = try write(prepared, "spooled.tilepack", sources: false, kernel: true)
+        #expect(try write(prepared, "sourced.tilepack", sources: true, kernel: true) == spooled)
+        #expect(try write(prepared, "sourced-memory.tilepack", sources: true, kernel: false) == spooled)
+        var rng = SystemRandomNumberGenerator()
+        #expect(try write(prepared.shuffled(using: &rng), "shuffled.tilepack", sources: true, kernel: true) == spooled)
+        let archive = try BundleArchive(path: dir.file("sourced.tilepack"))
+        #expect(try archive.verify().tileCount == 96)
+        for (tile, data) in tiles { #expect(try archive.tileData(at: tile) == data) }
+    }
+
+    /// A source file written to, resized or replaced after it was read fails the write with an
+    /// error naming it, and leaves no bundle (never a payload whose CRC is of other bytes).
+    @Test(arguments: ["rewritten", "grown", "replaced"])
+    func aSourceFileChangedAfterItWasReadFailsTheWrite(_ change: String) throws {
+        let dir = try TemporaryDirectory()
+        let tiles = (0..<4).map { (F.tile(3, $0, 0), F.noise(60_000, seed: UInt64($0) + 1)) }
+        let prepared = try Self.sourced(tiles, in: dir)
+        let writer = try BundleWriter(destination: dir.file("out.tilepack"), content: .encoded(.png),
+                                      metadata: TileMetadata(["name": "changed", "format": "png"]))
+        for (tile, payload) in prepared { try writer.addTile(at: tile, payload: payload) }
+        let victim = dir.file("tile-2.bin")
+        switch change {
+        case "rewritten":
+            // Same size, other bytes, past the file system clock's tick.
+            Thread.sleep(forTimeInterval: 0.05)
+            try F.noise(60_000, seed: 99).write(to: URL(fileURLWithPath: victim))
+        case "grown":
+            let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: victim))
+            try handle.seekToEnd()
+            try handle.write(contentsOf: Data([1]))
+            try handle.close()
+        default:
+            try F.noise(60_000, seed: 99).write(to: URL(fileURLWithPath: victim + ".new"))
+            #expect(rename(victim + ".new", victim) == 0)
+        }
+        do {
+            try writer.finish()
+            Issue.record("a changed source file was copied")
+        } catch {
+            #expect(error.path == victim)
+            #expect("\(error)".contains("after it was read"))
+        }
+        #expect(!FileManager.default.fileExists(atPath: dir.file("out.tilepack")))
+    }
+
+    /// A duplicate of a payload copied from its file is compared with that file.
+    @Test func aDuplicateOfASourcedPayloadIsComparedWithItsFile() throws {
+        let dir = try TemporaryDirectory()
+        let same = F.noise(50_000, seed: 5)
+        let prepared = try Self.sourced([(F.tile(2, 0, 0), same), (F.tile(2, 1, 0), same), (F.tile(2, 2, 0), F.noise(50_000, seed: 6))], in: dir)
+        let writer = try BundleWriter(destination: dir.file("dup.tilepack"), content: .encoded(.png),
+                                      metadata: TileMetadata(["name": "dup", "format": "png"]))
+        for (tile, payload) in prepared { try writer.addTile(at: tile, payload: payload) }
+        #expect(try writer.finish().payloadCount == 2)
+        #expect(try BundleArchive(path: dir.file("dup.tilepack")).tileData(at: F.tile(2, 1, 0)) == same)
+    }
+
     @Test func largeEntropyCodedPayloadsAreSampledBeforeLZ4() throws {
         // 64 KiB of zeros except noise where the two samples are (the 4 KiB a third and two thirds
         // of the way in): LZ4 would save most of it, but the samples say it will not.

@@ -37,6 +37,44 @@ func directoryEntries(_ dir: TemporaryDirectory) -> [String] {
         #expect(rows.sorted() == ["0/0/0=abc", "1/0/0=hi", "1/1/1=xyz"])
     }
 
+    /// With `aggregateTilesHash` off, a new file carries no hash (a stale one handed in with the
+    /// metadata is dropped) but the same derived metadata; an update adds none to a file without
+    /// one, and recomputes the one a file carries.
+    @Test func theHashIsWrittenOnlyWhenAskedOrCarried() throws {
+        let dir = try TemporaryDirectory()
+        let stale = TileMetadata(["name": "x", "format": "png", "agg_tiles_hash": "00000000000000000000000000000000"])
+        func create(_ name: String, hash: Bool) throws -> MBTilesWriteReport {
+            let writer = try MBTilesWriter(creating: dir.file(name), metadata: stale, options: MBTilesWriterOptions(aggregateTilesHash: hash))
+            try writer.write(Data("abc".utf8), at: TileCoordinate(zoom: 0, x: 0, y: 0))
+            try writer.write(Data("hi".utf8), at: TileCoordinate(zoom: 1, x: 0, y: 1))
+            try writer.write(Data("xyz".utf8), at: TileCoordinate(zoom: 1, x: 1, y: 0))  // out of the hash's order
+            return try writer.finish()
+        }
+        let plain = try create("plain.mbtiles", hash: false)
+        let hashed = try create("hashed.mbtiles", hash: true)
+        #expect(plain.aggregateTilesHash == nil)
+        #expect(try MBTilesArchive(path: dir.file("plain.mbtiles")).readMetadata()["agg_tiles_hash"] == nil)
+        #expect(hashed.aggregateTilesHash == "4680E34640468BC9D0954F23ACBC9CB1")
+        var withoutHash = hashed.metadata
+        withoutHash["agg_tiles_hash"] = nil
+        #expect(plain.metadata == withoutHash)
+
+        for (name, carries) in [("plain.mbtiles", false), ("hashed.mbtiles", true)] {
+            let update = try MBTilesWriter(updating: dir.file(name), options: MBTilesWriterOptions(aggregateTilesHash: false))
+            try update.write(Data("new".utf8), at: TileCoordinate(zoom: 2, x: 0, y: 0))
+            let report = try update.finish()
+            let archive = try MBTilesArchive(path: dir.file(name))
+            if !carries {
+                #expect(report.aggregateTilesHash == nil)
+                #expect(try archive.readMetadata()["agg_tiles_hash"] == nil)
+            } else {
+                #expect(report.aggregateTilesHash == (try archive.aggregateTilesHash()))
+                #expect(try archive.readMetadata()["agg_tiles_hash"] == (try archive.aggregateTilesHash()))
+                #expect(report.aggregateTilesHash != hashed.aggregateTilesHash)
+            }
+        }
+    }
+
     @Test func emptyArchiveHashesToMD5OfNothing() throws {
         let dir = try TemporaryDirectory()
         let path = dir.file("empty.mbtiles")

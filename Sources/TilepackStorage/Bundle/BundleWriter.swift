@@ -8,7 +8,8 @@ internal import CTilepackLZ4
 /// least ``Options/minimumLZ4Saving``; a large payload that is already entropy-coded is sampled
 /// first, see ``lz4MaySave(_:options:)``) and appended (small ones through a 1 MiB buffer) to an
 /// unlinked spool file beside the destination, padded as in the data section; memory holds only the index: 16 bytes per tile and about 40 per
-/// distinct payload. Identical tiles share one payload, found by CRC and length and confirmed by
+/// distinct payload (and, for a payload copied from its file, the file's path and version).
+/// Identical tiles share one payload, found by CRC and length and confirmed by
 /// comparing bytes.
 ///
 /// The compression and the CRC can be done on other threads: ``prepare(_:options:)`` is a pure
@@ -17,6 +18,12 @@ internal import CTilepackLZ4
 /// tiles near each other on the map are near each other in the file) into a temporary file that is
 /// fsynced and renamed over the destination; long runs are copied by the kernel, file to file. The output depends only on the tiles, the content and
 /// the metadata, never on the order of ``addTile(at:bytes:)`` calls.
+///
+/// A large payload stored as it is whose bytes are a whole file (``prepare(_:options:crc:source:)``
+/// with a ``SourceFile``: an import's tile files) is not spooled: ``finish()`` copies it from that
+/// file, after checking that the file is the version that was read (device, inode, size, mtime
+/// and ctime); a file changed meanwhile fails the write with an error naming it, and no bundle is
+/// left. The bytes written are the same either way.
 ///
 /// Not thread-safe: one writer is used from one thread.
 public final class BundleWriter {
@@ -66,7 +73,10 @@ public final class BundleWriter {
         var payload: UInt32
     }
     private struct PayloadEntry {
+        /// Where the payload is in the spool; -1 when it is copied from ``sources``.
         var spoolOffset: Int
+        /// The index in ``sources`` of the file the payload is copied from, or -1.
+        var source: Int32 = -1
         var storedLength: UInt32
         var rawLength: UInt32
         var crc: UInt32
@@ -74,6 +84,8 @@ public final class BundleWriter {
     }
     private var tiles: [TileEntry] = []
     private var payloads: [PayloadEntry] = []
+    /// The files stored payloads are copied from at ``finish()`` instead of the spool.
+    private var sources: [SourceFile] = []
     /// ``PreparedPayload/dedupKey`` -> the first payload with that key; further ones chain in `collisions`.
     private var byKey: [UInt64: UInt32] = [:]
     private var collisions: [UInt32: UInt32] = [:]
@@ -81,6 +93,9 @@ public final class BundleWriter {
     /// Whether ``finish()`` lets the kernel copy long runs of payloads (tests turn it off to
     /// compare with the copy through memory, which must give the same file).
     var copiesInKernel = BundleWriter.kernelCopyAvailable
+    /// Whether payloads given with a ``SourceFile`` are copied from it (tests turn it off to
+    /// compare with the spool, which must give the same file).
+    var copiesFromSources = true
 
     /// Prepares to write a bundle of `content` tiles at `destination`.
     ///
@@ -134,6 +149,16 @@ public final class BundleWriter {
         let codec: BundleFormat.Codec
         let rawLength: Int
         let crc: UInt32
+        /// The file whose whole content `stored` is, for a payload that the writer may copy from it.
+        let source: SourceFile?
+
+        init(stored: [UInt8], codec: BundleFormat.Codec, rawLength: Int, crc: UInt32, source: SourceFile? = nil) {
+            self.stored = stored
+            self.codec = codec
+            self.rawLength = rawLength
+            self.crc = crc
+            self.source = source
+        }
 
         /// Equal for equal raw bytes (the coding is a function of the bytes and the options).
         var dedupKey: UInt64 { UInt64(crc) | UInt64(stored.count) << 32 | UInt64(codec.rawValue) << 63 }
@@ -151,11 +176,21 @@ public final class BundleWriter {
     /// - Parameter crc: the CRC-32 of `raw` when the caller already has it (an import derives it
     ///   from a PNG's chunk CRCs, which it checks anyway); used, instead of a pass over the bytes,
     ///   when the payload is stored as it is. It must be right: it is written as the payload's CRC.
-    public static func prepare(_ raw: consuming [UInt8], options: Options, crc: UInt32? = nil) -> PreparedPayload {
+    /// - Parameter source: the file `raw` was read from whole, with its identity taken before the
+    ///   read (and unchanged after it). A payload of ``sourceCopyBytes`` or more that is stored as
+    ///   it is will be copied from that file at ``finish()`` instead of through the spool.
+    public static func prepare(_ raw: consuming [UInt8], options: Options, crc: UInt32? = nil,
+                               source: SourceFile? = nil) -> PreparedPayload {
         if let compressed = raw.withUnsafeBytes({ compress($0, options: options) }) { return compressed }
         let crc = crc ?? raw.withUnsafeBytes { BundleFormat.crc32($0) }
-        return PreparedPayload(stored: raw, codec: .stored, rawLength: raw.count, crc: crc)
+        let copied = source.flatMap { $0.identity.size == Int64(raw.count) && raw.count >= sourceCopyBytes ? $0 : nil }
+        return PreparedPayload(stored: raw, codec: .stored, rawLength: raw.count, crc: crc, source: copied)
     }
+
+    /// Stored payloads this long or longer, given with their ``SourceFile``, are copied from it at
+    /// ``finish()`` rather than spooled: below this, opening the file again costs more than the
+    /// copy through the spool saves.
+    public static let sourceCopyBytes = 32 << 10
 
     /// Payloads longer than this that are already entropy-coded (they begin as a PNG, JPEG, WebP
     /// or GIF, or as gzip) are sampled before LZ4 is tried on them: see ``lz4MaySave(_:options:)``.
@@ -415,6 +450,11 @@ public final class BundleWriter {
     /// from its own array.
     private func appendPayload(_ prepared: PreparedPayload) throws(TileArchiveError) -> PayloadEntry {
         let length = prepared.stored.count
+        if let source = prepared.source, copiesFromSources {
+            sources.append(source)
+            return PayloadEntry(spoolOffset: -1, source: Int32(sources.count - 1), storedLength: UInt32(length),
+                                rawLength: UInt32(prepared.rawLength), crc: prepared.crc, codec: prepared.codec)
+        }
         let entry = PayloadEntry(
             spoolOffset: spoolLength, storedLength: UInt32(length), rawLength: UInt32(prepared.rawLength),
             crc: prepared.crc, codec: prepared.codec)
@@ -502,11 +542,23 @@ public final class BundleWriter {
         }
         var position = 0
         while position < order.count {
+            if payloads[order[position]].source >= 0 {
+                try copyGathered()
+                try out.write(zeros: offset(position) - out.position)
+                try copyFromSource(payloads[order[position]], to: out, staging: &staging, kernelCopies: &kernelCopies)
+                sinceFlush += Int(payloads[order[position]].storedLength)
+                position += 1
+                if sinceFlush >= Self.copyChunkBytes {
+                    file.flushInBackground()
+                    sinceFlush = 0
+                }
+                continue
+            }
             // The run starting here: payloads back to back in the spool, in this order.
             let start = payloads[order[position]].spoolOffset
             var runEnd = start + Int(payloads[order[position]].storedLength)
             var end = position + 1
-            while end < order.count, payloads[order[end]].spoolOffset == BundleFormat.aligned(runEnd) {
+            while end < order.count, payloads[order[end]].source < 0, payloads[order[end]].spoolOffset == BundleFormat.aligned(runEnd) {
                 runEnd = payloads[order[end]].spoolOffset + Int(payloads[order[end]].storedLength)
                 end += 1
             }
@@ -516,7 +568,7 @@ public final class BundleWriter {
                 try out.write(zeros: offset(position) - out.position)
                 // With the zeros after it, unless it ends the data section (the spool has them too).
                 let copied = end < order.count ? BundleFormat.aligned(runEnd) - start : runLength
-                kernelCopies = try out.copy(from: spool, at: start, length: copied)
+                kernelCopies = try out.copy(from: spool, at: start, length: copied, what: "the spool")
                 if kernelCopies {
                     sinceFlush += copied
                 } else {
@@ -537,6 +589,44 @@ public final class BundleWriter {
             }
         }
         try copyGathered()
+    }
+
+    /// Appends a payload from its source file, checked to be the version read before and after
+    /// the copy; by the kernel when it can, else through `staging`.
+    private func copyFromSource(_ payload: PayloadEntry, to out: BufferedOutput, staging: inout [UInt8],
+                                kernelCopies: inout Bool) throws(TileArchiveError) {
+        let source = sources[Int(payload.source)]
+        let length = Int(payload.storedLength)
+        let fd = try source.openUnchanged()
+        defer { close(fd) }
+        if kernelCopies {
+            kernelCopies = try out.copy(from: fd, at: 0, length: length, what: source.path)
+        }
+        if !kernelCopies {
+            if staging.count < length { staging = [UInt8](repeating: 0, count: length) }
+            try staging.withUnsafeMutableBytes { buffer in
+                Result { () throws(TileArchiveError) in
+                    try Self.readFully(fd, into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<length]), at: 0, path: source.path)
+                    try out.write(UnsafeRawBufferPointer(rebasing: buffer[0..<length]))
+                }
+            }.get()
+        }
+        try source.checkUnchanged(fd)
+    }
+
+    /// Reads exactly `buffer.count` bytes of `fd` from `offset`.
+    private static func readFully(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: Int, path: String) throws(TileArchiveError) {
+        var done = 0
+        while done < buffer.count {
+            let n = pread(fd, buffer.baseAddress! + done, buffer.count - done, off_t(offset + done))
+            if n < 0, errno == EINTR { continue }
+            guard n > 0 else {
+                let code = n < 0 ? errno : 0
+                throw TileArchiveError(path: path, fault: .io(errno: code, reason: n < 0 ? "read: \(String(cString: strerror(code)))"
+                                                                  : "read: it ended \(buffer.count - done) bytes early"))
+            }
+            done += n
+        }
     }
 
     /// Copies payloads at `positions` (ascending positions of `order`) through `staging`.
@@ -607,6 +697,15 @@ public final class BundleWriter {
               payload.codec == prepared.codec else { return false }
         guard length > 0 else { return true }
         let spooled: UnsafeRawPointer
+        if payload.source >= 0 {
+            let source = sources[Int(payload.source)]
+            let fd = try source.openUnchanged()
+            defer { close(fd) }
+            ensure(&compareBuffer, capacity: length)
+            try Self.readFully(fd, into: UnsafeMutableRawBufferPointer(rebasing: compareBuffer[0..<length]), at: 0, path: source.path)
+            try source.checkUnchanged(fd)
+            return prepared.stored.withUnsafeBytes { memcmp(compareBuffer.baseAddress!, $0.baseAddress!, length) == 0 }
+        }
         if payload.spoolOffset >= spoolFlushed {
             // Still in the buffer.
             let start = payload.spoolOffset - spoolFlushed
@@ -694,7 +793,7 @@ final class BufferedOutput {
 
     /// Appends `length` bytes of file `source` from `offset`, copied by the kernel. Returns false,
     /// having written nothing, when the kernel cannot copy between these two files.
-    func copy(from source: Int32, at offset: Int, length: Int) throws(TileArchiveError) -> Bool {
+    func copy(from source: Int32, at offset: Int, length: Int, what: String) throws(TileArchiveError) -> Bool {
         #if os(Linux)
         precondition(!computesCRC, "a checksummed section is not copied by the kernel")
         try flush()
@@ -706,10 +805,10 @@ final class BufferedOutput {
                 let code = errno
                 if code == EINTR || code == EAGAIN { continue }
                 if done == 0, code == EINVAL || code == ENOSYS || code == EOPNOTSUPP { return false }
-                throw TileArchiveError(path: path, fault: .io(errno: code, reason: "copy from the spool: \(String(cString: strerror(code)))"))
+                throw TileArchiveError(path: path, fault: .io(errno: code, reason: "copy from \(what): \(String(cString: strerror(code)))"))
             }
             guard n > 0 else {
-                throw TileArchiveError(path: path, fault: .io(errno: 0, reason: "copy from the spool: it ended \(length - done) bytes early"))
+                throw TileArchiveError(path: path, fault: .io(errno: 0, reason: "copy from \(what): it ended \(length - done) bytes early"))
             }
             done += n
         }

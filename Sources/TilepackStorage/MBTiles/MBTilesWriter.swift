@@ -35,14 +35,20 @@ public struct MBTilesWriterOptions: Hashable, Sendable {
     public var tilesPerTransaction: Int
     /// The SQLite page size of a new file (default 8192: see Specs/mbtiles.md).
     public var pageSize: Int
+    /// Whether `agg_tiles_hash` is computed and stored (Specs/mbtiles.md §5, §7). When off, a new
+    /// file carries none (a value given in the metadata is dropped: it would describe other
+    /// tiles), and an update recomputes the one the file already carries, if any. The MD5 is one
+    /// serial pass over every tile byte: on 100 KB aerial tiles it costs more than reading them.
+    public var aggregateTilesHash: Bool
 
     public init(schema: MBTilesWriteSchema = .flat, overwrite: Bool = false, derivation: MetadataDerivation = .fillMissing,
-                tilesPerTransaction: Int = 10_000, pageSize: Int = 8192) {
+                tilesPerTransaction: Int = 10_000, pageSize: Int = 8192, aggregateTilesHash: Bool = true) {
         self.schema = schema
         self.overwrite = overwrite
         self.derivation = derivation
         self.tilesPerTransaction = max(1, tilesPerTransaction)
         self.pageSize = pageSize
+        self.aggregateTilesHash = aggregateTilesHash
     }
 }
 
@@ -53,8 +59,9 @@ public struct MBTilesWriteReport: Hashable, Sendable {
     public var tileCount: Int
     /// Distinct stored blobs (the `images` rows of a deduplicated file; `tileCount` for flat).
     public var storedBlobCount: Int
-    /// The `agg_tiles_hash` stored in the metadata.
-    public var aggregateTilesHash: String
+    /// The `agg_tiles_hash` stored in the metadata; nil when none is (see
+    /// ``MBTilesWriterOptions/aggregateTilesHash``).
+    public var aggregateTilesHash: String?
     /// The metadata as written (derived keys and `agg_tiles_hash` included).
     public var metadata: TileMetadata
     /// Metadata warnings (errors stop the write instead).
@@ -106,8 +113,12 @@ public final class MBTilesWriter {
     /// they do not, and then ``finish()`` reads every tile again to compute it. The MD5 runs on a
     /// thread of its own.
     private var runningHash: BackgroundMD5?
-    private var lastHashedKey: (zoom: Int, x: Int, row: Int)?
-    /// Per zoom, the tiles written, kept while ``runningHash`` is (tiles strictly ascending, none
+    /// Whether `finish()` stores `agg_tiles_hash` (for an update: asked, or the file had one).
+    private var storesHash: Bool
+    /// Whether every tile so far came in the hash's order (a new file, none removed).
+    private var inOrder: Bool
+    private var lastKey: (zoom: Int, x: Int, row: Int)?
+    /// Per zoom, the tiles written, kept while ``inOrder`` (tiles strictly ascending, none
     /// removed, a new file): then it is exactly what a query of the table would give.
     private var writtenLevels: [TileContentSummary.Level] = []
     /// The dedup blob id before collision suffixes: upper-case hex MD5 (replaceable in tests to
@@ -125,6 +136,8 @@ public final class MBTilesWriter {
         self.metadata = metadata
         self.options = options
         self.schemaKind = options.schema == .flat ? .flat : .normalized
+        self.storesHash = options.aggregateTilesHash
+        self.inOrder = true
         let early = MBTilesMetadataValidator.validate(metadata).filter { issue in
             issue.severity == .error && !(issue.kind == .missing && issue.key == TileMetadata.Key.format && options.derivation != .none)
         }
@@ -170,7 +183,7 @@ public final class MBTilesWriter {
         }
         try prepareStatements(connection, beginSQL: "BEGIN")
         try beginTransaction()
-        runningHash = BackgroundMD5()
+        if storesHash { runningHash = BackgroundMD5() }
     }
 
     /// Opens an existing archive to add, replace or remove tiles and change its metadata, all in
@@ -180,6 +193,8 @@ public final class MBTilesWriter {
     public init(updating path: String, options: MBTilesWriterOptions = MBTilesWriterOptions()) throws(TileArchiveError) {
         self.path = path
         self.options = options
+        self.storesHash = options.aggregateTilesHash
+        self.inOrder = false
         // The reader's checks first (it also rolls back a journal left by an interrupted write and
         // refuses an unfinished temporary file); the file is hostile until shown otherwise.
         let reader = try MBTilesArchive(path: path, options: MBTilesOpenOptions(maximumIdleConnections: 1))
@@ -203,6 +218,8 @@ public final class MBTilesWriter {
             try connection.execute("CREATE TABLE metadata (name TEXT NOT NULL, value TEXT); CREATE UNIQUE INDEX name ON metadata (name);")
         }
         metadata = TileMetadata(try MBTilesArchive.readMetadataRows(connection, path: path, strict: false))
+        // A file that carries a hash keeps carrying a true one.
+        if metadata[TileMetadata.Key.aggregateTilesHash] != nil { storesHash = true }
     }
 
     deinit {
@@ -259,7 +276,7 @@ public final class MBTilesWriter {
             case .otherView:
                 break
             }
-            if runningHash != nil, hashesKey(zoom: tile.zoom, x: tile.x, row: row), bytes.count > 0 { runningHash?.update(bytes) }
+            if inOrder, noteKey(zoom: tile.zoom, x: tile.x, row: row), bytes.count > 0 { runningHash?.update(bytes) }
             try countWritten(1, bytes: bytes.count)
         } catch {
             failure = error
@@ -303,8 +320,8 @@ public final class MBTilesWriter {
                 bytes += row.bytes.count
             }
             try bindBlobsAndStep(insert, rows, from: rows.startIndex)
-            for row in rows where runningHash != nil {
-                if hashesKey(zoom: row.tile.zoom, x: row.tile.x, row: row.tile.row(in: .tms)), !row.bytes.isEmpty {
+            for row in rows where inOrder {
+                if noteKey(zoom: row.tile.zoom, x: row.tile.x, row: row.tile.row(in: .tms)), !row.bytes.isEmpty {
                     runningHash?.update(sharing: row.bytes)
                 }
             }
@@ -351,15 +368,16 @@ public final class MBTilesWriter {
         }
     }
 
-    /// Feeds the running `agg_tiles_hash` a tile's key (the tile's bytes are the caller's to feed
-    /// next) and returns true; or gives the hash up when the tile is out of the hash's order.
-    private func hashesKey(zoom: Int, x: Int, row: Int) -> Bool {
+    /// Counts a tile in ``writtenLevels`` and feeds the running `agg_tiles_hash` (if any) its key
+    /// (the tile's bytes are the caller's to feed next), and returns true; or, when the tile is
+    /// out of the hash's order, gives both up (``finish()`` then asks the table).
+    private func noteKey(zoom: Int, x: Int, row: Int) -> Bool {
         let key = (zoom: zoom, x: x, row: row)
-        guard !isUpdate, lastHashedKey.map({ ($0.zoom, $0.x, $0.row) < (key.zoom, key.x, key.row) }) ?? true else {
+        guard !isUpdate, lastKey.map({ ($0.zoom, $0.x, $0.row) < (key.zoom, key.x, key.row) }) ?? true else {
             dropRunningHash()
             return false
         }
-        lastHashedKey = key
+        lastKey = key
         let y = TileScheme.tms.flipIfTMS(row: row, zoom: zoom)
         if let last = writtenLevels.last, last.zoom == zoom {
             let i = writtenLevels.count - 1
@@ -369,6 +387,7 @@ public final class MBTilesWriter {
         } else {
             writtenLevels.append(TileContentSummary.Level(zoom: zoom, tileCount: 1, minX: x, maxX: x, minY: y, maxY: y))
         }
+        guard runningHash != nil else { return true }
         // The three numbers as decimal text, as SQLite's CAST(... AS TEXT) gives them.
         // A tile's numbers are 0 ..< 2^30: at most 10 digits each, 30 bytes in all.
         var digits: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
@@ -390,10 +409,11 @@ public final class MBTilesWriter {
             put(row)
             runningHash?.update(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(text)[0..<count]))
         }
-        return runningHash != nil
+        return true
     }
 
     private func dropRunningHash() {
+        inOrder = false
         runningHash?.cancel()
         runningHash = nil
     }
@@ -468,7 +488,8 @@ public final class MBTilesWriter {
 
     // MARK: Finishing
 
-    /// Derives and validates the metadata, stores `agg_tiles_hash`, commits, and (for a new
+    /// Derives and validates the metadata, stores `agg_tiles_hash` (when
+    /// ``MBTilesWriterOptions/aggregateTilesHash`` asks, or an updated file carries one), commits, and (for a new
     /// file) fsyncs and renames it into place.
     /// - Throws: `invalidMetadata` listing every metadata error (nothing is written then: a new
     ///   file is discarded, an update rolled back), or the I/O and SQLite errors met.
@@ -483,7 +504,7 @@ public final class MBTilesWriter {
                 try connection.execute("DELETE FROM images WHERE tile_id NOT IN (SELECT tile_id FROM map WHERE tile_id IS NOT NULL)")
             }
             // Known from the writes when they came in order; otherwise asked of the table.
-            var content = runningHash != nil ? TileContentSummary(levels: writtenLevels) : try TileContentSummary.query(connection, distinct: countsDistinct)
+            var content = inOrder ? TileContentSummary(levels: writtenLevels) : try TileContentSummary.query(connection, distinct: countsDistinct)
             let sniff = try connection.prepare("SELECT tile_data FROM tiles WHERE tile_data IS NOT NULL LIMIT 1")
             if try sniff.step(), let bytes = sniff.bytes(0) { content.sniffedFormat = TileFormat.sniff(bytes) }
             sniff.reset()
@@ -498,11 +519,11 @@ public final class MBTilesWriter {
                 throw TileArchiveError(path: path, fault: .invalidMetadata(violation))
             }
 
-            let hash: String
+            var hash: String?
             if let running = runningHash {
                 runningHash = nil
                 hash = MBTilesAggregateHash.hex(running.finalize())
-            } else {
+            } else if storesHash {
                 hash = try MBTilesAggregateHash.compute(connection)
             }
             metadata[TileMetadata.Key.aggregateTilesHash] = hash

@@ -17,7 +17,7 @@
 //
 //   bench-import --tilepack PATH --mb-util PATH [--work /tmp/tilepack-bench] [--small 50000]
 //                [--large 3000] [--jpeg 3000] [--rss 10000,100000] [--runs 3] [--verify-runs 3]
-//                [--cold] [--only small,large,jpeg] [--no-verify] [--no-mb-util]
+//                [--cold] [--only small,large,jpeg] [--no-verify] [--no-mb-util] [--no-hash]
 //                [--prepare-only (generate the trees and stop)]
 import BenchSupport
 import CImagingFloor
@@ -40,6 +40,8 @@ struct Config {
     var only: Set<String> = ["small", "large", "jpeg"]
     var verify = true
     var mbUtilRuns = true
+    /// Also time `import --agg-tiles-hash` into MBTiles (off for a tilepack without the flag).
+    var hashRuns = true
     var rssSizes = [10_000, 100_000]
     var runs = 3
     var verifyRuns = 3
@@ -71,6 +73,7 @@ struct Config {
             case "--only": config.only = Set(value().split(separator: ",").map(String.init))
             case "--no-verify": config.verify = false
             case "--no-mb-util": config.mbUtilRuns = false
+            case "--no-hash": config.hashRuns = false
             case "--rss": config.rssSizes = value().split(separator: ",").compactMap { Int($0) }
             case "--runs": config.runs = number()
             case "--verify-runs": config.verifyRuns = number()
@@ -80,7 +83,7 @@ struct Config {
             case "--mb-util": config.mbUtil = value()
             case "--floor-read": config.floorRead = value()
             case "-h", "--help":
-                print("usage: bench-import --tilepack PATH --mb-util PATH [--work DIR] [--small N] [--large N] [--jpeg N] [--rss N,N] [--runs N] [--verify-runs N] [--cold] [--only small,large,jpeg] [--no-verify] [--no-mb-util] [--prepare-only]")
+                print("usage: bench-import --tilepack PATH --mb-util PATH [--work DIR] [--small N] [--large N] [--jpeg N] [--rss N,N] [--runs N] [--verify-runs N] [--cold] [--only small,large,jpeg] [--no-verify] [--no-mb-util] [--no-hash] [--prepare-only]")
                 exit(0)
             default: fatal("unknown argument \(arguments[i])")
             }
@@ -381,13 +384,18 @@ struct ImportGoals {
 @MainActor func importComparison(_ label: String, tree: String, imageFormat: String, goals: ImportGoals) {
     let files = treeSize[tree]!.files
     let mbtiles = "\(out)/\(label).mbtiles", bundle = "\(out)/\(label).tilepack", mbutilOut = "\(out)/\(label)-mbutil.mbtiles"
-    let floorOut = "\(out)/\(label)-floor.bin"
+    let floorOut = "\(out)/\(label)-floor.bin", hashed = "\(out)/\(label)-hash.mbtiles"
     var contenders = [
         Contender(name: "floor", argv: [floorRead, tree]),
         Contender(name: "floor-write", argv: [floorRead, "--write", floorOut, tree], outputs: [floorOut]),
         Contender(name: "tilepack-mbtiles", argv: [tilepack, "import", tree, mbtiles], outputs: [mbtiles], check: importCheck(files)),
         Contender(name: "tilepack-bundle", argv: [tilepack, "import", tree, bundle], outputs: [bundle], check: importCheck(files)),
     ]
+    if config.hashRuns {
+        // Issue 19: agg_tiles_hash only when asked; what asking costs.
+        contenders.append(Contender(name: "tilepack-mbtiles-hash", argv: [tilepack, "import", "--agg-tiles-hash", tree, hashed],
+                                    outputs: [hashed], check: importCheck(files)))
+    }
     if config.mbUtilRuns {
         contenders.append(Contender(name: "mb-util", argv: [mbUtil, "--image_format=\(imageFormat)", tree, mbutilOut], outputs: [mbutilOut]))
     }
@@ -396,6 +404,7 @@ struct ImportGoals {
     if config.mbUtilRuns, let count = tileCount(mbutilOut), count != files { fatal("mb-util wrote \(count) tiles, the tree has \(files)") }
     if let count = tileCount(mbtiles), count != files { fatal("tilepack wrote \(count) tiles, the tree has \(files)") }
     try? fm.removeItem(atPath: floorOut)
+    try? fm.removeItem(atPath: hashed)
     let time = results.mapValues { median($0.map(\.seconds)) }
     let rss = results.mapValues { $0.map(\.peakRSS).max() ?? 0 }
     let cpu = results.mapValues { median($0.map(\.cpuSeconds)) }
@@ -410,6 +419,10 @@ struct ImportGoals {
                           vs: floorName, referenceValue: time["floor"]!, goal: vsRead.map { ($0, false) }))
         record(Comparison("[\(label)] tilepack import -> \(kind)", value: time[key]!, unit: "s",
                           vs: writeFloorName, referenceValue: time["floor-write"]!, goal: vsWrite.map { ($0, false) }))
+    }
+    if config.hashRuns {
+        record(Comparison("[\(label)] tilepack import --agg-tiles-hash -> MBTiles", value: time["tilepack-mbtiles-hash"]!, unit: "s",
+                          vs: writeFloorName, referenceValue: time["floor-write"]!))
     }
     if config.mbUtilRuns {
         record(Comparison("[\(label)] mb-util -> MBTiles (how many times tilepack's time)", value: time["mb-util"]!, unit: "s",
