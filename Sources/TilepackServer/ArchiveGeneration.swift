@@ -2,48 +2,31 @@ import Foundation
 import TilepackCore
 import TilepackStorage
 
-/// What says a file on disk is still the one that was opened: device, inode, size and
-/// modification time. A file replaced by rename has another inode; one rewritten in place has
-/// another size or time.
-struct FileIdentity: Hashable, Sendable, CustomStringConvertible {
-    var device: UInt64
-    var inode: UInt64
-    var size: Int64
-    var modifiedSeconds: Int64
-    var modifiedNanoseconds: Int64
+/// What says a file on disk is still the one that was opened: Storage's ``FileVersion`` (device,
+/// inode, size, modification and status-change times). A file replaced by rename has another
+/// inode; one rewritten in place has another size or time.
+typealias FileIdentity = FileVersion
 
-    init(_ info: stat) {
-        device = UInt64(truncatingIfNeeded: info.st_dev)
-        inode = UInt64(truncatingIfNeeded: info.st_ino)
-        size = Int64(info.st_size)
-        #if os(Linux)
-        modifiedSeconds = Int64(info.st_mtim.tv_sec)
-        modifiedNanoseconds = Int64(info.st_mtim.tv_nsec)
-        #else
-        modifiedSeconds = Int64(info.st_mtimespec.tv_sec)
-        modifiedNanoseconds = Int64(info.st_mtimespec.tv_nsec)
-        #endif
-    }
-
+extension FileVersion {
     /// The identity of the file now at `path`, or the errno that says why there is none.
-    static func of(path: String) -> Result<FileIdentity, SystemError> {
+    static func of(path: String) -> Result<FileVersion, SystemError> {
         var info = stat()
         guard stat(path, &info) == 0 else { return .failure(SystemError(code: errno)) }
-        return .success(FileIdentity(info))
+        return .success(FileVersion(info))
     }
 
     /// 64 bits standing for the identity (FNV-1a), for ETags that must change with the file.
     var hash: UInt64 {
         var value: UInt64 = 0xCBF2_9CE4_8422_2325
-        for word in [device, inode, UInt64(bitPattern: size), UInt64(bitPattern: modifiedSeconds), UInt64(bitPattern: modifiedNanoseconds)] {
+        let words = [device, inode, UInt64(bitPattern: size), UInt64(bitPattern: modifiedSeconds), UInt64(bitPattern: modifiedNanoseconds),
+                     UInt64(bitPattern: changedSeconds), UInt64(bitPattern: changedNanoseconds)]
+        for word in words {
             for shift in stride(from: 0, to: 64, by: 8) {
                 value = (value ^ ((word >> UInt64(shift)) & 0xFF)) &* 0x100_0000_01B3
             }
         }
         return value
     }
-
-    var description: String { "inode \(inode) on device \(device), \(size) bytes, modified \(modifiedSeconds).\(modifiedNanoseconds)" }
 }
 
 /// An errno.
