@@ -25,20 +25,7 @@ struct RawHTTP {
     /// Sends one request on a new connection (`Connection: close`) and reads the whole answer;
     /// every socket operation times out after 10 s.
     static func send(port: Int, method: String = "GET", target: String, headers: [String: String] = [:]) throws -> Answer {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw Failure(description: "socket: errno \(errno)") }
-        defer { close(fd) }
-        var timeout = timeval(tv_sec: 10, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else { throw Failure(description: "connect to port \(port): errno \(errno)") }
+        let connection = try RawConnection(port: port, readTimeout: 10)
         var head = "\(method) \(target) HTTP/1.1\r\n"
         var fields = headers
         if fields.keys.first(where: { $0.lowercased() == "host" }) == nil { fields["Host"] = "127.0.0.1:\(port)" }
@@ -46,22 +33,10 @@ struct RawHTTP {
         for (name, value) in fields.sorted(by: { $0.key < $1.key }) { head += "\(name): \(value)\r\n" }
         head += "\r\n"
         let bytes = Array(head.utf8)
-        var sent = 0
-        while sent < bytes.count {
-            let n = bytes[sent...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-            guard n > 0 else { throw Failure(description: "write: errno \(errno)") }
-            sent += n
+        guard try connection.transmit(bytes, timeout: 10) == bytes.count else {
+            throw Failure(description: "the server did not take the request within 10 s")
         }
-        var received: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n == 0 { break }
-            guard n > 0 else { throw Failure(description: "read: errno \(errno) after \(received.count) bytes") }
-            received += buffer[0..<n]
-            guard received.count < 256 << 20 else { throw Failure(description: "answer over 256 MiB") }
-        }
-        return try parse(received, method: method)
+        return try parse(connection.readUntilClosed(), method: method)
     }
 
     static func parse(_ received: [UInt8], method: String) throws -> Answer {
@@ -102,6 +77,87 @@ struct RawHTTP {
             at = lineEnd + 4 + size
         }
         return result
+    }
+}
+
+/// One loopback TCP connection that sends whatever bytes a test gives it (several requests at
+/// once, half a request, garbage) and reads what comes back. Every read gives up after
+/// `readTimeout` seconds of silence.
+final class RawConnection: Sendable {
+    let fd: Int32
+
+    init(port: Int, readTimeout: Int = 5) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw RawHTTP.Failure(description: "socket: errno \(errno)") }
+        var timeout = timeval(tv_sec: readTimeout, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else {
+            close(fd)
+            throw RawHTTP.Failure(description: "connect to port \(port): errno \(errno)")
+        }
+    }
+
+    deinit { close(fd) }
+
+    /// Sends all of `bytes`, or as much as the socket takes within `timeout` seconds; returns how
+    /// many bytes went out.
+    @discardableResult
+    func transmit(_ bytes: [UInt8], timeout: Int = 5) throws -> Int {
+        var limit = timeval(tv_sec: timeout, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+        var sent = 0
+        while sent < bytes.count {
+            let n = bytes[sent...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if n < 0, errno == EAGAIN || errno == EWOULDBLOCK { return sent }
+            guard n > 0 else { throw RawHTTP.Failure(description: "send: errno \(errno)") }
+            sent += n
+        }
+        return sent
+    }
+
+    func transmit(_ text: String) throws { try transmit(Array(text.utf8)) }
+
+    /// Reads until the server closes the connection; throws if it does not within the read
+    /// timeout of silence, or when more than `limit` bytes come.
+    func readUntilClosed(limit: Int = 256 << 20) throws -> [UInt8] {
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n == 0 { return received }
+            guard n > 0 else {
+                throw RawHTTP.Failure(description: "the connection stayed open (errno \(errno)) after \(received.count) bytes")
+            }
+            received += buffer[0..<n]
+            guard received.count <= limit else { throw RawHTTP.Failure(description: "answer over \(limit) bytes") }
+        }
+    }
+
+    /// Splits a stream of answers, each framed by its `Content-Length` (none for 204 and 304).
+    static func answers(in stream: [UInt8]) throws -> [RawHTTP.Answer] {
+        var answers: [RawHTTP.Answer] = []
+        var rest = stream[...]
+        let separator: [UInt8] = [13, 10, 13, 10]
+        while !rest.isEmpty {
+            guard let end = rest.indices.dropLast(3).first(where: { Array(rest[$0..<($0 + 4)]) == separator }) else {
+                throw RawHTTP.Failure(description: "no end of head in the last \(rest.count) bytes")
+            }
+            let head = try RawHTTP.parse(Array(rest[rest.startIndex..<(end + 4)]), method: "HEAD")
+            let length = head.status == 204 || head.status == 304 ? 0 : Int(head.header("content-length") ?? "") ?? -1
+            guard length >= 0, end + 4 + length <= rest.endIndex else {
+                throw RawHTTP.Failure(description: "answer \(answers.count + 1) is not framed by its Content-Length")
+            }
+            answers.append(RawHTTP.Answer(status: head.status, headers: head.headers, body: Array(rest[(end + 4)..<(end + 4 + length)])))
+            rest = rest[(end + 4 + length)...]
+        }
+        return answers
     }
 }
 
