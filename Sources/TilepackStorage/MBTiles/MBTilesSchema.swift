@@ -37,8 +37,12 @@ public struct MBTilesSchema: Hashable, Sendable {
     public var hasMetadataTable: Bool
     /// Whether the UTFGrid interaction tables of MBTiles 1.3 (`grids`, `grid_data`, ...) are present.
     public var hasUTFGrid: Bool
-    /// Tables and views that are neither MBTiles nor UTFGrid nor SQLite's own (sorted).
+    /// Tables and views that are neither MBTiles nor UTFGrid nor SQLite's own nor the prefetch
+    /// store's bookkeeping (sorted).
     public var extraTables: [String]
+    /// The bookkeeping tables of tilepack's prefetch store (``MBTilesTileStore/bookkeepingTables``)
+    /// that the file has (sorted): a store that `tilepack fetch` wrote, still plain MBTiles to readers.
+    public var prefetchStoreTables: [String] = []
     /// `PRAGMA application_id` (0x4d504258 "MPBX" for files tilepack writes; 0 for most others).
     public var applicationID: Int32
     /// The SQLite page size in bytes.
@@ -130,8 +134,13 @@ public struct MBTilesSchema: Hashable, Sendable {
         let utfGrid: Set<String> = ["grids", "grid_data", "grid_key", "grid_utfgrid", "keymap"]
         let hasUTFGrid = !utfGrid.isDisjoint(with: objects.keys)
         var extra: [String] = []
+        var prefetchStore: [String] = []
         for name in objects.keys where !known.contains(name) && !utfGrid.contains(name) && !name.hasPrefix("sqlite_") {
-            extra.append(originalNames[name] ?? name)
+            if MBTilesTileStore.bookkeepingTables.contains(name) {
+                prefetchStore.append(name)
+            } else {
+                extra.append(originalNames[name] ?? name)
+            }
         }
         var hasMetadata = false
         if objects["metadata"] != nil { hasMetadata = try columns("metadata").isSuperset(of: ["name", "value"]) }
@@ -140,6 +149,6 @@ public struct MBTilesSchema: Hashable, Sendable {
         return MBTilesSchema(
             kind: kind, coordinateTable: originalNames[coordinateTable] ?? coordinateTable, hasUniqueIndex: hasUniqueIndex,
             hasMetadataTable: hasMetadata, hasUTFGrid: hasUTFGrid, extraTables: extra.sorted(),
-            applicationID: applicationID, pageSize: pageSize, triggers: triggers.sorted())
+            prefetchStoreTables: prefetchStore.sorted(), applicationID: applicationID, pageSize: pageSize, triggers: triggers.sorted())
     }
 }

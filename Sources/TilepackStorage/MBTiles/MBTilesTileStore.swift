@@ -92,8 +92,8 @@ public struct TileStorePurge: Hashable, Sendable, Codable {
 /// arrive, with per-tile bookkeeping: the store of the offline prefetcher.
 ///
 /// The file is flat MBTiles 1.3 (`metadata`, `tiles` with its unique index), readable by every
-/// MBTiles reader while it grows, plus two tables of its own (`tilepack_regions`,
-/// `tilepack_tile_state`), which `verify` reports as a warning ("tables that are not MBTiles").
+/// MBTiles reader while it grows, plus two tables of its own (``bookkeepingTables``), which
+/// ``MBTilesSchema`` tells apart from foreign tables (`verify` does not warn about them).
 /// No `agg_tiles_hash` is written: the content changes as tiles are fetched and evicted.
 ///
 /// Crash safety: writes go into transactions of at most ``batchSize`` tiles (or
@@ -103,6 +103,9 @@ public struct TileStorePurge: Hashable, Sendable, Codable {
 ///
 /// `Sendable`: one connection behind a lock; every method runs under it.
 public final class MBTilesTileStore: @unchecked Sendable {
+    /// The store's own tables besides MBTiles' (lower case, as SQLite compares names).
+    public static let bookkeepingTables: Set<String> = ["tilepack_regions", "tilepack_tile_state"]
+
     /// The archive's path.
     public let path: String
     /// Whether the file could only be opened for reading: every write throws.
