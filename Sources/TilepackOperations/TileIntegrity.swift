@@ -1,5 +1,6 @@
 internal import CTilepackZlib
 import TilepackCore
+import TilepackStorage
 
 /// A cheap structural check of a tile's bytes: far less work than decoding, but enough to catch
 /// the damage that import meets (wrong magic, truncation, a PNG chunk whose CRC fails, a JPEG
@@ -45,7 +46,7 @@ public enum TileIntegrity {
 
         mutating func add(_ bytes: UnsafeRawBufferPointer) {
             guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
-            value = UInt32(crc32(UInt(value), base.assumingMemoryBound(to: UInt8.self), UInt32(bytes.count)))
+            value = CRC32.checksum(UnsafeRawBufferPointer(start: base, count: bytes.count), continuing: value)
         }
 
         /// Appends `length` bytes whose own CRC-32 is `crc`.
@@ -94,7 +95,7 @@ public enum TileIntegrity {
             }
             let type = readUInt32BE(bytes, offset + 4)
             let declared = readUInt32BE(bytes, offset + 8 + length)
-            let computed = UInt32(crc32(0, bytes.baseAddress!.advanced(by: offset + 4).assumingMemoryBound(to: UInt8.self), UInt32(length + 4)))
+            let computed = CRC32.checksum(UnsafeRawBufferPointer(rebasing: bytes[(offset + 4)..<(offset + 8 + length)]))
             guard declared == computed else {
                 throw .damaged(.png, "CRC of chunk \(fourCC(type)) at byte \(offset) fails (declared \(hex(declared)), computed \(hex(computed)))")
             }

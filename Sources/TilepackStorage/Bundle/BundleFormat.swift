@@ -1,6 +1,5 @@
 import Foundation
 import TilepackCore
-internal import CTilepackZlib
 
 /// The constants and byte layout of the `.tilepack` bundle format, version 1.0.
 ///
@@ -100,9 +99,7 @@ public enum BundleFormat {
 
     /// CRC-32 (ISO-HDLC, the CRC of zlib, PNG and gzip) of `bytes`, continuing from `crc`.
     public static func crc32(_ bytes: UnsafeRawBufferPointer, continuing crc: UInt32 = 0) -> UInt32 {
-        guard let base = bytes.baseAddress, bytes.count > 0 else { return crc }
-        return UInt32(truncatingIfNeeded: CTilepackZlib.crc32_z(
-            UInt(crc), base.assumingMemoryBound(to: UInt8.self), Int(bytes.count)))
+        CRC32.checksum(bytes, continuing: crc)
     }
 
     /// The content code of the header (byte 12 kind, byte 13 code, bytes 14-17 raw width and height).
