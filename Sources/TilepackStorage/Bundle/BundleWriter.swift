@@ -606,27 +606,12 @@ public final class BundleWriter {
             if staging.count < length { staging = [UInt8](repeating: 0, count: length) }
             try staging.withUnsafeMutableBytes { buffer in
                 Result { () throws(TileArchiveError) in
-                    try Self.readFully(fd, into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<length]), at: 0, path: source.path)
+                    try MappedBytes.readFully(fd, into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<length]), at: 0, path: source.path)
                     try out.write(UnsafeRawBufferPointer(rebasing: buffer[0..<length]))
                 }
             }.get()
         }
         try source.checkUnchanged(fd)
-    }
-
-    /// Reads exactly `buffer.count` bytes of `fd` from `offset`.
-    private static func readFully(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: Int, path: String) throws(TileArchiveError) {
-        var done = 0
-        while done < buffer.count {
-            let n = pread(fd, buffer.baseAddress! + done, buffer.count - done, off_t(offset + done))
-            if n < 0, errno == EINTR { continue }
-            guard n > 0 else {
-                let code = n < 0 ? errno : 0
-                throw TileArchiveError(path: path, fault: .io(errno: code, reason: n < 0 ? "read: \(String(cString: strerror(code)))"
-                                                                  : "read: it ended \(buffer.count - done) bytes early"))
-            }
-            done += n
-        }
     }
 
     /// Copies payloads at `positions` (ascending positions of `order`) through `staging`.
@@ -702,7 +687,7 @@ public final class BundleWriter {
             let fd = try source.openUnchanged()
             defer { close(fd) }
             ensure(&compareBuffer, capacity: length)
-            try Self.readFully(fd, into: UnsafeMutableRawBufferPointer(rebasing: compareBuffer[0..<length]), at: 0, path: source.path)
+            try MappedBytes.readFully(fd, into: UnsafeMutableRawBufferPointer(rebasing: compareBuffer[0..<length]), at: 0, path: source.path)
             try source.checkUnchanged(fd)
             return prepared.stored.withUnsafeBytes { memcmp(compareBuffer.baseAddress!, $0.baseAddress!, length) == 0 }
         }
