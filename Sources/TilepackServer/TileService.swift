@@ -19,7 +19,7 @@ struct ServerResponse: Sendable {
 }
 
 /// The HTTP contract of `Specs/serve.md` as one synchronous function of the request head, so that
-/// routing and headers are tested without a socket; ``TileServer`` puts it on Hummingbird.
+/// routing and headers are tested without a socket; ``TileChannel`` answers requests with it.
 final class TileService: Sendable {
     let options: TileServerOptions
     let catalog: ArchiveCatalog

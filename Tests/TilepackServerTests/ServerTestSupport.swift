@@ -202,8 +202,8 @@ final class RunningServer: Sendable {
         throw RawHTTP.Failure(description: "the server did not start within 30 s")
     }
 
-    /// One request, its blocking socket I/O on a thread of its own (the server's handlers run on
-    /// the cooperative pool, which a test must not block).
+    /// One request, its blocking socket I/O on a thread of its own (a test's task must not block
+    /// a cooperative thread).
     func get(_ target: String, method: String = "GET", headers: [String: String] = [:]) async throws -> RawHTTP.Answer {
         let port = self.port
         return try await onThread { try RawHTTP.send(port: port, method: method, target: target, headers: headers) }
