@@ -21,6 +21,10 @@ public struct CommandOutput: Sendable {
     public var status: Int32
     public var stdout: String
     public var stderr: String
+    /// The command's own peak resident memory (`VmHWM`, Linux), as last sampled while it ran
+    /// (every 10 ms); `nil` where there is no `/proc`. Its own: tests running beside it in this
+    /// process do not count, as they do in this process's resident size.
+    public var peakResidentBytes: Int? = nil
 }
 
 extension TestSupport {
@@ -45,11 +49,23 @@ extension TestSupport {
             }
         }
         let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        var peak: Int?
+        while process.isRunning && Date() < deadline {
+            peak = peakResident(of: process.processIdentifier) ?? peak
+            Thread.sleep(forTimeInterval: 0.01)
+        }
         if process.isRunning { process.terminate() }
         process.waitUntilExit()
         group.wait()
         return CommandOutput(status: process.terminationStatus, stdout: String(decoding: outData.withLock { $0 }, as: UTF8.self),
-                             stderr: String(decoding: errData.withLock { $0 }, as: UTF8.self))
+                             stderr: String(decoding: errData.withLock { $0 }, as: UTF8.self), peakResidentBytes: peak)
+    }
+
+    /// `VmHWM` of process `pid` in bytes, or `nil` (no `/proc`, or the process is gone).
+    static func peakResident(of pid: Int32) -> Int? {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+              let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+              let kib = line.split(separator: " ").dropFirst().first.flatMap({ Int($0) }) else { return nil }
+        return kib * 1024
     }
 }
