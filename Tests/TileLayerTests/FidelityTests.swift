@@ -183,7 +183,7 @@ struct FidelityTests {
         #expect(approximate.drawn.allSatisfy { $0.isApproximate && $0.sourceZoom == 1 })
         #expect(approximate.bitmap.pixel(x: 100, y: 100) == red && approximate.bitmap.pixel(x: 900, y: 900) == green)
         source.held.release(blue)
-        #expect(await view.waitUntilIdle(timeout: 10))
+        #expect(await view.waitUntilIdle(timeout: TestSupport.settleSeconds))
         let real = view.renderFrame()
         #expect(real.drawn.count == 16 && real.drawn.allSatisfy { !$0.isApproximate })
         #expect(real.bitmap.pixel(x: 100, y: 100) == blue)
@@ -241,7 +241,7 @@ struct FidelityTests {
         #expect(Set(source.cancelled.withLock { $0 }) == Set(allTiles(2)))
         #expect(await eventually { source.pending == 1 })  // 0/0/0
         source.release(red)
-        #expect(await view.waitUntilIdle(timeout: 10))
+        #expect(await view.waitUntilIdle(timeout: TestSupport.settleSeconds))
         #expect(layer.diagnostics.filter { $0.kind == .tileFailed || $0.kind == .requestDropped }.isEmpty)
         // Back at zoom 2 without the clock moving: asked again at once (a failure would wait for its retry).
         view.setCenter(GeoCoordinate(latitude: 0, longitude: 0), zoomLevel: 2)
@@ -250,7 +250,7 @@ struct FidelityTests {
         #expect(await eventually { source.pending == 16 })
         #expect(source.asked.withLock { $0.filter { $0.zoom == 2 }.count } == 32)
         source.release(red)
-        #expect(await view.waitUntilIdle(timeout: 10))
+        #expect(await view.waitUntilIdle(timeout: TestSupport.settleSeconds))
     }
 
     // MARK: Small contradictions (item 8)

@@ -88,9 +88,11 @@ func makeLayer(_ source: (any MapTileLayerDataSource)?, cacheRoot: TemporaryDire
     return layer
 }
 
-/// Renders after loading everything; fails the test on a timeout.
-func settledFrame(_ view: HeadlessMapView) async -> MapFrame {
-    await view.render(timeout: 20)
+/// Renders after loading everything; fails the test when loads were still running at the timeout.
+func settledFrame(_ view: HeadlessMapView, sourceLocation: SourceLocation = #_sourceLocation) async -> MapFrame {
+    let frame = await view.render(timeout: TestSupport.settleSeconds)
+    #expect(view.tilesLoading == 0, "the view did not settle in \(TestSupport.settleSeconds) s", sourceLocation: sourceLocation)
+    return frame
 }
 
 /// The colour at the centre of a placement.

@@ -139,7 +139,7 @@ struct MapViewTests {
         #expect(view.renderFrame().drawn.isEmpty)
         #expect(await view.waitUntilIdle(timeout: 0.05) == false)
         gated.release()
-        #expect(await view.waitUntilIdle(timeout: 10))
+        #expect(await view.waitUntilIdle(timeout: TestSupport.settleSeconds))
         #expect(view.renderFrame().drawn.count == 16)
 
         // A synchronous data source that blocks: update() still returns first.
@@ -155,7 +155,7 @@ struct MapViewTests {
         let other = worldView(makeLayer(blocking))
         other.update()
         blocking.gate.signal()
-        #expect(await other.waitUntilIdle(timeout: 10))
+        #expect(await other.waitUntilIdle(timeout: TestSupport.settleSeconds))
         #expect(blocking.waitedOut.withLock { $0 } == false)
     }
 
@@ -229,7 +229,7 @@ struct MapViewTests {
         view.update()
         while gated.pending < 4 { try await Task.sleep(for: .milliseconds(2)) }
         gated.release()
-        #expect(await view.waitUntilIdle(timeout: 10))
+        #expect(await view.waitUntilIdle(timeout: TestSupport.settleSeconds))
 
         view.zoomLevel = 2.0
         view.viewport = ViewportSize(width: 1024, height: 1024)
@@ -245,7 +245,7 @@ struct MapViewTests {
         #expect(!FileManager.default.fileExists(atPath: root.file("fallback/2")))
 
         gated.release()
-        #expect(await view.waitUntilIdle(timeout: 10))
+        #expect(await view.waitUntilIdle(timeout: TestSupport.settleSeconds))
         let real = view.renderFrame()
         #expect(real.drawn.count == 16 && real.drawn.allSatisfy { !$0.isApproximate && $0.sourceZoom == 2 })
         #expect(real.bitmap.pixel(x: 100, y: 100) == white)
@@ -262,13 +262,13 @@ struct MapViewTests {
         view.update()
         while gated.pending < 4 { try await Task.sleep(for: .milliseconds(2)) }
         gated.release()
-        _ = await view.waitUntilIdle(timeout: 10)
+        _ = await view.waitUntilIdle(timeout: TestSupport.settleSeconds)
         view.zoomLevel = 2
         view.update()
         #expect(view.renderFrame().drawn.isEmpty)
         while gated.pending < 4 { try await Task.sleep(for: .milliseconds(2)) }
         gated.release()
-        _ = await view.waitUntilIdle(timeout: 10)
+        _ = await view.waitUntilIdle(timeout: TestSupport.settleSeconds)
     }
 
     @Test("fading: a tile fades in over frames when enabled, and shows at once when not")
@@ -318,7 +318,7 @@ struct MapViewTests {
         while gated.pending == 0 { try? await Task.sleep(for: .milliseconds(2)) }
         view.removeMapTileLayer(layer)
         gated.release()
-        #expect(await view.waitUntilIdle(timeout: 10))
+        #expect(await view.waitUntilIdle(timeout: TestSupport.settleSeconds))
         #expect(view.renderFrame().drawn.isEmpty)
     }
 }

@@ -88,13 +88,13 @@ import TilepackTestSupport
         #expect(archive.snapshot.reads.isEmpty, "hasTile read a tile")
         #expect(Set(archive.snapshot.contains).isSuperset(of: allTiles(2...2)))
 
-        let frame = await view.render(timeout: 30)
+        let frame = await view.render(timeout: TestSupport.settleSeconds)
         #expect(frame.drawn.count == 8)
         let reads = archive.snapshot.reads
         #expect(Set(reads) == Set(plan.tiles))
         #expect(reads.count == 8)
         // The eastern half shows the view's background, and later frames do not ask again.
-        _ = await view.render(timeout: 30)
+        _ = await view.render(timeout: TestSupport.settleSeconds)
         #expect(archive.snapshot.reads.count == 8)
         #expect(!source.mapTileLayer(layer, hasTileAt: tile(2, 3, 0)))
     }
@@ -116,11 +116,11 @@ import TilepackTestSupport
         let view = HeadlessMapView(viewport: ViewportSize(width: 512, height: 512), center: GeoCoordinate(latitude: 0, longitude: 0),
                                    zoomLevel: 1, clock: { clock.withLock { $0 } })
         view.addMapTileLayer(layer)
-        let first = await view.render(timeout: 30)
+        let first = await view.render(timeout: TestSupport.settleSeconds)
         #expect(first.drawn.count == 3)
         for _ in 0..<3 {
             clock.withLock { $0 += 120 }  // past any retry back-off
-            _ = await view.render(timeout: 30)
+            _ = await view.render(timeout: TestSupport.settleSeconds)
         }
         let failures = log.all
         #expect(failures.count == 1)
@@ -220,7 +220,7 @@ import TilepackTestSupport
         // The 3 old requests still waiting were dropped unread; the 4 new ones wait behind the gate.
         #expect(await eventually { source.waitingRequestCount == 4 })
         gate.release()
-        let frame = await view.render(timeout: 30)
+        let frame = await view.render(timeout: TestSupport.settleSeconds)
         #expect(Set(frame.drawn.map(\.tile)) == Set(plan.tiles))
         // Only the one read already running when we scrolled touched an old tile.
         let oldReads = archive.snapshot.reads.filter { $0.x < 2 && $0.y < 2 }
@@ -229,7 +229,7 @@ import TilepackTestSupport
         // (a failure would hold them back for the retry delay).
         #expect(layer.diagnostics.filter { $0.kind == .tileFailed }.isEmpty)
         view.center = home
-        let back = await view.render(timeout: 30)
+        let back = await view.render(timeout: TestSupport.settleSeconds)
         #expect(Set(back.drawn.map(\.tile)) == [tile(3, 0, 0), tile(3, 1, 0), tile(3, 0, 1), tile(3, 1, 1)])
     }
 

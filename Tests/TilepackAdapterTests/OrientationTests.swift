@@ -44,7 +44,7 @@ import TilepackTestSupport
     func renderWorld(_ source: ArchiveTileSource, zoom: Int, tileSize: Int = 256, format: PixelFormat = .rgba8888) async throws -> MapFrame {
         let layer = source.makeLayer(tileSize: tileSize, pixelFormat: format)
         let view = worldView(zoom: zoom, layer: layer)
-        let frame = await view.render(timeout: 30)
+        let frame = await view.render(timeout: TestSupport.settleSeconds)
         #expect(frame.drawn.allSatisfy { !$0.isApproximate })
         return frame
     }

@@ -24,7 +24,7 @@ import TilepackTestSupport
         let center = WebMercator.coordinate(atWorldPoint: MercatorPoint(x: 6.0 / 16, y: 6.0 / 16))
         let view = HeadlessMapView(viewport: ViewportSize(width: 512, height: 512), center: center, zoomLevel: 4)
         view.addMapTileLayer(layer)
-        let frame = await view.render(timeout: 30)
+        let frame = await view.render(timeout: TestSupport.settleSeconds)
         #expect(frame.drawn.count == 4)
         #expect(frame.drawn.allSatisfy { $0.isApproximate && $0.sourceZoom == 2 })
         // What is drawn is the ancestor's quarter-quarter, cropped and scaled: tile 4/5/5 is
@@ -46,7 +46,7 @@ import TilepackTestSupport
         let center = WebMercator.coordinate(atWorldPoint: MercatorPoint(x: 1.5 / 4, y: 1.5 / 4))
         let view = HeadlessMapView(viewport: ViewportSize(width: 256, height: 256), scale: .x2, center: center, zoomLevel: 2)
         view.addMapTileLayer(layer)
-        let frame = await view.render(timeout: 30)
+        let frame = await view.render(timeout: TestSupport.settleSeconds)
         let placement = try #require(view.tilePlans()[0].placements.first { $0.tile == tile(2, 1, 1) })
         #expect(placement.right - placement.left == 512)
         #expect(placement.left == 0 && placement.top == 0)
@@ -55,7 +55,7 @@ import TilepackTestSupport
         }
         // At zoom 3 (the deepest) there is nothing deeper: the 256 px tiles are enlarged as before.
         view.zoomLevel = 3
-        let deepest = await view.render(timeout: 30)
+        let deepest = await view.render(timeout: TestSupport.settleSeconds)
         #expect(deepest.drawn.allSatisfy { !$0.isApproximate })
     }
 }

@@ -78,7 +78,7 @@ import TilepackTestSupport
         func render(_ path: String, tileSize: Int) async throws -> MapFrame {
             let source = try ArchiveTileSource(path: path)
             let view = worldView(zoom: 2, layer: source.makeLayer(tileSize: tileSize))
-            return await view.render(timeout: 30)
+            return await view.render(timeout: TestSupport.settleSeconds)
         }
         // 256 archive: the 256 layer draws zoom 2 tiles, the 512 layer draws zoom 1 merged from them.
         let small256 = try await render(small, tileSize: 256)

@@ -62,7 +62,7 @@ import TilepackTestSupport
         let layer = try URLTemplateLayerFactory().makeLayer(for: template, options: RenderLayerOptions(tileSize: 256, flipped: false, maximumZ: 21))
         let view = HeadlessMapView(viewport: ViewportSize(width: 512, height: 512), center: GeoCoordinate(latitude: 0, longitude: 0), zoomLevel: 1)
         _ = view.addMapTileLayer(layer)
-        let frame = await view.render(timeout: 10)
+        let frame = await view.render(timeout: TestSupport.settleSeconds)
         #expect(frame.drawn.filter { !$0.isApproximate }.count == 1)
         let failed = layer.diagnostics.filter { $0.kind == .tileFailed }
         #expect(failed.count >= 3, "the library reports each absent tile: \(failed)")

@@ -2,6 +2,13 @@ import Foundation
 
 /// Paths of the shared fixtures and the package, and temporary directories for tests.
 public enum TestSupport {
+    /// How long a test waits for a map view's tile loads to settle before it gives up. Generous on
+    /// purpose: the loads run on the cooperative pool (two threads on a 2-core machine), which this
+    /// process shares with every test running beside it, and tests that wait for a subprocess block
+    /// a pool thread while it runs, so loads can wait many seconds on a loaded CI machine. A test
+    /// checks that the view did settle; the bound only ends a hang.
+    public static let settleSeconds: Double = 180
+
     /// The package root (the folder holding Package.swift).
     public static let packageRoot: URL = {
         var url = URL(fileURLWithPath: #filePath)
