@@ -56,6 +56,13 @@ final class ArchiveGeneration: Sendable {
     let tileCount: Int
     /// The file's identity as ETag text: the ETag of every tile whose payload has no signature.
     let identityTag: String
+    /// The format tiles go out in (raw bitmaps are encoded as PNG), and the extensions tile URLs
+    /// may end with (the first is the canonical one).
+    let servedFormat: TileFormat?
+    let extensions: [String]
+    let isVector: Bool
+    /// `Content-Type` of the tiles.
+    let tileContentType: String
     /// The descriptor that keeps the opened inode alive (closed when the generation goes).
     private let descriptor: Int32
 
@@ -67,6 +74,10 @@ final class ArchiveGeneration: Sendable {
         self.identity = identity
         self.descriptor = descriptor
         self.content = archive.content
+        self.servedFormat = Self.servedFormat(of: archive.content)
+        self.extensions = Self.extensions(of: servedFormat)
+        self.isVector = servedFormat == .pbf
+        self.tileContentType = servedFormat?.mimeType ?? "application/octet-stream"
         // An archive without metadata (an MBTiles file with no metadata table) is still served.
         let metadata = (try? archive.metadata()) ?? TileMetadata()
         self.metadata = metadata
@@ -130,7 +141,7 @@ final class ArchiveGeneration: Sendable {
     }
 
     /// The format tiles go out in (raw bitmaps are encoded as PNG).
-    var servedFormat: TileFormat? {
+    static func servedFormat(of content: TileContent?) -> TileFormat? {
         switch content {
         case .encoded(let format): format
         case .rawBitmap: .png
@@ -138,9 +149,9 @@ final class ArchiveGeneration: Sendable {
         }
     }
 
-    /// The file extensions tile URLs of this archive may end with; the first is the canonical one.
-    var extensions: [String] {
-        switch servedFormat {
+    /// The file extensions tile URLs of an archive in `format` may end with; the first is the canonical one.
+    static func extensions(of format: TileFormat?) -> [String] {
+        switch format {
         case .png: ["png"]
         case .jpeg: ["jpg", "jpeg"]
         case .webp: ["webp"]
@@ -151,5 +162,12 @@ final class ArchiveGeneration: Sendable {
         }
     }
 
-    var isVector: Bool { servedFormat == .pbf }
+    /// Whether `fileExtension` is one of ``extensions``, ignoring ASCII case (an archive of no
+    /// known format takes any).
+    func allowsExtension(_ fileExtension: Substring) -> Bool {
+        extensions.isEmpty || extensions.contains { allowed in
+            allowed.utf8.count == fileExtension.utf8.count
+                && zip(allowed.utf8, fileExtension.utf8).allSatisfy { lower, byte in (byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte) == lower }
+        }
+    }
 }

@@ -26,6 +26,11 @@ enum Route: Equatable, Sendable {
     /// cut at its bytes (RFC 3986 paths are bytes, and this runs for every tile request), not at
     /// grapheme clusters.
     init(target: String) {
+        self = Self.plainTile(target) ?? Route(splitting: target)
+    }
+
+    /// The parse of every shape: the path cut into `%`-decoded segments.
+    init(splitting target: String) {
         let slash = UInt8(ascii: "/")
         let end = target.utf8.firstIndex(of: UInt8(ascii: "?")) ?? target.endIndex
         let path = target[..<end]
@@ -73,6 +78,46 @@ enum Route: Equatable, Sendable {
         default:
             self = .notFound("no such path")
         }
+    }
+
+    /// The common case in one pass over the bytes, without splitting: `/{name}/{z}/{x}/{y}.{ext}`
+    /// with no `%`-escape, a name that is not `_`, and numbers ``number(_:)`` takes (anything
+    /// else, `nil`: the general parse decides). The same answer as the general parse, sooner.
+    private static func plainTile(_ target: String) -> Route? {
+        let utf8 = target.utf8
+        let found = utf8.withContiguousStorageIfAvailable { bytes -> (first: Int, second: Int, third: Int, dot: Int, end: Int)? in
+            // Offsets of the four slashes and the last dot of the path, and where it ends.
+            guard bytes.first == UInt8(ascii: "/") else { return nil }
+            var slashes = (0, 0, 0, 0), count = 1, dot = -1, end = bytes.count
+            var index = 1
+            while index < bytes.count {
+                let byte = bytes[index]
+                if byte == UInt8(ascii: "?") { end = index; break }
+                if byte == UInt8(ascii: "%") { return nil }
+                if byte == UInt8(ascii: "/") {
+                    switch count {
+                    case 1: slashes.1 = index
+                    case 2: slashes.2 = index
+                    case 3: slashes.3 = index
+                    default: return nil
+                    }
+                    count += 1
+                } else if byte == UInt8(ascii: "."), count == 4 {
+                    dot = index
+                }
+                index += 1
+            }
+            guard count == 4, dot > slashes.3 + 1 else { return nil }
+            return (slashes.1, slashes.2, slashes.3, dot, end)
+        }
+        guard let (first, second, third, dot, end) = found ?? nil, first > 1 else { return nil }
+        func part(_ from: Int, _ to: Int) -> Substring {
+            target[utf8.index(utf8.startIndex, offsetBy: from)..<utf8.index(utf8.startIndex, offsetBy: to)]
+        }
+        let name = part(1, first)
+        guard !isUnderscore(name), let zoom = number(part(first + 1, second)), let x = number(part(second + 1, third)),
+              let y = number(part(third + 1, dot)) else { return nil }
+        return .tile(name: name, zoom: zoom, x: x, y: y, fileExtension: part(dot + 1, end))
     }
 
     private static func isUnderscore(_ segment: Substring) -> Bool {

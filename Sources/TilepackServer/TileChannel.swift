@@ -3,14 +3,13 @@ import HTTPTypes
 import HummingbirdCore
 import Logging
 import NIOCore
-import NIOHTTP1
 
 /// A connection of `tilepack serve`: HTTP/1.1 on Hummingbird's server core (binding, the
-/// connection limit, graceful shutdown) and SwiftNIO's request parser, with every request answered
-/// on the event loop that read it, its answer written as one buffer.
+/// connection limit, graceful shutdown), every request parsed (``RequestHead``) and answered on
+/// the event loop that read it, its answer written as one buffer.
 ///
 /// Answering a tile is synchronous work of a few microseconds (a `pread` or an SQLite lookup in
-/// the page cache, then headers), so it runs where the request was decoded, as nginx's workers do.
+/// the page cache, then headers), so it runs where the request was read, as nginx's workers do.
 /// Hummingbird's own responder would hand each request to a Swift task on the cooperative pool
 /// and its response back to the event loop: two thread switches per request, most of the cost of
 /// a tile (measured in `tools/bench-serve.sh`).
@@ -24,16 +23,14 @@ struct TileChannel: ServerChildChannel {
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         channel.eventLoop.makeCompletedFuture {
-            // NIO's HTTP/1 request parser only: answers are written by the request handler as one
-            // buffer each (head and body), and pipelining order, keep-alive, idle timeout,
-            // quiescing, parse errors and back-pressure are its rules, in one place.
-            try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes)))
+            // One handler: bytes in, answers out. Parsing, pipelining order, keep-alive, idle
+            // timeout, quiescing, errors and back-pressure are its rules, in one place.
             try channel.pipeline.syncOperations.addHandler(TileRequestHandler(service: service, idleTimeout: idleTimeout))
             return Value(channel: channel)
         }
     }
 
-    /// The connection lives in its handlers; this only waits for it to close (on graceful shutdown
+    /// The connection lives in its handler; this only waits for it to close (on graceful shutdown
     /// Hummingbird's server sends every connection `ChannelShouldQuiesceEvent`).
     func handle(value: Value, logger: Logger) async {
         try? await value.channel.closeFuture.get()
@@ -42,25 +39,30 @@ struct TileChannel: ServerChildChannel {
 
 /// Answers each request of one connection with ``TileService``, synchronously and so in order
 /// (pipelined requests included): the head in, the response out, `HEAD` without its body (but with
-/// its length), `Date` and `Server` added, metrics recorded. A request body is read and dropped (no
-/// route takes one).
+/// its length), `Date` and `Server` added, metrics recorded.
 ///
 /// The connection rules (`Specs/serve.md`): keep-alive as HTTP/1.0 and 1.1 say; closed after
 /// `idleTimeout` with nothing received (between requests or in the middle of one); a request that
-/// does not parse gets 400 and the connection closes; on graceful shutdown an idle connection
-/// closes at once and a busy one after its answer; a client that does not read its answers is not
-/// read from either, so answers never pile up in memory.
+/// does not parse gets 400 (431 when its head is too large, 505 for another HTTP version) and the
+/// connection closes; a request with a body is answered and the connection closed, its body
+/// unread (no resource takes one); on graceful shutdown an idle connection closes at once and a
+/// busy one after its answer; a client that does not read its answers is not read from either,
+/// so answers never pile up in memory.
 final class TileRequestHandler: ChannelDuplexHandler, RemovableChannelHandler {
-    typealias InboundIn = HTTPServerRequestPart
+    typealias InboundIn = ByteBuffer
     typealias OutboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
     private let service: TileService
     private let idleTimeout: TimeAmount
-    private var head: HTTPRequestHead?
+    /// Bytes of a request head not complete yet.
+    private var received: ByteBuffer?
     private var quiescing = false
     private var closing = false
+    private var lingering = false
+    private var lingered = 0
     private var readHeld = false
+    private var unflushed = false
     private var lastRead = NIODeadline.now()
     private var idleCheck: Scheduled<Void>?
     private var date = HTTPDate()
@@ -82,28 +84,53 @@ final class TileRequestHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         lastRead = .now()
-        guard !closing else { return }
-        switch unwrapInboundIn(data) {
-        case .head(let requestHead):
-            head = requestHead
-        case .body:
-            break
-        case .end:
-            guard let requestHead = head else { return }
-            head = nil
-            respond(to: requestHead, context: context)
+        guard !closing else {
+            if lingering {
+                lingered += unwrapInboundIn(data).readableBytes
+                if lingered > Self.lingerBytes { context.close(promise: nil) }
+            }
+            return
+        }
+        var bytes = unwrapInboundIn(data)
+        if var earlier = received {
+            earlier.writeBuffer(&bytes)
+            bytes = earlier
+            received = nil
+        }
+        // Every complete head in what arrived is answered, in order; the answers go out together
+        // (one flush) when the read is done.
+        while !closing, bytes.readableBytes > 0 {
+            switch bytes.withUnsafeReadableBytes({ RequestHead.parse($0) }) {
+            case .incomplete:
+                received = bytes
+                return
+            case .invalid(let status, let reason):
+                refuse(status: status, reason: reason, context: context)
+                return
+            case .complete(let head, let length):
+                bytes.moveReaderIndex(forwardBy: length)
+                respond(to: head, context: context)
+            }
         }
     }
 
-    private func respond(to requestHead: HTTPRequestHead, context: ChannelHandlerContext) {
+    func channelReadComplete(context: ChannelHandlerContext) {
+        if unflushed {
+            unflushed = false
+            context.flush()
+        }
+        context.fireChannelReadComplete()
+    }
+
+    private func respond(to request: RequestHead, context: ChannelHandlerContext) {
         let start = DispatchTime.now().uptimeNanoseconds
-        let answer = Self.serviceRequest(requestHead).map { service.respond(to: $0) } ?? ServerResponse(status: .badRequest)
-        let keepAlive = requestHead.isKeepAlive && !quiescing
+        let answer = service.respond(to: request)
+        // A request with a body is the connection's last: its body is not read.
+        let keepAlive = request.keepAlive && !request.hasBody && !quiescing
         let length = answer.body?.readableBytes ?? 0
-        let sendsBody = requestHead.method != .HEAD && length > 0
+        let sendsBody = request.method != .head && length > 0
         var buffer = context.channel.allocator.buffer(capacity: 320 + (sendsBody ? length : 0))
-        buffer.writeStaticString(requestHead.version.minor == 0 ? "HTTP/1.0 " : "HTTP/1.1 ")
-        buffer.writeString("\(answer.status.code) \(answer.status.reasonPhrase)\r\n")
+        Self.writeStatusLine(answer.status, minorVersion: request.minorVersion, into: &buffer)
         for field in answer.headers {
             Self.writeField(field.name.rawName, field.value, into: &buffer)
         }
@@ -112,79 +139,120 @@ final class TileRequestHandler: ChannelDuplexHandler, RemovableChannelHandler {
         // 204 and 304 have no body by definition, so no framing either; every other answer says
         // its length (for HEAD the length GET would send).
         if answer.status.code != 204, answer.status.code != 304 {
-            Self.writeField("Content-Length", String(length), into: &buffer)
+            buffer.writeStaticString("Content-Length: ")
+            Self.writeDecimal(length, into: &buffer)
+            buffer.writeStaticString("\r\n")
         }
-        if !keepAlive, requestHead.version.minor >= 1 { buffer.writeStaticString("Connection: close\r\n") }
-        if keepAlive, requestHead.version.minor == 0 { buffer.writeStaticString("Connection: keep-alive\r\n") }
+        if !keepAlive, request.minorVersion >= 1 { buffer.writeStaticString("Connection: close\r\n") }
+        if keepAlive, request.minorVersion == 0 { buffer.writeStaticString("Connection: keep-alive\r\n") }
         buffer.writeStaticString("\r\n")
         if sendsBody, let body = answer.body { buffer.writeImmutableBuffer(body) }
         if keepAlive {
-            context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
+            context.write(wrapOutboundOut(buffer), promise: nil)
+            unflushed = true
         } else {
-            closeAfter(wrapOutboundOut(buffer), context: context)
+            closeAfter(buffer, context: context)
         }
         let elapsed = DispatchTime.now().uptimeNanoseconds &- start
-        let bodyBytes = requestHead.method == .HEAD ? 0 : length
+        let bodyBytes = request.method == .head ? 0 : length
         service.metrics.record(status: answer.status.code, bodyBytes: bodyBytes, nanoseconds: Int64(elapsed))
     }
 
-    /// The header fields ``TileService`` reads; a request's other fields (cookies, user agents and
-    /// the like) are not copied for it.
-    static let consultedFields: [HTTPField.Name] = [.acceptEncoding, .ifNoneMatch, .authorization, .origin, .accessControlRequestMethod]
-
-    /// The request as ``TileService`` takes it: method, target, `Host` as the authority, and the
-    /// consulted fields (each occurrence, in order); `nil` for a method that is not an HTTP token.
-    static func serviceRequest(_ head: HTTPRequestHead) -> HTTPRequest? {
-        guard let method = HTTPRequest.Method(head.method.rawValue) else { return nil }
-        var fields = HTTPFields()
-        var authority: String?
-        for (name, value) in head.headers {
-            if authority == nil, asciiCaseInsensitiveEqual(name, "host") {
-                authority = value
-            } else if let consulted = consultedFields.first(where: { asciiCaseInsensitiveEqual(name, $0.canonicalName) }) {
-                fields.append(HTTPField(name: consulted, value: value))
-            }
-        }
-        return HTTPRequest(method: method, scheme: nil, authority: authority, path: head.uri, headerFields: fields)
+    /// A request that cannot be read: its status with the reason as text, then the connection
+    /// closes (nginx does the same).
+    private func refuse(status: Int, reason: String, context: ChannelHandlerContext) {
+        let body = reason + "\n"
+        var buffer = context.channel.allocator.buffer(capacity: 256 + body.utf8.count)
+        Self.writeStatusLine(HTTPResponse.Status(code: status), minorVersion: 1, into: &buffer)
+        Self.writeField("Date", date.now(), into: &buffer)
+        buffer.writeStaticString("Server: tilepack\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ")
+        Self.writeDecimal(body.utf8.count, into: &buffer)
+        buffer.writeStaticString("\r\nConnection: close\r\n\r\n")
+        buffer.writeString(body)
+        service.metrics.record(status: status, bodyBytes: body.utf8.count, nanoseconds: 0)
+        closeAfter(buffer, context: context)
     }
 
-    /// One `name: value` header line. Names and values come from HTTPTypes' validated fields or
-    /// from this file, so neither holds a CR or LF.
-    private static func writeField(_ name: String, _ value: String, into buffer: inout ByteBuffer) {
-        buffer.writeString(name)
-        buffer.writeStaticString(": ")
-        buffer.writeString(value)
+    /// `HTTP/1.x code reason`.
+    private static func writeStatusLine(_ status: HTTPResponse.Status, minorVersion: Int, into buffer: inout ByteBuffer) {
+        buffer.writeStaticString(minorVersion == 0 ? "HTTP/1.0 " : "HTTP/1.1 ")
+        writeDecimal(status.code, into: &buffer)
+        buffer.writeStaticString(" ")
+        buffer.writeString(status.reasonPhrase)
         buffer.writeStaticString("\r\n")
     }
 
-    /// Writes the last part, then closes; nothing more is read or answered meanwhile.
-    private func closeAfter(_ part: NIOAny, context: ChannelHandlerContext) {
-        closing = true
-        context.writeAndFlush(part).assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+    /// One `name: value` header line. A control byte in a value (there should be none: the values
+    /// are the server's own or checked request fields) goes out as a space, so no value can end
+    /// the line early.
+    private static func writeField(_ name: String, _ value: String, into buffer: inout ByteBuffer) {
+        buffer.writeString(name)
+        buffer.writeStaticString(": ")
+        let clean = value.utf8.withContiguousStorageIfAvailable { bytes in
+            bytes.allSatisfy { $0 >= 0x20 && $0 != 0x7F || $0 == 0x09 }
+        } ?? value.utf8.allSatisfy { $0 >= 0x20 && $0 != 0x7F || $0 == 0x09 }
+        if clean {
+            buffer.writeString(value)
+        } else {
+            buffer.writeBytes(value.utf8.map { $0 >= 0x20 && $0 != 0x7F || $0 == 0x09 ? $0 : 0x20 })
+        }
+        buffer.writeStaticString("\r\n")
     }
+
+    /// A non-negative integer in decimal digits.
+    private static func writeDecimal(_ value: Int, into buffer: inout ByteBuffer) {
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes: room for any Int
+        withUnsafeMutableBytes(of: &digits) { space in
+            var index = space.count
+            var rest = max(0, value)
+            repeat {
+                index -= 1
+                space[index] = UInt8(0x30 + rest % 10)
+                rest /= 10
+            } while rest > 0
+            buffer.writeBytes(UnsafeRawBufferPointer(rebasing: space[index...]))
+        }
+    }
+
+    /// Writes the last answer, then closes; nothing more is answered meanwhile.
+    ///
+    /// The close lingers, as nginx's does: the answer is followed by a FIN, and whatever the
+    /// client still sends (the body of its request, the rest of a head too large) is read and
+    /// dropped until it closes too, for at most ``lingerTime`` and ``lingerBytes``. Closing with
+    /// bytes unread would make the kernel send a reset, which can destroy the answer in the
+    /// client's buffers before it reads it.
+    private func closeAfter(_ buffer: ByteBuffer, context: ChannelHandlerContext) {
+        closing = true
+        received = nil
+        unflushed = false
+        let loop = context.eventLoop.assumeIsolatedUnsafeUnchecked()
+        context.writeAndFlush(wrapOutboundOut(buffer)).assumeIsolated().whenComplete { [self] result in
+            guard case .success = result else { return context.close(promise: nil) }
+            lingering = true
+            let halfClosed = context.eventLoop.makePromise(of: Void.self)
+            context.close(mode: .output, promise: halfClosed)
+            halfClosed.futureResult.assumeIsolated().whenFailure { _ in context.close(promise: nil) }
+            loop.scheduleTask(in: Self.lingerTime) { context.close(promise: nil) }
+        }
+    }
+
+    /// How long, and for how many bytes, a closing connection still reads what the client sends.
+    static let lingerTime = TimeAmount.seconds(2)
+    static let lingerBytes = 1 << 20
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         guard !closing else { return }
-        if error is HTTPParserError {
-            // The decoder stops at the first malformed byte: answer 400 and close, as nginx does.
-            var buffer = context.channel.allocator.buffer(capacity: 128)
-            buffer.writeStaticString("HTTP/1.1 400 Bad Request\r\n")
-            Self.writeField("Date", date.now(), into: &buffer)
-            buffer.writeStaticString("Server: tilepack\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
-            service.metrics.record(status: 400, bodyBytes: 0, nanoseconds: 0)
-            closeAfter(wrapOutboundOut(buffer), context: context)
-        } else {
-            closing = true
-            context.close(promise: nil)
-        }
+        closing = true
+        context.close(promise: nil)
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if event is ChannelShouldQuiesceEvent {
             quiescing = true
             // Between requests: close now. In the middle of one: its answer says close.
-            if head == nil, !closing {
+            if received == nil, !closing {
                 closing = true
+                if unflushed { context.flush() }
                 context.close(promise: nil)
             }
             return
@@ -224,12 +292,6 @@ final class TileRequestHandler: ChannelDuplexHandler, RemovableChannelHandler {
             }
         }
     }
-}
-
-/// Whether two header names are equal ignoring ASCII case (`lowercase` is already lower case).
-func asciiCaseInsensitiveEqual(_ name: String, _ lowercase: String) -> Bool {
-    guard name.utf8.count == lowercase.utf8.count else { return false }
-    return zip(name.utf8, lowercase.utf8).allSatisfy { byte, lower in (byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte) == lower }
 }
 
 /// The `Date` header (RFC 9110 IMF-fixdate), formatted once a second per connection.

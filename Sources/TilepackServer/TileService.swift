@@ -8,10 +8,10 @@ import TilepackStorage
 /// A response before it goes on the wire.
 struct ServerResponse: Sendable {
     var status: HTTPResponse.Status
-    var headers: HTTPFields
+    var headers: ResponseHeaders
     var body: ByteBuffer?
 
-    init(status: HTTPResponse.Status, headers: HTTPFields = HTTPFields(), body: ByteBuffer? = nil) {
+    init(status: HTTPResponse.Status, headers: ResponseHeaders = ResponseHeaders(), body: ByteBuffer? = nil) {
         self.status = status
         self.headers = headers
         self.body = body
@@ -48,8 +48,8 @@ final class TileService: Sendable {
     // MARK: Requests
 
     /// Answers one request (the body of a `HEAD` answer is dropped by the caller, its length kept).
-    func respond(to request: HTTPRequest) -> ServerResponse {
-        let target = request.path ?? "/"
+    func respond(to request: RequestHead) -> ServerResponse {
+        let target = request.target
         var response: ServerResponse
         switch request.method {
         case .options:
@@ -61,14 +61,14 @@ final class TileService: Sendable {
                 response = route(request, target: target)
             }
         default:
-            response = text(.methodNotAllowed, "\(request.method.rawValue) is not served: use GET or HEAD\n")
+            response = text(.methodNotAllowed, "\(request.method.name) is not served: use GET or HEAD\n")
             response.headers[.allow] = "GET, HEAD, OPTIONS"
         }
         addCORS(request, to: &response)
         return response
     }
 
-    private func route(_ request: HTTPRequest, target: String) -> ServerResponse {
+    private func route(_ request: RequestHead, target: String) -> ServerResponse {
         switch Route(target: target) {
         case .tile(let name, let zoom, let x, let y, let fileExtension):
             return tile(request, name: name, zoom: zoom, x: x, y: y, fileExtension: fileExtension)
@@ -110,14 +110,13 @@ final class TileService: Sendable {
 
     // MARK: Tiles
 
-    private func tile(_ request: HTTPRequest, name: Substring, zoom: Int, x: Int, y: Int, fileExtension: Substring) -> ServerResponse {
+    private func tile(_ request: RequestHead, name: Substring, zoom: Int, x: Int, y: Int, fileExtension: Substring) -> ServerResponse {
         guard let slot = catalog.slot(named: name) else { return noArchive(name) }
         let generation = slot.current
         // An archive of unknown format (tiles of no format tilepack knows) takes any extension.
-        let allowed = generation.extensions
-        guard allowed.isEmpty || allowed.contains(fileExtension.lowercased()) else {
+        guard generation.allowsExtension(fileExtension) else {
             let format = generation.servedFormat.map(\.description) ?? "unknown"
-            return text(.notFound, "'\(generation.name)' serves \(format) tiles: use .\(allowed.joined(separator: " or ."))\n")
+            return text(.notFound, "'\(generation.name)' serves \(format) tiles: use .\(generation.extensions.joined(separator: " or ."))\n")
         }
         guard let coordinate = TileCoordinate(validatingZoom: zoom, x: x, y: y) else {
             return text(.notFound, "\(zoom)/\(x)/\(y) is not a tile (zoom 0-\(TileCoordinate.maximumZoom), x and y below 2^zoom)\n")
@@ -138,10 +137,10 @@ final class TileService: Sendable {
         }
     }
 
-    private func tileResponse(_ request: HTTPRequest, generation: ArchiveGeneration, tile: TileCoordinate) throws -> ServerResponse {
-        let gzipAccepted = HeaderRules.acceptsGzip(request.headerFields[.acceptEncoding])
-        var headers = HTTPFields()
-        headers[.contentType] = generation.servedFormat?.mimeType ?? "application/octet-stream"
+    private func tileResponse(_ request: RequestHead, generation: ArchiveGeneration, tile: TileCoordinate) throws -> ServerResponse {
+        let gzipAccepted = HeaderRules.acceptsGzip(request.acceptEncoding)
+        var headers = ResponseHeaders()
+        headers[.contentType] = generation.tileContentType
         headers[.cacheControl] = cacheControl
         if generation.isVector { headers[.vary] = "Accept-Encoding" }
         // The representation: stored bytes, or (vector tiles for a client without gzip) inflated ones.
@@ -151,8 +150,8 @@ final class TileService: Sendable {
         var etag: String?
         if let bundle = generation.bundle {
             guard let signature = bundle.payloadSignature(at: tile) else { return missing(generation, tile) }
-            etag = "\"b\(String(signature.crc32, radix: 16))-\(String(signature.rawLength, radix: 16))\(variant)\""
-            if let etag, HeaderRules.ifNoneMatch(request.headerFields[.ifNoneMatch], matches: etag) {
+            etag = Self.payloadETag(crc32: signature.crc32, length: signature.rawLength, inflated: !variant.isEmpty)
+            if let etag, HeaderRules.ifNoneMatch(request.ifNoneMatch, matches: etag) {
                 return notModified(etag: etag, headers: headers)
             }
         }
@@ -160,7 +159,7 @@ final class TileService: Sendable {
         if case .rawBitmap(let layout) = generation.content {
             let tag = etag ?? "\"g\(generation.identityTag)-\(tile.zoom)-\(tile.x)-\(tile.y)\""
             guard let png = try encodedPNG(generation, tile: tile, layout: layout) else { return missing(generation, tile) }
-            if etag == nil, HeaderRules.ifNoneMatch(request.headerFields[.ifNoneMatch], matches: tag) {
+            if etag == nil, HeaderRules.ifNoneMatch(request.ifNoneMatch, matches: tag) {
                 return notModified(etag: tag, headers: headers)
             }
             headers[.eTag] = tag
@@ -171,7 +170,7 @@ final class TileService: Sendable {
             let tag = etag ?? "\"g\(generation.identityTag)-\(tile.zoom)-\(tile.x)-\(tile.y)\(variant)\""
             var headers = headers
             headers[.eTag] = tag
-            if etag == nil, HeaderRules.ifNoneMatch(request.headerFields[.ifNoneMatch], matches: tag) {
+            if etag == nil, HeaderRules.ifNoneMatch(request.ifNoneMatch, matches: tag) {
                 return .success(notModified(etag: tag, headers: headers))
             }
             if generation.isVector, TileFormat.isGzip(bytes) {
@@ -193,6 +192,31 @@ final class TileService: Sendable {
         case .success(let response)?: return response
         case .failure(let failure)?:
             throw TileServerError("the stored gzip tile cannot be sent to a client without gzip: \(failure)")
+        }
+    }
+
+    /// `"b<crc32>-<length>"` in hex, `-i` added for the inflated variant: a bundle tile's ETag,
+    /// from its payload signature (formatted without intermediate strings: this runs per tile).
+    static func payloadETag(crc32: UInt32, length: Int, inflated: Bool) -> String {
+        String(unsafeUninitializedCapacity: 40) { text in
+            var count = 0
+            func put(_ byte: UInt8) { text[count] = byte; count += 1 }
+            func hex(_ value: UInt64) {
+                var shift = max(0, (64 - value.leadingZeroBitCount + 3) / 4 * 4 - 4)
+                while true {
+                    let digit = UInt8((value >> UInt64(shift)) & 0xF)
+                    put(digit < 10 ? 0x30 + digit : 0x61 + digit - 10)
+                    if shift == 0 { break }
+                    shift -= 4
+                }
+            }
+            put(UInt8(ascii: "\"")); put(UInt8(ascii: "b"))
+            hex(UInt64(crc32))
+            put(UInt8(ascii: "-"))
+            hex(UInt64(max(0, length)))
+            if inflated { put(UInt8(ascii: "-")); put(UInt8(ascii: "i")) }
+            put(UInt8(ascii: "\""))
+            return count
         }
     }
 
@@ -225,7 +249,7 @@ final class TileService: Sendable {
         return text(.notFound, "tile \(tile) is outside '\(generation.name)' (zooms \(zooms), bounds \(generation.bounds))\n")
     }
 
-    private func notModified(etag: String, headers: HTTPFields) -> ServerResponse {
+    private func notModified(etag: String, headers: ResponseHeaders) -> ServerResponse {
         var response = ServerResponse(status: .notModified)
         response.headers[.eTag] = etag
         response.headers[.cacheControl] = headers[.cacheControl]
@@ -260,14 +284,14 @@ final class TileService: Sendable {
     }
 
     /// A generated document (TileJSON, a page) with an ETag of its bytes, so revalidation is a 304.
-    private func document(_ body: [UInt8], type: String, cacheControl: String, request: HTTPRequest) -> ServerResponse {
+    private func document(_ body: [UInt8], type: String, cacheControl: String, request: RequestHead) -> ServerResponse {
         var hash: UInt64 = 0xCBF2_9CE4_8422_2325
         for byte in body { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01B3 }
         let etag = "\"d\(String(hash, radix: 16))\""
-        var headers = HTTPFields()
+        var headers = ResponseHeaders()
         headers[.cacheControl] = cacheControl
         headers[.eTag] = etag
-        if HeaderRules.ifNoneMatch(request.headerFields[.ifNoneMatch], matches: etag) {
+        if HeaderRules.ifNoneMatch(request.ifNoneMatch, matches: etag) {
             return ServerResponse(status: .notModified, headers: headers)
         }
         headers[.contentType] = type
@@ -285,11 +309,11 @@ final class TileService: Sendable {
     }
 
     /// The base URL of links: `--public-url`, else `http://` and the request's Host, else the listening address.
-    private func base(_ request: HTTPRequest) -> String {
+    private func base(_ request: RequestHead) -> String {
         if let publicURL = options.publicURL {
             return publicURL.hasSuffix("/") ? String(publicURL.dropLast()) : publicURL
         }
-        if let host = HeaderRules.validHost(request.authority) {
+        if let host = HeaderRules.validHost(request.host) {
             return "http://" + host
         }
         return listeningBase.withLock { $0 } ?? ""
@@ -298,9 +322,9 @@ final class TileService: Sendable {
     // MARK: Token and CORS
 
     /// `nil` when the request may proceed; a 401 when a token is required and not given.
-    private func checkToken(_ request: HTTPRequest, target: String) -> ServerResponse? {
+    private func checkToken(_ request: RequestHead, target: String) -> ServerResponse? {
         guard let token = options.token else { return nil }
-        if let authorization = request.headerFields[.authorization] {
+        if let authorization = request.authorization {
             let parts = authorization.split(separator: " ", maxSplits: 1)
             if parts.count == 2, parts[0].lowercased() == "bearer",
                HeaderRules.constantTimeEqual(parts[1].trimmingCharacters(in: .whitespaces), token) {
@@ -322,14 +346,14 @@ final class TileService: Sendable {
     }
 
     /// The `Access-Control-Allow-Origin` value for the request's Origin, if CORS allows it.
-    private func allowedOrigin(_ request: HTTPRequest) -> String? {
+    private func allowedOrigin(_ request: RequestHead) -> String? {
         guard !options.corsOrigins.isEmpty else { return nil }
         if options.corsOrigins.contains("*") { return "*" }
-        guard let origin = request.headerFields[.origin], options.corsOrigins.contains(origin) else { return nil }
+        guard let origin = request.origin, options.corsOrigins.contains(origin) else { return nil }
         return origin
     }
 
-    private func addCORS(_ request: HTTPRequest, to response: inout ServerResponse) {
+    private func addCORS(_ request: RequestHead, to response: inout ServerResponse) {
         guard !options.corsOrigins.isEmpty else { return }
         if !options.corsOrigins.contains("*") {
             response.headers[.vary] = response.headers[.vary].map { $0 + ", Origin" } ?? "Origin"
@@ -340,14 +364,39 @@ final class TileService: Sendable {
     }
 
     /// `OPTIONS`: a CORS preflight (answered without a token: browsers send none with it) or a plain `Allow`.
-    private func preflight(_ request: HTTPRequest) -> ServerResponse {
+    private func preflight(_ request: RequestHead) -> ServerResponse {
         var response = ServerResponse(status: .noContent)
         response.headers[.allow] = "GET, HEAD, OPTIONS"
-        if request.headerFields[.accessControlRequestMethod] != nil, allowedOrigin(request) != nil {
+        if request.accessControlRequestMethod != nil, allowedOrigin(request) != nil {
             response.headers[.accessControlAllowMethods] = "GET, HEAD, OPTIONS"
             response.headers[.accessControlAllowHeaders] = "Authorization, If-None-Match, Accept-Encoding"
             response.headers[.accessControlMaxAge] = "86400"
         }
         return response
     }
+}
+
+/// The header fields of a ``ServerResponse``, in the order set; setting a name again replaces its
+/// value, setting `nil` removes it. A few fields per answer, so a list: no index, no validation
+/// pass (the values are the server's own, and ``TileRequestHandler`` writes any control byte in
+/// one as a space).
+struct ResponseHeaders: Sendable, Sequence {
+    private var fields: [(name: HTTPField.Name, value: String)] = []
+
+    init() {
+        fields.reserveCapacity(6)
+    }
+
+    subscript(name: HTTPField.Name) -> String? {
+        get { fields.first(where: { $0.name == name })?.value }
+        set {
+            if let index = fields.firstIndex(where: { $0.name == name }) {
+                if let newValue { fields[index].value = newValue } else { fields.remove(at: index) }
+            } else if let newValue {
+                fields.append((name, newValue))
+            }
+        }
+    }
+
+    func makeIterator() -> IndexingIterator<[(name: HTTPField.Name, value: String)]> { fields.makeIterator() }
 }

@@ -79,6 +79,33 @@ import TilepackTestSupport
         #expect(metrics.text.contains("tilepack_http_requests_total{status=\"400\"} 1"))
     }
 
+    @Test func aRequestWithABodyIsAnsweredAndItsConnectionClosedUnread() async throws {
+        let server = try await RunningServer.start(TileServerOptions(archivePaths: [ServerFixtures.sampleBundle]))
+        let port = server.port
+        // What follows the body would be a second request if the body were taken as one.
+        let (posted, chunked, huge) = try await onThread {
+            let post = try RawConnection(port: port)
+            try post.transmit("POST /sample/0/0/0.png HTTP/1.1\r\nHost: x\r\nContent-Length: 44\r\n\r\n"
+                              + "GET /sample/1/0/0.png HTTP/1.1\r\nHost: x\r\n\r\n")
+            let chunked = try RawConnection(port: port)
+            try chunked.transmit("GET /sample/0/0/0.png HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                                 + "2c\r\nGET /sample/1/0/0.png HTTP/1.1\r\nHost: x\r\n\r\n\r\n0\r\n\r\n")
+            let huge = try RawConnection(port: port)
+            try huge.transmit("GET /sample/0/0/0.png HTTP/1.1\r\nHost: x\r\nCookie: " + String(repeating: "c", count: 20_000) + "\r\n\r\n")
+            return (try post.readUntilClosed(), try chunked.readUntilClosed(), try huge.readUntilClosed())
+        }
+        await server.stop()
+        let postAnswers = try RawConnection.answers(in: posted)
+        #expect(postAnswers.map(\.status) == [405])
+        #expect(postAnswers.first?.header("connection") == "close")
+        let chunkedAnswers = try RawConnection.answers(in: chunked)
+        #expect(chunkedAnswers.map(\.status) == [200], "the tile, then close: the chunks are never read as a request")
+        #expect(chunkedAnswers.first?.header("connection") == "close")
+        let hugeAnswers = try RawConnection.answers(in: huge)
+        #expect(hugeAnswers.map(\.status) == [431])
+        #expect(hugeAnswers.first.map { String(decoding: $0.body, as: UTF8.self) }?.contains("larger than") == true)
+    }
+
     @Test func idleConnectionsAndHalfSentRequestsAreClosed() async throws {
         var options = TileServerOptions(archivePaths: [ServerFixtures.sampleBundle])
         options.idleTimeout = 0.4
@@ -108,7 +135,11 @@ import TilepackTestSupport
     }
 
     @Test func aClientThatDoesNotReadIsNotReadFrom() async throws {
-        let server = try await RunningServer.start(TileServerOptions(archivePaths: [ServerFixtures.sampleBundle]))
+        // A short idle timeout ends the stalled connection soon after the test (graceful shutdown
+        // waits for it: it is in the middle of a request).
+        var options = TileServerOptions(archivePaths: [ServerFixtures.sampleBundle])
+        options.idleTimeout = 5
+        let server = try await RunningServer.start(options)
         let port = server.port
         // Up to 32 MiB of pipelined requests (about 600,000) for tiles of about 1 KiB, and no answer
         // read: once the socket's buffers hold all the answers they can, the server must stop

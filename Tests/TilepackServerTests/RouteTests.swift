@@ -72,4 +72,25 @@ import Testing
         #expect(ArchiveCatalog.name(of: "../x/with spaces.mbtiles") == "with spaces")
         #expect(percentEncodedSegment("with spaces/é") == "with%20spaces%2F%C3%A9")
     }
+
+    @Test func theTileFastPathAgreesWithTheGeneralParse() {
+        let names = ["tiles", "a.b", "_", "", "%61", "x%2Fy", "é", "T"]
+        let numbers = ["0", "7", "1023", "01", "", "-1", "12345678901", "4294967296", "1e3", " 1"]
+        let lasts = ["3.png", "3.PNG", "3.", "3", ".png", "3.tar.gz", "3.png?token=a/b", "3.png?", "3%2e.png", "x.png"]
+        var checked = 0
+        for name in names {
+            for zoom in numbers.prefix(6) {
+                for x in numbers {
+                    for last in lasts {
+                        for target in ["/\(name)/\(zoom)/\(x)/\(last)", "/\(name)/\(zoom)/\(x)/\(last)/", "/\(name)/\(zoom)/\(last)"] {
+                            #expect(Route(target: target) == Route(splitting: target), "\(target)")
+                            checked += 1
+                        }
+                    }
+                }
+            }
+        }
+        #expect(checked == 8 * 6 * 10 * 10 * 3)
+        #expect(Route(target: "/tiles/6/33/20.png") == .tile(name: "tiles", zoom: 6, x: 33, y: 20, fileExtension: "png"))
+    }
 }

@@ -9,10 +9,14 @@ import TilepackTestSupport
 
 /// The HTTP contract in-process: ``TileService`` answers request heads without a socket.
 @Suite struct TileServiceTests {
-    static func request(_ path: String, _ fields: [HTTPField.Name: String] = [:], method: HTTPRequest.Method = .get) -> HTTPRequest {
-        var headers = HTTPFields()
-        for (name, value) in fields { headers[name] = value }
-        return HTTPRequest(method: method, scheme: nil, authority: "localhost:1", path: path, headerFields: headers)
+    static func request(_ path: String, _ fields: [HTTPField.Name: String] = [:], method: RequestHead.Method = .get) -> RequestHead {
+        var head = RequestHead(method: method, target: path, minorVersion: 1, keepAlive: true, hasBody: false, host: "localhost:1")
+        head.acceptEncoding = fields[.acceptEncoding]
+        head.ifNoneMatch = fields[.ifNoneMatch]
+        head.authorization = fields[.authorization]
+        head.origin = fields[.origin]
+        head.accessControlRequestMethod = fields[.accessControlRequestMethod]
+        return head
     }
 
     @Test func routesAndHeaders() throws {
@@ -26,7 +30,7 @@ import TilepackTestSupport
         #expect(tile.body.map { Data($0.readableBytesView) } == stored)
         let etag = try #require(tile.headers[.eTag])
         #expect(service.respond(to: Self.request("/sample/1/0/1.png", [.ifNoneMatch: etag])).status == .notModified)
-        #expect(service.respond(to: Self.request("/sample/1/0/1.png", method: .delete)).status == .methodNotAllowed)
+        #expect(service.respond(to: Self.request("/sample/1/0/1.png", method: .other("DELETE"))).status == .methodNotAllowed)
         let options = service.respond(to: Self.request("/sample/1/0/1.png", method: .options))
         #expect(options.status == .noContent)
         #expect(options.headers[.allow] == "GET, HEAD, OPTIONS")
@@ -35,6 +39,17 @@ import TilepackTestSupport
         let tileJSON = service.respond(to: Self.request("/sample.json"))
         #expect(tileJSON.headers[.cacheControl] == "no-cache")
         #expect(tileJSON.body.map { String(buffer: $0) }?.contains("\"http://localhost:1/sample/{z}/{x}/{y}.png\"") == true)
+    }
+
+    @Test func payloadETagsAreHexOfCRCAndLength() {
+        var generator = SystemRandomNumberGenerator()
+        let crcs: [UInt32] = [0, 1, 0xF, 0x10, 0xFFFF_FFFF] + (0..<200).map { _ in UInt32.random(in: .min ... .max, using: &generator) }
+        for (index, crc) in crcs.enumerated() {
+            let length = [0, 1, 255, 256, Int(Int32.max)][index % 5] + index
+            let expected = "\"b\(String(crc, radix: 16))-\(String(length, radix: 16))\""
+            #expect(TileService.payloadETag(crc32: crc, length: length, inflated: false) == expected)
+            #expect(TileService.payloadETag(crc32: crc, length: length, inflated: true) == expected.dropLast() + "-i\"")
+        }
     }
 
     @Test func startErrorsNameTheFile() throws {
