@@ -40,9 +40,9 @@ struct RequestHead: Sendable, Equatable {
     var origin: String?
     var accessControlRequestMethod: String?
 
-    /// The most bytes a head may take, request line included (nginx's default allows 8 KiB per
-    /// line; browsers send 1-2 KiB).
-    static let maximumSize = 16 * 1024
+    /// The most bytes a head may take, request line included: nginx's default total (four 8 KiB
+    /// buffers). Browsers send 1-2 KiB, more with many cookies for the host.
+    static let maximumSize = 32 * 1024
 
     enum Parse: Sendable, Equatable {
         /// A whole head, and the bytes it took (empty lines before it included).
@@ -51,6 +51,22 @@ struct RequestHead: Sendable, Equatable {
         case incomplete
         /// Not a request this server can read: answer `status` and close.
         case invalid(status: Int, reason: String)
+    }
+
+    /// Whether `bytes` holds an empty line (LF, an optional CR, LF) that starts after the first
+    /// `searched` bytes, which were looked at before: a head can have ended only then. A
+    /// connection sending its head in pieces has only its new bytes looked at, so a client
+    /// trickling a head byte by byte costs linear time, not quadratic.
+    static func hasEmptyLine(_ bytes: UnsafeRawBufferPointer, after searched: Int) -> Bool {
+        var index = max(0, searched - 2)
+        while index + 1 < bytes.count {
+            if bytes[index] == 0x0A {
+                if bytes[index + 1] == 0x0A { return true }
+                if bytes[index + 1] == 0x0D, index + 2 < bytes.count, bytes[index + 2] == 0x0A { return true }
+            }
+            index += 1
+        }
+        return false
     }
 
     /// Parses the head at the start of `bytes`.

@@ -92,15 +92,21 @@ final class TileRequestHandler: ChannelDuplexHandler, RemovableChannelHandler {
             return
         }
         var bytes = unwrapInboundIn(data)
+        var searched = 0
         if var earlier = received {
+            searched = earlier.readableBytes
             earlier.writeBuffer(&bytes)
             bytes = earlier
             received = nil
         }
         // Every complete head in what arrived is answered, in order; the answers go out together
-        // (one flush) when the read is done.
+        // (one flush) when the read is done. A head is parsed once it can have ended.
         while !closing, bytes.readableBytes > 0 {
-            switch bytes.withUnsafeReadableBytes({ RequestHead.parse($0) }) {
+            let ended = bytes.withUnsafeReadableBytes { RequestHead.hasEmptyLine($0, after: searched) }
+            let parse = ended || bytes.readableBytes >= RequestHead.maximumSize
+                ? bytes.withUnsafeReadableBytes { RequestHead.parse($0) } : .incomplete
+            searched = 0
+            switch parse {
             case .incomplete:
                 received = bytes
                 return

@@ -91,7 +91,7 @@ import TilepackTestSupport
             try chunked.transmit("GET /sample/0/0/0.png HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
                                  + "2c\r\nGET /sample/1/0/0.png HTTP/1.1\r\nHost: x\r\n\r\n\r\n0\r\n\r\n")
             let huge = try RawConnection(port: port)
-            try huge.transmit("GET /sample/0/0/0.png HTTP/1.1\r\nHost: x\r\nCookie: " + String(repeating: "c", count: 20_000) + "\r\n\r\n")
+            try huge.transmit("GET /sample/0/0/0.png HTTP/1.1\r\nHost: x\r\nCookie: " + String(repeating: "c", count: 40_000) + "\r\n\r\n")
             return (try post.readUntilClosed(), try chunked.readUntilClosed(), try huge.readUntilClosed())
         }
         await server.stop()

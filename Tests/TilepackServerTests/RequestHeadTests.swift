@@ -106,6 +106,19 @@ import TilepackTestSupport
         #expect(Self.status(String(huge.dropLast(4))) == 431, "a head still growing past the limit")
     }
 
+    @Test func aHeadCanHaveEndedOnlyAtAnEmptyLineInTheNewBytes() {
+        func ended(_ text: String, after: Int = 0) -> Bool {
+            Array(text.utf8).withUnsafeBytes { RequestHead.hasEmptyLine($0, after: after) }
+        }
+        #expect(ended("GET / HTTP/1.1\r\nHost: x\r\n\r\n"))
+        #expect(ended("GET / HTTP/1.0\n\n"))
+        #expect(!ended("GET / HTTP/1.1\r\nHost: x\r\n"))
+        #expect(!ended("GET / HTTP/1.1\r\nHost: x\r\n\r"))
+        // The empty line is found when its first LF was among the bytes looked at before.
+        let text = "GET / HTTP/1.1\r\nHost: x\r\n\r\n"
+        for searched in 0...text.utf8.count { #expect(ended(text, after: searched) == (searched <= text.utf8.count - 1)) }
+    }
+
     @Test func pipelinedHeadsAreTakenOneAtATime() throws {
         let text = "GET /a HTTP/1.1\r\nHost: x\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\n\r\n"
         guard case .complete(let first, let length) = Self.parse(text) else { throw Failure(description: "no first head") }
@@ -141,6 +154,7 @@ import TilepackTestSupport
             let parse = bytes.withUnsafeBytes { RequestHead.parse($0) }
             if case .complete(let head, let length) = parse {
                 #expect(length > 0 && length <= bytes.count)
+                #expect(bytes.withUnsafeBytes { RequestHead.hasEmptyLine($0, after: 0) }, "a head the server would not try to parse")
                 let again = Array(bytes[..<length]).withUnsafeBytes { RequestHead.parse($0) }
                 #expect(again == .complete(head, length: length), "\(bytes)")
             }
