@@ -1,3 +1,4 @@
+import Atomics
 import Foundation
 import TilepackCore
 
@@ -59,15 +60,27 @@ final class ArchiveSlot: Sendable {
     }
 
     private let status: Locked<Status>
+    /// `status.generation`, published for requests without a lock: every request reads it, on
+    /// every event loop, and a lock shared by the loops made one wait for another that the
+    /// scheduler had just taken off its core (milliseconds of tail latency). Stored under the
+    /// lock each time `status.generation` changes.
+    private let published: ManagedAtomic<ArchiveGeneration>
 
     init(name: String, path: String, generation: ArchiveGeneration) {
         self.name = name
         self.path = path
         self.status = Locked(Status(generation: generation))
+        self.published = ManagedAtomic(generation)
     }
 
     /// The generation requests starting now use.
-    var current: ArchiveGeneration { status.withLock { $0.generation } }
+    var current: ArchiveGeneration { published.load(ordering: .acquiring) }
+
+    /// Makes `generation` the current one (under the status lock).
+    private func publish(_ generation: ArchiveGeneration, in status: inout Status) {
+        status.generation = generation
+        published.store(generation, ordering: .releasing)
+    }
 
     var snapshot: Status { status.withLock { $0 } }
 
@@ -83,7 +96,7 @@ final class ArchiveSlot: Sendable {
         return status.withLock { status in
             // Another request or the watcher may have swapped meanwhile: keep the first one in.
             if status.generation === old {
-                status.generation = generation
+                publish(generation, in: &status)
                 status.pendingIdentity = nil
                 status.failedIdentity = nil
                 status.problem = nil
@@ -123,7 +136,7 @@ final class ArchiveSlot: Sendable {
             do {
                 let generation = try ArchiveGeneration.open(name: name, path: path)
                 status.withLock {
-                    $0.generation = generation
+                    publish(generation, in: &$0)
                     $0.pendingIdentity = nil
                     $0.failedIdentity = nil
                     $0.problem = nil

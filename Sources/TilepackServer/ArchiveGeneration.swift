@@ -1,3 +1,4 @@
+import Atomics
 import Foundation
 import TilepackCore
 import TilepackStorage
@@ -38,7 +39,7 @@ struct SystemError: Error, Hashable, Sendable, CustomStringConvertible {
 /// One opened version of an archive file, immutable. Requests take the generation current when
 /// they start and finish on it, even when the file is replaced meanwhile: the generation holds
 /// the file open (its inode) until the last request using it lets go.
-final class ArchiveGeneration: Sendable {
+final class ArchiveGeneration: Sendable, AtomicReference {
     /// The name it is served under.
     let name: String
     /// The path given on the command line (what errors and pages show).

@@ -52,6 +52,22 @@ import TilepackTestSupport
         }
     }
 
+    @Test func latencyHistogramCountsEachObservationInItsBucket() {
+        let histogram = LatencyHistogram(name: "t", help: "h")
+        for nanoseconds: Int64 in [0, 100_000, 100_001, 2_000_000, 10_000_000_000, 10_000_000_001, -5] {
+            histogram.record(nanoseconds: nanoseconds)
+        }
+        let lines = String(decoding: histogram.render(), as: UTF8.self).split(separator: "\n")
+        #expect(lines.contains("t_bucket{le=\"0.0001\"} 3"), "0, 100 us and a negative time (as 0)")
+        #expect(lines.contains("t_bucket{le=\"0.00025\"} 4"))
+        #expect(lines.contains("t_bucket{le=\"0.0025\"} 5"))
+        #expect(lines.contains("t_bucket{le=\"10.0\"} 6"))
+        #expect(lines.contains("t_bucket{le=\"+Inf\"} 7"))
+        #expect(lines.contains("t_count 7"))
+        #expect(lines.contains("t_sum 20.002200002"))
+        #expect(lines.contains("# TYPE t histogram"))
+    }
+
     @Test func startErrorsNameTheFile() throws {
         let directory = try TemporaryDirectory()
         let copy = directory.file("sample.mbtiles")
