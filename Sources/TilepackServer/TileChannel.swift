@@ -169,7 +169,7 @@ final class TileRequestHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private func refuse(status: Int, reason: String, context: ChannelHandlerContext) {
         let body = reason + "\n"
         var buffer = context.channel.allocator.buffer(capacity: 256 + body.utf8.count)
-        Self.writeStatusLine(HTTPResponse.Status(code: status), minorVersion: 1, into: &buffer)
+        Self.writeStatusLine(Self.refusal(status), minorVersion: 1, into: &buffer)
         Self.writeField("Date", date.now(), into: &buffer)
         buffer.writeStaticString("Server: tilepack\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ")
         Self.writeDecimal(body.utf8.count, into: &buffer)
@@ -177,6 +177,15 @@ final class TileRequestHandler: ChannelDuplexHandler, RemovableChannelHandler {
         buffer.writeString(body)
         service.metrics.record(status: status, bodyBytes: body.utf8.count, nanoseconds: 0)
         closeAfter(buffer, context: context)
+    }
+
+    /// The statuses ``RequestHead`` refuses a request with, with their reason phrases.
+    static func refusal(_ code: Int) -> HTTPResponse.Status {
+        switch code {
+        case 431: HTTPResponse.Status(code: 431, reasonPhrase: "Request Header Fields Too Large")
+        case 505: HTTPResponse.Status(code: 505, reasonPhrase: "HTTP Version Not Supported")
+        default: .badRequest
+        }
     }
 
     /// `HTTP/1.x code reason`.

@@ -75,6 +75,7 @@ import TilepackTestSupport
         await server.stop()
         let answers = try RawConnection.answers(in: stream)
         #expect(answers.map(\.status) == [200, 400])
+        #expect(String(decoding: stream, as: UTF8.self).contains("HTTP/1.1 400 Bad Request\r\n"))
         #expect(answers.last?.header("connection") == "close")
         #expect(metrics.text.contains("tilepack_http_requests_total{status=\"400\"} 1"))
     }
@@ -103,6 +104,7 @@ import TilepackTestSupport
         #expect(chunkedAnswers.first?.header("connection") == "close")
         let hugeAnswers = try RawConnection.answers(in: huge)
         #expect(hugeAnswers.map(\.status) == [431])
+        #expect(huge.starts(with: Array("HTTP/1.1 431 Request Header Fields Too Large\r\n".utf8)), "the status line has its reason phrase")
         #expect(hugeAnswers.first.map { String(decoding: $0.body, as: UTF8.self) }?.contains("larger than") == true)
     }
 
