@@ -36,6 +36,7 @@ PY
 "$bin/tilepack" export "$work/tiles.tilepack" "$work/static" >/dev/null
 chmod -R a+rX "$work"
 (cd "$work/tree" && find . -name '*.png' | sed 's/^\.//') | python3 -c 'import random,sys; l=sys.stdin.read().split(); random.Random(7).shuffle(l); print("\n".join(l))' > "$work/paths.txt"
+echo "servers: nginx with worker_processes auto ($(nproc) workers: more do not help it), tilepack-serve with its default $((2 * $(nproc))) event loops (--threads)"
 echo "tiles: $(wc -l < "$work/paths.txt"), $(du -sh "$work/static" | cut -f1) as files, bundle $(du -h "$work/tiles.tilepack" | cut -f1), MBTiles $(du -h "$work/tiles_mb.mbtiles" | cut -f1)"
 
 cat > "$work/random.lua" <<'LUA'

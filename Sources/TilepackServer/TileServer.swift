@@ -52,6 +52,8 @@ public final class TileServer: Sendable {
         let options = self.options
         var logger = Logger(label: "tilepack-serve")
         logger.logLevel = .error
+        let loops = MultiThreadedEventLoopGroup(numberOfThreads: max(1, options.eventLoops))
+        defer { loops.shutdownGracefully { _ in } }
         let server = TileChannel(service: service, idleTimeout: .nanoseconds(Int64(max(options.idleTimeout, 0.1) * 1e9))).server(
             configuration: ServerConfiguration(
                 address: .hostname(options.host, port: options.port), serverName: "tilepack",
@@ -63,7 +65,7 @@ public final class TileServer: Sendable {
                 service.listeningBase.withLock { $0 = base }
                 onListening(base + "/")
             },
-            eventLoopGroup: MultiThreadedEventLoopGroup.singleton,
+            eventLoopGroup: loops,
             logger: logger
         )
         let watcher = ArchiveWatcher(service: service, interval: options.reloadInterval, log: log)

@@ -50,6 +50,9 @@ struct TilepackServe: AsyncParsableCommand {
     @Option(name: .customLong("max-connections"), help: "Open connections at most.")
     var maxConnections = 1024
 
+    @Option(help: "Event-loop threads answering requests (default: twice the cores, \(TileServerOptions.defaultEventLoops) here: a tile read that misses the page cache blocks its loop).")
+    var threads = TileServerOptions.defaultEventLoops
+
     @Option(name: .customLong("png-cache-mb"), help: "MiB of PNG tiles encoded from raw-bitmap bundles kept in memory.")
     var pngCacheMB = 64
 
@@ -58,6 +61,7 @@ struct TilepackServe: AsyncParsableCommand {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0-65535, not \(port)") }
         guard reloadInterval > 0, idleTimeout > 0 else { throw ValidationError("--reload-interval and --idle-timeout must be positive") }
         guard maxConnections > 0 else { throw ValidationError("--max-connections must be positive") }
+        guard (1...1024).contains(threads) else { throw ValidationError("--threads must be 1-1024, not \(threads)") }
         guard (0...65536).contains(pngCacheMB) else { throw ValidationError("--png-cache-mb must be 0-65536") }
     }
 
@@ -65,7 +69,8 @@ struct TilepackServe: AsyncParsableCommand {
         let options = TileServerOptions(
             archivePaths: archives, host: host, port: port, publicURL: publicURL, cacheControl: cacheControl,
             corsOrigins: corsOrigins, token: token, leafletPath: leafletPath, reloadInterval: reloadInterval,
-            encodedTileCacheBytes: pngCacheMB << 20, maximumConnections: maxConnections, idleTimeout: idleTimeout)
+            encodedTileCacheBytes: pngCacheMB << 20, maximumConnections: maxConnections, idleTimeout: idleTimeout,
+            eventLoops: threads)
         let server = try TileServer(options: options)
         try await server.run { url in
             FileHandle.standardOutput.write(Data("serving \(url)\n".utf8))

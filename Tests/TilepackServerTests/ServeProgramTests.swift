@@ -53,7 +53,7 @@ import TilepackTestSupport
     func programServesAndStopsOnSIGTERM(_ command: [String]) async throws {
         let executable = try Self.program(command[0])
         _ = try Self.program("tilepack-serve")
-        let (process, line, _) = try await Self.start(executable, Array(command.dropFirst()) + ["--port", "0", "samples/sample.tilepack"])
+        let (process, line, _) = try await Self.start(executable, Array(command.dropFirst()) + ["--port", "0", "--threads", "3", "samples/sample.tilepack"])
         #expect(line.hasPrefix("serving http://127.0.0.1:"), "first line: \(line)")
         let url = try #require(URL(string: String(line.dropFirst("serving ".count))))
         let port = try #require(url.port)
@@ -70,6 +70,8 @@ import TilepackTestSupport
         #expect(process.terminationStatus != 0)
         let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         #expect(message.contains("samples/no-such-file.mbtiles"), "\(message)")
+        let noThreads = try TestSupport.run(URL(fileURLWithPath: serve), ["--threads", "0", "samples/sample.tilepack"], timeout: 30)
+        #expect(noThreads.status == 64 && noThreads.stderr.contains("--threads must be 1-1024, not 0"), "\(noThreads)")
     }
 
     /// Without tilepack-serve beside it or on PATH, `tilepack serve` says how to build it.

@@ -233,7 +233,7 @@ import TilepackTestSupport
             #expect([301, 404].contains(answer.status), "\(target): \(answer.status)")
             #expect(!answer.text.contains("SECRET") && !answer.text.contains("root:"), "\(target) leaked a file")
         }
-        // An absolute-form request target is not a path either.
+        // An absolute-form request target is read as its path, and that is no archive's.
         let absolute = try await server.get("http://127.0.0.1/etc/passwd")
         #expect(absolute.status == 404)
         #expect(!absolute.text.contains("root:"))
