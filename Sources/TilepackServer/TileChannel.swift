@@ -60,6 +60,7 @@ final class TileRequestHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private var quiescing = false
     private var closing = false
     private var lingering = false
+    private var inputClosed = false
     private var lingered = 0
     private var readHeld = false
     private var unflushed = false
@@ -242,7 +243,7 @@ final class TileRequestHandler: ChannelDuplexHandler, RemovableChannelHandler {
         unflushed = false
         let loop = context.eventLoop.assumeIsolatedUnsafeUnchecked()
         context.writeAndFlush(wrapOutboundOut(buffer)).assumeIsolated().whenComplete { [self] result in
-            guard case .success = result else { return context.close(promise: nil) }
+            guard case .success = result, !inputClosed else { return context.close(promise: nil) }
             lingering = true
             let halfClosed = context.eventLoop.makePromise(of: Void.self)
             context.close(mode: .output, promise: halfClosed)
@@ -262,6 +263,22 @@ final class TileRequestHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case .inputClosed? = event as? ChannelEvent {
+            // The client sends nothing more (Hummingbird's server allows half-closed
+            // connections): a head not complete yet never will be. The answers already written
+            // go out, then the connection closes, rather than waiting for the idle timeout.
+            inputClosed = true
+            received = nil
+            if lingering {
+                context.close(promise: nil)
+            } else if !closing {
+                closing = true
+                unflushed = false
+                context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(capacity: 0)))
+                    .assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+            }
+            return
+        }
         if event is ChannelShouldQuiesceEvent {
             quiescing = true
             // Between requests: close now. In the middle of one: its answer says close.

@@ -108,6 +108,26 @@ import TilepackTestSupport
         #expect(hugeAnswers.first.map { String(decoding: $0.body, as: UTF8.self) }?.contains("larger than") == true)
     }
 
+    @Test func aClientThatStopsSendingIsAnsweredAndClosedWithoutWaitingForTheIdleTimeout() async throws {
+        let server = try await RunningServer.start(TileServerOptions(archivePaths: [ServerFixtures.sampleBundle]))
+        let port = server.port
+        // The default idle timeout is 30 s; the reads below give up after 10.
+        let (whole, partial, seconds) = try await onThread {
+            let started = Date()
+            let whole = try RawConnection(port: port, readTimeout: 10)
+            try whole.transmit("GET /sample/0/0/0.png HTTP/1.1\r\nHost: x\r\n\r\nGET /sample/1/0/0.png HTTP/1.1\r\nHost: x\r\n\r\n")
+            whole.finishSending()
+            let partial = try RawConnection(port: port, readTimeout: 10)
+            try partial.transmit("GET /sample/0/0/0.png HTTP/1.1\r\nHo")
+            partial.finishSending()
+            return (try whole.readUntilClosed(), try partial.readUntilClosed(), Date().timeIntervalSince(started))
+        }
+        await server.stop()
+        #expect(try RawConnection.answers(in: whole).map(\.status) == [200, 200], "both requests answered before the close")
+        #expect(partial.isEmpty, "a head that can no longer complete gets no answer")
+        #expect(seconds < 5, "closed after \(seconds) s")
+    }
+
     @Test func idleConnectionsAndHalfSentRequestsAreClosed() async throws {
         var options = TileServerOptions(archivePaths: [ServerFixtures.sampleBundle])
         options.idleTimeout = 0.4

@@ -124,6 +124,9 @@ final class RawConnection: Sendable {
 
     func transmit(_ text: String) throws { try transmit(Array(text.utf8)) }
 
+    /// Closes the sending side (FIN): the server sees the end of what the client sends.
+    func finishSending() { shutdown(fd, Int32(SHUT_WR)) }
+
     /// Reads until the server closes the connection; throws if it does not within the read
     /// timeout of silence, or when more than `limit` bytes come.
     func readUntilClosed(limit: Int = 256 << 20) throws -> [UInt8] {
