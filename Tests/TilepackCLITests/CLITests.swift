@@ -13,8 +13,8 @@ enum Binary {
 
     typealias Result = CommandOutput
 
-    static func run(_ arguments: [String]) throws -> Result {
-        try TestSupport.run(try #require(url, "the tilepack binary is built beside the tests"), arguments)
+    static func run(_ arguments: [String]) async throws -> Result {
+        try await TestSupport.run(try #require(url, "the tilepack binary is built beside the tests"), arguments)
     }
 }
 
@@ -92,48 +92,48 @@ func message(_ body: () throws -> Any) -> String? {
         #expect(throws: Never.self) { try CommandLineArguments.parse(["help", "import"]) }
     }
 
-    @Test func theBinaryRunsTheSameSteps() throws {
-        let typo = try Binary.run(["imprt", "a", "b"])
+    @Test func theBinaryRunsTheSameSteps() async throws {
+        let typo = try await Binary.run(["imprt", "a", "b"])
         #expect(typo.status == 64 && typo.stderr.contains("Did you mean 'import'?"), "\(typo)")
         let dir = try TemporaryDirectory()
         try Data([0x89, 0x50]).write(to: URL(fileURLWithPath: dir.file("t/0/0/0.png")).deletingLastPathComponent().creatingFolder())
         // The minus reaches --bbox in the real command too: the error is about the tree, not the option.
-        let negative = try Binary.run(["import", dir.file("t"), dir.file("o.mbtiles"), "--bbox", "-10,40,8,47", "--quiet"])
+        let negative = try await Binary.run(["import", dir.file("t"), dir.file("o.mbtiles"), "--bbox", "-10,40,8,47", "--quiet"])
         #expect(!negative.stderr.contains("Missing value") && negative.stderr.contains("no file of the tree could be imported"), "\(negative)")
     }
 
     // MARK: 11. Not an archive: exit 2 everywhere
 
-    @Test func notAnArchiveIsExitTwoInEveryCommand() throws {
+    @Test func notAnArchiveIsExitTwoInEveryCommand() async throws {
         let dir = try TemporaryDirectory()
         // PMTiles of a spec version tilepack does not read (v3 is read: see PMTilesConvertTests).
         let pmtiles = TestSupport.fixture("pmtiles/invalid_v4.pmtiles")
         for arguments in [["verify", pmtiles], ["info", pmtiles], ["export", pmtiles, dir.file("out")],
                           ["convert", pmtiles, dir.file("o.mbtiles")],
                           ["render", pmtiles, "--center", "0,0", "--zoom", "1", "--size", "8x8", "-o", dir.file("o.png")]] {
-            let result = try Binary.run(arguments)
+            let result = try await Binary.run(arguments)
             #expect(result.status == 2, "\(arguments): \(result)")
             #expect((result.stdout + result.stderr).contains("PMTiles"), "\(arguments): \(result)")
         }
     }
 
-    @Test func verifyAndInfoTakeSeveralArchives() throws {
+    @Test func verifyAndInfoTakeSeveralArchives() async throws {
         let good = TestSupport.fixture("martin/world_cities.mbtiles")
         let unindexed = TestSupport.fixture("node-mbtiles/unindexed.mbtiles")
-        let two = try Binary.run(["verify", "--quiet", good, unindexed])
+        let two = try await Binary.run(["verify", "--quiet", good, unindexed])
         #expect(two.status == 0 && two.stdout.components(separatedBy: ": OK (").count == 3, "\(two)")
-        let strict = try Binary.run(["verify", "--strict", "--quiet", good, unindexed])
+        let strict = try await Binary.run(["verify", "--strict", "--quiet", good, unindexed])
         #expect(strict.status == 1 && strict.stdout.contains("unindexed.mbtiles: FAILED"), "\(strict)")
-        let withPMTiles = try Binary.run(["verify", "--quiet", "--json", good, TestSupport.fixture("pmtiles/empty.pmtiles")])
+        let withPMTiles = try await Binary.run(["verify", "--quiet", "--json", good, TestSupport.fixture("pmtiles/empty.pmtiles")])
         #expect(withPMTiles.status == 2)
         let reports = try JSONSerialization.jsonObject(with: Data(withPMTiles.stdout.utf8)) as? [[String: Any]]
         #expect(reports?.map { $0["exitCode"] as? Int } == [0, 2] && reports?.first?["verdict"] as? String == "OK")
 
-        let info = try Binary.run(["info", "--json", good, unindexed])
+        let info = try await Binary.run(["info", "--json", good, unindexed])
         #expect(info.status == 0)
         let infos = try JSONSerialization.jsonObject(with: Data(info.stdout.utf8)) as? [[String: Any]]
         #expect(infos?.count == 2 && !info.stdout.contains("\\/"))
-        let one = try Binary.run(["info", "--json", good])
+        let one = try await Binary.run(["info", "--json", good])
         #expect(try JSONSerialization.jsonObject(with: Data(one.stdout.utf8)) is [String: Any])
     }
 }

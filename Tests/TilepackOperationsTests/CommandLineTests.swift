@@ -7,7 +7,7 @@ import TilepackTestSupport
 enum TilepackBinary {
     /// Runs the command with `arguments` (raw bytes allowed), at most `timeout` seconds; `nil`
     /// (with a printed reason, or a recorded failure in CI) when the binary is not built.
-    static func run(_ arguments: [[UInt8]], timeout: Double = 30) throws -> (status: Int32, output: String)? {
+    static func run(_ arguments: [[UInt8]], timeout: Double = 30) async throws -> (status: Int32, output: String)? {
         guard let url = TestSupport.tilepackBinary else {
             if ProcessInfo.processInfo.environment["CI"] == "true" { Issue.record("the tilepack binary is not built beside the tests") }
             print("skipped: the tilepack binary is not built beside the tests (swift build)")
@@ -20,13 +20,13 @@ enum TilepackBinary {
         script.append(UInt8(ascii: "\n"))
         try Data(script).write(to: URL(fileURLWithPath: dir.file("run.sh")))
         let started = Date()
-        let result = try TestSupport.run(URL(fileURLWithPath: "/bin/sh"), [dir.file("run.sh")], timeout: timeout)
+        let result = try await TestSupport.run(URL(fileURLWithPath: "/bin/sh"), [dir.file("run.sh")], timeout: timeout)
         if Date().timeIntervalSince(started) >= timeout { Issue.record("tilepack ran for more than \(timeout) s") }
         return (result.status, result.stdout + result.stderr)
     }
 
-    static func run(_ arguments: [String], timeout: Double = 30) throws -> (status: Int32, output: String)? {
-        try run(arguments.map { Array($0.utf8) }, timeout: timeout)
+    static func run(_ arguments: [String], timeout: Double = 30) async throws -> (status: Int32, output: String)? {
+        try await run(arguments.map { Array($0.utf8) }, timeout: timeout)
     }
 
     /// `'...'` for the shell, every byte kept (a quote inside becomes '\'').
@@ -43,9 +43,9 @@ enum TilepackBinary {
 @Suite struct CommandLineTests {
     /// A canvas larger than 8192 pixels a side is refused at once, before any memory is taken
     /// (before: 8192x8192 at --scale 3 took 4.7 GB).
-    @Test func renderBoundsTheCanvas() throws {
+    @Test func renderBoundsTheCanvas() async throws {
         let dir = try TemporaryDirectory()
-        guard let result = try TilepackBinary.run(["render", "file:///nonexistent/{z}/{x}/{y}.png", "--center", "0,0", "--zoom", "2",
+        guard let result = try await TilepackBinary.run(["render", "file:///nonexistent/{z}/{x}/{y}.png", "--center", "0,0", "--zoom", "2",
                                                    "--size", "8192x8192", "--scale", "3", "--timeout", "1", "-o", dir.file("map.png")],
                                                   timeout: 20) else { return }
         #expect(result.status != 0)
@@ -57,7 +57,7 @@ enum TilepackBinary {
 extension CommandLineTests {
     /// Two output names that differ only in bytes that are not UTF-8 are two files, and each is
     /// read back by its own name (before: both became one file, and the input was refused).
-    @Test func namesThatAreNotUTF8AreKeptAsBytes() throws {
+    @Test func namesThatAreNotUTF8AreKeptAsBytes() async throws {
         let dir = try TemporaryDirectory()
         let tree = dir.file("tree")
         try FileManager.default.createDirectory(atPath: tree + "/0/0", withIntermediateDirectories: true)
@@ -66,7 +66,7 @@ extension CommandLineTests {
         let first = Array(dir.file("a").utf8) + [0xE9] + Array(".mbtiles".utf8)
         let second = Array(dir.file("a").utf8) + [0xE8] + Array(".mbtiles".utf8)
         for name in [first, second] {
-            guard let result = try TilepackBinary.run([Array("import".utf8), Array(tree.utf8), name]) else { return }
+            guard let result = try await TilepackBinary.run([Array("import".utf8), Array(tree.utf8), name]) else { return }
             #expect(result.status == 0 || result.status == 3, "\(result.output)")
         }
         // Two files, by their exact bytes.
@@ -80,12 +80,12 @@ extension CommandLineTests {
         }
         #expect(Set(names) == Set([first, second].map { Array($0.suffix(10)) }), "\(names)")
         for name in [first, second] {
-            guard let result = try TilepackBinary.run([Array("info".utf8), name]) else { return }
+            guard let result = try await TilepackBinary.run([Array("info".utf8), name]) else { return }
             #expect(result.status == 0, "\(result.output)")
         }
         // render reads such a name and writes one.
         let png = Array(dir.file("m").utf8) + [0xE9] + Array(".png".utf8)
-        guard let rendered = try TilepackBinary.run([Array("render".utf8), first] + ["--center", "0,0", "--zoom", "0", "--size", "64x64", "-o"].map { Array($0.utf8) } + [png])
+        guard let rendered = try await TilepackBinary.run([Array("render".utf8), first] + ["--center", "0,0", "--zoom", "0", "--size", "64x64", "-o"].map { Array($0.utf8) } + [png])
         else { return }
         #expect(rendered.status == 0, "\(rendered.output)")
         let exists = (png + [0]).withUnsafeBufferPointer { $0.withMemoryRebound(to: CChar.self) { pointer -> Bool in

@@ -16,14 +16,14 @@ func tilepackBinary() -> URL? {
 }
 
 /// Runs the command, waiting at most `timeout` seconds.
-func runTilepack(_ binary: URL, _ arguments: [String], timeout: Double = 60) throws -> CommandOutput {
-    try TestSupport.run(binary, arguments, timeout: timeout)
+func runTilepack(_ binary: URL, _ arguments: [String], timeout: Double = 60) async throws -> CommandOutput {
+    try await TestSupport.run(binary, arguments, timeout: timeout)
 }
 
 @Suite("tilepack fetch")
 struct FetchCommandTests {
     @Test("kill -9 mid-fetch, then the same command resumes: nothing stored is asked for again, the archive verifies")
-    func killAndResume() throws {
+    func killAndResume() async throws {
         guard let binary = tilepackBinary() else { return }
         let server = try TileServer()
         server.delay.withLock { $0 = .milliseconds(4) }
@@ -36,18 +36,22 @@ struct FetchCommandTests {
         let cover = try PrefetchRequest.boundingBox(box, zooms: zooms).cover()
         try #require(cover.count > 600)
 
-        let process = Process()
-        process.executableURL = binary
-        process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        // Kill once several hundred tiles were asked for (a batch commits every 256 tiles or 0.5 s).
-        let deadline = Date().addingTimeInterval(30)
-        while server.server.requestCount < 700 && process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-        #expect(process.terminationReason == .uncaughtSignal)
+        // Kill once several hundred tiles were asked for (a batch commits every 256 tiles or 0.5 s),
+        // watching on a thread of its own so that a busy cooperative pool cannot make it late.
+        let killed = try await onThread {
+            let process = Process()
+            process.executableURL = binary
+            process.arguments = arguments
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            let deadline = Date().addingTimeInterval(30)
+            while server.server.requestCount < 700 && process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            return process.terminationReason == .uncaughtSignal
+        }
+        #expect(killed)
         let requestedBefore = server.server.requestCount
         try #require(requestedBefore < cover.count, "the fetch ended before it was killed")
 
@@ -57,7 +61,7 @@ struct FetchCommandTests {
         try store.close()
         #expect(!stored.isEmpty)
 
-        let result = try runTilepack(binary, arguments + ["--json"])
+        let result = try await runTilepack(binary, arguments + ["--json"])
         #expect(result.status == 0, "\(result.stderr)")
         let report = try JSONDecoder().decode(PrefetchReport.self, from: Data(result.stdout.utf8))
         #expect(report.status == .success && report.alreadyPresent == stored.count && report.downloaded == cover.count - stored.count)
@@ -69,36 +73,39 @@ struct FetchCommandTests {
     }
 
     @Test("Ctrl-C (SIGINT) stops cleanly: exit 130, a valid archive, and the same command completes it")
-    func interrupt() throws {
+    func interrupt() async throws {
         guard let binary = tilepackBinary() else { return }
         let server = try TileServer()
         server.delay.withLock { $0 = .milliseconds(10) }
         let directory = try TemporaryDirectory()
         let path = directory.file("int.mbtiles")
         let arguments = ["fetch", server.template, path, "--bbox", "5,45,15,55", "--zoom", "0-9", "--concurrency", "2"]
-        let process = Process()
-        process.executableURL = binary
-        process.arguments = arguments
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let deadline = Date().addingTimeInterval(30)
-        while server.server.requestCount < 100 && process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
-        kill(process.processIdentifier, SIGINT)
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 130 && text.hasPrefix("cancelled:"), "\(text)")
+        let (status, text) = try await onThread {
+            let process = Process()
+            process.executableURL = binary
+            process.arguments = arguments
+            let output = Pipe()
+            process.standardOutput = output
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            let deadline = Date().addingTimeInterval(30)
+            while server.server.requestCount < 100 && process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+            kill(process.processIdentifier, SIGINT)
+            let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            return (process.terminationStatus, text)
+        }
+        #expect(status == 130 && text.hasPrefix("cancelled:"), "\(text)")
         // Cancelled cleanly: the batch in flight was committed; the file verifies as it is.
         let verify = ArchiveVerifier.run(path: path)
         #expect(verify.errorCount == 0 && verify.tiles >= 50, "\(verify.findings)")
         server.delay.withLock { $0 = nil }
-        let resumed = try runTilepack(binary, arguments + ["--quiet"])
+        let resumed = try await runTilepack(binary, arguments + ["--quiet"])
         #expect(resumed.status == 0 && resumed.stdout.contains("\(verify.tiles) already present"), "\(resumed.stdout)")
     }
 
     @Test("--transport curl (the default on Linux) and urlsession fetch the same tiles; --sessions goes with urlsession")
-    func transports() throws {
+    func transports() async throws {
         guard let binary = tilepackBinary() else { return }
         let server = try TileServer()
         let directory = try TemporaryDirectory()
@@ -108,7 +115,7 @@ struct FetchCommandTests {
             let path = directory.file("\(transport).mbtiles")
             let before = server.server.requestCount
             let name = transport == .curl ? "curl" : "urlsession"
-            let result = try runTilepack(binary, ["fetch", server.template, path, "--bbox", "13.3,52.45,13.5,52.56", "--zoom", "6-10",
+            let result = try await runTilepack(binary, ["fetch", server.template, path, "--bbox", "13.3,52.45,13.5,52.56", "--zoom", "6-10",
                                                   "--transport", name, "--quiet"])
             #expect(result.status == 0, "\(result.stderr)")
             #expect(server.server.requestCount - before == cover.count)
@@ -116,18 +123,18 @@ struct FetchCommandTests {
             #expect(try cover.allSatisfy { try store.tileData($0) == TestTiles.tile($0) })
             try store.close()
         }
-        let refused = try runTilepack(binary, ["fetch", server.template, directory.file("s.mbtiles"), "--bbox", "13.3,52.45,13.5,52.56",
+        let refused = try await runTilepack(binary, ["fetch", server.template, directory.file("s.mbtiles"), "--bbox", "13.3,52.45,13.5,52.56",
                                                "--zoom", "6", "--sessions", "2", "--transport", "curl"])
         #expect(refused.status == 64 && refused.stderr.contains("--sessions goes with --transport urlsession"))
     }
 
     @Test("--estimate --json prints tiles and bytes and creates no file; a refused request exits 2")
-    func estimateAndRefusal() throws {
+    func estimateAndRefusal() async throws {
         guard let binary = tilepackBinary() else { return }
         let server = try TileServer()
         let directory = try TemporaryDirectory()
         let path = directory.file("e.mbtiles")
-        let result = try runTilepack(binary, ["fetch", server.template, path, "--bbox", "13.3,52.45,13.5,52.56", "--zoom", "8-11", "--estimate", "--json"])
+        let result = try await runTilepack(binary, ["fetch", server.template, path, "--bbox", "13.3,52.45,13.5,52.56", "--zoom", "8-11", "--estimate", "--json"])
         #expect(result.status == 0, "\(result.stderr)")
         let object = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
         #expect(object["tiles"] as? Int == (try PrefetchRequest.boundingBox(berlin, zooms: 8...11).cover().count))
@@ -135,17 +142,17 @@ struct FetchCommandTests {
         #expect(!FileManager.default.fileExists(atPath: path))
 
         let sampled = server.server.requestCount
-        let osm = try runTilepack(binary, ["fetch", "https://{s}.tile.openstreetmap.org/{z}/{x}/{y}.png", path, "--bbox", "13.3,52.45,13.5,52.56", "--zoom", "8-9"])
+        let osm = try await runTilepack(binary, ["fetch", "https://{s}.tile.openstreetmap.org/{z}/{x}/{y}.png", path, "--bbox", "13.3,52.45,13.5,52.56", "--zoom", "8-9"])
         #expect(osm.status == 2 && osm.stderr.contains("operation-not-allowed"))
-        let small = try runTilepack(binary, ["fetch", server.template, path, "--route", directory.file("none.gpx"), "--radius", "100", "--zoom", "8-9"])
+        let small = try await runTilepack(binary, ["fetch", server.template, path, "--route", directory.file("none.gpx"), "--radius", "100", "--zoom", "8-9"])
         #expect(small.status != 0)
         let gpx = directory.file("r.gpx")
         try Data("<gpx><trk><trkseg><trkpt lat=\"52.5\" lon=\"13.4\"/><trkpt lat=\"52.4\" lon=\"13.1\"/></trkseg></trk></gpx>".utf8)
             .write(to: URL(fileURLWithPath: gpx))
-        let tooNarrow = try runTilepack(binary, ["fetch", server.template, path, "--route", gpx, "--radius", "100", "--zoom", "8-9"])
+        let tooNarrow = try await runTilepack(binary, ["fetch", server.template, path, "--route", gpx, "--radius", "100", "--zoom", "8-9"])
         #expect(tooNarrow.status == 2 && tooNarrow.stderr.contains("invalid-parameters"))
         #expect(server.server.requestCount == sampled)  // refused before any request
-        let route = try runTilepack(binary, ["fetch", server.template, path, "--route", gpx, "--radius", "600", "--zoom", "8-10", "--quiet"])
+        let route = try await runTilepack(binary, ["fetch", server.template, path, "--route", gpx, "--radius", "600", "--zoom", "8-10", "--quiet"])
         #expect(route.status == 0 && route.stdout.hasPrefix("success:"), "\(route.stderr)")
     }
 }

@@ -70,7 +70,7 @@ import TilepackTestSupport
         #expect(process.terminationStatus != 0)
         let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         #expect(message.contains("samples/no-such-file.mbtiles"), "\(message)")
-        let noThreads = try TestSupport.run(URL(fileURLWithPath: serve), ["--threads", "0", "samples/sample.tilepack"], timeout: 30)
+        let noThreads = try await TestSupport.run(URL(fileURLWithPath: serve), ["--threads", "0", "samples/sample.tilepack"], timeout: 30)
         #expect(noThreads.status == 64 && noThreads.stderr.contains("--threads must be 1-1024, not 0"), "\(noThreads)")
     }
 

@@ -164,12 +164,6 @@ final class RawConnection: Sendable {
     }
 }
 
-/// Runs `body` on a new thread and waits for it without blocking a cooperative thread.
-func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        Thread { continuation.resume(with: Result { try body() }) }.start()
-    }
-}
 
 /// A server running in this process on a free loopback port, stopped by `stop()`.
 final class RunningServer: Sendable {

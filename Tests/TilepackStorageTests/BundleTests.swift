@@ -262,7 +262,7 @@ import TilepackTestSupport
         }
     }
 
-    @Test func writerMemoryDoesNotHoldPayloads() throws {
+    @Test func writerMemoryDoesNotHoldPayloads() async throws {
         // 2,000 distinct 64 KiB tiles (125 MiB of payload) converted from MBTiles into a bundle by
         // the tilepack command, whose own peak resident memory is measured (this process's would
         // count the tests running beside this one): it must stay far below the payload volume.
@@ -276,7 +276,7 @@ import TilepackTestSupport
             try tile.withUnsafeBytes { try writer.write($0, at: F.tile(6, i % 64, i / 64)) }
         }
         _ = try writer.finish()
-        let output = try TestSupport.run(binary, ["convert", source, dir.file("big.tilepack"), "--quiet"])
+        let output = try await TestSupport.run(binary, ["convert", source, dir.file("big.tilepack"), "--quiet"])
         #expect(output.status == 0, "\(output.stderr)")
         if let peak = output.peakResidentBytes {
             #expect(peak < 100 << 20, "tilepack convert peaked at \(peak) bytes resident while writing 125 MiB of payloads")

@@ -29,8 +29,16 @@ public struct CommandOutput: Sendable {
 
 extension TestSupport {
     /// Runs `executable` with `arguments`, reading both outputs as they come; a run longer than
-    /// `timeout` seconds is terminated (its status then shows it).
-    public static func run(_ executable: URL, _ arguments: [String], timeout: Double = 120) throws -> CommandOutput {
+    /// `timeout` seconds is terminated (its status then shows it). The waiting is done on a thread
+    /// of its own: a test's task waiting here holds no thread of the cooperative pool (two on a
+    /// 2-core machine), which the other tests running beside it need (map-view loads, HTTP
+    /// clients); blocked by commands, they were seen waiting 40 s for a thread.
+    public static func run(_ executable: URL, _ arguments: [String], timeout: Double = 120) async throws -> CommandOutput {
+        try await onThread { try runWaiting(executable, arguments, timeout: timeout) }
+    }
+
+    /// ``run(_:_:timeout:)`` on the calling thread, which waits for the command.
+    static func runWaiting(_ executable: URL, _ arguments: [String], timeout: Double) throws -> CommandOutput {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments

@@ -76,3 +76,12 @@ public func eventually(_ seconds: Double = 30, _ condition: () -> Bool) async ->
     }
     return true
 }
+
+/// Runs `body` on a new thread and waits for it without holding a thread of the cooperative pool
+/// (two on a 2-core machine, shared by every test running beside this one): for blocking work
+/// such as socket reads, sleeps while polling, or waiting for a process.
+public func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread { continuation.resume(with: Result { try body() }) }.start()
+    }
+}
