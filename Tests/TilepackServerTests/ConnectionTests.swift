@@ -142,20 +142,11 @@ import TilepackTestSupport
                 "OPTIONS * HTTP/1.1\r\nHost: x\r\nOrigin: https://a\r\nAccess-Control-Request-Method: GET\r\n\r\n",
                 "POST /x HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\nabc",
             ].map { Array($0.utf8) }
-            let interesting: [UInt8] = [0x0D, 0x0A, 0x20, 0x09, 0x3A, 0x00, 0x7F, 0xFF, 0x25, 0x2F, 0x3F, 0x2C]
             var random = SplitMix64(seed: 0x5E7E)
             var outcomes: [String: Int] = [:]
             for round in 0..<300 {
                 var bytes = Array(repeating: heads[round % heads.count], count: 1 + Int(random.next() % 3)).flatMap { $0 }
-                for _ in 0..<(1 + Int(random.next() % 5)) {
-                    let at = Int(random.next() % UInt64(bytes.count + 1))
-                    switch random.next() % 4 {
-                    case 0 where at < bytes.count: bytes[at] ^= UInt8(1 << (random.next() % 8))
-                    case 1 where at < bytes.count: bytes.remove(at: at)
-                    case 2: bytes.insert(interesting[Int(random.next() % UInt64(interesting.count))], at: at)
-                    default: bytes.insert(contentsOf: bytes[at..<min(bytes.count, at + 8)], at: at)
-                    }
-                }
+                RequestHeadTests.damage(&bytes, random: &random, times: 1 + Int(random.next() % 5), cutting: false)
                 let connection = try RawConnection(port: port, readTimeout: 5)
                 _ = try connection.transmit(bytes)
                 connection.finishSending()
