@@ -52,8 +52,7 @@ public final class TileServer: Sendable {
         let options = self.options
         var logger = Logger(label: "tilepack-serve")
         logger.logLevel = .error
-        let loops = MultiThreadedEventLoopGroup(numberOfThreads: max(1, options.eventLoops))
-        defer { loops.shutdownGracefully { _ in } }
+        let loops = Self.eventLoopGroup(threads: max(1, options.eventLoops))
         let server = TileChannel(service: service, idleTimeout: .nanoseconds(Int64(max(options.idleTimeout, 0.1) * 1e9))).server(
             configuration: ServerConfiguration(
                 address: .hostname(options.host, port: options.port), serverName: "tilepack",
@@ -75,6 +74,20 @@ public final class TileServer: Sendable {
             services: [server], gracefulShutdownSignals: handlingSignals ? [.sigterm, .sigint] : [], logger: logger))
         self.group.withLock { $0 = group }
         try await group.run()
+    }
+
+    /// Event-loop groups by size, made once and kept for the life of the process, as SwiftNIO's
+    /// own singleton group is: servers started and stopped in one process (the tests) share them,
+    /// and no group is shut down while a connection of a stopped server still finishes on it.
+    private static let eventLoopGroups = Locked<[Int: MultiThreadedEventLoopGroup]>([:])
+
+    static func eventLoopGroup(threads: Int) -> MultiThreadedEventLoopGroup {
+        eventLoopGroups.withLock { groups in
+            if let group = groups[threads] { return group }
+            let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
+            groups[threads] = group
+            return group
+        }
     }
 
     /// Stops listening, lets requests in flight finish, and makes ``run(handlingSignals:onListening:)`` return.

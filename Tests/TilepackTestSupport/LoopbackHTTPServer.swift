@@ -64,6 +64,7 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
         var connections: Set<Int32> = []
         var accepted = 0
         var stopped = false
+        var abandonedTrickles: [Duration] = []
     }
 
     /// Starts a server whose answers come from `handler`.
@@ -109,6 +110,10 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
     public func requests(to path: String) -> Int { state.withLock { $0.requests.filter { $0.path == path }.count } }
     /// Connections accepted so far (a client that reuses its connections opens few).
     public var acceptedConnections: Int { state.withLock { $0.accepted } }
+    /// For each `.trickle` reply the client stopped reading (it closed the connection), how long
+    /// after the reply's head: the client's own deadline as this server saw it, whatever the test
+    /// process's scheduling.
+    public var abandonedTrickles: [Duration] { state.withLock { $0.abandonedTrickles } }
 
     /// Closes the listener and every connection; idempotent.
     public func stop() {
@@ -216,10 +221,14 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
             return send(next, for: request, on: fd)
         case .trickle(let status, let headers, let body, let interval):
             guard write(fd, Self.head(status: status, headers: headers, length: body.count)) else { return false }
+            let started = ContinuousClock.now
             for byte in body {
                 if state.withLock({ $0.stopped }) { return false }
                 Thread.sleep(forTimeInterval: Double(interval.components.seconds) + Double(interval.components.attoseconds) / 1e18)
-                guard write(fd, Data([byte])) else { return false }
+                guard write(fd, Data([byte])) else {
+                    state.withLock { $0.abandonedTrickles.append(ContinuousClock.now - started) }
+                    return false
+                }
             }
             return true
         }
