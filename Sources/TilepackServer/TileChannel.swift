@@ -101,9 +101,10 @@ final class TileRequestHandler: ChannelDuplexHandler, RemovableChannelHandler {
             received = nil
         }
         // Every complete head in what arrived is answered, in order; the answers go out together
-        // (one flush) when the read is done. A head is parsed once it can have ended.
+        // (one flush) when the read is done. Bytes kept from earlier reads are parsed again only
+        // once a head can have ended in the new ones (a fresh read is parsed at once: no rescan).
         while !closing, bytes.readableBytes > 0 {
-            let ended = bytes.withUnsafeReadableBytes { RequestHead.hasEmptyLine($0, after: searched) }
+            let ended = searched == 0 || bytes.withUnsafeReadableBytes { RequestHead.hasEmptyLine($0, after: searched) }
             let parse = ended || bytes.readableBytes >= RequestHead.maximumSize
                 ? bytes.withUnsafeReadableBytes { RequestHead.parse($0) } : .incomplete
             searched = 0
