@@ -104,7 +104,7 @@ struct FetchCommandTests {
         #expect(resumed.status == 0 && resumed.stdout.contains("\(verify.tiles) already present"), "\(resumed.stdout)")
     }
 
-    @Test("--transport curl (the default on Linux) and urlsession fetch the same tiles; --sessions goes with urlsession")
+    @Test("--transport sockets (the default on Linux), curl and urlsession fetch the same tiles; --sessions goes with urlsession")
     func transports() async throws {
         guard let binary = tilepackBinary() else { return }
         let server = try TileServer()
@@ -114,7 +114,11 @@ struct FetchCommandTests {
         for transport in TestTransport.available {
             let path = directory.file("\(transport).mbtiles")
             let before = server.server.requestCount
-            let name = transport == .curl ? "curl" : "urlsession"
+            let name = switch transport {
+            case .curl: "curl"
+            case .sockets: "sockets"
+            case .urlSession: "urlsession"
+            }
             let result = try await runTilepack(binary, ["fetch", server.template, path, "--bbox", "13.3,52.45,13.5,52.56", "--zoom", "6-10",
                                                   "--transport", name, "--quiet"])
             #expect(result.status == 0, "\(result.stderr)")

@@ -176,7 +176,10 @@ public final class MBTilesTileStore: @unchecked Sendable {
         let state = State()
         state.connection = connection
         if writable {
-            try connection.execute("PRAGMA journal_mode = DELETE; PRAGMA synchronous = NORMAL;")
+            // Write-ahead log while the store is open: a commit appends to the log without an
+            // fsync (synchronous NORMAL); only checkpoints sync. close() returns the file to
+            // rollback-journal mode, which every MBTiles reader opens, read-only ones included.
+            try connection.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;")
             try connection.execute(Self.bookkeepingSchema)
             if !schema.hasMetadataTable {
                 try connection.execute("CREATE TABLE metadata (name TEXT NOT NULL, value TEXT); CREATE UNIQUE INDEX name ON metadata (name);")
@@ -614,6 +617,10 @@ public final class MBTilesTileStore: @unchecked Sendable {
                 state.connection = nil
             }
             if state.inTransaction { try state.commit(path: path) }
+            // Back to a rollback journal: the log is checkpointed into the file and removed. A
+            // reader holding the file open keeps it in WAL mode (SQLite refuses the switch, and
+            // the next close tries again); nothing is lost either way.
+            if !isReadOnly { try? state.connection?.execute("PRAGMA journal_mode = DELETE") }
         }
     }
 
