@@ -105,9 +105,13 @@ final class FetchJob: RequestJob, @unchecked Sendable {
         let downloader = TileDownloader(clients: prefetcher.clients, source: source, configuration: prefetcher.configuration,
                                         storedFormat: storedFormat ?? nil)
         let workers = max(1, min(256, prefetcher.configuration.connectionsPerHost * max(1, source.hosts.count)))
+        // With one client whose transport runs event loops of its own, the workers are spread over
+        // the loops' threads: a response resumes its worker where it arrived, with no thread woken
+        // per tile.
+        let executors = prefetcher.clients.count == 1 ? prefetcher.clients[0].transport.taskExecutors : []
         await withTaskGroup(of: Void.self) { group in
-            for _ in 0..<workers {
-                group.addTask { [self] in
+            for worker in 0..<workers {
+                group.addTask(executorPreference: executors.isEmpty ? nil : executors[worker % executors.count]) { [self] in
                     while !isCancelled, let tile = feed.withLock({ $0.next() }) {
                         await process(tile, downloader: downloader)
                     }

@@ -23,7 +23,8 @@ import TilepackHTTP
 /// any byte of the answer is sent again once on a new connection, as browsers and curl do.
 /// The whole exchange, waiting for a connection included, has the request's deadline.
 public final class SocketTransport: HTTPTransport {
-    private let loop: SocketLoop
+    /// The event loops, each with its thread and connections.
+    private let loops: [SocketLoop]
     private let fallback: (any HTTPTransport)?
     /// Whether the environment names an HTTP proxy: then every request goes to `fallback`,
     /// which honours it.
@@ -31,19 +32,29 @@ public final class SocketTransport: HTTPTransport {
     private let addresses = Locked<[String: ResolvedAddress]>([:])
 
     /// - Parameters:
-    ///   - maximumConnectionsPerHost: parallel connections to one host and port.
-    ///   - maximumIdleConnections: idle connections kept open for reuse, over all hosts.
+    ///   - maximumConnectionsPerHost: parallel connections to one host and port, per loop.
+    ///   - maximumIdleConnections: idle connections kept open for reuse, over all hosts, per loop.
+    ///   - loops: event-loop threads. An exchange made from a task running on a loop (see
+    ///     ``taskExecutors``) goes over that loop's connections; any other goes over the first loop's.
     ///   - fallback: the transport for what this one does not carry (`https`, proxies); without
     ///     one, such a request ends with ``HTTPError/Fault/unsupportedScheme(_:)``.
     ///   - environment: where `http_proxy` / `HTTP_PROXY` are looked up.
-    public init(maximumConnectionsPerHost: Int = 8, maximumIdleConnections: Int = 64, fallback: (any HTTPTransport)? = nil,
+    public init(maximumConnectionsPerHost: Int = 8, maximumIdleConnections: Int = 64, loops: Int = 1, fallback: (any HTTPTransport)? = nil,
                 environment: [String: String] = ProcessInfo.processInfo.environment) {
-        loop = SocketLoop(maximumConnectionsPerHost: max(1, maximumConnectionsPerHost), maximumIdleConnections: max(0, maximumIdleConnections))
+        self.loops = (0..<max(1, loops)).map { _ in
+            SocketLoop(maximumConnectionsPerHost: max(1, maximumConnectionsPerHost), maximumIdleConnections: max(0, maximumIdleConnections))
+        }
         self.fallback = fallback
         proxied = ["http_proxy", "HTTP_PROXY"].contains { !(environment[$0] ?? "").isEmpty }
     }
 
-    deinit { loop.stop() }
+    deinit {
+        for loop in loops { loop.stop() }
+    }
+
+    /// The loops' threads, as executors: tasks that prefer one run between its network events, and
+    /// an exchange they make is started and resumed there without waking another thread.
+    public var taskExecutors: [any TaskExecutor] { loops }
 
     public func exchange(_ request: HTTPRequest, _ response: HTTPIncomingResponse) async -> HTTPIncomingResponse {
         var response = response
@@ -67,6 +78,7 @@ public final class SocketTransport: HTTPTransport {
             return response
         }
         let exchange = SocketExchange(request: request, response: response, message: message, address: address)
+        let loop = loops.first(where: \.isCurrentThread) ?? loops[0]
         return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 exchange.continuation = continuation
@@ -283,7 +295,7 @@ func monotonicNanoseconds() -> UInt64 {
 }
 
 /// The epoll loop, its thread, and every connection; it closes them all when it stops.
-final class SocketLoop: @unchecked Sendable {
+final class SocketLoop: TaskExecutor, @unchecked Sendable {
     private let maximumConnectionsPerHost: Int
     private let maximumIdleConnections: Int
     private let epoll: Int32
@@ -294,6 +306,7 @@ final class SocketLoop: @unchecked Sendable {
     private let inbox = Locked(Inbox())
 
     private struct Inbox {
+        var jobs: [UnownedJob] = []
         var submitted: [SocketExchange] = []
         var cancelled: [SocketExchange] = []
         var stopping = false
@@ -301,7 +314,7 @@ final class SocketLoop: @unchecked Sendable {
         var sleeping = false
         var woken = false
 
-        var isEmpty: Bool { submitted.isEmpty && cancelled.isEmpty && !stopping }
+        var isEmpty: Bool { jobs.isEmpty && submitted.isEmpty && cancelled.isEmpty && !stopping }
     }
 
     // The loop thread's own state.
@@ -329,6 +342,10 @@ final class SocketLoop: @unchecked Sendable {
     }
 
     func submit(_ exchange: SocketExchange) {
+        if isCurrentThread {
+            begin(exchange)
+            return
+        }
         let accepted = inbox.withLock { inbox -> Bool in
             guard !inbox.stopping, !inbox.closed else { return false }
             inbox.submitted.append(exchange)
@@ -336,6 +353,18 @@ final class SocketLoop: @unchecked Sendable {
             return true
         }
         if !accepted { end(exchange, .cancelled) }
+    }
+
+    /// A job of a task that prefers this executor: run by the loop's thread between its events.
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let queued = inbox.withLock { inbox -> Bool in
+            guard !inbox.closed else { return false }
+            inbox.jobs.append(job)
+            wake(&inbox)
+            return true
+        }
+        if !queued { globalConcurrentExecutor.enqueue(job) }
     }
 
     func cancel(_ exchange: SocketExchange) {
@@ -355,6 +384,14 @@ final class SocketLoop: @unchecked Sendable {
         }
     }
 
+    /// The loop's thread, once it runs.
+    private let loopThread = Locked<pthread_t?>(nil)
+    /// Whether the caller runs on the loop's thread (a task that prefers this executor).
+    var isCurrentThread: Bool {
+        let current = pthread_self()
+        return loopThread.withLock { $0.map { pthread_equal($0, current) != 0 } ?? false }
+    }
+
     /// Wakes the loop if it sleeps and no one has woken it yet (under the inbox lock).
     private func wake(_ inbox: inout Inbox) {
         guard inbox.sleeping, !inbox.woken else { return }
@@ -366,6 +403,7 @@ final class SocketLoop: @unchecked Sendable {
     // MARK: The loop's thread
 
     private func run() {
+        loopThread.withLock { $0 = pthread_self() }
         let capacity = 64
         let readyFDs = UnsafeMutablePointer<Int32>.allocate(capacity: capacity)
         let readyEvents = UnsafeMutablePointer<UInt32>.allocate(capacity: capacity)
@@ -375,16 +413,19 @@ final class SocketLoop: @unchecked Sendable {
         }
         var lastCheck = monotonicNanoseconds()
         while true {
-            let (submitted, cancelled, stopping) = inbox.withLock { inbox in
+            let (jobs, submitted, cancelled, stopping) = inbox.withLock { inbox in
                 defer {
+                    inbox.jobs.removeAll(keepingCapacity: true)
                     inbox.submitted.removeAll(keepingCapacity: true)
                     inbox.cancelled.removeAll(keepingCapacity: true)
                 }
-                return (inbox.submitted, inbox.cancelled, inbox.stopping)
+                return (inbox.jobs, inbox.submitted, inbox.cancelled, inbox.stopping)
             }
-            if stopping { break }
             for exchange in submitted { begin(exchange) }
             for exchange in cancelled { cancelOnLoop(exchange) }
+            let executor = asUnownedTaskExecutor()
+            for job in jobs { job.runSynchronously(on: executor) }
+            if stopping { break }
             let now = monotonicNanoseconds()
             if active > 0, now &- lastCheck >= Self.tick {
                 lastCheck = now
@@ -419,12 +460,17 @@ final class SocketLoop: @unchecked Sendable {
             }
         }
         // Stopping: every exchange still here ends cancelled, then everything is closed.
-        let left = inbox.withLock { inbox -> [SocketExchange] in
+        let (left, jobs) = inbox.withLock { inbox -> ([SocketExchange], [UnownedJob]) in
             inbox.closed = true
-            defer { inbox.submitted.removeAll() }
-            return inbox.submitted
+            defer {
+                inbox.submitted.removeAll()
+                inbox.jobs.removeAll()
+            }
+            return (inbox.submitted, inbox.jobs)
         }
         for exchange in left { end(exchange, .cancelled) }
+        // Tasks that still prefer this executor run on the global one from now on.
+        for job in jobs { globalConcurrentExecutor.enqueue(job) }
         failEverything(.cancelled)
         for connection in Array(connections.values) { close(connection) }
         if epoll >= 0 { Glibc.close(epoll) }

@@ -228,7 +228,11 @@ enum FetchTransport: String, ExpressibleByArgument, CaseIterable {
     func make(concurrency: Int) -> (any HTTPTransport)? {
         #if os(Linux)
         switch self {
-        case .sockets: SocketTransport(maximumConnectionsPerHost: concurrency, fallback: CurlTransport(maximumConnectionsPerHost: concurrency))
+        case .sockets:
+            // One event loop per core (as wrk's threads), no more than connections: the fetch's
+            // workers are spread over the loops and run on their threads.
+            SocketTransport(maximumConnectionsPerHost: concurrency, loops: min(concurrency, ProcessInfo.processInfo.activeProcessorCount),
+                            fallback: CurlTransport(maximumConnectionsPerHost: concurrency))
         case .curl: CurlTransport(maximumConnectionsPerHost: concurrency)
         case .urlsession: nil
         }
