@@ -248,30 +248,37 @@ final class FetchJob: RequestJob, @unchecked Sendable {
         cancelled.withLock { $0 = true }
     }
 
+    /// Ends the fetch with one commit: the last tiles, the refreshed metadata and the region's
+    /// status go into the file together (each commit costs about four syncs).
     private func finish() {
+        evictIfNeeded()
+        try? store.refreshMetadata(commit: false)
+        func report(storeError: String?) -> PrefetchReport {
+            state.withLock { counters -> PrefetchReport in
+                if let storeError, counters.storeError == nil { counters.storeError = storeError }
+                // A cancel that came after the last tile settled changes nothing.
+                let wasCancelled = cancelled.withLock { $0 } && counters.done < counters.total && counters.storeError == nil
+                let status: PrefetchStatus = counters.storeError != nil ? .failure
+                    : wasCancelled ? .cancelled
+                    : counters.failed > 0 ? .failure : .success
+                return PrefetchReport(
+                    requestId: counters.id, regionId: regionId, status: status, tiles: counters.total, downloaded: counters.downloaded,
+                    alreadyPresent: counters.alreadyPresent, notModified: counters.notModified, absent: counters.absent,
+                    failed: counters.failed, bytes: counters.bytes, requests: counters.requests,
+                    seconds: Date().timeIntervalSince1970 - counters.started, failures: counters.failures, evicted: counters.evicted,
+                    error: counters.storeError)
+            }
+        }
+        let expected = report(storeError: nil).status
+        _ = try? store.updateRegion(id: regionId, status: expected.rawValue, commit: false)
         var storeError: String?
         do {
             try store.commit()
         } catch {
             storeError = "committing the store failed: \(error)"
         }
-        evictIfNeeded()
-        try? store.refreshMetadata()
-        let report = state.withLock { counters -> PrefetchReport in
-            if let storeError, counters.storeError == nil { counters.storeError = storeError }
-            // A cancel that came after the last tile settled changes nothing.
-            let wasCancelled = cancelled.withLock { $0 } && counters.done < counters.total && counters.storeError == nil
-            let status: PrefetchStatus = counters.storeError != nil ? .failure
-                : wasCancelled ? .cancelled
-                : counters.failed > 0 ? .failure : .success
-            return PrefetchReport(
-                requestId: counters.id, regionId: regionId, status: status, tiles: counters.total, downloaded: counters.downloaded,
-                alreadyPresent: counters.alreadyPresent, notModified: counters.notModified, absent: counters.absent,
-                failed: counters.failed, bytes: counters.bytes, requests: counters.requests,
-                seconds: Date().timeIntervalSince1970 - counters.started, failures: counters.failures, evicted: counters.evicted,
-                error: counters.storeError)
-        }
-        _ = try? store.updateRegion(id: regionId, status: report.status.rawValue)
+        let report = report(storeError: storeError)
+        if report.status != expected { _ = try? store.updateRegion(id: regionId, status: report.status.rawValue) }
         result.withLock { $0 = report }
         prefetcher.hub.emit(.status(requestId: report.requestId, report.status, report: report), from: prefetcher)
     }
