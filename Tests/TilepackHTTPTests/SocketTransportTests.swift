@@ -125,16 +125,7 @@ import TilepackTestSupport
         var generator = SplitMix64(seed: 17)
         for round in 0..<20_000 {
             var bytes = seeds[round % seeds.count]
-            for _ in 0..<(1 + Int(generator.next() % 4)) {
-                let index = Int(generator.next() % UInt64(bytes.count))
-                switch generator.next() % 4 {
-                case 0: bytes[index] = UInt8(truncatingIfNeeded: generator.next())
-                case 1: bytes.remove(at: index)
-                case 2: bytes.insert(UInt8(truncatingIfNeeded: generator.next()), at: index)
-                default: bytes.insert(contentsOf: [13, 10], at: index)
-                }
-                if bytes.isEmpty { bytes = [0] }
-            }
+            TestSupport.damage(&bytes, random: &generator, times: 1 + Int(generator.next() % 4), cutting: true)
             let whole = Self.parse(bytes, close: true)
             let pieces = Self.parse(bytes, step: 1 + Int(generator.next() % 9), close: true)
             // However the bytes are cut, the outcome is the same; a body never exceeds the input.

@@ -146,7 +146,7 @@ import TilepackTestSupport
             var outcomes: [String: Int] = [:]
             for round in 0..<300 {
                 var bytes = Array(repeating: heads[round % heads.count], count: 1 + Int(random.next() % 3)).flatMap { $0 }
-                RequestHeadTests.damage(&bytes, random: &random, times: 1 + Int(random.next() % 5), cutting: false)
+                TestSupport.damage(&bytes, random: &random, times: 1 + Int(random.next() % 5), cutting: false)
                 let connection = try RawConnection(port: port, readTimeout: 5)
                 _ = try connection.transmit(bytes)
                 connection.finishSending()

@@ -140,7 +140,7 @@ import TilepackTestSupport
         var random = SplitMix64(seed: 0x7115_9ACC)
         for round in 0..<20_000 {
             var bytes = heads[round % heads.count]
-            Self.damage(&bytes, random: &random, times: 1 + Int(random.next() % 4), cutting: true)
+            TestSupport.damage(&bytes, random: &random, times: 1 + Int(random.next() % 4), cutting: true)
             let parse = bytes.withUnsafeBytes { RequestHead.parse($0) }
             if case .complete(let head, let length) = parse {
                 #expect(length > 0 && length <= bytes.count)
@@ -151,20 +151,4 @@ import TilepackTestSupport
         }
     }
 
-    /// Damages `bytes` `times` times at random places: a flipped bit, a dropped byte, an inserted
-    /// byte that matters to the grammar (CR, LF, space, tab, colon, NUL, DEL, 0xFF, %, /, ?, comma),
-    /// eight bytes repeated, or (when `cutting`) everything from there on cut off.
-    static func damage(_ bytes: inout [UInt8], random: inout SplitMix64, times: Int, cutting: Bool) {
-        let interesting: [UInt8] = [0x0D, 0x0A, 0x20, 0x09, 0x3A, 0x00, 0x7F, 0xFF, 0x25, 0x2F, 0x3F, 0x2C]
-        for _ in 0..<times {
-            let at = Int(random.next() % UInt64(bytes.count + 1))
-            switch random.next() % (cutting ? 5 : 4) {
-            case 0 where at < bytes.count: bytes[at] ^= UInt8(1 << (random.next() % 8))
-            case 1 where at < bytes.count: bytes.remove(at: at)
-            case 2: bytes.insert(interesting[Int(random.next() % UInt64(interesting.count))], at: at)
-            case 4: bytes = Array(bytes[..<at])
-            default: bytes.insert(contentsOf: bytes[at..<min(bytes.count, at + 8)], at: at)
-            }
-        }
-    }
 }
