@@ -341,8 +341,14 @@ public final class BundleWriter {
             let hilbert = BundleFormat.hilbertKey(of: tile)
             firstUse[Int(entry.payload)] = min(firstUse[Int(entry.payload)], hilbert)
         }
-        let order = payloads.indices.sorted { firstUse[$0] < firstUse[$1] }
+        // Sorted as (key, payload) pairs in one array (a comparison that looks the keys up costs
+        // twice as much). The keys differ (each tile has its own, and uses one payload), so the
+        // order does not depend on the sort's stability.
+        var byFirstUse = firstUse.enumerated().map { (key: $0.element, payload: $0.offset) }
         firstUse = []
+        byFirstUse.sort { $0.key < $1.key }
+        let order = byFirstUse.map(\.payload)
+        byFirstUse = []
         var renumber = [UInt32](repeating: 0, count: payloads.count)
         for (position, old) in order.enumerated() { renumber[old] = UInt32(position) }
 
@@ -401,31 +407,21 @@ public final class BundleWriter {
         out.crc = 0
         out.computesCRC = true
         // Built in 64 KiB pieces, each written (and checksummed) at once.
-        var piece = [UInt8](repeating: 0, count: 64 << 10)
-        var filled = 0
-        func put<T: FixedWidthInteger>(_ value: T) throws(TileArchiveError) {
-            let size = MemoryLayout<T>.size
-            if filled + size > piece.count {
-                try piece.withUnsafeBytes { raw in Result { () throws(TileArchiveError) in try out.write(UnsafeRawBufferPointer(rebasing: raw[0..<filled])) } }.get()
-                filled = 0
-            }
-            piece.withUnsafeMutableBytes { $0.storeBytes(of: value.littleEndian, toByteOffset: filled, as: T.self) }
-            filled += size
-        }
-        for count in zoomCounts { try put(count) }
-        for entry in tiles { try put(entry.key) }
-        for entry in tiles { try put(renumber[Int(entry.payload)]) }
-        for _ in 0..<(recordsOffset - refsEnd) { try put(UInt8(0)) }
+        let piece = IndexPiece(out: out)
+        for count in zoomCounts { try piece.put(count) }
+        for entry in tiles { try piece.put(entry.key) }
+        for entry in tiles { try piece.put(renumber[Int(entry.payload)]) }
+        for _ in 0..<(recordsOffset - refsEnd) { try piece.put(UInt8(0)) }
         for (position, old) in order.enumerated() {
             let payload = payloads[old]
-            try put(UInt64(offsets[position]))
-            try put(payload.storedLength)
-            try put(payload.rawLength)
-            try put(payload.crc)
-            try put(payload.codec.rawValue)
-            try put(UInt8(0)); try put(UInt8(0)); try put(UInt8(0))
+            try piece.put(UInt64(offsets[position]))
+            try piece.put(payload.storedLength)
+            try piece.put(payload.rawLength)
+            try piece.put(payload.crc)
+            try piece.put(payload.codec.rawValue)
+            try piece.put(UInt8(0)); try piece.put(UInt8(0)); try piece.put(UInt8(0))
         }
-        try piece.withUnsafeBytes { raw in Result { () throws(TileArchiveError) in try out.write(UnsafeRawBufferPointer(rebasing: raw[0..<filled])) } }.get()
+        try piece.flush()
         out.computesCRC = false
         header.indexCRC = out.crc
         try out.write(zeros: dataOffset - out.position)
@@ -537,15 +533,22 @@ public final class BundleWriter {
     /// ``copyGapBytes`` apart in one `pread`, then written out in the new order.
     private func copyPayloads(in order: [Int], to out: BufferedOutput, offset: (Int) -> Int) throws(TileArchiveError) {
         var staging: [UInt8] = []
-        var gathered: [Int] = []
+        var gap: [UInt8] = []
+        // Positions gathered to copy through memory: always a range, since anything else copied
+        // first copies what is gathered.
+        var gathered = 0..<0
         var gatheredBytes = 0
         var sinceFlush = 0
         var kernelCopies = copiesInKernel
+        func gather(_ positions: Range<Int>) {
+            assert(gathered.isEmpty || gathered.upperBound == positions.lowerBound)
+            gathered = (gathered.isEmpty ? positions.lowerBound : gathered.lowerBound)..<positions.upperBound
+        }
         func copyGathered() throws(TileArchiveError) {
             guard !gathered.isEmpty else { return }
-            try copyThroughMemory(gathered, order: order, staging: &staging, to: out, offset: offset)
+            try copyThroughMemory(gathered, order: order, staging: &staging, gap: &gap, to: out, offset: offset)
             sinceFlush += gatheredBytes
-            gathered.removeAll(keepingCapacity: true)
+            gathered = 0..<0
             gatheredBytes = 0
         }
         var position = 0
@@ -581,11 +584,11 @@ public final class BundleWriter {
                     sinceFlush += copied
                 } else {
                     // The kernel cannot copy between these files: through memory from now on.
-                    gathered.append(contentsOf: position..<end)
+                    gather(position..<end)
                     gatheredBytes += runLength
                 }
             } else {
-                gathered.append(contentsOf: position..<end)
+                gather(position..<end)
                 gatheredBytes += runLength
             }
             if gatheredBytes >= Self.copyChunkBytes { try copyGathered() }
@@ -622,51 +625,87 @@ public final class BundleWriter {
         try source.checkUnchanged(fd)
     }
 
-    /// Copies payloads at `positions` (ascending positions of `order`) through `staging`.
-    private func copyThroughMemory(_ positions: [Int], order: [Int], staging: inout [UInt8], to out: BufferedOutput,
-                                   offset: (Int) -> Int) throws(TileArchiveError) {
-        // Spool runs to read, and where each payload lands in `staging`.
-        let bySpool = positions.indices.sorted { payloads[order[positions[$0]]].spoolOffset < payloads[order[positions[$1]]].spoolOffset }
-        var runs: [(spool: Int, length: Int, staging: Int)] = []
-        var stagingOffset = [Int](repeating: 0, count: positions.count)
-        var stagingLength = 0
-        var gapBytes = 0  // read and not used: at most another chunk's worth
-        for index in bySpool {
-            let payload = payloads[order[positions[index]]]
-            let payloadEnd = payload.spoolOffset + Int(payload.storedLength)
-            if let last = runs.last, payload.spoolOffset >= last.spool + last.length,
-               case let gap = payload.spoolOffset - (last.spool + last.length),
-               gap <= Self.copyGapBytes, gapBytes + gap <= Self.copyChunkBytes {
-                gapBytes += gap
-                let grown = payloadEnd - last.spool
-                stagingLength += grown - last.length
-                runs[runs.count - 1].length = grown
-                stagingOffset[index] = last.staging + payload.spoolOffset - last.spool
-            } else {
-                runs.append((payload.spoolOffset, Int(payload.storedLength), stagingLength))
-                stagingOffset[index] = stagingLength
-                stagingLength += Int(payload.storedLength)
-            }
-        }
-        if staging.count < stagingLength { staging = Self.unfilled(max(stagingLength, staging.count + staging.count / 2)) }
+    /// Copies the spooled payloads at `positions` of `order` through `staging`, which is laid out
+    /// as that stretch of the data section: each payload is read from the spool straight to its
+    /// place there, with the zero padding that follows it in the spool as in the data section
+    /// (the spool is read in its own order, payloads close to each other in it in one `preadv`,
+    /// the bytes between them into `gap`), then the stretch is written in one call.
+    private func copyThroughMemory(_ positions: Range<Int>, order: [Int], staging: inout [UInt8], gap: inout [UInt8],
+                                   to out: BufferedOutput, offset: (Int) -> Int) throws(TileArchiveError) {
+        guard let first = positions.first else { return }
+        let last = positions.upperBound - 1
+        let start = offset(first)
+        let length = offset(last) + Int(payloads[order[last]].storedLength) - start
+        try out.write(zeros: start - out.position)
+        if staging.count < length { staging = Self.unfilled(max(length, staging.count + staging.count / 2)) }
+        if gap.count < Self.copyGapBytes { gap = Self.unfilled(Self.copyGapBytes) }
+        // Spool order: payloads are spooled in the order of their (old) numbers.
+        var bySpool = positions.map { (payload: order[$0], position: $0) }
+        bySpool.sort { $0.payload < $1.payload }
         try staging.withUnsafeMutableBytes { buffer in
-            Result { () throws(TileArchiveError) in
-                for run in runs {
-                    var done = 0
-                    while done < run.length {
-                        let n = pread(spool, buffer.baseAddress! + run.staging + done, run.length - done, off_t(run.spool + done))
-                        if n < 0, errno == EINTR { continue }
-                        guard n > 0 else { throw ioError("read spool") }
-                        done += n
+            gap.withUnsafeMutableBytes { gapBuffer in
+                Result { () throws(TileArchiveError) in
+                    var vectors: [iovec] = []
+                    vectors.reserveCapacity(64)
+                    var readFrom = -1  // spool offset where `vectors` start, -1 when there are none
+                    var readEnd = 0    // and where they end
+                    var gapBytes = 0   // read and not used: at most another chunk's worth
+                    func read() throws(TileArchiveError) {
+                        guard readFrom >= 0 else { return }
+                        try readSpool(into: &vectors, at: readFrom, length: readEnd - readFrom)
+                        vectors.removeAll(keepingCapacity: true)
+                        readFrom = -1
                     }
-                }
-                for (index, position) in positions.enumerated() {
-                    try out.write(zeros: offset(position) - out.position)
-                    let at = stagingOffset[index]
-                    try out.write(UnsafeRawBufferPointer(rebasing: buffer[at..<(at + Int(payloads[order[position]].storedLength))]))
+                    for (number, position) in bySpool {
+                        let payload = payloads[number]
+                        // With its padding, but for the stretch's last payload (the next byte is not ours).
+                        let span = position == last ? Int(payload.storedLength) : BundleFormat.aligned(Int(payload.storedLength))
+                        guard span > 0 else { continue }
+                        if readFrom >= 0 {
+                            let skip = payload.spoolOffset - readEnd
+                            if skip < 0 || skip > Self.copyGapBytes || gapBytes + skip > Self.copyChunkBytes
+                                || vectors.count + 2 > Self.vectorsPerCall {
+                                try read()
+                            } else if skip > 0 {
+                                vectors.append(iovec(iov_base: gapBuffer.baseAddress, iov_len: skip))
+                                gapBytes += skip
+                            }
+                        }
+                        if readFrom < 0 { readFrom = payload.spoolOffset }
+                        vectors.append(iovec(iov_base: buffer.baseAddress! + (offset(position) - start), iov_len: span))
+                        readEnd = payload.spoolOffset + span
+                    }
+                    try read()
+                    try out.write(UnsafeRawBufferPointer(rebasing: buffer[0..<length]))
                 }
             }
         }.get()
+    }
+
+    /// Vectors per `preadv` (Linux's IOV_MAX).
+    static let vectorsPerCall = 1024
+
+    /// Reads `length` bytes of the spool from `offset` into `vectors` (which it may change).
+    private func readSpool(into vectors: inout [iovec], at offset: Int, length: Int) throws(TileArchiveError) {
+        var done = 0
+        var first = 0  // the first vector not filled whole
+        while done < length {
+            let n = vectors.withUnsafeBufferPointer { v in
+                preadv(spool, v.baseAddress! + first, Int32(v.count - first), off_t(offset + done))
+            }
+            if n < 0, errno == EINTR { continue }
+            guard n > 0 else { throw ioError("read spool") }
+            done += n
+            var left = n
+            while first < vectors.count, left >= vectors[first].iov_len {
+                left -= vectors[first].iov_len
+                first += 1
+            }
+            if left > 0 {
+                vectors[first].iov_base = vectors[first].iov_base.map { $0 + left }
+                vectors[first].iov_len -= left
+            }
+        }
     }
 
     /// A buffer of `count` bytes that a read fills before any is used: not zeroed first (zeroing
@@ -787,6 +826,30 @@ private struct FirstPayloadTable {
         for entry in old where entry != Self.empty {
             insert(crc: UInt32(truncatingIfNeeded: entry), payload: UInt32(truncatingIfNeeded: entry >> 32))
         }
+    }
+}
+
+/// The index as it is built: little-endian values stored into a 64 KiB buffer written to `out`
+/// when full (a stored value costs a bounds check and a store, not an array access).
+private final class IndexPiece {
+    private let out: BufferedOutput
+    private let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 << 10, alignment: 16)
+    private var filled = 0
+
+    init(out: BufferedOutput) { self.out = out }
+    deinit { buffer.deallocate() }
+
+    @inline(__always)
+    func put<T: FixedWidthInteger>(_ value: T) throws(TileArchiveError) {
+        let size = MemoryLayout<T>.size
+        if filled + size > buffer.count { try flush() }
+        buffer.storeBytes(of: value.littleEndian, toByteOffset: filled, as: T.self)
+        filled += size
+    }
+
+    func flush() throws(TileArchiveError) {
+        try out.write(UnsafeRawBufferPointer(rebasing: buffer[0..<filled]))
+        filled = 0
     }
 }
 
