@@ -25,9 +25,11 @@ final class ParallelBatch<Input: Sendable, Output: Sendable, State>: @unchecked 
         outputs.deallocate()
     }
 
-    /// Starts one worker per thread of `pool`, running `work` over the inputs.
+    /// Starts one worker per thread of `pool`, running `work` over the inputs. Each worker's
+    /// state is handed to `done` when it has no more inputs (to keep it for the next batch).
     func start(on pool: WorkerPool, makeState: @escaping @Sendable () -> State,
-               work: @escaping @Sendable (inout State, Input) -> Output) {
+               work: @escaping @Sendable (inout State, Input) -> Output,
+               done: (@Sendable (consuming State) -> Void)? = nil) {
         let count = inputs.count
         for _ in 0..<min(pool.size, max(1, count)) {
             group.enter()
@@ -36,9 +38,10 @@ final class ParallelBatch<Input: Sendable, Output: Sendable, State>: @unchecked 
                 var state = makeState()
                 while true {
                     let i = self.next.add(1, ordering: .relaxed).oldValue
-                    guard i < count else { return }
+                    guard i < count else { break }
                     self.outputs[i] = work(&state, self.inputs[i])
                 }
+                done?(state)
             }
         }
     }
