@@ -500,26 +500,7 @@ public final class BundleWriter {
     private func writeSpool(_ pieces: [UnsafeRawBufferPointer]) throws(TileArchiveError) {
         var vectors = pieces.filter { !$0.isEmpty }.map { iovec(iov_base: UnsafeMutableRawPointer(mutating: $0.baseAddress), iov_len: $0.count) }
         let total = pieces.reduce(0) { $0 + $1.count }
-        var done = 0
-        var first = 0  // the first vector not written whole
-        while done < total {
-            let n = vectors.withUnsafeBufferPointer { v in
-                pwritev(spool, v.baseAddress! + first, Int32(v.count - first), off_t(spoolFlushed + done))
-            }
-            if n < 0, errno == EINTR { continue }
-            guard n > 0 else { throw ioError("write spool") }
-            done += n
-            // Skip what was written: whole vectors, then part of the next.
-            var left = n
-            while first < vectors.count, left >= vectors[first].iov_len {
-                left -= vectors[first].iov_len
-                first += 1
-            }
-            if left > 0 {
-                vectors[first].iov_base = vectors[first].iov_base.map { $0 + left }
-                vectors[first].iov_len -= left
-            }
-        }
+        try transferSpool(&vectors, at: spoolFlushed, length: total, writing: true)
         spoolFlushed += total
     }
 
@@ -652,7 +633,7 @@ public final class BundleWriter {
                     var gapBytes = 0   // read and not used: at most another chunk's worth
                     func read() throws(TileArchiveError) {
                         guard readFrom >= 0 else { return }
-                        try readSpool(into: &vectors, at: readFrom, length: readEnd - readFrom)
+                        try transferSpool(&vectors, at: readFrom, length: readEnd - readFrom, writing: false)
                         vectors.removeAll(keepingCapacity: true)
                         readFrom = -1
                     }
@@ -685,17 +666,20 @@ public final class BundleWriter {
     /// Vectors per `preadv` (Linux's IOV_MAX).
     static let vectorsPerCall = 1024
 
-    /// Reads `length` bytes of the spool from `offset` into `vectors` (which it may change).
-    private func readSpool(into vectors: inout [iovec], at offset: Int, length: Int) throws(TileArchiveError) {
+    /// Writes `vectors` to the spool at `offset` (`pwritev`), or reads them from it (`preadv`):
+    /// `length` bytes in all, however many calls the kernel takes (`vectors` is changed).
+    private func transferSpool(_ vectors: inout [iovec], at offset: Int, length: Int, writing: Bool) throws(TileArchiveError) {
         var done = 0
-        var first = 0  // the first vector not filled whole
+        var first = 0  // the first vector not transferred whole
         while done < length {
             let n = vectors.withUnsafeBufferPointer { v in
-                preadv(spool, v.baseAddress! + first, Int32(v.count - first), off_t(offset + done))
+                writing ? pwritev(spool, v.baseAddress! + first, Int32(v.count - first), off_t(offset + done))
+                    : preadv(spool, v.baseAddress! + first, Int32(v.count - first), off_t(offset + done))
             }
             if n < 0, errno == EINTR { continue }
-            guard n > 0 else { throw ioError("read spool") }
+            guard n > 0 else { throw ioError(writing ? "write spool" : "read spool") }
             done += n
+            // Skip what was transferred: whole vectors, then part of the next.
             var left = n
             while first < vectors.count, left >= vectors[first].iov_len {
                 left -= vectors[first].iov_len
