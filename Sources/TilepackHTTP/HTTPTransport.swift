@@ -22,6 +22,16 @@ import Foundation
 /// - return the response it was given, ended.
 public protocol HTTPTransport: Sendable {
     func exchange(_ request: HTTPRequest, _ response: HTTPIncomingResponse) async -> HTTPIncomingResponse
+
+    /// Executors that callers making many exchanges may spread their tasks over
+    /// (`Task(executorPreference:)`); none by default. A transport with event-loop threads of its
+    /// own offers them: a task that runs on a loop is resumed by it on its own thread, with no
+    /// thread woken per exchange.
+    var taskExecutors: [any TaskExecutor] { get }
+}
+
+extension HTTPTransport {
+    public var taskExecutors: [any TaskExecutor] { [] }
 }
 
 /// A response as a transport receives it, with the rules every transport shares: a body bounded

@@ -101,15 +101,23 @@ final class FetchJob: RequestJob, @unchecked Sendable {
             feed.withLock { $0 = .list(tiles, 0) }
             state.withLock { $0.total = tiles.count }
         }
+        // Zooms where the store held nothing when the fetch began: their tiles are not looked up
+        // one by one (this fetch asks for each tile once). A fetch running beside another on the
+        // same store may then download a tile the other has just stored; it is stored again, whole.
+        let emptyZooms = Set(cover.zooms.filter { (try? store.isEmpty(atZoom: $0)) == true })
         let storedFormat = try? store.metadata().format
         let downloader = TileDownloader(clients: prefetcher.clients, source: source, configuration: prefetcher.configuration,
                                         storedFormat: storedFormat ?? nil)
         let workers = max(1, min(256, prefetcher.configuration.connectionsPerHost * max(1, source.hosts.count)))
+        // With one client whose transport runs event loops of its own, the workers are spread over
+        // the loops' threads: a response resumes its worker where it arrived, with no thread woken
+        // per tile.
+        let executors = prefetcher.clients.count == 1 ? prefetcher.clients[0].transport.taskExecutors : []
         await withTaskGroup(of: Void.self) { group in
-            for _ in 0..<workers {
-                group.addTask { [self] in
+            for worker in 0..<workers {
+                group.addTask(executorPreference: executors.isEmpty ? nil : executors[worker % executors.count]) { [self] in
                     while !isCancelled, let tile = feed.withLock({ $0.next() }) {
-                        await process(tile, downloader: downloader)
+                        await process(tile, downloader: downloader, emptyZooms: emptyZooms)
                     }
                 }
             }
@@ -117,12 +125,17 @@ final class FetchJob: RequestJob, @unchecked Sendable {
         finish()
     }
 
-    private func process(_ tile: TileCoordinate, downloader: TileDownloader) async {
+    private func process(_ tile: TileCoordinate, downloader: TileDownloader, emptyZooms: Set<Int>) async {
         let record: TileStateRecord?
         let storedSize: Int?
         do {
-            record = try store.record(of: tile)
-            storedSize = try store.storedSize(of: tile)
+            if emptyZooms.contains(tile.zoom) {
+                record = nil
+                storedSize = nil
+            } else {
+                record = try store.record(of: tile)
+                storedSize = try store.storedSize(of: tile)
+            }
         } catch {
             fail(with: "reading the store failed: \(error)")
             return

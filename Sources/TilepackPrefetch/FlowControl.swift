@@ -19,6 +19,23 @@ final class HostGate: Sendable {
 
     /// Waits for a free slot for `host`, then for the end of any pause it asked for.
     func acquire(_ host: String) async {
+        // A free slot is taken at once, without suspending (the common case, once per tile).
+        let (free, pause) = state.withLock { state -> (Bool, ContinuousClock.Instant?) in
+            guard state.inFlight[host, default: 0] < limit, state.waiters[host]?.isEmpty ?? true else { return (false, nil) }
+            state.inFlight[host, default: 0] += 1
+            return (true, state.notBefore[host])
+        }
+        var until = pause
+        if !free {
+            await wait(host)
+            until = state.withLock { $0.notBefore[host] }
+        }
+        if let until, until > .now {
+            try? await Task.sleep(until: until, clock: .continuous)
+        }
+    }
+
+    private func wait(_ host: String) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let granted = state.withLock { state -> Bool in
                 if state.inFlight[host, default: 0] < limit {
@@ -29,9 +46,6 @@ final class HostGate: Sendable {
                 return false
             }
             if granted { continuation.resume() }
-        }
-        if let until = state.withLock({ $0.notBefore[host] }), until > .now {
-            try? await Task.sleep(until: until, clock: .continuous)
         }
     }
 

@@ -5,6 +5,7 @@ import TilepackCurl
 import TilepackHTTP
 import TilepackOperations
 import TilepackPrefetch
+import TilepackSockets
 
 /// `--zoom 3-12` or `--zoom 7`.
 struct ZoomRangeArgument: CheckedArgument {
@@ -66,7 +67,7 @@ struct FetchCommand: AsyncParsableCommand {
     @Option(help: "HTTP requests in flight per host.")
     var concurrency: Int = 8
 
-    @Option(help: "What moves the bytes: curl (libcurl's multi interface, the default on Linux) or urlsession (the library's default).")
+    @Option(help: "What moves the bytes: sockets (tilepack's own HTTP/1.1 client for http://, https through libcurl; the default on Linux), curl (libcurl's multi interface) or urlsession (the library's default).")
     var transport: FetchTransport = .platformDefault
 
     @Option(help: "With --transport urlsession: URLSessions to spread the requests over (default: one per core).")
@@ -108,8 +109,8 @@ struct FetchCommand: AsyncParsableCommand {
         if !(1...256).contains(concurrency) { throw ValidationError("--concurrency must be 1-256") }
         if let sessions, !(1...64).contains(sessions) { throw ValidationError("--sessions must be 1-64") }
         if sessions != nil && transport != .urlsession { throw ValidationError("--sessions goes with --transport urlsession") }
-        if transport == .curl && !FetchTransport.curlAvailable {
-            throw ValidationError("--transport curl is available on Linux only")
+        if transport != .urlsession && !FetchTransport.curlAvailable {
+            throw ValidationError("--transport \(transport.rawValue) is available on Linux only")
         }
         if let rate, !(rate > 0 && rate.isFinite) { throw ValidationError("--rate must be above 0") }
         if capacity < 0 { throw ValidationError("--capacity must not be negative") }
@@ -135,7 +136,7 @@ struct FetchCommand: AsyncParsableCommand {
         let source = PrefetchSource(urlTemplate: urlTemplate, scheme: scheme, scale: scale,
                                     subdomains: subdomains.split(separator: ",").map { String($0) }, tileSize: tileSize)
         let prefetcher = try MapDataPrefetcher(storePath: output, source: source, configuration: configuration, createStore: !estimate,
-                                               transport: transport == .curl ? FetchTransport.curlTransport(concurrency: concurrency) : nil)
+                                               transport: transport.make(concurrency: concurrency))
         if estimate {
             let result = await prefetcher.estimate(request)
             if let reason = result.error, result.requestId < 0 { throw refusal(reason) }
@@ -205,6 +206,7 @@ struct FetchCommand: AsyncParsableCommand {
 
 /// `--transport`: what moves the bytes of `fetch`.
 enum FetchTransport: String, ExpressibleByArgument, CaseIterable {
+    case sockets
     case curl
     case urlsession
 
@@ -217,14 +219,23 @@ enum FetchTransport: String, ExpressibleByArgument, CaseIterable {
         #endif
     }
 
-    /// curl where it is built, URLSession elsewhere.
-    static var platformDefault: FetchTransport { curlAvailable ? .curl : .urlsession }
+    /// tilepack's own client where it is built, URLSession elsewhere.
+    static var platformDefault: FetchTransport { curlAvailable ? .sockets : .urlsession }
 
-    /// libcurl's multi interface with `concurrency` connections per host, or `nil` where
-    /// TilepackCurl is not built.
-    static func curlTransport(concurrency: Int) -> (any HTTPTransport)? {
+    /// The transport with `concurrency` connections per host, or `nil` for the library's
+    /// URLSessions (and where TilepackCurl and TilepackSockets are not built). `sockets` carries
+    /// cleartext http itself and hands https (and proxied requests) to libcurl.
+    func make(concurrency: Int) -> (any HTTPTransport)? {
         #if os(Linux)
-        CurlTransport(maximumConnectionsPerHost: concurrency)
+        switch self {
+        case .sockets:
+            // One event loop per core (as wrk's threads), no more than connections: the fetch's
+            // workers are spread over the loops and run on their threads.
+            SocketTransport(maximumConnectionsPerHost: concurrency, loops: min(concurrency, ProcessInfo.processInfo.activeProcessorCount),
+                            fallback: CurlTransport(maximumConnectionsPerHost: concurrency))
+        case .curl: CurlTransport(maximumConnectionsPerHost: concurrency)
+        case .urlsession: nil
+        }
         #else
         nil
         #endif

@@ -30,13 +30,14 @@ struct FetchCommandTests {
         let directory = try TemporaryDirectory()
         let path = directory.file("kill.mbtiles")
         let box = GeoBoundingBox(west: 5, south: 45, east: 15, north: 55)
-        let zooms = 0...10
+        let zooms = 0...11
         let arguments = ["fetch", server.template, path, "--bbox", "\(box.west),\(box.south),\(box.east),\(box.north)",
                          "--zoom", "\(zooms.lowerBound)-\(zooms.upperBound)", "--concurrency", "4", "--quiet"]
         let cover = try PrefetchRequest.boundingBox(box, zooms: zooms).cover()
-        try #require(cover.count > 600)
+        try #require(cover.count > 3000)
 
-        // Kill once several hundred tiles were asked for (a batch commits every 256 tiles or 0.5 s),
+        // Kill once 2000 tiles were asked for (about 2 s at 4 ms a tile, 4 at a time; a batch
+        // commits every second or 32 MiB),
         // watching on a thread of its own so that a busy cooperative pool cannot make it late.
         let killed = try await onThread {
             let process = Process()
@@ -46,7 +47,7 @@ struct FetchCommandTests {
             process.standardError = FileHandle.nullDevice
             try process.run()
             let deadline = Date().addingTimeInterval(30)
-            while server.server.requestCount < 700 && process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+            while server.server.requestCount < 2000 && process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
             return process.terminationReason == .uncaughtSignal
@@ -104,7 +105,7 @@ struct FetchCommandTests {
         #expect(resumed.status == 0 && resumed.stdout.contains("\(verify.tiles) already present"), "\(resumed.stdout)")
     }
 
-    @Test("--transport curl (the default on Linux) and urlsession fetch the same tiles; --sessions goes with urlsession")
+    @Test("--transport sockets (the default on Linux), curl and urlsession fetch the same tiles; --sessions goes with urlsession")
     func transports() async throws {
         guard let binary = tilepackBinary() else { return }
         let server = try TileServer()
@@ -114,7 +115,11 @@ struct FetchCommandTests {
         for transport in TestTransport.available {
             let path = directory.file("\(transport).mbtiles")
             let before = server.server.requestCount
-            let name = transport == .curl ? "curl" : "urlsession"
+            let name = switch transport {
+            case .curl: "curl"
+            case .sockets: "sockets"
+            case .urlSession: "urlsession"
+            }
             let result = try await runTilepack(binary, ["fetch", server.template, path, "--bbox", "13.3,52.45,13.5,52.56", "--zoom", "6-10",
                                                   "--transport", name, "--quiet"])
             #expect(result.status == 0, "\(result.stderr)")

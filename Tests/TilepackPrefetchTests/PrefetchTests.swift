@@ -366,7 +366,10 @@ struct PrefetchRequestTests {
         let recorder = EventRecorder()
         prefetcher.addListener(recorder)
         let events = prefetcher.events()
-        let request = PrefetchRequest.boundingBox(berlin, zooms: 0...10)
+        // Enough tiles (30 ms each, 2 at a time) that the fetch is still running when this task,
+        // on a cooperative pool the whole suite shares, gets to the cancel.
+        let request = PrefetchRequest.boundingBox(berlin, zooms: 0...15)
+        try #require(try request.cover().count > 150)
         let submission = prefetcher.fetchMapData(for: request)
         var seen: [PrefetchEvent] = []
         for await event in events {

@@ -1,11 +1,13 @@
 import TilepackCurl
 import TilepackHTTP
+import TilepackSockets
 
-/// The HTTP transports the network suites run over: the library's URLSession, and libcurl's
-/// multi interface (TilepackCurl, Linux).
+/// The HTTP transports the network suites run over: the library's URLSession, libcurl's multi
+/// interface (TilepackCurl, Linux), and tilepack's own HTTP/1.1 client (TilepackSockets, Linux).
 public enum TestTransport: String, CaseIterable, Sendable, CustomStringConvertible {
     case urlSession
     case curl
+    case sockets
 
     /// Every transport built on this platform.
     public static var available: [TestTransport] {
@@ -24,6 +26,12 @@ public enum TestTransport: String, CaseIterable, Sendable, CustomStringConvertib
         case .curl:
             #if os(Linux)
             return CurlTransport(maximumConnectionsPerHost: maximumConnectionsPerHost)
+            #else
+            return URLSessionTransport(maximumConnectionsPerHost: maximumConnectionsPerHost)
+            #endif
+        case .sockets:
+            #if os(Linux)
+            return SocketTransport(maximumConnectionsPerHost: maximumConnectionsPerHost)
             #else
             return URLSessionTransport(maximumConnectionsPerHost: maximumConnectionsPerHost)
             #endif

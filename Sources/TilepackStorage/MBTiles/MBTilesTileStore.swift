@@ -96,7 +96,7 @@ public struct TileStorePurge: Hashable, Sendable, Codable {
 /// ``MBTilesSchema`` tells apart from foreign tables (`verify` does not warn about them).
 /// No `agg_tiles_hash` is written: the content changes as tiles are fetched and evicted.
 ///
-/// Crash safety: writes go into transactions of at most ``batchSize`` tiles (or
+/// Crash safety: writes go into transactions of at most ``batchBytes`` of tile data (or
 /// ``batchSeconds``), committed under SQLite's rollback journal (`journal_mode = DELETE`,
 /// `synchronous = NORMAL`). A kill loses at most the uncommitted batch; the next read-write open
 /// rolls a hot journal back, so a tile and its bookkeeping row are always written together.
@@ -110,10 +110,10 @@ public final class MBTilesTileStore: @unchecked Sendable {
     public let path: String
     /// Whether the file could only be opened for reading: every write throws.
     public let isReadOnly: Bool
-    /// Tiles per transaction.
-    public var batchSize: Int { 256 }
+    /// Bytes of tile data per transaction.
+    public var batchBytes: Int { 32 << 20 }
     /// Seconds an open transaction may stay uncommitted before the next write commits it.
-    public var batchSeconds: Double { 0.5 }
+    public var batchSeconds: Double { 1 }
 
     private let state: Locked<State>
 
@@ -176,7 +176,9 @@ public final class MBTilesTileStore: @unchecked Sendable {
         let state = State()
         state.connection = connection
         if writable {
-            try connection.execute("PRAGMA journal_mode = DELETE; PRAGMA synchronous = NORMAL;")
+            // A batch's pages stay in memory until its commit (up to ``batchBytes``; SQLite's
+            // default 2 MB cache would spill them to the file, with a journal sync, mid-batch).
+            try connection.execute("PRAGMA journal_mode = DELETE; PRAGMA synchronous = NORMAL; PRAGMA cache_size = -49152;")
             try connection.execute(Self.bookkeepingSchema)
             if !schema.hasMetadataTable {
                 try connection.execute("CREATE TABLE metadata (name TEXT NOT NULL, value TEXT); CREATE UNIQUE INDEX name ON metadata (name);")
@@ -221,7 +223,11 @@ public final class MBTilesTileStore: @unchecked Sendable {
         let file = try AtomicFile(destination: path, overwrite: false)
         do {
             let connection = try SQLiteConnection(filename: file.temporaryPath, archivePath: path, readOnly: false, uri: false, create: true)
+            // No journal and no syncs while the empty file is made: it is a temporary file until
+            // AtomicFile syncs it and renames it into place, and discarded if anything fails first.
             try connection.execute("""
+                PRAGMA journal_mode = OFF;
+                PRAGMA synchronous = OFF;
                 PRAGMA page_size = 8192;
                 PRAGMA application_id = \(MBTilesSchema.mbtilesApplicationID);
                 BEGIN;
@@ -238,6 +244,18 @@ public final class MBTilesTileStore: @unchecked Sendable {
     }
 
     // MARK: Reading
+
+    /// Whether the store holds nothing at `zoom`: no tile and no bookkeeping row. A fetch skips
+    /// looking its tiles up one by one at such a zoom.
+    public func isEmpty(atZoom zoom: Int) throws(TileArchiveError) -> Bool {
+        try withState { state throws(TileArchiveError) in
+            let connection = try state.open(path: path)
+            let tiles = try connection.scalarInt("SELECT EXISTS (SELECT 1 FROM tiles WHERE zoom_level = \(zoom))") ?? 1
+            guard tiles == 0 else { return false }
+            guard state.findState != nil else { return true }
+            return try connection.scalarInt("SELECT EXISTS (SELECT 1 FROM tilepack_tile_state WHERE zoom_level = \(zoom))") == 0
+        }
+    }
 
     /// Bytes of tile data in the archive.
     public var totalBytes: Int { state.withLock { $0.totalBytes } }
@@ -374,7 +392,7 @@ public final class MBTilesTileStore: @unchecked Sendable {
             upsert.bind(12, double: record.lastUsed)
             defer { upsert.reset() }
             _ = try upsert.step()
-            try state.countWrite(batchSize: batchSize, batchSeconds: batchSeconds)
+            try state.countWrite(bytes: data?.count ?? 0, batchBytes: batchBytes, batchSeconds: batchSeconds)
         }
     }
 
@@ -393,7 +411,7 @@ public final class MBTilesTileStore: @unchecked Sendable {
             defer { touch.reset() }
             _ = try touch.step()
             let changed = try state.open(path: path).changes > 0
-            try state.countWrite(batchSize: batchSize, batchSeconds: batchSeconds)
+            try state.countWrite(bytes: 0, batchBytes: batchBytes, batchSeconds: batchSeconds)
             return changed
         }
     }
@@ -676,9 +694,9 @@ extension MBTilesTileStore.State {
         transactionStarted = Date().timeIntervalSince1970
     }
 
-    func countWrite(batchSize: Int, batchSeconds: Double) throws(TileArchiveError) {
-        pending += 1
-        if pending >= batchSize || Date().timeIntervalSince1970 - transactionStarted >= batchSeconds {
+    func countWrite(bytes: Int, batchBytes: Int, batchSeconds: Double) throws(TileArchiveError) {
+        pending += bytes
+        if pending >= batchBytes || Date().timeIntervalSince1970 - transactionStarted >= batchSeconds {
             guard let connection else { return }
             try connection.execute("COMMIT")
             inTransaction = false

@@ -1,0 +1,243 @@
+#if os(Linux)
+import Foundation
+import Testing
+import TilepackCore
+import TilepackHTTP
+@testable import TilepackSockets
+import TilepackTestSupport
+
+/// tilepack's own HTTP/1.1 client: the response framing on its own (every byte boundary, every
+/// framing, damaged heads), and what only this transport does (the fallback, resending on a
+/// reused connection the server had closed, tasks on its loops). The rules it shares with the
+/// other transports are HTTPClientTests' and the prefetch suites', which run over it too.
+@Suite struct SocketTransportTests {
+
+    /// Feeds `bytes` in pieces of `step` (0: all at once) and returns what came out.
+    static func parse(_ bytes: [UInt8], step: Int = 0, isHead: Bool = false, close: Bool = false)
+        -> (status: Int?, fields: [String: String], body: [UInt8], end: Bool?, malformed: String?, used: Int) {
+        var parser = ResponseParser(isHead: isHead)
+        var status: Int?
+        var fields: [String: String] = [:]
+        var body: [UInt8] = []
+        var end: Bool?
+        var malformed: String?
+        var used = 0
+        let pieces = step == 0 ? [bytes[...]] : stride(from: 0, to: bytes.count, by: step).map { bytes[$0..<min(bytes.count, $0 + step)] }
+        for piece in pieces where !parser.isFinished {
+            let array = Array(piece)
+            used += array.withUnsafeBytes { buffer in
+                parser.feed(buffer) { event in
+                    switch event {
+                    case .head(let code, let list):
+                        status = code
+                        for field in list { fields[field.name] = field.value }
+                    case .body(let range): body += buffer[range]
+                    case .end(let reusable): end = reusable
+                    case .malformed(let reason): malformed = reason
+                    }
+                    return true
+                }
+            }
+        }
+        if close, !parser.isFinished {
+            _ = parser.endOfInput { event in
+                if case .end(let reusable) = event { end = reusable }
+                return true
+            }
+        }
+        return (status, fields, body, end, malformed, used)
+    }
+
+    @Test func framingByLengthChunksOrCloseSurvivesEveryReadBoundary() {
+        let fixed = Array("HTTP/1.1 200 OK\r\nContent-Type: image/png\r\nETag: \"a1\"\r\nContent-Length: 11\r\n\r\nhello world".utf8)
+        let chunked = Array("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\nX-Trailer: t\r\n\r\n".utf8)
+        let untilClose = Array("HTTP/1.0 200 OK\r\nServer: old\r\n\r\nhello world".utf8)
+        for step in [0, 1, 2, 3, 7] {
+            let a = Self.parse(fixed, step: step)
+            #expect(a.status == 200 && a.body == Array("hello world".utf8) && a.end == true && a.malformed == nil, "step \(step)")
+            #expect(a.fields["etag"] == "\"a1\"" && a.fields["content-type"] == "image/png", "names lower-cased, values trimmed")
+            let b = Self.parse(chunked, step: step)
+            #expect(b.status == 200 && b.body == Array("hello world".utf8) && b.end == true && b.malformed == nil, "step \(step)")
+            let c = Self.parse(untilClose, step: step, close: true)
+            #expect(c.body == Array("hello world".utf8) && c.end == false, "step \(step): read until the close, never reused")
+        }
+        // Bytes after a complete response are not taken: the caller does not reuse the connection.
+        let twice = Self.parse(fixed + Array("garbage".utf8))
+        #expect(twice.end == true && twice.used == fixed.count)
+    }
+
+    @Test func bodilessResponsesInterimHeadsAndKeepAlive() {
+        let head = Self.parse(Array("HTTP/1.1 200 OK\r\nContent-Length: 500\r\n\r\n".utf8), isHead: true)
+        #expect(head.status == 200 && head.body.isEmpty && head.end == true)
+        for status in [204, 304] {
+            let result = Self.parse(Array("HTTP/1.1 \(status) X\r\nContent-Length: 9\r\n\r\n".utf8))
+            #expect(result.status == status && result.body.isEmpty && result.end == true)
+        }
+        let interim = Self.parse(Array("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".utf8), step: 5)
+        #expect(interim.status == 200 && interim.body == Array("ok".utf8))
+        #expect(Self.parse(Array("HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n".utf8)).end == false)
+        #expect(Self.parse(Array("HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n".utf8)).end == false)
+        #expect(Self.parse(Array("HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\nContent-Length: 0\r\n\r\n".utf8)).end == true)
+        // Bare LFs end lines (RFC 9112 §2.2); repeated equal lengths are one length.
+        let bare = Self.parse(Array("HTTP/1.1 200 OK\nContent-Length: 2, 2\n\nok".utf8))
+        #expect(bare.body == Array("ok".utf8) && bare.end == true)
+    }
+
+    @Test func damagedFramingIsRefusedWithItsReason() {
+        let cases: [(String, String)] = [
+            ("HTTP/2 200 OK\r\n\r\n", "not an HTTP/1.x status line"),
+            ("HTTP/1.1 2000 OK\r\n\r\n", "three digits"),
+            ("HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", "Content-Length"),
+            ("HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n", "Content-Length"),
+            ("HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999\r\n\r\n", "Content-Length"),
+            ("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", "Transfer-Encoding"),
+            ("HTTP/1.1 200 OK\r\n folded: x\r\n\r\n", "folding"),
+            ("HTTP/1.1 200 OK\r\nBad Name: x\r\n\r\n", "token"),
+            ("HTTP/1.1 200 OK\r\nX: a\u{1}b\r\n\r\n", "control byte"),
+            ("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", "hexadecimal"),
+            ("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nfffffffffffffffff\r\n", "hexadecimal"),
+            ("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabc\r\n", "longer than its size"),
+            ("HTTP/1.1 101 Switching Protocols\r\n\r\n", "101"),
+        ]
+        for (text, reason) in cases {
+            let result = Self.parse(Array(text.utf8))
+            #expect(result.malformed?.contains(reason) == true, "\(text.debugDescription): \(result.malformed ?? "accepted")")
+        }
+        // Lengths are bounded: a head, a chunk-size line, trailers.
+        let hugeHead = Array("HTTP/1.1 200 OK\r\nX: ".utf8) + Array(repeating: UInt8(ascii: "a"), count: 70_000)
+        #expect(Self.parse(hugeHead, step: 4096).malformed?.contains("64 KiB") == true)
+        let longLine = Array("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1".utf8) + Array(repeating: UInt8(ascii: " "), count: 5000)
+        #expect(Self.parse(longLine, step: 100).malformed?.contains("chunk-size line") == true)
+        let trailers = Array("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n".utf8)
+            + Array(repeating: Array("X-T: 1234567890\r\n".utf8), count: 400).flatMap { $0 }
+        #expect(Self.parse(trailers, step: 512).malformed?.contains("trailer") == true)
+        // A body cut short is not complete at the close.
+        #expect(Self.parse(Array("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc".utf8), close: true).end == nil)
+    }
+
+    @Test func randomlyDamagedResponsesNeverTrapAndStayBounded() {
+        let seeds = [
+            "HTTP/1.1 200 OK\r\nContent-Type: image/png\r\nContent-Length: 11\r\n\r\nhello world",
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n",
+            "HTTP/1.0 404 Not Found\r\n\r\nnothing",
+            "HTTP/1.1 304 Not Modified\r\nETag: \"x\"\r\n\r\n",
+        ].map { Array($0.utf8) }
+        var generator = SplitMix64(seed: 17)
+        for round in 0..<20_000 {
+            var bytes = seeds[round % seeds.count]
+            for _ in 0..<(1 + Int(generator.next() % 4)) {
+                let index = Int(generator.next() % UInt64(bytes.count))
+                switch generator.next() % 4 {
+                case 0: bytes[index] = UInt8(truncatingIfNeeded: generator.next())
+                case 1: bytes.remove(at: index)
+                case 2: bytes.insert(UInt8(truncatingIfNeeded: generator.next()), at: index)
+                default: bytes.insert(contentsOf: [13, 10], at: index)
+                }
+                if bytes.isEmpty { bytes = [0] }
+            }
+            let whole = Self.parse(bytes, close: true)
+            let pieces = Self.parse(bytes, step: 1 + Int(generator.next() % 9), close: true)
+            // However the bytes are cut, the outcome is the same; a body never exceeds the input.
+            #expect(whole.status == pieces.status && whole.body == pieces.body && whole.end == pieces.end
+                    && (whole.malformed == nil) == (pieces.malformed == nil), "\(bytes)")
+            #expect(whole.body.count <= bytes.count)
+        }
+    }
+
+    @Test func requestBytesComeFromTheURLsText() throws {
+        func message(_ url: String, _ headers: [String: String] = [:]) throws -> RequestMessage? {
+            try RequestMessage.make(HTTPRequest(url: URL(string: url)!, headers: headers))?.get()
+        }
+        let plain = try #require(try message("http://tiles.example:8080/3/4/5.png?key=a%20b#frag", ["If-None-Match": "\"e\""]))
+        let text = String(decoding: plain.bytes, as: UTF8.self)
+        #expect(text.hasPrefix("GET /3/4/5.png?key=a%20b HTTP/1.1\r\nHost: tiles.example:8080\r\nAccept: */*\r\n"))
+        #expect(text.contains("If-None-Match: \"e\"\r\n") && text.hasSuffix("\r\n\r\n"))
+        #expect(plain.authority == "tiles.example:8080")
+        #expect(String(decoding: try #require(try message("HTTP://host?x=1")).bytes, as: UTF8.self).hasPrefix("GET /?x=1 HTTP/1.1\r\nHost: host\r\n"))
+        #expect(RequestMessage.hostAndPort("[::1]:8080")! == ("::1", 8080))
+        #expect(RequestMessage.hostAndPort("host")! == ("host", 80))
+        #expect(RequestMessage.hostAndPort("host:99999") == nil && RequestMessage.hostAndPort(":80") == nil)
+        // Not this transport's: https, credentials.
+        #expect(try message("https://host/x") == nil)
+        #expect(try message("http://user:pw@host/x") == nil)
+        // A header value with a line break would split the request: refused.
+        #expect(throws: SocketFault.self) { try message("http://host/x", ["X-Evil": "a\r\nHost: other"]) }
+    }
+
+    /// Records what is handed to it: a stand-in for libcurl as the fallback.
+    final class RecordingTransport: HTTPTransport {
+        let urls = Locked<[String]>([])
+        func exchange(_ request: HTTPRequest, _ response: HTTPIncomingResponse) async -> HTTPIncomingResponse {
+            urls.withLock { $0.append(request.url.absoluteString) }
+            var response = response
+            response.receiveHead(status: 200, fields: [])
+            response.end(nil)
+            return response
+        }
+    }
+
+    @Test func httpsAndProxiesGoToTheFallback() async throws {
+        let fallback = RecordingTransport()
+        let client = HTTPClient(transport: SocketTransport(fallback: fallback))
+        #expect(try await client.send(HTTPRequest(url: URL(string: "https://tiles.invalid/1/2/3.png")!)).status == 200)
+        #expect(fallback.urls.withLock { $0 } == ["https://tiles.invalid/1/2/3.png"])
+        let server = try LoopbackHTTPServer { _ in .status(200, "direct") }
+        defer { server.stop() }
+        let proxied = HTTPClient(transport: SocketTransport(fallback: fallback, environment: ["http_proxy": "http://proxy.invalid:3128"]))
+        _ = try await proxied.send(HTTPRequest(url: URL(string: server.baseURL + "/p")!))
+        #expect(server.requestCount == 0 && fallback.urls.withLock { $0.count } == 2)
+        let alone = HTTPClient(transport: SocketTransport())
+        await #expect(throws: HTTPError(url: "https://tiles.invalid/x", fault: .unsupportedScheme("https"))) {
+            _ = try await alone.send(HTTPRequest(url: URL(string: "https://tiles.invalid/x")!))
+        }
+    }
+
+    @Test func aReusedConnectionClosedByTheServerIsResentOnceOnANewOne() async throws {
+        // The second request reaches a kept-alive connection that the server then drops without
+        // answering, as a server closing an idle connection does at that very moment.
+        let dropped = Locked(false)
+        let server = try LoopbackHTTPServer { request in
+            let drop = request.path == "/dropped-once" && dropped.withLock { done in
+                defer { done = true }
+                return !done
+            }
+            return drop ? .close : .status(200, request.path)
+        }
+        defer { server.stop() }
+        let client = HTTPClient(transport: SocketTransport())
+        #expect(try await client.send(HTTPRequest(url: URL(string: server.baseURL + "/first")!)).body == Data("/first".utf8))
+        #expect(try await client.send(HTTPRequest(url: URL(string: server.baseURL + "/dropped-once")!)).body == Data("/dropped-once".utf8))
+        #expect(server.acceptedConnections == 2 && server.requestCount == 3)
+        // A new connection that drops the request is an error, not resent: the server saw it once.
+        let dropping = try LoopbackHTTPServer { _ in .close }
+        defer { dropping.stop() }
+        await #expect(throws: HTTPError.self) {
+            _ = try await client.send(HTTPRequest(url: URL(string: dropping.baseURL + "/x")!))
+        }
+        #expect(dropping.requestCount == 1)
+    }
+
+    @Test func tasksOnTheLoopsUseTheirOwnLoopsConnections() async throws {
+        let server = try LoopbackHTTPServer { request in .status(200, request.path) }
+        defer { server.stop() }
+        let transport = SocketTransport(maximumConnectionsPerHost: 2, loops: 2)
+        #expect(transport.taskExecutors.count == 2)
+        let client = HTTPClient(transport: transport)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for worker in 0..<4 {
+                group.addTask(executorPreference: transport.taskExecutors[worker % 2]) {
+                    for index in 0..<50 {
+                        let path = "/w\(worker)/\(index)"
+                        let body = try await client.send(HTTPRequest(url: URL(string: server.baseURL + path)!)).body
+                        #expect(body == Data(path.utf8))
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(server.requestCount == 200)
+        // Two workers per loop, two connections per loop at most.
+        #expect(server.acceptedConnections <= 4, "\(server.acceptedConnections) connections")
+    }
+}
+#endif
