@@ -50,7 +50,8 @@ enum FileReading {
 
     static func read(_ path: String, folder: TreeFolder? = nil, name: String? = nil, scratch: inout [UInt8],
                      expectLarge: Bool = false, identity: inout FileVersion?) throws(Failure) -> [UInt8] {
-        switch try readLending(path, folder: folder, name: name, scratch: &scratch, expectLarge: expectLarge, identity: &identity) {
+        switch try readLending(path, folderDescriptor: folder?.descriptor ?? -1, name: name, scratch: &scratch,
+                               expectLarge: expectLarge, identity: &identity) {
         case .inScratch(let count): Array(scratch[0..<count])
         case .array(let bytes): bytes
         }
@@ -69,12 +70,16 @@ enum FileReading {
     /// reads them there, and copies them only to keep them.
     ///
     /// (`path` is made only when the file is opened by it: without an open `folder` and `name`.)
-    static func readLending(_ path: @autoclosure () -> String, folder: TreeFolder? = nil, name: String? = nil, scratch: inout [UInt8],
+    ///
+    /// (`folderDescriptor` is the folder's descriptor, not the ``TreeFolder``: the caller keeps the
+    /// folder open, and a worker passing the object would retain and release it, a reference count
+    /// the walk and the other workers update too.)
+    static func readLending(_ path: @autoclosure () -> String, folderDescriptor: Int32 = -1, name: String? = nil, scratch: inout [UInt8],
                             expectLarge: Bool = false, identity: inout FileVersion?) throws(Failure) -> Bytes {
         identity = nil
         let flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK
-        let fd = if let folder, folder.descriptor >= 0, let name {
-            FileSystem.openat(folder.descriptor, name, flags)
+        let fd = if folderDescriptor >= 0, let name {
+            FileSystem.openat(folderDescriptor, name, flags)
         } else {
             FileSystem.open(path(), flags)
         }

@@ -349,7 +349,7 @@ enum TileFileReader {
         let read: FileReading.Bytes
         var identity: FileVersion?
         do throws(FileReading.Failure) {
-            read = try FileReading.readLending(file.path, folder: file.folder, name: file.name, scratch: &scratch.buffer,
+            read = try FileReading.readLending(file.path, folderDescriptor: file.folder.descriptor, name: file.name, scratch: &scratch.buffer,
                                                expectLarge: scratch.lastWasLarge, identity: &identity)
         } catch {
             return .failure(ReadFailure(reason: error.description))
