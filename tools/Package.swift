@@ -63,6 +63,7 @@ let package = Package(
         // tilepack fetch's HTTP floor: the same GETs through TilepackHTTP alone, over either transport (tools/bench-fetch.sh).
         .executableTarget(name: "bench-fetch-floor", dependencies: [
             .product(name: "Tilepack", package: "tilepack"), .product(name: "TilepackCurl", package: "tilepack"),
+            .product(name: "TilepackSockets", package: "tilepack"),
         ]),
         // The adapter's headline: bitmaps per second delivered into request buffers.
         .executableTarget(name: "bench-adapter", dependencies: [

@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # Issue 17's prefetch benchmark: tiles per second that `tilepack fetch` downloads from a local
-# nginx, over each HTTP transport (libcurl's multi interface, the command's default on Linux,
-# and URLSession, the library's default), next to download-tiles (PyPI) fetching the same
-# tiles, to the server's own ceiling measured with wrk on the same URLs, and to tilepack's HTTP
-# floors (the same GETs through TilepackHTTP's client alone over each transport:
+# nginx, over each HTTP transport (tilepack's own sockets, the command's default on Linux;
+# libcurl's multi interface; URLSession, the library's default), next to download-tiles (PyPI)
+# fetching the same tiles, to the server's own ceiling measured with wrk on the same URLs, and to
+# tilepack's HTTP floors (the same GETs through TilepackHTTP's client alone over each transport:
 # tools/Sources/bench-fetch-floor), in one run. Contenders alternate; medians of --runs runs;
-# every figure is printed as tilepack's ratio to it.
+# every figure is printed as tilepack's ratio to it. A tilepack figure is the whole command's
+# wall clock (process start, store creation, final metadata and sync included); the CPU time
+# per tile (user + system, of the whole command) is printed beside it.
+#
+# tilepack is the release build with the Swift runtime linked in (--static-swift-stdlib, its own
+# build folder .build-static), as tools/install.sh installs it.
 #
 #   tools/bench-fetch.sh [--zoom 0-6] [--runs 3] [--concurrency 8] [--port 18717]
 #
@@ -83,9 +88,10 @@ trap 'kill "$(cat "$work/nginx.pid")" 2>/dev/null || true' EXIT
 sleep 0.3
 curl -sf -o /dev/null "$base/0/0/0.png" || { echo "bench-fetch: nginx does not answer on $base" >&2; exit 1; }
 
-# tilepack and the HTTP floor, release.
-swift build -c release --product tilepack >/dev/null
-tilepack="$(swift build -c release --show-bin-path)/tilepack"
+# tilepack (release, static Swift runtime, as installed) and the HTTP floor.
+static=(-c release --static-swift-stdlib --scratch-path .build-static)
+swift build "${static[@]}" --product tilepack >/dev/null
+tilepack="$(swift build "${static[@]}" --show-bin-path)/tilepack"
 swift build -c release --package-path tools --product bench-fetch-floor >/dev/null
 floor="$(swift build -c release --package-path tools --show-bin-path)/bench-fetch-floor"
 sessions=$(nproc)
@@ -103,26 +109,30 @@ EOF
 now() { date +%s.%N; }
 median() { sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 
-contenders="wrk floor-curl floor-urlsession tilepack-curl tilepack-urlsession download-tiles"
-for name in $contenders; do : > "$work/$name.rates"; done
+contenders="wrk floor-sockets floor-curl floor-urlsession tilepack-sockets tilepack-curl tilepack-urlsession download-tiles"
+for name in $contenders; do : > "$work/$name.rates"; : > "$work/$name.cpu"; done
 echo "bench-fetch: $tiles tiles (world, zooms $zoom) from nginx on $base; $runs runs, alternating; $(nproc) cores; load: $(uptime | sed 's/.*load average: //')"
 
-# tilepack fetch over one transport: tiles/s, wall clock of the whole command.
+# tilepack fetch over one transport: tiles/s, wall clock of the whole command; its CPU time
+# per tile (µs, user + system) goes to tilepack-<transport>.cpu.
 fetch() {
     rm -f "$work/tilepack-$1.mbtiles"
     local start end got
     start=$(now)
-    "$tilepack" fetch "$base/{z}/{x}/{y}.png" "$work/tilepack-$1.mbtiles" --bbox=-180,-85.0511,180,85.0511 --zoom "$zoom" \
-        --concurrency "$concurrency" --transport "$1" --quiet > "$work/tilepack-$1.out"
+    /usr/bin/time -f "%U %S" -o "$work/tilepack-$1.time" "$tilepack" fetch "$base/{z}/{x}/{y}.png" "$work/tilepack-$1.mbtiles" \
+        --bbox=-180,-85.0511,180,85.0511 --zoom "$zoom" --concurrency "$concurrency" --transport "$1" --quiet > "$work/tilepack-$1.out"
     end=$(now)
     got=$(grep -o '^success: [0-9]*' "$work/tilepack-$1.out" | grep -o '[0-9]*$')
     [ "$got" = "$tiles" ] || { echo "bench-fetch: tilepack ($1) fetched $got of $tiles tiles: $(cat "$work/tilepack-$1.out")" >&2; exit 1; }
+    awk -v n="$tiles" '{ printf "%.1f\n", ($1 + $2) * 1e6 / n }' "$work/tilepack-$1.time" >> "$work/tilepack-$1.cpu"
     echo "$tiles $start $end" | awk '{ printf "%.1f\n", $1 / ($3 - $2) }'
 }
 
 for run in $(seq 1 "$runs"); do
     # The server's ceiling on the same URLs: wrk, 2 threads, as many connections as tilepack uses.
     wrk -t2 -c"$concurrency" -d4s -s "$work/urls.lua" "$base" | awk '/Requests\/sec/ { print $2 }' >> "$work/wrk.rates"
+    fetch sockets >> "$work/tilepack-sockets.rates"
+    "$floor" "$base" "$work/paths.txt" "$concurrency" sockets >> "$work/floor-sockets.rates"
     "$floor" "$base" "$work/paths.txt" "$concurrency" curl >> "$work/floor-curl.rates"
     fetch curl >> "$work/tilepack-curl.rates"
     "$floor" "$base" "$work/paths.txt" "$concurrency" "$sessions" >> "$work/floor-urlsession.rates"
@@ -143,15 +153,21 @@ done
 
 declare -A med
 for name in $contenders; do med[$name]=$(median < "$work/$name.rates"); done
-"$tilepack" verify "$work/tilepack-curl.mbtiles" | tail -1
+"$tilepack" verify "$work/tilepack-sockets.mbtiles" | tail -1
 ratio() { echo "$1 $2" | awk '{ printf "%.2fx", $1 / $2 }'; }
-tc=${med[tilepack-curl]}; tu=${med[tilepack-urlsession]}
-printf '\n%-46s %10s %16s %20s\n' "median of $runs runs" "tiles/s" "tilepack curl ÷" "tilepack urlsession ÷"
-row() { printf '%-46s %10.0f %16s %20s\n' "$1" "$2" "$(ratio "$tc" "$2")" "$(ratio "$tu" "$2")"; }
-row "tilepack fetch --transport curl (default)" "$tc"
-row "tilepack fetch --transport urlsession" "$tu"
-row "download-tiles 0.4.1" "${med[download-tiles]}"
-row "nginx ceiling (wrk -t2 -c$concurrency, same URLs)" "${med[wrk]}"
-row "HTTP floor: TilepackHTTP over curl" "${med[floor-curl]}"
-row "HTTP floor: TilepackHTTP over $sessions URLSessions" "${med[floor-urlsession]}"
+ts=${med[tilepack-sockets]}; tc=${med[tilepack-curl]}; tu=${med[tilepack-urlsession]}
+printf '\n%-50s %10s %11s %18s %16s %20s\n' "median of $runs runs" "tiles/s" "CPU µs/tile" "tilepack sockets ÷" "tilepack curl ÷" "tilepack urlsession ÷"
+row() {
+    local cpu=""
+    [ -s "$work/$3.cpu" ] && cpu=$(median < "$work/$3.cpu")
+    printf '%-50s %10.0f %11s %18s %16s %20s\n' "$1" "$2" "$cpu" "$(ratio "$ts" "$2")" "$(ratio "$tc" "$2")" "$(ratio "$tu" "$2")"
+}
+row "tilepack fetch --transport sockets (default)" "$ts" tilepack-sockets
+row "tilepack fetch --transport curl" "$tc" tilepack-curl
+row "tilepack fetch --transport urlsession" "$tu" tilepack-urlsession
+row "download-tiles 0.4.1" "${med[download-tiles]}" download-tiles
+row "nginx ceiling (wrk -t2 -c$concurrency, same URLs)" "${med[wrk]}" wrk
+row "HTTP floor: TilepackHTTP over tilepack's sockets" "${med[floor-sockets]}" floor-sockets
+row "HTTP floor: TilepackHTTP over curl" "${med[floor-curl]}" floor-curl
+row "HTTP floor: TilepackHTTP over $sessions URLSessions" "${med[floor-urlsession]}" floor-urlsession
 echo "load after: $(uptime | sed 's/.*load average: //')"

@@ -19,6 +19,8 @@ final class FetchJob: RequestJob, @unchecked Sendable {
     private let feed: Locked<Feed>
     private let cancelled = Locked(false)
     private let result = Locked<PrefetchReport?>(nil)
+    /// Stored tiles since the capacity was last checked (the writer's queue only).
+    private let sinceEviction = Locked(0)
 
     /// Stored tiles between two checks of the capacity.
     static let evictionInterval = 256
@@ -37,7 +39,6 @@ final class FetchJob: RequestJob, @unchecked Sendable {
         var bytes = 0
         var requests = 0
         var evicted = 0
-        var sinceEviction = 0
         var failures: [PrefetchFailure] = []
         var lastFraction = 0.0
         var lastEmit = 0.0
@@ -108,6 +109,17 @@ final class FetchJob: RequestJob, @unchecked Sendable {
         let storedFormat = try? store.metadata().format
         let downloader = TileDownloader(clients: prefetcher.clients, source: source, configuration: prefetcher.configuration,
                                         storedFormat: storedFormat ?? nil)
+        // Outcomes go into the store on the writer's queue; the capacity is checked there too.
+        let writer = StoreWriter(store: store, onError: { [weak self] message in self?.fail(with: message) }, afterBatch: { [weak self] stored in
+            guard let self else { return }
+            let due = sinceEviction.withLock { count -> Bool in
+                count += stored
+                guard count >= Self.evictionInterval else { return false }
+                count = 0
+                return true
+            }
+            if due { evictIfNeeded() }
+        })
         let workers = max(1, min(256, prefetcher.configuration.connectionsPerHost * max(1, source.hosts.count)))
         // With one client whose transport runs event loops of its own, the workers are spread over
         // the loops' threads: a response resumes its worker where it arrived, with no thread woken
@@ -117,15 +129,16 @@ final class FetchJob: RequestJob, @unchecked Sendable {
             for worker in 0..<workers {
                 group.addTask(executorPreference: executors.isEmpty ? nil : executors[worker % executors.count]) { [self] in
                     while !isCancelled, let tile = feed.withLock({ $0.next() }) {
-                        await process(tile, downloader: downloader, emptyZooms: emptyZooms)
+                        await process(tile, downloader: downloader, writer: writer, emptyZooms: emptyZooms)
                     }
                 }
             }
         }
+        await writer.flush()
         finish()
     }
 
-    private func process(_ tile: TileCoordinate, downloader: TileDownloader, emptyZooms: Set<Int>) async {
+    private func process(_ tile: TileCoordinate, downloader: TileDownloader, writer: StoreWriter, emptyZooms: Set<Int>) async {
         let record: TileStateRecord?
         let storedSize: Int?
         do {
@@ -161,53 +174,44 @@ final class FetchJob: RequestJob, @unchecked Sendable {
         var attempts = 0
         let outcome = await downloader.download(url, validators: validators, attempts: &attempts)
         let now = Date().timeIntervalSince1970
-        do {
-            switch outcome {
-            case .cancelled:
-                state.withLock { $0.requests += attempts }
-                return
-            case .tile(let data, _, let etag, let lastModified):
-                try store.record(TileStateRecord(tile: tile, outcome: .stored, httpStatus: 200, attempts: attempts, bytes: data.count,
-                                                 etag: etag, lastModified: lastModified, fetchedAt: now), data: data)
-                let evict = settle(attempts: attempts) { counters in
-                    counters.downloaded += 1
-                    counters.bytes += data.count
-                    counters.sinceEviction += 1
-                }
-                if evict { evictIfNeeded() }
-            case .notModified:
-                if try !store.touch(tile, attempts: attempts, at: now) {
-                    try store.record(TileStateRecord(tile: tile, outcome: .stored, httpStatus: 304, attempts: attempts,
-                                                     bytes: storedSize ?? 0, fetchedAt: now), data: nil)
-                }
-                settle(attempts: attempts) { counters in
-                    counters.alreadyPresent += 1
-                    counters.notModified += 1
-                }
-            case .absent(let status):
-                try store.record(TileStateRecord(tile: tile, outcome: .absent, httpStatus: status, attempts: attempts, fetchedAt: now), data: nil)
-                settle(attempts: attempts) { $0.absent += 1 }
-            case .failed(let fault):
-                // A stored tile whose refresh failed stays as it was.
-                if storedSize == nil {
-                    try store.record(TileStateRecord(tile: tile, outcome: .failed, httpStatus: fault.httpStatus, attempts: attempts,
-                                                     message: fault.description, fetchedAt: now), data: nil)
-                }
-                let failure = PrefetchFailure(tile: "\(tile.zoom)/\(tile.x)/\(tile.y)", url: url.absoluteString, status: fault.httpStatus,
-                                              attempts: attempts, reason: fault.description)
-                settle(attempts: attempts) { counters in
-                    counters.failed += 1
-                    if counters.failures.count < PrefetchReport.maximumListedFailures { counters.failures.append(failure) }
-                }
+        switch outcome {
+        case .cancelled:
+            state.withLock { $0.requests += attempts }
+            return
+        case .tile(let data, _, let etag, let lastModified):
+            await writer.submit(.record(TileStateRecord(tile: tile, outcome: .stored, httpStatus: 200, attempts: attempts, bytes: data.count,
+                                                        etag: etag, lastModified: lastModified, fetchedAt: now), data))
+            settle(attempts: attempts) { counters in
+                counters.downloaded += 1
+                counters.bytes += data.count
             }
-        } catch {
-            fail(with: "writing to the store failed: \(error)")
+        case .notModified:
+            await writer.submit(.touch(tile, attempts: attempts, at: now, otherwise: TileStateRecord(
+                tile: tile, outcome: .stored, httpStatus: 304, attempts: attempts, bytes: storedSize ?? 0, fetchedAt: now)))
+            settle(attempts: attempts) { counters in
+                counters.alreadyPresent += 1
+                counters.notModified += 1
+            }
+        case .absent(let status):
+            await writer.submit(.record(TileStateRecord(tile: tile, outcome: .absent, httpStatus: status, attempts: attempts, fetchedAt: now), nil))
+            settle(attempts: attempts) { $0.absent += 1 }
+        case .failed(let fault):
+            // A stored tile whose refresh failed stays as it was.
+            if storedSize == nil {
+                await writer.submit(.record(TileStateRecord(tile: tile, outcome: .failed, httpStatus: fault.httpStatus, attempts: attempts,
+                                                            message: fault.description, fetchedAt: now), nil))
+            }
+            let failure = PrefetchFailure(tile: "\(tile.zoom)/\(tile.x)/\(tile.y)", url: url.absoluteString, status: fault.httpStatus,
+                                          attempts: attempts, reason: fault.description)
+            settle(attempts: attempts) { counters in
+                counters.failed += 1
+                if counters.failures.count < PrefetchReport.maximumListedFailures { counters.failures.append(failure) }
+            }
         }
     }
 
-    /// Counts a settled tile and sends progress when due. Returns whether the capacity is due a check.
-    @discardableResult
-    private func settle(attempts: Int = 0, _ update: (inout Counters) -> Void) -> Bool {
+    /// Counts a settled tile and sends progress when due.
+    private func settle(attempts: Int = 0, _ update: (inout Counters) -> Void) {
         state.withLock { counters in
             update(&counters)
             counters.requests += attempts
@@ -219,11 +223,6 @@ final class FetchJob: RequestJob, @unchecked Sendable {
                 counters.lastEmit = now
                 prefetcher.hub.emit(.progress(progress(counters, fraction: fraction, now: now)), from: prefetcher)
             }
-            if counters.sinceEviction >= Self.evictionInterval {
-                counters.sinceEviction = 0
-                return true
-            }
-            return false
         }
     }
 
@@ -249,30 +248,37 @@ final class FetchJob: RequestJob, @unchecked Sendable {
         cancelled.withLock { $0 = true }
     }
 
+    /// Ends the fetch with one commit: the last tiles, the refreshed metadata and the region's
+    /// status go into the file together (each commit costs about four syncs).
     private func finish() {
+        evictIfNeeded()
+        try? store.refreshMetadata(commit: false)
+        func report(storeError: String?) -> PrefetchReport {
+            state.withLock { counters -> PrefetchReport in
+                if let storeError, counters.storeError == nil { counters.storeError = storeError }
+                // A cancel that came after the last tile settled changes nothing.
+                let wasCancelled = cancelled.withLock { $0 } && counters.done < counters.total && counters.storeError == nil
+                let status: PrefetchStatus = counters.storeError != nil ? .failure
+                    : wasCancelled ? .cancelled
+                    : counters.failed > 0 ? .failure : .success
+                return PrefetchReport(
+                    requestId: counters.id, regionId: regionId, status: status, tiles: counters.total, downloaded: counters.downloaded,
+                    alreadyPresent: counters.alreadyPresent, notModified: counters.notModified, absent: counters.absent,
+                    failed: counters.failed, bytes: counters.bytes, requests: counters.requests,
+                    seconds: Date().timeIntervalSince1970 - counters.started, failures: counters.failures, evicted: counters.evicted,
+                    error: counters.storeError)
+            }
+        }
+        let expected = report(storeError: nil).status
+        _ = try? store.updateRegion(id: regionId, status: expected.rawValue, commit: false)
         var storeError: String?
         do {
             try store.commit()
         } catch {
             storeError = "committing the store failed: \(error)"
         }
-        evictIfNeeded()
-        try? store.refreshMetadata()
-        let report = state.withLock { counters -> PrefetchReport in
-            if let storeError, counters.storeError == nil { counters.storeError = storeError }
-            // A cancel that came after the last tile settled changes nothing.
-            let wasCancelled = cancelled.withLock { $0 } && counters.done < counters.total && counters.storeError == nil
-            let status: PrefetchStatus = counters.storeError != nil ? .failure
-                : wasCancelled ? .cancelled
-                : counters.failed > 0 ? .failure : .success
-            return PrefetchReport(
-                requestId: counters.id, regionId: regionId, status: status, tiles: counters.total, downloaded: counters.downloaded,
-                alreadyPresent: counters.alreadyPresent, notModified: counters.notModified, absent: counters.absent,
-                failed: counters.failed, bytes: counters.bytes, requests: counters.requests,
-                seconds: Date().timeIntervalSince1970 - counters.started, failures: counters.failures, evicted: counters.evicted,
-                error: counters.storeError)
-        }
-        _ = try? store.updateRegion(id: regionId, status: report.status.rawValue)
+        let report = report(storeError: storeError)
+        if report.status != expected { _ = try? store.updateRegion(id: regionId, status: report.status.rawValue) }
         result.withLock { $0 = report }
         prefetcher.hub.emit(.status(requestId: report.requestId, report.status, report: report), from: prefetcher)
     }

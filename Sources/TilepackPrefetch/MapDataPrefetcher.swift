@@ -121,7 +121,9 @@ public final class MapDataPrefetcher: Sendable {
         guard !store.isReadOnly else { return .rejected(.operationNotAllowed, "the store \(store.path) is read-only") }
         let region: TileRegionRecord
         do {
-            region = try store.region(key: request.key(source: source), request: request.storedJSON, status: PrefetchStatus.inProgress.rawValue)
+            // Committed with the first batch of tiles.
+            region = try store.region(key: request.key(source: source), request: request.storedJSON, status: PrefetchStatus.inProgress.rawValue,
+                                      commit: false)
         } catch {
             return .rejected(.unknown, "recording the region failed: \(error)")
         }

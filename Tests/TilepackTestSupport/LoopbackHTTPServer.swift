@@ -117,15 +117,18 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
 
     /// Closes the listener and every connection; idempotent.
     public func stop() {
-        let open = state.withLock { state -> Set<Int32>? in
-            guard !state.stopped else { return nil }
+        // Under the lock: a connection's thread removes and closes its descriptor under it too,
+        // so a number shut down here is still this server's (not one the system has since given
+        // to another server's, or a client's, socket).
+        let stopping = state.withLock { state -> Bool in
+            guard !state.stopped else { return false }
             state.stopped = true
-            return state.connections
+            for fd in state.connections { shutdown(fd, Int32(SHUT_RDWR)) }
+            return true
         }
-        guard let open else { return }
+        guard stopping else { return }
         shutdown(listener, Int32(SHUT_RDWR))
         close(listener)
-        for fd in open { shutdown(fd, Int32(SHUT_RDWR)) }
     }
 
     // MARK: - Serving
@@ -157,8 +160,10 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
 
     private func serve(_ fd: Int32) {
         defer {
-            state.withLock { _ = $0.connections.remove(fd) }
-            close(fd)
+            state.withLock { state in
+                state.connections.remove(fd)
+                close(fd)
+            }
         }
         var buffer = [UInt8]()
         while let request = readRequest(fd, &buffer) {
@@ -186,7 +191,7 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
                 }
                 if let length = headers["content-length"].flatMap(Int.init), length > 0 {
                     while buffer.count < length {
-                        let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+                        let n = Self.read(fd, &chunk)
                         if n <= 0 { return nil }
                         buffer.append(contentsOf: chunk[..<n])
                     }
@@ -195,7 +200,7 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
                 return Request(method: String(parts[0]), target: String(parts[1]), headers: headers)
             }
             if buffer.count > 65_536 { return nil }
-            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            let n = Self.read(fd, &chunk)
             if n <= 0 { return nil }
             buffer.append(contentsOf: chunk[..<n])
         }
@@ -260,6 +265,22 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
         case 500: "Internal Server Error"
         case 503: "Service Unavailable"
         default: "Status"
+        }
+    }
+
+    /// One read, tried again when a signal interrupts it (a test process gets many: its
+    /// subprocesses end), so a kept-alive connection is not closed under a client by accident.
+    private static func read(_ fd: Int32, _ chunk: inout [UInt8]) -> Int {
+        while true {
+            let n = chunk.withUnsafeMutableBytes { buffer in
+                #if canImport(Glibc)
+                Glibc.read(fd, buffer.baseAddress, buffer.count)
+                #else
+                Darwin.read(fd, buffer.baseAddress, buffer.count)
+                #endif
+            }
+            if n < 0 && errno == EINTR { continue }
+            return n
         }
     }
 

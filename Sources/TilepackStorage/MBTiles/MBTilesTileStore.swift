@@ -422,8 +422,8 @@ public final class MBTilesTileStore: @unchecked Sendable {
     }
 
     /// Replaces the metadata keys derived from the tiles (format, zooms, bounds, center) by what
-    /// the tiles say now, and sets `extra` keys; then commits.
-    public func refreshMetadata(_ extra: TileMetadata = TileMetadata()) throws(TileArchiveError) {
+    /// the tiles say now, and sets `extra` keys; then commits, unless `commit` is `false`.
+    public func refreshMetadata(_ extra: TileMetadata = TileMetadata(), commit: Bool = true) throws(TileArchiveError) {
         try withWritableState { state throws(TileArchiveError) in
             try state.beginIfNeeded(path: path)
             let connection = try state.open(path: path)
@@ -446,7 +446,7 @@ public final class MBTilesTileStore: @unchecked Sendable {
             // The content changes as tiles come and go: a stored hash would soon be wrong.
             metadata[TileMetadata.Key.aggregateTilesHash] = nil
             try connection.replaceMetadata(metadata)
-            try state.commit(path: path)
+            if commit { try state.commit(path: path) }
         }
     }
 
@@ -537,7 +537,9 @@ public final class MBTilesTileStore: @unchecked Sendable {
 
     /// The region recorded under `key`, created (kept, with `request`) when there is none; an
     /// existing one is kept again and its request replaced.
-    public func region(key: String, request: String, status: String) throws(TileArchiveError) -> TileRegionRecord {
+    /// - Parameter commit: `false` leaves the row in the open batch (committed with the first
+    ///   tiles: a fetch killed before that has nothing to resume anyway).
+    public func region(key: String, request: String, status: String, commit: Bool = true) throws(TileArchiveError) -> TileRegionRecord {
         try withWritableState { state throws(TileArchiveError) in
             try state.beginIfNeeded(path: path)
             let connection = try state.open(path: path)
@@ -551,7 +553,7 @@ public final class MBTilesTileStore: @unchecked Sendable {
             upsert.bind(3, text: status)
             upsert.bind(4, double: now)
             _ = try upsert.step()
-            try state.commit(path: path)
+            if commit { try state.commit(path: path) }
             guard let record = try Self.regions(connection, filter: "WHERE key = ?1", key: key).first else {
                 throw TileArchiveError(path: path, fault: .database(code: 0, message: "the region just written is missing"))
             }
@@ -570,7 +572,8 @@ public final class MBTilesTileStore: @unchecked Sendable {
 
     /// Sets a region's status (and, when given, whether it is kept). Returns false for an unknown id.
     @discardableResult
-    public func updateRegion(id: Int, status: String? = nil, kept: Bool? = nil) throws(TileArchiveError) -> Bool {
+    /// - Parameter commit: `false` leaves the change in the open batch.
+    public func updateRegion(id: Int, status: String? = nil, kept: Bool? = nil, commit: Bool = true) throws(TileArchiveError) -> Bool {
         try withWritableState { state throws(TileArchiveError) in
             try state.beginIfNeeded(path: path)
             let connection = try state.open(path: path)
@@ -582,7 +585,7 @@ public final class MBTilesTileStore: @unchecked Sendable {
             update.bind(4, double: Date().timeIntervalSince1970)
             _ = try update.step()
             let changed = connection.changes > 0
-            try state.commit(path: path)
+            if commit { try state.commit(path: path) }
             return changed
         }
     }
