@@ -65,7 +65,7 @@ final class MBTilesSink: TileSink {
         }
     }
 
-    let prepare: @Sendable (consuming [UInt8], UInt32?, SourceFile?) -> PreparedTile = { bytes, _, _ in .bytes(bytes) }
+    let prepare: @Sendable (consuming TileBytes, UInt32?, SourceFile?) -> PreparedTile = { bytes, _, _ in .bytes(bytes.array()) }
     let usesCRC = false
 
     func begin(content: TileContent) throws {}
@@ -112,8 +112,13 @@ final class BundleSink: TileSink {
     private static let options = BundleWriter.Options(derivation: .fillMissing)
 
     /// Large stored payloads are copied from their tile files at `finish()` (see `BundleWriter`).
-    let prepare: @Sendable (consuming [UInt8], UInt32?, SourceFile?) -> PreparedTile = { bytes, crc, source in
-        .bundlePayload(BundleWriter.prepare(bytes, options: BundleSink.options, crc: crc, source: source))
+    /// Lent bytes (a small tile in the reader's buffer) are compressed where they lie, and copied
+    /// only when they are stored as they are.
+    let prepare: @Sendable (consuming TileBytes, UInt32?, SourceFile?) -> PreparedTile = { bytes, crc, source in
+        switch consume bytes {
+        case .owned(let array): .bundlePayload(BundleWriter.prepare(array, options: BundleSink.options, crc: crc, source: source))
+        case .lent(let buffer): .bundlePayload(BundleWriter.prepare(buffer, options: BundleSink.options, crc: crc))
+        }
     }
     let usesCRC = true
 
@@ -162,7 +167,7 @@ final class PMTilesSink: TileSink {
         writer = try PMTilesWriter(destination: destination, metadata: metadata, overwrite: overwrite)
     }
 
-    let prepare: @Sendable (consuming [UInt8], UInt32?, SourceFile?) -> PreparedTile = { bytes, _, _ in .bytes(bytes) }
+    let prepare: @Sendable (consuming TileBytes, UInt32?, SourceFile?) -> PreparedTile = { bytes, _, _ in .bytes(bytes.array()) }
     let usesCRC = false
 
     func begin(content: TileContent) throws {

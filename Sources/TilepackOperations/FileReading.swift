@@ -30,7 +30,7 @@ enum FileReading {
     /// measured and read whole. Opened non-blocking, so a FIFO swapped in behind the walk's back
     /// cannot hang the reader.
     ///
-    /// With `folder` (an open directory) and `name`, the file is opened relative to the folder.
+    /// With `folder` (when it is open) and `name`, the file is opened relative to the folder.
     ///
     /// With `expectLarge` (the caller's last file was large: tiles of a tree are alike), the file
     /// is measured first and read straight into an array of its size, which costs an `fstat`
@@ -42,24 +42,54 @@ enum FileReading {
     /// after the read, and its last change is ``settledSeconds`` old or more (a file changed
     /// within the clock's last tick could change again unseen): the bytes are then that version
     /// of the file, and a writer may copy them from it later (see ``SourceFile``). Otherwise nil.
-    static func read(_ path: String, folder: OpenFolder? = nil, name: String? = nil, scratch: inout [UInt8],
+    static func read(_ path: String, folder: TreeFolder? = nil, name: String? = nil, scratch: inout [UInt8],
                      expectLarge: Bool = false) throws(Failure) -> [UInt8] {
         var identity: FileVersion?
         return try read(path, folder: folder, name: name, scratch: &scratch, expectLarge: expectLarge, identity: &identity)
     }
 
-    static func read(_ path: String, folder: OpenFolder? = nil, name: String? = nil, scratch: inout [UInt8],
+    static func read(_ path: String, folder: TreeFolder? = nil, name: String? = nil, scratch: inout [UInt8],
                      expectLarge: Bool = false, identity: inout FileVersion?) throws(Failure) -> [UInt8] {
+        switch try readLending(path, folderDescriptor: folder?.descriptor ?? -1, name: name, scratch: &scratch,
+                               expectLarge: expectLarge, identity: &identity) {
+        case .inScratch(let count): Array(scratch[0..<count])
+        case .array(let bytes): bytes
+        }
+    }
+
+    /// Where ``readLending(_:folder:name:scratch:expectLarge:identity:)`` left a file's bytes.
+    enum Bytes {
+        /// The first `count` bytes of the scratch buffer (valid until the buffer is used again).
+        case inScratch(count: Int)
+        /// An array of their own (a file measured first, or as large as the buffer).
+        case array([UInt8])
+    }
+
+    /// ``read(_:folder:name:scratch:expectLarge:identity:)`` without the copy out of `scratch` for
+    /// a file that fits in it: a caller that makes something else of the bytes (an LZ4 payload)
+    /// reads them there, and copies them only to keep them.
+    ///
+    /// (`path` is made only when the file is opened by it: without an open `folder` and `name`.)
+    ///
+    /// (`folderDescriptor` is the folder's descriptor, not the ``TreeFolder``: the caller keeps the
+    /// folder open, and a worker passing the object would retain and release it, a reference count
+    /// the walk and the other workers update too.)
+    static func readLending(_ path: @autoclosure () -> String, folderDescriptor: Int32 = -1, name: String? = nil, scratch: inout [UInt8],
+                            expectLarge: Bool = false, identity: inout FileVersion?) throws(Failure) -> Bytes {
         identity = nil
         let flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK
-        let fd = if let folder, let name { FileSystem.openat(folder.descriptor, name, flags) } else { FileSystem.open(path, flags) }
+        let fd = if folderDescriptor >= 0, let name {
+            FileSystem.openat(folderDescriptor, name, flags)
+        } else {
+            FileSystem.open(path(), flags)
+        }
         guard fd >= 0 else { throw .open(errno) }
         defer { close(fd) }
         // (Anything but a regular file goes the usual way, so that it is reported alike.)
         var info = stat()
         if expectLarge, fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG {
             guard Int(info.st_size) <= maximumTileFileSize else { throw .tooLarge(Int(info.st_size)) }
-            return try read(fd: fd, measured: info, identity: &identity)
+            return .array(try read(fd: fd, measured: info, identity: &identity))
         }
         if scratch.isEmpty { scratch = [UInt8](repeating: 0, count: 256 << 10) }
         let capacity = scratch.count
@@ -85,13 +115,13 @@ enum FileReading {
             var info = stat()
             if fstat(fd, &info) == 0, (info.st_mode & S_IFMT) != S_IFREG { throw .notAFile(info.st_mode) }
         }
-        if done < capacity { return Array(scratch[0..<done]) }
+        if done < capacity { return .inScratch(count: done) }
         // As large as the buffer: measure the file and read it whole.
         guard fstat(fd, &info) == 0 else { throw .read(errno) }
         guard (info.st_mode & S_IFMT) == S_IFREG else { throw .notAFile(info.st_mode) }
         guard Int(info.st_size) <= maximumTileFileSize else { throw .tooLarge(Int(info.st_size)) }
         guard lseek(fd, 0, SEEK_SET) == 0 else { throw .read(errno) }
-        return try read(fd: fd, measured: info, identity: &identity)
+        return .array(try read(fd: fd, measured: info, identity: &identity))
     }
 
     /// The file measured by `info`, read whole; `identity` set when it was and did not change.

@@ -136,11 +136,15 @@ public enum TileImporter {
         // The tree is walked and each batch started on the workers by a thread of its own, up to
         // three batches ahead of this one, which writes them.
         let prepare = sink.prepare, usesCRC = sink.usesCRC
+        let shelf = TileFileReader.ScratchShelf()
         let feeder = BatchFeeder(walker: walker, depth: 3) { files in
-            TileFileReader.start(files, options: options, usesCRC: usesCRC, prepare: prepare, pool: pool)
+            TileFileReader.start(files, options: options, usesCRC: usesCRC, prepare: prepare, pool: pool, shelf: shelf)
         }
         defer { feeder.stop() }
         var readFailures: [SkippedFile] = []
+        // Tiles per zoom (an array indexed by zoom: a dictionary update per tile costs a hash).
+        var zoomCounts = [Int](repeating: 0, count: TileCoordinate.maximumZoom + 1)
+        defer { for (zoom, count) in zoomCounts.enumerated() where count > 0 { report.zooms[zoom] = count } }
         var bytesSeen = 0
         var tilesSeen = 0
         // What the walk and the reads set aside, in path order, for the report however the import ends.
@@ -154,38 +158,41 @@ public enum TileImporter {
         do throws(OperationError) {
         while let batch = feeder.next() {
             batch.wait()
-            for (index, file) in batch.inputs.enumerated() {
+            // By index, the file's tile read in place: a copy of each `TileFile` would retain its
+            // folder, an object the walker and the workers retain and release too.
+            for index in batch.inputs.indices {
                 done += 1
+                let tile = batch.inputs[index].tile
                 switch batch[index] {
                 case .failure(let failure):
-                    readFailures.append(SkippedFile(path: file.path, reason: failure.reason))
-                case .success(let tile):
-                    if let archiveFormat, tile.format != archiveFormat, !options.allowMixedFormats {
-                        throw OperationError(path: file.path, fault: .badInput(
-                            "this tile is \(tile.format) but earlier tiles are \(archiveFormat): the tree mixes formats (use --allow-mixed-formats to import it anyway)"))
+                    readFailures.append(SkippedFile(path: batch.inputs[index].path, reason: failure.reason))
+                case .success(let read):
+                    if let archiveFormat, read.format != archiveFormat, !options.allowMixedFormats {
+                        throw OperationError(path: batch.inputs[index].path, fault: .badInput(
+                            "this tile is \(read.format) but earlier tiles are \(archiveFormat): the tree mixes formats (use --allow-mixed-formats to import it anyway)"))
                     }
-                    if let size = tile.rawSize {
+                    if let size = read.rawSize {
                         if let rawSize, rawSize != size {
-                            readFailures.append(SkippedFile(path: file.path, reason: "\(size)x\(size) pixels, but earlier tiles are \(rawSize)x\(rawSize)"))
+                            readFailures.append(SkippedFile(path: batch.inputs[index].path, reason: "\(size)x\(size) pixels, but earlier tiles are \(rawSize)x\(rawSize)"))
                             continue
                         }
                         rawSize = size
                     }
                     do {
                         if archiveFormat == nil {
-                            archiveFormat = tile.format
-                            try sink.begin(content: tile.rawSize.map { .rawBitmap(RawBitmapLayout(pixelFormat: options.encode ?? .rgba8888, width: $0, height: $0)) } ?? .encoded(tile.format))
+                            archiveFormat = read.format
+                            try sink.begin(content: read.rawSize.map { .rawBitmap(RawBitmapLayout(pixelFormat: options.encode ?? .rgba8888, width: $0, height: $0)) } ?? .encoded(read.format))
                         }
-                        try sink.add(file.tile, prepared: tile.prepared)
+                        try sink.add(tile, prepared: read.prepared)
                     } catch {
                         throw OperationError.wrapping(error, path: destination)
                     }
                     report.imported += 1
-                    report.bytes += tile.byteCount
-                    bytesSeen += tile.byteCount
+                    report.bytes += read.byteCount
+                    bytesSeen += read.byteCount
                     tilesSeen += 1
-                    report.zooms[file.tile.zoom, default: 0] += 1
-                    boundsCheck?.add(file.tile)
+                    zoomCounts[tile.zoom] += 1
+                    boundsCheck?.add(tile)
                 }
             }
             // Stops a wrong --layout or --scheme before the whole tree is read.
@@ -282,10 +289,6 @@ struct ReadTile: Sendable {
     var prepared: PreparedTile
     /// How many bytes that was before the sink's preparation.
     var byteCount: Int
-    /// The CRC-32 of the file's bytes, when the check derived it.
-    var crc: UInt32?
-    /// The file, as it was read, when its bytes may be copied from it later (a large tile).
-    var source: SourceFile?
     /// The side in pixels when the bytes are raw pixels.
     var rawSize: Int?
 }
@@ -295,6 +298,7 @@ enum TileFileReader {
     struct ReadFailure: Error { var reason: String }
 
     typealias Batch = ParallelBatch<TileFile, Result<ReadTile, ReadFailure>, Scratch>
+    typealias Prepare = @Sendable (consuming TileBytes, UInt32?, SourceFile?) -> PreparedTile
 
     /// A worker's reusable read buffer, and whether its last file was large.
     struct Scratch {
@@ -302,19 +306,31 @@ enum TileFileReader {
         var lastWasLarge = false
     }
 
+    /// The scratches of an import's batches, kept from one batch to the next: a batch of 512
+    /// small tiles would otherwise allocate and zero a new 256 KiB read buffer on every worker
+    /// (a 50,000-tile import made 200 of them, 50 MB of zeroing).
+    final class ScratchShelf: Sendable {
+        private let shelf = Locked<[Scratch]>([])
+
+        init() {}
+
+        func take() -> Scratch { shelf.withLock { $0.popLast() } ?? Scratch() }
+        func put(_ scratch: consuming Scratch) {
+            let scratch = scratch
+            shelf.withLock { $0.append(scratch) }
+        }
+    }
+
     /// Starts reading `files` on the threads of `pool`, each tile then made ready by `prepare`
-    /// (given the file's CRC-32 where the check derives it, when `usesCRC`).
+    /// (given the file's CRC-32 where the check derives it, when `usesCRC`); the workers' read
+    /// buffers come from `shelf` and go back to it.
     static func start(_ files: [TileFile], options: ImportOptions, usesCRC: Bool = false,
-                      prepare: @escaping @Sendable (consuming [UInt8], UInt32?, SourceFile?) -> PreparedTile, pool: WorkerPool) -> Batch {
+                      prepare: @escaping Prepare, pool: WorkerPool, shelf: ScratchShelf = ScratchShelf()) -> Batch {
         let batch = Batch(files)
         if !files.isEmpty {
-            batch.start(on: pool, makeState: { Scratch() }) { scratch, file in
-                read(file, options: options, computingCRC: usesCRC, scratch: &scratch).map { tile in
-                    var tile = tile
-                    if case .bytes(let bytes) = tile.prepared { tile.prepared = prepare(bytes, tile.crc, tile.source) }
-                    return tile
-                }
-            }
+            batch.start(on: pool, makeState: { shelf.take() }, work: { scratch, file in
+                read(file, options: options, computingCRC: usesCRC, scratch: &scratch, prepare: prepare)
+            }, done: { shelf.put($0) })
         }
         return batch
     }
@@ -324,38 +340,57 @@ enum TileFileReader {
     /// no use then.
     static let crcFromChunksLength = 16 << 10
 
+    /// Reads, checks and prepares one file. A small file's bytes are checked and handed to
+    /// `prepare` where they lie in the worker's buffer (lent): a sink that compresses them makes
+    /// no copy of the file's bytes.
     static func read(_ file: TileFile, options: ImportOptions, computingCRC: Bool = false,
-                     scratch: inout Scratch) -> Result<ReadTile, ReadFailure> {
-        let bytes: [UInt8]
+                     scratch: inout Scratch, prepare: Prepare) -> Result<ReadTile, ReadFailure> {
+        let read: FileReading.Bytes
         var identity: FileVersion?
         do throws(FileReading.Failure) {
-            bytes = try FileReading.read(file.path, folder: file.folder, name: file.name, scratch: &scratch.buffer,
-                                         expectLarge: scratch.lastWasLarge, identity: &identity)
-            scratch.lastWasLarge = bytes.count >= FileReading.largeFileSize
+            read = try FileReading.readLending(file.path, folderDescriptor: file.folder.descriptor, name: file.name, scratch: &scratch.buffer,
+                                               expectLarge: scratch.lastWasLarge, identity: &identity)
         } catch {
             return .failure(ReadFailure(reason: error.description))
         }
-        let deriveCRC = computingCRC && options.encode == nil && bytes.count >= crcFromChunksLength
-        let checked = bytes.withUnsafeBytes { buffer in
-            Result { () throws(TileIntegrity.Finding) in
-                deriveCRC ? try TileIntegrity.checkComputingCRC(buffer) : (try TileIntegrity.check(buffer), nil)
+        switch consume read {
+        case .inScratch(let count):
+            scratch.lastWasLarge = count >= FileReading.largeFileSize
+            return scratch.buffer.withUnsafeBytes { buffer in
+                checked(UnsafeRawBufferPointer(rebasing: buffer[0..<count]), file: file, options: options,
+                        computingCRC: computingCRC, identity: nil, prepare: prepare)
+            }
+        case .array(let bytes):
+            scratch.lastWasLarge = bytes.count >= FileReading.largeFileSize
+            return bytes.withUnsafeBytes { buffer in
+                checked(buffer, owned: bytes, file: file, options: options, computingCRC: computingCRC,
+                        identity: identity, prepare: prepare)
             }
         }
+    }
+
+    /// The tile of `bytes` (the array `owned` when there is one), checked and prepared.
+    private static func checked(_ bytes: UnsafeRawBufferPointer, owned: [UInt8]? = nil, file: TileFile, options: ImportOptions,
+                                computingCRC: Bool, identity: FileVersion?, prepare: Prepare) -> Result<ReadTile, ReadFailure> {
+        let deriveCRC = computingCRC && options.encode == nil && bytes.count >= crcFromChunksLength
         let format: TileFormat, crc: UInt32?
-        switch checked {
-        case .success(let result): (format, crc) = result
-        case .failure(let finding): return .failure(ReadFailure(reason: finding.description))
+        do throws(TileIntegrity.Finding) {
+            (format, crc) = deriveCRC ? try TileIntegrity.checkComputingCRC(bytes) : (try TileIntegrity.check(bytes), nil)
+        } catch {
+            return .failure(ReadFailure(reason: error.description))
         }
         guard let pixelFormat = options.encode else {
-            return .success(ReadTile(format: format, prepared: .bytes(bytes), byteCount: bytes.count, crc: crc,
-                                     source: identity.map { SourceFile(path: file.path, identity: $0) }))
+            let prepared = prepare(owned.map { .owned($0) } ?? .lent(bytes), crc,
+                                   identity.map { SourceFile(path: file.path, identity: $0) })
+            return .success(ReadTile(format: format, prepared: prepared, byteCount: bytes.count))
         }
         do {
             let bitmap = try ImageDecoder.decode(Data(bytes), pixelFormat: pixelFormat)
             guard bitmap.width == bitmap.height else {
                 return .failure(ReadFailure(reason: "\(bitmap.width)x\(bitmap.height) pixels: a tile must be square"))
             }
-            return .success(ReadTile(format: format, prepared: .bytes(bitmap.pixels), byteCount: bitmap.pixels.count, rawSize: bitmap.width))
+            let count = bitmap.pixels.count
+            return .success(ReadTile(format: format, prepared: prepare(.owned(bitmap.pixels), nil, nil), byteCount: count, rawSize: bitmap.width))
         } catch {
             return .failure(ReadFailure(reason: "cannot decode for --encode: \(error)"))
         }

@@ -9,7 +9,7 @@ protocol TileSink: AnyObject {
     /// The per-tile work that needs no state of the sink (a bundle's compression and CRC), for
     /// worker threads to do before ``add(_:prepared:)``; given the bytes' CRC-32 when it is known,
     /// and the file they are the whole of (a tile file, as it was read) when there is one.
-    var prepare: @Sendable (consuming [UInt8], _ crc: UInt32?, _ source: SourceFile?) -> PreparedTile { get }
+    var prepare: @Sendable (consuming TileBytes, _ crc: UInt32?, _ source: SourceFile?) -> PreparedTile { get }
     /// Whether ``prepare`` uses the bytes' CRC-32 (then the reader derives it where that is cheap).
     var usesCRC: Bool { get }
     /// Declares what the payloads are; called once, before the first tile.
@@ -36,6 +36,22 @@ public enum ArchiveKind: String, Sendable, Codable {
         else if lower.hasSuffix(".pmtiles") { self = .pmtiles }
         else {
             throw OperationError(path: path, fault: .badInput("the output's extension chooses its format: use .mbtiles (MBTiles), .tilepack (tilepack bundle) or .pmtiles (PMTiles v3)"))
+        }
+    }
+}
+
+/// A tile's bytes as a worker hands them to ``TileSink/prepare``.
+enum TileBytes {
+    /// An array the worker gives up.
+    case owned([UInt8])
+    /// Bytes the worker lends for the call (its read buffer): whatever is kept of them is copied.
+    case lent(UnsafeRawBufferPointer)
+
+    /// The bytes as an array of their own (a copy of lent bytes).
+    consuming func array() -> [UInt8] {
+        switch consume self {
+        case .owned(let bytes): bytes
+        case .lent(let buffer): Array(buffer)
         }
     }
 }

@@ -15,12 +15,14 @@ public enum TileTreeLayout: String, Sendable, CaseIterable, Codable {
 public struct TileFile: Hashable, Sendable {
     /// The tile, XYZ (already flipped when the tree counts rows from the south).
     public var tile: TileCoordinate
+    /// The folder that holds the file (one object shared by the folder's files: a copy of a
+    /// `TileFile` retains one reference), and the file's name in it. The file's path is made from
+    /// them only when it is asked for (an error, a report), not once per tile of the walk.
+    var folder: TreeFolder
+    var name: String
+
     /// The file's path.
-    public var path: String
-    /// The open folder that holds the file, and the file's name in it: a reader opens the file
-    /// relative to the folder, so the kernel looks up one name instead of the whole path.
-    var folder: OpenFolder?
-    var name: String?
+    public var path: String { folder.path + "/" + name }
 
     public static func == (a: TileFile, b: TileFile) -> Bool { a.tile == b.tile && a.path == b.path }
     public func hash(into hasher: inout Hasher) {
@@ -29,9 +31,14 @@ public struct TileFile: Hashable, Sendable {
     }
 }
 
-/// A folder kept open (read-only, as a directory) while files in it are waiting to be read;
-/// closed when the last ``TileFile`` that names it is gone.
-final class OpenFolder: Sendable {
+/// A folder of tile files: its path, and the folder kept open (read-only, as a directory) while
+/// files in it are waiting to be read, so that a reader opens each file relative to it and the
+/// kernel looks up one name instead of the whole path. Closed when the last ``TileFile`` that
+/// names it is gone.
+final class TreeFolder: Sendable {
+    let path: String
+    /// The open folder, or -1 when it could not be opened or ``limit`` folders were open already
+    /// (its files are then opened by path).
     let descriptor: Int32
 
     /// At most this many are open at once in the process, so a tree of many tiny folders cannot
@@ -39,22 +46,20 @@ final class OpenFolder: Sendable {
     static let limit = 64
     private static let openCount = Atomic<Int>(0)
 
-    /// `nil` when the folder cannot be opened or ``limit`` folders are open already (the files
-    /// are then opened by path).
-    init?(_ path: String) {
+    init(_ path: String) {
+        self.path = path
         guard Self.openCount.add(1, ordering: .relaxed).newValue <= Self.limit else {
             Self.openCount.subtract(1, ordering: .relaxed)
-            return nil
+            descriptor = -1
+            return
         }
         let fd = FileSystem.open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else {
-            Self.openCount.subtract(1, ordering: .relaxed)
-            return nil
-        }
+        if fd < 0 { Self.openCount.subtract(1, ordering: .relaxed) }
         descriptor = fd
     }
 
     deinit {
+        guard descriptor >= 0 else { return }
         close(descriptor)
         Self.openCount.subtract(1, ordering: .relaxed)
     }
@@ -126,7 +131,7 @@ public struct TileTreeWalker: Sequence, Sendable {
 
     public struct Iterator: IteratorProtocol {
         private let walker: TileTreeWalker
-        private var pending: [Entry] = []
+        private var pending: [Entry?] = []
         private var pendingIndex = 0
         // The folders still to list, deepest last; each with its level and parsed numbers. One
         // entry may stand for several folders whose names are the same number (`7` and `007`).
@@ -146,7 +151,8 @@ public struct TileTreeWalker: Sequence, Sendable {
             while true {
                 if pendingIndex < pending.count {
                     defer { pendingIndex += 1 }
-                    return pending[pendingIndex]
+                    // Moved out, not copied (a copy would retain what the entry holds).
+                    return pending[pendingIndex].take()
                 }
                 pending.removeAll(keepingCapacity: true)
                 pendingIndex = 0
@@ -155,8 +161,8 @@ public struct TileTreeWalker: Sequence, Sendable {
             }
         }
 
-        /// A file of a folder being listed: its name, the folder's path, and the open folder.
-        private typealias Candidate = (name: String, folder: String, open: OpenFolder?)
+        /// A file of a folder being listed: its name and its folder.
+        private typealias Candidate = (name: String, folder: TreeFolder)
 
         private mutating func list(_ group: (paths: [String], level: Int, numbers: [Int])) {
             // number -> folder names with that number, over every folder of the group.
@@ -178,19 +184,23 @@ public struct TileTreeWalker: Sequence, Sendable {
             // Every tile of this folder has the same zoom and the same folder number (x for zxy,
             // the row for zyx): they sort by the number in their file name, in the order asked for.
             let z = group.numbers[0]
-            let order = walker.rowOrder
-            var tiles: [(key: Int, file: TileFile, accepted: Bool)] = []
+            let rowOrder = walker.rowOrder
+            var tiles: [TileFile?] = []
+            var accepted: [Bool] = []
             tiles.reserveCapacity(files.count)
-            for candidate in files {
-                let name = candidate.name
-                let path = candidate.folder + "/" + name
+            accepted.reserveCapacity(files.count)
+            // (key, index in `tiles`): sorted as plain integers, without copying a `TileFile`
+            // (and retaining its folder) in every comparison.
+            var order: [(key: Int, index: Int)] = []
+            order.reserveCapacity(files.count)
+            for (name, folder) in files {
                 let utf8 = name.utf8
                 guard let dot = utf8.lastIndex(of: UInt8(ascii: ".")), dot != utf8.startIndex else {
-                    pending.append(.skipped(SkippedFile(path: path, reason: name.hasPrefix(".") ? "hidden file" : "no file extension")))
+                    pending.append(.skipped(SkippedFile(path: folder.path + "/" + name, reason: name.hasPrefix(".") ? "hidden file" : "no file extension")))
                     continue
                 }
                 guard let number = Self.number(utf8[..<dot]) else {
-                    pending.append(.skipped(SkippedFile(path: path, reason: "file name is not a number")))
+                    pending.append(.skipped(SkippedFile(path: folder.path + "/" + name, reason: "file name is not a number")))
                     continue
                 }
                 let (x, row) = walker.layout == .zxy ? (group.numbers[1], number) : (number, group.numbers[1])
@@ -198,28 +208,46 @@ public struct TileTreeWalker: Sequence, Sendable {
                 do {
                     tile = try TileCoordinate(zoom: z, x: x, row: row, scheme: walker.scheme)
                 } catch {
-                    pending.append(.skipped(SkippedFile(path: path, reason: "out of range: \(error)")))
+                    pending.append(.skipped(SkippedFile(path: folder.path + "/" + name, reason: "out of range: \(error)")))
                     continue
                 }
-                let file = TileFile(tile: tile, path: path, folder: candidate.open, name: name)
-                let key = walker.layout == .zxy ? tile.row(in: order) : tile.x
-                tiles.append((key, file, walker.accepts(tile)))
+                let key = walker.layout == .zxy ? tile.row(in: rowOrder) : tile.x
+                order.append((key, tiles.count))
+                tiles.append(TileFile(tile: tile, folder: folder, name: name))
+                accepted.append(walker.accepts(tile))
             }
-            // Stable, so that of two names for one tile the first listed (the shortest path:
-            // `7/65/45.png` before `007/65/045.png`) is the one imported.
-            tiles.sort { a, b in
-                if a.key != b.key { return a.key < b.key }
-                return (a.file.path.utf8.count, a.file.path) < (b.file.path.utf8.count, b.file.path)
+            // By key; of two names for one tile (equal keys) the shortest path first (`7/65/45.png`
+            // before `007/65/045.png`), which is the one imported. A total order, so the result does
+            // not depend on the listing's order.
+            order.sort { $0.key != $1.key ? $0.key < $1.key : $0.index < $1.index }
+            var start = 0
+            while start < order.count {
+                var end = start + 1
+                while end < order.count, order[end].key == order[start].key { end += 1 }
+                if end - start > 1 {
+                    order[start..<end].sort { a, b in
+                        let pathA = tiles[a.index]?.path ?? "", pathB = tiles[b.index]?.path ?? ""
+                        return (pathA.utf8.count, pathA) < (pathB.utf8.count, pathB)
+                    }
+                }
+                start = end
             }
-            var previous: TileFile?
-            for (_, file, accepted) in tiles {
+            // The tile and the entry in `pending` of the last file taken.
+            var previous: (tile: TileCoordinate, entry: Int)?
+            for (_, index) in order {
+                guard let file = tiles[index].take() else { continue }
                 if let previous, previous.tile == file.tile {
+                    let previousPath: String
+                    switch pending[previous.entry] {
+                    case .tile(let kept)?, .filtered(let kept)?: previousPath = kept.path
+                    default: previousPath = ""
+                    }
                     pending.append(.skipped(SkippedFile(path: file.path, reason:
-                        "names the same tile \(file.tile) as \(previous.path) (zero-padded numbers): only that one is imported")))
+                        "names the same tile \(file.tile) as \(previousPath) (zero-padded numbers): only that one is imported")))
                     continue
                 }
-                previous = file
-                pending.append(accepted ? .tile(file) : .filtered(file))
+                previous = (file.tile, pending.count)
+                pending.append(accepted[index] ? .tile(file) : .filtered(file))
             }
         }
 
@@ -284,8 +312,9 @@ public struct TileTreeWalker: Sequence, Sendable {
                     fileNames.append(name)
                 }
             }
-            let open = fileNames.isEmpty ? nil : OpenFolder(folderPath)
-            for name in fileNames { files.append((name, folderPath, open)) }
+            guard !fileNames.isEmpty else { return }
+            let folder = TreeFolder(folderPath)
+            for name in fileNames { files.append((name, folder)) }
         }
 
         /// `path` with every symbolic link resolved, or `nil` when it cannot be (dangling).

@@ -342,6 +342,24 @@ import TilepackTestSupport
         _ = try archive.verify()
     }
 
+    @Test func sameCRCWithOtherLengthsAreFoundApart() throws {
+        // Payloads of one CRC-32 and three lengths (the writer finds a payload by its CRC and
+        // tells these apart by length): each is stored once and each repeat finds its own.
+        let dir = try TemporaryDirectory()
+        let target: UInt32 = 0x0BAD_CAFE
+        let forged = [996, 1500, 2000].enumerated().map { Self.forge(Array(F.noise($0.element, seed: UInt64(10 + $0.offset))), crc: target) }
+        var tiles: [(TileCoordinate, Data)] = []
+        for x in 0..<4 { for y in 0..<4 { tiles.append((F.tile(2, x, y), Data(forged[(x + y) % 3]))) } }
+        // Enough other payloads around them that the table grows while they are in it.
+        for x in 0..<40 { for y in 0..<40 { tiles.append((F.tile(6, x, y), F.noise(64, seed: UInt64(100 + 40 * x + y)))) } }
+        let path = dir.file("lengths.tilepack")
+        let summary = try F.write(tiles, to: path)
+        #expect(summary.payloadCount == 3 + 1600)
+        let archive = try BundleArchive(path: path)
+        for x in 0..<4 { for y in 0..<4 { #expect(try archive.tileData(at: F.tile(2, x, y)) == Data(forged[(x + y) % 3])) } }
+        _ = try archive.verify()
+    }
+
     /// `bytes` followed by 4 bytes chosen so that the CRC-32 of the whole is `crc`.
     static func forge(_ bytes: [UInt8], crc: UInt32) -> [UInt8] {
         var table = [UInt32](repeating: 0, count: 256)
