@@ -23,7 +23,7 @@ import TilepackTestSupport
     }
 
     static func render(_ arguments: [String]) async throws {
-        var command = try #require(try CommandLineArguments.parse(["render"] + arguments) as? RenderCommand)
+        let command = try #require(try CommandLineArguments.parse(["render"] + arguments) as? RenderCommand)
         try await command.run()
     }
 
