@@ -62,9 +62,6 @@ struct ResponseParser {
     /// Whether the response is complete or refused: bytes after it are not this response's.
     var isFinished: Bool { state == .done || state == .failed }
 
-    /// Whether a head has been read (a fault after it may have cut the body short).
-    var hasHead: Bool { state != .head && state != .failed }
-
     /// Whether any byte of the response arrived.
     private(set) var hasStarted = false
 

@@ -384,12 +384,18 @@ final class SocketLoop: TaskExecutor, @unchecked Sendable {
         }
     }
 
-    /// The loop's thread, once it runs.
-    private let loopThread = Locked<pthread_t?>(nil)
+    /// A thread-specific slot where each loop's thread keeps its loop: asked once per exchange,
+    /// so without a lock.
+    private static let threadKey: pthread_key_t = {
+        var key = pthread_key_t()
+        pthread_key_create(&key, nil)
+        return key
+    }()
+
     /// Whether the caller runs on the loop's thread (a task that prefers this executor).
     var isCurrentThread: Bool {
-        let current = pthread_self()
-        return loopThread.withLock { $0.map { pthread_equal($0, current) != 0 } ?? false }
+        let mine: UnsafeMutableRawPointer? = pthread_getspecific(Self.threadKey)
+        return mine == Unmanaged.passUnretained(self).toOpaque()
     }
 
     /// Wakes the loop if it sleeps and no one has woken it yet (under the inbox lock).
@@ -403,7 +409,7 @@ final class SocketLoop: TaskExecutor, @unchecked Sendable {
     // MARK: The loop's thread
 
     private func run() {
-        loopThread.withLock { $0 = pthread_self() }
+        pthread_setspecific(Self.threadKey, Unmanaged.passUnretained(self).toOpaque())
         let capacity = 64
         let readyFDs = UnsafeMutablePointer<Int32>.allocate(capacity: capacity)
         let readyEvents = UnsafeMutablePointer<UInt32>.allocate(capacity: capacity)
