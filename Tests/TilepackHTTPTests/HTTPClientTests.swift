@@ -101,6 +101,10 @@ import TilepackTestSupport
         // The client hung up at its deadline, not at the body's end (100 s), as the server saw it:
         // a clock in this test's task would also count the wait for a thread of the cooperative
         // pool, which the whole suite shares (41 s once on a loaded machine).
+        // Not asked of URLSession: FoundationNetworking does not always close a cancelled
+        // transfer's connection, even once the session is invalidated (under ThreadSanitizer the
+        // server saw no hang-up within 20 s in 2 to 5 runs of 6). The deadline above holds for it.
+        guard transport != .urlSession else { return }
         #expect(await eventually(20) { !server.abandonedTrickles.isEmpty }, "the client never hung up")
         #expect(server.abandonedTrickles.allSatisfy { $0 < .seconds(10) }, "\(server.abandonedTrickles)")
     }
