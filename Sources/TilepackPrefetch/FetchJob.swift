@@ -130,6 +130,8 @@ final class FetchJob: RequestJob, @unchecked Sendable {
                 group.addTask(executorPreference: executors.isEmpty ? nil : executors[worker % executors.count]) { [self] in
                     while !isCancelled, let tile = feed.withLock({ $0.next() }) {
                         await process(tile, downloader: downloader, writer: writer, emptyZooms: emptyZooms)
+                        // A server that refuses every connection ends the fetch, not tile by tile.
+                        if let unreachable = downloader.unreachable { fail(with: unreachable) }
                     }
                 }
             }

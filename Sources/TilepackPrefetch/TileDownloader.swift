@@ -27,6 +27,19 @@ final class TileDownloader: Sendable {
     /// The format all tiles must share: the source's, or the first stored tile's.
     let format: Locked<TileFormat?>
     let tileSize: Int
+    /// Connections refused (or unresolvable hosts) in a row, over every host, with no answer of
+    /// any kind between them; past ``maximumRefusals`` the source is unreachable.
+    private let refusals = Locked(0)
+    /// Refused connections in a row after which a fetch stops: the server is not there (a wrong
+    /// port, a server that is down). Every tile would otherwise spend its retries and back-off
+    /// (about 4 s each) on it. Several workers' worth of tiles, each tried `maximumAttempts` times.
+    static let maximumRefusals = 40
+
+    /// Why the source is unreachable, once ``maximumRefusals`` connections in a row were refused.
+    var unreachable: String? {
+        guard refusals.withLock({ $0 }) >= Self.maximumRefusals else { return nil }
+        return "the tile server refused \(Self.maximumRefusals) connections in a row, with no answer between them; is it running, and are the URL's host and port right?"
+    }
 
     init(clients: [HTTPClient], source: PrefetchSource, configuration: PrefetchConfiguration, storedFormat: TileFormat?) {
         self.clients = clients
@@ -53,6 +66,7 @@ final class TileDownloader: Sendable {
         var attempt = 0
         while true {
             if Task.isCancelled { return .cancelled }
+            if let unreachable { return .failed(.transport(unreachable)) }
             attempt += 1
             await gate.acquire(host)
             if let limiter { await limiter.wait() }
@@ -64,9 +78,10 @@ final class TileDownloader: Sendable {
             let fault: TileFault
             var retryAfter: Duration?
             do {
-                let client = clients[turn.withLock { $0 = ($0 + 1) % clients.count; return $0 }]
+                let client = clients.count == 1 ? clients[0] : clients[turn.withLock { $0 = ($0 + 1) % clients.count; return $0 }]
                 let response = try await client.send(request)
                 gate.release(host)
+                refusals.withLock { $0 = 0 }
                 switch response.status {
                 case 200:
                     let expected = format.withLock { $0 }
@@ -89,6 +104,7 @@ final class TileDownloader: Sendable {
             } catch {
                 gate.release(host)
                 if case .cancelled = error.fault { return .cancelled }
+                if case .cannotConnect = error.fault { refusals.withLock { $0 += 1 } }
                 fault = error.isTransient ? .transport(error.reason) : .invalidBody(error.reason)
             }
             guard fault.retryable, attempt < tries else { return .failed(fault) }

@@ -60,6 +60,28 @@ struct PrefetchFetchTests {
         #expect(metadata[TileMetadata.Key.format] == "png" && metadata[TileMetadata.Key.minZoom] == "0" && metadata[TileMetadata.Key.maxZoom] == "8")
     }
 
+    @Test("a server that refuses every connection ends the fetch early, as a failure that says so", arguments: TestTransport.available)
+    func unreachableServer(_ transport: TestTransport) async throws {
+        // A port nobody listens on: bound, then closed.
+        let closed = try LoopbackHTTPServer { _ in .status(200) }
+        let port = closed.port
+        closed.stop()
+        let directory = try TemporaryDirectory()
+        let prefetcher = try MapDataPrefetcher(storePath: directory.file("u.mbtiles"),
+                                               source: PrefetchSource(urlTemplate: "http://127.0.0.1:\(port)/{z}/{x}/{y}.png"),
+                                               configuration: testConfiguration(), transport: transport.forPrefetch)
+        let request = PrefetchRequest.boundingBox(berlin, zooms: 0...15)
+        let tiles = try request.cover().count
+        let report = try #require(await prefetcher.fetch(request).1)
+        #expect(report.status == .failure)
+        #expect(report.error?.contains("refused \(TileDownloader.maximumRefusals) connections in a row") == true, "\(report.error ?? "no error")")
+        // It stopped: most tiles were never tried (4 workers, 4 attempts each, 40 refusals).
+        #expect(report.downloaded == 0 && report.failed < tiles / 4, "\(report.failed) of \(tiles) tiles failed")
+        #expect(report.requests < TileDownloader.maximumRefusals + 4 * 4, "\(report.requests) requests")
+        await prefetcher.close()
+        #expect(ArchiveVerifier.run(path: directory.file("u.mbtiles")).errorCount == 0)
+    }
+
     @Test("every server fault is survived or recorded, and nothing bad is stored", arguments: TestTransport.available)
     func faults(_ transport: TestTransport) async throws {
         let server = try TileServer()
