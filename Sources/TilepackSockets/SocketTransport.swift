@@ -486,9 +486,7 @@ final class SocketLoop: TaskExecutor, @unchecked Sendable {
 
     private func failEverything(_ fault: HTTPError.Fault) {
         for connection in Array(connections.values) where connection.exchange != nil {
-            let exchange = connection.exchange
-            close(connection)
-            if let exchange { end(exchange, fault) }
+            fail(connection, fault)
         }
         for (_, queue) in waiting {
             for exchange in queue { end(exchange, fault) }
@@ -638,13 +636,11 @@ final class SocketLoop: TaskExecutor, @unchecked Sendable {
                     return true
                 }
                 if stop {
-                    close(connection)
-                    end(exchange, .transport("the transfer was stopped"))
+                    fail(connection, .transport("the transfer was stopped"))
                     return
                 }
                 if let malformed {
-                    close(connection)
-                    end(exchange, .connectionLost("the server's response is not HTTP/1.1: \(malformed)"))
+                    fail(connection, .connectionLost("the server's response is not HTTP/1.1: \(malformed)"))
                     return
                 }
                 if let reusable = finished {
@@ -697,6 +693,8 @@ final class SocketLoop: TaskExecutor, @unchecked Sendable {
         }
     }
 
+    /// Ends the connection's exchange, if any, with `fault`, and closes the connection (it cannot
+    /// carry another request after an exchange cut short).
     private func fail(_ connection: SocketConnection, _ fault: HTTPError.Fault) {
         let exchange = connection.exchange
         connection.exchange = nil
@@ -760,9 +758,7 @@ final class SocketLoop: TaskExecutor, @unchecked Sendable {
             removeWaiting(exchange)
             end(exchange, .cancelled)
         } else if let connection = exchange.connection, connection.exchange === exchange {
-            connection.exchange = nil
-            close(connection)
-            end(exchange, .cancelled)
+            fail(connection, .cancelled)
         }
     }
 
@@ -778,9 +774,7 @@ final class SocketLoop: TaskExecutor, @unchecked Sendable {
     private func expire(_ now: UInt64) {
         for connection in Array(connections.values) {
             guard let exchange = connection.exchange, exchange.deadline <= now else { continue }
-            connection.exchange = nil
-            close(connection)
-            end(exchange, .timedOut(exchange.request.timeout))
+            fail(connection, .timedOut(exchange.request.timeout))
         }
         for (_, queue) in waiting {
             for exchange in queue where exchange.deadline <= now {
