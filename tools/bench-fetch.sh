@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Issue 17's prefetch benchmark: tiles per second that `tilepack fetch` downloads from a local
-# nginx, over each HTTP transport (tilepack's own sockets, the command's default on Linux;
-# libcurl's multi interface; URLSession, the library's default), next to download-tiles (PyPI)
-# fetching the same tiles, to the server's own ceiling measured with wrk on the same URLs, and to
+# nginx, over each HTTP transport (tilepack's own sockets, the command's default on Linux, with
+# its default pipelining of 4 requests per connection and without; libcurl's multi interface;
+# URLSession, the library's default), next to download-tiles (PyPI) fetching the same tiles, to
+# the server's own ceiling measured with wrk on the same URLs (wrk's way: one request at a time
+# per connection; and, for comparison, wrk pipelining 4 per connection as tilepack does), and to
 # tilepack's HTTP floors (the same GETs through TilepackHTTP's client alone over each transport:
 # tools/Sources/bench-fetch-floor), in one run. Contenders alternate; medians of --runs runs;
 # every figure is printed as tilepack's ratio to it. A tilepack figure is the whole command's
@@ -105,22 +107,38 @@ request = function()
     return wrk.format("GET", paths[i])
 end
 EOF
+# wrk pipelining: each request() sends 4 requests at once on its connection (wrk counts answers).
+cat > "$work/urls-pipelined.lua" <<EOF
+local paths = {}
+for line in io.lines("$work/paths.txt") do paths[#paths + 1] = line end
+local i = math.random(#paths)
+request = function()
+    local batch = ""
+    for k = 1, 4 do
+        i = i % #paths + 1
+        batch = batch .. wrk.format("GET", paths[i])
+    end
+    return batch
+end
+EOF
 
 now() { date +%s.%N; }
 median() { sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 
-contenders="wrk floor-sockets floor-curl floor-urlsession tilepack-sockets tilepack-curl tilepack-urlsession download-tiles"
+contenders="wrk wrk-pipelined floor-sockets floor-sockets-pipelined floor-curl floor-urlsession tilepack-sockets tilepack-sockets-serial tilepack-curl tilepack-urlsession download-tiles"
 for name in $contenders; do : > "$work/$name.rates"; : > "$work/$name.cpu"; done
 echo "bench-fetch: $tiles tiles (world, zooms $zoom) from nginx on $base; $runs runs, alternating; $(nproc) cores; load: $(uptime | sed 's/.*load average: //')"
 
-# tilepack fetch over one transport: tiles/s, wall clock of the whole command; its CPU time
-# per tile (µs, user + system) goes to tilepack-<transport>.cpu.
+# tilepack fetch over one transport (sockets-serial: sockets without pipelining): tiles/s, wall
+# clock of the whole command; its CPU time per tile (µs, user + system) goes to tilepack-<name>.cpu.
 fetch() {
     rm -f "$work/tilepack-$1.mbtiles"
     local start end got
+    local options=(--transport "$1")
+    [ "$1" = sockets-serial ] && options=(--transport sockets --pipeline 1)
     start=$(now)
     /usr/bin/time -f "%U %S" -o "$work/tilepack-$1.time" "$tilepack" fetch "$base/{z}/{x}/{y}.png" "$work/tilepack-$1.mbtiles" \
-        --bbox=-180,-85.0511,180,85.0511 --zoom "$zoom" --concurrency "$concurrency" --transport "$1" --quiet > "$work/tilepack-$1.out"
+        --bbox=-180,-85.0511,180,85.0511 --zoom "$zoom" --concurrency "$concurrency" "${options[@]}" --quiet > "$work/tilepack-$1.out"
     end=$(now)
     got=$(grep -o '^success: [0-9]*' "$work/tilepack-$1.out" | grep -o '[0-9]*$')
     [ "$got" = "$tiles" ] || { echo "bench-fetch: tilepack ($1) fetched $got of $tiles tiles: $(cat "$work/tilepack-$1.out")" >&2; exit 1; }
@@ -132,6 +150,9 @@ for run in $(seq 1 "$runs"); do
     # The server's ceiling on the same URLs: wrk, 2 threads, as many connections as tilepack uses.
     wrk -t2 -c"$concurrency" -d4s -s "$work/urls.lua" "$base" | awk '/Requests\/sec/ { print $2 }' >> "$work/wrk.rates"
     fetch sockets >> "$work/tilepack-sockets.rates"
+    "$floor" "$base" "$work/paths.txt" "$concurrency" sockets 4 >> "$work/floor-sockets-pipelined.rates"
+    wrk -t2 -c"$concurrency" -d2s -s "$work/urls-pipelined.lua" "$base" | awk '/Requests\/sec/ { print $2 }' >> "$work/wrk-pipelined.rates"
+    fetch sockets-serial >> "$work/tilepack-sockets-serial.rates"
     "$floor" "$base" "$work/paths.txt" "$concurrency" sockets >> "$work/floor-sockets.rates"
     "$floor" "$base" "$work/paths.txt" "$concurrency" curl >> "$work/floor-curl.rates"
     fetch curl >> "$work/tilepack-curl.rates"
@@ -163,10 +184,13 @@ row() {
     printf '%-50s %10.0f %11s %18s %16s %20s\n' "$1" "$2" "$cpu" "$(ratio "$ts" "$2")" "$(ratio "$tc" "$2")" "$(ratio "$tu" "$2")"
 }
 row "tilepack fetch --transport sockets (default)" "$ts" tilepack-sockets
+row "tilepack fetch --transport sockets --pipeline 1" "${med[tilepack-sockets-serial]}" tilepack-sockets-serial
 row "tilepack fetch --transport curl" "$tc" tilepack-curl
 row "tilepack fetch --transport urlsession" "$tu" tilepack-urlsession
 row "download-tiles 0.4.1" "${med[download-tiles]}" download-tiles
 row "nginx ceiling (wrk -t2 -c$concurrency, same URLs)" "${med[wrk]}" wrk
+row "  the same, wrk pipelining 4 per connection" "${med[wrk-pipelined]}" wrk-pipelined
+row "HTTP floor: TilepackHTTP over sockets, pipelining 4" "${med[floor-sockets-pipelined]}" floor-sockets-pipelined
 row "HTTP floor: TilepackHTTP over tilepack's sockets" "${med[floor-sockets]}" floor-sockets
 row "HTTP floor: TilepackHTTP over curl" "${med[floor-curl]}" floor-curl
 row "HTTP floor: TilepackHTTP over $sessions URLSessions" "${med[floor-urlsession]}" floor-urlsession

@@ -29,7 +29,7 @@ public final class CurlTransport: HTTPTransport {
 
     deinit { loop.stop() }
 
-    public func exchange(_ request: HTTPRequest, _ response: HTTPIncomingResponse) async -> HTTPIncomingResponse {
+    public nonisolated(nonsending) func exchange(_ request: HTTPRequest, _ response: HTTPIncomingResponse) async -> HTTPIncomingResponse {
         let transfer = CurlTransfer(request: request, response: response)
         return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in

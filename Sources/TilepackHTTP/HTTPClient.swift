@@ -44,7 +44,7 @@ public final class HTTPClient: Sendable {
     /// followed up to ``maximumRedirects``; one to another scheme is returned as it is.
     /// - Throws: ``HTTPError`` naming the URL: transport faults, time-out, a body that is cut
     ///   short or too large, cancellation of the calling task.
-    public func send(_ request: HTTPRequest) async throws(HTTPError) -> HTTPResponse {
+    public nonisolated(nonsending) func send(_ request: HTTPRequest) async throws(HTTPError) -> HTTPResponse {
         var current = request
         if !current.headers.keys.contains(where: { $0.utf8.count == 10 && $0.lowercased() == "user-agent" }) {
             current.headers["User-Agent"] = userAgent

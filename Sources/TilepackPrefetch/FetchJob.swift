@@ -107,8 +107,13 @@ final class FetchJob: RequestJob, @unchecked Sendable {
         // same store may then download a tile the other has just stored; it is stored again, whole.
         let emptyZooms = Set(cover.zooms.filter { (try? store.isEmpty(atZoom: $0)) == true })
         let storedFormat = try? store.metadata().format
+        // A transport that pipelines (tilepack's sockets, on http) carries several requests per
+        // connection: as many more workers keep them in flight.
+        let depth = prefetcher.clients.count == 1
+            ? ((try? TileCoordinate(zoom: 0, x: 0, y: 0)).flatMap(template.url(for:)).map(prefetcher.clients[0].transport.requestsPerConnection(to:)) ?? 1)
+            : 1
         let downloader = TileDownloader(clients: prefetcher.clients, source: source, configuration: prefetcher.configuration,
-                                        storedFormat: storedFormat ?? nil)
+                                        storedFormat: storedFormat ?? nil, requestsPerConnection: depth)
         // Outcomes go into the store on the writer's queue; the capacity is checked there too.
         let writer = StoreWriter(store: store, onError: { [weak self] message in self?.fail(with: message) }, afterBatch: { [weak self] stored in
             guard let self else { return }
@@ -120,7 +125,7 @@ final class FetchJob: RequestJob, @unchecked Sendable {
             }
             if due { evictIfNeeded() }
         })
-        let workers = max(1, min(256, prefetcher.configuration.connectionsPerHost * max(1, source.hosts.count)))
+        let workers = max(1, min(1024, prefetcher.configuration.connectionsPerHost * max(1, source.hosts.count) * max(1, depth)))
         // With one client whose transport runs event loops of its own, the workers are spread over
         // the loops' threads: a response resumes its worker where it arrived, with no thread woken
         // per tile.
@@ -140,7 +145,7 @@ final class FetchJob: RequestJob, @unchecked Sendable {
         finish()
     }
 
-    private func process(_ tile: TileCoordinate, downloader: TileDownloader, writer: StoreWriter, emptyZooms: Set<Int>) async {
+    private nonisolated(nonsending) func process(_ tile: TileCoordinate, downloader: TileDownloader, writer: StoreWriter, emptyZooms: Set<Int>) async {
         let record: TileStateRecord?
         let storedSize: Int?
         do {

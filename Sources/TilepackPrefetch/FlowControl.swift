@@ -18,7 +18,7 @@ final class HostGate: Sendable {
     }
 
     /// Waits for a free slot for `host`, then for the end of any pause it asked for.
-    func acquire(_ host: String) async {
+    nonisolated(nonsending) func acquire(_ host: String) async {
         // A free slot is taken at once, without suspending (the common case, once per tile).
         let (free, pause) = state.withLock { state -> (Bool, ContinuousClock.Instant?) in
             guard state.inFlight[host, default: 0] < limit, state.waiters[host]?.isEmpty ?? true else { return (false, nil) }
@@ -35,7 +35,7 @@ final class HostGate: Sendable {
         }
     }
 
-    private func wait(_ host: String) async {
+    private nonisolated(nonsending) func wait(_ host: String) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let granted = state.withLock { state -> Bool in
                 if state.inFlight[host, default: 0] < limit {
@@ -83,7 +83,7 @@ final class RateLimiter: Sendable {
         interval = .nanoseconds(Int64(max(1, (1e9 / rate).rounded())))
     }
 
-    func wait() async {
+    nonisolated(nonsending) func wait() async {
         let now = ContinuousClock.now
         let slot = next.withLock { next -> ContinuousClock.Instant in
             let slot = max(now, next ?? now)

@@ -11,6 +11,10 @@ import TilepackStorage
 /// worker waits until the writer has caught up, so a slow disk slows the download instead of
 /// filling memory. A write that fails is reported once through `onError` (the fetch then ends as
 /// a failure); later writes are dropped.
+///
+/// Batched: an idle writer is woken when ``wakeWrites`` writes (or ``wakeBytes``) wait, or
+/// ``wakeDelay`` after the first of them, not for each tile: waking a thread costs more than
+/// storing a small tile. (What waits is in memory only; the store commits in batches anyway.)
 final class StoreWriter: Sendable {
     enum Write: Sendable {
         /// A tile's bytes (when given) and its bookkeeping row.
@@ -21,6 +25,9 @@ final class StoreWriter: Sendable {
 
     static let maximumQueuedBytes = 32 << 20
     static let maximumQueuedWrites = 4096
+    static let wakeWrites = 64
+    static let wakeBytes = 1 << 20
+    static let wakeDelay = DispatchTimeInterval.milliseconds(5)
 
     private let store: MBTilesTileStore
     private let queue = DispatchQueue(label: "tilepack-store-writer")
@@ -33,6 +40,8 @@ final class StoreWriter: Sendable {
         var pending: [Write] = []
         var pendingBytes = 0
         var running = false
+        /// Whether a delayed wake is on its way.
+        var armed = false
         var failed = false
         /// Workers waiting for room.
         var waitingForRoom: [CheckedContinuation<Void, Never>] = []
@@ -49,18 +58,24 @@ final class StoreWriter: Sendable {
     }
 
     /// Hands a write over; waits only while the writer is too far behind.
-    func submit(_ write: Write) async {
+    nonisolated(nonsending) func submit(_ write: Write) async {
         let bytes: Int
         if case .record(_, let data?) = write { bytes = data.count } else { bytes = 0 }
-        let (start, full) = state.withLock { state -> (Bool, Bool) in
-            guard !state.failed else { return (false, false) }
+        let (start, arm, full) = state.withLock { state -> (Bool, Bool, Bool) in
+            guard !state.failed else { return (false, false, false) }
             state.pending.append(write)
             state.pendingBytes += bytes
-            let start = !state.running
-            state.running = true
-            return (start, state.isFull)
+            guard !state.running else { return (false, false, state.isFull) }
+            if state.pending.count >= Self.wakeWrites || state.pendingBytes >= Self.wakeBytes || state.isFull {
+                state.running = true
+                return (true, false, state.isFull)
+            }
+            let arm = !state.armed
+            state.armed = true
+            return (false, arm, false)
         }
         if start { queue.async { self.drain() } }
+        if arm { queue.asyncAfter(deadline: .now() + Self.wakeDelay) { self.delayedWake() } }
         if full {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let wait = state.withLock { state -> Bool in
@@ -76,13 +91,30 @@ final class StoreWriter: Sendable {
     /// Waits until every write handed over is done.
     func flush() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let wait = state.withLock { state -> Bool in
-                guard state.running else { return false }
+            let (wait, start) = state.withLock { state -> (Bool, Bool) in
+                var start = false
+                if !state.running, !state.pending.isEmpty {
+                    state.running = true
+                    start = true
+                }
+                guard state.running else { return (false, false) }
                 state.waitingForIdle.append(continuation)
-                return true
+                return (true, start)
             }
+            if start { queue.async { self.drain() } }
             if !wait { continuation.resume() }
         }
+    }
+
+    /// The delayed wake: drains what waits, unless a drain is already under way (on the queue).
+    private func delayedWake() {
+        let start = state.withLock { state -> Bool in
+            state.armed = false
+            guard !state.running, !state.pending.isEmpty else { return false }
+            state.running = true
+            return true
+        }
+        if start { drain() }
     }
 
     private func drain() {

@@ -41,10 +41,13 @@ final class TileDownloader: Sendable {
         return "the tile server refused \(Self.maximumRefusals) connections in a row, with no answer between them; is it running, and are the URL's host and port right?"
     }
 
-    init(clients: [HTTPClient], source: PrefetchSource, configuration: PrefetchConfiguration, storedFormat: TileFormat?) {
+    /// - Parameter requestsPerConnection: requests the transport pipelines on one connection: the
+    ///   requests in flight to one host are `connectionsPerHost` times it.
+    init(clients: [HTTPClient], source: PrefetchSource, configuration: PrefetchConfiguration, storedFormat: TileFormat?,
+         requestsPerConnection: Int = 1) {
         self.clients = clients
         self.configuration = configuration
-        gate = HostGate(limit: configuration.connectionsPerHost)
+        gate = HostGate(limit: configuration.connectionsPerHost * max(1, requestsPerConnection))
         limiter = RateLimiter(requestsPerSecond: configuration.requestsPerSecond)
         format = Locked(source.format ?? source.formatFromExtension ?? storedFormat)
         tileSize = source.expectedTileSize
@@ -52,7 +55,7 @@ final class TileDownloader: Sendable {
 
     /// Downloads `url`; `validators` make the request conditional (refresh). `attempts` counts
     /// the requests made.
-    func download(_ url: URL, validators: (etag: String?, lastModified: String?)? = nil,
+    nonisolated(nonsending) func download(_ url: URL, validators: (etag: String?, lastModified: String?)? = nil,
                   maximumAttempts: Int? = nil, attempts: inout Int) async -> TileDownload {
         let host = url.host ?? ""
         var headers: [String: String] = [:]

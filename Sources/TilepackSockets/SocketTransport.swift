@@ -22,6 +22,17 @@ import TilepackHTTP
 /// the server closes them. A request that finds its reused connection closed by the server before
 /// any byte of the answer is sent again once on a new connection, as browsers and curl do.
 /// The whole exchange, waiting for a connection included, has the request's deadline.
+///
+/// Pipelining (RFC 9112 §9.3.2), when `requestsPerConnection` is above 1: once a connection has
+/// answered a request and stayed open (an HTTP/1.1 server keeping it alive), up to that many
+/// requests are sent on it before their answers, which come back in order. Requests written in
+/// one turn of the loop go out in one `send`, and one `recv` reads several answers: the system
+/// calls and wake-ups per request, most of a small tile's cost, fall with the depth. Requests
+/// that a connection leaves unanswered (the server closed it after an answer, as nginx does
+/// every 1,000 requests with `Connection: close`) are sent again on another connection, without
+/// counting as an attempt; a host whose connection breaks or answers malformed bytes while
+/// requests wait on it is sent one request at a time from then on. A pipelined request that is
+/// cancelled or times out ends at once; its answer, when it comes, is read and dropped.
 public final class SocketTransport: HTTPTransport {
     /// The event loops, each with its thread and connections.
     private let loops: [SocketLoop]
@@ -31,21 +42,36 @@ public final class SocketTransport: HTTPTransport {
     private let proxied: Bool
     private let addresses = Locked<[String: ResolvedAddress]>([:])
 
+    /// Requests sent ahead on one connection (1: no pipelining).
+    private let depth: Int
+
     /// - Parameters:
-    ///   - maximumConnectionsPerHost: parallel connections to one host and port, per loop.
+    ///   - maximumConnectionsPerHost: parallel connections to one host and port, shared out over
+    ///     the loops (each has at least one).
+    ///   - requestsPerConnection: requests sent on one connection before their answers
+    ///     (pipelining; 1, the default, sends one at a time). At most 32.
     ///   - maximumIdleConnections: idle connections kept open for reuse, over all hosts, per loop.
     ///   - loops: event-loop threads. An exchange made from a task running on a loop (see
     ///     ``taskExecutors``) goes over that loop's connections; any other goes over the first loop's.
     ///   - fallback: the transport for what this one does not carry (`https`, proxies); without
     ///     one, such a request ends with ``HTTPError/Fault/unsupportedScheme(_:)``.
     ///   - environment: where `http_proxy` / `HTTP_PROXY` are looked up.
-    public init(maximumConnectionsPerHost: Int = 8, maximumIdleConnections: Int = 64, loops: Int = 1, fallback: (any HTTPTransport)? = nil,
-                environment: [String: String] = ProcessInfo.processInfo.environment) {
-        self.loops = (0..<max(1, loops)).map { _ in
-            SocketLoop(maximumConnectionsPerHost: max(1, maximumConnectionsPerHost), maximumIdleConnections: max(0, maximumIdleConnections))
+    public init(maximumConnectionsPerHost: Int = 8, requestsPerConnection: Int = 1, maximumIdleConnections: Int = 64, loops: Int = 1,
+                fallback: (any HTTPTransport)? = nil, environment: [String: String] = ProcessInfo.processInfo.environment) {
+        let count = max(1, loops)
+        let connections = max(1, maximumConnectionsPerHost)
+        depth = min(32, max(1, requestsPerConnection))
+        self.loops = (0..<count).map { [depth] index in
+            SocketLoop(maximumConnectionsPerHost: max(1, connections / count + (index < connections % count ? 1 : 0)),
+                       requestsPerConnection: depth, maximumIdleConnections: max(0, maximumIdleConnections))
         }
         self.fallback = fallback
         proxied = ["http_proxy", "HTTP_PROXY"].contains { !(environment[$0] ?? "").isEmpty }
+    }
+
+    public func requestsPerConnection(to url: URL) -> Int {
+        guard !proxied, url.scheme?.lowercased() == "http", url.user == nil else { return fallback?.requestsPerConnection(to: url) ?? 1 }
+        return depth
     }
 
     deinit {
@@ -56,7 +82,7 @@ public final class SocketTransport: HTTPTransport {
     /// an exchange they make is started and resumed there without waking another thread.
     public var taskExecutors: [any TaskExecutor] { loops }
 
-    public func exchange(_ request: HTTPRequest, _ response: HTTPIncomingResponse) async -> HTTPIncomingResponse {
+    public nonisolated(nonsending) func exchange(_ request: HTTPRequest, _ response: HTTPIncomingResponse) async -> HTTPIncomingResponse {
         var response = response
         guard !proxied, let made = RequestMessage.make(request) else {
             if let fallback { return await fallback.exchange(request, response) }
@@ -250,6 +276,9 @@ final class SocketExchange: @unchecked Sendable {
     var connection: SocketConnection?
     /// Whether it was sent again after a reused connection turned out closed (loop thread).
     var resent = false
+    /// Times it was sent again after a connection closed with it unanswered behind another
+    /// request (pipelining; loop thread).
+    var requeued = 0
     /// Whether it waits for a connection (loop thread).
     var isWaiting = false
     /// Whether the loop counts it among the exchanges under way (loop thread).
@@ -271,8 +300,12 @@ final class SocketExchange: @unchecked Sendable {
 final class SocketConnection {
     let fd: Int32
     let key: String
-    var exchange: SocketExchange?
+    /// The exchanges whose requests went (or are going) out on it, in order: the first is the one
+    /// being answered, the others were pipelined behind it.
+    var queue: [SocketExchange] = []
+    /// Frames the answer to the first of `queue`.
     var parser = ResponseParser(isHead: false)
+    /// Request bytes not yet written from `written` on.
     var output: [UInt8] = []
     var written = 0
     var connecting: Bool
@@ -280,12 +313,20 @@ final class SocketConnection {
     /// server's close of an idle connection.
     var served = 0
     var isIdle = false
+    /// Whether it answered a request and stayed open since it was last idle: only then are
+    /// requests pipelined on it (an idle connection may have been closed by the server meanwhile).
+    var isProven = false
+    /// Whether it has request bytes to write at the end of the loop's turn.
+    var isDirty = false
 
     init(fd: Int32, key: String, connecting: Bool) {
         self.fd = fd
         self.key = key
         self.connecting = connecting
     }
+
+    /// The exchange being answered.
+    var exchange: SocketExchange? { queue.first }
 }
 
 func monotonicNanoseconds() -> UInt64 {
@@ -297,6 +338,7 @@ func monotonicNanoseconds() -> UInt64 {
 /// The epoll loop, its thread, and every connection; it closes them all when it stops.
 final class SocketLoop: TaskExecutor, @unchecked Sendable {
     private let maximumConnectionsPerHost: Int
+    private let requestsPerConnection: Int
     private let maximumIdleConnections: Int
     private let epoll: Int32
     /// Wakes the loop when something is handed in while it sleeps.
@@ -319,17 +361,26 @@ final class SocketLoop: TaskExecutor, @unchecked Sendable {
 
     // The loop thread's own state.
     private var connections: [Int32: SocketConnection] = [:]
+    /// Open connections by host and port.
+    private var pool: [String: [SocketConnection]] = [:]
     private var idle: [String: [SocketConnection]] = [:]
     private var idleCount = 0
-    private var open: [String: Int] = [:]
     private var waiting: [String: [SocketExchange]] = [:]
+    /// Hosts sent one request at a time after a connection failed with requests pipelined on it.
+    private var serial: Set<String> = []
+    /// Connections with request bytes to write at the end of this turn.
+    private var dirty: [SocketConnection] = []
     private var active = 0
     private let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 << 10, alignment: 16)
     /// How often deadlines are checked while exchanges are under way.
     private static let tick: UInt64 = 10_000_000
+    /// Times one exchange is sent again after connections closed with it unanswered behind
+    /// another request, before it fails.
+    static let maximumRequeues = 4
 
-    init(maximumConnectionsPerHost: Int, maximumIdleConnections: Int) {
+    init(maximumConnectionsPerHost: Int, requestsPerConnection: Int, maximumIdleConnections: Int) {
         self.maximumConnectionsPerHost = maximumConnectionsPerHost
+        self.requestsPerConnection = requestsPerConnection
         self.maximumIdleConnections = maximumIdleConnections
         epoll = tilepack_epoll_create()
         wakeup = tilepack_eventfd()
@@ -432,10 +483,13 @@ final class SocketLoop: TaskExecutor, @unchecked Sendable {
             let executor = asUnownedTaskExecutor()
             for job in jobs { job.runSynchronously(on: executor) }
             if stopping { break }
+            // The requests of this turn, each connection's in one write.
+            flushDirty()
             let now = monotonicNanoseconds()
             if active > 0, now &- lastCheck >= Self.tick {
                 lastCheck = now
                 expire(now)
+                flushDirty()
             }
             let sleep = inbox.withLock { inbox -> Bool in
                 guard inbox.isEmpty else { return false }
@@ -485,16 +539,21 @@ final class SocketLoop: TaskExecutor, @unchecked Sendable {
     }
 
     private func failEverything(_ fault: HTTPError.Fault) {
-        for connection in Array(connections.values) where connection.exchange != nil {
-            fail(connection, fault)
-        }
-        for (_, queue) in waiting {
+        for connection in Array(connections.values) {
+            let queue = connection.queue
+            connection.queue = []
+            close(connection)
             for exchange in queue { end(exchange, fault) }
         }
+        let queues = waiting
         waiting = [:]
+        for (_, queue) in queues {
+            for exchange in queue { end(exchange, fault) }
+        }
     }
 
-    /// Puts an exchange on an idle connection, a new one, or in its host's queue.
+    /// Puts an exchange on an idle connection, a new one, behind the requests of a busy one
+    /// (pipelining), or in its host's queue.
     private func begin(_ exchange: SocketExchange, fresh: Bool = false) {
         if exchange.cancelled.withLock({ $0 }) {
             end(exchange, .cancelled)
@@ -509,26 +568,49 @@ final class SocketLoop: TaskExecutor, @unchecked Sendable {
             send(exchange, on: connection)
             return
         }
-        if fresh, open[key, default: 0] >= maximumConnectionsPerHost, let connection = takeIdle(key) {
+        let open = pool[key]?.count ?? 0
+        if fresh, open >= maximumConnectionsPerHost, let connection = takeIdle(key) {
             close(connection)  // a slot for the new connection: idle ones are likely stale too
         }
-        guard open[key, default: 0] < maximumConnectionsPerHost else {
-            exchange.isWaiting = true
-            waiting[key, default: []].append(exchange)
+        if (pool[key]?.count ?? 0) < maximumConnectionsPerHost {
+            switch connect(exchange.address) {
+            case .failure(let refusal):
+                end(exchange, refusal.fault)
+            case .success(let connection):
+                send(exchange, on: connection)
+            }
             return
         }
-        switch connect(exchange.address) {
-        case .failure(let refusal):
-            end(exchange, refusal.fault)
-        case .success(let connection):
+        if let connection = pipelined(key) {
             send(exchange, on: connection)
+            return
         }
+        exchange.isWaiting = true
+        waiting[key, default: []].append(exchange)
+    }
+
+    /// How many requests `connection` may carry at once: more than one only once it has answered
+    /// one and stayed open, and only to a host that has not failed a pipeline.
+    private func depth(of connection: SocketConnection) -> Int {
+        requestsPerConnection > 1 && connection.isProven && !serial.contains(connection.key)
+            ? requestsPerConnection : 1
+    }
+
+    /// The busy connection to `key` with the fewest requests on it, when one can take another.
+    private func pipelined(_ key: String) -> SocketConnection? {
+        guard requestsPerConnection > 1, !serial.contains(key), let open = pool[key] else { return nil }
+        var best: SocketConnection?
+        for connection in open where !connection.queue.isEmpty && connection.queue.count < depth(of: connection) {
+            if best == nil || connection.queue.count < best!.queue.count { best = connection }
+        }
+        return best
     }
 
     private func takeIdle(_ key: String) -> SocketConnection? {
         guard let connection = idle[key]?.popLast() else { return nil }
         idleCount -= 1
         connection.isIdle = false
+        connection.isProven = false
         return connection
     }
 
@@ -554,21 +636,42 @@ final class SocketLoop: TaskExecutor, @unchecked Sendable {
         }
         let connection = SocketConnection(fd: fd, key: address.key, connecting: result != 0)
         connections[fd] = connection
-        open[address.key, default: 0] += 1
+        pool[address.key, default: []].append(connection)
         return .success(connection)
     }
 
+    /// Queues the exchange's request on the connection; it is written at the end of the turn.
     private func send(_ exchange: SocketExchange, on connection: SocketConnection) {
         exchange.isWaiting = false
-        connection.exchange = exchange
-        connection.parser = ResponseParser(isHead: exchange.message.isHead)
-        connection.output = exchange.message.bytes
-        connection.written = 0
         exchange.connection = connection
-        if !connection.connecting { flush(connection) }
+        if connection.queue.isEmpty { connection.parser = ResponseParser(isHead: exchange.message.isHead) }
+        connection.queue.append(exchange)
+        if connection.written == connection.output.count {
+            connection.output = exchange.message.bytes
+            connection.written = 0
+        } else {
+            connection.output.append(contentsOf: exchange.message.bytes)
+        }
+        if !connection.connecting, !connection.isDirty {
+            connection.isDirty = true
+            dirty.append(connection)
+        }
     }
 
-    /// Writes what is left of the request; the rest waits for EPOLLOUT.
+    /// Writes the requests queued in this turn.
+    private func flushDirty() {
+        while !dirty.isEmpty {
+            let connections = dirty
+            dirty.removeAll(keepingCapacity: true)
+            for connection in connections {
+                connection.isDirty = false
+                guard self.connections[connection.fd] === connection else { continue }
+                flush(connection)
+            }
+        }
+    }
+
+    /// Writes what is left of the requests; the rest waits for EPOLLOUT.
     private func flush(_ connection: SocketConnection) {
         while connection.written < connection.output.count {
             let count = connection.output.withUnsafeBytes { bytes in
@@ -600,54 +703,67 @@ final class SocketLoop: TaskExecutor, @unchecked Sendable {
             connection.connecting = false
             flush(connection)
             guard connections[connection.fd] === connection else { return }
-        } else if events & tilepack_epoll_out != 0, connection.exchange != nil, connection.written < connection.output.count {
+        } else if events & tilepack_epoll_out != 0, !connection.queue.isEmpty, connection.written < connection.output.count {
             flush(connection)
             guard connections[connection.fd] === connection else { return }
         }
         if events & (tilepack_epoll_in | tilepack_epoll_rdhup) != 0 || failed {
-            receive(connection)
+            receive(connection, closing: events & (tilepack_epoll_rdhup | tilepack_epoll_hup | tilepack_epoll_err) != 0)
         }
     }
 
-    /// Reads until the socket has nothing more, feeding the exchange's response.
-    private func receive(_ connection: SocketConnection) {
+    /// Reads until the socket has nothing more, feeding the answers to the connection's
+    /// exchanges in order. `closing`: the event said the peer has closed (or the connection
+    /// broke), so reading goes on to the end even after a short read.
+    private func receive(_ connection: SocketConnection, closing: Bool) {
         while true {
             let count = Glibc.recv(connection.fd, buffer.baseAddress, buffer.count, 0)
             if count > 0 {
-                guard let exchange = connection.exchange else {
-                    // Bytes nobody asked for (an idle connection): it cannot carry another request.
-                    close(connection)
-                    return
-                }
-                var stop = false
-                var finished: Bool?
-                var malformed: String?
-                let used = connection.parser.feed(UnsafeRawBufferPointer(rebasing: buffer[0..<count])) { event in
-                    switch event {
-                    case .head(let status, let fields):
-                        if !exchange.response.receiveHead(status: status, fields: fields) { stop = true; return false }
-                    case .body(let range):
-                        if !exchange.response.receiveBody(UnsafeRawBufferPointer(rebasing: buffer[range])) { stop = true; return false }
-                    case .end(let reusable):
-                        finished = reusable
-                    case .malformed(let reason):
-                        malformed = reason
+                var offset = 0
+                while offset < count {
+                    guard let exchange = connection.queue.first else {
+                        // Bytes nobody asked for: the connection cannot carry another request.
+                        close(connection)
+                        return
                     }
-                    return true
+                    var stop = false
+                    var finished: Bool?
+                    var malformed: String?
+                    let base = offset
+                    // A pipelined exchange that ended early (cancelled, past its deadline): its
+                    // answer is framed and dropped.
+                    let dropped = exchange.continuation == nil
+                    let used = connection.parser.feed(UnsafeRawBufferPointer(rebasing: buffer[base..<count])) { event in
+                        switch event {
+                        case .head(let status, let fields):
+                            if !dropped, !exchange.response.receiveHead(status: status, fields: fields) { stop = true; return false }
+                        case .body(let range):
+                            guard !dropped else { return true }
+                            let piece = UnsafeRawBufferPointer(rebasing: buffer[(base + range.lowerBound)..<(base + range.upperBound)])
+                            if !exchange.response.receiveBody(piece) { stop = true; return false }
+                        case .end(let reusable):
+                            finished = reusable
+                        case .malformed(let reason):
+                            malformed = reason
+                        }
+                        return true
+                    }
+                    offset += used
+                    if stop {
+                        fail(connection, .transport("the transfer was stopped"))
+                        return
+                    }
+                    if let malformed {
+                        if connection.queue.count > 1 { serial.insert(connection.key) }
+                        fail(connection, .connectionLost("the server's response is not HTTP/1.1: \(malformed)"))
+                        return
+                    }
+                    guard let reusable = finished else { break }
+                    guard complete(connection, reusable: reusable) else { return }
                 }
-                if stop {
-                    fail(connection, .transport("the transfer was stopped"))
-                    return
-                }
-                if let malformed {
-                    fail(connection, .connectionLost("the server's response is not HTTP/1.1: \(malformed)"))
-                    return
-                }
-                if let reusable = finished {
-                    // Bytes beyond the response, or more waiting: nothing else may follow on it.
-                    complete(connection, reusable: reusable && used == count && count < buffer.count)
-                    return
-                }
+                // A short read took all there was; more data, or the peer's close, comes with a new
+                // event (edge-triggered: unless the close had come before this event was taken).
+                if count < buffer.count, !closing { return }
                 continue
             }
             if count == 0 {
@@ -663,65 +779,97 @@ final class SocketLoop: TaskExecutor, @unchecked Sendable {
 
     /// The peer closed the connection (or it broke with `error`).
     private func ended(_ connection: SocketConnection, _ error: String?) {
-        guard connection.exchange != nil else {
+        guard !connection.queue.isEmpty else {
             close(connection)
             return
         }
         if error == nil, connection.parser.endOfInput({ _ in true }) {
-            complete(connection, reusable: false)
+            _ = complete(connection, reusable: false)
             return
         }
         broken(connection, .connectionLost(error.map { "the connection broke: \($0)" } ?? "the server closed the connection"))
     }
 
-    /// A connection that failed under an exchange: sent again once when it was a reused
-    /// connection that the server had closed before answering, else the exchange fails.
+    /// A connection that failed under its exchanges. The one being answered is sent again once
+    /// when it was a reused connection that the server had closed before answering, else it
+    /// fails; those pipelined behind it were not answered and are sent again.
     private func broken(_ connection: SocketConnection, _ fault: HTTPError.Fault) {
-        guard let exchange = connection.exchange else {
+        guard let exchange = connection.queue.first else {
             close(connection)
             return
         }
         let resend = connection.served > 0 && !connection.parser.hasStarted && !exchange.resent
-        connection.exchange = nil
+        let behind = connection.queue.dropFirst()
+        if !behind.isEmpty { serial.insert(connection.key) }
+        connection.queue = []
         close(connection)
+        exchange.connection = nil
         if resend {
             exchange.resent = true
-            exchange.connection = nil
             begin(exchange, fresh: true)
         } else {
             end(exchange, fault)
         }
+        for other in behind { requeue(other) }
     }
 
-    /// Ends the connection's exchange, if any, with `fault`, and closes the connection (it cannot
-    /// carry another request after an exchange cut short).
+    /// Ends the connection's exchange with `fault` and closes the connection (it cannot carry
+    /// another request after an exchange cut short); those pipelined behind it are sent again.
     private func fail(_ connection: SocketConnection, _ fault: HTTPError.Fault) {
-        let exchange = connection.exchange
-        connection.exchange = nil
+        let queue = connection.queue
+        connection.queue = []
         close(connection)
-        if let exchange { end(exchange, fault) }
+        if let exchange = queue.first {
+            exchange.connection = nil
+            end(exchange, fault)
+        }
+        for other in queue.dropFirst() { requeue(other) }
     }
 
-    private func complete(_ connection: SocketConnection, reusable: Bool) {
-        guard let exchange = connection.exchange else { return }
-        connection.exchange = nil
+    /// An exchange whose request went out behind another on a connection that closed before
+    /// answering it: sent again, a bounded number of times.
+    private func requeue(_ exchange: SocketExchange) {
+        exchange.connection = nil
+        guard exchange.continuation != nil else { return }  // cancelled or timed out already
+        exchange.requeued += 1
+        guard exchange.requeued <= Self.maximumRequeues else {
+            end(exchange, .connectionLost("\(Self.maximumRequeues + 1) connections closed before answering it"))
+            return
+        }
+        begin(exchange)
+    }
+
+    /// The answer to the connection's first exchange is complete. Returns whether the
+    /// connection stays open for the next.
+    private func complete(_ connection: SocketConnection, reusable: Bool) -> Bool {
+        guard !connection.queue.isEmpty else { return false }
+        let exchange = connection.queue.removeFirst()
+        exchange.connection = nil
         connection.served += 1
         if reusable {
+            connection.isProven = true
+            if let next = connection.queue.first { connection.parser = ResponseParser(isHead: next.message.isHead) }
             release(connection)
-        } else {
-            close(connection)
+            end(exchange, nil)
+            return connections[connection.fd] === connection
         }
+        let behind = connection.queue
+        connection.queue = []
+        close(connection)
         end(exchange, nil)
+        for other in behind { requeue(other) }
+        return false
     }
 
-    /// A connection free for the next request: the first waiting exchange of its host, or idle.
+    /// A connection with room for more: the first waiting exchanges of its host, as many as it
+    /// may carry, or idle when it carries none.
     private func release(_ connection: SocketConnection) {
-        if var queue = waiting[connection.key], !queue.isEmpty {
+        while connection.queue.count < depth(of: connection), var queue = waiting[connection.key], !queue.isEmpty {
             let next = queue.removeFirst()
             waiting[connection.key] = queue.isEmpty ? nil : queue
             send(next, on: connection)
-            return
         }
+        guard connection.queue.isEmpty else { return }
         guard idleCount < maximumIdleConnections else {
             close(connection)
             return
@@ -736,16 +884,18 @@ final class SocketLoop: TaskExecutor, @unchecked Sendable {
         guard connections[connection.fd] === connection else { return }
         connections[connection.fd] = nil
         Glibc.close(connection.fd)
-        if connection.isIdle, var list = idle[connection.key], let index = list.firstIndex(where: { $0 === connection }) {
+        let key = connection.key
+        if connection.isIdle, var list = idle[key], let index = list.firstIndex(where: { $0 === connection }) {
             list.remove(at: index)
-            idle[connection.key] = list.isEmpty ? nil : list
+            idle[key] = list.isEmpty ? nil : list
             idleCount -= 1
             connection.isIdle = false
         }
-        let key = connection.key
-        open[key, default: 1] -= 1
-        if open[key] == 0 { open[key] = nil }
-        if var queue = waiting[key], !queue.isEmpty, open[key, default: 0] < maximumConnectionsPerHost {
+        if var list = pool[key], let index = list.firstIndex(where: { $0 === connection }) {
+            list.remove(at: index)
+            pool[key] = list.isEmpty ? nil : list
+        }
+        if var queue = waiting[key], !queue.isEmpty, (pool[key]?.count ?? 0) < maximumConnectionsPerHost {
             let next = queue.removeFirst()
             waiting[key] = queue.isEmpty ? nil : queue
             next.isWaiting = false
@@ -757,8 +907,13 @@ final class SocketLoop: TaskExecutor, @unchecked Sendable {
         if exchange.isWaiting {
             removeWaiting(exchange)
             end(exchange, .cancelled)
-        } else if let connection = exchange.connection, connection.exchange === exchange {
-            fail(connection, .cancelled)
+        } else if let connection = exchange.connection {
+            if connection.queue.first === exchange {
+                fail(connection, .cancelled)
+            } else if connection.queue.contains(where: { $0 === exchange }) {
+                // Pipelined behind another: its answer still comes, and is dropped.
+                end(exchange, .cancelled)
+            }
         }
     }
 
@@ -770,11 +925,18 @@ final class SocketLoop: TaskExecutor, @unchecked Sendable {
         exchange.isWaiting = false
     }
 
-    /// Ends every exchange past its deadline.
+    /// Ends every exchange past its deadline. One being answered closes its connection; one
+    /// pipelined behind it ends at once and its answer is dropped when it comes.
     private func expire(_ now: UInt64) {
         for connection in Array(connections.values) {
-            guard let exchange = connection.exchange, exchange.deadline <= now else { continue }
-            fail(connection, .timedOut(exchange.request.timeout))
+            guard let first = connection.queue.first else { continue }
+            if first.deadline <= now {
+                fail(connection, .timedOut(first.request.timeout))
+                continue
+            }
+            for exchange in connection.queue.dropFirst() where exchange.deadline <= now {
+                end(exchange, .timedOut(exchange.request.timeout))
+            }
         }
         for (_, queue) in waiting {
             for exchange in queue where exchange.deadline <= now {
@@ -793,7 +955,6 @@ final class SocketLoop: TaskExecutor, @unchecked Sendable {
             active -= 1
         }
         exchange.isWaiting = false
-        exchange.connection = nil
         exchange.response.end(fault)
         continuation.resume(returning: exchange.response)
     }

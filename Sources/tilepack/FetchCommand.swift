@@ -64,8 +64,11 @@ struct FetchCommand: AsyncParsableCommand {
     @Flag(help: "Print the tile count and a byte estimate; download no tile into the archive.")
     var estimate = false
 
-    @Option(help: "HTTP requests in flight per host.")
+    @Option(help: "HTTP connections per host.")
     var concurrency: Int = 8
+
+    @Option(help: "With --transport sockets, on http://: requests sent on a connection before their answers (HTTP/1.1 pipelining; a host that fails it is asked one request at a time). 1 turns it off. (default: 4)")
+    var pipeline: Int?
 
     @Option(help: "What moves the bytes: sockets (tilepack's own HTTP/1.1 client for http://, https through libcurl; the default on Linux), curl (libcurl's multi interface) or urlsession (the library's default).")
     var transport: FetchTransport = .platformDefault
@@ -107,6 +110,8 @@ struct FetchCommand: AsyncParsableCommand {
         if route != nil && radius == nil { throw ValidationError("--route needs --radius METRES") }
         if route == nil && radius != nil { throw ValidationError("--radius goes with --route") }
         if !(1...256).contains(concurrency) { throw ValidationError("--concurrency must be 1-256") }
+        if let pipeline, !(1...32).contains(pipeline) { throw ValidationError("--pipeline must be 1-32") }
+        if pipeline != nil && transport != .sockets { throw ValidationError("--pipeline goes with --transport sockets") }
         if let sessions, !(1...64).contains(sessions) { throw ValidationError("--sessions must be 1-64") }
         if sessions != nil && transport != .urlsession { throw ValidationError("--sessions goes with --transport urlsession") }
         if transport != .urlsession && !FetchTransport.curlAvailable {
@@ -136,7 +141,7 @@ struct FetchCommand: AsyncParsableCommand {
         let source = PrefetchSource(urlTemplate: urlTemplate, scheme: scheme, scale: scale,
                                     subdomains: subdomains.split(separator: ",").map { String($0) }, tileSize: tileSize)
         let prefetcher = try MapDataPrefetcher(storePath: output, source: source, configuration: configuration, createStore: !estimate,
-                                               transport: transport.make(concurrency: concurrency))
+                                               transport: transport.make(concurrency: concurrency, pipeline: pipeline ?? 4))
         if estimate {
             let result = await prefetcher.estimate(request)
             if let reason = result.error, result.requestId < 0 { throw refusal(reason) }
@@ -224,15 +229,17 @@ enum FetchTransport: String, ExpressibleByArgument, CaseIterable {
 
     /// The transport with `concurrency` connections per host, or `nil` for the library's
     /// URLSessions (and where TilepackCurl and TilepackSockets are not built). `sockets` carries
-    /// cleartext http itself and hands https (and proxied requests) to libcurl.
-    func make(concurrency: Int) -> (any HTTPTransport)? {
+    /// cleartext http itself, `pipeline` requests per connection, and hands https (and proxied
+    /// requests) to libcurl.
+    func make(concurrency: Int, pipeline: Int = 1) -> (any HTTPTransport)? {
         #if os(Linux)
         switch self {
         case .sockets:
             // One event loop per core (as wrk's threads), no more than connections: the fetch's
             // workers are spread over the loops and run on their threads.
-            SocketTransport(maximumConnectionsPerHost: concurrency, loops: min(concurrency, ProcessInfo.processInfo.activeProcessorCount),
-                            fallback: CurlTransport(maximumConnectionsPerHost: concurrency))
+            SocketTransport(maximumConnectionsPerHost: concurrency, requestsPerConnection: pipeline,
+                            loops: min(concurrency, ProcessInfo.processInfo.activeProcessorCount),
+                            fallback: LazyTransport { CurlTransport(maximumConnectionsPerHost: concurrency) })
         case .curl: CurlTransport(maximumConnectionsPerHost: concurrency)
         case .urlsession: nil
         }
@@ -240,6 +247,32 @@ enum FetchTransport: String, ExpressibleByArgument, CaseIterable {
         nil
         #endif
     }
+}
+
+/// A transport made when the first exchange needs it: the sockets transport's libcurl fallback
+/// (https, proxies) costs a fetch of plain http nothing, not even libcurl's and OpenSSL's start-up.
+final class LazyTransport: HTTPTransport {
+    private let make: @Sendable () -> any HTTPTransport
+    private let made = Locked<(any HTTPTransport)?>(nil)
+
+    init(_ make: @escaping @Sendable () -> any HTTPTransport) {
+        self.make = make
+    }
+
+    private var transport: any HTTPTransport {
+        made.withLock { made in
+            if let made { return made }
+            let transport = make()
+            made = transport
+            return transport
+        }
+    }
+
+    nonisolated(nonsending) func exchange(_ request: HTTPRequest, _ response: HTTPIncomingResponse) async -> HTTPIncomingResponse {
+        await transport.exchange(request, response)
+    }
+
+    func requestsPerConnection(to url: URL) -> Int { 1 }
 }
 
 /// Ctrl-C calls `action` once (a clean stop); a second Ctrl-C exits at once (the archive stays

@@ -105,7 +105,7 @@ struct FetchCommandTests {
         #expect(resumed.status == 0 && resumed.stdout.contains("\(verify.tiles) already present"), "\(resumed.stdout)")
     }
 
-    @Test("--transport sockets (the default on Linux), curl and urlsession fetch the same tiles; --sessions goes with urlsession")
+    @Test("--transport sockets (the default on Linux; pipelined or not), curl and urlsession fetch the same tiles; --sessions goes with urlsession, --pipeline with sockets")
     func transports() async throws {
         guard let binary = tilepackBinary() else { return }
         let server = try TileServer()
@@ -115,13 +115,14 @@ struct FetchCommandTests {
         for transport in TestTransport.available {
             let path = directory.file("\(transport).mbtiles")
             let before = server.server.requestCount
-            let name = switch transport {
-            case .curl: "curl"
-            case .sockets: "sockets"
-            case .urlSession: "urlsession"
+            let chosen = switch transport {
+            case .curl: ["--transport", "curl"]
+            case .sockets: ["--transport", "sockets", "--pipeline", "1"]
+            case .socketsPipelined: ["--transport", "sockets"]
+            case .urlSession: ["--transport", "urlsession"]
             }
             let result = try await runTilepack(binary, ["fetch", server.template, path, "--bbox", "13.3,52.45,13.5,52.56", "--zoom", "6-10",
-                                                  "--transport", name, "--quiet"])
+                                                  "--quiet"] + chosen)
             #expect(result.status == 0, "\(result.stderr)")
             #expect(server.server.requestCount - before == cover.count)
             let store = try MBTilesTileStore(path: path)
@@ -131,6 +132,9 @@ struct FetchCommandTests {
         let refused = try await runTilepack(binary, ["fetch", server.template, directory.file("s.mbtiles"), "--bbox", "13.3,52.45,13.5,52.56",
                                                "--zoom", "6", "--sessions", "2", "--transport", "curl"])
         #expect(refused.status == 64 && refused.stderr.contains("--sessions goes with --transport urlsession"))
+        let unpipelined = try await runTilepack(binary, ["fetch", server.template, directory.file("p.mbtiles"), "--bbox", "13.3,52.45,13.5,52.56",
+                                                   "--zoom", "6", "--pipeline", "2", "--transport", "curl"])
+        #expect(unpipelined.status == 64 && unpipelined.stderr.contains("--pipeline goes with --transport sockets"))
     }
 
     @Test("--estimate --json prints tiles and bytes and creates no file; a refused request exits 2")

@@ -155,6 +155,7 @@ extension MapDataPrefetcher {
 
 extension TestTransport {
     /// What a prefetcher is given: `nil` for URLSession (the library's default path, its
-    /// sessions), a new transport otherwise.
-    var forPrefetch: (any HTTPTransport)? { self == .urlSession ? nil : make(maximumConnectionsPerHost: 8) }
+    /// sessions), a new transport otherwise, with as many connections per host as
+    /// ``testConfiguration(_:)`` allows (a pipelining transport opens no more than it is given).
+    var forPrefetch: (any HTTPTransport)? { self == .urlSession ? nil : make(maximumConnectionsPerHost: 4) }
 }

@@ -279,7 +279,8 @@ struct PrefetchFetchTests {
         server.delay.withLock { $0 = .milliseconds(40) }
         let directory = try TemporaryDirectory()
         let prefetcher = try MapDataPrefetcher(storePath: directory.file("l.mbtiles"), source: PrefetchSource(urlTemplate: server.template),
-                                               configuration: testConfiguration { $0.connectionsPerHost = 3 }, transport: transport.forPrefetch)
+                                               configuration: testConfiguration { $0.connectionsPerHost = 3 },
+                                               transport: transport == .urlSession ? nil : transport.make(maximumConnectionsPerHost: 3))
         let report = try #require(await prefetcher.fetch(.boundingBox(berlin, zooms: 0...7)).1)
         #expect(report.downloaded >= 8)
         #expect(server.peakConcurrency <= 3 && server.peakConcurrency >= 2)

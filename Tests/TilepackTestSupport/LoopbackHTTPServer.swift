@@ -63,6 +63,7 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
         var requests: [Request] = []
         var connections: Set<Int32> = []
         var accepted = 0
+        var pipelined = 0
         var stopped = false
         var abandonedTrickles: [Duration] = []
     }
@@ -110,6 +111,9 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
     public func requests(to path: String) -> Int { state.withLock { $0.requests.filter { $0.path == path }.count } }
     /// Connections accepted so far (a client that reuses its connections opens few).
     public var acceptedConnections: Int { state.withLock { $0.accepted } }
+    /// Requests that had arrived before the answer to the one ahead of them was sent (HTTP/1.1
+    /// pipelining: a client that waits for each answer never causes one).
+    public var pipelinedRequests: Int { state.withLock { $0.pipelined } }
     /// For each `.trickle` reply the client stopped reading (it closed the connection), how long
     /// after the reply's head: the client's own deadline as this server saw it, whatever the test
     /// process's scheduling.
@@ -177,8 +181,11 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
     private func readRequest(_ fd: Int32, _ buffer: inout [UInt8]) -> Request? {
         let terminator: [UInt8] = [13, 10, 13, 10]
         var chunk = [UInt8](repeating: 0, count: 16_384)
+        // Whether this request's bytes came with an earlier read (before the last answer went out).
+        var early = !buffer.isEmpty
         while true {
             if let end = buffer.firstRange(of: terminator) {
+                if early { state.withLock { $0.pipelined += 1 } }
                 let head = String(decoding: buffer[..<end.lowerBound], as: UTF8.self)
                 buffer.removeSubrange(..<end.upperBound)
                 let lines = head.components(separatedBy: "\r\n")
@@ -202,6 +209,7 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
             if buffer.count > 65_536 { return nil }
             let n = Self.read(fd, &chunk)
             if n <= 0 { return nil }
+            early = false
             buffer.append(contentsOf: chunk[..<n])
         }
     }

@@ -110,8 +110,9 @@ public final class MBTilesTileStore: @unchecked Sendable {
     public let path: String
     /// Whether the file could only be opened for reading: every write throws.
     public let isReadOnly: Bool
-    /// Bytes of tile data per transaction.
-    public var batchBytes: Int { 32 << 20 }
+    /// Bytes of tile data per transaction: commits then overlap a long download and the last one
+    /// is short; fewer bytes would cost more syncs than they save (Specs/prefetch.md).
+    public var batchBytes: Int { 4 << 20 }
     /// Seconds an open transaction may stay uncommitted before the next write commits it.
     public var batchSeconds: Double { 1 }
 

@@ -3,7 +3,9 @@
 // multi interface, or URLSessions, with the same requests in flight), bodies counted and dropped:
 // no template, no checks, no store. Run by tools/bench-fetch.sh.
 //
-//   bench-fetch-floor <base-url> <paths-file> <in-flight> sockets|curl|<sessions>
+//   bench-fetch-floor <base-url> <paths-file> <in-flight> sockets|curl|<sessions> [<requests per connection>]
+//
+// With sockets and a pipelining depth D, <in-flight> connections carry D requests each.
 import Foundation
 import Tilepack
 import TilepackCurl
@@ -11,11 +13,12 @@ import TilepackHTTP
 import TilepackSockets
 
 let arguments = CommandLine.arguments
-guard arguments.count == 5, let inFlight = Int(arguments[3]), ["curl", "sockets"].contains(arguments[4]) || Int(arguments[4]) != nil,
+guard arguments.count == 5 || arguments.count == 6, let inFlight = Int(arguments[3]), ["curl", "sockets"].contains(arguments[4]) || Int(arguments[4]) != nil,
       let list = try? String(contentsOfFile: arguments[2], encoding: .utf8) else {
-    FileHandle.standardError.write(Data("usage: bench-fetch-floor <base-url> <paths-file> <in-flight> sockets|curl|<sessions>\n".utf8))
+    FileHandle.standardError.write(Data("usage: bench-fetch-floor <base-url> <paths-file> <in-flight> sockets|curl|<sessions> [<depth>]\n".utf8))
     exit(64)
 }
+let depth = arguments.count == 6 ? max(1, Int(arguments[5]) ?? 1) : 1
 let urls = list.split(separator: "\n").compactMap { URL(string: arguments[1] + $0) }
 let clients: [HTTPClient]
 if let sessions = Int(arguments[4]) {
@@ -24,7 +27,7 @@ if let sessions = Int(arguments[4]) {
 } else {
     #if os(Linux)
     clients = [HTTPClient(transport: arguments[4] == "sockets"
-        ? SocketTransport(maximumConnectionsPerHost: inFlight, loops: min(inFlight, ProcessInfo.processInfo.activeProcessorCount))
+        ? SocketTransport(maximumConnectionsPerHost: inFlight, requestsPerConnection: depth, loops: min(inFlight, ProcessInfo.processInfo.activeProcessorCount))
         : CurlTransport(maximumConnectionsPerHost: inFlight))]
     #else
     FileHandle.standardError.write(Data("bench-fetch-floor: the curl and sockets transports are built on Linux only\n".utf8))
@@ -36,7 +39,7 @@ let bytes = Locked(0)
 let executors = clients.count == 1 ? clients[0].transport.taskExecutors : []
 let start = ContinuousClock.now
 await withTaskGroup(of: Void.self) { group in
-    for worker in 0..<inFlight {
+    for worker in 0..<(inFlight * depth) {
         group.addTask(executorPreference: executors.isEmpty ? nil : executors[worker % executors.count]) {
             while true {
                 let index: Int? = next.withLock { value in
