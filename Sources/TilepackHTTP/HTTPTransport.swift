@@ -75,12 +75,11 @@ public struct HTTPIncomingResponse: Sendable {
         self.status = status
         var headers: [String: String] = [:]
         headers.reserveCapacity(fields.count)
+        // One hash per field (this runs for every response): a repeated name is the rare case.
         for (name, value) in fields {
             let key = name.utf8.contains(where: { (65...90).contains($0) }) ? name.lowercased() : name
-            if let previous = headers[key] {
+            if let previous = headers.updateValue(value, forKey: key) {
                 headers[key] = "\(previous), \(value)"
-            } else {
-                headers[key] = value
             }
         }
         self.headers = headers

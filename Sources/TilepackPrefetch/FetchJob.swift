@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import TileLayer
 import TilepackCore
 import TilepackStorage
@@ -17,7 +18,7 @@ final class FetchJob: RequestJob, @unchecked Sendable {
 
     private let state = Locked(Counters())
     private let feed: Locked<Feed>
-    private let cancelled = Locked(false)
+    private let cancelled = Atomic<Bool>(false)
     private let result = Locked<PrefetchReport?>(nil)
     /// Stored tiles since the capacity was last checked (the writer's queue only).
     private let sinceEviction = Locked(0)
@@ -90,10 +91,10 @@ final class FetchJob: RequestJob, @unchecked Sendable {
     }
 
     func cancel() {
-        cancelled.withLock { $0 = true }
+        cancelled.store(true, ordering: .relaxed)
     }
 
-    private var isCancelled: Bool { cancelled.withLock { $0 } || Task.isCancelled }
+    private var isCancelled: Bool { cancelled.load(ordering: .relaxed) || Task.isCancelled }
 
     func run() async {
         if options.onlyFailed {
@@ -252,7 +253,7 @@ final class FetchJob: RequestJob, @unchecked Sendable {
     /// A store fault ends the fetch as a failure.
     private func fail(with message: String) {
         state.withLock { if $0.storeError == nil { $0.storeError = message } }
-        cancelled.withLock { $0 = true }
+        cancelled.store(true, ordering: .relaxed)
     }
 
     /// Ends the fetch with one commit: the last tiles, the refreshed metadata and the region's
@@ -264,7 +265,7 @@ final class FetchJob: RequestJob, @unchecked Sendable {
             state.withLock { counters -> PrefetchReport in
                 if let storeError, counters.storeError == nil { counters.storeError = storeError }
                 // A cancel that came after the last tile settled changes nothing.
-                let wasCancelled = cancelled.withLock { $0 } && counters.done < counters.total && counters.storeError == nil
+                let wasCancelled = cancelled.load(ordering: .relaxed) && counters.done < counters.total && counters.storeError == nil
                 let status: PrefetchStatus = counters.storeError != nil ? .failure
                     : wasCancelled ? .cancelled
                     : counters.failed > 0 ? .failure : .success

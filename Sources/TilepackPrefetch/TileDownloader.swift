@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import TilepackCore
 import TilepackHTTP
 
@@ -29,7 +30,7 @@ final class TileDownloader: Sendable {
     let tileSize: Int
     /// Connections refused (or unresolvable hosts) in a row, over every host, with no answer of
     /// any kind between them; past ``maximumRefusals`` the source is unreachable.
-    private let refusals = Locked(0)
+    private let refusals = Atomic<Int>(0)
     /// Refused connections in a row after which a fetch stops: the server is not there (a wrong
     /// port, a server that is down). Every tile would otherwise spend its retries and back-off
     /// (about 4 s each) on it. Several workers' worth of tiles, each tried `maximumAttempts` times.
@@ -37,7 +38,7 @@ final class TileDownloader: Sendable {
 
     /// Why the source is unreachable, once ``maximumRefusals`` connections in a row were refused.
     var unreachable: String? {
-        guard refusals.withLock({ $0 }) >= Self.maximumRefusals else { return nil }
+        guard refusals.load(ordering: .relaxed) >= Self.maximumRefusals else { return nil }
         return "the tile server refused \(Self.maximumRefusals) connections in a row, with no answer between them; is it running, and are the URL's host and port right?"
     }
 
@@ -84,7 +85,7 @@ final class TileDownloader: Sendable {
                 let client = clients.count == 1 ? clients[0] : clients[turn.withLock { $0 = ($0 + 1) % clients.count; return $0 }]
                 let response = try await client.send(request)
                 gate.release(host)
-                refusals.withLock { $0 = 0 }
+                if refusals.load(ordering: .relaxed) != 0 { refusals.store(0, ordering: .relaxed) }
                 switch response.status {
                 case 200:
                     let expected = format.withLock { $0 }
@@ -107,7 +108,7 @@ final class TileDownloader: Sendable {
             } catch {
                 gate.release(host)
                 if case .cancelled = error.fault { return .cancelled }
-                if case .cannotConnect = error.fault { refusals.withLock { $0 += 1 } }
+                if case .cannotConnect = error.fault { refusals.wrappingAdd(1, ordering: .relaxed) }
                 fault = error.isTransient ? .transport(error.reason) : .invalidBody(error.reason)
             }
             guard fault.retryable, attempt < tries else { return .failed(fault) }

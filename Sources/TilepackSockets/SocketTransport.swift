@@ -2,6 +2,7 @@
 internal import CTilepackSockets
 import Foundation
 import Glibc
+import Synchronization
 import TilepackCore
 import TilepackHTTP
 
@@ -283,7 +284,7 @@ final class SocketExchange: @unchecked Sendable {
     var isWaiting = false
     /// Whether the loop counts it among the exchanges under way (loop thread).
     var counted = false
-    let cancelled = Locked(false)
+    let cancelled = Atomic<Bool>(false)
 
     init(request: HTTPRequest, response: HTTPIncomingResponse, message: RequestMessage, address: ResolvedAddress) {
         self.request = request
@@ -419,7 +420,7 @@ final class SocketLoop: TaskExecutor, @unchecked Sendable {
     }
 
     func cancel(_ exchange: SocketExchange) {
-        exchange.cancelled.withLock { $0 = true }
+        exchange.cancelled.store(true, ordering: .relaxed)
         inbox.withLock { inbox in
             guard !inbox.closed else { return }
             inbox.cancelled.append(exchange)
@@ -555,7 +556,7 @@ final class SocketLoop: TaskExecutor, @unchecked Sendable {
     /// Puts an exchange on an idle connection, a new one, behind the requests of a busy one
     /// (pipelining), or in its host's queue.
     private func begin(_ exchange: SocketExchange, fresh: Bool = false) {
-        if exchange.cancelled.withLock({ $0 }) {
+        if exchange.cancelled.load(ordering: .relaxed) {
             end(exchange, .cancelled)
             return
         }

@@ -276,26 +276,28 @@ import TilepackTestSupport
     }
 
     @Test func requestsLeftUnansweredWhenTheServerClosesAreSentAgain() async throws {
-        // Every fifth answer says Connection: close and the server hangs up after it (as nginx
-        // does every 1,000 requests): the requests pipelined behind it were never answered.
+        // One connection at a time; every tenth answer says Connection: close and the server
+        // hangs up after it (as nginx does every 1,000 requests): the requests pipelined behind
+        // it were never answered.
         let served = Locked(0)
         let server = try LoopbackHTTPServer { request in
             let count = served.withLock { $0 += 1; return $0 }
-            guard count % 5 == 0 else { return .status(200, request.path) }
+            guard count % 10 == 0 else { return .status(200, request.path) }
             let body = Data(request.path.utf8)
             return .raw(Data("HTTP/1.1 200 OK\r\nContent-Length: \(body.count)\r\nConnection: close\r\n\r\n".utf8) + body)
         }
         defer { server.stop() }
-        let client = HTTPClient(transport: SocketTransport(maximumConnectionsPerHost: 2, requestsPerConnection: 4))
+        let client = HTTPClient(transport: SocketTransport(maximumConnectionsPerHost: 1, requestsPerConnection: 4))
         _ = try await client.send(HTTPRequest(url: URL(string: server.baseURL + "/first")!))
         let results = await Self.sendAll(client, server.baseURL, prefix: "c", count: 120)
-        #expect((0..<120).allSatisfy { results[$0] == "/c\($0)" }, "\(results.filter { $0.value != "/c\($0.key)" }.prefix(3))")
+        let wrong = results.filter { $0.value != "/c\($0.key)" }.sorted { $0.key < $1.key }
+        #expect(wrong.isEmpty, "\(wrong.count) wrong: \(wrong.prefix(3))")
         // A new connection after each close (the server read, and logged, only the requests it
         // answered: those it left in its buffer were sent again), and pipelining went on. (A
         // close with requests unread can reach the client as a reset that loses the last answer:
         // that request is sent again too, so the server may log a few twice.)
         #expect(server.requestCount >= 121)
-        #expect(server.acceptedConnections >= 24, "\(server.acceptedConnections) connections")
+        #expect(server.acceptedConnections >= 12, "\(server.acceptedConnections) connections")
         #expect(server.pipelinedRequests > 0)
     }
 
@@ -330,35 +332,50 @@ import TilepackTestSupport
             }
         }
         defer { server.stop() }
-        let client = HTTPClient(transport: SocketTransport(maximumConnectionsPerHost: 1, requestsPerConnection: 4))
-        // "/slow" goes out behind "/warm" once "/warm" is answered: on a connection that has just
-        // answered and stayed open, where requests are pipelined.
-        let warm = Task { try await client.send(HTTPRequest(url: URL(string: server.baseURL + "/warm")!)) }
-        for _ in 0..<500 where server.requestCount < 1 { try await Task.sleep(for: .milliseconds(2)) }
-        let slow = Task { try await client.send(HTTPRequest(url: URL(string: server.baseURL + "/slow")!)) }
-        #expect(try await warm.value.body == Data("/warm".utf8))
-        // Once the server has "/slow", requests sent now wait behind it on the connection.
-        for _ in 0..<500 where server.requestCount < 2 { try await Task.sleep(for: .milliseconds(2)) }
-        #expect(server.requestCount == 2)
-        let cancelled = Task { try await client.send(HTTPRequest(url: URL(string: server.baseURL + "/cancelled")!)) }
-        let sent = ContinuousClock.now
-        await #expect(throws: HTTPError(url: server.baseURL + "/late", fault: .timedOut(.milliseconds(300)))) {
-            _ = try await client.send(HTTPRequest(url: URL(string: server.baseURL + "/late")!, timeout: .milliseconds(300)))
-        }
-        // Ended at its deadline, not when its answer came (after "/slow"'s, 3 s after it was sent;
-        // the bound leaves room for a test process whose threads are all busy).
-        #expect(ContinuousClock.now - sent < .milliseconds(2500))
-        // Cancelled before its answer came (which comes after "/slow"'s): it ends cancelled.
-        cancelled.cancel()
-        await #expect(throws: HTTPError(url: server.baseURL + "/cancelled", fault: .cancelled)) { _ = try await cancelled.value }
-        #expect(try await slow.value.body == Data("/slow".utf8))
+        let transport = SocketTransport(maximumConnectionsPerHost: 1, requestsPerConnection: 4)
+        let client = HTTPClient(transport: transport)
+        // Everything below runs on the loop's own thread (a task that prefers it, its child tasks
+        // too), not on the test process's shared threads, which other tests may keep busy for
+        // seconds: the order of the requests and the times measured are the transport's.
+        let outcome = await Task(executorPreference: transport.taskExecutors[0]) { () -> [String] in
+            func get(_ path: String, timeout: Duration = .seconds(30)) async -> (String, Duration) {
+                let sent = ContinuousClock.now
+                do {
+                    let response = try await client.send(HTTPRequest(url: URL(string: server.baseURL + path)!, timeout: timeout))
+                    return (String(decoding: response.body, as: UTF8.self), ContinuousClock.now - sent)
+                } catch {
+                    return (error.fault == .cancelled ? "cancelled" : error.reason, ContinuousClock.now - sent)
+                }
+            }
+            // "/slow" waits for "/warm"'s answer, then goes out on a connection that has just
+            // answered and stayed open: where requests are pipelined.
+            async let warm = get("/warm")
+            async let slow = get("/slow")
+            var notes: [String] = []
+            if await warm.0 != "/warm" { notes.append("warm: \(await warm.0)") }
+            for _ in 0..<500 where server.requestCount < 2 { try? await Task.sleep(for: .milliseconds(2)) }
+            // Now behind "/slow": one cancelled while it waits, one past its deadline.
+            let cancelled = Task(executorPreference: transport.taskExecutors[0]) { await get("/cancelled") }
+            let late = await get("/late", timeout: .milliseconds(300))
+            if !late.0.contains("no complete answer within") { notes.append("late: \(late.0)") }
+            // Ended at its deadline, not when its answer came (after "/slow"'s, 3 s after it was sent).
+            if late.1 >= .milliseconds(1500) { notes.append("late ended after \(late.1)") }
+            cancelled.cancel()
+            let ended = await cancelled.value
+            if ended.0 != "cancelled" { notes.append("cancelled: \(ended.0)") }
+            if ended.1 >= .milliseconds(2500) { notes.append("cancelled ended after \(ended.1)") }
+            if await slow.0 != "/slow" { notes.append("slow: \(await slow.0)") }
+            return notes
+        }.value
+        #expect(outcome.isEmpty, "\(outcome)")
         // The answers to the two ended requests came and were dropped: later requests on the same
         // connection get their own.
         let after = await Self.sendAll(client, server.baseURL, prefix: "z", count: 8)
         #expect((0..<8).allSatisfy { after[$0] == "/z\($0)" }, "\(after)")
-        // The two were pipelined behind "/slow"; the connection carried on (or, if the expired
-        // one's answer came apart from the rest, was replaced).
-        #expect(server.pipelinedRequests >= 2)
+        // The two were pipelined behind "/slow" (the server, which reads what has arrived when
+        // it has answered, finds at least the second already read); the connection carried on
+        // (or, if the expired one's answer came apart from the rest, was replaced).
+        #expect(server.pipelinedRequests >= 1)
         #expect(server.acceptedConnections <= 2)
     }
 }

@@ -25,6 +25,8 @@ public struct CommandOutput: Sendable {
     /// (every 10 ms); `nil` where there is no `/proc`. Its own: tests running beside it in this
     /// process do not count, as they do in this process's resident size.
     public var peakResidentBytes: Int? = nil
+    /// Whether the command was still running at the timeout, and was terminated.
+    public var timedOut = false
 }
 
 extension TestSupport {
@@ -62,11 +64,12 @@ extension TestSupport {
             peak = peakResident(of: process.processIdentifier) ?? peak
             Thread.sleep(forTimeInterval: 0.01)
         }
-        if process.isRunning { process.terminate() }
+        let timedOut = process.isRunning
+        if timedOut { process.terminate() }
         process.waitUntilExit()
         group.wait()
         return CommandOutput(status: process.terminationStatus, stdout: String(decoding: outData.withLock { $0 }, as: UTF8.self),
-                             stderr: String(decoding: errData.withLock { $0 }, as: UTF8.self), peakResidentBytes: peak)
+                             stderr: String(decoding: errData.withLock { $0 }, as: UTF8.self), peakResidentBytes: peak, timedOut: timedOut)
     }
 
     /// `VmHWM` of process `pid` in bytes, or `nil` (no `/proc`, or the process is gone).

@@ -111,8 +111,9 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
     public func requests(to path: String) -> Int { state.withLock { $0.requests.filter { $0.path == path }.count } }
     /// Connections accepted so far (a client that reuses its connections opens few).
     public var acceptedConnections: Int { state.withLock { $0.accepted } }
-    /// Requests that had arrived before the answer to the one ahead of them was sent (HTTP/1.1
-    /// pipelining: a client that waits for each answer never causes one).
+    /// Requests read together with the one ahead of them, before its answer was sent (HTTP/1.1
+    /// pipelining: a client that waits for each answer never causes one). A lower bound: of
+    /// requests that arrive together after an answer, the first is not counted.
     public var pipelinedRequests: Int { state.withLock { $0.pipelined } }
     /// For each `.trickle` reply the client stopped reading (it closed the connection), how long
     /// after the reply's head: the client's own deadline as this server saw it, whatever the test
@@ -131,8 +132,10 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
             return true
         }
         guard stopping else { return }
+        // Shut down, not closed: the accept thread closes it as it leaves. Closed here, its number
+        // could go to another server's new listener while the accept thread is between two calls,
+        // and that thread would then accept (and drop) the other server's connections.
         shutdown(listener, Int32(SHUT_RDWR))
-        close(listener)
     }
 
     // MARK: - Serving
@@ -142,6 +145,7 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
             let fd = accept(listener, nil, nil)
             if fd < 0 {
                 if errno == EINTR { continue }
+                close(listener)
                 return
             }
             let accepted = state.withLock { state -> Bool in
@@ -152,6 +156,7 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
             }
             guard accepted else {
                 close(fd)
+                close(listener)
                 return
             }
             var yes: Int32 = 1
