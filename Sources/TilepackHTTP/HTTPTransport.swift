@@ -134,7 +134,8 @@ public struct HTTPIncomingResponse: Sendable {
     /// shorter or longer than declared (without a content encoding, whose decoded length differs)
     /// is one too.
     public func result() -> Result<HTTPResponse, HTTPError> {
-        let url = request.url.absoluteString
+        // The URL's text only for an error (this runs for every response).
+        var url: String { request.url.absoluteString }
         guard isEnded else { return .failure(HTTPError(url: url, fault: .transport("the transport did not end the exchange"))) }
         let bodyless = request.method == "HEAD" || status == 304 || status == 204
         if let fault {

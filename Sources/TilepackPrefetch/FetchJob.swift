@@ -110,9 +110,10 @@ final class FetchJob: RequestJob, @unchecked Sendable {
         let storedFormat = try? store.metadata().format
         // A transport that pipelines (tilepack's sockets, on http) carries several requests per
         // connection: as many more workers keep them in flight.
-        let depth = prefetcher.clients.count == 1
-            ? ((try? TileCoordinate(zoom: 0, x: 0, y: 0)).flatMap(template.url(for:)).map(prefetcher.clients[0].transport.requestsPerConnection(to:)) ?? 1)
-            : 1
+        var depth = 1
+        if prefetcher.clients.count == 1, let tile = try? TileCoordinate(zoom: 0, x: 0, y: 0), let url = template.url(for: tile) {
+            depth = max(1, prefetcher.clients[0].transport.requestsPerConnection(to: url))
+        }
         let downloader = TileDownloader(clients: prefetcher.clients, source: source, configuration: prefetcher.configuration,
                                         storedFormat: storedFormat ?? nil, requestsPerConnection: depth)
         // Outcomes go into the store on the writer's queue; the capacity is checked there too.
@@ -126,7 +127,7 @@ final class FetchJob: RequestJob, @unchecked Sendable {
             }
             if due { evictIfNeeded() }
         })
-        let workers = max(1, min(1024, prefetcher.configuration.connectionsPerHost * max(1, source.hosts.count) * max(1, depth)))
+        let workers = max(1, min(1024, prefetcher.configuration.connectionsPerHost * max(1, source.hosts.count) * depth))
         // With one client whose transport runs event loops of its own, the workers are spread over
         // the loops' threads: a response resumes its worker where it arrived, with no thread woken
         // per tile.
