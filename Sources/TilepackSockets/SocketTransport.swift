@@ -325,9 +325,6 @@ final class SocketConnection {
         self.key = key
         self.connecting = connecting
     }
-
-    /// The exchange being answered.
-    var exchange: SocketExchange? { queue.first }
 }
 
 func monotonicNanoseconds() -> UInt64 {
