@@ -52,6 +52,9 @@ struct ResponseParser {
     /// Bytes of an unfinished head, chunk-size line or trailer section, kept across reads.
     private var pending: [UInt8] = []
     private var keepAlive = true
+    /// Whether the response's status line said HTTP/1.1 (only then does the transport pipeline
+    /// requests on its connection: HTTP/1.0's keep-alive is an older extension).
+    private(set) var isHTTP11 = false
     /// Bytes of trailer fields read so far (bounded with ``maximumLineBytes``).
     private var trailerBytes = 0
 
@@ -198,6 +201,7 @@ struct ResponseParser {
             return nil
         }
         keepAlive = head.keepAlive
+        isHTTP11 = head.isHTTP11
         guard emit(.head(status: head.status, fields: head.fields)) else {
             state = .failed
             return nil
@@ -236,6 +240,7 @@ struct ResponseParser {
         var contentLength: Int?
         var chunked: Bool
         var keepAlive: Bool
+        var isHTTP11: Bool
     }
 
     /// Parses a complete head (status line, fields, empty line). Field names are lower-cased
@@ -265,7 +270,7 @@ struct ResponseParser {
         guard code >= 100, status.end == 12 || base[12] == 0x20 else {
             return .failure(Malformed(reason: "a status code that is not three digits"))
         }
-        var result = Head(status: code, fields: [], contentLength: nil, chunked: false, keepAlive: minor == 1)
+        var result = Head(status: code, fields: [], contentLength: nil, chunked: false, keepAlive: minor == 1, isHTTP11: minor == 1)
         result.fields.reserveCapacity(12)
         var sawTransferEncoding = false
         var start = status.next

@@ -25,7 +25,7 @@ import TilepackHTTP
 /// The whole exchange, waiting for a connection included, has the request's deadline.
 ///
 /// Pipelining (RFC 9112 §9.3.2), when `requestsPerConnection` is above 1: once a connection has
-/// answered a request and stayed open (an HTTP/1.1 server keeping it alive), up to that many
+/// answered a request in HTTP/1.1 and stayed open, up to that many
 /// requests are sent on it before their answers, which come back in order. Requests written in
 /// one turn of the loop go out in one `send`, and one `recv` reads several answers: the system
 /// calls and wake-ups per request, most of a small tile's cost, fall with the depth. Requests
@@ -314,8 +314,9 @@ final class SocketConnection {
     /// server's close of an idle connection.
     var served = 0
     var isIdle = false
-    /// Whether it answered a request and stayed open since it was last idle: only then are
-    /// requests pipelined on it (an idle connection may have been closed by the server meanwhile).
+    /// Whether it answered a request in HTTP/1.1 and stayed open since it was last idle: only then
+    /// are requests pipelined on it (an idle connection may have been closed by the server
+    /// meanwhile; HTTP/1.0's keep-alive predates pipelining).
     var isProven = false
     /// Whether it has request bytes to write at the end of the loop's turn.
     var isDirty = false
@@ -845,7 +846,7 @@ final class SocketLoop: TaskExecutor, @unchecked Sendable {
         exchange.connection = nil
         connection.served += 1
         if reusable {
-            connection.isProven = true
+            connection.isProven = connection.parser.isHTTP11
             if let next = connection.queue.first { connection.parser = ResponseParser(isHead: next.message.isHead) }
             release(connection)
             end(exchange, nil)

@@ -266,6 +266,15 @@ import TilepackTestSupport
         #expect(server.requestCount == 201)
         #expect(server.acceptedConnections <= 2)
         #expect(server.pipelinedRequests > 0)
+        // An HTTP/1.0 server that keeps connections alive is asked one request at a time.
+        let old = try LoopbackHTTPServer { request in
+            .http10(status: 200, headers: ["Connection": "keep-alive"], body: Data(request.path.utf8))
+        }
+        defer { old.stop() }
+        let pipelining = HTTPClient(transport: SocketTransport(maximumConnectionsPerHost: 2, requestsPerConnection: 4))
+        let oldAnswers = await Self.sendAll(pipelining, old.baseURL, prefix: "o", count: 100)
+        #expect((0..<100).allSatisfy { oldAnswers[$0] == "/o\($0)" })
+        #expect(old.acceptedConnections <= 2 && old.pipelinedRequests == 0, "\(old.acceptedConnections) connections")
         // Without pipelining, no request is sent before the answer to the one ahead of it.
         let plain = try LoopbackHTTPServer { request in .status(200, request.path) }
         defer { plain.stop() }

@@ -62,10 +62,9 @@ struct PrefetchFetchTests {
 
     @Test("a server that refuses every connection ends the fetch early, as a failure that says so", arguments: TestTransport.available)
     func unreachableServer(_ transport: TestTransport) async throws {
-        // A port nobody listens on: bound, then closed.
-        let closed = try LoopbackHTTPServer { _ in .status(200) }
-        let port = closed.port
-        closed.stop()
+        // A port nobody listens on, held for the whole test.
+        let refusing = try RefusingPort()
+        let port = refusing.port
         let directory = try TemporaryDirectory()
         let prefetcher = try MapDataPrefetcher(storePath: directory.file("u.mbtiles"),
                                                source: PrefetchSource(urlTemplate: "http://127.0.0.1:\(port)/{z}/{x}/{y}.png"),
@@ -80,6 +79,7 @@ struct PrefetchFetchTests {
         #expect(report.requests < TileDownloader.maximumRefusals + 4 * 4, "\(report.requests) requests")
         await prefetcher.close()
         #expect(ArchiveVerifier.run(path: directory.file("u.mbtiles")).errorCount == 0)
+        withExtendedLifetime(refusing) {}
     }
 
     @Test("every server fault is survived or recorded, and nothing bad is stored", arguments: TestTransport.available)

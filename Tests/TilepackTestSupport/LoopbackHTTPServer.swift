@@ -42,6 +42,8 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
         case close
         /// Waits, then replies.
         case delayed(Duration, Reply)
+        /// An HTTP/1.0 answer; the connection stays open when `headers` ask for keep-alive.
+        case http10(status: Int, headers: [String: String], body: Data)
         /// Sends the head and then the body one byte at a time, `interval` apart (a slow server).
         case trickle(status: Int, headers: [String: String], body: Data, interval: Duration)
 
@@ -225,6 +227,9 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
         case .respond(let status, let headers, let body):
             let head = Self.head(status: status, headers: headers, length: body.count)
             return write(fd, head) && (request.method == "HEAD" || write(fd, body))
+        case .http10(let status, let headers, let body):
+            guard write(fd, Self.head(status: status, headers: headers, length: body.count, version: "1.0")), write(fd, body) else { return false }
+            return headers.contains { $0.key.lowercased() == "connection" && $0.value.lowercased() == "keep-alive" }
         case .truncated(let status, let headers, let body, let sent):
             _ = write(fd, Self.head(status: status, headers: headers, length: body.count))
             _ = write(fd, body.prefix(max(0, min(sent, body.count))))
@@ -252,8 +257,8 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
         }
     }
 
-    private static func head(status: Int, headers: [String: String], length: Int) -> Data {
-        var text = "HTTP/1.1 \(status) \(reasonPhrase(status))\r\n"
+    private static func head(status: Int, headers: [String: String], length: Int, version: String = "1.1") -> Data {
+        var text = "HTTP/\(version) \(status) \(reasonPhrase(status))\r\n"
         var hasLength = false
         for (name, value) in headers.sorted(by: { $0.key < $1.key }) {
             if name.lowercased() == "content-length" { hasLength = true }
@@ -351,4 +356,37 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
         guard last >= first else { return nil }
         return .some(first..<(last + 1))
     }
+}
+
+/// A port on 127.0.0.1 where nothing listens, for as long as this value lives: a socket bound to
+/// it and never listening holds it, so connections are refused and no other server (of a test
+/// running beside) can take it. (A server's port, once the server stops, may go to the next one.)
+public final class RefusingPort: @unchecked Sendable {
+    public let port: Int
+    private let fd: Int32
+
+    public init() throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = 0
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0 else {
+            let code = errno
+            close(fd)
+            throw POSIXError(.init(rawValue: code) ?? .EIO)
+        }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        self.fd = fd
+        port = Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    deinit { close(fd) }
 }
