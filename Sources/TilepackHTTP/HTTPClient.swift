@@ -82,7 +82,7 @@ public final class HTTPClient: Sendable {
         _ request: HTTPRequest, retry: RetryPolicy,
         onRetry: @Sendable (_ attempt: Int, _ reason: String, _ delay: Duration) -> Void = { _, _, _ in }
     ) async throws(HTTPError) -> HTTPResponse {
-        var generator = SystemRandomNumberGenerator()
+        var generator = RetryPolicy.Jitter()
         var attempt = 1
         while true {
             let outcome: Result<HTTPResponse, HTTPError>

@@ -166,6 +166,18 @@ public struct RetryPolicy: Sendable, Hashable {
     /// No retries.
     public static let none = RetryPolicy(maximumAttempts: 1)
 
+    /// The system's random numbers for ``delay(afterAttempt:retryAfter:using:)``, behind a stored
+    /// byte. `SystemRandomNumberGenerator` has no stored property, and Swift gives every value of
+    /// a zero-sized type one shared address: two retries passing their own generator `inout` at
+    /// once were reported by ThreadSanitizer as a race on that address.
+    public struct Jitter: RandomNumberGenerator, Sendable {
+        private var unused: UInt8 = 0
+
+        public init() {}
+
+        public mutating func next() -> UInt64 { UInt64.random(in: .min ... .max) }
+    }
+
     /// The wait before try number `attempt + 1` (`attempt` counts from 1): a random duration in
     /// [0, min(maximumDelay, baseDelay * 2^(attempt-1))] ("full jitter"), or the server's
     /// `Retry-After` when it gives one.

@@ -66,7 +66,7 @@ final class TileDownloader: Sendable {
                                   maximumBodyBytes: configuration.maximumTileBytes)
         let retry = configuration.retry
         let tries = min(maximumAttempts ?? retry.maximumAttempts, retry.maximumAttempts)
-        var generator = SystemRandomNumberGenerator()
+        var generator = RetryPolicy.Jitter()
         var attempt = 0
         while true {
             if Task.isCancelled { return .cancelled }

@@ -105,6 +105,19 @@ final class TileServer: Sendable {
 }
 
 /// Collects a prefetcher's events, as a listener.
+/// Cancels every request of the prefetcher once one has settled `tiles` tiles.
+final class CancelAfter: PrefetchListener, Sendable {
+    let tiles: Int
+
+    init(tiles: Int) {
+        self.tiles = tiles
+    }
+
+    func prefetcher(_ prefetcher: MapDataPrefetcher, didReceive event: PrefetchEvent) {
+        if case .progress(let progress) = event, progress.done >= tiles { prefetcher.cancelAll() }
+    }
+}
+
 final class EventRecorder: PrefetchListener, @unchecked Sendable {
     private let lock = NSLock()
     private var recorded: [PrefetchEvent] = []
