@@ -49,6 +49,13 @@ final class StoreWriter: Sendable {
         var waitingForIdle: [CheckedContinuation<Void, Never>] = []
 
         var isFull: Bool { pendingBytes >= StoreWriter.maximumQueuedBytes || pending.count >= StoreWriter.maximumQueuedWrites }
+
+        /// Marks a drain as started when none runs and writes wait; returns whether it did.
+        mutating func claimDrain() -> Bool {
+            guard !running, !pending.isEmpty else { return false }
+            running = true
+            return true
+        }
     }
 
     init(store: MBTilesTileStore, onError: @escaping @Sendable (String) -> Void, afterBatch: @escaping @Sendable (Int) -> Void) {
@@ -92,11 +99,7 @@ final class StoreWriter: Sendable {
     func flush() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let (wait, start) = state.withLock { state -> (Bool, Bool) in
-                var start = false
-                if !state.running, !state.pending.isEmpty {
-                    state.running = true
-                    start = true
-                }
+                let start = state.claimDrain()
                 guard state.running else { return (false, false) }
                 state.waitingForIdle.append(continuation)
                 return (true, start)
@@ -110,9 +113,7 @@ final class StoreWriter: Sendable {
     private func delayedWake() {
         let start = state.withLock { state -> Bool in
             state.armed = false
-            guard !state.running, !state.pending.isEmpty else { return false }
-            state.running = true
-            return true
+            return state.claimDrain()
         }
         if start { drain() }
     }

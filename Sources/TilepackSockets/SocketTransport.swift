@@ -539,10 +539,7 @@ final class SocketLoop: TaskExecutor, @unchecked Sendable {
 
     private func failEverything(_ fault: HTTPError.Fault) {
         for connection in Array(connections.values) {
-            let queue = connection.queue
-            connection.queue = []
-            close(connection)
-            for exchange in queue { end(exchange, fault) }
+            for exchange in closeTakingQueue(connection) { end(exchange, fault) }
         }
         let queues = waiting
         waiting = [:]
@@ -793,42 +790,39 @@ final class SocketLoop: TaskExecutor, @unchecked Sendable {
     /// when it was a reused connection that the server had closed before answering, else it
     /// fails; those pipelined behind it were not answered and are sent again.
     private func broken(_ connection: SocketConnection, _ fault: HTTPError.Fault) {
-        guard let exchange = connection.queue.first else {
-            close(connection)
-            return
-        }
-        let resend = connection.served > 0 && !connection.parser.hasStarted && !exchange.resent
-        let behind = connection.queue.dropFirst()
-        if !behind.isEmpty { serial.insert(connection.key) }
-        connection.queue = []
-        close(connection)
-        exchange.connection = nil
+        let resend = connection.served > 0 && !connection.parser.hasStarted && connection.queue.first?.resent == false
+        let queue = closeTakingQueue(connection)
+        guard let exchange = queue.first else { return }
+        if queue.count > 1 { serial.insert(connection.key) }
         if resend {
             exchange.resent = true
             begin(exchange, fresh: true)
         } else {
             end(exchange, fault)
         }
-        for other in behind { requeue(other) }
+        for other in queue.dropFirst() { requeue(other) }
     }
 
     /// Ends the connection's exchange with `fault` and closes the connection (it cannot carry
     /// another request after an exchange cut short); those pipelined behind it are sent again.
     private func fail(_ connection: SocketConnection, _ fault: HTTPError.Fault) {
+        let queue = closeTakingQueue(connection)
+        if let exchange = queue.first { end(exchange, fault) }
+        for other in queue.dropFirst() { requeue(other) }
+    }
+
+    /// Closes a connection and hands back the exchanges it carried, in order, detached from it.
+    private func closeTakingQueue(_ connection: SocketConnection) -> [SocketExchange] {
         let queue = connection.queue
         connection.queue = []
         close(connection)
-        if let exchange = queue.first {
-            exchange.connection = nil
-            end(exchange, fault)
-        }
-        for other in queue.dropFirst() { requeue(other) }
+        for exchange in queue { exchange.connection = nil }
+        return queue
     }
 
     /// An exchange whose request went out behind another on a connection that closed before
     /// answering it: sent again, a bounded number of times.
     private func requeue(_ exchange: SocketExchange) {
-        exchange.connection = nil
         guard exchange.continuation != nil else { return }  // cancelled or timed out already
         exchange.requeued += 1
         guard exchange.requeued <= Self.maximumRequeues else {
@@ -852,9 +846,7 @@ final class SocketLoop: TaskExecutor, @unchecked Sendable {
             end(exchange, nil)
             return connections[connection.fd] === connection
         }
-        let behind = connection.queue
-        connection.queue = []
-        close(connection)
+        let behind = closeTakingQueue(connection)
         end(exchange, nil)
         for other in behind { requeue(other) }
         return false
