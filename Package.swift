@@ -16,7 +16,7 @@ let package = Package(
         .library(name: "Tilepack", targets: ["Tilepack"]),
         // Archives at http(s):// URLs (PMTiles and bundles by range requests) for apps that read
         // remote archives: `RemoteArchive.open(url:)` gives the same `TileArchive` read API.
-        .library(name: "TilepackRemote", targets: ["TilepackRemote"]),
+        .library(name: "TilepackRemote", targets: ["TilepackRemote", "TilepackURLSession"]),
         .executable(name: "tilepack", targets: ["tilepack"]),
         // The server, a program of its own: `tilepack` (and README's first command) builds without
         // Hummingbird and SwiftNIO; `tilepack serve` runs this one.
@@ -60,7 +60,6 @@ let package = Package(
         // SIMD bilinear scaling for resampling tiles (retina sizes, overzoom, fallback).
         systemLibrary("CTilepackPixman", pkgConfig: "pixman-1", apt: ["libpixman-1-dev"]),
         // HTTP for bulk downloads on Linux (TilepackCurl): the libcurl that FoundationNetworking wraps, used directly.
-        systemLibrary("CTilepackCurl", pkgConfig: "libcurl", apt: ["libcurl4-openssl-dev"]),
 
         // Floor 1: the vocabulary. Foundation only.
         .target(name: "TilepackCore"),
@@ -81,6 +80,11 @@ let package = Package(
         // Floor 2: HTTP(S) through URLSession (FoundationNetworking on Linux): deadlines, bounded
         // bodies, typed errors, retries. The one place the library talks to the network.
         .target(name: "TilepackHTTP", dependencies: ["TilepackCore"]),
+        .target(name: "TilepackURLSession", dependencies: ["TilepackCore", "TilepackHTTP"]),
+
+        // libcurl's headers (libcurl4-openssl-dev); libcurl itself is loaded when the first
+        // CurlTransport is made, not linked (see include/tilepack_curl.h).
+        .target(name: "CTilepackCurl"),
 
         // Floor 2, beside TilepackHTTP: a bulk transport for it on libcurl's multi interface (one
         // event-loop thread, kept-alive connections), Linux only. Not in the `Tilepack` library:
@@ -122,7 +126,10 @@ let package = Package(
         // The `Tilepack` product's module: one import for an app.
         .target(
             name: "Tilepack",
-            dependencies: ["TilepackCore", "TilepackStorage", "TilepackImaging", "TileLayer", "TilepackAdapter", "TilepackPrefetch"]
+            dependencies: [
+                "TilepackCore", "TilepackStorage", "TilepackImaging", "TileLayer", "TilepackAdapter", "TilepackPrefetch",
+                "TilepackURLSession",
+            ]
         ),
 
         // Floor 4: archives over HTTP on Hummingbird: tiles, TileJSON, preview page, health, metrics.
@@ -155,12 +162,15 @@ let package = Package(
             dependencies: [
                 "TilepackCore", "TilepackStorage", "TilepackImaging", "TileLayer", "TilepackAdapter", "TilepackOperations",
                 "TilepackPrefetch", "TilepackHTTP", "TilepackCurl", "TilepackSockets",
+                // On Linux the command moves its bytes with TilepackSockets and TilepackCurl and does
+                // not link URLSession (FoundationNetworking loads libcurl and ~30 libraries at start).
+                .target(name: "TilepackURLSession", condition: .when(platforms: [.macOS])),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
 
         // Tests.
-        .target(name: "TilepackTestSupport", dependencies: ["TilepackCore", "TilepackHTTP", "TilepackCurl", "TilepackSockets"], path: "Tests/TilepackTestSupport"),
+        .target(name: "TilepackTestSupport", dependencies: ["TilepackCore", "TilepackHTTP", "TilepackURLSession", "TilepackCurl", "TilepackSockets"], path: "Tests/TilepackTestSupport"),
         .testTarget(name: "TilepackCoreTests", dependencies: ["TilepackCore", "TilepackTestSupport"]),
         .testTarget(name: "TilepackStorageTests", dependencies: ["TilepackStorage", "TilepackTestSupport"]),
         .testTarget(
@@ -169,7 +179,7 @@ let package = Package(
             dependencies: ["TilepackImaging", "TilepackStorage", "TilepackTestSupport"],
             resources: [.copy("Resources")]
         ),
-        .testTarget(name: "TilepackHTTPTests", dependencies: ["TilepackHTTP", "TilepackCurl", "TilepackSockets", "TilepackTestSupport"]),
+        .testTarget(name: "TilepackHTTPTests", dependencies: ["TilepackHTTP", "TilepackURLSession", "TilepackCurl", "TilepackSockets", "TilepackTestSupport"]),
         .testTarget(name: "TileLayerTests", dependencies: ["TileLayer", "TilepackImaging", "TilepackTestSupport"]),
         .testTarget(name: "TilepackUmbrellaTests", dependencies: ["Tilepack", "TilepackTestSupport"]),
         .testTarget(

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Issue 17's prefetch benchmark: tiles per second that `tilepack fetch` downloads from a local
-# nginx, over each HTTP transport (tilepack's own sockets, the command's default on Linux, with
-# its default pipelining of 4 requests per connection and without; libcurl's multi interface;
-# URLSession, the library's default), next to download-tiles (PyPI) fetching the same tiles, to
+# nginx, over each HTTP transport of the command (tilepack's own sockets, the default on Linux,
+# with its default pipelining of 4 requests per connection and without; libcurl's multi
+# interface), next to download-tiles (PyPI) fetching the same tiles, to
 # the server's own ceiling measured with wrk on the same URLs (wrk's way: one request at a time
 # per connection; and, for comparison, wrk pipelining 4 per connection as tilepack does), and to
-# tilepack's HTTP floors (the same GETs through TilepackHTTP's client alone over each transport:
-# tools/Sources/bench-fetch-floor), in one run. Contenders alternate; medians of --runs runs;
+# tilepack's HTTP floors (the same GETs through TilepackHTTP's client alone over each transport,
+# URLSession, the library's default, included: tools/Sources/bench-fetch-floor; the command does
+# not link URLSession on Linux), in one run. Contenders alternate; medians of --runs runs;
 # every figure is printed as tilepack's ratio to it. A tilepack figure is the whole command's
 # wall clock (process start, store creation, final metadata and sync included); the CPU time
 # per tile (user + system, of the whole command) is printed beside it.
@@ -125,7 +126,7 @@ EOF
 now() { date +%s.%N; }
 median() { sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 
-contenders="wrk wrk-pipelined floor-sockets floor-sockets-pipelined floor-curl floor-urlsession tilepack-sockets tilepack-sockets-serial tilepack-curl tilepack-urlsession download-tiles"
+contenders="wrk wrk-pipelined floor-sockets floor-sockets-pipelined floor-curl floor-urlsession tilepack-sockets tilepack-sockets-serial tilepack-curl download-tiles"
 for name in $contenders; do : > "$work/$name.rates"; : > "$work/$name.cpu"; done
 echo "bench-fetch: $tiles tiles (world, zooms $zoom) from nginx on $base; $runs runs, alternating; $(nproc) cores; load: $(uptime | sed 's/.*load average: //')"
 
@@ -157,7 +158,6 @@ for run in $(seq 1 "$runs"); do
     "$floor" "$base" "$work/paths.txt" "$concurrency" curl >> "$work/floor-curl.rates"
     fetch curl >> "$work/tilepack-curl.rates"
     "$floor" "$base" "$work/paths.txt" "$concurrency" "$sessions" >> "$work/floor-urlsession.rates"
-    fetch urlsession >> "$work/tilepack-urlsession.rates"
 
     rm -f "$work/download-tiles.mbtiles"
     start=$(now)
@@ -176,17 +176,16 @@ declare -A med
 for name in $contenders; do med[$name]=$(median < "$work/$name.rates"); done
 "$tilepack" verify "$work/tilepack-sockets.mbtiles" | tail -1
 ratio() { echo "$1 $2" | awk '{ printf "%.2fx", $1 / $2 }'; }
-ts=${med[tilepack-sockets]}; tc=${med[tilepack-curl]}; tu=${med[tilepack-urlsession]}
-printf '\n%-50s %10s %11s %18s %16s %20s\n' "median of $runs runs" "tiles/s" "CPU µs/tile" "tilepack sockets ÷" "tilepack curl ÷" "tilepack urlsession ÷"
+ts=${med[tilepack-sockets]}; tc=${med[tilepack-curl]}
+printf '\n%-50s %10s %11s %18s %16s\n' "median of $runs runs" "tiles/s" "CPU µs/tile" "tilepack sockets ÷" "tilepack curl ÷"
 row() {
     local cpu=""
     [ -s "$work/$3.cpu" ] && cpu=$(median < "$work/$3.cpu")
-    printf '%-50s %10.0f %11s %18s %16s %20s\n' "$1" "$2" "$cpu" "$(ratio "$ts" "$2")" "$(ratio "$tc" "$2")" "$(ratio "$tu" "$2")"
+    printf '%-50s %10.0f %11s %18s %16s\n' "$1" "$2" "$cpu" "$(ratio "$ts" "$2")" "$(ratio "$tc" "$2")"
 }
 row "tilepack fetch --transport sockets (default)" "$ts" tilepack-sockets
 row "tilepack fetch --transport sockets --pipeline 1" "${med[tilepack-sockets-serial]}" tilepack-sockets-serial
 row "tilepack fetch --transport curl" "$tc" tilepack-curl
-row "tilepack fetch --transport urlsession" "$tu" tilepack-urlsession
 row "download-tiles 0.4.1" "${med[download-tiles]}" download-tiles
 row "nginx ceiling (wrk -t2 -c$concurrency, same URLs)" "${med[wrk]}" wrk
 row "  the same, wrk pipelining 4 per connection" "${med[wrk-pipelined]}" wrk-pipelined

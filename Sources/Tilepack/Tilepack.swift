@@ -7,9 +7,11 @@
 // - TileLayer: the map SDK's custom raster tile layer (NMAMapTileLayer, MKTileOverlay semantics).
 // - TilepackAdapter: any archive served to a tile layer as a raw-bitmap data source.
 // - TilepackPrefetch: offline prefetch of a box or a route corridor from a tile server.
+// - TilepackURLSession: URLSession, the HTTP transport of every client made without one.
 @_exported import TileLayer
 @_exported import TilepackAdapter
 @_exported import TilepackCore
 @_exported import TilepackImaging
 @_exported import TilepackPrefetch
 @_exported import TilepackStorage
+@_exported import TilepackURLSession

@@ -6,7 +6,7 @@ import TilepackHTTP
 
 /// A bulk HTTP transport on libcurl's multi interface, for programs that move many small
 /// bodies (`tilepack fetch` on Linux). Not part of the `Tilepack` library an app links: the
-/// library's HTTP is URLSession (``URLSessionTransport``).
+/// library's HTTP is URLSession (`URLSessionTransport`, module TilepackURLSession).
 ///
 /// Why: on Linux, URLSession is FoundationNetworking over this same libcurl, with every transfer
 /// going through one serial queue and some forty thread switches per request. Here one thread
@@ -17,19 +17,30 @@ import TilepackHTTP
 /// ``HTTPIncomingResponse`` (which bounds them as they arrive), and a finished transfer resumes
 /// its caller. Every rule above the bytes (User-Agent, redirects, length checks, typed errors,
 /// retries) stays in ``HTTPClient``.
+///
+/// libcurl is loaded (`libcurl.so.4`) when the first transport is made, not when the program
+/// starts; where it cannot be, every exchange fails with a ``HTTPError/Fault/transport(_:)``
+/// that says why.
 public final class CurlTransport: HTTPTransport {
-    private let loop: CurlLoop
+    private let loop: CurlLoop?
 
     /// - Parameters:
     ///   - maximumConnectionsPerHost: parallel connections to one host; more transfers wait in curl.
     ///   - maximumCachedConnections: idle connections kept open for reuse, over all hosts.
     public init(maximumConnectionsPerHost: Int = 8, maximumCachedConnections: Int = 64) {
-        loop = CurlLoop(maximumConnectionsPerHost: maximumConnectionsPerHost, maximumCachedConnections: maximumCachedConnections)
+        loop = CurlLibrary.failure == nil
+            ? CurlLoop(maximumConnectionsPerHost: maximumConnectionsPerHost, maximumCachedConnections: maximumCachedConnections)
+            : nil
     }
 
-    deinit { loop.stop() }
+    deinit { loop?.stop() }
 
     public nonisolated(nonsending) func exchange(_ request: HTTPRequest, _ response: HTTPIncomingResponse) async -> HTTPIncomingResponse {
+        guard let loop else {
+            var response = response
+            response.end(.transport(CurlLibrary.failure ?? "libcurl is not loaded"))
+            return response
+        }
         let transfer = CurlTransfer(request: request, response: response)
         return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
@@ -39,6 +50,16 @@ public final class CurlTransport: HTTPTransport {
             loop.cancel(transfer)
         }
     }
+}
+
+/// libcurl, loaded once per process by the first transport made.
+enum CurlLibrary {
+    /// `nil` once libcurl is loaded and initialised; otherwise why it could not be.
+    static let failure: String? = {
+        var reason = [CChar](repeating: 0, count: 256)
+        guard tilepack_curl_load(&reason, reason.count) != 0 else { return nil }
+        return String(decoding: reason.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }()
 }
 
 /// One exchange. After ``CurlLoop/submit(_:_:)`` only the loop's thread touches it, except
@@ -97,16 +118,14 @@ final class CurlLoop: @unchecked Sendable {
         mutating func wake(_ multi: UnsafeMutableRawPointer) {
             guard polling, !woken else { return }
             woken = true
-            curl_multi_wakeup(multi)
+            tilepack_curl_multi_wakeup(multi)
         }
     }
 
-    private static let globalInit: Bool = tilepack_curl_global_init() == CURLE_OK
-
+    /// Made only once libcurl is loaded (``CurlLibrary/failure`` is `nil`).
     init(maximumConnectionsPerHost: Int, maximumCachedConnections: Int) {
-        _ = Self.globalInit
         // curl_multi_init fails only when memory runs out.
-        guard let multi = curl_multi_init() else { fatalError("curl_multi_init failed: out of memory") }
+        guard let multi = tilepack_curl_multi_init() else { fatalError("curl_multi_init failed: out of memory") }
         self.multi = multi
         _ = tilepack_curl_multi_set_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, max(1, maximumConnectionsPerHost))
         _ = tilepack_curl_multi_set_long(multi, CURLMOPT_MAXCONNECTS, max(1, maximumCachedConnections))
@@ -164,9 +183,9 @@ final class CurlLoop: @unchecked Sendable {
                 finish(transfer, .cancelled)
             }
             if stopping { break }
-            curl_multi_perform(multi, &running)
+            tilepack_curl_multi_perform(multi, &running)
             var left: Int32 = 0
-            while let message = curl_multi_info_read(multi, &left) {
+            while let message = tilepack_curl_multi_info_read(multi, &left) {
                 guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle,
                       let transfer = active[easy] else { continue }
                 let code = tilepack_curl_message_result(message)
@@ -187,7 +206,7 @@ final class CurlLoop: @unchecked Sendable {
                 return true
             }
             if sleep {
-                curl_multi_poll(multi, nil, 0, 1000, nil)
+                tilepack_curl_multi_poll(multi, 1000)
                 inbox.withLock { $0.polling = false }
             }
         }
@@ -199,9 +218,9 @@ final class CurlLoop: @unchecked Sendable {
         }
         for transfer in left { start(transfer) }
         for transfer in Array(active.values) { finish(transfer, .cancelled) }
-        for easy in idleHandles { curl_easy_cleanup(easy) }
+        for easy in idleHandles { tilepack_curl_easy_cleanup(easy) }
         idleHandles.removeAll()
-        curl_multi_cleanup(multi)
+        tilepack_curl_multi_cleanup(multi)
     }
 
     /// Sets up a handle for `transfer` and adds it to the multi handle.
@@ -210,7 +229,7 @@ final class CurlLoop: @unchecked Sendable {
             end(transfer, .cancelled)
             return
         }
-        guard let easy = idleHandles.popLast() ?? curl_easy_init() else {
+        guard let easy = idleHandles.popLast() ?? tilepack_curl_easy_init() else {
             end(transfer, .transport("curl_easy_init failed"))
             return
         }
@@ -226,7 +245,7 @@ final class CurlLoop: @unchecked Sendable {
         for (name, value) in request.headers {
             guard !name.contains(where: { $0 == "\r" || $0 == "\n" || $0 == ":" }),
                   !value.contains(where: { $0 == "\r" || $0 == "\n" }) else { continue }
-            transfer.headerList = curl_slist_append(transfer.headerList, "\(name): \(value)")
+            transfer.headerList = tilepack_curl_slist_append(transfer.headerList, "\(name): \(value)")
         }
         let milliseconds = max(1, Int(HTTPClient.seconds(request.timeout) * 1000))
         ok = ok
@@ -240,7 +259,7 @@ final class CurlLoop: @unchecked Sendable {
             && tilepack_curl_set_pointer(easy, CURLOPT_WRITEDATA, context) == CURLE_OK
             && tilepack_curl_set_callback(easy, CURLOPT_HEADERFUNCTION, curlHeader) == CURLE_OK
             && tilepack_curl_set_pointer(easy, CURLOPT_HEADERDATA, context) == CURLE_OK
-        guard ok, curl_multi_add_handle(multi, easy) == CURLM_OK else {
+        guard ok, tilepack_curl_multi_add_handle(multi, easy) == CURLM_OK else {
             release(transfer)
             end(transfer, .transport("libcurl refused the request"))
             return
@@ -251,7 +270,7 @@ final class CurlLoop: @unchecked Sendable {
     /// Takes the transfer's handle out of the multi handle and ends it.
     private func finish(_ transfer: CurlTransfer, _ fault: HTTPError.Fault?) {
         guard let easy = transfer.easy, active.removeValue(forKey: easy) != nil else { return }
-        curl_multi_remove_handle(multi, easy)
+        tilepack_curl_multi_remove_handle(multi, easy)
         release(transfer)
         end(transfer, fault)
     }
@@ -259,11 +278,11 @@ final class CurlLoop: @unchecked Sendable {
     /// Returns the transfer's handle to the pool (reset: no option, no callback context left).
     private func release(_ transfer: CurlTransfer) {
         if let easy = transfer.easy {
-            curl_easy_reset(easy)
-            if idleHandles.count < 256 { idleHandles.append(easy) } else { curl_easy_cleanup(easy) }
+            tilepack_curl_easy_reset(easy)
+            if idleHandles.count < 256 { idleHandles.append(easy) } else { tilepack_curl_easy_cleanup(easy) }
         }
         transfer.easy = nil
-        curl_slist_free_all(transfer.headerList)
+        tilepack_curl_slist_free_all(transfer.headerList)
         transfer.headerList = nil
     }
 
@@ -275,7 +294,7 @@ final class CurlLoop: @unchecked Sendable {
     }
 
     static func fault(_ code: CURLcode, timeout: Duration) -> HTTPError.Fault {
-        let reason = String(cString: curl_easy_strerror(code))
+        let reason = String(cString: tilepack_curl_easy_strerror(code))
         switch code {
         case CURLE_OPERATION_TIMEDOUT:
             return .timedOut(timeout)

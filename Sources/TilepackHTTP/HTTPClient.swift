@@ -2,8 +2,9 @@ import Foundation
 import TilepackCore
 
 /// tilepack's HTTP(S) client: the rules of an exchange, over a transport that moves the bytes
-/// (``URLSessionTransport`` by default, so an app gets the platform's proxy settings, TLS and ATS
-/// and links no second network stack; a program may bring a bulk transport, see ``HTTPTransport``).
+/// (URLSession by default, module TilepackURLSession, so an app gets the platform's proxy
+/// settings, TLS and ATS and links no second network stack; a program may bring a bulk
+/// transport, see ``HTTPTransport`` and ``HTTPTransportSystem``).
 ///
 /// What it adds to the transport, the same for every transport: a deadline for the whole
 /// exchange (a server that trickles bytes forever times out), bodies bounded as they arrive (a
@@ -20,18 +21,20 @@ public final class HTTPClient: Sendable {
     /// Redirects followed for one request; one more is an error.
     public static let maximumRedirects = 10
 
-    /// A client for the whole process.
+    /// A client for the whole process, over ``HTTPTransportSystem``'s transport (URLSession in
+    /// an app), made at its first use.
     public static let shared = HTTPClient()
 
     public let userAgent: String
     public let transport: any HTTPTransport
 
-    /// A client over its own URLSession.
+    /// A client over a transport of its own from ``HTTPTransportSystem`` (its own URLSession in
+    /// an app).
     /// - Parameters:
     ///   - userAgent: sent with every request that sets none.
-    ///   - maximumConnectionsPerHost: `URLSession`'s limit on parallel connections to one host.
+    ///   - maximumConnectionsPerHost: the transport's limit on parallel connections to one host.
     public convenience init(userAgent: String = HTTPClient.defaultUserAgent, maximumConnectionsPerHost: Int = 6) {
-        self.init(transport: URLSessionTransport(maximumConnectionsPerHost: maximumConnectionsPerHost), userAgent: userAgent)
+        self.init(transport: HTTPTransportSystem.makeTransport(maximumConnectionsPerHost: maximumConnectionsPerHost), userAgent: userAgent)
     }
 
     /// A client over `transport`.

@@ -1,8 +1,9 @@
 import Foundation
 
 /// What moves the bytes of one HTTP exchange for ``HTTPClient``: URLSession by default
-/// (``URLSessionTransport``), or a bulk transport a program brings (the command line's libcurl
-/// multi transport, module `TilepackCurl`).
+/// (`URLSessionTransport`, module TilepackURLSession; see ``HTTPTransportSystem``), or a bulk
+/// transport a program brings (tilepack's own HTTP/1.1 client, module `TilepackSockets`, and
+/// libcurl's multi interface, module `TilepackCurl`, which the command line uses).
 ///
 /// A transport only sends and receives; every rule of the exchange lives in TilepackHTTP and is
 /// the same whatever the transport: the client sets the `User-Agent`, checks the scheme, follows

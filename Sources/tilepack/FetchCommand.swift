@@ -70,11 +70,16 @@ struct FetchCommand: AsyncParsableCommand {
     @Option(help: "With --transport sockets, on http://: requests sent on a connection before their answers (HTTP/1.1 pipelining; a host that fails it is asked one request at a time). 1 turns it off. (default: 4)")
     var pipeline: Int?
 
-    @Option(help: "What moves the bytes: sockets (tilepack's own HTTP/1.1 client for http://, https through libcurl; the default on Linux), curl (libcurl's multi interface) or urlsession (the library's default).")
+    #if os(Linux)
+    @Option(help: "What moves the bytes: sockets (tilepack's own HTTP/1.1 client for http://, https through libcurl) or curl (libcurl's multi interface).")
+    var transport: FetchTransport = .platformDefault
+    #else
+    @Option(help: "What moves the bytes: urlsession (the library's transport).")
     var transport: FetchTransport = .platformDefault
 
-    @Option(help: "With --transport urlsession: URLSessions to spread the requests over (default: one per core).")
+    @Option(help: "URLSessions to spread the requests over (default: one per core).")
     var sessions: Int?
+    #endif
 
     @Option(help: "At most N requests per second.")
     var rate: Double?
@@ -111,12 +116,10 @@ struct FetchCommand: AsyncParsableCommand {
         if route == nil && radius != nil { throw ValidationError("--radius goes with --route") }
         if !(1...256).contains(concurrency) { throw ValidationError("--concurrency must be 1-256") }
         if let pipeline, !(1...32).contains(pipeline) { throw ValidationError("--pipeline must be 1-32") }
-        if pipeline != nil && transport != .sockets { throw ValidationError("--pipeline goes with --transport sockets") }
+        if pipeline != nil && !transport.pipelines { throw ValidationError("--pipeline goes with --transport sockets") }
+        #if !os(Linux)
         if let sessions, !(1...64).contains(sessions) { throw ValidationError("--sessions must be 1-64") }
-        if sessions != nil && transport != .urlsession { throw ValidationError("--sessions goes with --transport urlsession") }
-        if transport != .urlsession && !FetchTransport.curlAvailable {
-            throw ValidationError("--transport \(transport.rawValue) is available on Linux only")
-        }
+        #endif
         if let rate, !(rate > 0 && rate.isFinite) { throw ValidationError("--rate must be above 0") }
         if capacity < 0 { throw ValidationError("--capacity must not be negative") }
         if estimate && (refresh || retryFailed) { throw ValidationError("--estimate downloads nothing: no --refresh or --retry-failed") }
@@ -135,7 +138,9 @@ struct FetchCommand: AsyncParsableCommand {
         var configuration = PrefetchConfiguration()
         configuration.connectionsPerHost = concurrency
         configuration.requestsPerSecond = rate
+        #if !os(Linux)
         if let sessions { configuration.sessions = sessions }
+        #endif
         configuration.capacity = capacity * 1024 * 1024
         if let userAgent { configuration.userAgent = userAgent }
         let source = PrefetchSource(urlTemplate: urlTemplate, scheme: scheme, scale: scale,
@@ -209,28 +214,33 @@ struct FetchCommand: AsyncParsableCommand {
     }
 }
 
-/// `--transport`: what moves the bytes of `fetch`.
+/// `--transport`: what moves the bytes of `fetch`. On Linux the command does not link URLSession
+/// (FoundationNetworking would load libcurl and some thirty libraries at every start of every
+/// command); the library's URLSession path is measured by `tools/bench-fetch.sh`'s floor rows.
 enum FetchTransport: String, ExpressibleByArgument, CaseIterable {
+    #if os(Linux)
     case sockets
     case curl
+
+    static let platformDefault = FetchTransport.sockets
+    #else
     case urlsession
 
-    /// Whether TilepackCurl's transport is built here (Linux).
-    static var curlAvailable: Bool {
+    static let platformDefault = FetchTransport.urlsession
+    #endif
+
+    /// Whether `--pipeline` applies.
+    var pipelines: Bool {
         #if os(Linux)
-        true
+        self == .sockets
         #else
         false
         #endif
     }
 
-    /// tilepack's own client where it is built, URLSession elsewhere.
-    static var platformDefault: FetchTransport { curlAvailable ? .sockets : .urlsession }
-
     /// The transport with `concurrency` connections per host, or `nil` for the library's
-    /// URLSessions (and where TilepackCurl and TilepackSockets are not built). `sockets` carries
-    /// cleartext http itself, `pipeline` requests per connection, and hands https (and proxied
-    /// requests) to libcurl.
+    /// URLSessions. `sockets` carries cleartext http itself, `pipeline` requests per connection,
+    /// and hands https (and proxied requests) to libcurl.
     func make(concurrency: Int, pipeline: Int = 1) -> (any HTTPTransport)? {
         #if os(Linux)
         switch self {
@@ -241,10 +251,20 @@ enum FetchTransport: String, ExpressibleByArgument, CaseIterable {
                             loops: min(concurrency, ProcessInfo.processInfo.activeProcessorCount),
                             fallback: LazyTransport { CurlTransport(maximumConnectionsPerHost: concurrency) })
         case .curl: CurlTransport(maximumConnectionsPerHost: concurrency)
-        case .urlsession: nil
         }
         #else
         nil
+        #endif
+    }
+
+    /// Makes the command's transport the one of every client made without one (reading remote
+    /// archives): on Linux tilepack's own client with libcurl for https; elsewhere URLSession
+    /// stays, found by ``HTTPTransportSystem``.
+    static func bootstrap() {
+        #if os(Linux)
+        HTTPTransportSystem.bootstrap { connections in
+            FetchTransport.sockets.make(concurrency: connections) ?? CurlTransport(maximumConnectionsPerHost: connections)
+        }
         #endif
     }
 }

@@ -31,6 +31,7 @@ struct Tilepack: AsyncParsableCommand {
         let arguments = (1..<Int(CommandLine.argc)).map { index in
             CommandLine.unsafeArgv[index].map { PathBytes.string(from: UnsafeRawBufferPointer(start: $0, count: strlen($0))) } ?? ""
         }
+        FetchTransport.bootstrap()
         await launch(arguments)
     }
 

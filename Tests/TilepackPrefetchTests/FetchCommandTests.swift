@@ -105,7 +105,7 @@ struct FetchCommandTests {
         #expect(resumed.status == 0 && resumed.stdout.contains("\(verify.tiles) already present"), "\(resumed.stdout)")
     }
 
-    @Test("--transport sockets (the default on Linux; pipelined or not), curl and urlsession fetch the same tiles; --sessions goes with urlsession, --pipeline with sockets")
+    @Test("--transport sockets (the default on Linux; pipelined or not) and curl fetch the same tiles (urlsession elsewhere); --pipeline goes with sockets")
     func transports() async throws {
         guard let binary = tilepackBinary() else { return }
         let server = try TileServer()
@@ -115,12 +115,16 @@ struct FetchCommandTests {
         for transport in TestTransport.available {
             let path = directory.file("\(transport).mbtiles")
             let before = server.server.requestCount
+            #if os(Linux)
             let chosen = switch transport {
             case .curl: ["--transport", "curl"]
             case .sockets: ["--transport", "sockets", "--pipeline", "1"]
             case .socketsPipelined: ["--transport", "sockets"]
-            case .urlSession: ["--transport", "urlsession"]
+            case .urlSession: ["--transport", "curl"]
             }
+            #else
+            let chosen = ["--transport", "urlsession"]
+            #endif
             let result = try await runTilepack(binary, ["fetch", server.template, path, "--bbox", "13.3,52.45,13.5,52.56", "--zoom", "6-10",
                                                   "--quiet"] + chosen)
             #expect(result.status == 0, "\(result.stderr)")
@@ -129,12 +133,45 @@ struct FetchCommandTests {
             #expect(try cover.allSatisfy { try store.tileData($0) == TestTiles.tile($0) })
             try store.close()
         }
-        let refused = try await runTilepack(binary, ["fetch", server.template, directory.file("s.mbtiles"), "--bbox", "13.3,52.45,13.5,52.56",
-                                               "--zoom", "6", "--sessions", "2", "--transport", "curl"])
-        #expect(refused.status == 64 && refused.stderr.contains("--sessions goes with --transport urlsession"))
+        #if os(Linux)
         let unpipelined = try await runTilepack(binary, ["fetch", server.template, directory.file("p.mbtiles"), "--bbox", "13.3,52.45,13.5,52.56",
                                                    "--zoom", "6", "--pipeline", "2", "--transport", "curl"])
         #expect(unpipelined.status == 64 && unpipelined.stderr.contains("--pipeline goes with --transport sockets"))
+        // The command does not link URLSession on Linux; asking for it names the transports it has.
+        let urlSession = try await runTilepack(binary, ["fetch", server.template, directory.file("u.mbtiles"), "--bbox", "13.3,52.45,13.5,52.56",
+                                                  "--zoom", "6", "--transport", "urlsession"])
+        #expect(urlSession.status == 64 && urlSession.stderr.contains("'sockets'") && urlSession.stderr.contains("'curl'"), "\(urlSession.stderr)")
+        #endif
+    }
+
+    @Test("the command reads remote archives over its own transport (tilepack's client; libcurl, loaded then, for https) and loads neither libcurl nor FoundationNetworking at start")
+    func remoteArchivesOverTheCommandsTransport() async throws {
+        guard let binary = tilepackBinary() else { return }
+        #if os(Linux)
+        // What the loader maps at start (LD_TRACE_LOADED_OBJECTS, as ldd asks it; nothing runs).
+        let loaded = try await TestSupport.run(binary, [], environment: ["LD_TRACE_LOADED_OBJECTS": "1"])
+        #expect(loaded.status == 0 && loaded.stdout.contains("libc.so"), "\(loaded.stdout)")
+        for library in ["libcurl", "libFoundationNetworking", "libgnutls"] {
+            #expect(!loaded.stdout.contains(library), "\(library) is loaded at every start: \(loaded.stdout)")
+        }
+        #endif
+        guard TestSupport.fixturesAvailable else { return }
+        let name = "stamen_toner_raster_CC-BY+ODbL_z3.pmtiles"
+        let server = try LoopbackHTTPServer(files: TestSupport.fixturesRoot.appendingPathComponent("pmtiles"))
+        defer { server.stop() }
+        let local = try await runTilepack(binary, ["info", TestSupport.fixture("pmtiles/\(name)")])
+        let remote = try await runTilepack(binary, ["info", "\(server.baseURL)/\(name)"])
+        #expect(local.status == 0 && remote.status == 0, "\(remote.stderr)")
+        // The same description; only the first line, the location, differs.
+        #expect(Array(remote.stdout.split(separator: "\n").dropFirst()) == Array(local.stdout.split(separator: "\n").dropFirst()))
+        #expect(!server.requests.isEmpty && server.requests.allSatisfy { $0.header("user-agent")?.hasPrefix("tilepack/") == true })
+        #if os(Linux)
+        // https goes to libcurl, loaded at this first use: the error is curl's own words.
+        let refusing = try RefusingPort()
+        let tls = try await runTilepack(binary, ["info", "https://127.0.0.1:\(refusing.port)/\(name)"], timeout: 30)
+        #expect(tls.status != 0 && tls.stderr.contains("https://127.0.0.1:\(refusing.port)/")
+                && tls.stderr.contains("Couldn't connect to server"), "\(tls.stderr)")
+        #endif
     }
 
     @Test("--estimate --json prints tiles and bytes and creates no file; a refused request exits 2")

@@ -35,15 +35,21 @@ extension TestSupport {
     /// of its own: a test's task waiting here holds no thread of the cooperative pool (two on a
     /// 2-core machine), which the other tests running beside it need (map-view loads, HTTP
     /// clients); blocked by commands, they were seen waiting 40 s for a thread.
-    public static func run(_ executable: URL, _ arguments: [String], timeout: Double = 120) async throws -> CommandOutput {
-        try await onThread { try runWaiting(executable, arguments, timeout: timeout) }
+    /// `environment` is added to this process's.
+    public static func run(_ executable: URL, _ arguments: [String], environment: [String: String] = [:],
+                           timeout: Double = 120) async throws -> CommandOutput {
+        try await onThread { try runWaiting(executable, arguments, environment: environment, timeout: timeout) }
     }
 
-    /// ``run(_:_:timeout:)`` on the calling thread, which waits for the command.
-    static func runWaiting(_ executable: URL, _ arguments: [String], timeout: Double) throws -> CommandOutput {
+    /// ``run(_:_:environment:timeout:)`` on the calling thread, which waits for the command.
+    static func runWaiting(_ executable: URL, _ arguments: [String], environment: [String: String] = [:],
+                           timeout: Double) throws -> CommandOutput {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         let output = Pipe(), errors = Pipe()
         process.standardOutput = output
         process.standardError = errors

@@ -1,4 +1,5 @@
 import TilepackCurl
+import TilepackURLSession
 import TilepackHTTP
 import TilepackSockets
 

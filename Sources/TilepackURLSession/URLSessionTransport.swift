@@ -3,17 +3,22 @@ import Foundation
 import FoundationNetworking
 #endif
 import TilepackCore
+import TilepackHTTP
 
 /// The library's transport: one `URLSession` (FoundationNetworking on Linux), so an app gets the
 /// platform's proxy settings, TLS and ATS and links no second network stack. Redirects are not
 /// followed here but by ``HTTPClient`` (the same rule for every transport); the whole-exchange
 /// deadline is a timer per exchange (URLSession's own timeout is an idle timeout).
-public final class URLSessionTransport: HTTPTransport {
+///
+/// ``HTTPClient/shared`` and clients made without a transport use it when this module is linked
+/// (the `Tilepack` and `TilepackRemote` products link it): ``HTTPTransportSystem`` finds it by
+/// name, so that TilepackHTTP itself does not link FoundationNetworking.
+public final class URLSessionTransport: PlatformHTTPTransport {
     private let session: URLSession
     private let delegate: SessionDelegate
 
     /// - Parameter maximumConnectionsPerHost: `URLSession`'s limit on parallel connections to one host.
-    public init(maximumConnectionsPerHost: Int = 6) {
+    public required init(maximumConnectionsPerHost: Int = 6) {
         let configuration = URLSessionConfiguration.ephemeral
         configuration.httpMaximumConnectionsPerHost = maximumConnectionsPerHost
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData

@@ -1,0 +1,44 @@
+import Foundation
+import Testing
+import TilepackCore
+@testable import TilepackHTTP
+import TilepackTestSupport
+import TilepackURLSession
+
+/// Where clients made without a transport get theirs: the bootstrapped factory, else
+/// URLSession found by name (this test process links TilepackURLSession, as an app does), else a
+/// transport that says none was linked. The process-wide choice is left alone here (tests beside
+/// these make default clients); the rule is checked with the choice passed in.
+@Suite struct HTTPTransportSystemTests {
+    @Test func anAppGetsURLSessionByName() {
+        #expect(HTTPClient.shared.transport is URLSessionTransport)
+        #expect(HTTPClient(maximumConnectionsPerHost: 2).transport is URLSessionTransport)
+        let made = HTTPTransportSystem.makeTransport(maximumConnectionsPerHost: 3, chosen: nil,
+                                                     platformTransportName: HTTPTransportSystem.platformTransportName)
+        #expect(made is URLSessionTransport)
+    }
+
+    @Test func aChosenFactoryIsUsedWithTheConnectionLimit() {
+        let asked = Locked<[Int]>([])
+        let made = HTTPTransportSystem.makeTransport(maximumConnectionsPerHost: 5, chosen: { connections in
+            asked.withLock { $0.append(connections) }
+            return TestTransport.curl.make(maximumConnectionsPerHost: connections)
+        }, platformTransportName: HTTPTransportSystem.platformTransportName)
+        #expect(asked.withLock { $0 } == [5])
+        #expect(!(made is URLSessionTransport))
+    }
+
+    @Test func withNoTransportLinkedEveryExchangeSaysSo() async throws {
+        let made = HTTPTransportSystem.makeTransport(maximumConnectionsPerHost: 1, chosen: nil,
+                                                     platformTransportName: "TilepackNoSuchModule.URLSessionTransport")
+        let client = HTTPClient(transport: made)
+        let url = URL(string: "http://127.0.0.1:9/tile.png")!
+        let error = await #expect(throws: HTTPError.self) { try await client.send(HTTPRequest(url: url)) }
+        #expect(error?.url == url.absoluteString)
+        guard case .transport(let reason)? = error?.fault else {
+            Issue.record("expected a transport fault, got \(String(describing: error))")
+            return
+        }
+        #expect(reason.contains("no HTTP transport") && reason.contains("TilepackURLSession") && reason.contains("bootstrap"))
+    }
+}
