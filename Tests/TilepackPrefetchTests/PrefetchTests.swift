@@ -296,6 +296,25 @@ struct PrefetchFetchTests {
 
 @Suite("Prefetch: requests refused, cancelled, busy")
 struct PrefetchRequestTests {
+    @Test("the request recorded with a region is JSON with sorted keys and reads back as the same request")
+    func storedRequestRoundTrips() throws {
+        let requests = [
+            PrefetchRequest(area: .boundingBox(GeoBoundingBox(west: -180, south: -85.0511287798, east: 179.9999999, north: 1e-7)), zooms: 0...14),
+            PrefetchRequest(area: .route([GeoCoordinate(latitude: 52.5200066, longitude: 13.404954),
+                                          GeoCoordinate(latitude: -33.8688197, longitude: 151.2092955)], radius: 1500.25), zooms: 3...3),
+        ]
+        for request in requests {
+            let text = request.storedJSON
+            let isRoute = if case .route = request.area { true } else { false }
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any], "\(text)")
+            let sorted = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
+            let keys = try #require(try JSONSerialization.jsonObject(with: sorted) as? [String: Any]).keys.sorted()
+            #expect(keys == (isRoute ? ["maxzoom", "minzoom", "radius", "route"] : ["bbox", "maxzoom", "minzoom"]))
+            #expect(text.hasPrefix(isRoute ? "{\"maxzoom\"" : "{\"bbox\""))
+            #expect(PrefetchRequest(storedJSON: text) == request, "\(text)")
+        }
+    }
+
     @Test("every invalid parameter is refused with invalid parameters and a negative id, before any request")
     func invalidParameters() async throws {
         let server = try TileServer()
