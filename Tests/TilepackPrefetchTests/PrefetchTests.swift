@@ -574,6 +574,30 @@ struct PrefetchStoreTests {
         #expect(try tiles.filter { try store.containsTile($0) } == [tiles[7], tiles[9]])
     }
 
+    @Test("a tile stored again replaces its bytes, in the same transaction or a later one; size and count follow")
+    func storeReplacesTiles() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("replace.mbtiles")
+        let tile = try TileCoordinate(zoom: 2, x: 1, y: 1)
+        let other = try TileCoordinate(zoom: 2, x: 0, y: 1)
+        do {
+            let store = try MBTilesTileStore(path: path)
+            try store.record(TileStateRecord(tile: tile, outcome: .stored), data: Data(repeating: 1, count: 100))
+            try store.record(TileStateRecord(tile: tile, outcome: .stored), data: Data(repeating: 2, count: 40))
+            try store.record(TileStateRecord(tile: other, outcome: .stored), data: Data(repeating: 3, count: 7))
+            #expect(store.totalBytes == 47 && store.tileCount == 2)
+            try store.commit()
+            try store.record(TileStateRecord(tile: other, outcome: .stored), data: Data(repeating: 4, count: 9))
+            #expect(store.totalBytes == 49 && store.tileCount == 2)
+            try store.close()
+        }
+        let store = try MBTilesTileStore(path: path)
+        #expect(store.totalBytes == 49 && store.tileCount == 2)
+        #expect(try store.tileData(tile) == Data(repeating: 2, count: 40))
+        #expect(try store.tileData(other) == Data(repeating: 4, count: 9))
+        try store.close()
+    }
+
     @Test("committed tiles and their records survive closing and reopening; rows are TMS in the file")
     func storeCrashSafety() throws {
         let directory = try TemporaryDirectory()

@@ -127,6 +127,7 @@ public final class MBTilesTileStore: @unchecked Sendable {
         var totalBytes = 0
         var tileCount = 0
         var upsertTile: SQLiteStatement?
+        var insertNewTile: SQLiteStatement?
         var upsertState: SQLiteStatement?
         var findState: SQLiteStatement?
         var findBytes: SQLiteStatement?
@@ -186,6 +187,11 @@ public final class MBTilesTileStore: @unchecked Sendable {
             }
             state.upsertTile = try connection.prepare(
                 "INSERT OR REPLACE INTO tiles (zoom_level, tile_column, tile_row, tile_data) VALUES (?1, ?2, ?3, ?4)")
+            // A tile new to the file (the common case in a fetch) is inserted without first
+            // looking up the size of one it replaces: only when this changes nothing is there one.
+            // (A `tiles` without its unique index takes every row: as INSERT OR REPLACE does.)
+            state.insertNewTile = try connection.prepare(
+                "INSERT OR IGNORE INTO tiles (zoom_level, tile_column, tile_row, tile_data) VALUES (?1, ?2, ?3, ?4)")
             state.upsertState = try connection.prepare("""
                 INSERT INTO tilepack_tile_state (zoom_level, tile_column, tile_row, outcome, http_status, attempts, bytes,
                     etag, last_modified, message, fetched, last_used)
@@ -365,17 +371,12 @@ public final class MBTilesTileStore: @unchecked Sendable {
             try state.beginIfNeeded(path: path)
             var storedBytes = record.bytes
             if let data, record.outcome == .stored {
-                let previous = try Self.storedSize(state, record.tile)
-                guard let upsert = state.upsertTile else { return }
-                Self.bind(upsert, record.tile)
-                let written = data.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) -> Result<Void, TileArchiveError> in
-                    defer { upsert.reset() }
-                    return Result { () throws(TileArchiveError) in
-                        try upsert.bind(4, blobNoCopy: bytes)
-                        _ = try upsert.step()
-                    }
+                guard let insert = state.insertNewTile, let upsert = state.upsertTile else { return }
+                var previous: Int?
+                if try !Self.write(data, of: record.tile, with: insert, changes: state.open(path: path)) {
+                    previous = try Self.storedSize(state, record.tile)
+                    _ = try Self.write(data, of: record.tile, with: upsert, changes: nil)
                 }
-                try written.get()
                 storedBytes = data.count
                 state.totalBytes += data.count - (previous ?? 0)
                 if previous == nil { state.tileCount += 1 }
@@ -627,6 +628,7 @@ public final class MBTilesTileStore: @unchecked Sendable {
             guard state.connection != nil else { return }
             defer {
                 state.upsertTile = nil
+                state.insertNewTile = nil
                 state.upsertState = nil
                 state.findState = nil
                 state.findBytes = nil
@@ -653,6 +655,22 @@ public final class MBTilesTileStore: @unchecked Sendable {
             throw TileArchiveError(path: path, fault: .io(errno: EACCES, reason: "the archive is read-only"))
         }
         return try withState(body)
+    }
+
+    /// Runs an insert of `data` as `tile`'s bytes; returns whether it added a row (always true
+    /// without `changes`, the connection to ask).
+    private static func write(_ data: Data, of tile: TileCoordinate, with statement: SQLiteStatement,
+                              changes connection: SQLiteConnection?) throws(TileArchiveError) -> Bool {
+        bind(statement, tile)
+        let written = data.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) -> Result<Void, TileArchiveError> in
+            defer { statement.reset() }
+            return Result { () throws(TileArchiveError) in
+                try statement.bind(4, blobNoCopy: bytes)
+                _ = try statement.step()
+            }
+        }
+        try written.get()
+        return connection.map { $0.changes > 0 } ?? true
     }
 
     private static func storedSize(_ state: State, _ tile: TileCoordinate) throws(TileArchiveError) -> Int? {
