@@ -36,31 +36,33 @@ public struct HTTPResponse: Sendable {
     /// The URL that answered (after redirects).
     public var url: URL
     public var status: Int
-    /// Header fields by lower-cased name.
-    public var headers: [String: String]
+    /// The header fields as they arrived.
+    public var fields: HTTPFields
     public var body: Data
 
-    public init(url: URL, status: Int, headers: [String: String], body: Data) {
-        self.url = url
-        self.status = status
-        self.headers = Dictionary(headers.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { first, _ in first })
-        self.body = body
+    /// Header fields by lower-cased name (repeated fields joined with ", ").
+    public var headers: [String: String] {
+        get { fields.dictionary }
+        set { fields = HTTPFields(newValue.map { ($0.key, $0.value) }) }
     }
 
-    /// A response whose header names are lower-cased already.
-    init(url: URL, status: Int, lowercasedHeaders: [String: String], body: Data) {
+    public init(url: URL, status: Int, headers: [String: String], body: Data) {
+        self.init(url: url, status: status, fields: HTTPFields(headers.map { ($0.key, $0.value) }), body: body)
+    }
+
+    public init(url: URL, status: Int, fields: HTTPFields, body: Data) {
         self.url = url
         self.status = status
-        headers = lowercasedHeaders
+        self.fields = fields
         self.body = body
     }
 
     /// A header field's value, by case-insensitive name.
-    public func header(_ name: String) -> String? { headers[name.lowercased()] }
+    public func header(_ name: String) -> String? { fields[name] }
 
-    public var etag: String? { header("etag") }
-    public var lastModified: String? { header("last-modified") }
-    public var contentType: String? { header("content-type") }
+    public var etag: String? { fields.value(lowercasedName: "etag") }
+    public var lastModified: String? { fields.value(lowercasedName: "last-modified") }
+    public var contentType: String? { fields.value(lowercasedName: "content-type") }
 
     /// The delay a `Retry-After` field asks for (delta-seconds or an HTTP date), if any.
     public func retryAfter(now: Date = Date()) -> Duration? {
@@ -187,4 +189,62 @@ public struct RetryPolicy: Sendable, Hashable {
         let capNanoseconds = max(cap.components.seconds * 1_000_000_000 + cap.components.attoseconds / 1_000_000_000, 0)
         return .nanoseconds(Int64.random(in: 0...capNanoseconds, using: &generator))
     }
+}
+
+/// A message's header fields in arrival order, names lower-cased (HTTP compares them without
+/// case). Found by a scan: a response has about ten fields, and hashing each into a dictionary
+/// cost more, for every tile of a fetch, than the two or three lookups made of it.
+public struct HTTPFields: Sendable, Hashable, Sequence {
+    public struct Field: Sendable, Hashable {
+        /// Lower-cased.
+        public var name: String
+        public var value: String
+    }
+
+    private var fields: [Field]
+
+    /// `fields` in arrival order; names in any case, repeated names allowed.
+    public init(_ fields: [(name: String, value: String)] = []) {
+        self.fields = fields.map { field in
+            let name = field.name
+            return Field(name: name.utf8.contains(where: { (65...90).contains($0) }) ? name.lowercased() : name, value: field.value)
+        }
+    }
+
+    /// Appends a field whose name is lower-cased already (a parser's path: no second pass).
+    public mutating func append(lowercasedName name: String, value: String) {
+        fields.append(Field(name: name, value: value))
+    }
+
+    public mutating func reserveCapacity(_ count: Int) {
+        fields.reserveCapacity(count)
+    }
+
+    /// The value of the field `name` (any case); repeated fields joined with ", ".
+    public subscript(name: String) -> String? {
+        let key = name.utf8.contains(where: { (65...90).contains($0) }) ? name.lowercased() : name
+        return value(lowercasedName: key)
+    }
+
+    /// The value of the field `key`, a lower-cased name.
+    func value(lowercasedName key: String) -> String? {
+        var found: String?
+        for field in fields where field.name == key {
+            found = found.map { "\($0), \(field.value)" } ?? field.value
+        }
+        return found
+    }
+
+    /// The fields by name, repeated fields joined with ", ".
+    public var dictionary: [String: String] {
+        var result: [String: String] = [:]
+        for field in fields {
+            if let previous = result.updateValue(field.value, forKey: field.name) { result[field.name] = "\(previous), \(field.value)" }
+        }
+        return result
+    }
+
+    public var count: Int { fields.count }
+
+    public func makeIterator() -> IndexingIterator<[Field]> { fields.makeIterator() }
 }

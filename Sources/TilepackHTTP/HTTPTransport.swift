@@ -48,8 +48,10 @@ public struct HTTPIncomingResponse: Sendable {
     public let request: HTTPRequest
     /// The status, once the head arrived.
     public private(set) var status: Int?
+    /// The header fields, once the head arrived.
+    public private(set) var fields = HTTPFields()
     /// Header fields by lower-cased name (repeated fields joined with ", ").
-    public private(set) var headers: [String: String] = [:]
+    public var headers: [String: String] { fields.dictionary }
     public private(set) var body = Data()
     /// Whether ``end(_:)`` was called.
     public private(set) var isEnded = false
@@ -72,19 +74,16 @@ public struct HTTPIncomingResponse: Sendable {
     /// names allowed). Returns `false` as ``receiveHead(status:headers:)``.
     @discardableResult
     public mutating func receiveHead(status: Int, fields: [(name: String, value: String)]) -> Bool {
+        receiveHead(status: status, fields: HTTPFields(fields))
+    }
+
+    /// The response head as parsed fields. Returns `false` as ``receiveHead(status:headers:)``.
+    @discardableResult
+    public mutating func receiveHead(status: Int, fields: HTTPFields) -> Bool {
         guard !isEnded, fault == nil else { return false }
         self.status = status
-        var headers: [String: String] = [:]
-        headers.reserveCapacity(fields.count)
-        // One hash per field (this runs for every response): a repeated name is the rare case.
-        for (name, value) in fields {
-            let key = name.utf8.contains(where: { (65...90).contains($0) }) ? name.lowercased() : name
-            if let previous = headers.updateValue(value, forKey: key) {
-                headers[key] = "\(previous), \(value)"
-            }
-        }
-        self.headers = headers
-        declaredLength = headers["content-length"].flatMap { Int(Self.trimmed($0)) }
+        self.fields = fields
+        declaredLength = fields.value(lowercasedName: "content-length").flatMap { Int(Self.trimmed($0)) }
         if let declared = declaredLength, declared > request.maximumBodyBytes, request.method != "HEAD" {
             fault = .tooLarge(limit: request.maximumBodyBytes)
             return false
@@ -151,10 +150,10 @@ public struct HTTPIncomingResponse: Sendable {
             }
         }
         guard let status else { return .failure(HTTPError(url: url, fault: .transport("no response"))) }
-        let encoding = headers["content-encoding"]?.lowercased() ?? "identity"
+        let encoding = fields.value(lowercasedName: "content-encoding")?.lowercased() ?? "identity"
         if encoding == "identity", !bodyless, let declared = declaredLength, declared != body.count {
             return .failure(HTTPError(url: url, fault: .truncated(expected: declared, received: body.count)))
         }
-        return .success(HTTPResponse(url: request.url, status: status, lowercasedHeaders: headers, body: body))
+        return .success(HTTPResponse(url: request.url, status: status, fields: fields, body: body))
     }
 }

@@ -5,12 +5,13 @@ import TilepackCore
 /// (`Retry-After` on a 429 or 503 holds every worker of that host, not only the one that got it).
 final class HostGate: Sendable {
     private let limit: Int
-    private let state = Locked(State())
+    private let hosts = Locked([String: Host]())
 
-    private struct State {
-        var inFlight: [String: Int] = [:]
-        var waiters: [String: [CheckedContinuation<Void, Never>]] = [:]
-        var notBefore: [String: ContinuousClock.Instant] = [:]
+    /// One host's slots, waiters and pause (one lookup per call: this runs twice per tile).
+    fileprivate struct Host {
+        var inFlight = 0
+        var waiters: [CheckedContinuation<Void, Never>] = []
+        var notBefore: ContinuousClock.Instant?
     }
 
     init(limit: Int) {
@@ -20,15 +21,13 @@ final class HostGate: Sendable {
     /// Waits for a free slot for `host`, then for the end of any pause it asked for.
     nonisolated(nonsending) func acquire(_ host: String) async {
         // A free slot is taken at once, without suspending (the common case, once per tile).
-        let (free, pause) = state.withLock { state -> (Bool, ContinuousClock.Instant?) in
-            guard state.inFlight[host, default: 0] < limit, state.waiters[host]?.isEmpty ?? true else { return (false, nil) }
-            state.inFlight[host, default: 0] += 1
-            return (true, state.notBefore[host])
+        let (free, pause) = hosts.withLock { hosts -> (Bool, ContinuousClock.Instant?) in
+            hosts[host, default: Host()].take(limit: limit)
         }
         var until = pause
         if !free {
             await wait(host)
-            until = state.withLock { $0.notBefore[host] }
+            until = hosts.withLock { $0[host]?.notBefore }
         }
         if let until, until > .now {
             try? await Task.sleep(until: until, clock: .continuous)
@@ -37,13 +36,8 @@ final class HostGate: Sendable {
 
     private nonisolated(nonsending) func wait(_ host: String) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let granted = state.withLock { state -> Bool in
-                if state.inFlight[host, default: 0] < limit {
-                    state.inFlight[host, default: 0] += 1
-                    return true
-                }
-                state.waiters[host, default: []].append(continuation)
-                return false
+            let granted = hosts.withLock { hosts -> Bool in
+                hosts[host, default: Host()].grantOrQueue(continuation, limit: limit)
             }
             if granted { continuation.resume() }
         }
@@ -51,14 +45,8 @@ final class HostGate: Sendable {
 
     /// Frees a slot, handing it straight to the next waiter.
     func release(_ host: String) {
-        let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
-            if var queue = state.waiters[host], !queue.isEmpty {
-                let first = queue.removeFirst()
-                state.waiters[host] = queue
-                return first  // the slot passes on: inFlight unchanged
-            }
-            state.inFlight[host, default: 1] -= 1
-            return nil
+        let next = hosts.withLock { hosts -> CheckedContinuation<Void, Never>? in
+            hosts[host, default: Host()].release()
         }
         next?.resume()
     }
@@ -66,10 +54,41 @@ final class HostGate: Sendable {
     /// Holds new requests to `host` until `delay` from now.
     func pause(_ host: String, for delay: Duration) {
         let until = ContinuousClock.now + delay
-        state.withLock { state in
-            if let current = state.notBefore[host], current >= until { return }
-            state.notBefore[host] = until
+        hosts.withLock { hosts in
+            hosts[host, default: Host()].pause(until: until)
         }
+    }
+}
+
+extension HostGate.Host {
+    /// Takes a free slot when there is one and nobody waits for it; returns whether it did, and
+    /// the pause to respect.
+    mutating func take(limit: Int) -> (Bool, ContinuousClock.Instant?) {
+        guard inFlight < limit, waiters.isEmpty else { return (false, nil) }
+        inFlight += 1
+        return (true, notBefore)
+    }
+
+    /// Takes a slot freed meanwhile, or queues `continuation` for the next one.
+    mutating func grantOrQueue(_ continuation: CheckedContinuation<Void, Never>, limit: Int) -> Bool {
+        if inFlight < limit {
+            inFlight += 1
+            return true
+        }
+        waiters.append(continuation)
+        return false
+    }
+
+    /// Frees a slot: the first waiter gets it (`inFlight` unchanged), or it is counted free.
+    mutating func release() -> CheckedContinuation<Void, Never>? {
+        guard waiters.isEmpty else { return waiters.removeFirst() }
+        inFlight = max(0, inFlight - 1)
+        return nil
+    }
+
+    mutating func pause(until instant: ContinuousClock.Instant) {
+        if let current = notBefore, current >= instant { return }
+        notBefore = instant
     }
 }
 

@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import TilepackHTTP
 
 /// Reads HTTP/1.x responses (RFC 9112) as their bytes arrive, for ``SocketTransport``: the head
 /// (status line and fields, at most ``maximumHeadBytes``), then the body framed by
@@ -22,7 +23,7 @@ struct ResponseParser {
 
     enum Event {
         /// A final (non-1xx) head: status and fields in arrival order.
-        case head(status: Int, fields: [Field])
+        case head(status: Int, fields: HTTPFields)
         /// Body bytes, a range of the buffer given to ``feed(_:_:)``.
         case body(Range<Int>)
         /// The response ended; `reusable` says whether the connection may carry another request.
@@ -30,9 +31,6 @@ struct ResponseParser {
         /// The bytes break HTTP/1.1's framing; the connection must close.
         case malformed(String)
     }
-
-    /// A header field: name lower-cased, value trimmed.
-    typealias Field = (name: String, value: String)
 
     private enum State: Equatable {
         case head
@@ -236,7 +234,7 @@ struct ResponseParser {
 
     struct Head {
         var status: Int
-        var fields: [Field]
+        var fields: HTTPFields
         var contentLength: Int?
         var chunked: Bool
         var keepAlive: Bool
@@ -270,7 +268,7 @@ struct ResponseParser {
         guard code >= 100, status.end == 12 || base[12] == 0x20 else {
             return .failure(Malformed(reason: "a status code that is not three digits"))
         }
-        var result = Head(status: code, fields: [], contentLength: nil, chunked: false, keepAlive: minor == 1, isHTTP11: minor == 1)
+        var result = Head(status: code, fields: HTTPFields(), contentLength: nil, chunked: false, keepAlive: minor == 1, isHTTP11: minor == 1)
         result.fields.reserveCapacity(12)
         var sawTransferEncoding = false
         var start = status.next
@@ -328,7 +326,7 @@ struct ResponseParser {
             default:
                 break
             }
-            result.fields.append((name: name, value: String(decoding: value, as: UTF8.self)))
+            result.fields.append(lowercasedName: name, value: String(decoding: value, as: UTF8.self))
         }
         // Chunked framing wins over a length (RFC 9112 §6.3); such a connection is not reused.
         if result.chunked, result.contentLength != nil {
