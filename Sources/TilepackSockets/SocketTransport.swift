@@ -52,19 +52,25 @@ public final class SocketTransport: HTTPTransport {
     ///   - requestsPerConnection: requests sent on one connection before their answers
     ///     (pipelining; 1, the default, sends one at a time). At most 32.
     ///   - maximumIdleConnections: idle connections kept open for reuse, over all hosts, per loop.
+    ///   - pipelinedAfterIdle: how long a connection that was pipelining may have been idle and
+    ///     still take several requests at once (as when every answer of its pipeline came in one
+    ///     read and the next requests follow at once). Idle for longer, it carries one request
+    ///     until it has answered again: the server may have closed it meanwhile.
     ///   - loops: event-loop threads. An exchange made from a task running on a loop (see
     ///     ``taskExecutors``) goes over that loop's connections; any other goes over the first loop's.
     ///   - fallback: the transport for what this one does not carry (`https`, proxies); without
     ///     one, such a request ends with ``HTTPError/Fault/unsupportedScheme(_:)``.
     ///   - environment: where `http_proxy` / `HTTP_PROXY` are looked up.
-    public init(maximumConnectionsPerHost: Int = 8, requestsPerConnection: Int = 1, maximumIdleConnections: Int = 64, loops: Int = 1,
+    public init(maximumConnectionsPerHost: Int = 8, requestsPerConnection: Int = 1, maximumIdleConnections: Int = 64,
+                pipelinedAfterIdle: Duration = .milliseconds(50), loops: Int = 1,
                 fallback: (any HTTPTransport)? = nil, environment: [String: String] = ProcessInfo.processInfo.environment) {
         let count = max(1, loops)
         let connections = max(1, maximumConnectionsPerHost)
         depth = min(32, max(1, requestsPerConnection))
         self.loops = (0..<count).map { [depth] index in
             SocketLoop(maximumConnectionsPerHost: max(1, connections / count + (index < connections % count ? 1 : 0)),
-                       requestsPerConnection: depth, maximumIdleConnections: max(0, maximumIdleConnections))
+                       requestsPerConnection: depth, maximumIdleConnections: max(0, maximumIdleConnections),
+                       pipelinedAfterIdle: pipelinedAfterIdle)
         }
         self.fallback = fallback
         proxied = ["http_proxy", "HTTP_PROXY"].contains { !(environment[$0] ?? "").isEmpty }
@@ -314,10 +320,13 @@ final class SocketConnection {
     /// server's close of an idle connection.
     var served = 0
     var isIdle = false
-    /// Whether it answered a request in HTTP/1.1 and stayed open since it was last idle: only then
-    /// are requests pipelined on it (an idle connection may have been closed by the server
-    /// meanwhile; HTTP/1.0's keep-alive predates pipelining).
+    /// Whether it answered a request in HTTP/1.1 and stayed open since it was last idle for
+    /// longer than the transport's `pipelinedAfterIdle`: only then are requests pipelined on it (an idle
+    /// connection may have been closed by the server meanwhile; HTTP/1.0's keep-alive predates
+    /// pipelining).
     var isProven = false
+    /// When it last became idle (``monotonicNanoseconds()``).
+    var idleSince: UInt64 = 0
     /// Whether it has request bytes to write at the end of the loop's turn.
     var isDirty = false
 
@@ -376,8 +385,12 @@ final class SocketLoop: TaskExecutor, @unchecked Sendable {
     /// Times one exchange is sent again after connections closed with it unanswered behind
     /// another request, before it fails.
     static let maximumRequeues = 4
+    /// Nanoseconds a connection may have been idle and still take pipelined requests at once.
+    private let freshIdle: UInt64
 
-    init(maximumConnectionsPerHost: Int, requestsPerConnection: Int, maximumIdleConnections: Int) {
+    init(maximumConnectionsPerHost: Int, requestsPerConnection: Int, maximumIdleConnections: Int, pipelinedAfterIdle: Duration) {
+        let parts = pipelinedAfterIdle.components
+        freshIdle = UInt64(clamping: max(0, parts.seconds) * 1_000_000_000 + max(0, parts.attoseconds) / 1_000_000_000)
         self.maximumConnectionsPerHost = maximumConnectionsPerHost
         self.requestsPerConnection = requestsPerConnection
         self.maximumIdleConnections = maximumIdleConnections
@@ -592,11 +605,14 @@ final class SocketLoop: TaskExecutor, @unchecked Sendable {
             ? requestsPerConnection : 1
     }
 
-    /// The busy connection to `key` with the fewest requests on it, when one can take another.
+    /// The busy connection to `key` that can take another request: one whose requests of this
+    /// turn are still to be written (they go out together, in one write and one segment), else
+    /// the one with the fewest requests on it.
     private func pipelined(_ key: String) -> SocketConnection? {
         guard requestsPerConnection > 1, !serial.contains(key), let open = pool[key] else { return nil }
         var best: SocketConnection?
         for connection in open where !connection.queue.isEmpty && connection.queue.count < depth(of: connection) {
+            if connection.isDirty { return connection }
             if best == nil || connection.queue.count < best!.queue.count { best = connection }
         }
         return best
@@ -606,7 +622,10 @@ final class SocketLoop: TaskExecutor, @unchecked Sendable {
         guard let connection = idle[key]?.popLast() else { return nil }
         idleCount -= 1
         connection.isIdle = false
-        connection.isProven = false
+        // Idle for a moment only (its last answer came in this turn or the one before, as when
+        // the answers to all its pipelined requests arrived in one read): still proven, so the
+        // next requests go out together on it. Idle for longer: the server may have closed it.
+        if connection.isProven, monotonicNanoseconds() &- connection.idleSince > freshIdle { connection.isProven = false }
         return connection
     }
 
@@ -866,6 +885,7 @@ final class SocketLoop: TaskExecutor, @unchecked Sendable {
             return
         }
         connection.isIdle = true
+        connection.idleSince = monotonicNanoseconds()
         idle[connection.key, default: []].append(connection)
         idleCount += 1
     }

@@ -284,6 +284,29 @@ import TilepackTestSupport
         #expect(plain.pipelinedRequests == 0)
     }
 
+    @Test func aConnectionIdleForAMomentTakesItsNextRequestsTogetherOneIdleLongerTakesOne() async throws {
+        // One connection; each answer waits 100 ms, so the requests sent meanwhile are seen
+        // arriving before it (pipelined).
+        let server = try LoopbackHTTPServer { request in .delayed(.milliseconds(100), .status(200, request.path)) }
+        defer { server.stop() }
+        func run(idleFor pause: Duration, window: Duration) async throws -> Int {
+            let client = HTTPClient(transport: SocketTransport(maximumConnectionsPerHost: 1, requestsPerConnection: 4,
+                                                               pipelinedAfterIdle: window))
+            let before = server.pipelinedRequests
+            // Proven: it answered, and stayed open.
+            _ = try await client.send(HTTPRequest(url: URL(string: server.baseURL + "/first")!))
+            try await Task.sleep(for: pause)
+            let results = await Self.sendAll(client, server.baseURL, prefix: "b", count: 4)
+            #expect((0..<4).allSatisfy { results[$0] == "/b\($0)" })
+            return server.pipelinedRequests - before
+        }
+        // Idle within the window: all four go out behind one another at once.
+        #expect(try await run(idleFor: .zero, window: .seconds(60)) == 3)
+        // Idle past it: the first goes alone; the other three follow together once it answers.
+        #expect(try await run(idleFor: .milliseconds(50), window: .milliseconds(1)) == 2)
+        #expect(server.acceptedConnections == 2)
+    }
+
     @Test func requestsLeftUnansweredWhenTheServerClosesAreSentAgain() async throws {
         // One connection at a time; every tenth answer says Connection: close and the server
         // hangs up after it (as nginx does every 1,000 requests): the requests pipelined behind

@@ -92,9 +92,10 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
     public func requests(to path: String) -> Int { state.withLock { $0.requests.filter { $0.path == path }.count } }
     /// Connections accepted so far (a client that reuses its connections opens few).
     public var acceptedConnections: Int { state.withLock { $0.accepted } }
-    /// Requests read together with the one ahead of them, before its answer was sent (HTTP/1.1
-    /// pipelining: a client that waits for each answer never causes one). A lower bound: of
-    /// requests that arrive together after an answer, the first is not counted.
+    /// Requests read together with the one ahead of them, or during the wait of its `.delayed`
+    /// answer: before that answer was sent (HTTP/1.1 pipelining: a client that waits for each
+    /// answer never causes one). A lower bound: of requests that arrive together after an
+    /// answer, the first is not counted.
     public var pipelinedRequests: Int { state.withLock { $0.pipelined } }
     /// For each `.trickle` reply the client stopped reading (it closed the connection), how long
     /// after the reply's head: the client's own deadline as this server saw it, whatever the test
@@ -183,7 +184,7 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
         var buffer = [UInt8]()
         while let request = readRequest(fd, &buffer) {
             state.withLock { $0.requests.append(request) }
-            let keepOpen = send(handler(request), for: request, on: fd)
+            let keepOpen = send(handler(request), for: request, on: fd, pending: &buffer)
             if !keepOpen || request.header("connection")?.lowercased() == "close" { return }
         }
     }
@@ -226,7 +227,9 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
     }
 
     /// Sends a reply; returns whether the connection stays open.
-    private func send(_ reply: Reply, for request: Request, on fd: Int32) -> Bool {
+    /// - Parameter pending: bytes read after this request: what a `.delayed` answer finds sent
+    ///   during its wait goes there (requests pipelined behind this one).
+    private func send(_ reply: Reply, for request: Request, on fd: Int32, pending: inout [UInt8]) -> Bool {
         switch reply {
         case .respond(let status, let headers, let body):
             let head = Self.head(status: status, headers: headers, length: body.count)
@@ -245,7 +248,13 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
             return false
         case .delayed(let wait, let next):
             Thread.sleep(forTimeInterval: Double(wait.components.seconds) + Double(wait.components.attoseconds) / 1e18)
-            return send(next, for: request, on: fd)
+            var chunk = [UInt8](repeating: 0, count: 16_384)
+            while true {
+                let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+                guard count > 0 else { break }
+                pending += chunk[..<count]
+            }
+            return send(next, for: request, on: fd, pending: &pending)
         case .trickle(let status, let headers, let body, let interval):
             guard write(fd, Self.head(status: status, headers: headers, length: body.count)) else { return false }
             let started = ContinuousClock.now
