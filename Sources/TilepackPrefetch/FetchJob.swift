@@ -190,7 +190,7 @@ final class FetchJob: RequestJob, @unchecked Sendable {
         case .tile(let data, _, let etag, let lastModified):
             await writer.submit(.record(TileStateRecord(tile: tile, outcome: .stored, httpStatus: 200, attempts: attempts, bytes: data.count,
                                                         etag: etag, lastModified: lastModified, fetchedAt: now), data))
-            settle(attempts: attempts) { counters in
+            settle(attempts: attempts, at: now) { counters in
                 counters.downloaded += 1
                 counters.bytes += data.count
             }
@@ -220,12 +220,13 @@ final class FetchJob: RequestJob, @unchecked Sendable {
     }
 
     /// Counts a settled tile and sends progress when due.
-    private func settle(attempts: Int = 0, _ update: (inout Counters) -> Void) {
+    /// - Parameter now: the time, when the caller has it (seconds since 1970).
+    private func settle(attempts: Int = 0, at time: Double? = nil, _ update: (inout Counters) -> Void) {
+        let now = time ?? Date().timeIntervalSince1970
         state.withLock { counters in
             update(&counters)
             counters.requests += attempts
             counters.done += 1
-            let now = Date().timeIntervalSince1970
             let fraction = counters.total > 0 ? min(1, Double(counters.done) / Double(counters.total)) : 1
             if fraction > counters.lastFraction && (now - counters.lastEmit >= Self.progressInterval || counters.done == counters.total) {
                 counters.lastFraction = fraction

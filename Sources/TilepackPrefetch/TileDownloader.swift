@@ -28,6 +28,9 @@ final class TileDownloader: Sendable {
     /// The format all tiles must share: the source's, or the first stored tile's.
     let format: Locked<TileFormat?>
     let tileSize: Int
+    /// The header fields of every request: the clients' `User-Agent`, set here once so that no
+    /// request needs a dictionary of its own (the client would otherwise add it to each).
+    private let baseHeaders: [String: String]
     /// Connections refused (or unresolvable hosts) in a row, over every host, with no answer of
     /// any kind between them; past ``maximumRefusals`` the source is unreachable.
     private let refusals = Atomic<Int>(0)
@@ -52,6 +55,7 @@ final class TileDownloader: Sendable {
         limiter = RateLimiter(requestsPerSecond: configuration.requestsPerSecond)
         format = Locked(source.format ?? source.formatFromExtension ?? storedFormat)
         tileSize = source.expectedTileSize
+        baseHeaders = clients.first.map { ["User-Agent": $0.userAgent] } ?? [:]
     }
 
     /// Downloads `url`; `validators` make the request conditional (refresh). `attempts` counts
@@ -59,7 +63,7 @@ final class TileDownloader: Sendable {
     nonisolated(nonsending) func download(_ url: URL, validators: (etag: String?, lastModified: String?)? = nil,
                   maximumAttempts: Int? = nil, attempts: inout Int) async -> TileDownload {
         let host = url.host ?? ""
-        var headers: [String: String] = [:]
+        var headers = baseHeaders
         if let etag = validators?.etag { headers["If-None-Match"] = etag }
         if let lastModified = validators?.lastModified { headers["If-Modified-Since"] = lastModified }
         let request = HTTPRequest(url: url, headers: headers, timeout: .milliseconds(Int64(configuration.requestTimeout * 1000)),
