@@ -205,14 +205,12 @@ public struct HTTPFields: Sendable, Hashable, Sequence {
 
     /// `fields` in arrival order; names in any case, repeated names allowed.
     public init(_ fields: [(name: String, value: String)] = []) {
-        self.fields = fields.map { field in
-            let name = field.name
-            return Field(name: name.utf8.contains(where: { (65...90).contains($0) }) ? name.lowercased() : name, value: field.value)
-        }
+        self.fields = fields.map { Field(name: Self.lowercased($0.name), value: $0.value) }
     }
 
     /// Appends a field whose name is lower-cased already (a parser's path: no second pass).
     public mutating func append(lowercasedName name: String, value: String) {
+        assert(Self.lowercased(name) == name, "\(name) is not lower-cased")
         fields.append(Field(name: name, value: value))
     }
 
@@ -222,8 +220,12 @@ public struct HTTPFields: Sendable, Hashable, Sequence {
 
     /// The value of the field `name` (any case); repeated fields joined with ", ".
     public subscript(name: String) -> String? {
-        let key = name.utf8.contains(where: { (65...90).contains($0) }) ? name.lowercased() : name
-        return value(lowercasedName: key)
+        value(lowercasedName: Self.lowercased(name))
+    }
+
+    /// `name` lower-cased; as it is (no new string) when it has no upper-case ASCII letter.
+    private static func lowercased(_ name: String) -> String {
+        name.utf8.contains(where: { (65...90).contains($0) }) ? name.lowercased() : name
     }
 
     /// The value of the field `key`, a lower-cased name.
