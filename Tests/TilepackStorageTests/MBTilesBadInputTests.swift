@@ -303,3 +303,58 @@ func readEverything(_ path: String) -> TileArchiveError? {
         #expect(try openFixture("martin/world_cities.mbtiles", immutable: false).tileCount() == 196)
     }
 }
+
+/// The content summary taken through the coordinate index, column by column, against the single
+/// grouped pass it replaces in the prefetch store: equal on every layout, junk rows included.
+@Suite struct ContentSummaryByColumnsTests {
+    @Test func bothSummariesAgreeOnRandomStoresWithJunkRows() throws {
+        let directory = try TemporaryDirectory()
+        var generator = SplitMix64(seed: 7)
+        for round in 0..<12 {
+            let path = directory.file("s\(round).mbtiles")
+            var sql = """
+                CREATE TABLE tiles (zoom_level INTEGER, tile_column INTEGER, tile_row INTEGER, tile_data BLOB);
+                CREATE UNIQUE INDEX tile_index ON tiles (zoom_level, tile_column, tile_row);
+                BEGIN;
+                """
+            // Clusters of tiles at a few zooms: dense blocks, lone tiles and thin diagonals.
+            for _ in 0..<Int.random(in: 1...5, using: &generator) {
+                let zoom = Int.random(in: 0...12, using: &generator)
+                let size = 1 << zoom
+                let x0 = Int.random(in: 0..<size, using: &generator), y0 = Int.random(in: 0..<size, using: &generator)
+                for _ in 0..<Int.random(in: 1...60, using: &generator) {
+                    let x = min(size - 1, x0 + Int.random(in: 0...7, using: &generator))
+                    let y = min(size - 1, y0 + Int.random(in: 0...7, using: &generator))
+                    sql += "INSERT OR IGNORE INTO tiles VALUES (\(zoom), \(x), \(y), x'00');\n"
+                }
+            }
+            // Rows the summary must not count: out of range, negative, fractional, text, NULL,
+            // zooms past 30, and a whole zoom of nothing but junk.
+            sql += """
+                INSERT INTO tiles VALUES (3, 8, 1, x'00'), (3, 1, 8, x'00'), (3, -1, 2, x'00'), (3, 2, -1, x'00');
+                INSERT INTO tiles VALUES (3, 2.5, 1, x'00'), (3, 1, 2.5, x'00'), (3, 'a', 1, x'00'), (3, 1, 'b', x'00');
+                INSERT INTO tiles VALUES (3, NULL, 1, x'00'), (NULL, 1, 1, x'00'), (31, 0, 0, x'00'), (2.5, 0, 0, x'00');
+                INSERT INTO tiles VALUES (13, 9000, 1, x'00'), (13, -4, -4, x'00'), ('z', 0, 0, x'00');
+                COMMIT;
+                """
+            try makeDatabase(path, sql)
+            let connection = try SQLiteConnection(filename: path, archivePath: path, readOnly: true, uri: false)
+            #expect(try MBTilesSchema.hasIndexInCoordinateOrder(connection))
+            let grouped = try TileContentSummary.query(connection)
+            let byColumns = try TileContentSummary.queryByColumns(connection)
+            #expect(byColumns == grouped, "round \(round)")
+            #expect(!grouped.levels.isEmpty && !grouped.levels.contains { $0.zoom == 13 || $0.zoom > 30 })
+        }
+    }
+
+    @Test func onlyAnIndexInCoordinateOrderCounts() throws {
+        let directory = try TemporaryDirectory()
+        let other = directory.file("other.mbtiles")
+        try makeDatabase(other, """
+            CREATE TABLE tiles (zoom_level INTEGER, tile_column INTEGER, tile_row INTEGER, tile_data BLOB);
+            CREATE UNIQUE INDEX by_row ON tiles (tile_row, tile_column, zoom_level);
+            """)
+        let connection = try SQLiteConnection(filename: other, archivePath: other, readOnly: true, uri: false)
+        #expect(try !MBTilesSchema.hasIndexInCoordinateOrder(connection))
+    }
+}

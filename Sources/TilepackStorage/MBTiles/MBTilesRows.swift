@@ -289,6 +289,77 @@ public struct TileContentSummary: Hashable, Sendable {
 }
 
 extension TileContentSummary {
+    /// The summary ``query(_:distinct:)`` gives, for a `tiles` table with its unique index on
+    /// (zoom_level, tile_column, tile_row), taken column by column through the index: per
+    /// column, one seek to its first valid row, one to its last, and a count of its rows. The
+    /// single grouped pass evaluates every row's checks and aggregates (about 0.65 µs a row:
+    /// 3.5 ms for 5,461 tiles, at the end of every fetch into a store); this takes a fraction
+    /// of that. Rows are judged as ``query(_:distinct:)`` judges them (integers in range only).
+    static func queryByColumns(_ connection: SQLiteConnection) throws(TileArchiveError) -> TileContentSummary {
+        let valid = "typeof(tile_column) = 'integer' AND typeof(tile_row) = 'integer' AND tile_row BETWEEN 0 AND ?3"
+        // The next column after ?2 (at most ?3) with a valid row, and that row (the column's first).
+        let next = try connection.prepare("""
+            SELECT tile_column, tile_row FROM tiles
+            WHERE zoom_level = ?1 AND tile_column > ?2 AND tile_column <= ?3 AND \(valid)
+            ORDER BY tile_column, tile_row LIMIT 1
+            """)
+        let last = try connection.prepare("""
+            SELECT tile_row FROM tiles WHERE zoom_level = ?1 AND tile_column = ?2 AND \(valid) ORDER BY tile_row DESC LIMIT 1
+            """)
+        let count = try connection.prepare("SELECT COUNT(*) FROM tiles WHERE zoom_level = ?1 AND tile_column = ?2 AND \(valid)")
+        let zooms = try connection.prepare("""
+            SELECT zoom_level FROM tiles WHERE zoom_level > ?1 AND zoom_level <= 30 AND typeof(zoom_level) = 'integer'
+            ORDER BY zoom_level LIMIT 1
+            """)
+        var levels: [Level] = []
+        var zoom = -1
+        while true {
+            zooms.bind(1, zoom)
+            defer { zooms.reset() }
+            // Each step moves strictly forward (integers only, past the last one): no file loops it.
+            guard try zooms.step(), zooms.int64(0) > zoom else { break }
+            zoom = Int(zooms.int64(0))
+            let lastIndex = (1 << zoom) - 1
+            var column = -1
+            var level: Level?
+            while true {
+                next.bind(1, zoom)
+                next.bind(2, column)
+                next.bind(3, lastIndex)
+                defer { next.reset() }
+                guard try next.step(), next.int64(0) > column else { break }
+                column = Int(next.int64(0))
+                let firstRow = Int(next.int64(1))
+                for statement in [last, count] {
+                    statement.bind(1, zoom)
+                    statement.bind(2, column)
+                    statement.bind(3, lastIndex)
+                }
+                defer {
+                    last.reset()
+                    count.reset()
+                }
+                guard try last.step(), try count.step() else { continue }
+                let lastRow = Int(last.int64(0))
+                let rows = Int(count.int64(0))
+                // Rows are TMS in the file: the first row is the southernmost.
+                let minY = TileScheme.tms.flipIfTMS(row: lastRow, zoom: zoom)
+                let maxY = TileScheme.tms.flipIfTMS(row: firstRow, zoom: zoom)
+                if var current = level {
+                    current.tileCount += rows
+                    current.maxX = column
+                    current.minY = min(current.minY, minY)
+                    current.maxY = max(current.maxY, maxY)
+                    level = current
+                } else {
+                    level = Level(zoom: zoom, tileCount: rows, minX: column, maxX: column, minY: minY, maxY: maxY)
+                }
+            }
+            if let level { levels.append(level) }
+        }
+        return TileContentSummary(levels: levels)
+    }
+
     /// Fills `format`, `bounds`, `center`, `minzoom` and `maxzoom` of `metadata` from the tiles,
     /// as `mode` says (the MBTiles and bundle writers share this rule).
     public func derive(into metadata: inout TileMetadata, mode: MetadataDerivation) {

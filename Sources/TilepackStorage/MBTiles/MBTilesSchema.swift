@@ -151,4 +151,22 @@ public struct MBTilesSchema: Hashable, Sendable {
             hasMetadataTable: hasMetadata, hasUTFGrid: hasUTFGrid, extraTables: extra.sorted(),
             prefetchStoreTables: prefetchStore.sorted(), applicationID: applicationID, pageSize: pageSize, triggers: triggers.sorted())
     }
+
+    /// Whether `table` (flat `tiles`) has an index whose columns are, in this order, zoom_level,
+    /// tile_column, tile_row (tilepack's files and most others: `tile_index`): lookups by zoom,
+    /// then column, then row are seeks.
+    static func hasIndexInCoordinateOrder(_ connection: SQLiteConnection, table: String = "tiles") throws(TileArchiveError) -> Bool {
+        let list = try connection.prepare("SELECT name FROM pragma_index_list(?1)")
+        list.bind(1, text: table)
+        var indexes: [String] = []
+        while try list.step() { if let name = list.text(0) { indexes.append(name) } }
+        for index in indexes {
+            let info = try connection.prepare("SELECT name FROM pragma_index_info(?1) ORDER BY seqno")
+            info.bind(1, text: index)
+            var names: [String] = []
+            while try info.step() { names.append(info.text(0)?.lowercased() ?? "") }
+            if names.starts(with: ["zoom_level", "tile_column", "tile_row"]) { return true }
+        }
+        return false
+    }
 }

@@ -127,6 +127,9 @@ public final class MBTilesTileStore: @unchecked Sendable {
         var totalBytes = 0
         var tileCount = 0
         var upsertTile: SQLiteStatement?
+        /// Whether `tiles` has an index on (zoom_level, tile_column, tile_row), in this order: the
+        /// content summary is then taken by seeks (``TileContentSummary/queryByColumns(_:)``).
+        var indexInCoordinateOrder = false
         var insertNewTile: SQLiteStatement?
         var upsertState: SQLiteStatement?
         var findState: SQLiteStatement?
@@ -177,6 +180,7 @@ public final class MBTilesTileStore: @unchecked Sendable {
         }
         let state = State()
         state.connection = connection
+        state.indexInCoordinateOrder = try MBTilesSchema.hasIndexInCoordinateOrder(connection)
         if writable {
             // A batch's pages stay in memory until its commit (up to ``batchBytes``; SQLite's
             // default 2 MB cache would spill them to the file, with a journal sync, mid-batch).
@@ -435,7 +439,7 @@ public final class MBTilesTileStore: @unchecked Sendable {
                 if let name = read.text(0), let value = read.text(1), metadata[name] == nil { metadata[name] = value }
             }
             for key in extra.keys { metadata[key] = extra[key] }
-            var content = try TileContentSummary.query(connection)
+            var content = try state.indexInCoordinateOrder ? TileContentSummary.queryByColumns(connection) : TileContentSummary.query(connection)
             let sniff = try connection.prepare("SELECT tile_data FROM tiles WHERE tile_data IS NOT NULL LIMIT 1")
             if try sniff.step(), let bytes = sniff.bytes(0) { content.sniffedFormat = TileFormat.sniff(bytes) }
             sniff.reset()
