@@ -339,7 +339,7 @@ func readEverything(_ path: String) -> TileArchiveError? {
                 """
             try makeDatabase(path, sql)
             let connection = try SQLiteConnection(filename: path, archivePath: path, readOnly: true, uri: false)
-            #expect(try MBTilesSchema.hasIndexInCoordinateOrder(connection))
+            #expect(try MBTilesSchema.detect(connection, path: path).hasIndexInCoordinateOrder)
             let grouped = try TileContentSummary.query(connection)
             let byColumns = try TileContentSummary.queryByColumns(connection)
             #expect(byColumns == grouped, "round \(round)")
@@ -355,6 +355,6 @@ func readEverything(_ path: String) -> TileArchiveError? {
             CREATE UNIQUE INDEX by_row ON tiles (tile_row, tile_column, zoom_level);
             """)
         let connection = try SQLiteConnection(filename: other, archivePath: other, readOnly: true, uri: false)
-        #expect(try !MBTilesSchema.hasIndexInCoordinateOrder(connection))
+        #expect(try !MBTilesSchema.detect(connection, path: other).hasIndexInCoordinateOrder)
     }
 }

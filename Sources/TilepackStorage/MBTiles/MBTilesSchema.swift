@@ -33,6 +33,10 @@ public struct MBTilesSchema: Hashable, Sendable {
     /// Whether a UNIQUE index (or primary key) covers exactly (zoom_level, tile_column, tile_row)
     /// of ``coordinateTable``. Without one, duplicates are possible and lookups scan the table.
     public var hasUniqueIndex: Bool
+    /// Whether an index of ``coordinateTable`` has the columns zoom_level, tile_column, tile_row
+    /// in this order (tilepack's `tile_index`, and most files'): lookups by zoom, then column,
+    /// then row are seeks.
+    public var hasIndexInCoordinateOrder = false
     /// Whether the `metadata` table exists (with `name` and `value` columns).
     public var hasMetadataTable: Bool
     /// Whether the UTFGrid interaction tables of MBTiles 1.3 (`grids`, `grid_data`, ...) are present.
@@ -107,21 +111,24 @@ public struct MBTilesSchema: Hashable, Sendable {
             coordinateTable = "tiles"
         }
 
-        // A unique index (or primary key) on exactly the three coordinate columns.
+        // A unique index (or primary key) on exactly the three coordinate columns; and any index
+        // whose columns are zoom_level, tile_column, tile_row in this order.
         var hasUniqueIndex = false
+        var hasIndexInCoordinateOrder = false
         if kind != .otherView {
             let list = try connection.prepare("SELECT name, \"unique\" FROM pragma_index_list(?1)")
             list.bind(1, text: originalNames[coordinateTable] ?? coordinateTable)
-            var uniqueIndexes: [String] = []
+            var indexes: [(name: String, unique: Bool)] = []
             while try list.step() {
-                if list.int64(1) != 0, let name = list.text(0) { uniqueIndexes.append(name) }
+                if let name = list.text(0) { indexes.append((name, list.int64(1) != 0)) }
             }
-            for index in uniqueIndexes {
-                let info = try connection.prepare("SELECT name FROM pragma_index_info(?1)")
-                info.bind(1, text: index)
+            for index in indexes {
+                let info = try connection.prepare("SELECT name FROM pragma_index_info(?1) ORDER BY seqno")
+                info.bind(1, text: index.name)
                 var names: [String] = []
                 while try info.step() { names.append(info.text(0)?.lowercased() ?? "") }
-                if Set(names) == Set(coordinateColumns), names.count == 3 { hasUniqueIndex = true }
+                if index.unique, Set(names) == Set(coordinateColumns), names.count == 3 { hasUniqueIndex = true }
+                if names.starts(with: coordinateColumns) { hasIndexInCoordinateOrder = true }
             }
         }
 
@@ -148,25 +155,8 @@ public struct MBTilesSchema: Hashable, Sendable {
         let pageSize = Int(try connection.scalarInt("PRAGMA page_size") ?? 0)
         return MBTilesSchema(
             kind: kind, coordinateTable: originalNames[coordinateTable] ?? coordinateTable, hasUniqueIndex: hasUniqueIndex,
+            hasIndexInCoordinateOrder: hasIndexInCoordinateOrder,
             hasMetadataTable: hasMetadata, hasUTFGrid: hasUTFGrid, extraTables: extra.sorted(),
             prefetchStoreTables: prefetchStore.sorted(), applicationID: applicationID, pageSize: pageSize, triggers: triggers.sorted())
-    }
-
-    /// Whether `table` (flat `tiles`) has an index whose columns are, in this order, zoom_level,
-    /// tile_column, tile_row (tilepack's files and most others: `tile_index`): lookups by zoom,
-    /// then column, then row are seeks.
-    static func hasIndexInCoordinateOrder(_ connection: SQLiteConnection, table: String = "tiles") throws(TileArchiveError) -> Bool {
-        let list = try connection.prepare("SELECT name FROM pragma_index_list(?1)")
-        list.bind(1, text: table)
-        var indexes: [String] = []
-        while try list.step() { if let name = list.text(0) { indexes.append(name) } }
-        for index in indexes {
-            let info = try connection.prepare("SELECT name FROM pragma_index_info(?1) ORDER BY seqno")
-            info.bind(1, text: index)
-            var names: [String] = []
-            while try info.step() { names.append(info.text(0)?.lowercased() ?? "") }
-            if names.starts(with: ["zoom_level", "tile_column", "tile_row"]) { return true }
-        }
-        return false
     }
 }

@@ -180,7 +180,7 @@ public final class MBTilesTileStore: @unchecked Sendable {
         }
         let state = State()
         state.connection = connection
-        state.indexInCoordinateOrder = try MBTilesSchema.hasIndexInCoordinateOrder(connection)
+        state.indexInCoordinateOrder = schema.hasIndexInCoordinateOrder
         if writable {
             // A batch's pages stay in memory until its commit (up to ``batchBytes``; SQLite's
             // default 2 MB cache would spill them to the file, with a journal sync, mid-batch).
