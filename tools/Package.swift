@@ -15,7 +15,7 @@ let package = Package(
         .target(name: "BenchSupport"),
 
         // MBTiles: the library against a plain C sqlite3_step floor (reads, 2 threads, bulk writes).
-        .target(name: "MBTilesFloor", linkerSettings: [.linkedLibrary("sqlite3")]),
+        .target(name: "MBTilesFloor", linkerSettings: [.linkedLibrary("sqlite3"), .linkedLibrary("lz4")]),
         .executableTarget(
             name: "bench-mbtiles",
             dependencies: ["BenchSupport", "MBTilesFloor", .product(name: "TilepackStorage", package: "tilepack")]
@@ -54,12 +54,13 @@ let package = Package(
         .executableTarget(name: "make-samples", dependencies: ["TileSynth"]),
         // The import/verify benchmark of issues 6 and 19 (run it with tools/bench-import.sh) and its C
         // floors: one thread opening and reading every file of a tree once, optionally writing the
-        // bytes to one file (then fsync) or decoding each tile (libpng, TurboJPEG).
+        // bytes to one file (then fsync) or decoding each tile (libpng, TurboJPEG); on two threads,
+        // the least an import into a bundle (read, LZ4, write) or MBTiles (read, SQLite) must do.
         .executableTarget(name: "bench-import", dependencies: [
             "BenchSupport", "TileSynth", "CImagingFloor",
             .product(name: "Tilepack", package: "tilepack"),
         ]),
-        .executableTarget(name: "floor-read", linkerSettings: [.linkedLibrary("png"), .linkedLibrary("turbojpeg")]),
+        .executableTarget(name: "floor-read", linkerSettings: [.linkedLibrary("png"), .linkedLibrary("turbojpeg"), .linkedLibrary("sqlite3"), .linkedLibrary("lz4")]),
         // tilepack fetch's HTTP floor: the same GETs through TilepackHTTP alone, over either transport (tools/bench-fetch.sh).
         .executableTarget(name: "bench-fetch-floor", dependencies: [
             .product(name: "Tilepack", package: "tilepack"), .product(name: "TilepackCurl", package: "tilepack"),
