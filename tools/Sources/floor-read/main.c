@@ -236,6 +236,12 @@ static int folder_count;
 static atomic_int next_folder;
 static atomic_llong write_offset;
 
+/// Writes `size` bytes at the next free offset of the output, which the threads take in turn.
+static void write_next(const unsigned char *data, size_t size, const char *path) {
+    long long at = atomic_fetch_add(&write_offset, (long long)size);
+    if (pwrite(output, data, size, at) != (ssize_t)size) fail("pwrite", path);
+}
+
 static void list_folders(const char *root) {
     int room = 0;
     DIR *top = opendir(root);
@@ -368,13 +374,11 @@ static void *read_folders(void *unused) {
             if (mode == WRITE) {
                 const unsigned char *data = compressed(own, &done, &packed, &packed_room, child);
                 if (pending_used + done > (1 << 20) && pending_used > 0) {
-                    long long at = atomic_fetch_add(&write_offset, (long long)pending_used);
-                    if (pwrite(output, pending, pending_used, at) != (ssize_t)pending_used) fail("pwrite", "output");
+                    write_next(pending, pending_used, "output");
                     pending_used = 0;
                 }
                 if (done > (1 << 20)) {
-                    long long at = atomic_fetch_add(&write_offset, (long long)done);
-                    if (pwrite(output, data, done, at) != (ssize_t)done) fail("pwrite", child);
+                    write_next(data, done, child);
                 } else {
                     memcpy(pending + pending_used, data, done);
                     pending_used += done;
@@ -384,10 +388,7 @@ static void *read_folders(void *unused) {
         closedir(dir);
         if (batch) batch_send(batch);
     }
-    if (pending_used > 0) {
-        long long at = atomic_fetch_add(&write_offset, (long long)pending_used);
-        if (pwrite(output, pending, pending_used, at) != (ssize_t)pending_used) fail("pwrite", "output");
-    }
+    if (pending_used > 0) write_next(pending, pending_used, "output");
     free(own);
     free(pending);
     free(packed);
