@@ -15,7 +15,7 @@ let package = Package(
         .target(name: "BenchSupport"),
 
         // MBTiles: the library against a plain C sqlite3_step floor (reads, 2 threads, bulk writes).
-        .target(name: "MBTilesFloor", linkerSettings: [.linkedLibrary("sqlite3"), .linkedLibrary("lz4")]),
+        .target(name: "MBTilesFloor", linkerSettings: [.linkedLibrary("sqlite3")]),
         .executableTarget(
             name: "bench-mbtiles",
             dependencies: ["BenchSupport", "MBTilesFloor", .product(name: "TilepackStorage", package: "tilepack")]
