@@ -21,7 +21,7 @@ public struct TileReference: Sendable, Codable, Hashable, CustomStringConvertibl
         z = zoom
         x = column
         let rows = (0...TileCoordinate.maximumZoom).contains(zoom) ? 1 << zoom : 0
-        y = (0..<rows).contains(tmsRow) ? rows - 1 - tmsRow : nil
+        y = (0..<rows).contains(tmsRow) ? TileScheme.tms.flipIfTMS(row: tmsRow, zoom: zoom) : nil
         self.tmsRow = tmsRow
     }
 
