@@ -116,11 +116,11 @@ let package = Package(
             dependencies: ["TilepackCore", "TilepackStorage", "TilepackImaging", "TileLayer"]
         ),
 
-        // Floor 4: offline prefetch (seed 003): a box or a route corridor from a tile server into a
-        // persistent MBTiles store; estimate, progress, cancel, resume, eviction, purge.
+        // Floor 3: offline prefetch (seed 003): a box or a route corridor from a tile server into its
+        // own persistent MBTiles store; estimate, progress, cancel, resume, eviction, purge.
         .target(
             name: "TilepackPrefetch",
-            dependencies: ["TilepackCore", "TilepackStorage", "TilepackImaging", "TileLayer", "TilepackHTTP"]
+            dependencies: ["TilepackCore", "TilepackStorage", "TilepackImaging", "TilepackHTTP"]
         ),
 
         // The `Tilepack` product's module: one import for an app.

@@ -253,7 +253,8 @@ public final class HeadlessMapView: Sendable {
 
     /// The tile zoom of a layer at a view level, or `nil` when its tiles are not drawn there.
     static func tileZoom(viewLevel: Int, tileSize: Int) -> Int? {
-        let shift = 8 - (tileSize.trailingZeroBitCount)  // log2(256 / tileSize)
+        // log2(256 / tileSize): view levels count 256 px tiles (the default tile size).
+        let shift = TileSize.default.trailingZeroBitCount - tileSize.trailingZeroBitCount
         let zoom = viewLevel + shift
         guard zoom <= MapTileLayer.maximumTileZoom else { return nil }
         return max(0, zoom)

@@ -19,10 +19,6 @@ public final class MapTileLayer: Sendable, CustomStringConvertible {
     public static let minimumZIndex = 0
     /// The highest z-index (`NMAMapObjectMaximumZIndex`).
     public static let maximumZIndex = 1000
-    /// The default tile size in pixels.
-    public static let defaultTileSize = 256
-    /// The tile sizes a layer accepts: powers of two from 16 to 4096 pixels.
-    public static let allowedTileSizes: ClosedRange<Int> = 16...4096
     /// The deepest tile zoom any layer reaches: 21, the level of 128-pixel tiles at view level 20.
     /// Tiles smaller than 128 pixels are therefore not drawn at the highest view levels.
     public static let maximumTileZoom = 21
@@ -79,7 +75,7 @@ public final class MapTileLayer: Sendable, CustomStringConvertible {
         var fallbackEnabled = true
         var mapLayerType = MapLayerType.area
         var pixelFormat = PixelFormat.rgba8888
-        var tileSize = MapTileLayer.defaultTileSize
+        var tileSize = TileSize.default
         var transparent = false
         var zIndex = MapTileLayer.minimumZIndex
         /// Bit n set: hidden at view zoom level n.
@@ -242,13 +238,11 @@ public final class MapTileLayer: Sendable, CustomStringConvertible {
     /// are asked for up to zoom 20, 512-pixel tiles up to 19, 128-pixel tiles up to 21.
     public var tileSize: Int { state.withLock { $0.tileSize } }
 
-    /// Sets ``tileSize``; a size that is not a power of two in ``allowedTileSizes`` is ignored.
+    /// Sets ``tileSize``; a size that breaks Core's `TileSize` rule (a power of two in 16...4096) is ignored.
     @discardableResult
     public func setTileSize(_ size: Int) -> LayerUpdate {
         update("tileSize") { state in
-            guard Self.allowedTileSizes.contains(size), size.nonzeroBitCount == 1 else {
-                return .ignoredInvalid("tile size \(size) is not a power of two in \(Self.allowedTileSizes)")
-            }
+            if let reason = TileSize.invalidReason(size) { return .ignoredInvalid(reason) }
             state.tileSize = size
             return .applied
         }

@@ -91,7 +91,7 @@ public final class TileRequest: @unchecked Sendable, CustomStringConvertible {
 
     /// A request not tied to any layer, for testing a data source on its own: `finish` receives the
     /// bitmap (or `nil` when failed or dropped).
-    public convenience init(tile: TileCoordinate, tileSize: Int = 256, pixelFormat: PixelFormat = .rgba8888,
+    public convenience init(tile: TileCoordinate, tileSize: Int = TileSize.default, pixelFormat: PixelFormat = .rgba8888,
                             contentScaleFactor: Double = 1, finish: @escaping @Sendable (Bitmap?) -> Void) {
         self.init(tile: tile, tileSize: tileSize, pixelFormat: pixelFormat, contentScaleFactor: contentScaleFactor,
                   diagnose: { _ in }, finish: { outcome in

@@ -32,8 +32,9 @@ public struct TilePath: Hashable, Sendable, CustomStringConvertible {
 /// of a ``MapTileLayer`` (see ``MapTileLayer/init(overlay:name:cacheRootDirectory:)``).
 ///
 /// `{x}`, `{y}`, `{z}` and `{scale}` in the template are replaced by the tile's column, row, zoom
-/// and screen scale, and `{s}` by one of ``subdomains`` (the same one for a tile every time:
-/// `subdomains[(x + y) % count]`, as Leaflet picks them). The template may name a local file (`file:///tiles/{z}/{x}/{y}.png`) or a
+/// and screen scale, `{-y}` by its TMS row, and `{s}` by one of ``subdomains`` (the same one for a
+/// tile every time: `subdomains[(x + y) % count]`, as Leaflet picks them); Core's
+/// `TileURLTemplate` does it. The template may name a local file (`file:///tiles/{z}/{x}/{y}.png`) or a
 /// server (`https://host/{z}/{x}/{y}.png`). Downloaded PNG or JPEG tiles are converted to the
 /// layer's pixel format and kept at their own resolution when ``TileImageSize`` accepts it (a
 /// 512 px `@2x` tile of a 256 px layer is drawn pixel for pixel on a 2x screen); other sizes are
@@ -55,10 +56,13 @@ open class URLTemplateTileSource: MapTileLayerDataSource, @unchecked Sendable {
     public let canReplaceMapContent: Bool
     /// What `{s}` stands for; default `a`, `b`, `c`.
     public let subdomains: [String]
+    /// ``urlTemplate`` parsed once.
+    private let parsedTemplate: TileURLTemplate?
 
     public init(urlTemplate: String?, isGeometryFlipped: Bool = false, minimumZ: Int = 0, maximumZ: Int = 21,
                 canReplaceMapContent: Bool = false, subdomains: [String] = ["a", "b", "c"]) {
         self.urlTemplate = urlTemplate
+        self.parsedTemplate = urlTemplate.map { TileURLTemplate($0) }
         self.subdomains = subdomains.isEmpty ? ["a", "b", "c"] : subdomains
         self.isGeometryFlipped = isGeometryFlipped
         self.minimumZ = minimumZ
@@ -66,56 +70,12 @@ open class URLTemplateTileSource: MapTileLayerDataSource, @unchecked Sendable {
         self.canReplaceMapContent = canReplaceMapContent
     }
 
-    /// The URL of a tile: the template with its placeholders replaced, the row flipped when
-    /// ``isGeometryFlipped`` (with the path's own zoom). `nil` when there is no template or the
-    /// result is not a URL.
+    /// The URL of a tile: the template with its placeholders replaced by Core's
+    /// `TileURLTemplate` (`{y}` flipped when ``isGeometryFlipped``, with the path's own zoom;
+    /// `{-y}` always the TMS row). `nil` when there is no template or the result is not a URL.
     open func url(forTilePath path: TilePath) -> URL? {
-        guard let urlTemplate else { return nil }
-        let row = isGeometryFlipped ? TileScheme.tms.flipIfTMS(row: path.y, zoom: path.z) : path.y
-        let scale = path.contentScaleFactor.rounded() == path.contentScaleFactor
-            ? String(Int(path.contentScaleFactor)) : String(path.contentScaleFactor)
-        let text = Self.expand(urlTemplate, x: path.x, y: row, z: path.z, scale: scale,
-                               subdomain: subdomains[abs(path.x + path.y) % subdomains.count])
-        if text.hasPrefix("/") { return URL(fileURLWithPath: text) }
-        return URL(string: text)
-    }
-
-    /// The template with `{x}` `{y}` `{z}` `{scale}` `{s}` replaced, in one pass over its bytes
-    /// (a bulk download expands it for every tile); any other brace is kept as it is.
-    static func expand(_ template: String, x: Int, y: Int, z: Int, scale: String, subdomain: String) -> String {
-        var output: [UInt8] = []
-        output.reserveCapacity(template.utf8.count + 24)
-        let bytes = Array(template.utf8)
-        var index = 0
-        while index < bytes.count {
-            let byte = bytes[index]
-            if byte == UInt8(ascii: "{") {
-                var end = index + 1
-                while end < bytes.count, end - index <= 6, bytes[end] != UInt8(ascii: "}"), bytes[end] != UInt8(ascii: "{") { end += 1 }
-                if end < bytes.count, bytes[end] == UInt8(ascii: "}") {
-                    var value: String?
-                    if end == index + 2 {
-                        switch bytes[index + 1] {
-                        case UInt8(ascii: "x"): value = String(x)
-                        case UInt8(ascii: "y"): value = String(y)
-                        case UInt8(ascii: "z"): value = String(z)
-                        case UInt8(ascii: "s"): value = subdomain
-                        default: break
-                        }
-                    } else if bytes[(index + 1)..<end].elementsEqual("scale".utf8) {
-                        value = scale
-                    }
-                    if let value {
-                        output.append(contentsOf: value.utf8)
-                        index = end + 1
-                        continue
-                    }
-                }
-            }
-            output.append(byte)
-            index += 1
-        }
-        return String(decoding: output, as: UTF8.self)
+        parsedTemplate?.url(z: path.z, x: path.x, y: path.y, scheme: isGeometryFlipped ? .tms : .xyz,
+                            scale: path.contentScaleFactor, subdomains: subdomains)
     }
 
     /// The encoded bytes of a tile. The default loads ``url(forTilePath:)`` from a file or server.

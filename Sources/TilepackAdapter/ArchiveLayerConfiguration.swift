@@ -3,7 +3,8 @@ import TilepackCore
 /// The tile layer settings an archive implies: what ``ArchiveTileSource/configure(_:tileSize:)``
 /// applies to a layer.
 public struct ArchiveLayerConfiguration: Hashable, Sendable {
-    /// The layer's tile size: the one asked for, else the archive's, else 256.
+    /// The layer's tile size: the one asked for, else the archive's when it keeps Core's `TileSize`
+    /// rule, else ``TileSize/default`` (256).
     public var tileSize: Int
     /// The archive's `bounds`: tiles fully outside are never requested. `nil`: unbounded.
     public var boundingBox: GeoBoundingBox?
@@ -30,9 +31,12 @@ extension ArchiveLayerConfiguration {
     static func make(reader: ArchiveTileReader, tileSize: Int?) -> ArchiveLayerConfiguration {
         let archive = reader.archive
         var notes: [String] = []
-        let size = tileSize ?? reader.archiveTileSize ?? 256
+        let native = reader.archiveTileSize.flatMap { TileSize.isValid($0) ? $0 : nil }
+        let size = tileSize ?? native ?? TileSize.default
         if tileSize == nil {
-            notes.append(reader.archiveTileSize.map { "tile size \($0) from the archive" } ?? "tile size 256 (the archive shows none)")
+            notes.append(native.map { "tile size \($0) from the archive" }
+                ?? reader.archiveTileSize.map { "tile size \(TileSize.default): the archive's \($0) px tiles break the rule (\(TileSize.rule))" }
+                ?? "tile size \(TileSize.default) (the archive shows none)")
         }
 
         var metadata = TileMetadata()

@@ -26,7 +26,7 @@ public struct ArchiveTileError: Error, Hashable, Sendable, CustomStringConvertib
         case rawPayload(String)
         /// The caller's buffer is not `tileSize * tileSize * bytesPerPixel` bytes.
         case bufferSize(expected: Int, actual: Int)
-        /// The tile size asked for is not a power of two in 1...4096.
+        /// The tile size asked for breaks Core's `TileSize` rule (a power of two in 16...4096).
         case tileSize(Int)
 
         public var description: String {
@@ -35,7 +35,7 @@ public struct ArchiveTileError: Error, Hashable, Sendable, CustomStringConvertib
             case .decoding(let error): "does not decode: \(error)"
             case .rawPayload(let text): "raw bitmap payload: \(text)"
             case .bufferSize(let expected, let actual): "the buffer holds \(actual) bytes, the tile takes \(expected)"
-            case .tileSize(let size): "tile size \(size) is not a power of two in 1...4096"
+            case .tileSize(let size): TileSize.invalidReason(size) ?? "tile size \(size)"
             }
         }
 

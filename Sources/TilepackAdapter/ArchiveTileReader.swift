@@ -123,12 +123,10 @@ public final class ArchiveTileReader: Sendable {
     }
 
     func relation(tileSize: Int) -> Relation {
-        guard let native = archiveTileSize, native > 0, native.nonzeroBitCount == 1, tileSize != native else { return .same }
+        guard let native = archiveTileSize, TileSize.isValid(native), tileSize != native else { return .same }
         let levels = abs(tileSize.trailingZeroBitCount - native.trailingZeroBitCount)
         return tileSize > native ? .merge(levels: levels) : .split(levels: levels)
     }
-
-    static func isValidTileSize(_ size: Int) -> Bool { (1...4096).contains(size) && size.nonzeroBitCount == 1 }
 
     // MARK: - Existence
 
@@ -235,7 +233,7 @@ public final class ArchiveTileReader: Sendable {
     public func read(_ tile: TileCoordinate, tileSize: Int, pixelFormat: PixelFormat,
                      into buffer: UnsafeMutableRawBufferPointer,
                      isCancelled: () -> Bool = { false }) throws(ArchiveTileError) -> ArchiveReadOutcome {
-        guard Self.isValidTileSize(tileSize) else {
+        guard TileSize.isValid(tileSize) else {
             throw ArchiveTileError(archivePath: archive.path, tile: tile, reason: .tileSize(tileSize))
         }
         let expected = tileSize * tileSize * pixelFormat.bytesPerPixel
@@ -262,7 +260,7 @@ public final class ArchiveTileReader: Sendable {
             guard !isFailed(tile) else { return nil }
             return try decoded(tile, pixelFormat)
         }
-        guard Self.isValidTileSize(tileSize) else {
+        guard TileSize.isValid(tileSize) else {
             throw ArchiveTileError(archivePath: archive.path, tile: tile, reason: .tileSize(tileSize))
         }
         var pixels = [UInt8](repeating: 0, count: tileSize * tileSize * pixelFormat.bytesPerPixel)

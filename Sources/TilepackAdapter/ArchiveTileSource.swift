@@ -104,7 +104,7 @@ public final class ArchiveTileSource: MapTileLayerDataSource, CustomStringConver
     static func retinaTileSize(_ request: TileRequest, reader: ArchiveTileReader) -> Int? {
         guard request.contentScaleFactor >= 2 else { return nil }
         let size = request.tileSize * 2
-        guard ArchiveTileReader.isValidTileSize(size), reader.hasPixels(for: request.tile, tileSize: size) else { return nil }
+        guard TileSize.isValid(size), reader.hasPixels(for: request.tile, tileSize: size) else { return nil }
         return size
     }
 

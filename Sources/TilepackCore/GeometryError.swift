@@ -8,7 +8,7 @@ public enum GeometryError: Error, Hashable, Sendable, CustomStringConvertible {
     case latitudeOutOfRange(Double)
     /// A bounding box that is not a box: non-finite, outside the globe, or with south > north.
     case invalidBoundingBox(GeoBoundingBox, reason: String)
-    /// A tile size that is not a power of two in `1...WebMercator.maximumTileSize`.
+    /// A tile size that breaks ``TileSize``'s rule (a power of two in 16...4096).
     case invalidTileSize(Int)
     /// Column or row bounds that do not lie inside the pyramid at that zoom.
     case invalidTileRange(zoom: Int, columns: ClosedRange<Int>, rows: ClosedRange<Int>)
@@ -28,7 +28,7 @@ public enum GeometryError: Error, Hashable, Sendable, CustomStringConvertible {
         case .invalidBoundingBox(let box, let reason):
             "bounding box \(box) (west,south,east,north) is invalid: \(reason)"
         case .invalidTileSize(let size):
-            "tile size \(size) is not a power of two in 1...\(WebMercator.maximumTileSize)"
+            TileSize.invalidReason(size) ?? "tile size \(size)"
         case .invalidTileRange(let zoom, let columns, let rows):
             "columns \(columns) and rows \(rows) are not inside 0..<\(zoom >= 0 && zoom <= 62 ? 1 << zoom : 0) at zoom \(zoom)"
         case .invalidRadius(let radius):

@@ -71,7 +71,7 @@ public struct TileSubsquare: Hashable, Sendable, CustomStringConvertible {
     /// The square in the ancestor's pixels for tiles of `tileSize` pixels, or `nil` when the square
     /// is smaller than one pixel (`2^levelsDown > tileSize`); use ``unitRegion`` then.
     /// - Throws: ``GeometryError/invalidTileSize(_:)`` unless `tileSize` is a power of two in
-    ///   `1...WebMercator.maximumTileSize`.
+    ///   ``TileSize/range``.
     public func pixelRegion(tileSize: Int) throws(GeometryError) -> PixelSquare? {
         try WebMercator.checkTileSize(tileSize)
         guard tileSize >> levelsDown > 0 else { return nil }

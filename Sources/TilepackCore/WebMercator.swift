@@ -43,11 +43,6 @@ public enum WebMercator {
     /// The length of the equator on the Web Mercator sphere in metres (2 pi R).
     public static let earthCircumference = 2 * Double.pi * earthRadius
 
-    /// The largest tile size (pixels along a side) the pixel functions accept: 2^16.
-    ///
-    /// Together with zoom 30 this keeps pixel coordinates below 2^46, exact in `Double` and `Int`.
-    public static let maximumTileSize = 1 << 16
-
     // MARK: World fractions
 
     /// Where `coordinate` lies in the Mercator square, as a fraction of the world in `0...1` on both axes.
@@ -122,8 +117,8 @@ public enum WebMercator {
     /// Where `coordinate` lies in global pixel coordinates at `zoom` for tiles of `tileSize`
     /// pixels: `0...tileSize * 2^zoom` on both axes, (0, 0) at the north-west corner of the world.
     /// - Throws: ``GeometryError/invalidTileSize(_:)`` unless `tileSize` is a power of two in
-    ///   `1...maximumTileSize` (256 and 512 are the usual ones), and the errors of ``tilePoint(of:zoom:)``.
-    public static func pixelPoint(of coordinate: GeoCoordinate, zoom: Int, tileSize: Int = 256) throws(GeometryError) -> MercatorPoint {
+    ///   ``TileSize/range`` (256 and 512 are the usual ones), and the errors of ``tilePoint(of:zoom:)``.
+    public static func pixelPoint(of coordinate: GeoCoordinate, zoom: Int, tileSize: Int = TileSize.default) throws(GeometryError) -> MercatorPoint {
         try checkTileSize(tileSize)
         let point = try tilePoint(of: coordinate, zoom: zoom)
         let size = Double(tileSize)
@@ -133,7 +128,7 @@ public enum WebMercator {
     /// The tile containing `coordinate` and the position inside it in pixels (`0...tileSize`, with
     /// `tileSize` reached only on the world's eastern or southern edge).
     public static func tileAndPixel(
-        of coordinate: GeoCoordinate, zoom: Int, tileSize: Int = 256
+        of coordinate: GeoCoordinate, zoom: Int, tileSize: Int = TileSize.default
     ) throws(GeometryError) -> (tile: TileCoordinate, pixel: MercatorPoint) {
         let global = try pixelPoint(of: coordinate, zoom: zoom, tileSize: tileSize)
         let tile = try self.tile(containing: coordinate, zoom: zoom)
@@ -144,7 +139,7 @@ public enum WebMercator {
     /// The coordinate at global pixel coordinates at `zoom` for tiles of `tileSize` pixels (the
     /// inverse of ``pixelPoint(of:zoom:tileSize:)``). Integer pixel coordinates name a pixel's
     /// north-west corner; add 0.5 for its centre. `x` wraps around the world, `y` is clamped.
-    public static func coordinate(atPixel pixel: MercatorPoint, zoom: Int, tileSize: Int = 256) throws(GeometryError) -> GeoCoordinate {
+    public static func coordinate(atPixel pixel: MercatorPoint, zoom: Int, tileSize: Int = TileSize.default) throws(GeometryError) -> GeoCoordinate {
         try GeometryError.check(zoom: zoom)
         try checkTileSize(tileSize)
         let worldSize = Double(tileSize) * Double(1 << zoom)
@@ -154,7 +149,7 @@ public enum WebMercator {
     /// Ground metres per pixel at `latitude` (clamped to the Mercator limit), `zoom` and `tileSize`,
     /// on the Web Mercator sphere: `C * cos(lat) / (tileSize * 2^zoom)`. About 156 543 m at zoom 0,
     /// latitude 0, 256-pixel tiles.
-    public static func metresPerPixel(latitude: Double, zoom: Int, tileSize: Int = 256) throws(GeometryError) -> Double {
+    public static func metresPerPixel(latitude: Double, zoom: Int, tileSize: Int = TileSize.default) throws(GeometryError) -> Double {
         try GeometryError.check(zoom: zoom)
         try checkTileSize(tileSize)
         let (lat, _) = try normalized(GeoCoordinate(latitude: latitude, longitude: 0))
@@ -175,9 +170,9 @@ public enum WebMercator {
         return abs(value - whole) <= Double(1 << zoom) * edgeTolerance ? whole : value
     }
 
-    /// Checks a tile size: a power of two in `1...maximumTileSize`.
+    /// Checks a tile size: ``TileSize``'s rule.
     static func checkTileSize(_ tileSize: Int) throws(GeometryError) {
-        guard tileSize > 0, tileSize <= maximumTileSize, tileSize & (tileSize - 1) == 0 else {
+        guard TileSize.isValid(tileSize) else {
             throw .invalidTileSize(tileSize)
         }
     }

@@ -495,8 +495,8 @@ struct ContentChecker {
                 collector.report.decodedTiles += 1
                 formats[outcome.format, default: 0] += 1
                 guard let width = outcome.width, let height = outcome.height else { continue }
-                if width != height || width & (width - 1) != 0 {
-                    collector.add(VerifyFinding(.error, "tile", "image is \(width)x\(height): a tile must be a square whose side is a power of two", tile: item.label))
+                if width != height || !TileSize.isValid(width) {
+                    collector.add(VerifyFinding(.error, "tile", "image is \(width)x\(height): a tile must be a square whose side is \(TileSize.rule)", tile: item.label))
                 } else if let imageSize {
                     if imageSize.width != width || imageSize.height != height {
                         collector.add(VerifyFinding(.error, "tile", "image is \(width)x\(height), but tile \(imageSize.label) is \(imageSize.width)x\(imageSize.height)", tile: item.label))

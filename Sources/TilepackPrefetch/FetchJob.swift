@@ -1,6 +1,5 @@
 import Foundation
 import Synchronization
-import TileLayer
 import TilepackCore
 import TilepackStorage
 
@@ -291,20 +290,5 @@ final class FetchJob: RequestJob, @unchecked Sendable {
         if report.status != expected { _ = try? store.updateRegion(id: regionId, status: report.status.rawValue) }
         result.withLock { $0 = report }
         prefetcher.hub.emit(.status(requestId: report.requestId, report.status, report: report), from: prefetcher)
-    }
-}
-
-/// The URLs of one source's tiles, through TileLayer's template expansion (the one place).
-struct TemplateURLs: Sendable {
-    let scale: Double
-    let template: URLTemplateTileSource
-
-    init(source: PrefetchSource) {
-        scale = Double(source.scale)
-        template = source.template
-    }
-
-    func url(for tile: TileCoordinate) -> URL? {
-        template.url(forTilePath: TilePath(tile, contentScaleFactor: scale))
     }
 }

@@ -1,12 +1,11 @@
 import Foundation
-import TileLayer
 import TilepackCore
 
 /// The tile server a prefetcher downloads from: a URL template as `MKTileOverlay` takes it.
 ///
-/// `{x}`, `{y}`, `{z}`, `{scale}` and `{s}` are expanded by TileLayer's
-/// ``URLTemplateTileSource`` (the one place that knows templates); `scheme: .tms` counts rows
-/// from the south (the overlay's `geometryFlipped`).
+/// `{x}`, `{y}`, `{-y}`, `{z}`, `{scale}` and `{s}` are expanded by Core's `TileURLTemplate`
+/// (the one place that knows templates); `scheme: .tms` counts `{y}` rows from the south (the
+/// overlay's `geometryFlipped`); `{-y}` is the TMS row in either scheme.
 public struct PrefetchSource: Hashable, Sendable {
     /// The template, e.g. `https://{s}.tiles.example/{z}/{x}/{y}@{scale}x.png`.
     public var urlTemplate: String
@@ -16,7 +15,8 @@ public struct PrefetchSource: Hashable, Sendable {
     public var scale: Int
     /// What `{s}` stands for.
     public var subdomains: [String]
-    /// The width and height every raster tile must have, in pixels; default `256 * scale`.
+    /// The width and height every raster tile must have, in pixels (Core's `TileSize` rule);
+    /// default ``TileSize/default`` times `scale`.
     /// A decodable image of another size (a "blocked" or placeholder image) is refused.
     public var tileSize: Int?
     /// The format every tile must have; `nil` takes the template's file extension (`.png`,
@@ -44,7 +44,7 @@ public struct PrefetchSource: Hashable, Sendable {
     }
 
     /// The expected raster tile size.
-    public var expectedTileSize: Int { tileSize ?? 256 * scale }
+    public var expectedTileSize: Int { tileSize ?? TileSize.default * scale }
 
     /// Servers whose tile usage policy forbids bulk downloading: the host and its subdomains.
     /// (<https://operations.osmfoundation.org/policies/tiles/>: "Bulk downloading is strongly
@@ -54,10 +54,8 @@ public struct PrefetchSource: Hashable, Sendable {
     /// Why the source is unusable (invalid parameters), or `nil`.
     public var invalidReason: String? {
         guard (1...3).contains(scale) else { return "the scale \(scale) is not 1, 2 or 3" }
-        for placeholder in ["{x}", "{y}", "{z}"] where !urlTemplate.contains(placeholder) {
-            return "the URL template has no \(placeholder)"
-        }
-        if let tileSize, !(16...4096).contains(tileSize) { return "the tile size \(tileSize) is outside 16-4096" }
+        if let fault = template.fault { return fault }
+        if let tileSize, let reason = TileSize.invalidReason(tileSize) { return reason }
         if subdomains.isEmpty || subdomains.contains(where: \.isEmpty) { return "a subdomain is empty" }
         guard let url = url(for: TileCoordinate(uncheckedZoom: 0, x: 0, y: 0)),
               let scheme = url.scheme?.lowercased(), ["http", "https"].contains(scheme), url.host != nil
@@ -88,14 +86,25 @@ public struct PrefetchSource: Hashable, Sendable {
     }
 
     /// The URL of `tile` (XYZ).
-    public func url(for tile: TileCoordinate) -> URL? {
-        template.url(forTilePath: TilePath(tile, contentScaleFactor: Double(scale)))
-    }
+    public func url(for tile: TileCoordinate) -> URL? { TemplateURLs(source: self).url(for: tile) }
 
-    var template: URLTemplateTileSource {
-        URLTemplateTileSource(urlTemplate: urlTemplate, isGeometryFlipped: scheme == .tms, maximumZ: TileCoordinate.maximumZoom,
-                              subdomains: subdomains)
-    }
+    var template: TileURLTemplate { TileURLTemplate(urlTemplate) }
 
     var key: String { "\(urlTemplate)|\(scheme)|\(scale)" }
+}
+
+/// The URLs of one source's tiles, its template parsed once (a fetch asks for every tile's).
+struct TemplateURLs: Sendable {
+    let source: PrefetchSource
+    let template: TileURLTemplate
+
+    init(source: PrefetchSource) {
+        self.source = source
+        template = source.template
+    }
+
+    func url(for tile: TileCoordinate) -> URL? {
+        template.url(z: tile.zoom, x: tile.x, y: tile.y, scheme: source.scheme, scale: Double(source.scale),
+                     subdomains: source.subdomains)
+    }
 }

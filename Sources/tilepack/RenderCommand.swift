@@ -35,8 +35,8 @@ struct RenderCommand: AsyncParsableCommand {
     @Option(help: "The screen scale: 1, 2 or 3 (the PNG is size x scale pixels).")
     var scale: Int = 1
 
-    @Option(name: .customLong("tile-size"), help: "The tile size in pixels of every layer (a power of two).")
-    var tileSize: Int = 256
+    @Option(name: .customLong("tile-size"), help: "The tile size in pixels of every layer (a power of two in 16...4096).")
+    var tileSize: Int = TileSize.default
 
     @Flag(help: "Rows of URL templates count from the south (TMS).")
     var tms = false
@@ -77,7 +77,7 @@ struct RenderCommand: AsyncParsableCommand {
                 layer.setZIndex(index)
             }
             guard layer.setTileSize(tileSize).wasApplied else {
-                throw ValidationError("--tile-size must be a power of two in \(MapTileLayer.allowedTileSizes)")
+                throw ValidationError("--tile-size must be \(TileSize.rule)")
             }
             view.addMapTileLayer(layer)
             layers.append(layer)
@@ -168,7 +168,7 @@ enum RenderLayerFactories {
 
     static func makeLayer(for input: String, options: RenderLayerOptions) throws -> MapTileLayer {
         guard let factory = all.first(where: { $0.recognises(input) }) else {
-            throw ValidationError("'\(input)' is not a layer input tilepack renders (expected an MBTiles file, a .tilepack bundle or a URL template with {z}, {x} and {y})")
+            throw ValidationError("'\(input)' is not a layer input tilepack renders (expected an MBTiles file, a .tilepack bundle, a PMTiles file or a URL template with {z}, {x} and {y} or {-y})")
         }
         return try factory.makeLayer(for: input, options: options)
     }
@@ -177,7 +177,7 @@ enum RenderLayerFactories {
 /// `https://host/{z}/{x}/{y}.png`, `file:///tiles/{z}/{x}/{y}.png` or a local path template.
 struct URLTemplateLayerFactory: RenderLayerFactory {
     func recognises(_ input: String) -> Bool {
-        input.contains("{z}") && input.contains("{x}") && input.contains("{y}")
+        TileURLTemplate.recognises(input)
     }
 
     func makeLayer(for input: String, options: RenderLayerOptions) throws -> MapTileLayer {

@@ -53,6 +53,14 @@ struct URLTemplateTests {
         #expect(source.url(forTilePath: TilePath(x: 0, y: 0, z: 1))?.absoluteString == "https://h/1/0/1")
     }
 
+    @Test("{-y} is the TMS row whether or not the source is flipped (Leaflet, QGIS, OpenLayers)")
+    func minusY() {
+        let source = URLTemplateTileSource(urlTemplate: "https://h/{z}/{x}/{-y}.png")
+        #expect(source.url(forTilePath: TilePath(x: 1, y: 1, z: 3))?.absoluteString == "https://h/3/1/6.png")
+        let flipped = URLTemplateTileSource(urlTemplate: "https://h/{z}/{x}/{-y}.png", isGeometryFlipped: true)
+        #expect(flipped.url(forTilePath: TilePath(x: 1, y: 1, z: 3))?.absoluteString == "https://h/3/1/6.png")
+    }
+
     @Test("{s} takes subdomains[(x + y) % count] (XYZ row, as Leaflet), a, b, c by default; the same tile always the same host")
     func subdomains() {
         let source = URLTemplateTileSource(urlTemplate: "https://{s}.tiles.example/{z}/{x}/{y}.png", isGeometryFlipped: true)

@@ -165,6 +165,8 @@ import TilepackTestSupport
         }
         #expect(throws: ArchiveTileError.self) { try reader.bitmap(at: tile(0, 0, 0), tileSize: 300) }
         #expect(throws: ArchiveTileError.self) { try reader.bitmap(at: tile(0, 0, 0), tileSize: 0) }
+        // Core's one rule: 8 is a power of two but below 16, refused as the layer refuses it.
+        #expect(throws: ArchiveTileError.self) { try reader.bitmap(at: tile(0, 0, 0), tileSize: 8) }
         #expect(reader.failures.isEmpty)  // caller mistakes are not tile failures
     }
 

@@ -94,7 +94,7 @@ import TilepackTestSupport
         #expect(throws: GeometryError.zoomOutOfRange(-1)) {
             try WebMercator.tilePoint(of: GeoCoordinate(latitude: 0, longitude: 0), zoom: -1)
         }
-        for size in [0, -256, 300, 1 << 17] {
+        for size in [0, -256, 1, 8, 300, 8192, 1 << 17] {
             #expect(throws: GeometryError.invalidTileSize(size)) {
                 try WebMercator.pixelPoint(of: GeoCoordinate(latitude: 0, longitude: 0), zoom: 1, tileSize: size)
             }
@@ -105,7 +105,7 @@ import TilepackTestSupport
         let origin = GeoCoordinate(latitude: 0, longitude: 0)
         #expect(try WebMercator.pixelPoint(of: origin, zoom: 0) == MercatorPoint(x: 128, y: 128))
         #expect(try WebMercator.pixelPoint(of: origin, zoom: 0, tileSize: 512) == MercatorPoint(x: 256, y: 256))
-        #expect(try WebMercator.pixelPoint(of: origin, zoom: 3, tileSize: 1) == MercatorPoint(x: 4, y: 4))
+        #expect(try WebMercator.pixelPoint(of: origin, zoom: 3, tileSize: 16) == MercatorPoint(x: 64, y: 64))
         let (tile, pixel) = try WebMercator.tileAndPixel(of: origin, zoom: 1, tileSize: 512)
         #expect(tile == (try TileCoordinate(zoom: 1, x: 1, y: 1)))
         #expect(pixel == MercatorPoint(x: 0, y: 0))

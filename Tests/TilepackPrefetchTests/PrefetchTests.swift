@@ -234,7 +234,7 @@ struct PrefetchFetchTests {
         await prefetcher.close()
     }
 
-    @Test("a route corridor fetches RouteCover's tiles; TMS and {s} templates are expanded by TileLayer", arguments: TestTransport.available)
+    @Test("a route corridor fetches RouteCover's tiles; TMS and {s} templates are expanded by Core's TileURLTemplate", arguments: TestTransport.available)
     func routeTMSAndSubdomains(_ transport: TestTransport) async throws {
         let server = try TileServer()
         let directory = try TemporaryDirectory()
@@ -254,6 +254,28 @@ struct PrefetchFetchTests {
             let flipped = try TileCoordinate(zoom: tile.zoom, x: tile.x, y: (1 << tile.zoom) - 1 - tile.y)
             #expect(try store.tileData(tile) == TestTiles.tile(flipped))
             #expect(server.server.requests(to: "/\(["a", "b", "c"][(tile.x + tile.y) % 3])\(TileServer.path(flipped))") == 1)
+        }
+        await prefetcher.close()
+    }
+
+    @Test("a {-y} template (TMS rows, as Leaflet, QGIS and OpenLayers write it) is taken and asks for TMS rows", arguments: TestTransport.available)
+    func minusYTemplate(_ transport: TestTransport) async throws {
+        let server = try TileServer()
+        let directory = try TemporaryDirectory()
+        let source = PrefetchSource(urlTemplate: server.server.baseURL + "/{z}/{x}/{-y}.png")
+        #expect(source.invalidReason == nil)
+        #expect(PrefetchSource(urlTemplate: server.server.baseURL + "/{z}/{x}.png").invalidReason?.contains("has no {y} or {-y}") == true)
+        let request = PrefetchRequest.boundingBox(berlin, zooms: 2...3)
+        let prefetcher = try MapDataPrefetcher(storePath: directory.file("tms.mbtiles"), source: source, configuration: testConfiguration(),
+                                               transport: transport.forPrefetch)
+        let report = try #require(await prefetcher.fetch(request).1)
+        let cover = try request.cover()
+        #expect(report.tiles == cover.count && report.downloaded == cover.count, "\(report.failures.prefix(3))")
+        let store = try #require(prefetcher.store)
+        for tile in cover {
+            let flipped = try TileCoordinate(zoom: tile.zoom, x: tile.x, y: tile.row(in: .tms))
+            #expect(try store.tileData(tile) == TestTiles.tile(flipped))
+            #expect(server.server.requests(to: TileServer.path(flipped)) == 1)
         }
         await prefetcher.close()
     }
@@ -346,6 +368,9 @@ struct PrefetchRequestTests {
             PrefetchSource(urlTemplate: "ftp://127.0.0.1/{z}/{x}/{y}.png"),
             PrefetchSource(urlTemplate: server.template, scale: 4),
             PrefetchSource(urlTemplate: server.template, subdomains: []),
+            // Core's one tile size rule: 300 px (not a power of two) and 8 px (below 16).
+            PrefetchSource(urlTemplate: server.template, tileSize: 300),
+            PrefetchSource(urlTemplate: server.template, tileSize: 8),
         ]
         for source in sources {
             let other = try MapDataPrefetcher(storePath: directory.file("s.mbtiles"), source: source, configuration: testConfiguration())

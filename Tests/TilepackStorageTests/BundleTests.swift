@@ -86,6 +86,14 @@ import TilepackTestSupport
         #expect(throws: TileArchiveError(path: dir.file("bad.tilepack"), fault: .invalidTile(tile: F.tile(0, 0, 0), reason: "100 bytes, but a raw rgba8888 256x256 tile is 262144 bytes"))) {
             try writer.addTile(at: F.tile(0, 0, 0), data: Data(count: 100))
         }
+        // Raw tiles keep Core's one tile size rule: a 300 px or an 8x4 layout is refused up front.
+        for (width, height) in [(300, 300), (8, 4), (8, 8), (8192, 8192)] {
+            let odd = RawBitmapLayout(pixelFormat: .rgba8888, width: width, height: height)
+            #expect(throws: TileArchiveError(path: dir.file("odd.tilepack"), fault: .invalidMetadata(
+                "raw tiles of \(odd): a tile is a square whose side is a power of two in 16...4096"))) {
+                _ = try BundleWriter(destination: dir.file("odd.tilepack"), content: .rawBitmap(odd))
+            }
+        }
     }
 
     @Test func outputIsDeterministicWhateverTheOrderOfAdds() throws {

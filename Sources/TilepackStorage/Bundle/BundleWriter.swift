@@ -112,9 +112,11 @@ public final class BundleWriter {
             throw fail(.invalidMetadata("format '\(declared)' contradicts the bundle's content (\(format))"))
         }
         if case .rawBitmap(let layout) = content {
-            guard (1...BundleFormat.maximumBitmapSide).contains(layout.width), (1...BundleFormat.maximumBitmapSide).contains(layout.height),
+            // Raw tiles are map tiles: square, of a side Core's one rule takes (a reader still
+            // opens any side the format's fields allow, 1...4096).
+            guard layout.width == layout.height, TileSize.isValid(layout.width),
                   let length = layout.byteCount, length <= BundleFormat.maximumTileLength else {
-                throw fail(.invalidMetadata("raw tiles of \(layout): width and height must be 1...\(BundleFormat.maximumBitmapSide)"))
+                throw fail(.invalidMetadata("raw tiles of \(layout): a tile is a square whose side is \(TileSize.rule)"))
             }
         }
         if let violation = MetadataLimits.violation(metadata) { throw fail(.invalidMetadata(violation)) }

@@ -106,8 +106,9 @@ func seedBundles() throws -> [[UInt8]] {
     try make("png.tilepack", .encoded(.png), ["name": "p", "format": "png", "bounds": "-180,-85,180,85"],
              [(tile(0, 0, 0), png), (tile(1, 0, 0), [1, 2, 3, 4, 5]), (tile(1, 1, 1), png), (tile(2, 3, 2), []),
               (tile(3, 7, 0), (0..<40).map { UInt8(truncatingIfNeeded: $0 &* 97) })])
-    try make("raw.tilepack", .rawBitmap(RawBitmapLayout(pixelFormat: .rgb565, width: 8, height: 4)), ["name": "raw"],
-             [(tile(2, 1, 1), [UInt8](repeating: 7, count: 64)), (tile(2, 1, 2), (0..<64).map { UInt8($0) }), (tile(5, 31, 0), [UInt8](repeating: 7, count: 64))])
+    try make("raw.tilepack", .rawBitmap(RawBitmapLayout(pixelFormat: .rgb565, width: 16, height: 16)), ["name": "raw"],
+             [(tile(2, 1, 1), [UInt8](repeating: 7, count: 512)), (tile(2, 1, 2), (0..<512).map { UInt8(truncatingIfNeeded: $0) }),
+              (tile(5, 31, 0), [UInt8](repeating: 7, count: 512))])
     try make("empty.tilepack", .encoded(.pbf), [:], [])
     return results
 }
