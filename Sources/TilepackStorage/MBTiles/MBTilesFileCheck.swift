@@ -4,16 +4,16 @@ import TilepackCore
 /// Checks a file's first bytes before SQLite sees it, so that the common wrong inputs get a
 /// precise error: a missing file, an empty file, a PMTiles archive, some other file, an SQLite
 /// file shorter than its header declares (truncated).
-enum MBTilesFileCheck {
+package enum MBTilesFileCheck {
     /// What the first 100 bytes and the size say.
-    struct Header {
+    package struct Header {
         var fileSize: Int
         var pageSize: Int
         /// Bytes 18/19 = 2: the database is in WAL mode.
         var isWAL: Bool
     }
 
-    static func check(path: String) throws(TileArchiveError) -> Header {
+    package static func check(path: String) throws(TileArchiveError) -> Header {
         let (fd, info) = try RegularFile.openForReading(path)
         defer { close(fd) }
         let fileSize = Int(info.st_size)

@@ -2,7 +2,7 @@ import TilepackCore
 
 extension SQLiteConnection {
     /// Replaces every row of `metadata` by `metadata`'s keys and values (inside the caller's transaction).
-    func replaceMetadata(_ metadata: TileMetadata) throws(TileArchiveError) {
+    package func replaceMetadata(_ metadata: TileMetadata) throws(TileArchiveError) {
         try execute("DELETE FROM metadata")
         let insert = try prepare("INSERT INTO metadata (name, value) VALUES (?1, ?2)")
         for key in metadata.keys {

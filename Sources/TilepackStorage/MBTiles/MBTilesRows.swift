@@ -266,7 +266,7 @@ public struct TileContentSummary: Hashable, Sendable {
     }
 
     /// - Parameter distinct: count a tile stored in several rows once (for files without a unique index).
-    static func query(_ connection: SQLiteConnection, distinct: Bool = false) throws(TileArchiveError) -> TileContentSummary {
+    package static func query(_ connection: SQLiteConnection, distinct: Bool = false) throws(TileArchiveError) -> TileContentSummary {
         let statement = try connection.prepare("""
             SELECT zoom_level, COUNT(*), MIN(tile_column), MAX(tile_column), MIN(tile_row), MAX(tile_row)
             FROM \(distinct ? "(SELECT DISTINCT zoom_level, tile_column, tile_row FROM tiles)" : "tiles")
@@ -295,7 +295,7 @@ extension TileContentSummary {
     /// single grouped pass evaluates every row's checks and aggregates (about 0.65 µs a row:
     /// 3.5 ms for 5,461 tiles, at the end of every fetch into a store); this takes a fraction
     /// of that. Rows are judged as ``query(_:distinct:)`` judges them (integers in range only).
-    static func queryByColumns(_ connection: SQLiteConnection) throws(TileArchiveError) -> TileContentSummary {
+    package static func queryByColumns(_ connection: SQLiteConnection) throws(TileArchiveError) -> TileContentSummary {
         let valid = "typeof(tile_column) = 'integer' AND typeof(tile_row) = 'integer' AND tile_row BETWEEN 0 AND ?3"
         // The next column after ?2 (at most ?3) with a valid row, and that row (the column's first).
         let next = try connection.prepare("""

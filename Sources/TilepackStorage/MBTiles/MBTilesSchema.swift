@@ -44,7 +44,7 @@ public struct MBTilesSchema: Hashable, Sendable {
     /// Tables and views that are neither MBTiles nor UTFGrid nor SQLite's own nor the prefetch
     /// store's bookkeeping (sorted).
     public var extraTables: [String]
-    /// The bookkeeping tables of tilepack's prefetch store (``MBTilesTileStore/bookkeepingTables``)
+    /// The bookkeeping tables of tilepack's prefetch store (``prefetchBookkeepingTables``)
     /// that the file has (sorted): a store that `tilepack fetch` wrote, still plain MBTiles to readers.
     public var prefetchStoreTables: [String] = []
     /// `PRAGMA application_id` (0x4d504258 "MPBX" for files tilepack writes; 0 for most others).
@@ -57,9 +57,12 @@ public struct MBTilesSchema: Hashable, Sendable {
 
     /// The MBTiles application id, "MPBX".
     public static let mbtilesApplicationID: Int32 = 0x4d50_4258
+    /// The tables TilepackPrefetch's store (`MBTilesTileStore`) adds to an MBTiles file (lower
+    /// case, as SQLite compares names): readers tell them apart from foreign tables.
+    package static let prefetchBookkeepingTables: Set<String> = ["tilepack_regions", "tilepack_tile_state"]
 
     /// Detects the schema on an open connection.
-    static func detect(_ connection: SQLiteConnection, path: String) throws(TileArchiveError) -> MBTilesSchema {
+    package static func detect(_ connection: SQLiteConnection, path: String) throws(TileArchiveError) -> MBTilesSchema {
         // Reading sqlite_master is also the first read of the file: a damaged header or schema fails here.
         let master = try connection.prepare("SELECT type, name FROM sqlite_master WHERE type IN ('table', 'view', 'trigger')")
         var objects: [String: String] = [:]  // lower-cased name -> type
@@ -143,7 +146,7 @@ public struct MBTilesSchema: Hashable, Sendable {
         var extra: [String] = []
         var prefetchStore: [String] = []
         for name in objects.keys where !known.contains(name) && !utfGrid.contains(name) && !name.hasPrefix("sqlite_") {
-            if MBTilesTileStore.bookkeepingTables.contains(name) {
+            if Self.prefetchBookkeepingTables.contains(name) {
                 prefetchStore.append(name)
             } else {
                 extra.append(originalNames[name] ?? name)

@@ -10,7 +10,7 @@ nonisolated(unsafe) private let transientDestructor = unsafeBitCast(-1, to: sqli
 /// Not thread-safe: a connection (and every statement prepared on it) is used by one thread at a
 /// time. Connections are opened with `SQLITE_OPEN_NOMUTEX`, so SQLite takes no lock of its own.
 /// Errors are ``TileArchiveError`` values naming `archivePath` (the archive, not a temporary file).
-final class SQLiteConnection {
+package final class SQLiteConnection {
     let handle: OpaquePointer
     /// The path reported in errors.
     let archivePath: String
@@ -41,7 +41,7 @@ final class SQLiteConnection {
     /// - Parameters:
     ///   - stepTimeLimit: seconds one `sqlite3_step` may run before it is interrupted.
     ///   - workLimit: virtual-machine instructions one query may run (with `stepTimeLimit`).
-    init(filename: String, archivePath: String, readOnly: Bool, uri: Bool, create: Bool = false,
+    package init(filename: String, archivePath: String, readOnly: Bool, uri: Bool, create: Bool = false,
          stepTimeLimit: Double? = nil, workLimit: Int = .max) throws(TileArchiveError) {
         var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_PRIVATECACHE
         flags |= readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE
@@ -96,7 +96,7 @@ final class SQLiteConnection {
         watchdog?.deallocate()
     }
 
-    func prepare(_ sql: String) throws(TileArchiveError) -> SQLiteStatement {
+    package func prepare(_ sql: String) throws(TileArchiveError) -> SQLiteStatement {
         var statement: OpaquePointer?
         let rc = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil)
         guard rc == SQLITE_OK, let statement else {
@@ -107,7 +107,7 @@ final class SQLiteConnection {
     }
 
     /// Runs SQL that returns no rows (one or more statements).
-    func execute(_ sql: String) throws(TileArchiveError) {
+    package func execute(_ sql: String) throws(TileArchiveError) {
         if let watchdog {
             watchdog.pointee.startedAt = 0
             watchdog.pointee.work = 0
@@ -124,13 +124,13 @@ final class SQLiteConnection {
         return statement.text(0)
     }
 
-    func scalarInt(_ sql: String) throws(TileArchiveError) -> Int64? {
+    package func scalarInt(_ sql: String) throws(TileArchiveError) -> Int64? {
         let statement = try prepare(sql)
         guard try statement.step() else { return nil }
         return statement.type(0) == .null ? nil : statement.int64(0)
     }
 
-    var changes: Int { Int(sqlite3_changes64(handle)) }
+    package var changes: Int { Int(sqlite3_changes64(handle)) }
 
     func error(code: Int32, context: String) -> TileArchiveError {
         if code & 0xFF == SQLITE_INTERRUPT, let watchdog {
@@ -177,7 +177,7 @@ public enum SQLiteStorageClass: String, Hashable, Sendable, CustomStringConverti
 }
 
 /// A prepared statement, finalized in `deinit`; used by one thread at a time, like its connection.
-final class SQLiteStatement {
+package final class SQLiteStatement {
     let handle: OpaquePointer
     let connection: SQLiteConnection
     /// Instructions this statement has run since its last reset (see ``SQLiteConnection/Watchdog``).
@@ -191,21 +191,25 @@ final class SQLiteStatement {
     deinit { sqlite3_finalize(handle) }
 
     @inline(__always)
-    func bind(_ index: Int32, _ value: Int) {
+    package func bind(_ index: Int32, _ value: Int) {
         sqlite3_bind_int64(handle, index, sqlite3_int64(value))
     }
 
-    func bind(_ index: Int32, text: String) {
+    package func bind(_ index: Int32, text: String) {
         sqlite3_bind_text(handle, index, text, -1, transientDestructor)
     }
 
-    func bindNull(_ index: Int32) {
+    package func bindNull(_ index: Int32) {
         sqlite3_bind_null(handle, index)
+    }
+
+    package func bind(_ index: Int32, double value: Double) {
+        sqlite3_bind_double(handle, index, value)
     }
 
     /// Binds bytes without copying: they must stay valid until the statement is stepped and reset.
     @inline(__always)
-    func bind(_ index: Int32, blobNoCopy bytes: UnsafeRawBufferPointer) throws(TileArchiveError) {
+    package func bind(_ index: Int32, blobNoCopy bytes: UnsafeRawBufferPointer) throws(TileArchiveError) {
         guard bytes.count <= Int(Int32.max) else {
             throw TileArchiveError(path: connection.archivePath, fault: .invalidRow("a blob of \(bytes.count) bytes is larger than SQLite stores"))
         }
@@ -216,7 +220,7 @@ final class SQLiteStatement {
 
     /// Steps once: `true` when a row is available, `false` when done.
     @inline(__always)
-    func step() throws(TileArchiveError) -> Bool {
+    package func step() throws(TileArchiveError) -> Bool {
         let watchdog = connection.watchdog
         if let watchdog {
             watchdog.pointee.startedAt = 0
@@ -235,7 +239,7 @@ final class SQLiteStatement {
 
     /// Resets for the next execution and releases bound no-copy blobs.
     @inline(__always)
-    func reset() {
+    package func reset() {
         work = 0
         sqlite3_reset(handle)
     }
@@ -245,7 +249,7 @@ final class SQLiteStatement {
     }
 
     @inline(__always)
-    func type(_ column: Int32) -> SQLiteStorageClass {
+    package func type(_ column: Int32) -> SQLiteStorageClass {
         switch sqlite3_column_type(handle, column) {
         case SQLITE_INTEGER: .integer
         case SQLITE_FLOAT: .real
@@ -256,12 +260,12 @@ final class SQLiteStatement {
     }
 
     @inline(__always)
-    func int64(_ column: Int32) -> Int64 { sqlite3_column_int64(handle, column) }
+    package func int64(_ column: Int32) -> Int64 { sqlite3_column_int64(handle, column) }
 
-    func double(_ column: Int32) -> Double { sqlite3_column_double(handle, column) }
+    package func double(_ column: Int32) -> Double { sqlite3_column_double(handle, column) }
 
     /// The column as text (invalid UTF-8 repaired), or `nil` when NULL.
-    func text(_ column: Int32) -> String? {
+    package func text(_ column: Int32) -> String? {
         guard let pointer = sqlite3_column_text(handle, column) else { return nil }
         let count = Int(sqlite3_column_bytes(handle, column))
         return String(decoding: UnsafeRawBufferPointer(start: pointer, count: count), as: UTF8.self)
@@ -277,7 +281,7 @@ final class SQLiteStatement {
     /// The column's bytes without copying: valid until the next step, reset or column call.
     /// An empty buffer for a zero-length value; `nil` only for NULL.
     @inline(__always)
-    func bytes(_ column: Int32) -> UnsafeRawBufferPointer? {
+    package func bytes(_ column: Int32) -> UnsafeRawBufferPointer? {
         let pointer = sqlite3_column_blob(handle, column)
         let count = Int(sqlite3_column_bytes(handle, column))
         if pointer == nil {

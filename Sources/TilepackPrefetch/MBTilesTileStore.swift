@@ -1,6 +1,6 @@
 import Foundation
-internal import CTilepackSQLite
 import TilepackCore
+import TilepackStorage
 
 /// What became of one tile the last time it was fetched.
 public enum TileFetchOutcome: Int, Hashable, Sendable, Codable, CustomStringConvertible {
@@ -104,7 +104,7 @@ public struct TileStorePurge: Hashable, Sendable, Codable {
 /// `Sendable`: one connection behind a lock; every method runs under it.
 public final class MBTilesTileStore: @unchecked Sendable {
     /// The store's own tables besides MBTiles' (lower case, as SQLite compares names).
-    public static let bookkeepingTables: Set<String> = ["tilepack_regions", "tilepack_tile_state"]
+    public static var bookkeepingTables: Set<String> { MBTilesSchema.prefetchBookkeepingTables }
 
     /// The archive's path.
     public let path: String
@@ -733,11 +733,5 @@ extension MBTilesTileStore.State {
         guard inTransaction else { return }
         try open(path: path).execute("COMMIT")
         inTransaction = false
-    }
-}
-
-extension SQLiteStatement {
-    func bind(_ index: Int32, double value: Double) {
-        sqlite3_bind_double(handle, index, value)
     }
 }
