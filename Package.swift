@@ -123,6 +123,13 @@ let package = Package(
             dependencies: ["TilepackCore", "TilepackStorage", "TilepackImaging", "TilepackHTTP"]
         ),
 
+        // Floor 5: `render`'s layer composition (archives and URL templates as tile layers in a
+        // headless map view), under the command, which keeps its arguments and output.
+        .target(
+            name: "TilepackRender",
+            dependencies: ["TilepackCore", "TilepackStorage", "TileLayer", "TilepackAdapter", "TilepackOperations"]
+        ),
+
         // The `Tilepack` product's module: one import for an app.
         .target(
             name: "Tilepack",
@@ -160,7 +167,7 @@ let package = Package(
         .executableTarget(
             name: "tilepack",
             dependencies: [
-                "TilepackCore", "TilepackStorage", "TilepackImaging", "TileLayer", "TilepackAdapter", "TilepackOperations",
+                "TilepackCore", "TilepackStorage", "TilepackImaging", "TileLayer", "TilepackRender", "TilepackOperations",
                 "TilepackPrefetch", "TilepackHTTP", "TilepackCurl", "TilepackSockets",
                 // On Linux the command moves its bytes with TilepackSockets and TilepackCurl and does
                 // not link URLSession (FoundationNetworking loads libcurl and ~30 libraries at start).
@@ -197,6 +204,7 @@ let package = Package(
         ),
         .testTarget(name: "TilepackRemoteTests", dependencies: ["TilepackRemote", "TilepackHTTP", "TilepackStorage", "TilepackOperations", "TilepackTestSupport"]),
         .testTarget(name: "TilepackOperationsTests", dependencies: ["TilepackOperations", "TilepackTestSupport"]),
+        .testTarget(name: "TilepackRenderTests", dependencies: ["TilepackRender", "TilepackOperations", "TilepackTestSupport"]),
         // The command's parsing, messages and exit statuses: `@testable import tilepack`, and the built binary.
         .testTarget(name: "TilepackCLITests", dependencies: ["tilepack", "TilepackOperations", "TilepackTestSupport"]),
         .testTarget(

@@ -3,6 +3,7 @@ import Foundation
 import TileLayer
 import TilepackCore
 import TilepackImaging
+import TilepackRender
 import TilepackStorage
 
 /// `tilepack render`: draw a view of one or more tile layers into a PNG.
@@ -13,7 +14,8 @@ struct RenderCommand: AsyncParsableCommand {
         discussion: """
             Each input is one layer, drawn bottom to top in the order given: an archive (an MBTiles \
             file or a .tilepack bundle, recognised from its bytes) or a URL template with \
-            {x} {y} {z} {scale} placeholders (http://, https://, file:// or a local path). An archive \
+            {x} {y} {z} {scale} placeholders, {-y} for TMS rows (http://, https://, file:// or a \
+            local path). An archive \
             layer takes its bounds, zoom levels and transparency from the archive; the first URL \
             layer is opaque, later ones are drawn as transparent overlays.
             Example: tilepack render 'tiles/{z}/{x}/{y}.png' --center 51.54,-0.01 --zoom 14 --size 800x600 -o map.png
@@ -65,35 +67,22 @@ struct RenderCommand: AsyncParsableCommand {
             throw ValidationError("--size \(size) at --scale \(scale) makes a \(canvas.width)x\(canvas.height) pixel PNG; tilepack renders at most \(Self.maximumCanvasSide) pixels a side: lower --size or --scale")
         }
         guard zoom.isFinite, (0...20).contains(zoom) else { throw ValidationError("--zoom must be in 0...20, not \(zoom)") }
-        guard !inputs.isEmpty else { throw ValidationError("give at least one layer input") }
+        guard TileSize.isValid(tileSize) else { throw ValidationError("--tile-size must be \(TileSize.rule)") }
 
-        let view = HeadlessMapView(viewport: viewport, scale: screenScale, center: centre, zoomLevel: zoom)
-        let options = RenderLayerOptions(tileSize: tileSize, flipped: tms, maximumZ: maxZ)
-        var layers: [MapTileLayer] = []
-        for (index, input) in inputs.enumerated() {
-            let layer = try RenderLayerFactories.makeLayer(for: input, options: options)
-            if index > 0 {
-                layer.setTransparent(true)
-                layer.setZIndex(index)
+        let result: MapRender.Result
+        do {
+            result = try await MapRender.render(
+                inputs: inputs, center: centre, zoom: zoom, viewport: viewport, scale: screenScale,
+                options: RenderLayerOptions(tileSize: tileSize, flipped: tms, maximumZ: maxZ), timeout: timeout)
+        } catch let error as RenderError {
+            for note in error.notes { printError(note) }
+            switch error.kind {
+            case .invalidInput: throw ValidationError(error.description)
+            case .nothingDrawn: throw CommandFailure("\(error.description); nothing was written")
             }
-            guard layer.setTileSize(tileSize).wasApplied else {
-                throw ValidationError("--tile-size must be \(TileSize.rule)")
-            }
-            view.addMapTileLayer(layer)
-            layers.append(layer)
         }
-
-        let frame = await view.render(timeout: timeout)
-        var notes: [String] = []
-        for layer in layers {
-            notes += Self.failureSummary(layer: layer.name, diagnostics: layer.diagnostics)
-            notes += ArchiveLayerFactory.notes(for: layer, viewZoom: zoom)
-        }
-        for note in notes { printError(note) }
-        if frame.drawn.isEmpty {
-            let extents = layers.compactMap(ArchiveLayerFactory.extent(of:))
-            throw CommandFailure("the view (centre \(centre), zoom \(zoom), \(viewport.width)x\(viewport.height)) shows no tile of any input\(extents.isEmpty ? "" : " (\(extents.joined(separator: "; ")))"); nothing was written")
-        }
+        for note in result.notes { printError(note) }
+        let frame = result.frame
         let png = try PNGEncoder.encode(frame.bitmap)
         let file = try AtomicFile(destination: output, overwrite: force)
         guard FileSystem.createFile(file.temporaryPath, contents: Data(png)) == nil else {
@@ -108,92 +97,11 @@ struct RenderCommand: AsyncParsableCommand {
     /// The largest side of the rendered canvas, in pixels (size x scale).
     static let maximumCanvasSide = 8192
 
-    /// One line per layer and kind of failure, instead of the layer's diagnostics (two for each
-    /// failed tile): tiles that are absent (no file, HTTP 404) are a note, as a sparse tree has
-    /// them; other failures a warning with the first reason.
-    static func failureSummary(layer: String, diagnostics: [TileLayerDiagnostic]) -> [String] {
-        var absent: [TileCoordinate] = []
-        var failed: [TileCoordinate: String] = [:]
-        var order: [TileCoordinate] = []
-        var seen: Set<TileCoordinate> = []
-        for diagnostic in diagnostics where diagnostic.kind == .tileFailed {
-            guard let tile = diagnostic.tile, seen.insert(tile).inserted else { continue }
-            if diagnostic.message.contains("no such file") || diagnostic.message.contains("HTTP status 404") {
-                absent.append(tile)
-            } else {
-                failed[tile] = diagnostic.message
-                order.append(tile)
-            }
-        }
-        func examples(_ tiles: [TileCoordinate]) -> String {
-            tiles.prefix(3).map(\.description).joined(separator: ", ") + (tiles.count > 3 ? ", ..." : "")
-        }
-        var lines: [String] = []
-        if !absent.isEmpty {
-            lines.append("note: \(layer): \(absent.count) tile\(absent.count == 1 ? "" : "s") of the view absent (\(examples(absent)))")
-        }
-        if let first = order.first, let reason = failed[first] {
-            lines.append("warning: \(layer): \(order.count) tile\(order.count == 1 ? "" : "s") failed (\(examples(order))); \(first): \(reason)")
-        }
-        return lines
-    }
-
     static func parseSize(_ text: String) throws -> ViewportSize {
         let parts = text.lowercased().split(separator: "x").map { Int($0) }
         guard parts.count == 2, let w = parts[0], let h = parts[1], (1...8192).contains(w), (1...8192).contains(h) else {
             throw ValidationError("--size must be WxH with each side in 1...8192, not '\(text)'")
         }
         return ViewportSize(width: w, height: h)
-    }
-}
-
-/// Options every layer of a render shares.
-struct RenderLayerOptions {
-    var tileSize: Int
-    var flipped: Bool
-    var maximumZ: Int
-}
-
-/// Turns one render input into a tile layer. Each kind of input is one factory; the first that
-/// recognises an input makes its layer. Archive inputs (MBTiles, bundles) come with the adapter:
-/// add its factory to ``RenderLayerFactories/all``.
-protocol RenderLayerFactory: Sendable {
-    /// Whether this factory handles `input`.
-    func recognises(_ input: String) -> Bool
-    func makeLayer(for input: String, options: RenderLayerOptions) throws -> MapTileLayer
-}
-
-enum RenderLayerFactories {
-    static let all: [any RenderLayerFactory] = [ArchiveLayerFactory(), URLTemplateLayerFactory()]
-
-    static func makeLayer(for input: String, options: RenderLayerOptions) throws -> MapTileLayer {
-        guard let factory = all.first(where: { $0.recognises(input) }) else {
-            throw ValidationError("'\(input)' is not a layer input tilepack renders (expected an MBTiles file, a .tilepack bundle, a PMTiles file or a URL template with {z}, {x} and {y} or {-y})")
-        }
-        return try factory.makeLayer(for: input, options: options)
-    }
-}
-
-/// `https://host/{z}/{x}/{y}.png`, `file:///tiles/{z}/{x}/{y}.png` or a local path template.
-struct URLTemplateLayerFactory: RenderLayerFactory {
-    func recognises(_ input: String) -> Bool {
-        TileURLTemplate.recognises(input)
-    }
-
-    func makeLayer(for input: String, options: RenderLayerOptions) throws -> MapTileLayer {
-        var template = input
-        if !input.contains("://") {
-            let absolute = input.hasPrefix("/") ? input : FileManager.default.currentDirectoryPath + "/" + input
-            template = "file://" + absolute
-        } else if let scheme = input.split(separator: ":").first?.lowercased(), !["http", "https", "file"].contains(scheme) {
-            throw ValidationError("'\(input)': only http, https and file URL templates are loaded")
-        }
-        let source = URLTemplateTileSource(urlTemplate: template, isGeometryFlipped: options.flipped,
-                                           maximumZ: options.maximumZ, canReplaceMapContent: true)
-        let layer = MapTileLayer(overlay: source, name: input)
-        // Nothing says whether a template's tiles are opaque: drawn with their alpha, a
-        // transparent tile shows what is below instead of black.
-        layer.setTransparent(true)
-        return layer
     }
 }

@@ -5,10 +5,13 @@ import TilepackCore
 import TilepackOperations
 import TilepackStorage
 
-/// An MBTiles file or a .tilepack bundle, told apart by its first bytes (never its name), served
-/// through the adapter: the layer takes the archive's bounds, zoom levels and transparency.
-struct ArchiveLayerFactory: RenderLayerFactory {
-    func recognises(_ input: String) -> Bool {
+/// An archive (MBTiles, bundle, PMTiles; a file or an http(s) URL), told apart by its first bytes
+/// (never its name), served through the adapter: the layer takes the archive's bounds, zoom levels
+/// and transparency.
+package struct ArchiveLayerFactory: RenderLayerFactory {
+    package init() {}
+
+    package func recognises(_ input: String) -> Bool {
         // An http(s) archive (PMTiles by range requests), unless it is a URL template.
         if ArchiveLocation.isRemote(input) { return !URLTemplateLayerFactory().recognises(input) }
         // Any existing file that is not a URL template: makeLayer says what it is if it is no archive.
@@ -16,7 +19,7 @@ struct ArchiveLayerFactory: RenderLayerFactory {
         return !URLTemplateLayerFactory().recognises(input)
     }
 
-    func makeLayer(for input: String, options: RenderLayerOptions) throws -> MapTileLayer {
+    package func makeLayer(for input: String, options: RenderLayerOptions) throws -> MapTileLayer {
         let source = ArchiveTileSource(archive: try ArchiveLocation.open(input, bundleAccess: .memoryMap), options: ArchiveTileSource.Options(
             reader: ArchiveReaderOptions(cacheByteLimit: 64 << 20)))
         return source.makeLayer(name: input, tileSize: options.tileSize)
@@ -24,7 +27,7 @@ struct ArchiveLayerFactory: RenderLayerFactory {
 
     /// Where an archive layer has tiles ("covers W,S,E,N at zooms a...b"), for a view that
     /// shows none; `nil` for other layers.
-    static func extent(of layer: MapTileLayer) -> String? {
+    package static func extent(of layer: MapTileLayer) -> String? {
         guard let source = layer.dataSource as? ArchiveTileSource else { return nil }
         let configuration = source.layerConfiguration(tileSize: layer.tileSize)
         let box = configuration.boundingBox.map { "covers \($0)" } ?? "has no bounds"
@@ -34,7 +37,7 @@ struct ArchiveLayerFactory: RenderLayerFactory {
 
     /// What to tell the user about an archive layer after a render: tiles that failed, and a
     /// view zoom outside the levels the archive covers.
-    static func notes(for layer: MapTileLayer, viewZoom: Double) -> [String] {
+    package static func notes(for layer: MapTileLayer, viewZoom: Double) -> [String] {
         guard let source = layer.dataSource as? ArchiveTileSource else { return [] }
         var notes = source.failures.map { "warning: \($0)" }
         let level = Int(viewZoom.rounded(.down))
