@@ -43,6 +43,11 @@ let package = Package(
             name: "bench-bundle",
             dependencies: ["BenchSupport", .product(name: "TilepackStorage", package: "tilepack")]
         ),
+        // PMTiles: local reads by pread (FileByteSource) against the same file memory-mapped.
+        .executableTarget(
+            name: "bench-pmtiles-read",
+            dependencies: ["BenchSupport", .product(name: "TilepackStorage", package: "tilepack")]
+        ),
         // Fuzz target for the bundle reader: libFuzzer when built with -sanitize=fuzzer
         // (tools/fuzz-bundle.sh), otherwise a seeded random-mutation harness.
         .executableTarget(

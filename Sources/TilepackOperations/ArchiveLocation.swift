@@ -20,6 +20,12 @@ public enum ArchiveLocation {
         }
     }
 
+    /// Has `note` told when a remote archive is pinned by less than an ETag (its Last-Modified and
+    /// size, or its size alone): what a replacement underneath can still go unnoticed by.
+    public static func reportPinning(to note: @escaping @Sendable (String) -> Void) {
+        HTTPByteSource.notes.withLock { $0 = note }
+    }
+
     /// The file name without its extension (a default `name` for metadata that has none).
     public static func baseName(_ location: String) -> String {
         let last = location.split(separator: "/").last.map(String.init) ?? location

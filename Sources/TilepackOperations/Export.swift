@@ -130,7 +130,8 @@ enum SafeTree {
     /// opened or truncated. A failure removes the temporary file.
     static func writeFile(_ path: String, _ bytes: UnsafeRawBufferPointer) throws(OperationError) {
         let slash = path.lastIndex(of: "/").map { path.index(after: $0) } ?? path.startIndex
-        let temporary = String(path[..<slash]) + "." + String(path[slash...]) + temporaryMarker + String(UInt64.random(in: 0...UInt64.max), radix: 36)
+        let temporary = String(path[..<slash]) + FileSystem.temporaryPrefix(for: String(path[slash...]), marker: temporaryMarker)
+            + String(UInt64.random(in: 0...UInt64.max), radix: 36)
         let fd = FileSystem.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
         guard fd >= 0 else {
             let code = errno

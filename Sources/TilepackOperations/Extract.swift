@@ -96,7 +96,11 @@ public enum TileExtractor {
         }
         do {
             if let selective = input as? any SelectiveTileReading {
-                try selective.forEachTile(where: wanted, add)
+                // The zooms and box as ranges first: a PMTiles run of billions of tiles costs only
+                // the tiles it shares with them.
+                let selection = TileSelection(
+                    zooms: (options.minZoom ?? 0)...max(options.minZoom ?? 0, options.maxZoom ?? TileCoordinate.maximumZoom), bounds: options.bounds)
+                try selective.forEachTile(in: selection, where: wanted, add)
             } else if let candidates = try candidates(zooms: zooms, levels: levels, bounds: options.bounds) {
                 for tile in candidates {
                     try input.withTileBytes(at: tile) { try add(tile, $0) }

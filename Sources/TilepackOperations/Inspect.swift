@@ -54,6 +54,9 @@ public struct ArchiveInfo: Sendable, Encodable {
 
 /// Reads everything `info` reports, in one pass over the tiles.
 public enum ArchiveInspector {
+    /// The most tiles of a PMTiles archive visited one by one; past it, runs are counted as runs.
+    static let maximumTilesVisited = 1 << 24
+
     public static func run(path: String) throws(OperationError) -> ArchiveInfo {
         let archive: any TileArchive
         let format: TileArchiveFormat
@@ -83,15 +86,19 @@ public enum ArchiveInspector {
         let metadata: TileMetadata
         do {
             metadata = try archive.metadata()
-            try archive.forEachTile { tile, bytes in
-                tiles += 1
-                bytesTotal += bytes.count
-                var level = levels[tile.zoom] ?? ArchiveInfo.Level(zoom: tile.zoom, tiles: 0, bytes: 0, minX: tile.x, maxX: tile.x, minY: tile.y, maxY: tile.y)
-                level.tiles += 1
-                level.bytes += bytes.count
-                level.minX = min(level.minX, tile.x); level.maxX = max(level.maxX, tile.x)
-                level.minY = min(level.minY, tile.y); level.maxY = max(level.maxY, tile.y)
-                levels[tile.zoom] = level
+            /// Counts `range`'s tiles (one tile, or a run's square), all holding `bytes`.
+            func take(_ range: TileRange, _ bytes: UnsafeRawBufferPointer) {
+                let n = range.count
+                tiles += n
+                bytesTotal += n * bytes.count
+                var level = levels[range.zoom] ?? ArchiveInfo.Level(
+                    zoom: range.zoom, tiles: 0, bytes: 0, minX: range.columns.lowerBound, maxX: range.columns.upperBound,
+                    minY: range.rows.lowerBound, maxY: range.rows.upperBound)
+                level.tiles += n
+                level.bytes += n * bytes.count
+                level.minX = min(level.minX, range.columns.lowerBound); level.maxX = max(level.maxX, range.columns.upperBound)
+                level.minY = min(level.minY, range.rows.lowerBound); level.maxY = max(level.maxY, range.rows.upperBound)
+                levels[range.zoom] = level
                 var hasher = Hasher()
                 hasher.combine(bytes: bytes)
                 let key = hasher.finalize()
@@ -100,6 +107,17 @@ public enum ArchiveInspector {
                     hashes[key, default: []].append(bytes.count)
                     distinct += 1
                 }
+            }
+            if let pmtiles = archive as? PMTilesArchive, try pmtiles.zoomLevels().reduce(0, { $0 + $1.tileCount }) > Self.maximumTilesVisited {
+                // Runs of many tiles: each run's bytes read once, its tiles counted as squares.
+                let base = Int(pmtiles.header.tileDataOffset)
+                try pmtiles.forEachRun { _, ids, offset, length in
+                    try pmtiles.source.withBytes(offset: base + Int(offset), length: length) { bytes in
+                        for square in PMTilesFormat.squares(of: ids) { take(square, bytes) }
+                    }
+                }
+            } else {
+                try archive.forEachTile { tile, bytes in take(TileRange(tile: tile), bytes) }
             }
         } catch {
             throw OperationError.wrapping(error, path: path)

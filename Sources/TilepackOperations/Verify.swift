@@ -439,6 +439,17 @@ struct ContentChecker {
         if batch.count >= ArchiveVerifier.batchSize { flush(collector: &collector) }
     }
 
+    /// Counts the tiles of `range` into ``levels`` at once (a run's tiles, never visited one by one).
+    mutating func count(_ range: TileRange) {
+        var level = levels[range.zoom] ?? TileContentSummary.Level(
+            zoom: range.zoom, tileCount: 0, minX: range.columns.lowerBound, maxX: range.columns.upperBound,
+            minY: range.rows.lowerBound, maxY: range.rows.upperBound)
+        level.tileCount += range.count
+        level.minX = min(level.minX, range.columns.lowerBound); level.maxX = max(level.maxX, range.columns.upperBound)
+        level.minY = min(level.minY, range.rows.lowerBound); level.maxY = max(level.maxY, range.rows.upperBound)
+        levels[range.zoom] = level
+    }
+
     /// Counts a tile into ``levels`` (``add`` does it for the tiles it checks).
     mutating func count(_ tile: TileCoordinate) {
         if var level = levels[tile.zoom] {

@@ -4,6 +4,9 @@ import TilepackRemote
 import TilepackStorage
 
 extension ArchiveVerifier {
+    /// The most tiles of a PMTiles archive visited one by one; past it, runs are checked as runs.
+    static let maximumTilesVisited: UInt64 = 1 << 24
+
     /// PMTiles: the header and every directory (order, bounds, depth; checked as they are read),
     /// the header's counts and zooms against the directories, clustering, every tile decoded, the
     /// metadata. A v2 archive or another spec version is not a usable archive (exit 2).
@@ -74,15 +77,40 @@ extension ArchiveVerifier {
         }
         let checkTiles = decodable && (header.tileCompression == .none || header.tileCompression == .gzip || header.tileCompression == .unknown)
         var checker = ContentChecker(options: options, pool: pool, progress: progress, start: start)
+        // Tiles the header calls gzip-compressed must be gzip (a reader inflates them first).
+        var notGzip = 0
+        var firstNotGzip: TileCoordinate?
+        func check(_ tile: TileCoordinate, _ bytes: UnsafeRawBufferPointer) {
+            if header.tileCompression == .gzip, bytes.count < 2 || bytes[0] != 0x1F || bytes[1] != 0x8B {
+                notGzip += 1
+                if firstNotGzip == nil { firstNotGzip = tile }
+            }
+            if checkTiles { checker.add(tile: tile, label: TileReference(tile), bytes: bytes, collector: &collector) }
+        }
         do {
-            try archive.forEachTile { tile, bytes in
-                collector.report.tiles += 1
-                if checkTiles { checker.add(tile: tile, label: TileReference(tile), bytes: bytes, collector: &collector) }
+            if addressed <= Self.maximumTilesVisited {
+                try archive.forEachTile { tile, bytes in
+                    collector.report.tiles += 1
+                    check(tile, bytes)
+                }
+            } else {
+                // Runs of many tiles (ocean, or a hostile file's billions): each run's bytes are
+                // checked once, its other tiles counted as squares, never visited one by one.
+                let base = Int(header.tileDataOffset)
+                try archive.forEachRun { _, ids, offset, length in
+                    collector.report.tiles += ids.count
+                    let first = PMTilesFormat.tile(ofID: ids.lowerBound)!
+                    try archive.source.withBytes(offset: base + Int(offset), length: length) { check(first, $0) }
+                    for square in PMTilesFormat.squares(of: (ids.lowerBound + 1)..<ids.upperBound) { checker.count(square) }
+                }
             }
         } catch {
             collector.add(VerifyFinding(.error, "container", "reading the tiles failed: \((error as? TileArchiveError)?.fault.description ?? "\(error)")"))
         }
         checker.finish(collector: &collector)
+        if notGzip > 0, let firstNotGzip {
+            collector.add(VerifyFinding(.error, "tile", "the header says tiles are gzip-compressed, but \(notGzip) tiles are not gzip (no gzip magic 1f 8b), the first \(TileReference(firstNotGzip))"))
+        }
         if let declared = header.tileType.tileFormat, let (sniffed, count) = checker.formats.max(by: { $0.value < $1.value }), sniffed != declared {
             collector.add(VerifyFinding(.error, "tile", "the header's tile type is \(header.tileType), but \(count) tiles are \(sniffed)"))
         }
@@ -95,7 +123,9 @@ extension ArchiveVerifier {
             return
         }
         // A hash carried over from MBTiles (convert keeps it): the tiles must still hash to it.
-        if let stored = metadata[TileMetadata.Key.aggregateTilesHash] {
+        if metadata[TileMetadata.Key.aggregateTilesHash] != nil, addressed > Self.maximumTilesVisited {
+            collector.add(VerifyFinding(.warning, "hash", "agg_tiles_hash is not checked: the archive addresses \(addressed) tiles, over the \(Self.maximumTilesVisited) verify hashes one by one", key: TileMetadata.Key.aggregateTilesHash))
+        } else if let stored = metadata[TileMetadata.Key.aggregateTilesHash] {
             do {
                 let computed = try MBTilesAggregateHash.compute(archive)
                 if computed.uppercased() != stored.uppercased() {

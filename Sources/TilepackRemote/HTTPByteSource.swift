@@ -10,7 +10,10 @@ import TilepackStorage
 ///   root directory); its `Content-Range` gives the object's size and its `ETag` pins the object:
 ///   every later request sends `If-Match` and checks the answer's `ETag` and size, so an object
 ///   replaced underneath is an error (``TileArchiveError/Fault/corrupt(_:)`` saying so), never
-///   a mix of two versions.
+///   a mix of two versions. A server that sends no `ETag` pins the object by its `Last-Modified`
+///   and size instead (`If-Unmodified-Since`, and each answer's `Last-Modified` checked), and by its
+///   size alone when it sends neither; ``pin`` says which, and ``notes`` is told when it is not
+///   an ETag.
 /// - A server that ignores `Range` (status 200 with more than was asked) is an error that says
 ///   so; statuses other than 206 are errors naming the URL and the status.
 /// - Fetched ranges are kept in a bounded cache. ``willRead(_:)`` takes the ranges about to be
@@ -41,6 +44,18 @@ public final class HTTPByteSource: ByteSource, @unchecked Sendable {
     public let count: Int
     /// The `ETag` the object was pinned by (`nil` when the server sends none).
     public let etag: String?
+    /// The `Last-Modified` the object was pinned by when the server sends no `ETag`.
+    public let lastModified: String?
+
+    /// What tells this object from a replacement, in words.
+    public var pin: String {
+        if let etag { return "its ETag \(etag)" }
+        if let lastModified { return "its Last-Modified (\(lastModified)) and size (\(count) bytes), as the server sends no ETag" }
+        return "its size (\(count) bytes) alone, as the server sends no ETag or Last-Modified: a replacement of the same size is not detected"
+    }
+
+    /// Told (a command sets it, to print) when an object is pinned by less than an ETag.
+    public static let notes = Locked<(@Sendable (String) -> Void)?>(nil)
     public let options: Options
 
     private let client: HTTPClient
@@ -68,7 +83,9 @@ public final class HTTPByteSource: ByteSource, @unchecked Sendable {
         state.withLock { $0.requests += first.attempts }
         count = first.size
         etag = first.etag
+        lastModified = first.etag == nil ? first.lastModified : nil
         head = first.body
+        if etag == nil, count > head.count, let note = Self.notes.withLock({ $0 }) { note("\(url.absoluteString) is pinned by \(pin)") }
     }
 
     // MARK: ByteSource
@@ -118,7 +135,8 @@ public final class HTTPByteSource: ByteSource, @unchecked Sendable {
     }
 
     private func fetch(_ range: Range<Int>) throws(TileArchiveError) -> Data {
-        let result = try Self.fetch(url: url, range: range, etag: etag, client: client, options: options, expectedSize: count)
+        let result = try Self.fetch(url: url, range: range, etag: etag, client: client, options: options, expectedSize: count,
+                                    lastModified: lastModified)
         state.withLock { state in
             state.requests += result.attempts
             state.clock += 1
@@ -137,12 +155,13 @@ public final class HTTPByteSource: ByteSource, @unchecked Sendable {
         var body: Data
         var size: Int
         var etag: String?
+        var lastModified: String?
         var attempts: Int
     }
 
     /// One range request, retried as the options say, with every answer checked.
-    static func fetch(url: URL, range: Range<Int>, etag: String?, client: HTTPClient, options: Options, expectedSize: Int?)
-        throws(TileArchiveError) -> Fetched
+    static func fetch(url: URL, range: Range<Int>, etag: String?, client: HTTPClient, options: Options, expectedSize: Int?,
+                      lastModified: String? = nil) throws(TileArchiveError) -> Fetched
     {
         let name = url.absoluteString
         func fail(_ fault: TileArchiveError.Fault) -> TileArchiveError { TileArchiveError(path: name, fault: fault) }
@@ -150,6 +169,8 @@ public final class HTTPByteSource: ByteSource, @unchecked Sendable {
         request.setRange(UInt64(range.lowerBound)..<UInt64(range.upperBound))
         // A strong ETag pins the object: the server answers 412 when it changed.
         if let etag, !etag.hasPrefix("W/") { request.headers["If-Match"] = etag }
+        // Without one, its Last-Modified: the server answers 412 when it changed since.
+        if etag == nil, let lastModified { request.headers["If-Unmodified-Since"] = lastModified }
         let attempts = Locked(1)
         let prepared = request
         let outcome = RemoteExecutor.shared.run { () async throws(HTTPError) -> HTTPResponse in
@@ -168,6 +189,9 @@ public final class HTTPByteSource: ByteSource, @unchecked Sendable {
         if let etag, let now = response.etag, now != etag {
             throw fail(.corrupt("the object changed while it was read (ETag \(etag), now \(now)); open it again"))
         }
+        if etag == nil, let lastModified, response.header("last-modified") != lastModified {
+            throw fail(.corrupt("the object changed while it was read (Last-Modified \(lastModified), now \(response.header("last-modified") ?? "none")); open it again"))
+        }
         switch response.status {
         case 206:
             guard let contentRange = response.header("content-range"), let parsed = parseContentRange(contentRange) else {
@@ -180,17 +204,17 @@ public final class HTTPByteSource: ByteSource, @unchecked Sendable {
             guard parsed.range == wanted, response.body.count == wanted.count else {
                 throw fail(.corrupt("asked for bytes \(wanted.lowerBound)..<\(wanted.upperBound), the server sent \(contentRange) with \(response.body.count) bytes"))
             }
-            return Fetched(body: response.body, size: parsed.size, etag: response.etag, attempts: tries)
+            return Fetched(body: response.body, size: parsed.size, etag: response.etag, lastModified: response.header("last-modified"), attempts: tries)
         case 200:
             // Only acceptable as the whole object when that is no more than was asked for.
             guard range.lowerBound == 0, response.body.count < range.count, expectedSize == nil || expectedSize == response.body.count else {
                 throw fail(.io(errno: 0, reason: "the server ignored the Range header (status 200 with \(response.body.count) bytes for bytes \(range.lowerBound)-\(range.upperBound - 1)): remote archives need a server that answers range requests (206)"))
             }
-            return Fetched(body: response.body, size: response.body.count, etag: response.etag, attempts: tries)
+            return Fetched(body: response.body, size: response.body.count, etag: response.etag, lastModified: response.header("last-modified"), attempts: tries)
         case 416 where range.lowerBound == 0:
-            return Fetched(body: Data(), size: 0, etag: response.etag, attempts: tries)
+            return Fetched(body: Data(), size: 0, etag: response.etag, lastModified: response.header("last-modified"), attempts: tries)
         case 412:
-            throw fail(.corrupt("the object changed while it was read (If-Match \(etag ?? "") failed); open it again"))
+            throw fail(.corrupt("the object changed while it was read (If-Match \(etag ?? "") or If-Unmodified-Since \(lastModified ?? "") failed); open it again"))
         default:
             throw fail(.cannotOpen(errno: 0, reason: "HTTP status \(response.status)"))
         }

@@ -3,7 +3,8 @@ import TilepackCore
 
 /// A new file written beside its destination and renamed into place only when complete.
 ///
-/// The temporary file is `.<name>.tmp-<random>` in the destination's directory, so the final
+/// The temporary file is `.<name>.tmp-<random>` in the destination's directory (the name cut to
+/// fit NAME_MAX, ``FileSystem/temporaryPrefix(for:marker:)``), so the final
 /// `rename(2)` is atomic on one file system. It is created (empty) at init and held with an
 /// exclusive `flock(2)` until it is committed or discarded. ``commit()`` fsyncs the file, renames
 /// it over the destination and fsyncs the directory; dropping the value without committing removes
@@ -25,7 +26,7 @@ public final class AtomicFile: @unchecked Sendable {
     ///   system, no permission, no such folder, a full disk), with its errno.
     public init(destination: String, overwrite: Bool) throws(TileArchiveError) {
         let (directory, name) = FileSystem.split(destination)
-        let prefix = "." + name + ".tmp-"
+        let prefix = FileSystem.temporaryPrefix(for: name)
         self.destination = destination
         self.temporaryPath = directory + "/" + prefix + String(UInt64.random(in: 0...UInt64.max), radix: 36)
         self.overwrite = overwrite

@@ -37,29 +37,63 @@ extension ByteSource {
     }
 }
 
-/// A local file, memory-mapped read-only, or bytes held in memory.
+/// A local file read with `pread`, or bytes held in memory.
+///
+/// A file is never memory-mapped: another process may truncate it in place while it is read, and
+/// a map then faults the reader (SIGBUS); `pread` gives a short read, reported as `truncated`
+/// naming the file. Each read copies its bytes into a buffer that lives for the call.
 public struct FileByteSource: ByteSource {
     public let name: String
-    private let bytes: MappedBytes
+    private let storage: Storage
 
-    /// Maps the file at `path`.
+    private enum Storage: Sendable {
+        case memory(MappedBytes)
+        case file(OpenFile)
+    }
+
+    /// An open regular file and its length when it was opened; closed with the last reader.
+    private final class OpenFile: Sendable {
+        let descriptor: Int32
+        let size: Int
+        init(descriptor: Int32, size: Int) {
+            self.descriptor = descriptor
+            self.size = size
+        }
+        deinit { close(descriptor) }
+    }
+
+    /// Opens the file at `path` (a regular file: a FIFO or a folder is named in the error).
     public init(path: String) throws(TileArchiveError) {
         name = path
-        bytes = try MappedBytes(mapping: path)
+        let (fd, info) = try RegularFile.openForReading(path)
+        storage = .file(OpenFile(descriptor: fd, size: Int(info.st_size)))
     }
 
     /// Bytes in memory (downloaded, or a fuzzer's input); `name` names them in errors.
     public init(data: Data, name: String) {
         self.name = name
-        bytes = MappedBytes(copying: data)
+        storage = .memory(MappedBytes(copying: data))
     }
 
-    public var count: Int { bytes.count }
+    public var count: Int {
+        switch storage {
+        case .memory(let bytes): bytes.count
+        case .file(let file): file.size
+        }
+    }
 
     public func withBytes<R>(offset: Int, length: Int, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
         try checkRange(offset: offset, length: length)
-        let all = bytes.buffer
-        return try body(UnsafeRawBufferPointer(rebasing: all[offset..<(offset + length)]))
+        switch storage {
+        case .memory(let bytes):
+            return try body(UnsafeRawBufferPointer(rebasing: bytes.buffer[offset..<(offset + length)]))
+        case .file(let file):
+            guard length > 0 else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
+            return try withUnsafeTemporaryAllocation(byteCount: length, alignment: 16) { buffer in
+                try MappedBytes.readFully(file.descriptor, into: buffer, at: offset, path: name)
+                return try body(UnsafeRawBufferPointer(buffer))
+            }
+        }
     }
 }
 
@@ -68,6 +102,33 @@ public struct FileByteSource: ByteSource {
 public protocol SelectiveTileReading: TileArchive {
     /// Calls `body` for the tiles `wanted` accepts, in the archive's own order.
     func forEachTile(where wanted: (TileCoordinate) -> Bool, _ body: (TileCoordinate, UnsafeRawBufferPointer) throws -> Void) throws
+    /// As ``forEachTile(where:_:)``, offered only tiles inside `selection` (which a PMTiles
+    /// archive cuts from its runs as ranges, never visiting a run's other tiles).
+    func forEachTile(in selection: TileSelection, where wanted: (TileCoordinate) -> Bool,
+                     _ body: (TileCoordinate, UnsafeRawBufferPointer) throws -> Void) throws
+}
+
+extension SelectiveTileReading {
+    public func forEachTile(in selection: TileSelection, where wanted: (TileCoordinate) -> Bool,
+                            _ body: (TileCoordinate, UnsafeRawBufferPointer) throws -> Void) throws {
+        try forEachTile(where: { selection.contains($0) && wanted($0) }, body)
+    }
+}
+
+/// Zooms and a box that limit the tiles a reader offers (`nil`: no limit).
+public struct TileSelection: Sendable {
+    public var zooms: ClosedRange<Int>?
+    public var bounds: GeoBoundingBox?
+
+    public init(zooms: ClosedRange<Int>? = nil, bounds: GeoBoundingBox? = nil) {
+        self.zooms = zooms
+        self.bounds = bounds
+    }
+
+    /// Whether `tile` is inside the zooms and touches the box.
+    public func contains(_ tile: TileCoordinate) -> Bool {
+        (zooms?.contains(tile.zoom) ?? true) && ((try? bounds?.intersects(tile)) ?? true) != false
+    }
 }
 
 extension PMTilesArchive: SelectiveTileReading {}

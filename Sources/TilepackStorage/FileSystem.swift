@@ -76,6 +76,20 @@ package enum FileSystem {
         return (folder.isEmpty ? "/" : folder, String(path[path.index(after: slash)...]))
     }
 
+    /// The longest file name (bytes) Linux, macOS and the BSDs take: NAME_MAX.
+    package static let maximumNameLength = 255
+
+    /// The start of a temporary file's name beside a file called `name`: `.<name><marker>`, with
+    /// `name` cut at a character boundary so that this, 13 random characters (a `UInt64` in base 36)
+    /// and the longest suffix a temporary file gets (SQLite's `-journal`) fit in
+    /// ``maximumNameLength`` for any name that fits itself.
+    package static func temporaryPrefix(for name: String, marker: String = ".tmp-") -> String {
+        let budget = maximumNameLength - 1 - marker.utf8.count - 13 - "-journal".utf8.count
+        var kept = Substring(name)
+        while kept.utf8.count > budget { kept = kept.dropLast() }
+        return "." + kept + marker
+    }
+
     /// Writes `data` to a new file at `path` (it must not exist).
     package static func createFile(_ path: String, contents data: Data) -> Int32? {
         let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)

@@ -32,6 +32,7 @@ struct Tilepack: AsyncParsableCommand {
             CommandLine.unsafeArgv[index].map { PathBytes.string(from: UnsafeRawBufferPointer(start: $0, count: strlen($0))) } ?? ""
         }
         FetchTransport.bootstrap()
+        ArchiveLocation.reportPinning { printError("note: \($0)") }
         await launch(arguments)
     }
 

@@ -91,12 +91,15 @@ public struct BundleArchive: TileArchive {
     }
 
     /// What reads that are not a memory map keep in memory: everything before the data section
-    /// when the header's counts and limits give the place it declares (else only the header: the
-    /// checks of the header then fail on it).
+    /// when the header's checksum holds and its length, counts and limits give the place it
+    /// declares (else only the header: the checks of the header then fail on it). Nothing the
+    /// header says is believed before its checksum is checked.
     static func residentLength(head: UnsafeRawBufferPointer, size: Int) -> Int {
         guard head.count >= BundleFormat.headerLength else { return head.count }
+        let declaredCRC = UInt32(littleEndian: head.loadUnaligned(fromByteOffset: 124, as: UInt32.self))
+        guard BundleFormat.crc32(UnsafeRawBufferPointer(rebasing: head[0..<124])) == declaredCRC else { return BundleFormat.headerLength }
         let header = BundleHeader(decoding: head)
-        guard header.metadataLength <= UInt64(BundleFormat.maximumMetadataLength),
+        guard header.fileLength == UInt64(size), header.metadataLength <= UInt64(BundleFormat.maximumMetadataLength),
               header.tileCount <= UInt64(BundleFormat.maximumCount), header.payloadCount <= UInt64(BundleFormat.maximumCount)
         else { return BundleFormat.headerLength }
         let tiles = Int(header.tileCount), payloads = Int(header.payloadCount)

@@ -39,26 +39,38 @@ final class MappedBytes: @unchecked Sendable {
         error as? TileArchiveError ?? TileArchiveError(path: name, fault: .io(errno: 0, reason: "\(error)"))
     }
 
+    /// The most bytes one read of a source adds to the resident prefix: memory grows with the
+    /// bytes received, never ahead of them from a length the source (a server's `Content-Range`)
+    /// or the file claims.
+    static let residentChunk = 8 << 20
+
     /// Reads through `source`: the first `residentLength(head, size)` bytes (given the first up to
-    /// 128 bytes and the size) are copied into memory now, in one read of the source (one request
-    /// for a remote object, none when its first request already holds them), the rest when asked for.
+    /// 128 bytes and the size) are copied into memory now, in reads of at most ``residentChunk``
+    /// bytes (one request for a remote object of an ordinary index, none when its first request
+    /// already holds them), the rest when asked for.
     init(source: any ByteSource, residentLength: (UnsafeRawBufferPointer, Int) -> Int) throws(TileArchiveError) {
         let size = source.count
         descriptor = -1
         self.source = source
         fileSize = size
+        var resident: [UInt8] = []
         do {
             let head = try source.bytes(offset: 0, length: min(size, 128))
             let length = head.withUnsafeBytes { max($0.count, min(size, residentLength($0, size))) }
-            count = length
-            let memory: UnsafeMutableRawPointer?
-            (memory, release) = Self.allocate(length)
-            base = UnsafeRawPointer(memory)
-            guard let memory else { return }
-            try source.withBytes(offset: 0, length: length) { memory.copyMemory(from: $0.baseAddress!, byteCount: length) }
+            resident.reserveCapacity(min(length, Self.residentChunk))
+            while resident.count < length {
+                let chunk = min(Self.residentChunk, length - resident.count)
+                try source.withBytes(offset: resident.count, length: chunk) { resident.append(contentsOf: $0) }
+            }
         } catch {
             throw Self.archiveError(error, name: source.name)
         }
+        count = resident.count
+        let memory: UnsafeMutableRawPointer?
+        (memory, release) = Self.allocate(count)
+        base = UnsafeRawPointer(memory)
+        guard let memory else { return }
+        resident.withUnsafeBytes { memory.copyMemory(from: $0.baseAddress!, byteCount: count) }
     }
 
     /// Opens `path` for `pread` access: the first `residentLength(head, fileSize)` bytes (given the

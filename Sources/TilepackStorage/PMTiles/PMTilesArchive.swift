@@ -21,7 +21,8 @@ public struct PMTilesArchive: TileArchive {
     private let leaves: LeafCache
     private let cachedMetadata = Locked<TileMetadata?>(nil)
 
-    /// Opens the PMTiles file at `path`, memory-mapped.
+    /// Opens the PMTiles file at `path`, read with `pread` (a file cut by another process while it
+    /// is read gives a `truncated` error, never a SIGBUS).
     public init(path: String) throws(TileArchiveError) {
         try self.init(source: FileByteSource(path: path))
     }
@@ -212,9 +213,14 @@ public struct PMTilesArchive: TileArchive {
     }
 
     /// Calls `body` with every tile entry in tile-id order (runs not expanded), following the leaves.
-    /// Throws when the ids of the whole tree are not strictly ascending, or leaves nest too deep.
+    /// Throws when the ids of the whole tree are not strictly ascending, leaves nest too deep, a run
+    /// reaches a zoom outside the header's zooms, or the runs address more tiles than the header's
+    /// count (when it gives one): counts a file cannot mean.
     public func forEachEntry(_ body: (PMTilesFormat.Entry) throws -> Void) throws {
         var next: UInt64 = 0
+        var addressed: UInt64 = 0
+        let lowest = min(Int(header.minZoom), TileCoordinate.maximumZoom), highest = min(Int(header.maxZoom), TileCoordinate.maximumZoom)
+        let zoomIDs = PMTilesFormat.firstID(ofZoom: lowest)..<PMTilesFormat.firstID(ofZoom: highest + 1)
         func walk(_ entries: [PMTilesFormat.Entry], depth: Int, end: UInt64) throws {
             guard depth < PMTilesFormat.maximumDirectoryDepth else {
                 throw TileArchiveError(path: path, fault: .corrupt("directories nest deeper than \(PMTilesFormat.maximumDirectoryDepth) levels"))
@@ -224,8 +230,17 @@ public struct PMTilesArchive: TileArchive {
                     throw TileArchiveError(path: path, fault: .corrupt("tile id \(entry.tileID) is out of order across directories (a leaf outside its root entry's range)"))
                 }
                 if entry.runLength > 0 {
+                    let end = entry.tileID + UInt64(entry.runLength)
+                    guard zoomIDs.contains(entry.tileID), end <= zoomIDs.upperBound else {
+                        let last = PMTilesFormat.zoom(ofID: min(end - 1, PMTilesFormat.idLimit - 1))
+                        throw TileArchiveError(path: path, fault: .corrupt("a run of \(entry.runLength) tiles from tile id \(entry.tileID) covers zooms \(PMTilesFormat.zoom(ofID: entry.tileID))...\(last), outside the header's zooms \(header.minZoom)...\(header.maxZoom)"))
+                    }
+                    addressed += UInt64(entry.runLength)
+                    guard header.addressedTiles == 0 || addressed <= header.addressedTiles else {
+                        throw TileArchiveError(path: path, fault: .corrupt("the directories address more tiles than the header's \(header.addressedTiles)"))
+                    }
                     try body(entry)
-                    next = entry.tileID + UInt64(entry.runLength)
+                    next = end
                 } else {
                     let leafEnd = i + 1 < entries.count ? entries[i + 1].tileID : end
                     try walk(try leaf(entry), depth: depth + 1, end: leafEnd)
@@ -235,39 +250,71 @@ public struct PMTilesArchive: TileArchive {
         try walk(root, depth: 0, end: PMTilesFormat.idLimit)
     }
 
-    /// Every tile with its place in the tile data section, one zoom at a time, sorted by (x, y).
+    /// Every run of tiles cut at zoom boundaries, in tile-id order: the zoom, the ids, and where their
+    /// shared bytes are in the tile data section. A run is never expanded here.
+    public func forEachRun(_ body: (_ zoom: Int, _ ids: Range<UInt64>, _ offset: UInt64, _ length: Int) throws -> Void) throws {
+        try forEachEntry { entry in
+            for part in PMTilesFormat.split(byZoom: entry.tileID..<(entry.tileID + UInt64(entry.runLength))) {
+                try body(part.zoom, part.ids, entry.offset, Int(entry.length))
+            }
+        }
+    }
+
+    /// The most tiles of one zoom sorted by (x, y) in memory (24 bytes each); a zoom holding more
+    /// (a run of billions of ocean tiles) is visited in tile-id order instead, in bounded memory.
+    static let maximumSortedLevel = 1 << 22
+
+    /// Every tile with its place in the tile data section, one zoom at a time, sorted by (x, y)
+    /// (in tile-id order for a zoom of more than ``maximumSortedLevel`` tiles).
     private func forEachLocatedTile(_ body: (TileCoordinate, UInt64, Int) throws -> Void) throws {
         var zoom = -1
-        var level: [(key: UInt64, offset: UInt64, length: UInt32)] = []
+        var runs: [(ids: Range<UInt64>, offset: UInt64, length: Int)] = []
+        var tiles = 0
+        var level: [(key: UInt64, offset: UInt64, length: Int)] = []
         let remote = !(source is FileByteSource)
         let base = Int(header.tileDataOffset)
         func flush() throws {
             guard zoom >= 0 else { return }
+            defer { runs.removeAll(keepingCapacity: true); tiles = 0 }
+            guard tiles <= Self.maximumSortedLevel else {
+                for run in runs {
+                    for id in run.ids { try body(PMTilesFormat.tile(ofID: id)!, run.offset, run.length) }
+                }
+                return
+            }
             if remote {
                 // A remote source fetches the level's tiles in few requests (neighbours together).
-                try source.willRead(level.map { (base + Int($0.offset))..<(base + Int($0.offset) + Int($0.length)) })
+                try source.willRead(runs.map { (base + Int($0.offset))..<(base + Int($0.offset) + $0.length) })
+            }
+            for run in runs {
+                for id in run.ids {
+                    let tile = PMTilesFormat.tile(ofID: id)!
+                    level.append(((UInt64(tile.x) << UInt64(zoom)) | UInt64(tile.y), run.offset, run.length))
+                }
             }
             level.sort { $0.key < $1.key }
             let mask = (UInt64(1) << UInt64(zoom)) - 1
             for item in level {
                 let tile = TileCoordinate(uncheckedZoom: zoom, x: Int(item.key >> UInt64(zoom)), y: Int(item.key & mask))
-                try body(tile, item.offset, Int(item.length))
+                try body(tile, item.offset, item.length)
             }
             level.removeAll(keepingCapacity: true)
         }
-        try forEachEntry { entry in
-            for id in entry.tileID..<(entry.tileID + UInt64(entry.runLength)) {
-                guard let tile = PMTilesFormat.tile(ofID: id) else {
-                    throw TileArchiveError(path: path, fault: .corrupt("tile id \(id) is beyond zoom \(TileCoordinate.maximumZoom)"))
-                }
-                if tile.zoom != zoom {
-                    try flush()
-                    zoom = tile.zoom
-                }
-                level.append(((UInt64(tile.x) << UInt64(tile.zoom)) | UInt64(tile.y), entry.offset, entry.length))
+        try forEachRun { runZoom, ids, offset, length in
+            if runZoom != zoom {
+                try flush()
+                zoom = runZoom
             }
+            runs.append((ids, offset, length))
+            tiles += ids.count
         }
         try flush()
+    }
+
+    /// The tiles two rectangles of one zoom share.
+    static func intersection(_ a: TileRange, _ b: TileRange) -> TileRange? {
+        guard a.zoom == b.zoom, a.columns.overlaps(b.columns), a.rows.overlaps(b.rows) else { return nil }
+        return TileRange(uncheckedZoom: a.zoom, columns: a.columns.clamped(to: b.columns), rows: a.rows.clamped(to: b.rows))
     }
 
     // MARK: TileArchive
@@ -304,19 +351,21 @@ public struct PMTilesArchive: TileArchive {
         return try source.withBytes(offset: Int(header.tileDataOffset + offset), length: length, body)
     }
 
+    /// Counts runs as ranges (a run of 2^32 - 1 tiles costs what one tile costs); bytes are counted
+    /// as addressed (a run's bytes once per tile), an error past `Int.max`.
     public func zoomLevels() throws -> [ZoomLevelSummary] {
         var counts: [Int: (tiles: Int, bytes: Int)] = [:]
-        try forEachEntry { entry in
-            var id = entry.tileID
-            let end = entry.tileID + UInt64(entry.runLength)
-            while id < end {
-                let zoom = PMTilesFormat.zoom(ofID: id)
-                let zoomEnd = min(end, PMTilesFormat.firstID(ofZoom: zoom + 1))
-                let n = Int(zoomEnd - id)
-                counts[zoom, default: (0, 0)].tiles += n
-                counts[zoom, default: (0, 0)].bytes += n * Int(entry.length)
-                id = zoomEnd
+        var all = 0
+        try forEachRun { zoom, ids, _, length in
+            let n = ids.count
+            let (runBytes, overMultiply) = n.multipliedReportingOverflow(by: length)
+            let (total, overAdd) = all.addingReportingOverflow(runBytes)
+            guard !overMultiply, !overAdd else {
+                throw TileArchiveError(path: path, fault: .corrupt("the runs address more than \(Int.max) bytes of tiles (at zoom \(zoom), \(n) tiles of \(length) bytes)"))
             }
+            all = total
+            counts[zoom, default: (0, 0)].tiles += n
+            counts[zoom, default: (0, 0)].bytes += runBytes
         }
         return counts.keys.sorted().map { ZoomLevelSummary(zoom: $0, tileCount: counts[$0]!.tiles, byteCount: counts[$0]!.bytes) }
     }
@@ -333,13 +382,30 @@ public struct PMTilesArchive: TileArchive {
     /// file order. The order of the calls is the order of the tile data, not (zoom, x, y).
     public func forEachTile(where wanted: (TileCoordinate) -> Bool,
                             _ body: (TileCoordinate, UnsafeRawBufferPointer) throws -> Void) throws {
+        try forEachTile(in: TileSelection(), where: wanted, body)
+    }
+
+    /// As ``forEachTile(where:_:)``, with the tiles outside `selection` cut from each run as ranges
+    /// first (its zooms as id ranges, its box as squares of the run), so a run of billions of tiles
+    /// costs only the tiles it shares with the selection.
+    public func forEachTile(in selection: TileSelection, where wanted: (TileCoordinate) -> Bool,
+                            _ body: (TileCoordinate, UnsafeRawBufferPointer) throws -> Void) throws {
         var chosen: [(tile: TileCoordinate, offset: UInt64, length: Int)] = []
-        try forEachEntry { entry in
-            for id in entry.tileID..<(entry.tileID + UInt64(entry.runLength)) {
-                guard let tile = PMTilesFormat.tile(ofID: id) else {
-                    throw TileArchiveError(path: path, fault: .corrupt("tile id \(id) is beyond zoom \(TileCoordinate.maximumZoom)"))
+        try forEachRun { zoom, ids, offset, length in
+            guard selection.zooms?.contains(zoom) ?? true else { return }
+            guard let bounds = selection.bounds, ids.count > 64 else {
+                for id in ids {
+                    let tile = PMTilesFormat.tile(ofID: id)!
+                    if selection.contains(tile), wanted(tile) { chosen.append((tile, offset, length)) }
                 }
-                if wanted(tile) { chosen.append((tile, entry.offset, Int(entry.length))) }
+                return
+            }
+            let region = try bounds.tileRanges(atZoom: zoom)
+            for square in PMTilesFormat.squares(of: ids) {
+                for part in region {
+                    guard let cut = Self.intersection(square, part) else { continue }
+                    for tile in cut where wanted(tile) { chosen.append((tile, offset, length)) }
+                }
             }
         }
         chosen.sort { $0.offset < $1.offset }

@@ -244,7 +244,11 @@ public enum PMTilesFormat {
             guard let value = reader.next() else { return .failure(DirectoryFault("entry \(i): offset is not a varint")) }
             if value == 0 {
                 guard i > 0 else { return .failure(DirectoryFault("entry 0: offset 0 means 'after the previous entry', and there is none")) }
-                entries[i].offset = entries[i - 1].offset + UInt64(entries[i - 1].length)
+                let (after, overflow) = entries[i - 1].offset.addingReportingOverflow(UInt64(entries[i - 1].length))
+                guard !overflow else {
+                    return .failure(DirectoryFault("entry \(i): follows entry \(i - 1) (offset \(entries[i - 1].offset), \(entries[i - 1].length) bytes), past 2^64"))
+                }
+                entries[i].offset = after
             } else {
                 entries[i].offset = value - 1
             }
@@ -256,7 +260,7 @@ public enum PMTilesFormat {
             let limit = entry.runLength == 0 ? leafDataLength : tileDataLength
             guard entry.offset <= limit, UInt64(entry.length) <= limit - entry.offset else {
                 let what = entry.runLength == 0 ? "leaf directory" : "tile data"
-                return .failure(DirectoryFault("entry \(i): bytes \(entry.offset)..<\(entry.offset + UInt64(entry.length)) lie outside the \(what) section (\(limit) bytes)"))
+                return .failure(DirectoryFault("entry \(i): \(entry.length) bytes at offset \(entry.offset) lie outside the \(what) section (\(limit) bytes)"))
             }
             if entry.runLength > 0 {
                 let end = entry.tileID + UInt64(entry.runLength)
@@ -274,6 +278,43 @@ public enum PMTilesFormat {
             }
         }
         return .success(entries)
+    }
+
+    /// The tiles of the ids `ids` (inside one zoom, below ``idLimit``) as the fewest aligned squares:
+    /// a block of `4^k` ids starting at a multiple of `4^k` on the zoom's Hilbert curve is the square
+    /// of side `2^k` under one tile of zoom `zoom - k`. A run of any length is at most `6 * zoom + 1`
+    /// squares, so counts, extents and filters work on runs without visiting their tiles.
+    public static func squares(of ids: Range<UInt64>) -> [TileRange] {
+        guard !ids.isEmpty, ids.upperBound <= idLimit else { return [] }
+        let zoom = zoom(ofID: ids.lowerBound)
+        let first = firstID(ofZoom: zoom)
+        var position = ids.lowerBound - first
+        let end = min(ids.upperBound, firstID(ofZoom: zoom + 1)) - first
+        var squares: [TileRange] = []
+        while position < end {
+            var k = 0
+            while k < zoom, position % (UInt64(1) << UInt64(2 * (k + 1))) == 0, position + (UInt64(1) << UInt64(2 * (k + 1))) <= end { k += 1 }
+            let corner = tile(ofID: first + position)!
+            let side = 1 << k
+            let x = (corner.x >> k) << k, y = (corner.y >> k) << k
+            squares.append(TileRange(uncheckedZoom: zoom, columns: x...(x + side - 1), rows: y...(y + side - 1)))
+            position += UInt64(1) << UInt64(2 * k)
+        }
+        return squares
+    }
+
+    /// `ids` cut at the zoom boundaries: one range of ids per zoom it touches.
+    public static func split(byZoom ids: Range<UInt64>) -> [(zoom: Int, ids: Range<UInt64>)] {
+        var parts: [(zoom: Int, ids: Range<UInt64>)] = []
+        var id = ids.lowerBound
+        let end = min(ids.upperBound, idLimit)
+        while id < end {
+            let zoom = zoom(ofID: id)
+            let zoomEnd = min(end, firstID(ofZoom: zoom + 1))
+            parts.append((zoom, id..<zoomEnd))
+            id = zoomEnd
+        }
+        return parts
     }
 
     struct DirectoryFault: Error {
