@@ -18,9 +18,11 @@ let package = Package(
         // remote archives: `RemoteArchive.open(url:)` gives the same `TileArchive` read API.
         .library(name: "TilepackRemote", targets: ["TilepackRemote", "TilepackURLSession"]),
         .executable(name: "tilepack", targets: ["tilepack"]),
-        // The server, a program of its own: `tilepack` (and README's first command) builds without
-        // Hummingbird and SwiftNIO; `tilepack serve` runs this one.
-        .executable(name: "tilepack-serve", targets: ["tilepack-serve"]),
+        // For tilepack's own sibling package server/ (the server, `tilepack-serve`, on Hummingbird:
+        // a package of its own so that an app resolves none of its packages), not for apps:
+        // HTTP/1 syntax (`@_spi(HTTP1)`) and the tests' fixtures, temporary folders and loopback server.
+        .library(name: "TilepackHTTP", targets: ["TilepackCore", "TilepackHTTP"]),
+        .library(name: "TilepackTestSupport", targets: ["TilepackTestSupport"]),
         // Parts of the library alone, so that tools need not build what they do not use
         // (the tile layer's HTTP, storage's SQLite).
         .library(name: "TilepackImaging", targets: ["TilepackCore", "TilepackImaging"]),
@@ -32,18 +34,9 @@ let package = Package(
         .library(name: "TilepackSockets", targets: ["TilepackCore", "TilepackHTTP", "TilepackSockets"]),
     ],
     dependencies: [
-        // The command line. The library itself depends on no package: it stands on the platform.
+        // The command line, and nothing else: the library depends on no package (it stands on the
+        // platform), and the server's packages are server/'s (tools/check-lean-library.sh).
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
-        // The server (TilepackServer, tilepack-serve) only. Hummingbird without its
-        // swift-configuration trait (tools 6.1), which tilepack does not use.
-        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: ["FullFoundation"]),
-        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
-        .package(url: "https://github.com/apple/swift-atomics", from: "1.3.0"),
-        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
-        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
-        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
-        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
-        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
         // Floor 1: the C libraries, each imported (internal import) by exactly one Swift module.
@@ -139,30 +132,6 @@ let package = Package(
             ]
         ),
 
-        // Floor 4: archives over HTTP on Hummingbird: tiles, TileJSON, preview page, health, metrics.
-        .target(
-            name: "TilepackServer",
-            dependencies: [
-                "TilepackCore", "TilepackStorage", "TilepackImaging",
-                .product(name: "HummingbirdCore", package: "hummingbird"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "Atomics", package: "swift-atomics"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "CoreMetrics", package: "swift-metrics"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
-            ]
-        ),
-
-        // Floor 5: the server program, thin (`tilepack serve` runs it).
-        .executableTarget(
-            name: "tilepack-serve",
-            dependencies: ["TilepackServer", .product(name: "ArgumentParser", package: "swift-argument-parser")]
-        ),
-
         // Floor 5: the command-line tool, thin.
         .executableTarget(
             name: "tilepack",
@@ -192,15 +161,6 @@ let package = Package(
         .testTarget(
             name: "TilepackAdapterTests",
             dependencies: ["TilepackAdapter", "TilepackStorage", "TilepackImaging", "TileLayer", "TilepackTestSupport"]
-        ),
-        .testTarget(
-            name: "TilepackServerTests",
-            // Also runs the tilepack-serve and tilepack programs built beside the tests.
-            dependencies: [
-                "TilepackServer", "TilepackStorage", "TilepackImaging", "TilepackTestSupport",
-                .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "NIOCore", package: "swift-nio"),
-            ]
         ),
         .testTarget(name: "TilepackRemoteTests", dependencies: ["TilepackRemote", "TilepackHTTP", "TilepackStorage", "TilepackOperations", "TilepackTestSupport"]),
         .testTarget(name: "TilepackOperationsTests", dependencies: ["TilepackOperations", "TilepackTestSupport"]),

@@ -7,6 +7,12 @@ import PackageDescription
 let package = Package(
     name: "tilepack-tools",
     platforms: [.macOS(.v15)],
+    products: [
+        // For the server package's fuzz target (server/, fuzz-request-head): the libFuzzer driver
+        // and the benchmarks' random numbers.
+        .library(name: "CFuzzDriver", targets: ["CFuzzDriver"]),
+        .library(name: "BenchSupport", targets: ["BenchSupport"]),
+    ],
     dependencies: [
         .package(name: "tilepack", path: ".."),
     ],

@@ -12,9 +12,10 @@ for tool in nginx wrk python3; do command -v "$tool" >/dev/null || { echo "bench
 work="$(mktemp -d /tmp/bench-serve.XXXXXX)"; chmod 755 "$work"
 echo "machine: $(nproc) cores; load before: $(uptime | sed 's/.*load average: //')"
 
-swift build -c release --product tilepack-serve >/dev/null
+swift build -c release --package-path server --product tilepack-serve >/dev/null
 swift build -c release --product tilepack >/dev/null
 bin="$(swift build -c release --show-bin-path)"
+serve_bin="$(swift build -c release --package-path server --show-bin-path)"
 
 # 5461 tiles, zooms 0-6, from the sample tiles (zooms 5 and 6 reuse zoom 4's images, with a
 # different trailing comment chunk each so that no two tiles share bytes).
@@ -70,7 +71,7 @@ http {
 NGINX
 nginx -c "$work/nginx.conf" -p "$work" &
 nginx_pid=$!
-"$bin/tilepack-serve" --port 0 "$work/tiles.tilepack" "$work/tiles_mb.mbtiles" > "$work/serve.out" 2> "$work/serve.err" &
+"$serve_bin/tilepack-serve" --port 0 "$work/tiles.tilepack" "$work/tiles_mb.mbtiles" > "$work/serve.out" 2> "$work/serve.err" &
 serve_pid=$!
 trap 'kill $nginx_pid $serve_pid 2>/dev/null || true' EXIT
 for _ in $(seq 100); do [ -s "$work/serve.out" ] && break; sleep 0.1; done

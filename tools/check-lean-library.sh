@@ -1,15 +1,38 @@
 #!/usr/bin/env bash
 # Checks what an app and a first-time user pay for, from the package manifest:
+# - what an app RESOLVES: SwiftPM resolves (and checks out) every package the manifest names,
+#   whatever the app links, so the main manifest depends on swift-argument-parser alone and the
+#   resolved graph holds nothing else (the server's Hummingbird and SwiftNIO are server/'s, the
+#   tools' are tools/');
 # - the `Tilepack` library product depends on no Swift package at all (no swift-nio, no second
 #   TLS stack: HTTP is URLSession, MD5 is CryptoKit or the system's libcrypto);
 # - the `tilepack` command depends on swift-argument-parser only, so README's first command
-#   compiles nothing else (the server, `tilepack-serve`, is a product of its own).
+#   compiles nothing else (the server, `tilepack-serve`, is a package of its own: server/).
 # Exits 1 naming what crept in. Run by .ci/run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+allowed_package=swift-argument-parser
+swift package show-dependencies --format json | python3 -c '
+import json, sys
+allowed = sys.argv[1]
+def walk(node, path):
+    for dependency in node.get("dependencies", []):
+        yield dependency["identity"], path + [dependency["identity"]]
+        yield from walk(dependency, path + [dependency["identity"]])
+resolved = {}
+for identity, path in walk(json.load(sys.stdin), ["tilepack"]):
+    resolved.setdefault(identity, " -> ".join(path))
+extra = {identity: path for identity, path in resolved.items() if identity != allowed}
+for identity, path in sorted(extra.items()):
+    print(f"check-lean-library: an app depending on tilepack resolves the package {identity} ({path}): only {allowed} may be resolved")
+if extra:
+    sys.exit(1)
+print("check-lean-library: an app resolves through tilepack:", ", ".join(sorted(resolved)) or "no package")
+' "$allowed_package"
 swift package dump-package | python3 -c '
 import json, sys
 manifest = json.load(sys.stdin)
+allowed_package = sys.argv[1]
 targets = {t["name"]: t for t in manifest["targets"]}
 products = {p["name"]: p for p in manifest["products"]}
 
@@ -30,6 +53,11 @@ def closure(names):
     return external
 
 failures = []
+for dependency in manifest["dependencies"]:
+    kind, value = next(iter(dependency.items()))
+    identity = value[0]["identity"]
+    if identity != allowed_package:
+        failures.append(f"the main manifest depends on the package {identity}: only {allowed_package} belongs there (the server\x27s are server/Package.swift\x27s)")
 library = closure(products["Tilepack"]["targets"])
 for name, path in sorted(library.items()):
     failures.append(f"the Tilepack library depends on the package product {name} ({path})")
@@ -43,4 +71,4 @@ for failure in failures:
 if failures:
     sys.exit(1)
 print(f"check-lean-library: Tilepack library: no package dependency; tilepack command: {sorted(command) or 'none'}")
-'
+' "$allowed_package"

@@ -20,23 +20,26 @@ done
 
 bash .ci/run --deps-only
 
-# Every executable product of the package that is part of the command (`tilepack`, and the
-# server `tilepack-serve` that `tilepack serve` runs, when the package has it).
+# The executables that make the command: `tilepack`, and the server `tilepack-serve` that
+# `tilepack serve` runs, from its own package (server/), each as PRODUCT:PACKAGE-FOLDER.
 products=(tilepack)
-grep -q '"tilepack-serve"' Package.swift && products+=(tilepack-serve)
+builds=(tilepack:.)
+[ -f server/Package.swift ] && products+=(tilepack-serve) && builds+=(tilepack-serve:server)
 
-scratch=.build-static
-for product in "${products[@]}"; do
+declare -A bins
+for build in "${builds[@]}"; do
+  product="${build%%:*}" package="${build#*:}"
   echo "building $product (release, static Swift runtime) ..."
-  swift build -c release --static-swift-stdlib --scratch-path "$scratch" --product "$product"
+  flags=(-c release --static-swift-stdlib --package-path "$package" --scratch-path "$package/.build-static")
+  swift build "${flags[@]}" --product "$product"
+  bins[$product]="$(swift build "${flags[@]}" --show-bin-path)"
 done
-bin="$(swift build -c release --static-swift-stdlib --scratch-path "$scratch" --show-bin-path)"
 
 SUDO=""
 mkdir -p "$prefix/bin" 2>/dev/null || true
 [ -w "$prefix/bin" ] || SUDO="sudo"
 for product in "${products[@]}"; do
-  $SUDO install -m 0755 -s "$bin/$product" "$prefix/bin/$product"
+  $SUDO install -m 0755 -s "${bins[$product]}/$product" "$prefix/bin/$product"
   size=$(stat -c %s "$prefix/bin/$product")
   echo "installed $prefix/bin/$product ($((size / 1024 / 1024)) MiB stripped)"
 done

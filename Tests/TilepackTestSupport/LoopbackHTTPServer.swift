@@ -1,5 +1,6 @@
 import Foundation
 import TilepackCore
+@_spi(HTTP1) import TilepackHTTP
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -26,6 +27,8 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
         }
         /// Header fields by lower-cased name.
         public var headers: [String: String]
+        /// Whether the client lets the connection stay open after the answer (its version and `Connection`).
+        public var keepAlive = true
 
         public func header(_ name: String) -> String? { headers[name.lowercased()] }
     }
@@ -185,30 +188,24 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
         while let request = readRequest(fd, &buffer) {
             state.withLock { $0.requests.append(request) }
             let keepOpen = send(handler(request), for: request, on: fd, pending: &buffer)
-            if !keepOpen || request.header("connection")?.lowercased() == "close" { return }
+            if !keepOpen || !request.keepAlive { return }
         }
     }
 
-    /// Reads one request head (bodies are not expected; a `Content-Length` body is skipped).
+    /// Reads one request head (bodies are not expected; a `Content-Length` body is skipped), with
+    /// HTTP/1 syntax as the server reads it (`HTTP1Syntax`); a head it cannot read ends the connection.
     private func readRequest(_ fd: Int32, _ buffer: inout [UInt8]) -> Request? {
-        let terminator: [UInt8] = [13, 10, 13, 10]
         var chunk = [UInt8](repeating: 0, count: 16_384)
         // Whether this request's bytes came with an earlier read (before the last answer went out).
         var early = !buffer.isEmpty
+        var searched = 0
         while true {
-            if let end = buffer.firstRange(of: terminator) {
+            if let end = buffer.withUnsafeBytes({ HTTP1Syntax.endOfHead($0, after: searched) }) {
                 if early { state.withLock { $0.pipelined += 1 } }
-                let head = String(decoding: buffer[..<end.lowerBound], as: UTF8.self)
-                buffer.removeSubrange(..<end.upperBound)
-                let lines = head.components(separatedBy: "\r\n")
-                let parts = lines.first?.split(separator: " ") ?? []
-                guard parts.count >= 2 else { return nil }
-                var headers: [String: String] = [:]
-                for line in lines.dropFirst() {
-                    guard let colon = line.firstIndex(of: ":") else { continue }
-                    headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-                }
-                if let length = headers["content-length"].flatMap(Int.init), length > 0 {
+                guard let parsed = buffer.withUnsafeBytes({ Self.parseHead(UnsafeRawBufferPointer(rebasing: $0[..<end])) }) else { return nil }
+                let (request, length) = parsed
+                buffer.removeSubrange(..<end)
+                if length > 0 {
                     while buffer.count < length {
                         let n = Self.read(fd, &chunk)
                         if n <= 0 { return nil }
@@ -216,14 +213,49 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
                     }
                     buffer.removeSubrange(..<length)
                 }
-                return Request(method: String(parts[0]), target: String(parts[1]), headers: headers)
+                return request
             }
             if buffer.count > 65_536 { return nil }
+            searched = buffer.count
             let n = Self.read(fd, &chunk)
             if n <= 0 { return nil }
             early = false
             buffer.append(contentsOf: chunk[..<n])
         }
+    }
+
+    /// The request and its body's length, from a head that ends in `head`; `nil` when it is not one.
+    static func parseHead(_ head: UnsafeRawBufferPointer) -> (Request, bodyLength: Int)? {
+        var position = 0
+        var lines: [Range<Int>] = []
+        while true {
+            guard let found = try? HTTP1Syntax.line(head, from: position) else { return nil }
+            position = found.next
+            if !found.line.isEmpty { lines.append(found.line) } else if !lines.isEmpty { break }
+        }
+        guard let requestLine = lines.first else { return nil }
+        let parts = String(decoding: UnsafeRawBufferPointer(rebasing: head[requestLine]), as: UTF8.self).split(separator: " ")
+        guard parts.count == 3, HTTP1Syntax.isToken(head, requestLine.lowerBound..<(requestLine.lowerBound + parts[0].utf8.count)) else { return nil }
+        let minorVersion = parts[2] == "HTTP/1.0" ? 0 : 1
+        var request = Request(method: String(parts[0]), target: String(parts[1]), headers: [:])
+        var close = false, keepAlive = false, bodyLength = 0
+        for line in lines.dropFirst() {
+            guard let colon = line.first(where: { head[$0] == 0x3A }), HTTP1Syntax.isToken(head, line.lowerBound..<colon) else { return nil }
+            let name = String(decoding: UnsafeRawBufferPointer(rebasing: head[line.lowerBound..<colon]), as: UTF8.self).lowercased()
+            let value = HTTP1Syntax.trimmed(head, (colon + 1)..<line.upperBound)
+            request.headers[name] = String(decoding: UnsafeRawBufferPointer(rebasing: head[value]), as: UTF8.self)
+            if HTTP1Syntax.equalsIgnoringCase(head, line.lowerBound..<colon, "content-length") {
+                guard let length = HTTP1Syntax.decimal(head, value) else { return nil }
+                bodyLength = length
+            }
+            if HTTP1Syntax.equalsIgnoringCase(head, line.lowerBound..<colon, "connection") {
+                let options = HTTP1Syntax.connectionOptions(head, value)
+                close = close || options.close
+                keepAlive = keepAlive || options.keepAlive
+            }
+        }
+        request.keepAlive = HTTP1Syntax.persists(minorVersion: minorVersion, close: close, keepAlive: keepAlive)
+        return (request, bodyLength)
     }
 
     /// Sends a reply; returns whether the connection stays open.

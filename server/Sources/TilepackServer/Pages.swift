@@ -80,6 +80,9 @@ enum Pages {
             "maxzoom": zooms.upperBound,
             "bounds": [box.west, box.south, box.east, box.north],
             "center": [center.longitude, center.latitude, center.zoom] as [Any],
+            // Whether the archive says at which zoom to open (metadata `center` with a zoom);
+            // else the page fits the archive's bounds in the window.
+            "centerHasZoom": (try? generation.metadata.center)?.zoom != nil,
             "tileCount": generation.tileCount,
             "attribution": generation.metadata.attribution ?? "",
         ]
@@ -120,7 +123,14 @@ enum Pages {
           map.setView([parts[1], parts[2]], parts[0], {animate: false});
           return true;
         }
-        if (!viewFromHash()) map.setView([archive.center[1], archive.center[0]], archive.center[2]);
+        // Opens where the archive says (its metadata's center and zoom), else with its bounds
+        // filling the window, within its zooms (a city-sized archive is not a patch at zoom 0).
+        function initialView() {
+          if (archive.centerHasZoom) return map.setView([archive.center[1], archive.center[0]], archive.center[2], {animate: false});
+          const zoom = Math.min(Math.max(map.getBoundsZoom(bounds), archive.minzoom), archive.maxzoom);
+          map.setView(bounds.getCenter(), zoom, {animate: false});
+        }
+        if (!viewFromHash()) initialView();
         window.addEventListener("hashchange", viewFromHash);
         map.on("moveend", () => {
           const c = map.getCenter();

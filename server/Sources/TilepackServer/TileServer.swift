@@ -53,10 +53,14 @@ public final class TileServer: Sendable {
         var logger = Logger(label: "tilepack-serve")
         logger.logLevel = .error
         let loops = Self.eventLoopGroup(threads: max(1, options.eventLoops))
-        let server = TileChannel(service: service, idleTimeout: .nanoseconds(Int64(max(options.idleTimeout, 0.1) * 1e9))).server(
+        let connections = ConnectionRegistry()
+        let channel = TileChannel(
+            service: service, idleTimeout: .nanoseconds(Int64(max(options.idleTimeout, 0.1) * 1e9)),
+            headerTimeout: .nanoseconds(Int64(max(options.headerTimeout, 0.1) * 1e9)), connections: connections)
+        let server = channel.server(
             configuration: ServerConfiguration(
                 address: .hostname(options.host, port: options.port), serverName: "tilepack",
-                availableConnectionsDelegate: MaximumAvailableConnections(max(1, options.maximumConnections))),
+                availableConnectionsDelegate: SheddingConnections(maximum: max(1, options.maximumConnections), registry: connections)),
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? options.port
                 let host = options.host.contains(":") ? "[\(options.host)]" : options.host
@@ -73,7 +77,28 @@ public final class TileServer: Sendable {
         let group = ServiceGroup(configuration: ServiceGroupConfiguration(
             services: [server], gracefulShutdownSignals: handlingSignals ? [.sigterm, .sigint] : [], logger: logger))
         self.group.withLock { $0 = group }
-        try await group.run()
+        do {
+            try await group.run()
+        } catch {
+            // Before listening, the fault is the address: say which, and what to do.
+            guard service.listeningBase.withLock({ $0 }) == nil else { throw error }
+            throw Self.listenError(error, host: options.host, port: options.port)
+        }
+    }
+
+    /// Why the server cannot listen on `host:port`, naming both and what to change.
+    static func listenError(_ error: any Error, host: String, port: Int) -> TileServerError {
+        let address = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+        switch (error as? IOError)?.errnoCode {
+        case EADDRINUSE?:
+            return TileServerError("cannot listen on \(address): the port is in use (another server?); choose another with --port (--port 0 picks a free one)")
+        case EACCES?:
+            return TileServerError("cannot listen on \(address): permission denied (ports below 1024 need privileges); choose another with --port")
+        case EADDRNOTAVAIL?:
+            return TileServerError("cannot listen on \(address): the address is not one of this machine's; check --host")
+        default:
+            return TileServerError("cannot listen on \(address): \(error)")
+        }
     }
 
     /// Event-loop groups by size, made once and kept for the life of the process, as SwiftNIO's
@@ -111,6 +136,7 @@ final class ArchiveWatcher: Sendable {
     }
 
     func start() {
+        service.lastReloadCheck.store(DispatchTime.now().uptimeNanoseconds, ordering: .relaxed)
         let thread = Thread { [self] in
             while !stopped.withLock({ $0 }) {
                 Thread.sleep(forTimeInterval: interval)
@@ -124,6 +150,7 @@ final class ArchiveWatcher: Sendable {
     func stop() { stopped.withLock { $0 = true } }
 
     func checkOnce() {
+        defer { service.lastReloadCheck.store(DispatchTime.now().uptimeNanoseconds, ordering: .relaxed) }
         for slot in service.catalog.slots {
             switch slot.check() {
             case .unchanged: break

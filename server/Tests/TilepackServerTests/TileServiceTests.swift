@@ -3,6 +3,7 @@ import HTTPTypes
 import NIOCore
 import Testing
 import TilepackCore
+import TilepackRequestHead
 import TilepackStorage
 import TilepackTestSupport
 @testable import TilepackServer

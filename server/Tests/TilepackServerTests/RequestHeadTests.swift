@@ -1,4 +1,6 @@
 import Testing
+@_spi(HTTP1) import TilepackHTTP
+import TilepackRequestHead
 import TilepackTestSupport
 @testable import TilepackServer
 
@@ -108,7 +110,7 @@ import TilepackTestSupport
 
     @Test func aHeadCanHaveEndedOnlyAtAnEmptyLineInTheNewBytes() {
         func ended(_ text: String, after: Int = 0) -> Bool {
-            Array(text.utf8).withUnsafeBytes { RequestHead.hasEmptyLine($0, after: after) }
+            Array(text.utf8).withUnsafeBytes { HTTP1Syntax.endOfHead($0, after: after) != nil }
         }
         #expect(ended("GET / HTTP/1.1\r\nHost: x\r\n\r\n"))
         #expect(ended("GET / HTTP/1.0\n\n"))
@@ -144,7 +146,7 @@ import TilepackTestSupport
             let parse = bytes.withUnsafeBytes { RequestHead.parse($0) }
             if case .complete(let head, let length) = parse {
                 #expect(length > 0 && length <= bytes.count)
-                #expect(bytes.withUnsafeBytes { RequestHead.hasEmptyLine($0, after: 0) }, "a head the server would not try to parse")
+                #expect(bytes.withUnsafeBytes { HTTP1Syntax.endOfHead($0, after: 0) != nil }, "a head the server would not try to parse")
                 let again = Array(bytes[..<length]).withUnsafeBytes { RequestHead.parse($0) }
                 #expect(again == .complete(head, length: length), "\(bytes)")
             }

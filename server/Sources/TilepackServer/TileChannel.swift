@@ -3,6 +3,8 @@ import HTTPTypes
 import HummingbirdCore
 import Logging
 import NIOCore
+import TilepackRequestHead
+@_spi(HTTP1) import enum TilepackHTTP.HTTP1Syntax
 
 /// A connection of `tilepack serve`: HTTP/1.1 on Hummingbird's server core (binding, the
 /// connection limit, graceful shutdown), every request parsed (``RequestHead``) and answered on
@@ -20,12 +22,15 @@ struct TileChannel: ServerChildChannel {
 
     let service: TileService
     let idleTimeout: TimeAmount
+    let headerTimeout: TimeAmount
+    let connections: ConnectionRegistry
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         channel.eventLoop.makeCompletedFuture {
             // One handler: bytes in, answers out. Parsing, pipelining order, keep-alive, idle
-            // timeout, quiescing, errors and back-pressure are its rules, in one place.
-            try channel.pipeline.syncOperations.addHandler(TileRequestHandler(service: service, idleTimeout: idleTimeout))
+            // and header timeouts, quiescing, errors and back-pressure are its rules, in one place.
+            try channel.pipeline.syncOperations.addHandler(TileRequestHandler(
+                service: service, idleTimeout: idleTimeout, headerTimeout: headerTimeout, connections: connections))
             return Value(channel: channel)
         }
     }
@@ -42,7 +47,8 @@ struct TileChannel: ServerChildChannel {
 /// its length), `Date` and `Server` added, metrics recorded.
 ///
 /// The connection rules (`Specs/serve.md`): keep-alive as HTTP/1.0 and 1.1 say; closed after
-/// `idleTimeout` with nothing received (between requests or in the middle of one); a request that
+/// `idleTimeout` with nothing received (between requests or in the middle of one); a head not
+/// whole `headerTimeout` after its first byte answered 408 and closed; a request that
 /// does not parse gets 400 (431 when its head is too large, 505 for another HTTP version) and the
 /// connection closes; a request with a body is answered and the connection closed, its body
 /// unread (no resource takes one); on graceful shutdown an idle connection closes at once and a
@@ -55,6 +61,14 @@ final class TileRequestHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     private let service: TileService
     private let idleTimeout: TimeAmount
+    private let headerTimeout: TimeAmount
+    private let connections: ConnectionRegistry
+    /// This connection in the registry: when it last completed a head.
+    private var entry: ConnectionRegistry.Entry?
+    /// When the first byte of the head being received came; `nil` between requests.
+    private var headStarted: NIODeadline?
+    /// When the scheduled timeout check runs.
+    private var checkAt = NIODeadline.distantFuture
     /// Bytes of a request head not complete yet.
     private var received: ByteBuffer?
     private var quiescing = false
@@ -68,19 +82,26 @@ final class TileRequestHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private var idleCheck: Scheduled<Void>?
     private var date = HTTPDate()
 
-    init(service: TileService, idleTimeout: TimeAmount) {
+    init(service: TileService, idleTimeout: TimeAmount, headerTimeout: TimeAmount, connections: ConnectionRegistry) {
         self.service = service
         self.idleTimeout = idleTimeout
+        self.headerTimeout = headerTimeout
+        self.connections = connections
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
         lastRead = .now()
+        let entry = ConnectionRegistry.Entry(channel: context.channel, now: lastRead.uptimeNanoseconds)
+        connections.add(entry)
+        self.entry = entry
         scheduleIdleCheck(context: context, at: lastRead + idleTimeout)
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
         idleCheck?.cancel()
         idleCheck = nil
+        if let entry { connections.remove(entry) }
+        entry = nil
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -104,19 +125,30 @@ final class TileRequestHandler: ChannelDuplexHandler, RemovableChannelHandler {
         // (one flush) when the read is done. Bytes kept from earlier reads are parsed again only
         // once a head can have ended in the new ones (a fresh read is parsed at once: no rescan).
         while !closing, bytes.readableBytes > 0 {
-            let ended = searched == 0 || bytes.withUnsafeReadableBytes { RequestHead.hasEmptyLine($0, after: searched) }
+            let ended = searched == 0 || bytes.withUnsafeReadableBytes { HTTP1Syntax.endOfHead($0, after: searched) != nil }
             let parse = ended || bytes.readableBytes >= RequestHead.maximumSize
                 ? bytes.withUnsafeReadableBytes { RequestHead.parse($0) } : .incomplete
             searched = 0
             switch parse {
             case .incomplete:
                 received = bytes
+                if headStarted == nil {
+                    // The header deadline runs from the head's first byte.
+                    let deadline = lastRead + headerTimeout
+                    headStarted = lastRead
+                    if deadline < checkAt {
+                        idleCheck?.cancel()
+                        scheduleIdleCheck(context: context, at: deadline)
+                    }
+                }
                 return
             case .invalid(let status, let reason):
                 refuse(status: status, reason: reason, context: context)
                 return
             case .complete(let head, let length):
                 bytes.moveReaderIndex(forwardBy: length)
+                headStarted = nil
+                entry?.madeProgress(at: lastRead.uptimeNanoseconds)
                 respond(to: head, context: context)
             }
         }
@@ -184,6 +216,7 @@ final class TileRequestHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// The statuses ``RequestHead`` refuses a request with, with their reason phrases.
     static func refusal(_ code: Int) -> HTTPResponse.Status {
         switch code {
+        case 408: .requestTimeout
         case 431: HTTPResponse.Status(code: 431, reasonPhrase: "Request Header Fields Too Large")
         case 505: HTTPResponse.Status(code: 505, reasonPhrase: "HTTP Version Not Supported")
         default: .badRequest
@@ -314,14 +347,24 @@ final class TileRequestHandler: ChannelDuplexHandler, RemovableChannelHandler {
     // MARK: Idle timeout
 
     private func scheduleIdleCheck(context: ChannelHandlerContext, at deadline: NIODeadline) {
+        checkAt = deadline
         idleCheck = context.eventLoop.assumeIsolatedUnsafeUnchecked().scheduleTask(deadline: deadline) { [self] in
-            let due = lastRead + idleTimeout
-            if due <= .now() {
+            let now = NIODeadline.now()
+            if let headStarted, headStarted + headerTimeout <= now, !closing {
+                // A head still arriving at its deadline (nginx's client_header_timeout): 408.
                 idleCheck = nil
+                checkAt = .distantFuture
+                refuse(status: 408, reason: "the request head did not arrive within \(String(format: "%g", Double(headerTimeout.nanoseconds) / 1e9)) s", context: context)
+                return
+            }
+            let due = lastRead + idleTimeout
+            if due <= now {
+                idleCheck = nil
+                checkAt = .distantFuture
                 closing = true
                 context.close(promise: nil)
             } else {
-                scheduleIdleCheck(context: context, at: due)
+                scheduleIdleCheck(context: context, at: headStarted.map { min(due, $0 + headerTimeout) } ?? due)
             }
         }
     }

@@ -47,7 +47,10 @@ struct TilepackServe: AsyncParsableCommand {
     @Option(name: .customLong("idle-timeout"), help: "Seconds a connection with no traffic is kept (also one that stops sending mid-request).")
     var idleTimeout = 30.0
 
-    @Option(name: .customLong("max-connections"), help: "Open connections at most.")
+    @Option(name: .customLong("header-timeout"), help: "Seconds a request head may take to arrive, from its first byte (a client trickling it gets 408).")
+    var headerTimeout = 60.0
+
+    @Option(name: .customLong("max-connections"), help: "Open connections at most (at the limit, the connection longest without a request is closed to take a new one).")
     var maxConnections = 1024
 
     @Option(help: "Event-loop threads answering requests (default: twice the cores, \(TileServerOptions.defaultEventLoops) here: a tile read that misses the page cache blocks its loop).")
@@ -59,7 +62,9 @@ struct TilepackServe: AsyncParsableCommand {
     func validate() throws {
         guard !archives.isEmpty else { throw ValidationError("give one or more archives to serve") }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0-65535, not \(port)") }
-        guard reloadInterval > 0, idleTimeout > 0 else { throw ValidationError("--reload-interval and --idle-timeout must be positive") }
+        guard reloadInterval > 0, idleTimeout > 0, headerTimeout > 0 else {
+            throw ValidationError("--reload-interval, --idle-timeout and --header-timeout must be positive")
+        }
         guard maxConnections > 0 else { throw ValidationError("--max-connections must be positive") }
         guard (1...1024).contains(threads) else { throw ValidationError("--threads must be 1-1024, not \(threads)") }
         guard (0...65536).contains(pngCacheMB) else { throw ValidationError("--png-cache-mb must be 0-65536") }
@@ -70,7 +75,7 @@ struct TilepackServe: AsyncParsableCommand {
             archivePaths: archives, host: host, port: port, publicURL: publicURL, cacheControl: cacheControl,
             corsOrigins: corsOrigins, token: token, leafletPath: leafletPath, reloadInterval: reloadInterval,
             encodedTileCacheBytes: pngCacheMB << 20, maximumConnections: maxConnections, idleTimeout: idleTimeout,
-            eventLoops: threads)
+            eventLoops: threads, headerTimeout: headerTimeout)
         let server = try TileServer(options: options)
         try await server.run { url in
             FileHandle.standardOutput.write(Data("serving \(url)\n".utf8))

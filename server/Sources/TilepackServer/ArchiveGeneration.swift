@@ -102,9 +102,11 @@ final class ArchiveGeneration: Sendable, AtomicReference {
 
     /// Opens the file at `path` as it is now. The file is opened once and the archive reads that
     /// very inode (through `/proc/self/fd` or `/dev/fd`), so a rename between looking and opening
-    /// cannot mix two files.
+    /// cannot mix two files. Opened without blocking: a FIFO (or a device) at `path`, given at
+    /// start or renamed over a served file, is refused at once rather than waiting for a writer
+    /// for ever (start-up, or the reload watcher, would hang).
     static func open(name: String, path: String) throws(TileServerError) -> ArchiveGeneration {
-        let descriptor = Foundation.open(path, O_RDONLY | O_CLOEXEC)
+        let descriptor = Foundation.open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard descriptor >= 0 else {
             let code = errno
             throw TileServerError("\(path): cannot open (errno \(code)): \(String(cString: strerror(code)))")
@@ -112,8 +114,11 @@ final class ArchiveGeneration: Sendable, AtomicReference {
         var info = stat()
         guard fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
             close(descriptor)
-            throw TileServerError("\(path): not a regular file")
+            throw TileServerError("\(path): not a regular file (\(Self.kind(of: info.st_mode))): an archive is a file")
         }
+        // Reads of the file block as usual (O_NONBLOCK means nothing to a regular file's reads,
+        // but the descriptor is shared with SQLite through /proc/self/fd).
+        _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) & ~O_NONBLOCK)
         #if os(Linux)
         let pinned = "/proc/self/fd/\(descriptor)"
         #else
@@ -132,6 +137,19 @@ final class ArchiveGeneration: Sendable, AtomicReference {
         } catch {
             close(descriptor)
             throw TileServerError("\(path): \(error)")
+        }
+    }
+
+    /// What a file that is not a regular one is, for messages.
+    static func kind(of mode: mode_t) -> String {
+        switch mode & S_IFMT {
+        case S_IFIFO: "a FIFO"
+        case S_IFDIR: "a directory"
+        case S_IFCHR: "a character device"
+        case S_IFBLK: "a block device"
+        case S_IFSOCK: "a socket"
+        case S_IFLNK: "a symbolic link"
+        default: "not a file"
         }
     }
 

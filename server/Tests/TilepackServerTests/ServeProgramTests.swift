@@ -2,12 +2,17 @@ import Foundation
 import Testing
 import TilepackTestSupport
 
-/// The real programs: `tilepack-serve`, and `tilepack serve` that runs it. Both are built beside
-/// the test bundle by `swift build --build-tests` (and `swift test`).
+/// The real programs: `tilepack-serve`, built beside the test bundle by `swift build --build-tests`
+/// (and `swift test`) here, and `tilepack serve` that runs it, from the main package's `.build`
+/// (`swift build` there), which finds this package's `tilepack-serve` in `server/.build`.
 @Suite struct ServeProgramTests {
     static let binaries = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
 
     static func program(_ name: String) throws -> String {
+        if name == "tilepack" {
+            let tilepack = try #require(TestSupport.tilepackBinary, "tilepack is not built: run swift build in the main package")
+            return tilepack.path
+        }
         let path = binaries.appendingPathComponent(name).path
         try #require(FileManager.default.isExecutableFile(atPath: path), "\(path) is not built: run swift build --build-tests")
         return path
@@ -74,7 +79,34 @@ import TilepackTestSupport
         #expect(noThreads.status == 64 && noThreads.stderr.contains("--threads must be 1-1024, not 0"), "\(noThreads)")
     }
 
-    /// Without tilepack-serve beside it or on PATH, `tilepack serve` says how to build it.
+    /// Issue 29 item 7: a busy port is named, with what to do.
+    @Test func aBusyPortIsNamedWithWhatToDo() async throws {
+        let serve = try Self.program("tilepack-serve")
+        let (first, line, _) = try await Self.start(serve, ["--port", "0", "samples/sample.tilepack"])
+        let port = try #require(URL(string: String(line.dropFirst("serving ".count)))?.port, "first line: \(line)")
+        let second = try await TestSupport.run(URL(fileURLWithPath: serve), ["--port", "\(port)", ServerFixtures.sampleBundle], timeout: 30)
+        _ = try await Self.terminate(first)
+        #expect(second.status != 0 && !second.timedOut)
+        #expect(second.stderr.contains("127.0.0.1:\(port)") && second.stderr.contains("--port"), "\(second.stderr)")
+    }
+
+    /// Issue 29 item 16: a FIFO given as an archive is refused at once (a blocking open() waited
+    /// for a writer for ever).
+    @Test func aFIFOAsAnArchiveIsRefusedAtStart() async throws {
+        let directory = try TemporaryDirectory()
+        let fifo = directory.file("pipe.mbtiles")
+        #expect(mkfifo(fifo, 0o644) == 0)
+        let run = try await TestSupport.run(URL(fileURLWithPath: try Self.program("tilepack-serve")), ["--port", "0", fifo], timeout: 20)
+        if run.timedOut {
+            // Let the blocked open() of the program (killed by now) and anything else go.
+            let writer = open(fifo, O_WRONLY | O_NONBLOCK)
+            if writer >= 0 { close(writer) }
+        }
+        #expect(!run.timedOut, "tilepack-serve hung on a FIFO")
+        #expect(run.status != 0 && run.stderr.contains(fifo) && run.stderr.contains("FIFO"), "\(run.stderr)")
+    }
+
+    /// Without tilepack-serve beside it, in server/.build or on PATH, `tilepack serve` says how to build it.
     @Test func serveWithoutTheServerSaysHowToBuildIt() async throws {
         let directory = try TemporaryDirectory()
         let copy = directory.file("tilepack")
@@ -83,6 +115,6 @@ import TilepackTestSupport
         process.waitUntilExit()
         #expect(process.terminationStatus != 0)
         let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        #expect(message.contains("swift build --product tilepack-serve"), "\(message)")
+        #expect(message.contains("swift build --package-path server --product tilepack-serve"), "\(message)")
     }
 }

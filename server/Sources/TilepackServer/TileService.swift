@@ -1,8 +1,10 @@
+import Atomics
 import Foundation
 import HTTPTypes
 import NIOCore
 import TilepackCore
 import TilepackImaging
+import TilepackRequestHead
 import TilepackStorage
 
 /// A response before it goes on the wire.
@@ -28,6 +30,9 @@ final class TileService: Sendable {
     let encodedTiles: EncodedTileCache
     /// `http://host:port` of the listening socket, once it listens (the base URL when the request has no usable Host).
     let listeningBase = Locked<String?>(nil)
+    /// When the reload watcher last finished looking at every file (uptime, ns); 0 while no
+    /// watcher runs. `/_/health` says `degraded` when it stalls.
+    let lastReloadCheck = ManagedAtomic<UInt64>(0)
     private let cacheControl: String
     private let allocator = ByteBufferAllocator()
     private let log: @Sendable (String) -> Void
@@ -259,6 +264,9 @@ final class TileService: Sendable {
 
     // MARK: Other resources
 
+    /// Seconds without a finished pass of the reload watcher after which health says it is stuck.
+    static func reloadStall(interval: Double) -> Double { max(10, 40 * interval) }
+
     private func health() -> ServerResponse {
         var archives: [[String: Any]] = []
         var problems = 0
@@ -275,7 +283,18 @@ final class TileService: Sendable {
             }
             archives.append(entry)
         }
-        let document: [String: Any] = ["status": problems == 0 ? "ok" : "degraded", "archives": archives]
+        var document: [String: Any] = ["archives": archives]
+        let lastCheck = lastReloadCheck.load(ordering: .relaxed)
+        if lastCheck != 0 {
+            // A watcher stuck on a file stops every reload: health must not say ok meanwhile.
+            let seconds = Double(DispatchTime.now().uptimeNanoseconds &- lastCheck) / 1e9
+            document["lastReloadCheckSeconds"] = (seconds * 1000).rounded() / 1000
+            if seconds > Self.reloadStall(interval: options.reloadInterval) {
+                document["problem"] = "the files have not been checked for replacement for \(Int(seconds)) s (the reload watcher is stuck)"
+                problems += 1
+            }
+        }
+        document["status"] = problems == 0 ? "ok" : "degraded"
         let data = (try? JSONSerialization.data(withJSONObject: document, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
         var response = ServerResponse(status: .ok, body: allocator.buffer(bytes: data))
         response.headers[.contentType] = "application/json"

@@ -28,6 +28,9 @@ public struct TileServerOptions: Sendable, Hashable {
     public var maximumConnections: Int
     /// Seconds a connection may go without traffic (between requests, or in the middle of one) before it is closed.
     public var idleTimeout: Double
+    /// Seconds a request head may take to arrive, from its first byte (nginx's
+    /// `client_header_timeout`): a client trickling a head is answered 408 and closed.
+    public var headerTimeout: Double
     /// Event-loop threads reading requests and answering them; ``defaultEventLoops`` unless set.
     public var eventLoops: Int
 
@@ -49,7 +52,7 @@ public struct TileServerOptions: Sendable, Hashable {
         cacheControl: String? = nil, corsOrigins: [String] = [], token: String? = nil,
         leafletPath: String = TileServerOptions.defaultLeafletPath, reloadInterval: Double = 0.25,
         encodedTileCacheBytes: Int = 64 << 20, maximumConnections: Int = 1024, idleTimeout: Double = 30,
-        eventLoops: Int = TileServerOptions.defaultEventLoops
+        eventLoops: Int = TileServerOptions.defaultEventLoops, headerTimeout: Double = 60
     ) {
         self.archivePaths = archivePaths
         self.host = host
@@ -63,6 +66,7 @@ public struct TileServerOptions: Sendable, Hashable {
         self.encodedTileCacheBytes = encodedTileCacheBytes
         self.maximumConnections = maximumConnections
         self.idleTimeout = idleTimeout
+        self.headerTimeout = headerTimeout
         self.eventLoops = eventLoops
     }
 
