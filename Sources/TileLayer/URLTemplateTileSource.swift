@@ -29,7 +29,7 @@ public struct TilePath: Hashable, Sendable, CustomStringConvertible {
 }
 
 /// A tile source built from a URL template: tilepack's `MKTileOverlay`, usable as the data source
-/// of a ``MapTileLayer`` (see ``MapTileLayer/init(overlay:name:cacheRootDirectory:)``).
+/// of a ``MapTileLayer`` (see ``MapTileLayer/init(overlay:name:cacheRootDirectory:cacheClock:)``).
 ///
 /// `{x}`, `{y}`, `{z}` and `{scale}` in the template are replaced by the tile's column, row, zoom
 /// and screen scale, `{-y}` by its TMS row, and `{s}` by one of ``subdomains`` (the same one for a

@@ -36,7 +36,7 @@ public struct TileStateRecord: Hashable, Sendable {
     /// Why the tile failed (nil otherwise).
     public var message: String?
     /// Seconds since 1970 of the last fetch or revalidation, and of the last use (fetch,
-    /// revalidation or ``MBTilesTileStore/touch(_:)``): eviction removes the least recently used first.
+    /// revalidation or ``MBTilesTileStore/touch(_:attempts:at:)``): eviction removes the least recently used first.
     public var fetchedAt: Double
     public var lastUsed: Double
 

@@ -60,7 +60,7 @@ public final class MapDataPrefetcher: Sendable {
     ///   - transport: what moves the bytes; `nil` (the default): URLSessions
     ///     (``PrefetchConfiguration/sessions`` of them). A program may bring a bulk transport
     ///     (the command line uses `TilepackCurl`'s on Linux); every rule of the exchange stays in
-    ///     TilepackHTTP's ``HTTPClient`` either way.
+    ///     TilepackHTTP's `HTTPClient` either way.
     /// - Throws: ``TileArchiveError`` when the store exists but cannot be opened as flat MBTiles.
     public init(storePath: String, source: PrefetchSource, configuration: PrefetchConfiguration = PrefetchConfiguration(),
                 createStore: Bool = true, readOnly: Bool = false, transport: (any HTTPTransport)? = nil) throws(TileArchiveError) {

@@ -12,7 +12,7 @@ public struct PrefetchConfiguration: Hashable, Sendable {
     public var maximumConcurrentRequests: Int = 4
     /// HTTP connections to one host (a template with `{s}` spreads over several hosts): the
     /// requests in flight to it, times the requests the transport pipelines on one connection
-    /// when it does (``HTTPTransport/requestsPerConnection(to:)``; URLSession's: 1).
+    /// when it does (`HTTPTransport.requestsPerConnection(to:)`; URLSession's: 1).
     public var connectionsPerHost: Int = 8
     /// URLSessions the requests are spread over (each with its share of the connections): one
     /// per core by default, at most 8. Unused when the prefetcher is given a transport.

@@ -2,7 +2,7 @@ import Foundation
 import TilepackCore
 
 /// Read-only bytes an archive is read from: a file on this machine (memory-mapped), bytes in
-/// memory, or ranges fetched from elsewhere (``TilepackRemote``'s HTTP source).
+/// memory, or ranges fetched from elsewhere (`TilepackRemote`'s HTTP source).
 ///
 /// Readers built on a byte source ask only for the ranges they need, so that a remote archive
 /// costs a few requests rather than a download. Implementations are safe to use from many threads

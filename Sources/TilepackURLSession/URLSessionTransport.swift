@@ -7,11 +7,11 @@ import TilepackHTTP
 
 /// The library's transport: one `URLSession` (FoundationNetworking on Linux), so an app gets the
 /// platform's proxy settings, TLS and ATS and links no second network stack. Redirects are not
-/// followed here but by ``HTTPClient`` (the same rule for every transport); the whole-exchange
+/// followed here but by `HTTPClient` (the same rule for every transport); the whole-exchange
 /// deadline is a timer per exchange (URLSession's own timeout is an idle timeout).
 ///
-/// ``HTTPClient/shared`` and clients made without a transport use it when this module is linked
-/// (the `Tilepack` and `TilepackRemote` products link it): ``HTTPTransportSystem`` finds it by
+/// `HTTPClient.shared` and clients made without a transport use it when this module is linked
+/// (the `Tilepack` and `TilepackRemote` products link it): `HTTPTransportSystem` finds it by
 /// name, so that TilepackHTTP itself does not link FoundationNetworking.
 public final class URLSessionTransport: PlatformHTTPTransport {
     private let session: URLSession
@@ -195,7 +195,7 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecke
         exchange(task)?.complete(error: error)
     }
 
-    /// Redirects are not followed here: ``HTTPClient`` follows them, the same way for every transport.
+    /// Redirects are not followed here: `HTTPClient` follows them, the same way for every transport.
     func urlSession(
         _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
         newRequest request: URLRequest, completionHandler: @escaping (URLRequest?) -> Void

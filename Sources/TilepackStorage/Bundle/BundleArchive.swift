@@ -12,7 +12,7 @@ internal import CTilepackLZ4
 ///
 /// The value is immutable and holds no locks: any number of threads may read at once. Payloads are
 /// checked when read (bounds, lengths, LZ4 size, and their CRC-32 unless
-/// ``Options/verifiesPayloadChecksums`` is off); ``verify()`` checks every byte of the file.
+/// ``Options/verifiesPayloadChecksums`` is off); ``verify(checksums:)`` checks every byte of the file.
 ///
 /// The memory-map contract: a file that is truncated or rewritten by another process *while
 /// mapped* can fault the process (SIGBUS), as with any memory map. That is the default
@@ -25,7 +25,7 @@ public struct BundleArchive: TileArchive {
     /// How a bundle is read.
     public struct Options: Sendable, Hashable {
         /// Whether every payload read is checked against its CRC-32 (about 0.25 ns per byte).
-        /// When off, a damaged stored payload is returned as is; ``BundleArchive/verify()`` still finds it.
+        /// When off, a damaged stored payload is returned as is; ``BundleArchive/verify(checksums:)`` still finds it.
         public var verifiesPayloadChecksums: Bool
         /// How the file's bytes are reached.
         public var access: Access
@@ -432,7 +432,7 @@ public struct BundleArchive: TileArchive {
 
     // MARK: Verification
 
-    /// What ``verify()`` checked.
+    /// What ``verify(checksums:)`` checked.
     public struct Verification: Hashable, Sendable {
         public var tileCount: Int
         public var payloadCount: Int

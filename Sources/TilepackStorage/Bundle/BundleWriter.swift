@@ -6,13 +6,13 @@ internal import CTilepackLZ4
 ///
 /// Tiles may be added in any order. Each new payload is compressed (LZ4 kept only when it saves at
 /// least ``Options/minimumLZ4Saving``; a large payload that is already entropy-coded is sampled
-/// first, see ``lz4MaySave(_:options:)``) and appended (small ones through a 1 MiB buffer) to an
+/// first, see `lz4MaySave(_:options:)`) and appended (small ones through a 1 MiB buffer) to an
 /// unlinked spool file beside the destination, padded as in the data section; memory holds only the index: 16 bytes per tile and about 40 per
 /// distinct payload (and, for a payload copied from its file, the file's path and version).
 /// Identical tiles share one payload, found by CRC and length and confirmed by
 /// comparing bytes.
 ///
-/// The compression and the CRC can be done on other threads: ``prepare(_:options:)`` is a pure
+/// The compression and the CRC can be done on other threads: ``prepare(_:options:crc:)`` is a pure
 /// function that makes a ``PreparedPayload``, which ``addTile(at:payload:)`` then stores. ``finish()`` writes the header,
 /// metadata and index, then copies the payloads in order of zoom and Hilbert curve position (so
 /// tiles near each other on the map are near each other in the file) into a temporary file that is
@@ -146,7 +146,7 @@ public final class BundleWriter {
     }
 
     /// A tile's payload made ready for the bundle: its stored bytes (LZ4-compressed when that pays,
-    /// else the raw bytes), how they are coded, and their CRC-32. Made by ``prepare(_:options:)``,
+    /// else the raw bytes), how they are coded, and their CRC-32. Made by ``prepare(_:options:crc:)``,
     /// on any thread.
     public struct PreparedPayload: Sendable {
         let stored: [UInt8]
@@ -175,7 +175,7 @@ public final class BundleWriter {
         return PreparedPayload(stored: Array(raw), codec: .stored, rawLength: raw.count, crc: crc ?? BundleFormat.crc32(raw))
     }
 
-    /// ``prepare(_:options:)`` for bytes the caller gives up (kept without copying when stored as they are).
+    /// ``prepare(_:options:crc:)`` for bytes the caller gives up (kept without copying when stored as they are).
     ///
     /// - Parameter crc: the CRC-32 of `raw` when the caller already has it (an import derives it
     ///   from a PNG's chunk CRCs, which it checks anyway); used, instead of a pass over the bytes,
@@ -197,7 +197,7 @@ public final class BundleWriter {
     public static let sourceCopyBytes = 32 << 10
 
     /// Payloads longer than this that are already entropy-coded (they begin as a PNG, JPEG, WebP
-    /// or GIF, or as gzip) are sampled before LZ4 is tried on them: see ``lz4MaySave(_:options:)``.
+    /// or GIF, or as gzip) are sampled before LZ4 is tried on them: see `lz4MaySave(_:options:)`.
     static let sampledPayloadLength = 16 << 10
     /// The length of each sample.
     static let sampleLength = 4 << 10
@@ -253,7 +253,7 @@ public final class BundleWriter {
         try addTile(at: tile, payload: Self.prepare(bytes, options: options))
     }
 
-    /// Adds a tile whose payload was made by ``prepare(_:options:)`` with this writer's options.
+    /// Adds a tile whose payload was made by ``prepare(_:options:crc:)`` with this writer's options.
     public func addTile(at tile: TileCoordinate, payload prepared: PreparedPayload) throws(TileArchiveError) {
         try checkTile(tile, rawLength: prepared.rawLength)
         // A payload with the same key and the same stored bytes is shared.

@@ -63,7 +63,7 @@ public final class MBTilesArchive: TileArchive {
     public let options: MBTilesOpenOptions
 
     /// What opening found beside the file and did about it (a hot journal rolled back, a WAL
-    /// checkpointed; see ``MBTilesRecovery``), for the user; `nil` when there was nothing.
+    /// checkpointed; see `MBTilesRecovery`), for the user; `nil` when there was nothing.
     public let recovery: String?
     /// The work limit of every query (see ``MBTilesOpenOptions/workLimit``).
     public let workLimit: Int

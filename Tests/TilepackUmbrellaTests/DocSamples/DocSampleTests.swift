@@ -1,0 +1,56 @@
+import Foundation
+import Testing
+import Tilepack
+import TilepackTestSupport
+
+/// Runs the code of each DocC article (the files beside this one) against the sample archive and
+/// a loopback tile server, so that an article's code both compiles and does what its text says.
+@Suite struct DocSampleTests {
+    static let sampleArchive = TestSupport.packageRoot.appendingPathComponent("samples/sample.tilepack").path
+
+    @Test func readingTilesGivesTheTileInTheAppsPixelFormat() throws {
+        let bitmap = try #require(try readOneTile(path: Self.sampleArchive))
+        #expect(bitmap.width == 256 && bitmap.height == 256 && bitmap.pixelFormat == .bgra8888Premultiplied)
+        // The same pixels as the tile decoded on its own (the sample tiles are opaque).
+        let rgba = try #require(try openTileArchive(path: Self.sampleArchive)
+            .bitmap(at: TileCoordinate(zoom: 1, x: 1, y: 0), pixelFormat: .rgba8888))
+        for (x, y) in [(0, 0), (17, 200), (128, 128), (255, 255)] {
+            #expect(bitmap.pixel(x: x, y: y) == rgba.pixel(x: x, y: y))
+        }
+        #expect(throws: TileArchiveError.self) { try readOneTile(path: Self.sampleArchive + ".missing") }
+    }
+
+    @Test func showingAnArchiveDrawsItsTilesAtTheScreensScale() async throws {
+        let frame = try await showArchive(path: Self.sampleArchive)
+        #expect(frame.bitmap.width == 1024 && frame.bitmap.height == 1024)
+        #expect(!frame.drawn.isEmpty)
+        #expect(frame.drawn.allSatisfy { !$0.isApproximate })
+    }
+
+    @Test func prefetchingCancelsWhereAskedAndTheSameCallResumes() async throws {
+        let tiles = TestSupport.packageRoot.appendingPathComponent("samples/tiles")
+        let files = LoopbackHTTPServer.fileHandler(root: tiles)
+        // Slow enough that the fetch reports progress before it ends (every 0.1 s at most).
+        let server = try LoopbackHTTPServer { request in .delayed(.milliseconds(200), files(request)) }
+        defer { server.stop() }
+        let directory = try TemporaryDirectory("doc-prefetch")
+        let store = directory.file("europe.mbtiles")
+        let template = server.baseURL + "/{z}/{x}/{y}.png"
+
+        let cancelled = try #require(try await prefetchEurope(template: template, storePath: store, cancelAt: 0.3))
+        #expect(cancelled.status == .cancelled)
+        #expect(cancelled.downloaded > 0 && cancelled.downloaded < cancelled.tiles)
+
+        let resumed = try #require(try await prefetchEurope(template: template, storePath: store))
+        #expect(resumed.status == .success)
+        #expect(resumed.tiles == cancelled.tiles && resumed.absent == 0)
+        #expect(resumed.alreadyPresent >= cancelled.downloaded && resumed.downloaded == resumed.tiles - resumed.alreadyPresent)
+
+        // The store holds every tile of the area, byte for byte as the server sent it.
+        let archive = try openTileArchive(path: store)
+        #expect(try archive.tileCount() == resumed.tiles)
+        let tile = try TileCoordinate(zoom: 4, x: 8, y: 5)
+        let served = try Data(contentsOf: tiles.appendingPathComponent("4/8/5.png"))
+        #expect(try archive.tileData(at: tile) == served)
+    }
+}
