@@ -30,8 +30,6 @@ let package = Package(
         // The bulk HTTP transport (libcurl's multi interface, Linux) for programs and tools; the
         // `Tilepack` library does not contain it (its HTTP is URLSession).
         .library(name: "TilepackCurl", targets: ["TilepackCore", "TilepackHTTP", "TilepackCurl"]),
-        // tilepack's own HTTP/1.1 client for cleartext http (Linux), the command line's `fetch` transport.
-        .library(name: "TilepackSockets", targets: ["TilepackCore", "TilepackHTTP", "TilepackSockets"]),
     ],
     dependencies: [
         // The command line, and nothing else: the library depends on no package (it stands on the
@@ -80,16 +78,12 @@ let package = Package(
         .target(name: "CTilepackCurl"),
 
         // Floor 2, beside TilepackHTTP: a bulk transport for it on libcurl's multi interface (one
-        // event-loop thread, kept-alive connections), Linux only. Not in the `Tilepack` library:
-        // the command line's `fetch` uses it.
+        // event-loop thread, kept-alive connections, HTTP/2 multiplexing on https), Linux only. Not
+        // in the `Tilepack` library: the command line's `fetch` and remote reads use it.
         .target(
             name: "TilepackCurl",
             dependencies: ["TilepackCore", "TilepackHTTP", .target(name: "CTilepackCurl", condition: .when(platforms: [.linux]))]
         ),
-        // tilepack's own HTTP/1.1 client over non-blocking sockets and epoll (Linux), for cleartext
-        // http: a tile costs a fifth of what it costs through libcurl. Not in the `Tilepack` library.
-        .target(name: "CTilepackSockets"),
-        .target(name: "TilepackSockets", dependencies: ["TilepackCore", "TilepackHTTP", "CTilepackSockets"]),
 
         // Floor 3: the tile layer core (NMAMapTileLayer / MKTileOverlay semantics, headless map view).
         .target(name: "TileLayer", dependencies: ["TilepackCore", "TilepackImaging", "TilepackHTTP"]),
@@ -137,8 +131,8 @@ let package = Package(
             name: "tilepack",
             dependencies: [
                 "TilepackCore", "TilepackStorage", "TilepackImaging", "TileLayer", "TilepackRender", "TilepackOperations",
-                "TilepackPrefetch", "TilepackHTTP", "TilepackCurl", "TilepackSockets",
-                // On Linux the command moves its bytes with TilepackSockets and TilepackCurl and does
+                "TilepackPrefetch", "TilepackHTTP", "TilepackCurl",
+                // On Linux the command moves its bytes with TilepackCurl and does
                 // not link URLSession (FoundationNetworking loads libcurl and ~30 libraries at start).
                 .target(name: "TilepackURLSession", condition: .when(platforms: [.macOS])),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -146,7 +140,7 @@ let package = Package(
         ),
 
         // Tests.
-        .target(name: "TilepackTestSupport", dependencies: ["TilepackCore", "TilepackHTTP", "TilepackURLSession", "TilepackCurl", "TilepackSockets"], path: "Tests/TilepackTestSupport"),
+        .target(name: "TilepackTestSupport", dependencies: ["TilepackCore", "TilepackHTTP", "TilepackURLSession", "TilepackCurl"], path: "Tests/TilepackTestSupport"),
         .testTarget(name: "TilepackCoreTests", dependencies: ["TilepackCore", "TilepackTestSupport"]),
         .testTarget(name: "TilepackStorageTests", dependencies: ["TilepackStorage", "TilepackTestSupport"]),
         .testTarget(
@@ -155,7 +149,7 @@ let package = Package(
             dependencies: ["TilepackImaging", "TilepackStorage", "TilepackTestSupport"],
             resources: [.copy("Resources")]
         ),
-        .testTarget(name: "TilepackHTTPTests", dependencies: ["TilepackHTTP", "TilepackURLSession", "TilepackCurl", "TilepackSockets", "TilepackTestSupport"]),
+        .testTarget(name: "TilepackHTTPTests", dependencies: ["TilepackHTTP", "TilepackURLSession", "TilepackCurl", "TilepackTestSupport"]),
         .testTarget(name: "TileLayerTests", dependencies: ["TileLayer", "TilepackImaging", "TilepackTestSupport"]),
         .testTarget(name: "TilepackUmbrellaTests", dependencies: ["Tilepack", "TilepackTestSupport"]),
         .testTarget(

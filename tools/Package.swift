@@ -72,10 +72,9 @@ let package = Package(
             .product(name: "Tilepack", package: "tilepack"),
         ]),
         .executableTarget(name: "floor-read", linkerSettings: [.linkedLibrary("png"), .linkedLibrary("turbojpeg"), .linkedLibrary("sqlite3"), .linkedLibrary("lz4")]),
-        // tilepack fetch's HTTP floor: the same GETs through TilepackHTTP alone, over either transport (tools/bench-fetch.sh).
+        // tilepack fetch's HTTP floor: the same GETs through TilepackHTTP alone, over libcurl or URLSessions (tools/bench-fetch.sh).
         .executableTarget(name: "bench-fetch-floor", dependencies: [
             .product(name: "Tilepack", package: "tilepack"), .product(name: "TilepackCurl", package: "tilepack"),
-            .product(name: "TilepackSockets", package: "tilepack"),
         ]),
         // The adapter's headline: bitmaps per second delivered into request buffers.
         .executableTarget(name: "bench-adapter", dependencies: [

@@ -12,7 +12,9 @@ import TilepackHTTP
 /// going through one serial queue and some forty thread switches per request. Here one thread
 /// runs `curl_multi_poll` for every transfer: requests reach it through a locked queue and
 /// `curl_multi_wakeup`, connections are kept alive and reused (curl's connection cache, at most
-/// `maximumConnectionsPerHost` per host), the whole-exchange deadline is curl's own
+/// `maximumConnectionsPerHost` per host), https speaks HTTP/2 where the server offers it (ALPN)
+/// with every transfer to a host multiplexed as a stream of one connection (a transfer waits for
+/// that connection rather than opening another, `CURLOPT_PIPEWAIT`), the whole-exchange deadline is curl's own
 /// `CURLOPT_TIMEOUT_MS` (no timer per request), bodies go straight from curl's buffer into
 /// ``HTTPIncomingResponse`` (which bounds them as they arrive), and a finished transfer resumes
 /// its caller. Every rule above the bytes (User-Agent, redirects, length checks, typed errors,
@@ -25,7 +27,8 @@ public final class CurlTransport: HTTPTransport {
     private let loop: CurlLoop?
 
     /// - Parameters:
-    ///   - maximumConnectionsPerHost: parallel connections to one host; more transfers wait in curl.
+    ///   - maximumConnectionsPerHost: parallel connections to one host (http/1.1: one transfer
+    ///     each); more transfers wait in curl. On HTTP/2 the transfers share one connection.
     ///   - maximumCachedConnections: idle connections kept open for reuse, over all hosts.
     public init(maximumConnectionsPerHost: Int = 8, maximumCachedConnections: Int = 64) {
         loop = CurlLibrary.failure == nil
@@ -129,6 +132,9 @@ final class CurlLoop: @unchecked Sendable {
         self.multi = multi
         _ = tilepack_curl_multi_set_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, max(1, maximumConnectionsPerHost))
         _ = tilepack_curl_multi_set_long(multi, CURLMOPT_MAXCONNECTS, max(1, maximumCachedConnections))
+        // HTTP/2 streams share a connection (libcurl's default since 7.62, said here); HTTP/1.1
+        // pipelining is never asked for (libcurl removed it in 7.65).
+        _ = tilepack_curl_multi_set_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
         let thread = Thread { [self] in run() }
         thread.name = "tilepack-curl"
         thread.start()
@@ -253,6 +259,10 @@ final class CurlLoop: @unchecked Sendable {
             && tilepack_curl_set_long(easy, CURLOPT_NOSIGNAL, 1) == CURLE_OK
             && tilepack_curl_set_long(easy, CURLOPT_TIMEOUT_MS, milliseconds) == CURLE_OK
             && tilepack_curl_set_long(easy, CURLOPT_FOLLOWLOCATION, 0) == CURLE_OK
+            // HTTP/2 over TLS when the server offers it, HTTP/1.1 on cleartext http; a transfer
+            // waits for a connection that may multiplex rather than opening one more.
+            && tilepack_curl_set_long(easy, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS)) == CURLE_OK
+            && tilepack_curl_set_long(easy, CURLOPT_PIPEWAIT, 1) == CURLE_OK
             // The encodings curl can decode, as URLSession on Linux asks for.
             && tilepack_curl_set_pointer(easy, CURLOPT_ACCEPT_ENCODING, "") == CURLE_OK
             && tilepack_curl_set_callback(easy, CURLOPT_WRITEFUNCTION, curlWrite) == CURLE_OK

@@ -2,8 +2,8 @@ import Foundation
 
 /// What moves the bytes of one HTTP exchange for ``HTTPClient``: URLSession by default
 /// (`URLSessionTransport`, module TilepackURLSession; see ``HTTPTransportSystem``), or a bulk
-/// transport a program brings (tilepack's own HTTP/1.1 client, module `TilepackSockets`, and
-/// libcurl's multi interface, module `TilepackCurl`, which the command line uses).
+/// transport a program brings (libcurl's multi interface, module `TilepackCurl`, which the command
+/// line uses on Linux).
 ///
 /// A transport only sends and receives; every rule of the exchange lives in TilepackHTTP and is
 /// the same whatever the transport: the client sets the `User-Agent`, checks the scheme, follows
@@ -23,22 +23,6 @@ import Foundation
 /// - return the response it was given, ended.
 public protocol HTTPTransport: Sendable {
     nonisolated(nonsending) func exchange(_ request: HTTPRequest, _ response: HTTPIncomingResponse) async -> HTTPIncomingResponse
-
-    /// Executors that callers making many exchanges may spread their tasks over
-    /// (`Task(executorPreference:)`); none by default. A transport with event-loop threads of its
-    /// own offers them: a task that runs on a loop is resumed by it on its own thread, with no
-    /// thread woken per exchange.
-    var taskExecutors: [any TaskExecutor] { get }
-
-    /// Requests this transport sends ahead on one connection to `url`'s host before their answers
-    /// arrive (HTTP/1.1 pipelining, RFC 9112 §9.3.2): a caller that bounds its requests per
-    /// connection may keep this many in flight on each. 1 by default: one request at a time.
-    func requestsPerConnection(to url: URL) -> Int
-}
-
-extension HTTPTransport {
-    public var taskExecutors: [any TaskExecutor] { [] }
-    public func requestsPerConnection(to url: URL) -> Int { 1 }
 }
 
 /// A response as a transport receives it, with the rules every transport shares: a body bounded

@@ -107,14 +107,8 @@ final class FetchJob: RequestJob, @unchecked Sendable {
         // same store may then download a tile the other has just stored; it is stored again, whole.
         let emptyZooms = Set(cover.zooms.filter { (try? store.isEmpty(atZoom: $0)) == true })
         let storedFormat = try? store.metadata().format
-        // A transport that pipelines (tilepack's sockets, on http) carries several requests per
-        // connection: as many more workers keep them in flight.
-        var depth = 1
-        if prefetcher.clients.count == 1, let tile = try? TileCoordinate(zoom: 0, x: 0, y: 0), let url = template.url(for: tile) {
-            depth = max(1, prefetcher.clients[0].transport.requestsPerConnection(to: url))
-        }
         let downloader = TileDownloader(clients: prefetcher.clients, source: source, configuration: prefetcher.configuration,
-                                        storedFormat: storedFormat ?? nil, requestsPerConnection: depth)
+                                        storedFormat: storedFormat ?? nil)
         // Outcomes go into the store on the writer's queue; the capacity is checked there too.
         let writer = StoreWriter(store: store, onError: { [weak self] message in self?.fail(with: message) }, afterBatch: { [weak self] stored in
             guard let self else { return }
@@ -126,14 +120,10 @@ final class FetchJob: RequestJob, @unchecked Sendable {
             }
             if due { evictIfNeeded() }
         })
-        let workers = max(1, min(1024, prefetcher.configuration.connectionsPerHost * max(1, source.hosts.count) * depth))
-        // With one client whose transport runs event loops of its own, the workers are spread over
-        // the loops' threads: a response resumes its worker where it arrived, with no thread woken
-        // per tile.
-        let executors = prefetcher.clients.count == 1 ? prefetcher.clients[0].transport.taskExecutors : []
+        let workers = max(1, min(1024, prefetcher.configuration.connectionsPerHost * max(1, source.hosts.count)))
         await withTaskGroup(of: Void.self) { group in
-            for worker in 0..<workers {
-                group.addTask(executorPreference: executors.isEmpty ? nil : executors[worker % executors.count]) { [self] in
+            for _ in 0..<workers {
+                group.addTask { [self] in
                     while !isCancelled, let tile = feed.withLock({ $0.next() }) {
                         await process(tile, downloader: downloader, writer: writer, emptyZooms: emptyZooms)
                         // A server that refuses every connection ends the fetch, not tile by tile.

@@ -11,8 +11,7 @@ public struct PrefetchConfiguration: Hashable, Sendable {
     /// Requests (fetches and estimates) running at once; one more is refused as busy.
     public var maximumConcurrentRequests: Int = 4
     /// HTTP connections to one host (a template with `{s}` spreads over several hosts): the
-    /// requests in flight to it, times the requests the transport pipelines on one connection
-    /// when it does (`HTTPTransport.requestsPerConnection(to:)`; URLSession's: 1).
+    /// requests in flight to it.
     public var connectionsPerHost: Int = 8
     /// URLSessions the requests are spread over (each with its share of the connections): one
     /// per core by default, at most 8. Unused when the prefetcher is given a transport.

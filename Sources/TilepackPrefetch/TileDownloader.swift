@@ -45,13 +45,10 @@ final class TileDownloader: Sendable {
         return "the tile server refused \(Self.maximumRefusals) connections in a row, with no answer between them; is it running, and are the URL's host and port right?"
     }
 
-    /// - Parameter requestsPerConnection: requests the transport pipelines on one connection: the
-    ///   requests in flight to one host are `connectionsPerHost` times it.
-    init(clients: [HTTPClient], source: PrefetchSource, configuration: PrefetchConfiguration, storedFormat: TileFormat?,
-         requestsPerConnection: Int = 1) {
+    init(clients: [HTTPClient], source: PrefetchSource, configuration: PrefetchConfiguration, storedFormat: TileFormat?) {
         self.clients = clients
         self.configuration = configuration
-        gate = HostGate(limit: configuration.connectionsPerHost * max(1, requestsPerConnection))
+        gate = HostGate(limit: configuration.connectionsPerHost)
         limiter = RateLimiter(requestsPerSecond: configuration.requestsPerSecond)
         format = Locked(source.format ?? source.formatFromExtension ?? storedFormat)
         tileSize = source.expectedTileSize

@@ -5,7 +5,6 @@ import TilepackCurl
 import TilepackHTTP
 import TilepackOperations
 import TilepackPrefetch
-import TilepackSockets
 
 /// `--zoom 3-12` or `--zoom 7`.
 struct ZoomRangeArgument: CheckedArgument {
@@ -64,17 +63,19 @@ struct FetchCommand: AsyncParsableCommand {
     @Flag(help: "Print the tile count and a byte estimate; download no tile into the archive.")
     var estimate = false
 
-    @Option(help: "HTTP connections per host.")
+    @Option(help: "Requests in flight per host: over as many connections on http/1.1, multiplexed on one HTTP/2 connection on https.")
     var concurrency: Int = 8
 
-    @Option(help: "With --transport sockets, on http://: requests sent on a connection before their answers (HTTP/1.1 pipelining; a host that fails it is asked one request at a time). 1 turns it off. (default: 4)")
-    var pipeline: Int?
+    /// Removed with tilepack's own sockets client (HTTP/1.1 pipelining): given, it is an error
+    /// that says so.
+    @Option(help: .hidden)
+    var pipeline: String?
 
     #if os(Linux)
-    @Option(help: "What moves the bytes: sockets (tilepack's own HTTP/1.1 client for http://, https through libcurl) or curl (libcurl's multi interface).")
+    @Option(help: "What moves the bytes: curl (libcurl's multi interface; HTTP/2 multiplexing on https).", transform: FetchTransport.parse)
     var transport: FetchTransport = .platformDefault
     #else
-    @Option(help: "What moves the bytes: urlsession (the library's transport).")
+    @Option(help: "What moves the bytes: urlsession (the library's transport).", transform: FetchTransport.parse)
     var transport: FetchTransport = .platformDefault
 
     @Option(help: "URLSessions to spread the requests over (default: one per core).")
@@ -115,8 +116,7 @@ struct FetchCommand: AsyncParsableCommand {
         if route != nil && radius == nil { throw ValidationError("--route needs --radius METRES") }
         if route == nil && radius != nil { throw ValidationError("--radius goes with --route") }
         if !(1...256).contains(concurrency) { throw ValidationError("--concurrency must be 1-256") }
-        if let pipeline, !(1...32).contains(pipeline) { throw ValidationError("--pipeline must be 1-32") }
-        if pipeline != nil && !transport.pipelines { throw ValidationError("--pipeline goes with --transport sockets") }
+        if pipeline != nil { throw ValidationError("--pipeline was removed with tilepack's own sockets transport (HTTP/1.1 pipelining); \(FetchTransport.removal)") }
         #if !os(Linux)
         if let sessions, !(1...64).contains(sessions) { throw ValidationError("--sessions must be 1-64") }
         #endif
@@ -146,7 +146,7 @@ struct FetchCommand: AsyncParsableCommand {
         let source = PrefetchSource(urlTemplate: urlTemplate, scheme: scheme, scale: scale,
                                     subdomains: subdomains.split(separator: ",").map { String($0) }, tileSize: tileSize)
         let prefetcher = try MapDataPrefetcher(storePath: output, source: source, configuration: configuration, createStore: !estimate,
-                                               transport: transport.make(concurrency: concurrency, pipeline: pipeline ?? 4))
+                                               transport: transport.make(concurrency: concurrency))
         if estimate {
             let result = await prefetcher.estimate(request)
             if let reason = result.error, result.requestId < 0 { throw refusal(reason) }
@@ -219,80 +219,45 @@ struct FetchCommand: AsyncParsableCommand {
 /// command); the library's URLSession path is measured by `tools/bench-fetch.sh`'s floor rows.
 enum FetchTransport: String, ExpressibleByArgument, CaseIterable {
     #if os(Linux)
-    case sockets
     case curl
 
-    static let platformDefault = FetchTransport.sockets
+    static let platformDefault = FetchTransport.curl
     #else
     case urlsession
 
     static let platformDefault = FetchTransport.urlsession
     #endif
 
-    /// Whether `--pipeline` applies.
-    var pipelines: Bool {
-        #if os(Linux)
-        self == .sockets
-        #else
-        false
-        #endif
+    /// What the removed `--transport sockets` and `--pipeline` say.
+    #if os(Linux)
+    static let removal = "libcurl is the transport (HTTP/2 multiplexing on https): leave out --transport, or give --transport curl"
+    #else
+    static let removal = "URLSession is the transport: leave out --transport"
+    #endif
+
+    static func parse(_ text: String) throws(ArgumentValueError) -> FetchTransport {
+        if let transport = FetchTransport(rawValue: text) { return transport }
+        if text == "sockets" { throw ArgumentValueError("tilepack's own sockets transport was removed; \(removal)") }
+        throw ArgumentValueError("the transport is '\(platformDefault.rawValue)'")
     }
 
     /// The transport with `concurrency` connections per host, or `nil` for the library's
-    /// URLSessions. `sockets` carries cleartext http itself, `pipeline` requests per connection,
-    /// and hands https (and proxied requests) to libcurl.
-    func make(concurrency: Int, pipeline: Int = 1) -> (any HTTPTransport)? {
+    /// URLSessions.
+    func make(concurrency: Int) -> (any HTTPTransport)? {
         #if os(Linux)
-        switch self {
-        case .sockets:
-            // One event loop per core (as wrk's threads), no more than connections: the fetch's
-            // workers are spread over the loops and run on their threads.
-            SocketTransport(maximumConnectionsPerHost: concurrency, requestsPerConnection: pipeline,
-                            loops: min(concurrency, ProcessInfo.processInfo.activeProcessorCount),
-                            fallback: LazyTransport { CurlTransport(maximumConnectionsPerHost: concurrency) })
-        case .curl: CurlTransport(maximumConnectionsPerHost: concurrency)
-        }
+        CurlTransport(maximumConnectionsPerHost: concurrency)
         #else
         nil
         #endif
     }
 
     /// Makes the command's transport the one of every client made without one (reading remote
-    /// archives): on Linux tilepack's own client with libcurl for https; elsewhere URLSession
-    /// stays, found by ``HTTPTransportSystem``.
+    /// archives): libcurl on Linux; elsewhere URLSession stays, found by ``HTTPTransportSystem``.
     static func bootstrap() {
         #if os(Linux)
-        HTTPTransportSystem.bootstrap { connections in
-            FetchTransport.sockets.make(concurrency: connections) ?? CurlTransport(maximumConnectionsPerHost: connections)
-        }
+        HTTPTransportSystem.bootstrap { connections in CurlTransport(maximumConnectionsPerHost: connections) }
         #endif
     }
-}
-
-/// A transport made when the first exchange needs it: the sockets transport's libcurl fallback
-/// (https, proxies) costs a fetch of plain http nothing, not even libcurl's and OpenSSL's start-up.
-final class LazyTransport: HTTPTransport {
-    private let make: @Sendable () -> any HTTPTransport
-    private let made = Locked<(any HTTPTransport)?>(nil)
-
-    init(_ make: @escaping @Sendable () -> any HTTPTransport) {
-        self.make = make
-    }
-
-    private var transport: any HTTPTransport {
-        made.withLock { made in
-            if let made { return made }
-            let transport = make()
-            made = transport
-            return transport
-        }
-    }
-
-    nonisolated(nonsending) func exchange(_ request: HTTPRequest, _ response: HTTPIncomingResponse) async -> HTTPIncomingResponse {
-        await transport.exchange(request, response)
-    }
-
-    func requestsPerConnection(to url: URL) -> Int { 1 }
 }
 
 /// Ctrl-C calls `action` once (a clean stop); a second Ctrl-C exits at once (the archive stays

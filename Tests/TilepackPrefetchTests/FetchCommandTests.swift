@@ -105,7 +105,7 @@ struct FetchCommandTests {
         #expect(resumed.status == 0 && resumed.stdout.contains("\(verify.tiles) already present"), "\(resumed.stdout)")
     }
 
-    @Test("--transport sockets (the default on Linux; pipelined or not) and curl fetch the same tiles (urlsession elsewhere); --pipeline goes with sockets")
+    @Test("the default transport and --transport curl fetch the same tiles on Linux (urlsession elsewhere); --transport sockets and --pipeline say they were removed")
     func transports() async throws {
         guard let binary = tilepackBinary() else { return }
         let server = try TileServer()
@@ -116,12 +116,8 @@ struct FetchCommandTests {
             let path = directory.file("\(transport).mbtiles")
             let before = server.server.requestCount
             #if os(Linux)
-            let chosen = switch transport {
-            case .curl: ["--transport", "curl"]
-            case .sockets: ["--transport", "sockets", "--pipeline", "1"]
-            case .socketsPipelined: ["--transport", "sockets"]
-            case .urlSession: ["--transport", "curl"]
-            }
+            // The default (libcurl) for one, named for the other.
+            let chosen = transport == .curl ? ["--transport", "curl"] : []
             #else
             let chosen = ["--transport", "urlsession"]
             #endif
@@ -134,17 +130,24 @@ struct FetchCommandTests {
             try store.close()
         }
         #if os(Linux)
-        let unpipelined = try await runTilepack(binary, ["fetch", server.template, directory.file("p.mbtiles"), "--bbox", "13.3,52.45,13.5,52.56",
-                                                   "--zoom", "6", "--pipeline", "2", "--transport", "curl"])
-        #expect(unpipelined.status == 64 && unpipelined.stderr.contains("--pipeline goes with --transport sockets"))
-        // The command does not link URLSession on Linux; asking for it names the transports it has.
+        // The removed sockets transport and its pipelining: refused before any request, saying so.
+        let requests = server.server.requestCount
+        for removed in [["--transport", "sockets"], ["--pipeline", "2"], ["--pipeline", "2", "--transport", "curl"]] {
+            let path = directory.file("removed.mbtiles")
+            let result = try await runTilepack(binary, ["fetch", server.template, path, "--bbox", "13.3,52.45,13.5,52.56", "--zoom", "6"] + removed)
+            #expect(result.status == 64 && result.stderr.contains("removed") && result.stderr.contains("libcurl is the transport"),
+                    "\(removed): \(result.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: path))
+        }
+        #expect(server.server.requestCount == requests)
+        // The command does not link URLSession on Linux; asking for it names the transport it has.
         let urlSession = try await runTilepack(binary, ["fetch", server.template, directory.file("u.mbtiles"), "--bbox", "13.3,52.45,13.5,52.56",
                                                   "--zoom", "6", "--transport", "urlsession"])
-        #expect(urlSession.status == 64 && urlSession.stderr.contains("'sockets'") && urlSession.stderr.contains("'curl'"), "\(urlSession.stderr)")
+        #expect(urlSession.status == 64 && urlSession.stderr.contains("'curl'") && !urlSession.stderr.contains("sockets"), "\(urlSession.stderr)")
         #endif
     }
 
-    @Test("the command reads remote archives over its own transport (tilepack's client; libcurl, loaded then, for https) and loads neither libcurl nor FoundationNetworking at start")
+    @Test("the command reads remote archives over its own transport (libcurl, loaded at that first use) and loads neither libcurl nor FoundationNetworking at start")
     func remoteArchivesOverTheCommandsTransport() async throws {
         guard let binary = tilepackBinary() else { return }
         #if os(Linux)

@@ -169,6 +169,6 @@ extension MapDataPrefetcher {
 extension TestTransport {
     /// What a prefetcher is given: `nil` for URLSession (the library's default path, its
     /// sessions), a new transport otherwise, with as many connections per host as
-    /// ``testConfiguration(_:)`` allows (a pipelining transport opens no more than it is given).
+    /// ``testConfiguration(_:)`` allows.
     var forPrefetch: (any HTTPTransport)? { self == .urlSession ? nil : make(maximumConnectionsPerHost: 4) }
 }

@@ -49,6 +49,9 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
         case http10(status: Int, headers: [String: String], body: Data)
         /// Sends the head and then the body one byte at a time, `interval` apart (a slow server).
         case trickle(status: Int, headers: [String: String], body: Data, interval: Duration)
+        /// A complete response with `extra` right behind it in the same write (bytes no request
+        /// asked for, such as a second response); the connection stays open.
+        case unsolicited(status: Int, headers: [String: String], body: Data, extra: Data)
 
         public static func status(_ code: Int, _ body: String = "") -> Reply {
             .respond(status: code, headers: ["Content-Type": "text/plain"], body: Data(body.utf8))
@@ -299,6 +302,8 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
                 }
             }
             return true
+        case .unsolicited(let status, let headers, let body, let extra):
+            return write(fd, Self.head(status: status, headers: headers, length: body.count) + body + extra)
         }
     }
 

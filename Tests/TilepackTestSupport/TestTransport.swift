@@ -1,16 +1,12 @@
 import TilepackCurl
 import TilepackURLSession
 import TilepackHTTP
-import TilepackSockets
 
-/// The HTTP transports the network suites run over: the library's URLSession, libcurl's multi
-/// interface (TilepackCurl, Linux), and tilepack's own HTTP/1.1 client (TilepackSockets, Linux),
-/// one request per connection at a time and pipelining 4 (as `tilepack fetch` runs it).
+/// The HTTP transports the network suites run over: the library's URLSession and libcurl's multi
+/// interface (TilepackCurl, Linux; `tilepack fetch`'s).
 public enum TestTransport: String, CaseIterable, Sendable, CustomStringConvertible {
     case urlSession
     case curl
-    case sockets
-    case socketsPipelined
 
     /// Every transport built on this platform.
     public static var available: [TestTransport] {
@@ -29,12 +25,6 @@ public enum TestTransport: String, CaseIterable, Sendable, CustomStringConvertib
         case .curl:
             #if os(Linux)
             return CurlTransport(maximumConnectionsPerHost: maximumConnectionsPerHost)
-            #else
-            return URLSessionTransport(maximumConnectionsPerHost: maximumConnectionsPerHost)
-            #endif
-        case .sockets, .socketsPipelined:
-            #if os(Linux)
-            return SocketTransport(maximumConnectionsPerHost: maximumConnectionsPerHost, requestsPerConnection: self == .sockets ? 1 : 4)
             #else
             return URLSessionTransport(maximumConnectionsPerHost: maximumConnectionsPerHost)
             #endif

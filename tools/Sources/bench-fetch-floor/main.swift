@@ -1,24 +1,20 @@
 // The HTTP floor of `tilepack fetch`: the same GETs through the same HTTP layer (TilepackHTTP's
-// client over the same transport: tilepack's own sockets with the workers on its loops, libcurl's
-// multi interface, or URLSessions, with the same requests in flight), bodies counted and dropped:
-// no template, no checks, no store. Run by tools/bench-fetch.sh.
+// client over the same transport: libcurl's multi interface, or URLSessions, with the same
+// requests in flight), bodies counted and dropped: no template, no checks, no store. Run by
+// tools/bench-fetch.sh, beside the C floor (curl-fetch-floor).
 //
-//   bench-fetch-floor <base-url> <paths-file> <in-flight> sockets|curl|<sessions> [<requests per connection>]
-//
-// With sockets and a pipelining depth D, <in-flight> connections carry D requests each.
+//   bench-fetch-floor <base-url> <paths-file> <in-flight> curl|<sessions>
 import Foundation
 import Tilepack
 import TilepackCurl
 import TilepackHTTP
-import TilepackSockets
 
 let arguments = CommandLine.arguments
-guard arguments.count == 5 || arguments.count == 6, let inFlight = Int(arguments[3]), ["curl", "sockets"].contains(arguments[4]) || Int(arguments[4]) != nil,
+guard arguments.count == 5, let inFlight = Int(arguments[3]), arguments[4] == "curl" || Int(arguments[4]) != nil,
       let list = try? String(contentsOfFile: arguments[2], encoding: .utf8) else {
-    FileHandle.standardError.write(Data("usage: bench-fetch-floor <base-url> <paths-file> <in-flight> sockets|curl|<sessions> [<depth>]\n".utf8))
+    FileHandle.standardError.write(Data("usage: bench-fetch-floor <base-url> <paths-file> <in-flight> curl|<sessions>\n".utf8))
     exit(64)
 }
-let depth = arguments.count == 6 ? max(1, Int(arguments[5]) ?? 1) : 1
 let urls = list.split(separator: "\n").compactMap { URL(string: arguments[1] + $0) }
 let clients: [HTTPClient]
 if let sessions = Int(arguments[4]) {
@@ -26,21 +22,18 @@ if let sessions = Int(arguments[4]) {
     clients = (0..<sessions).map { _ in HTTPClient(maximumConnectionsPerHost: perSession) }
 } else {
     #if os(Linux)
-    clients = [HTTPClient(transport: arguments[4] == "sockets"
-        ? SocketTransport(maximumConnectionsPerHost: inFlight, requestsPerConnection: depth, loops: min(inFlight, ProcessInfo.processInfo.activeProcessorCount))
-        : CurlTransport(maximumConnectionsPerHost: inFlight))]
+    clients = [HTTPClient(transport: CurlTransport(maximumConnectionsPerHost: inFlight))]
     #else
-    FileHandle.standardError.write(Data("bench-fetch-floor: the curl and sockets transports are built on Linux only\n".utf8))
+    FileHandle.standardError.write(Data("bench-fetch-floor: the curl transport is built on Linux only\n".utf8))
     exit(69)
     #endif
 }
 let next = Locked(0)
 let bytes = Locked(0)
-let executors = clients.count == 1 ? clients[0].transport.taskExecutors : []
 let start = ContinuousClock.now
 await withTaskGroup(of: Void.self) { group in
-    for worker in 0..<(inFlight * depth) {
-        group.addTask(executorPreference: executors.isEmpty ? nil : executors[worker % executors.count]) {
+    for _ in 0..<inFlight {
+        group.addTask {
             while true {
                 let index: Int? = next.withLock { value in
                     guard value < urls.count else { return nil }
