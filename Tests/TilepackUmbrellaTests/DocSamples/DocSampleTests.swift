@@ -30,14 +30,26 @@ import TilepackTestSupport
     @Test func prefetchingCancelsWhereAskedAndTheSameCallResumes() async throws {
         let tiles = TestSupport.packageRoot.appendingPathComponent("samples/tiles")
         let files = LoopbackHTTPServer.fileHandler(root: tiles)
-        // Slow enough that the fetch reports progress before it ends (every 0.1 s at most).
-        let server = try LoopbackHTTPServer { request in .delayed(.milliseconds(200), files(request)) }
+        // While `holding`, a zoom-4 tile asked for a second time (the estimate samples it first)
+        // is answered only when the test lets go: the first fetch cannot end before its cancel,
+        // however late the machine delivers its first progress event.
+        let holding = Locked(true)
+        let asked = Locked(Set<String>())
+        let server = try LoopbackHTTPServer { request in
+            let again = !asked.withLock { $0.insert(request.path).inserted }
+            if again && request.path.hasPrefix("/4/") {
+                let deadline = Date().addingTimeInterval(30)
+                while holding.withLock({ $0 }) && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+            }
+            return files(request)
+        }
         defer { server.stop() }
         let directory = try TemporaryDirectory("doc-prefetch")
         let store = directory.file("europe.mbtiles")
         let template = server.baseURL + "/{z}/{x}/{y}.png"
 
-        let cancelled = try #require(try await prefetchEurope(template: template, storePath: store, cancelAt: 0.3))
+        let cancelled = try #require(try await prefetchEurope(template: template, storePath: store, cancelAt: 0.05))
+        holding.withLock { $0 = false }
         #expect(cancelled.status == .cancelled)
         #expect(cancelled.downloaded > 0 && cancelled.downloaded < cancelled.tiles)
 
