@@ -25,9 +25,9 @@ public final class AtomicFile: @unchecked Sendable {
     ///   system, no permission, no such folder, a full disk), with its errno.
     public init(destination: String, overwrite: Bool) throws(TileArchiveError) {
         let (directory, name) = FileSystem.split(destination)
-        let prefix = "." + name + ".tmp-"
+        let prefix = "." + name + FileSystem.temporaryMarker
         self.destination = destination
-        self.temporaryPath = directory + "/" + prefix + String(UInt64.random(in: 0...UInt64.max), radix: 36)
+        self.temporaryPath = FileSystem.temporaryPath(beside: destination)
         self.overwrite = overwrite
         if !overwrite && FileSystem.stat(destination) != nil {
             throw TileArchiveError(path: destination, fault: .alreadyExists)
