@@ -36,6 +36,7 @@ public enum TileExporter {
     public static func run(archive: any TileArchive, to directory: String, options: ExportOptions,
                            progress: ProgressHandler? = nil) throws(OperationError) -> ExportReport {
         let start = DispatchTime.now().uptimeNanoseconds
+        try OutputIsInput.refuse(output: directory, inputs: [archive.path])
         var report = ExportReport(source: archive.path, destination: directory)
         let total = (try? archive.tileCount()) ?? nil
         let metadata: TileMetadata
@@ -45,9 +46,10 @@ public enum TileExporter {
             throw OperationError(path: archive.path, fault: .io("\(error)"))
         }
         try SafeTree.makeFolder(directory, allowExisting: true)
-        if !options.overwrite, let first = SafeTree.firstEntry(directory) {
+        if !options.overwrite, let names = SafeTree.entryNames(directory), let first = names.min() {
+            let more = names.count > 1 ? " and \(names.count - 1) more \(names.count == 2 ? "entry" : "entries")" : ""
             throw OperationError(path: directory, fault: .badInput(
-                "the folder is not empty (it holds \(first)): export into a new or empty folder, or use --force to write into it"))
+                "the folder is not empty: it holds \"\(first)\"\(more); export into a new or empty folder, or use --force to write into it"))
         }
         var created = Set<String>()
         var lastReport = start
@@ -137,9 +139,9 @@ enum SafeTree {
         }
     }
 
-    /// The name of some entry of `folder` (other than `.` and `..`), or `nil` when it is empty.
-    static func firstEntry(_ folder: String) -> String? {
-        FolderListing.entries(folder)?.first?.name
+    /// The names of the entries of `folder` (other than `.` and `..`), or `nil` when it cannot be listed.
+    static func entryNames(_ folder: String) -> [String]? {
+        FolderListing.entries(folder)?.map(\.name)
     }
 
     /// Removes the exporter's temporary files in `folder` (left by a killed export).
