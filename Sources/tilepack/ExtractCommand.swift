@@ -48,8 +48,10 @@ struct ExtractCommand: ParsableCommand {
         options.maxZoom = maxZoom
         options.overwrite = force
         options.aggregateTilesHash = aggregateHash.enabled
-        let report = try TileExtractor.run(source: source, destination: output, options: options,
-                                           progress: ProgressBar.handler(label: "extract", quiet: outputOptions.quiet))
+        let bar = ProgressBar.start(label: "extract", quiet: outputOptions.quiet)
+        defer { bar?.finish() }
+        let report = try TileExtractor.run(source: source, destination: output, options: options, progress: bar?.handler)
+        bar?.finish()
         if outputOptions.json {
             try printJSON(report)
         } else {
@@ -90,8 +92,11 @@ struct MergeCommand: ParsableCommand {
         options.onDuplicate = onDuplicate
         options.overwrite = force
         options.aggregateTilesHash = aggregateHash.enabled
+        let bar = ProgressBar.start(label: "merge", quiet: outputOptions.quiet)
+        defer { bar?.finish() }
         let report = try ArchiveMerger.run(inputs: Array(paths.dropLast()), destination: paths.last!, options: options,
-                                           progress: ProgressBar.handler(label: "merge", quiet: outputOptions.quiet))
+                                           progress: bar?.handler)
+        bar?.finish()
         if outputOptions.json {
             try printJSON(report)
         } else {
