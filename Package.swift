@@ -54,12 +54,14 @@ let package = Package(
 
         // Floor 1: the vocabulary. Foundation only.
         .target(name: "TilepackCore"),
+        // Floor 1: CRC-32, the one implementation (libdeflate), below both Storage and TileLayer.
+        .target(name: "TilepackChecksum", dependencies: ["CTilepackDeflate"]),
 
         // Floor 2: archives (MBTiles, bundle) and bitmaps.
         .target(
             name: "TilepackStorage",
             dependencies: [
-                "TilepackCore", "CTilepackSQLite", "CTilepackLZ4", "CTilepackZlib", "CTilepackDeflate",
+                "TilepackCore", "TilepackChecksum", "CTilepackSQLite", "CTilepackLZ4", "CTilepackZlib",
                 .target(name: "CTilepackCrypto", condition: .when(platforms: [.linux])),
             ]
         ),
@@ -86,7 +88,7 @@ let package = Package(
         ),
 
         // Floor 3: the tile layer core (NMAMapTileLayer / MKTileOverlay semantics, headless map view).
-        .target(name: "TileLayer", dependencies: ["TilepackCore", "TilepackImaging", "TilepackHTTP"]),
+        .target(name: "TileLayer", dependencies: ["TilepackCore", "TilepackChecksum", "TilepackImaging", "TilepackHTTP"]),
 
         // Floor 3: what the command-line tool does, as a library.
         // Floor 3: archives over HTTP(S) range requests, behind Storage's byte-source protocol.
@@ -94,7 +96,7 @@ let package = Package(
 
         .target(
             name: "TilepackOperations",
-            dependencies: ["TilepackCore", "TilepackStorage", "TilepackImaging", "TilepackRemote", "CTilepackZlib"]
+            dependencies: ["TilepackCore", "TilepackChecksum", "TilepackStorage", "TilepackImaging", "TilepackRemote"]
         ),
 
         // Floor 4: the bitmap data source serving any archive (MBTiles, bundle) to a tile layer.

@@ -1,4 +1,5 @@
 import Foundation
+internal import TilepackChecksum
 import TilepackCore
 import TilepackImaging
 #if canImport(Glibc)
@@ -134,10 +135,7 @@ public final class TileDiskCache: Sendable {
         guard length == UInt64(bytes.count - headerSize) else {
             return .failure("declares \(length) payload bytes, holds \(bytes.count - headerSize)")
         }
-        var crc = CRC32()
-        crc.update(bytes[0..<28])
-        crc.update(bytes[headerSize...])
-        guard crc.value == checksum else { return .failure("checksum mismatch") }
+        guard Self.checksum(bytes[0..<28], bytes[headerSize...]) == checksum else { return .failure("checksum mismatch") }
         guard storedAt.isFinite else { return .failure("store time is not a number") }
         guard TileImageSize.isAccepted(width: size, height: size, tileSize: tileSize), format == pixelFormat else {
             return .failure("holds a \(size)px \(format) tile; the layer wants \(pixelFormat) and \(TileImageSize.describe(tileSize: tileSize))")
@@ -157,6 +155,12 @@ public final class TileDiskCache: Sendable {
                 return .failure("encoded payload: \(error)")
             }
         }
+    }
+
+    /// The entry's CRC-32: the header's first 28 bytes, then the payload.
+    private static func checksum(_ header: ArraySlice<UInt8>, _ payload: ArraySlice<UInt8>) -> UInt32 {
+        let crc = header.withUnsafeBytes { CRC32.checksum($0) }
+        return payload.withUnsafeBytes { CRC32.checksum($0, continuing: crc) }
     }
 
     private static func readLE(_ bytes: [UInt8], _ offset: Int, _ count: Int) -> UInt64 {
@@ -179,10 +183,7 @@ public final class TileDiskCache: Sendable {
         appendLE(UInt64(tileSize), 4, to: &bytes)
         appendLE(storedAt.bitPattern, 8, to: &bytes)
         appendLE(UInt64(payload.count), 8, to: &bytes)
-        var crc = CRC32()
-        crc.update(bytes[0..<28])
-        crc.update(payload[...])
-        appendLE(UInt64(crc.value), 4, to: &bytes)
+        appendLE(UInt64(checksum(bytes[0..<28], payload[...])), 4, to: &bytes)
         bytes.append(contentsOf: payload)
         return bytes
     }
@@ -208,14 +209,13 @@ public final class TileDiskCache: Sendable {
             if sizeLimit > 0 && total - old + bytes.count > sizeLimit + Self.sizeLimitSlack {
                 total = evict(downTo: sizeLimit - bytes.count, sparing: path)
             }
-            let temporary = "\(folder)/.\(tile.y).\(UUID().uuidString).tmp"
-            guard FileManager.default.createFile(atPath: temporary, contents: Data(bytes)) else {
-                throw .io(path: temporary, operation: "write", reason: "cannot create the file")
-            }
-            guard rename(temporary, path) == 0 else {
-                let reason = String(cString: strerror(errno))
-                unlink(temporary)
-                throw .io(path: path, operation: "rename", reason: reason)
+            do throws(FileSystem.ReplaceFailure) {
+                try FileSystem.replace(path, with: bytes)
+            } catch {
+                switch error {
+                case .create(let code), .write(let code): throw .io(path: path, operation: "write", reason: String(cString: strerror(code)))
+                case .rename(let code): throw .io(path: path, operation: "rename", reason: String(cString: strerror(code)))
+                }
             }
             touch(path, at: storedAt)
             let nowOld = old  // the replaced entry, if any, is gone now
@@ -302,10 +302,7 @@ public final class TileDiskCache: Sendable {
     }
 
     private func writeTotal(_ total: Int) {
-        let temporary = sizeFile + ".\(UUID().uuidString).tmp"
-        if FileManager.default.createFile(atPath: temporary, contents: Data("\(total)\n".utf8)) {
-            if rename(temporary, sizeFile) != 0 { unlink(temporary) }
-        }
+        try? FileSystem.replace(sizeFile, with: Array("\(total)\n".utf8))
     }
 
     /// Runs `body` holding an exclusive `flock` on `<directory>/.lock` (a fresh descriptor each
@@ -342,24 +339,4 @@ struct StringError: Error, ExpressibleByStringInterpolation, CustomStringConvert
     var description: String
     init(stringLiteral value: String) { description = value }
     init(stringInterpolation: DefaultStringInterpolation) { description = String(stringInterpolation: stringInterpolation) }
-}
-
-/// CRC-32 (IEEE 802.3, the zlib/PNG polynomial), table driven.
-struct CRC32 {
-    private static let table: [UInt32] = (0..<256).map { n -> UInt32 in
-        var c = UInt32(n)
-        for _ in 0..<8 { c = c & 1 != 0 ? 0xEDB8_8320 ^ (c >> 1) : c >> 1 }
-        return c
-    }
-    private var crc: UInt32 = 0xFFFF_FFFF
-
-    mutating func update(_ bytes: ArraySlice<UInt8>) {
-        var c = crc
-        Self.table.withUnsafeBufferPointer { table in
-            for byte in bytes { c = table[Int((c ^ UInt32(byte)) & 0xFF)] ^ (c >> 8) }
-        }
-        crc = c
-    }
-
-    var value: UInt32 { crc ^ 0xFFFF_FFFF }
 }

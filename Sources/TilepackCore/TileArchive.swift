@@ -130,6 +130,8 @@ public struct TileArchiveError: Error, Hashable, Sendable, CustomStringConvertib
         case alreadyExists
         /// A writer refuses a tile (added twice, or the wrong size for the archive's content).
         case invalidTile(tile: TileCoordinate, reason: String)
+        /// A sound archive that tilepack reads but does not write into (an MBTiles with triggers).
+        case refusesWrites(String)
 
         public var description: String {
             switch self {
@@ -152,6 +154,7 @@ public struct TileArchiveError: Error, Hashable, Sendable, CustomStringConvertib
             case .invalidMetadata(let what): "invalid metadata: \(what)"
             case .alreadyExists: "the file already exists (use --force to overwrite)"
             case .invalidTile(let tile, let reason): "tile \(tile): \(reason)"
+            case .refusesWrites(let reason): "tilepack does not write into this file: \(reason)"
             }
         }
     }

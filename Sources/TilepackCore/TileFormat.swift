@@ -68,7 +68,7 @@ public enum TileFormat: String, Hashable, Sendable, CaseIterable, Codable, Custo
            at(8) == 0x57, at(9) == 0x45, at(10) == 0x42, at(11) == 0x50 { return .webp }
         if n >= 6, at(0) == 0x47, at(1) == 0x49, at(2) == 0x46, at(3) == 0x38,
            at(4) == 0x37 || at(4) == 0x39, at(5) == 0x61 { return .gif }
-        if n >= 2, at(0) == 0x1F, at(1) == 0x8B { return .pbf }
+        if isGzip(bytes) { return .pbf }
         var i = 0
         while i < n, at(i) == 0x20 || at(i) == 0x09 || at(i) == 0x0A || at(i) == 0x0D { i += 1 }
         if i < n, at(i) == 0x7B || at(i) == 0x5B { return .json }
@@ -76,7 +76,7 @@ public enum TileFormat: String, Hashable, Sendable, CaseIterable, Codable, Custo
         return nil
     }
 
-    /// Whether the bytes are gzip-compressed (`1f 8b`).
+    /// Whether the bytes are gzip-compressed (`1f 8b`): the one gzip sniff.
     public static func isGzip(_ bytes: UnsafeRawBufferPointer) -> Bool {
         bytes.count >= 2 && bytes[0] == 0x1F && bytes[1] == 0x8B
     }

@@ -38,9 +38,7 @@ public enum ArchiveConverter {
                            progress: ProgressHandler? = nil) throws(OperationError) -> ConvertReport {
         let start = DispatchTime.now().uptimeNanoseconds
         let input = try ArchiveLocation.open(source)
-        if URL(fileURLWithPath: source).standardizedFileURL.path == URL(fileURLWithPath: destination).standardizedFileURL.path {
-            throw OperationError(path: destination, fault: .badInput("the output is the input"))
-        }
+        try OutputIsInput.refuse(output: destination, inputs: [source])
         let kind = try ArchiveKind(destinationPath: destination)
         let sourceRaw: RawBitmapLayout? = if case .rawBitmap(let layout) = input.content { layout } else { nil }
         let encodeToPNG = sourceRaw != nil && (kind == .mbtiles || options.encode == nil)

@@ -36,6 +36,7 @@ public enum TileExporter {
     public static func run(archive: any TileArchive, to directory: String, options: ExportOptions,
                            progress: ProgressHandler? = nil) throws(OperationError) -> ExportReport {
         let start = DispatchTime.now().uptimeNanoseconds
+        try OutputIsInput.refuse(output: directory, inputs: [archive.path])
         var report = ExportReport(source: archive.path, destination: directory)
         let total = (try? archive.tileCount()) ?? nil
         let metadata: TileMetadata
@@ -45,9 +46,10 @@ public enum TileExporter {
             throw OperationError(path: archive.path, fault: .io("\(error)"))
         }
         try SafeTree.makeFolder(directory, allowExisting: true)
-        if !options.overwrite, let first = SafeTree.firstEntry(directory) {
+        if !options.overwrite, let names = SafeTree.entryNames(directory), let first = names.min() {
+            let more = names.count > 1 ? " and \(names.count - 1) more \(names.count == 2 ? "entry" : "entries")" : ""
             throw OperationError(path: directory, fault: .badInput(
-                "the folder is not empty (it holds \(first)): export into a new or empty folder, or use --force to write into it"))
+                "the folder is not empty: it holds \"\(first)\"\(more); export into a new or empty folder, or use --force to write into it"))
         }
         var created = Set<String>()
         var lastReport = start
@@ -122,49 +124,29 @@ enum SafeTree {
         throw OperationError(path: path, fault: .io("cannot create folder: \(String(cString: strerror(code)))"))
     }
 
-    /// The marker of the exporter's temporary files: `.<name>.tmp-<random>`.
-    static let temporaryMarker = ".tmp-"
-
-    /// Writes `bytes` to a new temporary file beside `path` and renames it over `path`: whatever
-    /// `path` was (a file, a hard link to a file elsewhere, a symbolic link) is replaced, never
-    /// opened or truncated. A failure removes the temporary file.
+    /// Writes `bytes` beside `path` and renames them over it (``FileSystem/replace(_:with:)``):
+    /// whatever `path` was is replaced, never opened or truncated.
     static func writeFile(_ path: String, _ bytes: UnsafeRawBufferPointer) throws(OperationError) {
-        let slash = path.lastIndex(of: "/").map { path.index(after: $0) } ?? path.startIndex
-        let temporary = String(path[..<slash]) + FileSystem.temporaryPrefix(for: String(path[slash...]), marker: temporaryMarker)
-            + String(UInt64.random(in: 0...UInt64.max), radix: 36)
-        let fd = FileSystem.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
-        guard fd >= 0 else {
-            let code = errno
-            throw OperationError(path: path, fault: .io("cannot create a file here: \(AtomicFile.describe(errno: code))"))
-        }
-        var done = 0
-        while done < bytes.count {
-            let n = write(fd, bytes.baseAddress! + done, bytes.count - done)
-            if n < 0 {
-                if errno == EINTR { continue }
-                let code = errno
-                close(fd)
-                _ = FileSystem.unlink(temporary)
-                throw OperationError(path: path, fault: .io("write failed: \(AtomicFile.describe(errno: code))"))
+        do throws(FileSystem.ReplaceFailure) {
+            try FileSystem.replace(path, with: bytes)
+        } catch {
+            let reason = switch error {
+            case .create(let code): "cannot create a file here: \(AtomicFile.describe(errno: code))"
+            case .write(let code): "write failed: \(AtomicFile.describe(errno: code))"
+            case .rename(let code): "cannot put the file in place: \(AtomicFile.describe(errno: code))"
             }
-            done += n
-        }
-        close(fd)
-        if FileSystem.rename(temporary, path) != 0 {
-            let code = errno
-            _ = FileSystem.unlink(temporary)
-            throw OperationError(path: path, fault: .io("cannot put the file in place: \(AtomicFile.describe(errno: code))"))
+            throw OperationError(path: path, fault: .io(reason))
         }
     }
 
-    /// The name of some entry of `folder` (other than `.` and `..`), or `nil` when it is empty.
-    static func firstEntry(_ folder: String) -> String? {
-        FolderListing.entries(folder)?.first?.name
+    /// The names of the entries of `folder` (other than `.` and `..`), or `nil` when it cannot be listed.
+    static func entryNames(_ folder: String) -> [String]? {
+        FolderListing.entries(folder)?.map(\.name)
     }
 
     /// Removes the exporter's temporary files in `folder` (left by a killed export).
     static func removeStaleTemporaries(_ folder: String) {
-        for (name, kind) in FolderListing.entries(folder) ?? [] where kind == .regularFile && name.hasPrefix(".") && name.contains(temporaryMarker) {
+        for (name, kind) in FolderListing.entries(folder) ?? [] where kind == .regularFile && name.hasPrefix(".") && name.contains(FileSystem.temporaryMarker) {
             _ = FileSystem.unlink(folder + "/" + name)
         }
     }

@@ -39,6 +39,7 @@ public enum TileExtractor {
                            progress: ProgressHandler? = nil) throws(OperationError) -> ExtractReport {
         let start = DispatchTime.now().uptimeNanoseconds
         let source = input.path
+        try OutputIsInput.refuse(output: destination, inputs: [source])
         if let minZoom = options.minZoom, let maxZoom = options.maxZoom, minZoom > maxZoom {
             throw OperationError(path: "", fault: .badInput("--min-zoom \(minZoom) is above --max-zoom \(maxZoom)"))
         }

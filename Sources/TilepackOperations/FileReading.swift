@@ -1,4 +1,5 @@
 import Foundation
+import TilepackCore
 import TilepackStorage
 
 /// Reads whole small files with plain POSIX calls and no Foundation objects per file (the import's

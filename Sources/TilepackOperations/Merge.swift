@@ -47,10 +47,8 @@ public enum ArchiveMerger {
         let start = DispatchTime.now().uptimeNanoseconds
         guard !inputs.isEmpty else { throw OperationError(path: destination, fault: .badInput("no archives to merge")) }
         var archives: [any TileArchive] = []
+        try OutputIsInput.refuse(output: destination, inputs: inputs)
         for input in inputs {
-            if URL(fileURLWithPath: input).standardizedFileURL.path == URL(fileURLWithPath: destination).standardizedFileURL.path {
-                throw OperationError(path: destination, fault: .badInput("the output is one of the inputs"))
-            }
             archives.append(try ArchiveLocation.open(input))
         }
         let kind = try ArchiveKind(destinationPath: destination)

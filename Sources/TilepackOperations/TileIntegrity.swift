@@ -1,4 +1,4 @@
-internal import CTilepackZlib
+import TilepackChecksum
 import TilepackCore
 import TilepackStorage
 
@@ -28,7 +28,7 @@ public enum TileIntegrity {
     }
 
     /// ``check(_:)``, and for a PNG also the CRC-32 of the whole file, derived from the chunk CRCs
-    /// the check computes anyway (`crc32_combine`), so a writer that stores the file's CRC needs no
+    /// the check computes anyway (``CRC32/combine(_:_:using:)``), so a writer that stores the file's CRC needs no
     /// pass of its own over the bytes; `nil` for other formats.
     public static func checkComputingCRC(_ bytes: UnsafeRawBufferPointer) throws(Finding) -> (format: TileFormat, crc: UInt32?) {
         var crc: WholeFileCRC? = WholeFileCRC()
@@ -42,7 +42,7 @@ public enum TileIntegrity {
         /// The last combination operator made, and the length it is for (PNG's data chunks are
         /// mostly of one length, and making an operator costs more than applying it).
         private var operatorLength = -1
-        private var combineOperator: UInt = 0
+        private var combineOperator: UInt32 = 0
 
         mutating func add(_ bytes: UnsafeRawBufferPointer) {
             guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
@@ -52,10 +52,10 @@ public enum TileIntegrity {
         /// Appends `length` bytes whose own CRC-32 is `crc`.
         mutating func add(crc: UInt32, length: Int) {
             if length != operatorLength {
-                combineOperator = UInt(crc32_combine_gen(off_t(length)))
+                combineOperator = CRC32.combineOperator(length: length)
                 operatorLength = length
             }
-            value = UInt32(crc32_combine_op(UInt(value), UInt(crc), combineOperator))
+            value = CRC32.combine(value, crc, using: combineOperator)
         }
     }
 

@@ -31,11 +31,14 @@ public enum ArchiveKind: String, Sendable, Codable {
     /// `.mbtiles`, `.tilepack` or `.pmtiles`; anything else is an error that says which to use.
     public init(destinationPath path: String) throws(OperationError) {
         let lower = path.lowercased()
-        if lower.hasSuffix(".mbtiles") { self = .mbtiles }
-        else if lower.hasSuffix(".tilepack") { self = .bundle }
-        else if lower.hasSuffix(".pmtiles") { self = .pmtiles }
-        else {
-            throw OperationError(path: path, fault: .badInput("the output's extension chooses its format: use .mbtiles (MBTiles), .tilepack (tilepack bundle) or .pmtiles (PMTiles v3)"))
+        guard let format = TileArchiveFormat.allCases.first(where: { lower.hasSuffix($0.fileExtension) }) else {
+            let choices = TileArchiveFormat.allCases.map { "\($0.fileExtension) (\($0))" }
+            throw OperationError(path: path, fault: .badInput("the output's extension chooses its format: use \(choices.dropLast().joined(separator: ", ")) or \(choices[choices.count - 1])"))
+        }
+        self = switch format {
+        case .mbtiles: .mbtiles
+        case .bundle: .bundle
+        case .pmtiles: .pmtiles
         }
     }
 }

@@ -36,6 +36,11 @@ public struct TreeEvidence: Sendable, Equatable {
     public static func read(root: String) throws(OperationError) -> TreeEvidence {
         var evidence = TreeEvidence()
         let xmlPath = root + "/tilemapresource.xml"
+        if FileSystem.lstat(xmlPath) == nil && errno == ENAMETOOLONG {
+            // The tree's fault, not the file's: no file below the root can be named.
+            throw OperationError(path: root, fault: .badInput(
+                "the tree's path is too long: its files' paths (such as \(xmlPath.utf8.count) bytes for tilemapresource.xml) are longer than the system allows (\(PATH_MAX) bytes, \(NAME_MAX) for a name): move or link the tree to a shorter path"))
+        }
         if let data = try contents(xmlPath) {
             try evidence.readTileMapResource(data, path: xmlPath)
         }
@@ -48,7 +53,12 @@ public struct TreeEvidence: Sendable, Equatable {
 
     /// The file's bytes; `nil` when there is no such entry at all.
     private static func contents(_ path: String) throws(OperationError) -> Data? {
-        if FileSystem.lstat(path) == nil && errno == ENOENT { return nil }
+        let info = FileSystem.lstat(path)
+        if info == nil && errno == ENOENT { return nil }
+        if let info, (info.st_mode & S_IFMT) == S_IFREG, info.st_size > maximumFileSize {
+            throw OperationError(path: path, fault: .badInput(
+                "describes the tree but is \(info.st_size) bytes, over the 16 MiB limit for a description file: fix or remove it; tilepack does not guess the row scheme without it"))
+        }
         do {
             return Data(try RegularFile.read(path, limit: maximumFileSize))
         } catch {

@@ -179,6 +179,11 @@ public enum ArchiveVerifier {
         }
         if !schema.hasUniqueIndex {
             collector.add(VerifyFinding(.warning, "schema", "no unique index on (zoom_level, tile_column, tile_row) of '\(schema.coordinateTable)': a tile may be stored twice and every lookup scans the table"))
+        }
+        if !schema.hasUniqueImageIndex {
+            collector.add(VerifyFinding(.warning, "schema", "no unique index on tile_id of 'images': an image may be stored twice, and the tiles view then gives each of its tiles twice"))
+        }
+        if !schema.tilesAreUnique {
             do {
                 for duplicate in try archive.duplicateTiles(limit: maximumListed + 1) {
                     collector.add(VerifyFinding(.error, "tile", "stored in \(duplicate.rowCount) rows; readers may return any of them",

@@ -28,7 +28,7 @@ public final class AtomicFile: @unchecked Sendable {
         let (directory, name) = FileSystem.split(destination)
         let prefix = FileSystem.temporaryPrefix(for: name)
         self.destination = destination
-        self.temporaryPath = directory + "/" + prefix + String(UInt64.random(in: 0...UInt64.max), radix: 36)
+        self.temporaryPath = FileSystem.temporaryPath(beside: destination)
         self.overwrite = overwrite
         if !overwrite && FileSystem.stat(destination) != nil {
             throw TileArchiveError(path: destination, fault: .alreadyExists)

@@ -5,7 +5,7 @@ internal import CTilepackZlib
 /// gzip (PMTiles directories and metadata, vector tiles stored gzip-compressed, checked by
 /// `verify` and decompressed by the server for clients that do not accept gzip). Inflating is
 /// always bounded: a small input that claims to inflate without bound is an error, not an
-/// allocation.
+/// allocation. Whether bytes are gzip at all is ``TileFormat/isGzip(_:)``'s to say.
 public enum Gzip {
     /// Why a stream did not inflate.
     public enum Failure: Error, Hashable, Sendable, CustomStringConvertible {
@@ -29,11 +29,6 @@ public enum Gzip {
 
         /// The same as ``description``.
         public var reason: String { description }
-    }
-
-    /// Whether the bytes begin with the gzip magic `1f 8b`.
-    public static func isGzip(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        bytes.count >= 2 && bytes[0] == 0x1F && bytes[1] == 0x8B
     }
 
     /// Inflates a whole gzip stream into `output` (grown as needed, never past `limit` bytes) and

@@ -2,7 +2,7 @@ import Foundation
 import TilepackCore
 
 /// The archive formats tilepack reads, told apart by their first bytes (never by the file name).
-public enum TileArchiveFormat: String, Sendable, Hashable, Codable, CustomStringConvertible {
+public enum TileArchiveFormat: String, Sendable, Hashable, Codable, CaseIterable, CustomStringConvertible {
     case mbtiles
     case bundle
     case pmtiles
@@ -13,6 +13,16 @@ public enum TileArchiveFormat: String, Sendable, Hashable, Codable, CustomString
         case .bundle: "tilepack bundle"
         case .pmtiles: "PMTiles"
         }
+    }
+
+    /// The extension of a file written in this format (an output's extension chooses its format).
+    public var fileExtension: String { "." + (self == .bundle ? "tilepack" : rawValue) }
+
+    /// Every format's extension, `.mbtiles, .tilepack or .pmtiles` (with `conjunction`): the one list
+    /// of the formats tilepack reads and writes, for help texts and messages.
+    public static func extensions(_ conjunction: String = "or") -> String {
+        let all = allCases.map(\.fileExtension)
+        return all.dropLast().joined(separator: ", ") + " " + conjunction + " " + all[all.count - 1]
     }
 
     /// Recognises the file's format from its first bytes.

@@ -9,7 +9,7 @@ struct ExportCommand: ParsableCommand {
         abstract: "Write an archive's tiles back as a directory tree, with a metadata.json.",
         discussion: "Files are named by the tiles' own format. Nothing is written outside the folder.")
 
-    @Argument(help: "The archive (.mbtiles or .tilepack; recognised by its bytes).")
+    @Argument(help: "The archive (\(TileArchiveFormat.extensions()); recognised by its bytes).")
     var archive: String
 
     @Argument(help: "The folder to write into (created if missing).")
@@ -47,13 +47,13 @@ struct ExportCommand: ParsableCommand {
 struct ConvertCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "convert",
-        abstract: "Convert between MBTiles and .tilepack bundles (and MBTiles flat <-> deduplicated).",
+        abstract: "Convert between archive formats (\(TileArchiveFormat.extensions("and"))), and MBTiles flat <-> deduplicated.",
         discussion: "The output's extension chooses its format. Tile bytes and metadata are kept, so agg_tiles_hash is unchanged, unless --encode stores raw pixels.")
 
     @Argument(help: "The input archive.")
     var input: String
 
-    @Argument(help: "The output (.mbtiles or .tilepack).")
+    @Argument(help: "The output (\(TileArchiveFormat.extensions())).")
     var output: String
 
     @OptionGroup var aggregateHash: AggregateHashOption

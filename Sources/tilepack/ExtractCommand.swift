@@ -1,17 +1,18 @@
 import ArgumentParser
 import TilepackCore
 import TilepackOperations
+import TilepackStorage
 
 struct ExtractCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "extract",
         abstract: "Copy a region of an archive into a new archive of any format.",
-        discussion: "The input is any archive tilepack reads; the output's extension (.mbtiles, .tilepack, .pmtiles) chooses its format. Only the tiles of the region are read.")
+        discussion: "The input is any archive tilepack reads; the output's extension (\(TileArchiveFormat.extensions())) chooses its format. Only the tiles of the region are read.")
 
     @Argument(help: "The archive to read.")
     var source: String
 
-    @Argument(help: "The archive to write (.mbtiles, .tilepack or .pmtiles).")
+    @Argument(help: "The archive to write (\(TileArchiveFormat.extensions())).")
     var output: String
 
     @Option(help: ArgumentHelp("Only tiles touching this box: west,south,east,north in degrees.", valueName: "w,s,e,n"),
@@ -47,8 +48,10 @@ struct ExtractCommand: ParsableCommand {
         options.maxZoom = maxZoom
         options.overwrite = force
         options.aggregateTilesHash = aggregateHash.enabled
-        let report = try TileExtractor.run(source: source, destination: output, options: options,
-                                           progress: ProgressBar.handler(label: "extract", quiet: outputOptions.quiet))
+        let bar = ProgressBar.start(label: "extract", quiet: outputOptions.quiet)
+        defer { bar?.finish() }
+        let report = try TileExtractor.run(source: source, destination: output, options: options, progress: bar?.handler)
+        bar?.finish()
         if outputOptions.json {
             try printJSON(report)
         } else {
@@ -67,7 +70,7 @@ struct MergeCommand: ParsableCommand {
         first input's; bounds, center and zooms the inputs disagree on are derived from all the tiles.
         """)
 
-    @Argument(help: "The archives to merge, then the archive to write (.mbtiles, .tilepack or .pmtiles).")
+    @Argument(help: "The archives to merge, then the archive to write (\(TileArchiveFormat.extensions())).")
     var paths: [String]
 
     @Option(name: .customLong("on-duplicate"), help: "A tile in several inputs with different bytes: error, first or last.")
@@ -89,8 +92,11 @@ struct MergeCommand: ParsableCommand {
         options.onDuplicate = onDuplicate
         options.overwrite = force
         options.aggregateTilesHash = aggregateHash.enabled
+        let bar = ProgressBar.start(label: "merge", quiet: outputOptions.quiet)
+        defer { bar?.finish() }
         let report = try ArchiveMerger.run(inputs: Array(paths.dropLast()), destination: paths.last!, options: options,
-                                           progress: ProgressBar.handler(label: "merge", quiet: outputOptions.quiet))
+                                           progress: bar?.handler)
+        bar?.finish()
         if outputOptions.json {
             try printJSON(report)
         } else {

@@ -2,13 +2,14 @@ import ArgumentParser
 import Foundation
 import TilepackCore
 import TilepackOperations
+import TilepackStorage
 
 struct ImportCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "import",
-        abstract: "Import a directory tree of tiles (z/x/y.ext) into an MBTiles or .tilepack archive.",
+        abstract: "Import a directory tree of tiles (z/x/y.ext) into an archive (\(TileArchiveFormat.extensions())).",
         discussion: """
-        The output's extension chooses the format: .mbtiles or .tilepack. Tile formats (png, jpg, \
+        The output's extension chooses the format: \(TileArchiveFormat.extensions()). Tile formats (png, jpg, \
         webp, pbf) are detected from the bytes. A tilemapresource.xml (gdal2tiles) or metadata.json \
         (mbutil, or tilepack export) at the tree's root is read and its scheme and layout used; a \
         --scheme or --layout that contradicts it is an error, and so are tiles that fall outside \
@@ -22,7 +23,7 @@ struct ImportCommand: ParsableCommand {
     @Argument(help: "The folder holding the tiles.")
     var tree: String
 
-    @Argument(help: "The archive to write (.mbtiles or .tilepack).")
+    @Argument(help: "The archive to write (\(TileArchiveFormat.extensions())).")
     var archive: String
 
     @Option(help: "Folder layout: zxy (z/x/y.ext) or zyx (z/y/x.ext). Default: what metadata.json says, else zxy.")

@@ -25,13 +25,6 @@ final class ProgressBar: Sendable {
         return ProgressBar(label: label, unit: unit) { FileHandle.standardError.write(Data($0.utf8)) }
     }
 
-    /// A handler alone, for commands written before ``finish()``: the line is then not ended
-    /// before the result.
-    @available(*, deprecated, message: "use ProgressBar.start(label:quiet:), pass .handler, and call finish() before printing the result")
-    static func handler(label: String, unit: String = "tiles", quiet: Bool) -> ProgressHandler? {
-        start(label: label, unit: unit, quiet: quiet)?.handler
-    }
-
     /// The handler to give an operation.
     var handler: ProgressHandler { { [self] in draw($0) } }
 

@@ -4,6 +4,7 @@ import TileLayer
 import TilepackCore
 import TilepackImaging
 import TilepackRender
+import TilepackOperations
 import TilepackStorage
 
 /// `tilepack render`: draw a view of one or more tile layers into a PNG.
@@ -12,16 +13,16 @@ struct RenderCommand: AsyncParsableCommand {
         commandName: "render",
         abstract: "Render a map view of one or more tile layers to a PNG.",
         discussion: """
-            Each input is one layer, drawn bottom to top in the order given: an archive (an MBTiles \
-            file or a .tilepack bundle, recognised from its bytes) or a URL template with \
+            Each input is one layer, drawn bottom to top in the order given: an archive (\(TileArchiveFormat.extensions()), \
+            local or http(s)://, recognised from its bytes) or a URL template with \
             {x} {y} {z} {scale} placeholders, {-y} for TMS rows (http://, https://, file:// or a \
             local path). An archive \
             layer takes its bounds, zoom levels and transparency from the archive; the first URL \
             layer is opaque, later ones are drawn as transparent overlays.
-            Example: tilepack render 'tiles/{z}/{x}/{y}.png' --center 51.54,-0.01 --zoom 14 --size 800x600 -o map.png
+            Example: tilepack render 'tiles/{z}/{x}/{y}.png' --center -0.01,51.54 --zoom 14 --size 800x600 -o map.png
             """)
 
-    @Argument(help: "Layer inputs: archives (.mbtiles, .tilepack) or URL templates such as https://host/{z}/{x}/{y}.png or tiles/{z}/{x}/{y}.png.")
+    @Argument(help: "Layer inputs: archives (\(TileArchiveFormat.extensions())) or URL templates such as https://host/{z}/{x}/{y}.png or tiles/{z}/{x}/{y}.png.")
     var inputs: [String]
 
     @Option(help: ArgumentHelp("The view centre in degrees, longitude first (as --bbox, GeoJSON and GDAL).", valueName: "lon,lat"),
@@ -68,6 +69,8 @@ struct RenderCommand: AsyncParsableCommand {
         }
         guard zoom.isFinite, (0...20).contains(zoom) else { throw ValidationError("--zoom must be in 0...20, not \(zoom)") }
         guard TileSize.isValid(tileSize) else { throw ValidationError("--tile-size must be \(TileSize.rule)") }
+        guard !inputs.isEmpty else { throw ValidationError("give at least one layer input") }
+        try OutputIsInput.refuse(output: output, inputs: inputs)
 
         let result: MapRender.Result
         do {

@@ -10,10 +10,10 @@ struct Tilepack: AsyncParsableCommand {
 
     static let configuration = CommandConfiguration(
         commandName: "tilepack",
-        abstract: "Package map tiles into MBTiles and LZ4 bundles, and check them.",
+        abstract: "Package map tiles into archives (\(TileArchiveFormat.extensions("and"))), and check them.",
         discussion: """
         Exit status 2 in every command means an input is not an archive tilepack reads (another \
-        format such as PMTiles, an empty file, a folder, SQLite without MBTiles tables).
+        format, a PMTiles file of another spec version, an empty file, a folder, SQLite without MBTiles tables).
         """,
         version: version,
         subcommands: [

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import TilepackOperations
+import TilepackStorage
 
 struct VerifyCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -17,7 +18,7 @@ struct VerifyCommand: ParsableCommand {
         several archives.
         """)
 
-    @Argument(help: "The archives (.mbtiles or .tilepack; recognised by their bytes).")
+    @Argument(help: "The archives (\(TileArchiveFormat.extensions()); recognised by their bytes).")
     var archives: [String]
 
     @Flag(help: "Skip decoding every tile.")
@@ -81,7 +82,7 @@ struct InfoCommand: ParsableCommand {
         input is not an archive (the others are still shown).
         """)
 
-    @Argument(help: "The archives (.mbtiles or .tilepack; recognised by their bytes).")
+    @Argument(help: "The archives (\(TileArchiveFormat.extensions()); recognised by their bytes).")
     var archives: [String]
 
     @Flag(help: "Print JSON.")

@@ -1,4 +1,5 @@
 import Foundation
+internal import TilepackChecksum
 import TilepackCore
 
 /// The constants and byte layout of the `.tilepack` bundle format, version 1.0.

@@ -93,9 +93,17 @@ public final class MBTilesArchive: TileArchive {
         }
         let workLimit = options.stepTimeLimit == nil ? Int.max : options.workLimit ?? MBTilesOpenOptions.defaultWorkLimit(fileSize: size)
         self.workLimit = workLimit
-        recovery = try MBTilesRecovery.recoverIfNeeded(path: path, workLimit: workLimit, stepTimeLimit: options.stepTimeLimit)
+        let foreignJournal = MBTilesRecovery.foreignJournal(path: path)
+        if let foreignJournal {
+            recovery = foreignJournal
+        } else {
+            recovery = try MBTilesRecovery.recoverIfNeeded(path: path, workLimit: workLimit, stepTimeLimit: options.stepTimeLimit)
+        }
         _ = try MBTilesFileCheck.check(path: path)
-        let uri = MBTilesFileCheck.uri(path: path, parameters: options.immutable ? ["mode=ro", "immutable=1"] : ["mode=ro"])
+        // A journal that is not SQLite's would make a read-only connection fail ("attempt to
+        // write a readonly database"): read past it.
+        let immutable = options.immutable || foreignJournal != nil
+        let uri = MBTilesFileCheck.uri(path: path, parameters: immutable ? ["mode=ro", "immutable=1"] : ["mode=ro"])
         self.uri = uri
         let connection = try SQLiteConnection(
             filename: uri, archivePath: path, readOnly: true, uri: true, stepTimeLimit: options.stepTimeLimit, workLimit: workLimit)
@@ -162,8 +170,8 @@ public final class MBTilesArchive: TileArchive {
 
     public func zoomLevels() throws -> [ZoomLevelSummary] {
         try withReader { reader throws(TileArchiveError) in
-            // Without a unique index a tile may be stored twice: distinct tiles are counted.
-            let statement = try reader.connection.prepare(schema.hasUniqueIndex
+            // Without unique indexes a tile may be stored (or its image joined) twice: distinct tiles are counted.
+            let statement = try reader.connection.prepare(schema.tilesAreUnique
                 ? "SELECT zoom_level, COUNT(*) FROM tiles GROUP BY zoom_level ORDER BY zoom_level"
                 : "SELECT zoom_level, COUNT(*) FROM (SELECT DISTINCT zoom_level, tile_column, tile_row FROM tiles) GROUP BY zoom_level ORDER BY zoom_level")
             var levels: [ZoomLevelSummary] = []
@@ -191,7 +199,7 @@ public final class MBTilesArchive: TileArchive {
         let reader = try checkout()
         defer { checkin(reader) }
         let connection = reader.connection
-        if schema.hasUniqueIndex {
+        if schema.tilesAreUnique {
             let columns = try connection.prepare(
                 "SELECT DISTINCT zoom_level, tile_column FROM tiles ORDER BY zoom_level, tile_column")
             let rows = try connection.prepare(
@@ -272,10 +280,11 @@ public final class MBTilesArchive: TileArchive {
         return checked
     }
 
-    /// Tiles stored in more than one row (possible only without a unique index; empty with one),
+    /// Tiles the `tiles` view gives in more than one row (possible only without unique indexes on
+    /// the coordinates and, for the normalized schema, on `images.tile_id`; empty with them),
     /// at most `limit` of them, each with how many rows hold it.
     public func duplicateTiles(limit: Int = 1000) throws(TileArchiveError) -> [MBTilesDuplicateTile] {
-        guard !schema.hasUniqueIndex else { return [] }
+        guard !schema.tilesAreUnique else { return [] }
         return try withReader { reader throws(TileArchiveError) in
             let statement = try reader.connection.prepare("""
                 SELECT zoom_level, tile_column, tile_row, COUNT(*) FROM tiles
@@ -329,7 +338,7 @@ public final class MBTilesArchive: TileArchive {
     /// deriving and checking bounds and zooms. Rows whose coordinates are not tiles are left out.
     public func contentSummary() throws(TileArchiveError) -> TileContentSummary {
         try withReader { reader throws(TileArchiveError) in
-            var summary = try TileContentSummary.query(reader.connection, distinct: !schema.hasUniqueIndex)
+            var summary = try TileContentSummary.query(reader.connection, distinct: !schema.tilesAreUnique)
             summary.format = content.flatMap { if case .encoded(let f) = $0 { f } else { nil } }
             if let format = try? Self.sniffFirstTile(reader: reader) { summary.sniffedFormat = format }
             return summary

@@ -59,6 +59,19 @@ enum MBTilesRecovery {
             + "Copy the file and \(FileSystem.split(hotJournal ? journal : wal).name) together to a writable folder and open the copy there (tilepack then \(hotJournal ? "rolls it back" : "checkpoints it")), or run tilepack where the folder is writable"))
     }
 
+    /// A `<file>-journal` that SQLite would take for a live journal (its first byte is not zero)
+    /// but that is not one (no journal header): SQLite writes the header's magic last, when the
+    /// journal is complete, so these bytes come from something else, and the file beside it is as
+    /// its last write left it. Returns a note naming the journal when there is one; the file is
+    /// then read `immutable` (SQLite does not look at the journal), and the journal left alone.
+    static func foreignJournal(path: String) -> String? {
+        let journal = path + "-journal"
+        guard (fileSize(journal) ?? 0) > 0, !startsWithJournalMagic(journal),
+              let first = try? RegularFile.read(journal, limit: Int.max, prefix: 1), first.first != 0, isSQLite(path) else { return nil }
+        return "\(journal) is beside the file but is not a SQLite rollback journal (it has no journal header): "
+            + "the file was read as it is, ignoring it; remove \(FileSystem.split(journal).name) unless another program put it there"
+    }
+
     private static func fileSize(_ path: String) -> Int? {
         guard let info = FileSystem.lstat(path), (info.st_mode & S_IFMT) == S_IFREG else { return nil }
         return Int(info.st_size)

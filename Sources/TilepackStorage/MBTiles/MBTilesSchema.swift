@@ -37,6 +37,13 @@ public struct MBTilesSchema: Hashable, Sendable {
     /// in this order (tilepack's `tile_index`, and most files'): lookups by zoom, then column,
     /// then row are seeks.
     public var hasIndexInCoordinateOrder = false
+    /// For the normalized schema: whether a UNIQUE index (or the primary key) covers `images.tile_id`.
+    /// Without one an image may be stored twice, and the `tiles` view then gives its tiles twice.
+    /// `true` for the other schemas.
+    public var hasUniqueImageIndex = true
+    /// Whether the `tiles` view can give a tile only once (``hasUniqueIndex`` and
+    /// ``hasUniqueImageIndex``): otherwise tiles are counted and read as distinct coordinates.
+    public var tilesAreUnique: Bool { hasUniqueIndex && hasUniqueImageIndex }
     /// Whether the `metadata` table exists (with `name` and `value` columns).
     public var hasMetadataTable: Bool
     /// Whether the UTFGrid interaction tables of MBTiles 1.3 (`grids`, `grid_data`, ...) are present.
@@ -135,6 +142,11 @@ public struct MBTilesSchema: Hashable, Sendable {
             }
         }
 
+        var hasUniqueImageIndex = true
+        if kind == .normalized {
+            hasUniqueImageIndex = try Self.hasUniqueKey(connection, table: originalNames["images"] ?? "images", column: "tile_id")
+        }
+
         var known: Set<String> = ["tiles", "metadata"]
         switch kind {
         case .flat, .otherView: break
@@ -158,8 +170,30 @@ public struct MBTilesSchema: Hashable, Sendable {
         let pageSize = Int(try connection.scalarInt("PRAGMA page_size") ?? 0)
         return MBTilesSchema(
             kind: kind, coordinateTable: originalNames[coordinateTable] ?? coordinateTable, hasUniqueIndex: hasUniqueIndex,
-            hasIndexInCoordinateOrder: hasIndexInCoordinateOrder,
+            hasIndexInCoordinateOrder: hasIndexInCoordinateOrder, hasUniqueImageIndex: hasUniqueImageIndex,
             hasMetadataTable: hasMetadata, hasUTFGrid: hasUTFGrid, extraTables: extra.sorted(),
             prefetchStoreTables: prefetchStore.sorted(), applicationID: applicationID, pageSize: pageSize, triggers: triggers.sorted())
+    }
+
+    /// Whether a UNIQUE index, or the primary key, of `table` is `column` alone.
+    private static func hasUniqueKey(_ connection: SQLiteConnection, table: String, column: String) throws(TileArchiveError) -> Bool {
+        let keys = try connection.prepare("SELECT name, type, pk FROM pragma_table_info(?1) WHERE pk > 0")
+        keys.bind(1, text: table)
+        var primaryKey: [(name: String, type: String)] = []
+        while try keys.step() { primaryKey.append((keys.text(0)?.lowercased() ?? "", keys.text(1)?.uppercased() ?? "")) }
+        // INTEGER PRIMARY KEY is the rowid (no index is listed for it); other keys have an index below.
+        if primaryKey.count == 1, primaryKey[0].name == column, primaryKey[0].type == "INTEGER" { return true }
+        let list = try connection.prepare("SELECT name FROM pragma_index_list(?1) WHERE \"unique\" = 1")
+        list.bind(1, text: table)
+        var indexes: [String] = []
+        while try list.step() { if let name = list.text(0) { indexes.append(name) } }
+        for index in indexes {
+            let info = try connection.prepare("SELECT name FROM pragma_index_info(?1)")
+            info.bind(1, text: index)
+            var names: [String] = []
+            while try info.step() { names.append(info.text(0)?.lowercased() ?? "") }
+            if names == [column] { return true }
+        }
+        return false
     }
 }

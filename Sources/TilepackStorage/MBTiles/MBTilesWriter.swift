@@ -206,11 +206,11 @@ public final class MBTilesWriter {
             throw TileArchiveError(path: path, fault: .unsupportedVersion("its 'tiles' view is over tables tilepack cannot write"))
         }
         guard schema.triggers.isEmpty else {
-            throw TileArchiveError(path: path, fault: .unsupportedVersion(
-                "it has triggers (\(schema.triggers.joined(separator: ", "))), which can change or drop the rows written: tilepack does not write into it (drop the triggers, or import into a new file)"))
+            throw TileArchiveError(path: path, fault: .refusesWrites(
+                "it has triggers (\(schema.triggers.joined(separator: ", "))), which can change or drop the rows written (drop the triggers, or import into a new file)"))
         }
         schemaKind = schema.kind
-        countsDistinct = !schema.hasUniqueIndex
+        countsDistinct = !schema.tilesAreUnique
         metadata = TileMetadata()
         try prepareStatements(connection, beginSQL: "BEGIN IMMEDIATE")
         try beginTransaction()

@@ -78,7 +78,7 @@ public final class PMTilesWriter {
             throw TileArchiveError(path: destination, fault: .tileTooLarge(tile: tile, size: bytes.count, limit: PMTilesFormat.maximumTileLength))
         }
         if let format = TileFormat.sniff(bytes) { formats[format, default: 0] += 1 }
-        if Gzip.isGzip(bytes) { gzipTiles += 1 }
+        if TileFormat.isGzip(bytes) { gzipTiles += 1 }
         var hasher = Hasher()
         hasher.combine(bytes.count)
         hasher.combine(bytes: bytes)

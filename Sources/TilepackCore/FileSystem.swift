@@ -83,11 +83,73 @@ package enum FileSystem {
     /// `name` cut at a character boundary so that this, 13 random characters (a `UInt64` in base 36)
     /// and the longest suffix a temporary file gets (SQLite's `-journal`) fit in
     /// ``maximumNameLength`` for any name that fits itself.
-    package static func temporaryPrefix(for name: String, marker: String = ".tmp-") -> String {
+    package static func temporaryPrefix(for name: String, marker: String = temporaryMarker) -> String {
         let budget = maximumNameLength - 1 - marker.utf8.count - 13 - "-journal".utf8.count
         var kept = Substring(name)
         while kept.utf8.count > budget { kept = kept.dropLast() }
         return "." + kept + marker
+    }
+
+    /// The marker of a file being written beside its destination: `.<name>.tmp-<random>`.
+    package static let temporaryMarker = ".tmp-"
+
+    /// A new name beside `destination` for a file to be written and then renamed over it:
+    /// `.<name>.tmp-<random>` (the name cut to fit NAME_MAX: ``temporaryPrefix(for:marker:)``) in the destination's folder, so the rename is atomic on one file system.
+    package static func temporaryPath(beside destination: String) -> String {
+        let (folder, name) = split(destination)
+        return folder + "/" + temporaryPrefix(for: name) + String(UInt64.random(in: 0...UInt64.max), radix: 36)
+    }
+
+    /// What ``replace(_:with:)`` was doing when it failed, with `errno`.
+    package enum ReplaceFailure: Error, Sendable {
+        /// Creating the temporary file beside the destination.
+        case create(errno: Int32)
+        /// Writing into it.
+        case write(errno: Int32)
+        /// Renaming it over the destination.
+        case rename(errno: Int32)
+    }
+
+    /// Write beside and rename, for a file whose bytes are in hand: `bytes` go to a new temporary
+    /// file beside `path` (`O_EXCL | O_NOFOLLOW`), renamed over `path` when complete. Whatever `path`
+    /// was (a file, a hard link to a file elsewhere, a symbolic link) is replaced, never opened or
+    /// truncated, and a reader sees the old file or the whole new one. A failure removes the
+    /// temporary file. (A file written piece by piece, with fsync: Storage's `AtomicFile`.)
+    package static func replace(_ path: String, with bytes: UnsafeRawBufferPointer) throws(ReplaceFailure) {
+        let temporary = temporaryPath(beside: path)
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw .create(errno: errno) }
+        var done = 0
+        while done < bytes.count {
+            let n = write(fd, bytes.baseAddress! + done, bytes.count - done)
+            if n < 0 {
+                if errno == EINTR { continue }
+                let code = errno
+                close(fd)
+                _ = unlink(temporary)
+                throw .write(errno: code)
+            }
+            done += n
+        }
+        close(fd)
+        if rename(temporary, path) != 0 {
+            let code = errno
+            _ = unlink(temporary)
+            throw .rename(errno: code)
+        }
+    }
+
+    /// ``replace(_:with:)`` for bytes in an array.
+    package static func replace(_ path: String, with bytes: [UInt8]) throws(ReplaceFailure) {
+        let failure: ReplaceFailure? = bytes.withUnsafeBytes { buffer in
+            do throws(ReplaceFailure) {
+                try replace(path, with: buffer)
+                return nil
+            } catch {
+                return error
+            }
+        }
+        if let failure { throw failure }
     }
 
     /// Writes `data` to a new file at `path` (it must not exist).
