@@ -28,7 +28,7 @@ struct FetchCommand: AsyncParsableCommand {
         commandName: "fetch",
         abstract: "Download the tiles of a box or a route corridor from a tile server into an MBTiles archive.",
         discussion: """
-        The URL template takes {z} {x} {y}, {scale} and {s} (subdomains), as MKTileOverlay and \
+        The URL template takes {z} {x} {y} (or {-y} for TMS rows), {scale} and {s} (subdomains), as MKTileOverlay and \
         Leaflet do. Every body is checked before it is stored: an HTML error page, an empty body, \
         a damaged or truncated image, or an image of another size is never stored. Timeouts, \
         dropped connections, 5xx and 429 are retried with back-off (Retry-After honoured); 404 and \
