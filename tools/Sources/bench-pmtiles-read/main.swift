@@ -64,7 +64,7 @@ var zoom = 0
 while tiles.count < tileCount {
     let side = 1 << zoom
     for x in 0..<side where tiles.count < tileCount {
-        for y in 0..<side where tiles.count < tileCount { tiles.append(TileCoordinate(uncheckedZoom: zoom, x: x, y: y)) }
+        for y in 0..<side where tiles.count < tileCount { tiles.append(TileCoordinate(validatingZoom: zoom, x: x, y: y)!) }
     }
     zoom += 1
 }
@@ -83,7 +83,7 @@ try writer.finish()
 var order = SplitMix64(seed: 29)
 let lookups = (0..<reads).map { _ in tiles[order.below(tiles.count)] }
 
-func measure(_ archive: PMTilesArchive) throws -> (lookups: Double, pass: Double) {
+@MainActor func measure(_ archive: PMTilesArchive) throws -> (lookups: Double, pass: Double) {
     var sink = 0
     let random = try medianSeconds(runs: 5) {
         for tile in lookups { sink &+= try archive.withTileBytes(at: tile) { Int($0[$0.count - 1]) } ?? 0 }
