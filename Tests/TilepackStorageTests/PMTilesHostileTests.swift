@@ -137,4 +137,72 @@ import TilepackTestSupport
             return error.path == path && why.contains("cut while being read")
         }
     }
+
+    /// A file of zooms 0-5 (1,365 tiles of 100 B to 3 KB, every fifth one of two shared payloads).
+    static func writeMixedSizes(_ path: String) throws {
+        let writer = try PMTilesWriter(destination: path)
+        for z in 0...5 {
+            for x in 0..<(1 << z) {
+                for y in 0..<(1 << z) {
+                    var random = SplitMix64(seed: UInt64(z * 10_000 + x * 100 + y))
+                    if random.next() % 5 == 0 { random = SplitMix64(seed: random.next() % 2) }
+                    let count = 100 + Int(random.next() % 3000)
+                    let bytes = HostilePMTiles.pngBytes + (0..<count).map { _ in UInt8(truncatingIfNeeded: random.next()) }
+                    try writer.addTile(at: TileCoordinate(uncheckedZoom: z, x: x, y: y), bytes: bytes)
+                }
+            }
+        }
+        try writer.finish()
+    }
+
+    /// Every tile with its bytes, in the order a pass gives them.
+    static func pass(_ archive: PMTilesArchive, selective: Bool = false) throws -> [(TileCoordinate, [UInt8])] {
+        var tiles: [(TileCoordinate, [UInt8])] = []
+        if selective {
+            try archive.forEachTile(where: { $0.x % 3 != 1 }) { tiles.append(($0, Array($1))) }
+        } else {
+            try archive.forEachTile { tiles.append(($0, Array($1))) }
+        }
+        return tiles
+    }
+
+    @Test func passesReadingWindowsGiveWhatReadingEachTileGives() throws {
+        let dir = try TemporaryDirectory("pmtiles-windows")
+        let path = dir.file("mixed.pmtiles")
+        try Self.writeMixedSizes(path)
+        // Bytes in memory: each tile is a slice, read on its own.
+        let memory = try PMTilesArchive(source: FileByteSource(data: Data(contentsOf: URL(fileURLWithPath: path)), name: path))
+        for selective in [false, true] {
+            let expected = try Self.pass(memory, selective: selective)
+            #expect(expected.count == (selective ? 903 : 1365))
+            // Windows of 4 MiB (the whole file), of 10,000 bytes (a few tiles, gaps merged), and of
+            // 1 byte (every tile over the budget: one tile a read).
+            for window in [FileByteSource.defaultCoalescedReadLength, 10_000, 1] {
+                let file = try PMTilesArchive(source: FileByteSource(path: path, coalescedReadLength: window))
+                let got = try Self.pass(file, selective: selective)
+                #expect(got.count == expected.count, "window \(window)")
+                #expect(zip(got, expected).allSatisfy { $0.0 == $1.0 && $0.1 == $1.1 }, "window \(window), selective \(selective)")
+            }
+        }
+    }
+
+    @Test func aWindowPastTheEndOfAFileCutInPlaceIsTruncated() throws {
+        let dir = try TemporaryDirectory("pmtiles-window-cut")
+        let path = dir.file("cut.pmtiles")
+        try Self.writeMixedSizes(path)
+        for window in [FileByteSource.defaultCoalescedReadLength, 10_000] {
+            try FileManager.default.removeItem(atPath: path)
+            try Self.writeMixedSizes(path)
+            let archive = try PMTilesArchive(source: FileByteSource(path: path, coalescedReadLength: window))
+            // Another process cuts the file in place in the middle of the tile data.
+            let cut = Int(archive.header.tileDataOffset + archive.header.tileDataLength / 2)
+            #expect(truncate(path, off_t(cut)) == 0)
+            for selective in [false, true] {
+                #expect { _ = try Self.pass(archive, selective: selective) } throws: { error in
+                    guard let error = error as? TileArchiveError, case .truncated(let why) = error.fault else { return false }
+                    return error.path == path && why.contains("cut while being read") && why.contains("now has \(cut) bytes")
+                }
+            }
+        }
+    }
 }

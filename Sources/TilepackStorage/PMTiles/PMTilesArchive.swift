@@ -371,10 +371,9 @@ public struct PMTilesArchive: TileArchive {
     }
 
     public func forEachTile(_ body: (TileCoordinate, UnsafeRawBufferPointer) throws -> Void) throws {
-        let base = Int(header.tileDataOffset)
-        try forEachLocatedTile { tile, offset, length in
-            try source.withBytes(offset: base + Int(offset), length: length) { try body(tile, $0) }
-        }
+        let reader = TileReader(source: source, base: Int(header.tileDataOffset))
+        try forEachLocatedTile { tile, offset, length in try reader.add(tile, offset: offset, length: length, body) }
+        try reader.flush(body)
     }
 
     /// Calls `body` for the tiles `wanted` accepts, reading only those: the tiles' ranges are
@@ -416,8 +415,96 @@ public struct PMTilesArchive: TileArchive {
             if ranges.last != range { ranges.append(range) }
         }
         try source.willRead(ranges)
-        for item in chosen {
-            try source.withBytes(offset: base + Int(item.offset), length: item.length) { try body(item.tile, $0) }
+        let reader = TileReader(source: source, base: base)
+        for item in chosen { try reader.add(item.tile, offset: item.offset, length: item.length, body) }
+        try reader.flush(body)
+    }
+}
+
+/// Reads the tiles of a pass in the order they are handed to it. A source read by copy (a local
+/// file, ``ByteSource/coalescedReadLength`` above 0) is read in groups: tiles are held until they
+/// add up to that many bytes (or one tile, when it alone is more), then the group's ranges are
+/// sorted and merged into windows across gaps of at most ``largestGap`` bytes (their sum at most the
+/// group's budget, so the memory held stays under twice it), each window is read with one call,
+/// and the tiles are handed out, in the order they came, as slices of the windows. The tiles of a
+/// zoom in (x, y) order lie in a few long stretches of a file in tile-id order, so a pass makes a
+/// call per stretch rather than per tile. Other sources read each tile when it comes.
+final class TileReader {
+    private let source: any ByteSource
+    private let base: Int
+    private let budget: Int
+    /// Merging two ranges across a gap copies the gap once; a call costs more than 32 KiB copied.
+    static let largestGap = 32 << 10
+
+    private var pending: [(tile: TileCoordinate, offset: Int, length: Int)] = []
+    private var pendingBytes = 0
+    private var ranges: [Range<Int>] = []
+    private var windows: [(start: Int, end: Int, at: Int)] = []
+    private var buffer = UnsafeMutableRawBufferPointer(start: nil, count: 0)
+
+    /// Reads tiles of the tile data section that starts at `base` in `source`.
+    init(source: any ByteSource, base: Int) {
+        self.source = source
+        self.base = base
+        budget = max(0, source.coalescedReadLength)
+    }
+
+    deinit { buffer.deallocate() }
+
+    /// Takes the tile whose bytes are `length` at `offset` in the tile data section; `body` is called
+    /// for it now or at a later ``add(_:offset:length:_:)`` or ``flush(_:)``.
+    func add(_ tile: TileCoordinate, offset: UInt64, length: Int, _ body: (TileCoordinate, UnsafeRawBufferPointer) throws -> Void) throws {
+        guard budget > 0 else {
+            try source.withBytes(offset: base + Int(offset), length: length) { try body(tile, $0) }
+            return
+        }
+        if !pending.isEmpty, length > budget - pendingBytes { try flush(body) }
+        pending.append((tile, base + Int(offset), length))
+        pendingBytes += length
+    }
+
+    /// Reads the tiles held and calls `body` for each, in the order they came.
+    func flush(_ body: (TileCoordinate, UnsafeRawBufferPointer) throws -> Void) throws {
+        guard !pending.isEmpty else { return }
+        defer {
+            pending.removeAll(keepingCapacity: true)
+            pendingBytes = 0
+        }
+        ranges.removeAll(keepingCapacity: true)
+        for item in pending { ranges.append(item.offset..<(item.offset + item.length)) }
+        ranges.sort { $0.lowerBound < $1.lowerBound }
+        windows.removeAll(keepingCapacity: true)
+        var total = 0, gaps = 0
+        for range in ranges {
+            if let last = windows.last {
+                let gap = range.lowerBound - last.end
+                if gap <= 0 || (gap <= Self.largestGap && gaps + gap <= budget) {
+                    let end = max(last.end, range.upperBound)
+                    total += end - last.end
+                    gaps += max(gap, 0)
+                    windows[windows.count - 1].end = end
+                    continue
+                }
+            }
+            windows.append((range.lowerBound, range.upperBound, total))
+            total += range.count
+        }
+        if buffer.count < total {
+            buffer.deallocate()
+            buffer = .allocate(byteCount: total, alignment: 16)
+        }
+        for window in windows where window.end > window.start {
+            try source.read(offset: window.start, into: UnsafeMutableRawBufferPointer(rebasing: buffer[window.at..<(window.at + window.end - window.start)]))
+        }
+        for item in pending {
+            // The last window starting at or before the tile holds it.
+            var low = 0, high = windows.count
+            while high - low > 1 {
+                let middle = (low + high) / 2
+                if windows[middle].start <= item.offset { low = middle } else { high = middle }
+            }
+            let at = windows[low].at + item.offset - windows[low].start
+            try body(item.tile, UnsafeRawBufferPointer(rebasing: buffer[at..<(at + item.length)]))
         }
     }
 }
