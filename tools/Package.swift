@@ -72,10 +72,12 @@ let package = Package(
             .product(name: "Tilepack", package: "tilepack"),
         ]),
         .executableTarget(name: "floor-read", linkerSettings: [.linkedLibrary("png"), .linkedLibrary("turbojpeg"), .linkedLibrary("sqlite3"), .linkedLibrary("lz4")]),
-        // tilepack fetch's HTTP floor: the same GETs through TilepackHTTP alone, over libcurl or URLSessions (tools/bench-fetch.sh).
+        // tilepack fetch's floors (tools/bench-fetch.sh): the same GETs through TilepackHTTP alone,
+        // over libcurl or URLSessions; and the least a download needs, in C on libcurl's multi interface.
         .executableTarget(name: "bench-fetch-floor", dependencies: [
             .product(name: "Tilepack", package: "tilepack"), .product(name: "TilepackCurl", package: "tilepack"),
         ]),
+        .executableTarget(name: "curl-fetch-floor", cSettings: [.unsafeFlags(["-O2"])], linkerSettings: [.linkedLibrary("curl")]),
         // The adapter's headline: bitmaps per second delivered into request buffers.
         .executableTarget(name: "bench-adapter", dependencies: [
             "BenchSupport", "CImagingFloor",

@@ -69,12 +69,14 @@ enum CurlLibrary {
 /// `cancelled`.
 final class CurlTransfer: @unchecked Sendable {
     let request: HTTPRequest
-    var response: HTTPIncomingResponse
+    @exclusivity(unchecked) var response: HTTPIncomingResponse
     var continuation: CheckedContinuation<HTTPIncomingResponse, Never>?
-    /// The header fields of the response being received (reset at each status line).
-    var headers: [(name: String, value: String)] = []
+    /// The header fields of the response being received (reset at each status line), names
+    /// lower-cased byte by byte as they arrive.
+    @exclusivity(unchecked) var fields = HTTPFields()
     var headDelivered = false
     var easy: UnsafeMutableRawPointer?
+    /// The request's own header list, when it is not the loop's shared one (freed with the transfer).
     var headerList: UnsafeMutablePointer<curl_slist>?
     /// Set by a cancel from any thread; the loop ends the transfer when it sees it.
     let cancelled = Locked(false)
@@ -90,7 +92,7 @@ final class CurlTransfer: @unchecked Sendable {
         headDelivered = true
         var code = 0
         guard let easy, tilepack_curl_response_code(easy, &code) == CURLE_OK, code > 0 else { return true }
-        return response.receiveHead(status: code, fields: headers)
+        return response.receiveHead(status: code, fields: fields)
     }
 }
 
@@ -99,7 +101,13 @@ final class CurlLoop: @unchecked Sendable {
     /// Touched by the loop's thread only (and by `init` before the thread starts).
     private let multi: UnsafeMutableRawPointer
     private var active: [UnsafeMutableRawPointer: CurlTransfer] = [:]
+    /// Handles ready for a transfer: every option that is the same for all transfers is set
+    /// (``configure(_:)``), so a transfer sets only its own (``start(_:)``).
     private var idleHandles: [UnsafeMutableRawPointer] = []
+    /// The header list of the first request: a fetch sends the same fields (its `User-Agent`)
+    /// with every tile, so the list is made once and shared, not built and freed per transfer. The user agent goes as `CURLOPT_USERAGENT`, outside the list:
+    /// curl looks for a dozen names in the list for every request it writes.
+    private var sharedHeaders: (fields: [String: String], list: UnsafeMutablePointer<curl_slist>?, userAgent: String?)?
 
     /// What other threads hand to the loop. `curl_multi_wakeup` is called under this lock so
     /// that it never runs after the loop has freed the multi handle (`closed`), and only when
@@ -226,6 +234,8 @@ final class CurlLoop: @unchecked Sendable {
         for transfer in Array(active.values) { finish(transfer, .cancelled) }
         for easy in idleHandles { tilepack_curl_easy_cleanup(easy) }
         idleHandles.removeAll()
+        tilepack_curl_slist_free_all(sharedHeaders?.list)
+        sharedHeaders = nil
         tilepack_curl_multi_cleanup(multi)
     }
 
@@ -235,29 +245,53 @@ final class CurlLoop: @unchecked Sendable {
             end(transfer, .cancelled)
             return
         }
-        guard let easy = idleHandles.popLast() ?? tilepack_curl_easy_init() else {
+        guard let easy = idleHandles.popLast() ?? newHandle() else {
             end(transfer, .transport("curl_easy_init failed"))
             return
         }
         transfer.easy = easy
         let request = transfer.request
         let context = Unmanaged.passUnretained(transfer).toOpaque()
-        var ok = request.url.absoluteString.withCString { tilepack_curl_set_pointer(easy, CURLOPT_URL, $0) } == CURLE_OK
-        if request.method == "HEAD" {
-            ok = ok && tilepack_curl_set_long(easy, CURLOPT_NOBODY, 1) == CURLE_OK
-        } else if request.method != "GET" {
-            ok = ok && request.method.withCString { tilepack_curl_set_pointer(easy, CURLOPT_CUSTOMREQUEST, $0) } == CURLE_OK
-        }
-        for (name, value) in request.headers {
-            guard !name.contains(where: { $0 == "\r" || $0 == "\n" || $0 == ":" }),
-                  !value.contains(where: { $0 == "\r" || $0 == "\n" }) else { continue }
-            transfer.headerList = tilepack_curl_slist_append(transfer.headerList, "\(name): \(value)")
-        }
+        let (list, userAgent) = headerList(for: transfer)
         let milliseconds = max(1, Int(HTTPClient.seconds(request.timeout) * 1000))
+        var ok = request.url.absoluteString.withCString { tilepack_curl_set_pointer(easy, CURLOPT_URL, $0) } == CURLE_OK
+            && tilepack_curl_set_long(easy, CURLOPT_NOBODY, request.method == "HEAD" ? 1 : 0) == CURLE_OK
+        if request.method != "GET" && request.method != "HEAD" {
+            ok = ok && request.method.withCString { tilepack_curl_set_pointer(easy, CURLOPT_CUSTOMREQUEST, $0) } == CURLE_OK
+        } else {
+            ok = ok && tilepack_curl_set_pointer(easy, CURLOPT_CUSTOMREQUEST, nil) == CURLE_OK
+        }
+        if let userAgent {
+            ok = ok && userAgent.withCString { tilepack_curl_set_pointer(easy, CURLOPT_USERAGENT, $0) } == CURLE_OK
+        } else {
+            ok = ok && tilepack_curl_set_pointer(easy, CURLOPT_USERAGENT, nil) == CURLE_OK
+        }
         ok = ok
-            && tilepack_curl_set_pointer(easy, CURLOPT_HTTPHEADER, transfer.headerList) == CURLE_OK
-            && tilepack_curl_set_long(easy, CURLOPT_NOSIGNAL, 1) == CURLE_OK
+            && tilepack_curl_set_pointer(easy, CURLOPT_HTTPHEADER, list) == CURLE_OK
             && tilepack_curl_set_long(easy, CURLOPT_TIMEOUT_MS, milliseconds) == CURLE_OK
+            && tilepack_curl_set_pointer(easy, CURLOPT_WRITEDATA, context) == CURLE_OK
+            && tilepack_curl_set_pointer(easy, CURLOPT_HEADERDATA, context) == CURLE_OK
+        guard ok, tilepack_curl_multi_add_handle(multi, easy) == CURLM_OK else {
+            release(transfer, reset: true)
+            end(transfer, .transport("libcurl refused the request"))
+            return
+        }
+        active[easy] = transfer
+    }
+
+    /// A new handle with the options every transfer shares; `nil` when curl has no memory.
+    private func newHandle() -> UnsafeMutableRawPointer? {
+        guard let easy = tilepack_curl_easy_init() else { return nil }
+        guard configure(easy) else {
+            tilepack_curl_easy_cleanup(easy)
+            return nil
+        }
+        return easy
+    }
+
+    /// The options every transfer shares, set once per handle (and again after a reset).
+    private func configure(_ easy: UnsafeMutableRawPointer) -> Bool {
+        tilepack_curl_set_long(easy, CURLOPT_NOSIGNAL, 1) == CURLE_OK
             && tilepack_curl_set_long(easy, CURLOPT_FOLLOWLOCATION, 0) == CURLE_OK
             // HTTP/2 over TLS when the server offers it, HTTP/1.1 on cleartext http; a transfer
             // waits for a connection that may multiplex rather than opening one more.
@@ -266,30 +300,66 @@ final class CurlLoop: @unchecked Sendable {
             // The encodings curl can decode, as URLSession on Linux asks for.
             && tilepack_curl_set_pointer(easy, CURLOPT_ACCEPT_ENCODING, "") == CURLE_OK
             && tilepack_curl_set_callback(easy, CURLOPT_WRITEFUNCTION, curlWrite) == CURLE_OK
-            && tilepack_curl_set_pointer(easy, CURLOPT_WRITEDATA, context) == CURLE_OK
             && tilepack_curl_set_callback(easy, CURLOPT_HEADERFUNCTION, curlHeader) == CURLE_OK
-            && tilepack_curl_set_pointer(easy, CURLOPT_HEADERDATA, context) == CURLE_OK
-        guard ok, tilepack_curl_multi_add_handle(multi, easy) == CURLM_OK else {
-            release(transfer)
-            end(transfer, .transport("libcurl refused the request"))
-            return
+            // No proxy in the environment: said once here, or curl looks for one (five getenv)
+            // for every transfer. With one, curl reads it as always.
+            && (Self.environmentNamesProxy
+                || tilepack_curl_set_pointer(easy, CURLOPT_PROXY, "") == CURLE_OK
+                && tilepack_curl_set_pointer(easy, CURLOPT_NOPROXY, "") == CURLE_OK)
+    }
+
+    /// Whether any variable curl takes a proxy from is set (read once per process).
+    private static let environmentNamesProxy = (["http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"] as [String])
+        .contains { ProcessInfo.processInfo.environment[$0] != nil }
+
+    /// The header list for `transfer`'s request and the user agent to send outside it. The first
+    /// set of fields the loop sees is shared for its life; a request with other fields (a
+    /// conditional refresh, a range) gets a list of its own, freed with the transfer.
+    private func headerList(for transfer: CurlTransfer) -> (UnsafeMutablePointer<curl_slist>?, String?) {
+        let fields = transfer.request.headers
+        if let shared = sharedHeaders, shared.fields == fields { return (shared.list, shared.userAgent) }
+        var list: UnsafeMutablePointer<curl_slist>?
+        var userAgent: String?
+        for (name, value) in fields {
+            guard !name.utf8.contains(where: { $0 == 13 || $0 == 10 || $0 == 58 }),
+                  !value.utf8.contains(where: { $0 == 13 || $0 == 10 }) else { continue }
+            if name.utf8.count == 10 && name.lowercased() == "user-agent" {
+                userAgent = value
+            } else {
+                list = tilepack_curl_slist_append(list, "\(name): \(value)")
+            }
         }
-        active[easy] = transfer
+        if sharedHeaders == nil {
+            sharedHeaders = (fields, list, userAgent)
+        } else {
+            transfer.headerList = list
+        }
+        return (list, userAgent)
     }
 
     /// Takes the transfer's handle out of the multi handle and ends it.
     private func finish(_ transfer: CurlTransfer, _ fault: HTTPError.Fault?) {
         guard let easy = transfer.easy, active.removeValue(forKey: easy) != nil else { return }
         tilepack_curl_multi_remove_handle(multi, easy)
-        release(transfer)
+        // A handle that ended a transfer cleanly keeps its options for the next one; after a
+        // fault it starts afresh.
+        release(transfer, reset: fault != nil)
         end(transfer, fault)
     }
 
-    /// Returns the transfer's handle to the pool (reset: no option, no callback context left).
-    private func release(_ transfer: CurlTransfer) {
+    /// Returns the transfer's handle to the pool with no callback context left; with `reset`,
+    /// every option goes back to curl's default and the shared ones are set again.
+    private func release(_ transfer: CurlTransfer, reset: Bool) {
         if let easy = transfer.easy {
-            tilepack_curl_easy_reset(easy)
-            if idleHandles.count < 256 { idleHandles.append(easy) } else { tilepack_curl_easy_cleanup(easy) }
+            var reusable = idleHandles.count < 256
+            if reusable && reset {
+                tilepack_curl_easy_reset(easy)
+                reusable = configure(easy)
+            } else if reusable {
+                reusable = tilepack_curl_set_pointer(easy, CURLOPT_WRITEDATA, nil) == CURLE_OK
+                    && tilepack_curl_set_pointer(easy, CURLOPT_HEADERDATA, nil) == CURLE_OK
+            }
+            if reusable { idleHandles.append(easy) } else { tilepack_curl_easy_cleanup(easy) }
         }
         transfer.easy = nil
         tilepack_curl_slist_free_all(transfer.headerList)
@@ -333,25 +403,35 @@ private let curlWrite: tilepack_curl_data_callback = { data, size, count, contex
 }
 
 /// curl's header callback: one header line; a status line starts a new response (after a
-/// `100 Continue`, say), so the fields gathered so far are dropped.
+/// `100 Continue`, say), so the fields gathered so far are dropped. Names are lower-cased byte
+/// by byte while copied (one string each, none on the heap up to 15 bytes).
 private let curlHeader: tilepack_curl_data_callback = { data, size, count, context in
     let length = size * count
     guard let context, let data else { return length }
     let transfer = Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
     let line = UnsafeRawBufferPointer(start: data, count: length)
-    if line.starts(with: "HTTP/".utf8) {
-        transfer.headers.removeAll(keepingCapacity: true)
+    if length >= 5, line[0] == 0x48, line[1] == 0x54, line[2] == 0x54, line[3] == 0x50, line[4] == 0x2F { // "HTTP/"
+        transfer.fields = HTTPFields()
         return length
     }
     guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { return length }
-    transfer.headers.append((name: trimmed(line[..<colon]), value: trimmed(line[(colon + 1)...])))
+    if transfer.fields.count == 0 { transfer.fields.reserveCapacity(12) }
+    transfer.fields.append(lowercasedName: text(line[..<colon], lowercased: true), value: text(line[(colon + 1)...], lowercased: false))
     return length
 }
 
-/// The bytes as text without the blanks and line end around them.
-private func trimmed(_ bytes: Slice<UnsafeRawBufferPointer>) -> String {
+/// The bytes as text without the blanks and line end around them; ASCII capitals lower-cased
+/// with `lowercased`.
+private func text(_ bytes: Slice<UnsafeRawBufferPointer>, lowercased: Bool) -> String {
     let blank: (UInt8) -> Bool = { $0 == 0x20 || $0 == 0x09 || $0 == 0x0D || $0 == 0x0A }
-    guard let first = bytes.firstIndex(where: { !blank($0) }), let last = bytes.lastIndex(where: { !blank($0) }) else { return "" }
-    return String(decoding: bytes[first...last], as: UTF8.self)
+    var first = bytes.startIndex, end = bytes.endIndex
+    while first < end, blank(bytes[first]) { first += 1 }
+    while end > first, blank(bytes[end - 1]) { end -= 1 }
+    let trimmed = UnsafeRawBufferPointer(rebasing: bytes[first..<end])
+    guard lowercased, trimmed.contains(where: { $0 >= 65 && $0 <= 90 }) else { return String(decoding: trimmed, as: UTF8.self) }
+    return String(unsafeUninitializedCapacity: trimmed.count) { buffer in
+        for (index, byte) in trimmed.enumerated() { buffer[index] = byte >= 65 && byte <= 90 ? byte | 0x20 : byte }
+        return trimmed.count
+    }
 }
 #endif

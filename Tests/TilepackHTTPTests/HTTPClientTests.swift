@@ -29,6 +29,39 @@ import TilepackTestSupport
         #expect(throws: HTTPError(url: url(server, "/missing").absoluteString, fault: .status(404))) { try missing.requireStatus() }
     }
 
+    /// libcurl's transport keeps a handle's options from one transfer to the next and shares one
+    /// header list between requests with the same fields: nothing of one request (its method, its
+    /// extra fields) may reach the next, a fault leaves no trace, and field names arrive
+    /// lower-cased with values as sent.
+    @Test(arguments: TestTransport.available) func nothingOfOneRequestReachesTheNext(_ transport: TestTransport) async throws {
+        let client = transport.client()
+        let server = try LoopbackHTTPServer { request in
+            if request.path == "/cut" { return .truncated(status: 200, headers: [:], body: Data(repeating: 1, count: 100), sent: 10) }
+            return .respond(status: 200, headers: ["X-Mixed-Case": "Value With Caps", "X-Method": request.method], body: Data("body of \(request.path)".utf8))
+        }
+        defer { server.stop() }
+        let one = try await client.send(HTTPRequest(url: url(server, "/one"), headers: ["X-One": "1"]))
+        #expect(one.body == Data("body of /one".utf8))
+        let head = try await client.send(HTTPRequest(url: url(server, "/head"), method: "HEAD"))
+        #expect(head.status == 200 && head.body.isEmpty && head.header("x-method") == "HEAD")
+        let two = try await client.send(HTTPRequest(url: url(server, "/two"), headers: ["X-Two": "2"]))
+        #expect(two.body == Data("body of /two".utf8) && two.header("x-method") == "GET")
+        await #expect(throws: HTTPError.self) { _ = try await client.send(HTTPRequest(url: url(server, "/cut"))) }
+        let three = try await client.send(HTTPRequest(url: url(server, "/three")))
+        #expect(three.body == Data("body of /three".utf8) && three.header("x-method") == "GET")
+        let again = try await client.send(HTTPRequest(url: url(server, "/again"), headers: ["X-One": "1"]))
+        #expect(again.body == Data("body of /again".utf8))
+        let seen = Dictionary(server.requests.map { ($0.path, $0) }, uniquingKeysWith: { first, _ in first })
+        #expect(seen["/one"]?.header("x-one") == "1" && seen["/one"]?.header("x-two") == nil)
+        #expect(seen["/head"]?.method == "HEAD" && seen["/head"]?.header("x-one") == nil)
+        #expect(seen["/two"]?.method == "GET" && seen["/two"]?.header("x-two") == "2" && seen["/two"]?.header("x-one") == nil)
+        #expect(seen["/three"]?.header("x-one") == nil && seen["/three"]?.header("x-two") == nil)
+        #expect(seen["/again"]?.header("x-one") == "1")
+        #expect(server.requests.allSatisfy { $0.header("user-agent") == HTTPClient.defaultUserAgent })
+        #expect(three.fields.contains { $0.name == "x-mixed-case" && $0.value == "Value With Caps" })
+        #expect(three.fields.allSatisfy { $0.name == $0.name.lowercased() })
+    }
+
     @Test(arguments: TestTransport.available) func rangeRequestsAreAnsweredWithTheirSlice(_ transport: TestTransport) async throws {
         let client = transport.client()
         let directory = try TemporaryDirectory()
