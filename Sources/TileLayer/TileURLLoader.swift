@@ -14,7 +14,7 @@ public enum TileLoadError: Error, Hashable, Sendable, CustomStringConvertible {
     case httpStatus(url: String, status: Int)
     /// The connection or the transfer failed.
     case network(url: String, reason: String)
-    /// The body is larger than ``TileURLLoader/maximumTileBytes``.
+    /// The body is larger than `TileURLLoader/maximumTileBytes`.
     case tooLarge(url: String, limit: Int)
     /// The bytes are not an image tilepack decodes, or the image is damaged.
     case undecodable(url: String, reason: String)
@@ -38,15 +38,15 @@ public enum TileLoadError: Error, Hashable, Sendable, CustomStringConvertible {
 }
 
 /// Loads the bytes of a tile image from a `file:` or `http(s):` URL.
-public enum TileURLLoader {
+package enum TileURLLoader {
     /// The largest tile body accepted: 16 MiB (a 2048x2048 RGBA PNG stored uncompressed).
-    public static let maximumTileBytes = 16 << 20
+    package static let maximumTileBytes = 16 << 20
     /// How long one http(s) tile may take, from the request to the body's last byte.
-    public static let timeout = Duration.seconds(30)
+    package static let timeout = Duration.seconds(30)
 
     /// The bytes at `url`.
     /// - Throws: ``TileLoadError`` naming the URL and the fault.
-    public static func load(_ url: URL) async throws(TileLoadError) -> Data {
+    package static func load(_ url: URL) async throws(TileLoadError) -> Data {
         switch url.scheme?.lowercased() {
         case "file":
             return try loadFile(url.path)

@@ -55,7 +55,7 @@ public final class ArchiveTileReader: Sendable {
     public let archive: any TileArchive
     public let options: ArchiveReaderOptions
     /// The decoded-tile cache (empty and unused when ``ArchiveReaderOptions/cacheByteLimit`` is 0).
-    public let cache: DecodedTileCache
+    package let cache: DecodedTileCache
 
     /// The most permanently failed tiles remembered; past it the record restarts.
     public static let failureLimit = 1 << 16

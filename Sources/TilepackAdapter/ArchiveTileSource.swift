@@ -15,7 +15,7 @@ import TilepackStorage
 /// - `hasTile` is answered from the archive's index, without reading a tile (see
 ///   ``ArchiveTileReader/hasTile(_:tileSize:)``); `false` makes the layer never ask again.
 /// - Tiles are supplied through the tile-request way: each request is queued on a bounded
-///   concurrent ``TileWorkQueue`` and the call returns at once; a worker decodes the tile straight
+///   concurrent `TileWorkQueue` and the call returns at once; a worker decodes the tile straight
 ///   into the request's buffer in the layer's pixel format (or LZ4-decompresses a raw-bitmap
 ///   bundle's payload into it) and completes the request.
 /// - On a 2x or 3x screen (``TileRequest/contentScaleFactor``), where the archive holds more
@@ -42,7 +42,7 @@ public final class ArchiveTileSource: MapTileLayerDataSource, CustomStringConver
     /// The synchronous reader behind the source (also usable on its own).
     public let reader: ArchiveTileReader
     /// The executor the tiles are read on.
-    public let workQueue: TileWorkQueue
+    package let workQueue: TileWorkQueue
 
     /// - Parameters:
     ///   - archive: the archive to serve.

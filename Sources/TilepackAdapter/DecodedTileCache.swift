@@ -6,7 +6,7 @@ import TilepackImaging
 /// Keys are an archive tile and a pixel format; the least recently used bitmaps are dropped
 /// first when an insertion would pass ``byteLimit``. A bitmap larger than the whole budget is not
 /// kept. A limit of 0 keeps nothing. Safe to use from any thread.
-public final class DecodedTileCache: Sendable {
+package final class DecodedTileCache: Sendable {
     struct Key: Hashable {
         var tile: TileCoordinate
         var pixelFormat: PixelFormat
@@ -27,24 +27,24 @@ public final class DecodedTileCache: Sendable {
     }
 
     /// The most pixel bytes held at once.
-    public let byteLimit: Int
+    package let byteLimit: Int
     private let state = Locked(State())
 
-    public init(byteLimit: Int) {
+    package init(byteLimit: Int) {
         self.byteLimit = max(0, byteLimit)
     }
 
     /// Pixel bytes held now (at most ``byteLimit``).
-    public var byteCount: Int { state.withLock { $0.bytes } }
+    package var byteCount: Int { state.withLock { $0.bytes } }
     /// Bitmaps held now.
-    public var count: Int { state.withLock { $0.entries.count } }
+    package var count: Int { state.withLock { $0.entries.count } }
     /// Lookups answered, lookups missed and bitmaps dropped for room, since creation.
-    public var statistics: (hits: Int, misses: Int, evictions: Int) {
+    package var statistics: (hits: Int, misses: Int, evictions: Int) {
         state.withLock { ($0.hits, $0.misses, $0.evictions) }
     }
 
     /// The cached bitmap of `tile` in `pixelFormat`, marking it recently used.
-    public func bitmap(_ tile: TileCoordinate, pixelFormat: PixelFormat) -> Bitmap? {
+    package func bitmap(_ tile: TileCoordinate, pixelFormat: PixelFormat) -> Bitmap? {
         guard byteLimit > 0 else { return nil }
         return state.withLock { s in
             let key = Key(tile: tile, pixelFormat: pixelFormat)
@@ -61,7 +61,7 @@ public final class DecodedTileCache: Sendable {
     }
 
     /// Keeps `bitmap` as `tile` in its pixel format, dropping least recently used bitmaps for room.
-    public func insert(_ bitmap: Bitmap, for tile: TileCoordinate) {
+    package func insert(_ bitmap: Bitmap, for tile: TileCoordinate) {
         let cost = bitmap.pixels.count
         guard byteLimit > 0, cost <= byteLimit else { return }
         state.withLock { s in
@@ -84,7 +84,7 @@ public final class DecodedTileCache: Sendable {
     }
 
     /// Drops every bitmap.
-    public func removeAll() {
+    package func removeAll() {
         state.withLock { s in
             s.entries.removeAll()
             s.bytes = 0

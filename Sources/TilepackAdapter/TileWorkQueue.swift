@@ -10,12 +10,12 @@ import TilepackCore
 /// screen. A job can be cancelled while it waits (it is then never run; its `cancelled` handler is
 /// called instead) or while it runs (its `isCancelled` flag turns true and the job decides when
 /// to stop). Safe to use from any thread.
-public final class TileWorkQueue: Sendable {
+package final class TileWorkQueue: Sendable {
     /// A job's view of its own cancellation.
-    public final class Token: Sendable {
+    package final class Token: Sendable {
         private let flag = Atomic<Bool>(false)
         /// Whether the job was cancelled.
-        public var isCancelled: Bool { flag.load(ordering: .acquiring) }
+        package var isCancelled: Bool { flag.load(ordering: .acquiring) }
         func cancel() { flag.store(true, ordering: .releasing) }
     }
 
@@ -35,26 +35,26 @@ public final class TileWorkQueue: Sendable {
     }
 
     /// The most jobs running at once.
-    public let maximumConcurrency: Int
+    package let maximumConcurrency: Int
     private let state = Locked(State())
     private let queue: DispatchQueue
 
     /// - Parameter maximumConcurrency: at least 1; default the number of active processors.
-    public init(maximumConcurrency: Int = ProcessInfo.processInfo.activeProcessorCount, label: String = "tilepack.adapter") {
+    package init(maximumConcurrency: Int = ProcessInfo.processInfo.activeProcessorCount, label: String = "tilepack.adapter") {
         self.maximumConcurrency = max(1, maximumConcurrency)
         self.queue = DispatchQueue(label: label, qos: .userInitiated, attributes: .concurrent)
     }
 
     /// Jobs waiting to run.
-    public var waitingCount: Int { state.withLock { $0.waiting.count } }
+    package var waitingCount: Int { state.withLock { $0.waiting.count } }
     /// Jobs running now.
-    public var runningCount: Int { state.withLock { $0.running.count } }
+    package var runningCount: Int { state.withLock { $0.running.count } }
 
     /// Queues a job for `tile`. `run` is called later on a worker thread with the job's token;
     /// `cancelled` instead, on the cancelling thread, if the job is cancelled before it starts.
     /// Returns the job's token, for ``cancel(_:)``.
     @discardableResult
-    public func submit(_ tile: TileCoordinate, run: @escaping @Sendable (Token) -> Void,
+    package func submit(_ tile: TileCoordinate, run: @escaping @Sendable (Token) -> Void,
                        cancelled: @escaping @Sendable () -> Void) -> Token {
         let token = Token()
         let startWorker = state.withLock { s -> Bool in
@@ -71,7 +71,7 @@ public final class TileWorkQueue: Sendable {
     /// Cancels the one job `token` belongs to: dropped (its `cancelled` handler called) if it
     /// waits, its token cancelled if it runs. Returns whether it was waiting.
     @discardableResult
-    public func cancel(_ token: Token) -> Bool {
+    package func cancel(_ token: Token) -> Bool {
         let dropped = state.withLock { s -> Job? in
             guard let index = s.waiting.firstIndex(where: { $0.token === token }) else { return nil }
             return s.waiting.remove(at: index)
@@ -103,7 +103,7 @@ public final class TileWorkQueue: Sendable {
     /// Cancels every job whose tile matches: waiting ones are dropped and their `cancelled` handler
     /// called; running ones see their token cancelled. Returns how many waiting jobs were dropped.
     @discardableResult
-    public func cancel(where matches: (TileCoordinate) -> Bool) -> Int {
+    package func cancel(where matches: (TileCoordinate) -> Bool) -> Int {
         let dropped = state.withLock { s -> [Job] in
             var dropped: [Job] = []
             s.waiting.removeAll { job in

@@ -2,11 +2,11 @@
 /// `String` reversibly: each byte of an invalid sequence becomes the private-use scalar
 /// U+10FF00 + byte (U+10FF80...U+10FFFF), and ``bytes(of:)`` turns those back into the bytes, so
 /// that no two names become one and none is altered on the way to a report.
-public enum PathBytes {
+package enum PathBytes {
     private static let base: UInt32 = 0x10FF00
 
     /// The bytes as a string: valid UTF-8 decoded, each other byte escaped.
-    public static func string<Bytes: Collection>(from bytes: Bytes) -> String where Bytes.Element == UInt8 {
+    package static func string<Bytes: Collection>(from bytes: Bytes) -> String where Bytes.Element == UInt8 {
         if let text = String(validating: bytes, as: UTF8.self) { return text }
         var result = String.UnicodeScalarView()
         // Sequence by sequence, so that an invalid sequence's bytes are known exactly.
@@ -28,7 +28,7 @@ public enum PathBytes {
     }
 
     /// The bytes a string from ``string(from:)`` stands for.
-    public static func bytes(of string: String) -> [UInt8] {
+    package static func bytes(of string: String) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(string.utf8.count)
         for scalar in string.unicodeScalars {
@@ -42,7 +42,7 @@ public enum PathBytes {
     }
 
     /// Whether the string holds escaped bytes (its name is not valid UTF-8).
-    public static func hasEscapes(_ string: String) -> Bool {
+    package static func hasEscapes(_ string: String) -> Bool {
         // Every escape starts with the UTF-8 byte F4 (U+100000 and up): most names are rejected
         // by one scan of their bytes.
         guard string.utf8.contains(0xF4) else { return false }

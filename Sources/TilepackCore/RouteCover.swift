@@ -30,32 +30,32 @@ import Foundation
 /// ## Cost
 /// Work is proportional to the rows of tiles each segment's buffer crosses plus the tiles returned
 /// when enumerated; a row's tiles are kept as column ranges, so ``count`` never enumerates.
-public struct RouteCover: Hashable, Sendable, Sequence {
+package struct RouteCover: Hashable, Sendable, Sequence {
     /// `1 / (1 - e²)` for WGS 84: no distance on the ellipsoid is shorter than the same path on
     /// the sphere of radius `a` divided by this factor.
-    public static let ellipsoidFactor = 1 / (1 - 0.00669437999014)
+    package static let ellipsoidFactor = 1 / (1 - 0.00669437999014)
 
     /// The zoom of the tiles.
-    public let zoom: Int
+    package let zoom: Int
     /// The radius in metres.
-    public let radius: Double
+    package let radius: Double
     /// For each row (XYZ) that holds tiles, in ascending order, its columns as sorted, disjoint,
     /// non-adjacent ranges.
-    public let rows: [Row]
+    package let rows: [Row]
 
     /// The tiles of one row: its columns as sorted, disjoint, non-adjacent ranges.
-    public struct Row: Hashable, Sendable {
+    package struct Row: Hashable, Sendable {
         /// The XYZ row (0 at the north).
-        public let row: Int
+        package let row: Int
         /// The columns, west to east.
-        public let columns: [ClosedRange<Int>]
+        package let columns: [ClosedRange<Int>]
     }
 
     /// Computes the tiles at `zoom` within `radius` metres of `route`.
     /// - Throws: ``GeometryError/emptyRoute``, ``GeometryError/invalidRadius(_:)`` for a negative or
     ///   non-finite radius, ``GeometryError/zoomOutOfRange(_:)``, and the coordinate errors of
     ///   ``WebMercator/worldPoint(of:)``.
-    public init(route: [GeoCoordinate], radius: Double, zoom: Int) throws(GeometryError) {
+    package init(route: [GeoCoordinate], radius: Double, zoom: Int) throws(GeometryError) {
         try GeometryError.check(zoom: zoom)
         guard radius.isFinite, radius >= 0 else { throw .invalidRadius(radius) }
         guard let first = route.first else { throw .emptyRoute }
@@ -73,12 +73,12 @@ public struct RouteCover: Hashable, Sendable, Sequence {
     }
 
     /// The number of tiles, without enumerating them.
-    public var count: Int {
+    package var count: Int {
         rows.reduce(0) { total, row in row.columns.reduce(total) { $0 + $1.count } }
     }
 
     /// Whether `tile` is one of the cover's tiles.
-    public func contains(_ tile: TileCoordinate) -> Bool {
+    package func contains(_ tile: TileCoordinate) -> Bool {
         guard tile.zoom == zoom else { return false }
         var low = 0, high = rows.count
         while low < high {
@@ -90,16 +90,16 @@ public struct RouteCover: Hashable, Sendable, Sequence {
     }
 
     /// The cover as one-row ``TileRange``s, north to south, west to east.
-    public var ranges: [TileRange] {
+    package var ranges: [TileRange] {
         rows.flatMap { row in
             row.columns.map { TileRange(uncheckedZoom: zoom, columns: $0, rows: row.row...row.row) }
         }
     }
 
-    public var underestimatedCount: Int { count }
+    package var underestimatedCount: Int { count }
 
     /// Visits the tiles row by row, north to south, each row west to east.
-    public func makeIterator() -> TileCover.Iterator { TileCover.Iterator(ranges: ranges) }
+    package func makeIterator() -> TileCover.Iterator { TileCover.Iterator(ranges: ranges) }
 }
 
 extension RouteCover {

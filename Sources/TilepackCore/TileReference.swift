@@ -1,15 +1,15 @@
 /// A tile as every message and JSON report names it: `z/x/y` with rows counted from the north
 /// (XYZ); an MBTiles row adds the TMS row it is stored under as an extra field, never instead.
 /// In JSON the fields are numbers: `{"z": 1, "x": 0, "y": 1, "tmsRow": 0}`.
-public struct TileReference: Sendable, Codable, Hashable, CustomStringConvertible {
-    public var z: Int
-    public var x: Int
+package struct TileReference: Sendable, Codable, Hashable, CustomStringConvertible {
+    package var z: Int
+    package var x: Int
     /// The XYZ row; `nil` when a stored TMS row is outside the zoom's rows (so no XYZ row exists).
-    public var y: Int?
+    package var y: Int?
     /// The row as MBTiles stores it (counted from the south), for MBTiles rows only.
-    public var tmsRow: Int?
+    package var tmsRow: Int?
 
-    public init(_ tile: TileCoordinate, tmsRow: Int? = nil) {
+    package init(_ tile: TileCoordinate, tmsRow: Int? = nil) {
         z = tile.zoom
         x = tile.x
         y = tile.y
@@ -17,7 +17,7 @@ public struct TileReference: Sendable, Codable, Hashable, CustomStringConvertibl
     }
 
     /// An MBTiles row as stored: zoom, column and TMS row, in range or not.
-    public init(zoom: Int, column: Int, tmsRow: Int) {
+    package init(zoom: Int, column: Int, tmsRow: Int) {
         z = zoom
         x = column
         let rows = (0...TileCoordinate.maximumZoom).contains(zoom) ? 1 << zoom : 0
@@ -25,7 +25,7 @@ public struct TileReference: Sendable, Codable, Hashable, CustomStringConvertibl
         self.tmsRow = tmsRow
     }
 
-    public var description: String {
+    package var description: String {
         "\(z)/\(x)/\(y.map(String.init) ?? "?")" + (tmsRow.map { " (TMS row \($0))" } ?? "")
     }
 }

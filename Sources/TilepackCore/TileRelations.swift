@@ -43,7 +43,7 @@ extension TileCoordinate {
 
     /// Which part of its ancestor at `ancestorZoom` this tile covers: the data the fallback and
     /// overzoom code crops and scales up. `nil` when `ancestorZoom` is not in `0...zoom`.
-    public func subsquare(inAncestorAtZoom ancestorZoom: Int) -> TileSubsquare? {
+    package func subsquare(inAncestorAtZoom ancestorZoom: Int) -> TileSubsquare? {
         guard let ancestor = ancestor(atZoom: ancestorZoom) else { return nil }
         let levelsDown = zoom - ancestorZoom
         let mask = (1 << levelsDown) - 1
@@ -55,24 +55,24 @@ extension TileCoordinate {
 ///
 /// The ancestor is split into `divisions x divisions` equal squares (`divisions = 2^levelsDown`);
 /// the descendant is the square at `column`, `row` (row 0 at the north, as XYZ).
-public struct TileSubsquare: Hashable, Sendable, CustomStringConvertible {
+package struct TileSubsquare: Hashable, Sendable, CustomStringConvertible {
     /// The ancestor tile.
-    public let ancestor: TileCoordinate
+    package let ancestor: TileCoordinate
     /// How many zooms deeper the descendant is, `0...30`.
-    public let levelsDown: Int
+    package let levelsDown: Int
     /// The column of the square inside the ancestor, `0..<divisions`.
-    public let column: Int
+    package let column: Int
     /// The row of the square inside the ancestor, `0..<divisions`, counted from the north.
-    public let row: Int
+    package let row: Int
 
     /// The number of squares along a side of the ancestor: 2^levelsDown.
-    public var divisions: Int { 1 << levelsDown }
+    package var divisions: Int { 1 << levelsDown }
 
     /// The square in the ancestor's pixels for tiles of `tileSize` pixels, or `nil` when the square
     /// is smaller than one pixel (`2^levelsDown > tileSize`); use ``unitRegion`` then.
     /// - Throws: ``GeometryError/invalidTileSize(_:)`` unless `tileSize` is a power of two in
     ///   ``TileSize/range``.
-    public func pixelRegion(tileSize: Int) throws(GeometryError) -> PixelSquare? {
+    package func pixelRegion(tileSize: Int) throws(GeometryError) -> PixelSquare? {
         try WebMercator.checkTileSize(tileSize)
         guard tileSize >> levelsDown > 0 else { return nil }
         let size = tileSize >> levelsDown
@@ -81,26 +81,26 @@ public struct TileSubsquare: Hashable, Sendable, CustomStringConvertible {
 
     /// The square as fractions of the ancestor's side (origin and size in `0...1`), exact for any
     /// `levelsDown`: multiply by the ancestor's pixel size to sample it.
-    public var unitRegion: (x: Double, y: Double, size: Double) {
+    package var unitRegion: (x: Double, y: Double, size: Double) {
         let divisions = Double(self.divisions)
         return (Double(column) / divisions, Double(row) / divisions, 1 / divisions)
     }
 
     /// `ancestor[column,row of divisions]`.
-    public var description: String { "\(ancestor)[\(column),\(row) of \(divisions)]" }
+    package var description: String { "\(ancestor)[\(column),\(row) of \(divisions)]" }
 }
 
 /// A square of pixels: origin (`x`, `y`, from the north-west corner) and side length `size`.
-public struct PixelSquare: Hashable, Sendable {
+package struct PixelSquare: Hashable, Sendable {
     /// Pixels from the western edge.
-    public var x: Int
+    package var x: Int
     /// Pixels from the northern edge.
-    public var y: Int
+    package var y: Int
     /// The side length in pixels.
-    public var size: Int
+    package var size: Int
 
     /// Creates a square from its origin and side.
-    public init(x: Int, y: Int, size: Int) {
+    package init(x: Int, y: Int, size: Int) {
         self.x = x
         self.y = y
         self.size = size

@@ -1,4 +1,4 @@
 /// tilepack's version, in one place: the command's `--version` and the `User-Agent` it sends.
-public enum TilepackVersion {
-    public static let current = "0.1.0"
+package enum TilepackVersion {
+    package static let current = "0.1.0"
 }

@@ -4,7 +4,7 @@ import TilepackCore
 ///
 /// Enough to write a tile's own `z/x/y` on it, so that a wrong row flip or a misplaced tile is
 /// visible at a glance (the sample tree, `render`, the adapter's orientation tests).
-public enum TileFont {
+@_spi(TilepackInternal) public enum TileFont {
     /// Glyph width and height in font pixels; glyphs are set one font pixel apart.
     public static let glyphWidth = 5
     public static let glyphHeight = 7

@@ -1,6 +1,6 @@
 import Foundation
 import TilepackCore
-import TilepackStorage
+@_spi(TilepackInternal) import TilepackStorage
 
 /// Reads whole small files with plain POSIX calls and no Foundation objects per file (the import's
 /// hot loop reads tens of thousands of them).

@@ -1,7 +1,7 @@
 import Foundation
 import TilepackCore
 import TilepackImaging
-import TilepackStorage
+@_spi(TilepackInternal) import TilepackStorage
 
 /// Options of ``TileImporter``.
 public struct ImportOptions: Sendable {

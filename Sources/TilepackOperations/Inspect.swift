@@ -14,7 +14,7 @@ public struct ArchiveInfo: Sendable, Encodable {
     }
 
     public var path: String
-    public var format: TileArchiveFormat
+    package var format: TileArchiveFormat
     /// The MBTiles schema, or the bundle's content.
     public var layout: String
     /// What the payloads are: png, jpg, pbf, raw pixels, ...

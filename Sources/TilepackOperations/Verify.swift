@@ -21,11 +21,11 @@ public struct VerifyFinding: Sendable, Codable, Hashable, CustomStringConvertibl
     public var check: String
     public var message: String
     /// The tile concerned: `z/x/y` in XYZ rows, with the stored TMS row for MBTiles.
-    public var tile: TileReference?
+    package var tile: TileReference?
     /// The metadata key concerned.
     public var key: String?
 
-    public init(_ severity: Severity, _ check: String, _ message: String, tile: TileReference? = nil, key: String? = nil) {
+    package init(_ severity: Severity, _ check: String, _ message: String, tile: TileReference? = nil, key: String? = nil) {
         self.severity = severity
         self.check = check
         self.message = message
@@ -53,7 +53,7 @@ extension TileReference {
 public struct VerifyReport: Sendable, Codable {
     public var path: String
     /// `mbtiles`, `bundle`, or `nil` when the file is not an archive tilepack reads.
-    public var format: TileArchiveFormat?
+    package var format: TileArchiveFormat?
     /// The storage layout (MBTiles schema, or the bundle's content).
     public var layout: String?
     /// Whether the file is an archive at all; `false` means exit status 2.

@@ -3,7 +3,7 @@ import TilepackCore
 import TilepackStorage
 
 /// What became of one tile the last time it was fetched.
-public enum TileFetchOutcome: Int, Hashable, Sendable, Codable, CustomStringConvertible {
+package enum TileFetchOutcome: Int, Hashable, Sendable, Codable, CustomStringConvertible {
     /// The tile's bytes are in `tiles`.
     case stored = 1
     /// The source has no tile there (HTTP 404 or 204): recorded, never stored.
@@ -11,7 +11,7 @@ public enum TileFetchOutcome: Int, Hashable, Sendable, Codable, CustomStringConv
     /// Every attempt failed (network faults, server errors, or a body that is not a valid tile).
     case failed = 3
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .stored: "stored"
         case .absent: "absent"
@@ -21,26 +21,26 @@ public enum TileFetchOutcome: Int, Hashable, Sendable, Codable, CustomStringConv
 }
 
 /// The bookkeeping row of one tile (table `tilepack_tile_state`).
-public struct TileStateRecord: Hashable, Sendable {
-    public var tile: TileCoordinate
-    public var outcome: TileFetchOutcome
+package struct TileStateRecord: Hashable, Sendable {
+    package var tile: TileCoordinate
+    package var outcome: TileFetchOutcome
     /// The last HTTP status seen, 0 when none (a connection fault).
-    public var httpStatus: Int
+    package var httpStatus: Int
     /// Requests made for the tile so far, over all runs.
-    public var attempts: Int
+    package var attempts: Int
     /// The stored body's size (0 unless stored).
-    public var bytes: Int
+    package var bytes: Int
     /// The validators of the stored body, for conditional refresh.
-    public var etag: String?
-    public var lastModified: String?
+    package var etag: String?
+    package var lastModified: String?
     /// Why the tile failed (nil otherwise).
-    public var message: String?
+    package var message: String?
     /// Seconds since 1970 of the last fetch or revalidation, and of the last use (fetch,
     /// revalidation or ``MBTilesTileStore/touch(_:attempts:at:)``): eviction removes the least recently used first.
-    public var fetchedAt: Double
-    public var lastUsed: Double
+    package var fetchedAt: Double
+    package var lastUsed: Double
 
-    public init(tile: TileCoordinate, outcome: TileFetchOutcome, httpStatus: Int = 0, attempts: Int = 1, bytes: Int = 0,
+    package init(tile: TileCoordinate, outcome: TileFetchOutcome, httpStatus: Int = 0, attempts: Int = 1, bytes: Int = 0,
                 etag: String? = nil, lastModified: String? = nil, message: String? = nil,
                 fetchedAt: Double = Date().timeIntervalSince1970, lastUsed: Double? = nil) {
         self.tile = tile
@@ -58,18 +58,18 @@ public struct TileStateRecord: Hashable, Sendable {
 
 /// A region recorded in the store (table `tilepack_regions`): what was asked for, opaque to the
 /// store (the prefetcher's JSON), and whether its tiles are kept out of eviction and purges.
-public struct TileRegionRecord: Hashable, Sendable {
-    public var id: Int
+package struct TileRegionRecord: Hashable, Sendable {
+    package var id: Int
     /// A canonical description of the request: the same request finds the same region (resume).
-    public var key: String
+    package var key: String
     /// The request, as its owner encoded it.
-    public var request: String
+    package var request: String
     /// Kept regions pin their tiles: eviction and ``MBTilesTileStore/purge(isPinned:)`` leave them.
-    public var kept: Bool
+    package var kept: Bool
     /// The last status written by the owner (e.g. `in-progress`, `success`).
-    public var status: String
-    public var createdAt: Double
-    public var updatedAt: Double
+    package var status: String
+    package var createdAt: Double
+    package var updatedAt: Double
 }
 
 /// What an eviction or purge removed.
@@ -102,19 +102,19 @@ public struct TileStorePurge: Hashable, Sendable, Codable {
 /// rolls a hot journal back, so a tile and its bookkeeping row are always written together.
 ///
 /// `Sendable`: one connection behind a lock; every method runs under it.
-public final class MBTilesTileStore: @unchecked Sendable {
+package final class MBTilesTileStore: @unchecked Sendable {
     /// The store's own tables besides MBTiles' (lower case, as SQLite compares names).
-    public static var bookkeepingTables: Set<String> { MBTilesSchema.prefetchBookkeepingTables }
+    package static var bookkeepingTables: Set<String> { MBTilesSchema.prefetchBookkeepingTables }
 
     /// The archive's path.
-    public let path: String
+    package let path: String
     /// Whether the file could only be opened for reading: every write throws.
-    public let isReadOnly: Bool
+    package let isReadOnly: Bool
     /// Bytes of tile data per transaction: commits then overlap a long download and the last one
     /// is short; fewer bytes would cost more syncs than they save (Specs/prefetch.md).
-    public var batchBytes: Int { 4 << 20 }
+    package var batchBytes: Int { 4 << 20 }
     /// Seconds an open transaction may stay uncommitted before the next write commits it.
-    public var batchSeconds: Double { 1 }
+    package var batchSeconds: Double { 1 }
 
     private let state: Locked<State>
 
@@ -160,7 +160,7 @@ public final class MBTilesTileStore: @unchecked Sendable {
     ///   file keeps its own.
     /// - Throws: ``TileArchiveError`` naming the path: not an MBTiles file, a `tiles` that is not
     ///   a flat table (tiles are only added to the flat schema), SQLite or I/O faults.
-    public init(path: String, create: Bool = true, readOnly: Bool = false, metadata: TileMetadata = TileMetadata()) throws(TileArchiveError) {
+    package init(path: String, create: Bool = true, readOnly: Bool = false, metadata: TileMetadata = TileMetadata()) throws(TileArchiveError) {
         self.path = path
         let exists = FileManager.default.fileExists(atPath: path)
         if !exists {
@@ -258,7 +258,7 @@ public final class MBTilesTileStore: @unchecked Sendable {
 
     /// Whether the store holds nothing at `zoom`: no tile and no bookkeeping row. A fetch skips
     /// looking its tiles up one by one at such a zoom.
-    public func isEmpty(atZoom zoom: Int) throws(TileArchiveError) -> Bool {
+    package func isEmpty(atZoom zoom: Int) throws(TileArchiveError) -> Bool {
         try withState { state throws(TileArchiveError) in
             let connection = try state.open(path: path)
             let tiles = try connection.scalarInt("SELECT EXISTS (SELECT 1 FROM tiles WHERE zoom_level = \(zoom))") ?? 1
@@ -269,13 +269,13 @@ public final class MBTilesTileStore: @unchecked Sendable {
     }
 
     /// Bytes of tile data in the archive.
-    public var totalBytes: Int { state.withLock { $0.totalBytes } }
+    package var totalBytes: Int { state.withLock { $0.totalBytes } }
 
     /// Tiles in the archive.
-    public var tileCount: Int { state.withLock { $0.tileCount } }
+    package var tileCount: Int { state.withLock { $0.tileCount } }
 
     /// The bookkeeping row of `tile`, or `nil` when it was never fetched into this store.
-    public func record(of tile: TileCoordinate) throws(TileArchiveError) -> TileStateRecord? {
+    package func record(of tile: TileCoordinate) throws(TileArchiveError) -> TileStateRecord? {
         try withState { state throws(TileArchiveError) in
             guard let find = state.findState else { return nil }
             Self.bind(find, tile)
@@ -290,12 +290,12 @@ public final class MBTilesTileStore: @unchecked Sendable {
     }
 
     /// Whether `tiles` holds `tile` (stored by this store or found in the file before).
-    public func containsTile(_ tile: TileCoordinate) throws(TileArchiveError) -> Bool {
+    package func containsTile(_ tile: TileCoordinate) throws(TileArchiveError) -> Bool {
         try storedSize(of: tile) != nil
     }
 
     /// The size of the stored tile, or `nil` when there is none.
-    public func storedSize(of tile: TileCoordinate) throws(TileArchiveError) -> Int? {
+    package func storedSize(of tile: TileCoordinate) throws(TileArchiveError) -> Int? {
         try withState { state throws(TileArchiveError) in
             guard let find = state.findBytes else { return nil }
             Self.bind(find, tile)
@@ -306,7 +306,7 @@ public final class MBTilesTileStore: @unchecked Sendable {
     }
 
     /// The number of stored tiles inside `range` (one index range scan).
-    public func countTiles(in range: TileRange) throws(TileArchiveError) -> Int {
+    package func countTiles(in range: TileRange) throws(TileArchiveError) -> Int {
         try withState { state throws(TileArchiveError) in
             let statement = try state.open(path: path).prepare(
                 "SELECT count(*) FROM tiles WHERE zoom_level = ?1 AND tile_column BETWEEN ?2 AND ?3 AND tile_row BETWEEN ?4 AND ?5")
@@ -322,7 +322,7 @@ public final class MBTilesTileStore: @unchecked Sendable {
     }
 
     /// The stored tile's bytes, or `nil`.
-    public func tileData(_ tile: TileCoordinate) throws(TileArchiveError) -> Data? {
+    package func tileData(_ tile: TileCoordinate) throws(TileArchiveError) -> Data? {
         try withState { state throws(TileArchiveError) in
             let connection = try state.open(path: path)
             let statement = try connection.prepare("SELECT tile_data FROM tiles WHERE zoom_level = ?1 AND tile_column = ?2 AND tile_row = ?3")
@@ -333,7 +333,7 @@ public final class MBTilesTileStore: @unchecked Sendable {
     }
 
     /// Every bookkeeping row with `outcome`, in key order.
-    public func records(withOutcome outcome: TileFetchOutcome) throws(TileArchiveError) -> [TileStateRecord] {
+    package func records(withOutcome outcome: TileFetchOutcome) throws(TileArchiveError) -> [TileStateRecord] {
         try withState { state throws(TileArchiveError) in
             guard state.findState != nil else { return [] }
             let connection = try state.open(path: path)
@@ -355,7 +355,7 @@ public final class MBTilesTileStore: @unchecked Sendable {
     }
 
     /// The archive's metadata.
-    public func metadata() throws(TileArchiveError) -> TileMetadata {
+    package func metadata() throws(TileArchiveError) -> TileMetadata {
         try withState { state throws(TileArchiveError) in
             let statement = try state.open(path: path).prepare("SELECT name, value FROM metadata")
             var entries: [String: String] = [:]
@@ -370,7 +370,7 @@ public final class MBTilesTileStore: @unchecked Sendable {
 
     /// Records a fetched tile: its bytes into `tiles` when `data` is given (outcome `stored`),
     /// and its bookkeeping row. `attempts` is added to the tile's count. Committed with its batch.
-    public func record(_ record: TileStateRecord, data: Data?) throws(TileArchiveError) {
+    package func record(_ record: TileStateRecord, data: Data?) throws(TileArchiveError) {
         try withWritableState { state throws(TileArchiveError) in
             try state.beginIfNeeded(path: path)
             var storedBytes = record.bytes
@@ -406,7 +406,7 @@ public final class MBTilesTileStore: @unchecked Sendable {
     /// the tile's bytes are not rewritten. `attempts` requests are added to its count.
     /// Returns false when the tile has no bookkeeping row.
     @discardableResult
-    public func touch(_ tile: TileCoordinate, attempts: Int = 0, at time: Double = Date().timeIntervalSince1970) throws(TileArchiveError) -> Bool {
+    package func touch(_ tile: TileCoordinate, attempts: Int = 0, at time: Double = Date().timeIntervalSince1970) throws(TileArchiveError) -> Bool {
         try withWritableState { state throws(TileArchiveError) in
             try state.beginIfNeeded(path: path)
             guard let touch = state.touchState else { return false }
@@ -423,13 +423,13 @@ public final class MBTilesTileStore: @unchecked Sendable {
     }
 
     /// Commits the open batch, if any.
-    public func commit() throws(TileArchiveError) {
+    package func commit() throws(TileArchiveError) {
         try withWritableState { state throws(TileArchiveError) in try state.commit(path: path) }
     }
 
     /// Replaces the metadata keys derived from the tiles (format, zooms, bounds, center) by what
     /// the tiles say now, and sets `extra` keys; then commits, unless `commit` is `false`.
-    public func refreshMetadata(_ extra: TileMetadata = TileMetadata(), commit: Bool = true) throws(TileArchiveError) {
+    package func refreshMetadata(_ extra: TileMetadata = TileMetadata(), commit: Bool = true) throws(TileArchiveError) {
         try withWritableState { state throws(TileArchiveError) in
             try state.beginIfNeeded(path: path)
             let connection = try state.open(path: path)
@@ -459,7 +459,7 @@ public final class MBTilesTileStore: @unchecked Sendable {
     /// Deletes the least recently used tiles (and bookkeeping rows) that `isPinned` does not
     /// keep, until the tiles' bytes are at most `capacity`. Tiles of the file that have no
     /// bookkeeping row count as the oldest.
-    public func evict(toCapacity capacity: Int, isPinned: (TileCoordinate) -> Bool) throws(TileArchiveError) -> TileStorePurge {
+    package func evict(toCapacity capacity: Int, isPinned: (TileCoordinate) -> Bool) throws(TileArchiveError) -> TileStorePurge {
         try withWritableState { state throws(TileArchiveError) in
             guard state.totalBytes > capacity else { return TileStorePurge() }
             try state.commit(path: path)
@@ -486,7 +486,7 @@ public final class MBTilesTileStore: @unchecked Sendable {
 
     /// Deletes every tile and bookkeeping row that `isPinned` does not keep (the seed's
     /// `clearCache`: unused map data).
-    public func purge(isPinned: (TileCoordinate) -> Bool) throws(TileArchiveError) -> TileStorePurge {
+    package func purge(isPinned: (TileCoordinate) -> Bool) throws(TileArchiveError) -> TileStorePurge {
         try withWritableState { state throws(TileArchiveError) in
             try state.commit(path: path)
             let connection = try state.open(path: path)
@@ -545,7 +545,7 @@ public final class MBTilesTileStore: @unchecked Sendable {
     /// existing one is kept again and its request replaced.
     /// - Parameter commit: `false` leaves the row in the open batch (committed with the first
     ///   tiles: a fetch killed before that has nothing to resume anyway).
-    public func region(key: String, request: String, status: String, commit: Bool = true) throws(TileArchiveError) -> TileRegionRecord {
+    package func region(key: String, request: String, status: String, commit: Bool = true) throws(TileArchiveError) -> TileRegionRecord {
         try withWritableState { state throws(TileArchiveError) in
             try state.beginIfNeeded(path: path)
             let connection = try state.open(path: path)
@@ -568,7 +568,7 @@ public final class MBTilesTileStore: @unchecked Sendable {
     }
 
     /// Every recorded region, by id.
-    public func regions() throws(TileArchiveError) -> [TileRegionRecord] {
+    package func regions() throws(TileArchiveError) -> [TileRegionRecord] {
         try withState { state throws(TileArchiveError) in
             let connection = try state.open(path: path)
             guard try connection.scalarInt("SELECT count(*) FROM sqlite_master WHERE name = 'tilepack_regions'") ?? 0 > 0 else { return [] }
@@ -579,7 +579,7 @@ public final class MBTilesTileStore: @unchecked Sendable {
     /// Sets a region's status (and, when given, whether it is kept). Returns false for an unknown id.
     @discardableResult
     /// - Parameter commit: `false` leaves the change in the open batch.
-    public func updateRegion(id: Int, status: String? = nil, kept: Bool? = nil, commit: Bool = true) throws(TileArchiveError) -> Bool {
+    package func updateRegion(id: Int, status: String? = nil, kept: Bool? = nil, commit: Bool = true) throws(TileArchiveError) -> Bool {
         try withWritableState { state throws(TileArchiveError) in
             try state.beginIfNeeded(path: path)
             let connection = try state.open(path: path)
@@ -598,7 +598,7 @@ public final class MBTilesTileStore: @unchecked Sendable {
 
     /// Deletes a region's record (its tiles stay until evicted or purged). Returns false for an unknown id.
     @discardableResult
-    public func deleteRegion(id: Int) throws(TileArchiveError) -> Bool {
+    package func deleteRegion(id: Int) throws(TileArchiveError) -> Bool {
         try withWritableState { state throws(TileArchiveError) in
             try state.beginIfNeeded(path: path)
             let connection = try state.open(path: path)
@@ -627,7 +627,7 @@ public final class MBTilesTileStore: @unchecked Sendable {
     // MARK: Closing
 
     /// Commits and closes; later calls throw. Safe to call twice.
-    public func close() throws(TileArchiveError) {
+    package func close() throws(TileArchiveError) {
         try state.withLock { (state: inout sending State) throws(TileArchiveError) in
             guard state.connection != nil else { return }
             defer {

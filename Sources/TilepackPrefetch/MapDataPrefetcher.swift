@@ -26,7 +26,7 @@ public final class MapDataPrefetcher: Sendable {
     public let source: PrefetchSource
     public let configuration: PrefetchConfiguration
     /// The store, or `nil` when it did not exist and was not to be created (estimates only).
-    public let store: MBTilesTileStore?
+    package let store: MBTilesTileStore?
 
     /// HTTP clients, used in turn: one over the transport given to `init`, else one per
     /// URLSession. On Linux one URLSession moves every transfer through one serial queue

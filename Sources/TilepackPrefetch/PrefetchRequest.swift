@@ -7,7 +7,7 @@ public enum PrefetchArea: Hashable, Sendable {
     /// The tiles sharing area with the box (``TileCover``'s rule; a box may cross the antimeridian).
     case boundingBox(GeoBoundingBox)
     /// The tiles within `radius` metres of the polyline (the union of circles along the route,
-    /// ``RouteCover``'s rule). The radius must be at least ``PrefetchRequest/minimumRouteRadius``.
+    /// `RouteCover`'s rule). The radius must be at least ``PrefetchRequest/minimumRouteRadius``.
     case route([GeoCoordinate], radius: Double)
 }
 
@@ -59,7 +59,7 @@ public struct PrefetchRequest: Hashable, Sendable {
 
     /// The tiles of the request, computed without enumerating them.
     /// - Throws: ``GeometryError`` for an invalid area or zoom.
-    public func cover() throws(GeometryError) -> PrefetchCover {
+    package func cover() throws(GeometryError) -> PrefetchCover {
         var levels: [[TileRange]] = []
         switch area {
         case .boundingBox(let box):
@@ -92,20 +92,20 @@ extension PrefetchArea {
 
 /// The tiles of a ``PrefetchRequest``: per zoom, a few rectangles of tiles (one for a box, two
 /// across the antimeridian, one row-long rectangle per run of columns for a route).
-public struct PrefetchCover: Hashable, Sendable, Sequence {
-    public let zooms: ClosedRange<Int>
+package struct PrefetchCover: Hashable, Sendable, Sequence {
+    package let zooms: ClosedRange<Int>
     /// The ranges of each zoom, indexed by `zoom - zooms.lowerBound`.
-    public let levels: [[TileRange]]
+    package let levels: [[TileRange]]
 
     /// The tiles at `zoom`.
-    public func count(atZoom zoom: Int) -> Int {
+    package func count(atZoom zoom: Int) -> Int {
         zooms.contains(zoom) ? levels[zoom - zooms.lowerBound].reduce(0) { $0 + $1.count } : 0
     }
 
     /// All the tiles.
-    public var count: Int { zooms.reduce(0) { $0 + count(atZoom: $1) } }
+    package var count: Int { zooms.reduce(0) { $0 + count(atZoom: $1) } }
 
-    public func contains(_ tile: TileCoordinate) -> Bool {
+    package func contains(_ tile: TileCoordinate) -> Bool {
         guard zooms.contains(tile.zoom) else { return false }
         return levels[tile.zoom - zooms.lowerBound].contains { $0.contains(tile) }
     }
@@ -125,10 +125,10 @@ public struct PrefetchCover: Hashable, Sendable, Sequence {
         return nil
     }
 
-    public var underestimatedCount: Int { count }
+    package var underestimatedCount: Int { count }
 
     /// Zoom by zoom, range by range.
-    public func makeIterator() -> TileCover.Iterator { TileCover.Iterator(ranges: levels.flatMap { $0 }) }
+    package func makeIterator() -> TileCover.Iterator { TileCover.Iterator(ranges: levels.flatMap { $0 }) }
 }
 
 // MARK: The request as recorded in the store

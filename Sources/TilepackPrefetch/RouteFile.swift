@@ -5,22 +5,22 @@ import FoundationXML
 #endif
 
 /// Why a route file cannot be read.
-public struct RouteFileError: Error, Hashable, Sendable, CustomStringConvertible {
-    public var path: String
-    public var reason: String
+package struct RouteFileError: Error, Hashable, Sendable, CustomStringConvertible {
+    package var path: String
+    package var reason: String
 
-    public var description: String { "\(path): \(reason)" }
+    package var description: String { "\(path): \(reason)" }
 }
 
 /// Reads a route (a polyline) for a corridor fetch: GeoJSON (a LineString or MultiLineString
 /// geometry, a Feature holding one, or a FeatureCollection whose line features are joined in
 /// order) or GPX (the points of its tracks, else of its routes). Coordinates are checked: every
 /// point must be a latitude in -90...90 and a longitude in -180...180.
-public enum RouteFile {
+package enum RouteFile {
     /// The largest route file read: 64 MiB.
-    public static let maximumBytes = 64 << 20
+    package static let maximumBytes = 64 << 20
 
-    public static func read(path: String) throws(RouteFileError) -> [GeoCoordinate] {
+    package static func read(path: String) throws(RouteFileError) -> [GeoCoordinate] {
         guard let handle = FileHandle(forReadingAtPath: path) else {
             throw RouteFileError(path: path, reason: FileManager.default.fileExists(atPath: path) ? "cannot be opened" : "no such file")
         }
@@ -36,7 +36,7 @@ public enum RouteFile {
     }
 
     /// Parses GeoJSON or GPX, told apart by the first non-blank byte (`{` or `<`).
-    public static func parse(_ data: Data, path: String = "route") throws(RouteFileError) -> [GeoCoordinate] {
+    package static func parse(_ data: Data, path: String = "route") throws(RouteFileError) -> [GeoCoordinate] {
         let first = data.first { !($0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D || $0 == 0xEF || $0 == 0xBB || $0 == 0xBF) }
         let points: [GeoCoordinate]
         switch first {

@@ -11,11 +11,11 @@ import TilepackCore
 /// the temporary file. A crash or kill before `commit()` leaves the destination as it was (absent
 /// or the previous file) and a stray `.tmp-` file, whose lock died with the process: the next
 /// `AtomicFile` for the same destination removes every such temporary file nobody holds.
-public final class AtomicFile: @unchecked Sendable {
+package final class AtomicFile: @unchecked Sendable {
     /// Where the file will be once committed.
-    public let destination: String
+    package let destination: String
     /// Where the file is written until then.
-    public let temporaryPath: String
+    package let temporaryPath: String
     private var finished = false
 
     /// Creates the temporary file beside `destination` (after removing stale ones of earlier,
@@ -24,7 +24,7 @@ public final class AtomicFile: @unchecked Sendable {
     ///   the destination exists (checked now and again at commit).
     /// - Throws: `alreadyExists`; `io` naming why the folder takes no new file (a read-only file
     ///   system, no permission, no such folder, a full disk), with its errno.
-    public init(destination: String, overwrite: Bool) throws(TileArchiveError) {
+    package init(destination: String, overwrite: Bool) throws(TileArchiveError) {
         let (directory, name) = FileSystem.split(destination)
         let prefix = FileSystem.temporaryPrefix(for: name)
         self.destination = destination
@@ -46,7 +46,7 @@ public final class AtomicFile: @unchecked Sendable {
 
     /// strerror, with what it means for writing a file: "Read-only file system (the folder is on
     /// a read-only file system)", "Permission denied (no permission ...)", a full disk.
-    public static func describe(errno code: Int32) -> String {
+    package static func describe(errno code: Int32) -> String {
         let text = String(cString: strerror(code))
         switch code {
         case EROFS: return "\(text) (the folder is on a read-only file system)"
@@ -89,7 +89,7 @@ public final class AtomicFile: @unchecked Sendable {
     /// Starts writing what the temporary file holds so far to disk, on a background queue, so
     /// that ``commit()``'s fsync finds little left to write. Returns at once; does nothing while
     /// the previous background flush is still running.
-    public func flushInBackground() {
+    package func flushInBackground() {
         guard flushing.withLock({ running in
             if running { return false }
             running = true
@@ -111,7 +111,7 @@ public final class AtomicFile: @unchecked Sendable {
     }
 
     /// Flushes the temporary file to disk and renames it over the destination.
-    public func commit() throws(TileArchiveError) {
+    package func commit() throws(TileArchiveError) {
         precondition(!finished, "AtomicFile committed twice")
         flushes.sync {}
         try Self.fsync(path: temporaryPath, destination: destination)
@@ -131,7 +131,7 @@ public final class AtomicFile: @unchecked Sendable {
     }
 
     /// Removes the temporary file (and any SQLite side files next to it).
-    public func discard() {
+    package func discard() {
         guard !finished else { releaseLock(); return }
         finished = true
         for suffix in ["", "-journal", "-wal", "-shm"] {

@@ -6,7 +6,7 @@ internal import CTilepackZlib
 /// `verify` and decompressed by the server for clients that do not accept gzip). Inflating is
 /// always bounded: a small input that claims to inflate without bound is an error, not an
 /// allocation. Whether bytes are gzip at all is ``TileFormat/isGzip(_:)``'s to say.
-public enum Gzip {
+@_spi(TilepackInternal) public enum Gzip {
     /// Why a stream did not inflate.
     public enum Failure: Error, Hashable, Sendable, CustomStringConvertible {
         /// The stream inflates past the caller's limit (a gzip bomb, or a limit set too low).

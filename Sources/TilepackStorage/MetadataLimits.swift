@@ -3,18 +3,18 @@ import TilepackCore
 /// How much metadata tilepack reads and writes, in every format: readers stop with an error past
 /// these limits (so a hostile file cannot make them allocate without bound) and writers refuse
 /// to write what the readers would refuse.
-public enum MetadataLimits {
+package enum MetadataLimits {
     /// The most bytes, counted as the bundle's metadata block encodes them: 4, plus for each entry
     /// 8 and the UTF-8 bytes of its key and value. 16 MiB.
-    public static let maximumBytes = 1 << 24
+    package static let maximumBytes = 1 << 24
     /// The most entries (keys). MBTiles defines about twenty; 65,536 leaves room for any tool's own.
-    public static let maximumEntries = 65_536
+    package static let maximumEntries = 65_536
 
     /// The encoded size of one entry.
     static func entryBytes(keyCount: Int, valueCount: Int) -> Int { 8 + keyCount + valueCount }
 
     /// Why `metadata` is over the limits, or `nil` when it is within them.
-    public static func violation(_ metadata: TileMetadata) -> String? {
+    package static func violation(_ metadata: TileMetadata) -> String? {
         let entries = metadata.entries
         if entries.count > maximumEntries {
             return "\(entries.count) metadata entries, over the limit of \(maximumEntries)"

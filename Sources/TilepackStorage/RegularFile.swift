@@ -3,13 +3,13 @@ import TilepackCore
 
 /// Opening a file that must be a regular file (an archive, a tile, a description file) without
 /// ever blocking on a FIFO, and naming what the file is when it is something else.
-public enum RegularFile {
+package enum RegularFile {
     /// Opens `path` read-only. The open itself is non-blocking (opening a FIFO without a writer
     /// would wait forever); once `fstat` says the file is regular, the descriptor is switched back
     /// to blocking reads. The caller closes the descriptor.
     /// - Throws: `cannotOpen` (missing, no permission: the system's reason), or
     ///   `notAnArchive` naming what the path is (a folder, a FIFO, a device, a socket).
-    public static func openForReading(_ path: String) throws(TileArchiveError) -> (fd: Int32, info: stat) {
+    package static func openForReading(_ path: String) throws(TileArchiveError) -> (fd: Int32, info: stat) {
         let fd = FileSystem.open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else {
             let code = errno
@@ -31,7 +31,7 @@ public enum RegularFile {
     }
 
     /// What a file of this `st_mode` is, in words: "a folder", "a FIFO (named pipe)", ...
-    public static func describe(mode: mode_t) -> String {
+    package static func describe(mode: mode_t) -> String {
         switch mode & S_IFMT {
         case S_IFREG: "a regular file"
         case S_IFDIR: "a folder"
@@ -48,7 +48,7 @@ public enum RegularFile {
     /// - Throws: as ``openForReading(_:)``; `io` for a read error; `corrupt("... over the limit
     ///   ...")` when the file is larger than `limit`.
     /// - Parameter prefix: read only the first `prefix` bytes (then `limit` is not checked).
-    public static func read(_ path: String, limit: Int, prefix: Int? = nil) throws(TileArchiveError) -> [UInt8] {
+    package static func read(_ path: String, limit: Int, prefix: Int? = nil) throws(TileArchiveError) -> [UInt8] {
         let (fd, info) = try openForReading(path)
         defer { close(fd) }
         let size = min(Int(info.st_size), prefix ?? Int.max)

@@ -6,7 +6,7 @@ import TilepackCore
 /// (and a replacement changes the inode), so two equal identities of one open file taken at two
 /// moments mean the file was not written in between, as far as the file system's clock can tell
 /// (the check `make` and `rsync` rely on, with nanoseconds and ctime as well).
-public struct FileVersion: Sendable, Hashable {
+@_spi(TilepackInternal) public struct FileVersion: Sendable, Hashable {
     public let device: UInt64
     public let inode: UInt64
     public let size: Int64
@@ -55,11 +55,11 @@ public struct FileVersion: Sendable, Hashable {
 /// A class: an import passes an optional one with every tile, and a reference keeps that one word
 /// (as an 80-byte struct it cost a 50,000-small-tile bundle import 2,544M instructions instead of
 /// 2,488M, callgrind; main: 2,475M).
-public final class SourceFile: Sendable {
-    public let path: String
-    public let identity: FileVersion
+package final class SourceFile: Sendable {
+    package let path: String
+    package let identity: FileVersion
 
-    public init(path: String, identity: FileVersion) {
+    package init(path: String, identity: FileVersion) {
         self.path = path
         self.identity = identity
     }

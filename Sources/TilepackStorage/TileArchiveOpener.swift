@@ -2,12 +2,12 @@ import Foundation
 import TilepackCore
 
 /// The archive formats tilepack reads, told apart by their first bytes (never by the file name).
-public enum TileArchiveFormat: String, Sendable, Hashable, Codable, CaseIterable, CustomStringConvertible {
+package enum TileArchiveFormat: String, Sendable, Hashable, Codable, CaseIterable, CustomStringConvertible {
     case mbtiles
     case bundle
     case pmtiles
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .mbtiles: "MBTiles"
         case .bundle: "tilepack bundle"
@@ -16,11 +16,11 @@ public enum TileArchiveFormat: String, Sendable, Hashable, Codable, CaseIterable
     }
 
     /// The extension of a file written in this format (an output's extension chooses its format).
-    public var fileExtension: String { "." + (self == .bundle ? "tilepack" : rawValue) }
+    package var fileExtension: String { "." + (self == .bundle ? "tilepack" : rawValue) }
 
     /// Every format's extension, `.mbtiles, .tilepack or .pmtiles` (with `conjunction`): the one list
     /// of the formats tilepack reads and writes, for help texts and messages.
-    public static func extensions(_ conjunction: String = "or") -> String {
+    package static func extensions(_ conjunction: String = "or") -> String {
         let all = allCases.map(\.fileExtension)
         return all.dropLast().joined(separator: ", ") + " " + conjunction + " " + all[all.count - 1]
     }
@@ -28,7 +28,7 @@ public enum TileArchiveFormat: String, Sendable, Hashable, Codable, CaseIterable
     /// Recognises the file's format from its first bytes.
     /// - Throws: ``TileArchiveError`` with `notAnArchive` saying what the file looks like
     ///   (empty, PMTiles, an image, text, ...), or `cannotOpen`.
-    public static func detect(path: String) throws(TileArchiveError) -> TileArchiveFormat {
+    package static func detect(path: String) throws(TileArchiveError) -> TileArchiveFormat {
         if let info = FileSystem.stat(path), (info.st_mode & S_IFMT) == S_IFDIR {
             throw TileArchiveError(path: path, fault: .notAnArchive(detected: "a folder (to import a tile tree use `tilepack import`)"))
         }

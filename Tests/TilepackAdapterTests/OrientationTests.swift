@@ -3,7 +3,7 @@ import Testing
 import TileLayer
 import TilepackAdapter
 import TilepackCore
-import TilepackImaging
+@_spi(TilepackInternal) import TilepackImaging
 import TilepackStorage
 import TilepackTestSupport
 

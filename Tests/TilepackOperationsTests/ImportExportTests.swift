@@ -3,7 +3,7 @@ import Testing
 import TilepackCore
 import TilepackImaging
 @testable import TilepackOperations
-import TilepackStorage
+@_spi(TilepackInternal) import TilepackStorage
 import TilepackTestSupport
 
 @Suite struct ImportExportTests {

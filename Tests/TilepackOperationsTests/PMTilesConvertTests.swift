@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import TilepackCore
 import TilepackOperations
-import TilepackStorage
+@_spi(TilepackInternal) import TilepackStorage
 import TilepackTestSupport
 
 /// Converting to and from PMTiles, and the PyPI `pmtiles` package as a witness both ways.

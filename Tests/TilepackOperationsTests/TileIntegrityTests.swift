@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import TilepackCore
 @testable import TilepackOperations
-import TilepackStorage
+@_spi(TilepackInternal) import TilepackStorage
 
 @Suite struct TileIntegrityTests {
     func check(_ data: Data) -> Result<TileFormat, TileIntegrity.Finding> {

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import TilepackCore
 import TilepackRemote
-import TilepackStorage
+@_spi(TilepackInternal) import TilepackStorage
 import TilepackTestSupport
 
 /// Issue 29's remote classes on a loopback server: a bundle header believed before its checksum

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import TilepackCore
-import TilepackStorage
+@_spi(TilepackInternal) import TilepackStorage
 import TilepackTestSupport
 
 /// The worked example of Specs/bundle-format.md: the writer must produce exactly the bytes printed there.

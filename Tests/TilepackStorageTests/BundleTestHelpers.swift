@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import TilepackCore
-import TilepackStorage
+@_spi(TilepackInternal) import TilepackStorage
 import TilepackTestSupport
 
 /// Tiles and byte surgery for the bundle tests.

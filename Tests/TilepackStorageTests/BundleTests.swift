@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import TilepackCore
-@testable import TilepackStorage
+@_spi(TilepackInternal) @testable import TilepackStorage
 import TilepackTestSupport
 
 @Suite struct BundleRoundTripTests {

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import TilepackCore
-@testable import TilepackStorage
+@_spi(TilepackInternal) @testable import TilepackStorage
 import TilepackTestSupport
 
 /// A tmpfs mounted at a new folder, made read-only on demand; `nil` where mounting is not

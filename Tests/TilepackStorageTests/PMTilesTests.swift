@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import TilepackCore
-import TilepackStorage
+@_spi(TilepackInternal) import TilepackStorage
 import TilepackTestSupport
 
 /// PMTiles v3: tile ids, the fixtures written by other tools, the writer's round trip and layout.

@@ -5,7 +5,7 @@ import TilepackCore
 /// The constants and byte layout of the `.tilepack` bundle format, version 1.0.
 ///
 /// `Specs/bundle-format.md` is the normative description; this type mirrors it field by field.
-public enum BundleFormat {
+@_spi(TilepackInternal) public enum BundleFormat {
     /// The 8 bytes every bundle starts with: `89 54 50 4B 0D 0A 1A 0A` ("\x89TPK\r\n\x1a\n").
     public static let magic: [UInt8] = [0x89, 0x54, 0x50, 0x4B, 0x0D, 0x0A, 0x1A, 0x0A]
     /// The major version this code reads and writes.

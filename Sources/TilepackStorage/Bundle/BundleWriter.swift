@@ -19,8 +19,8 @@ internal import CTilepackLZ4
 /// fsynced and renamed over the destination; long runs are copied by the kernel, file to file. The output depends only on the tiles, the content and
 /// the metadata, never on the order of ``addTile(at:bytes:)`` calls.
 ///
-/// A large payload stored as it is whose bytes are a whole file (``prepare(_:options:crc:source:)``
-/// with a ``SourceFile``: an import's tile files) is not spooled: ``finish()`` copies it from that
+/// A large payload stored as it is whose bytes are a whole file (`prepare(_:options:crc:source:)`
+/// with a `SourceFile`: an import's tile files) is not spooled: ``finish()`` copies it from that
 /// file, after checking that the file is the version that was read (device, inode, size, mtime
 /// and ctime); a file changed meanwhile fails the write with an error naming it, and no bundle is
 /// left. The bytes written are the same either way.
@@ -183,7 +183,7 @@ public final class BundleWriter {
     /// - Parameter source: the file `raw` was read from whole, with its identity taken before the
     ///   read (and unchanged after it). A payload of ``sourceCopyBytes`` or more that is stored as
     ///   it is will be copied from that file at ``finish()`` instead of through the spool.
-    public static func prepare(_ raw: consuming [UInt8], options: Options, crc: UInt32? = nil,
+    package static func prepare(_ raw: consuming [UInt8], options: Options, crc: UInt32? = nil,
                                source: SourceFile? = nil) -> PreparedPayload {
         if let compressed = raw.withUnsafeBytes({ compress($0, options: options) }) { return compressed }
         let crc = crc ?? raw.withUnsafeBytes { BundleFormat.crc32($0) }
@@ -191,7 +191,7 @@ public final class BundleWriter {
         return PreparedPayload(stored: raw, codec: .stored, rawLength: raw.count, crc: crc, source: copied)
     }
 
-    /// Stored payloads this long or longer, given with their ``SourceFile``, are copied from it at
+    /// Stored payloads this long or longer, given with their `SourceFile`, are copied from it at
     /// ``finish()`` rather than spooled: below this, opening the file again costs more than the
     /// copy through the spool saves.
     public static let sourceCopyBytes = 32 << 10

@@ -59,7 +59,7 @@ public final class MBTilesArchive: TileArchive {
     /// The payload format: the `format` metadata when it parses, otherwise sniffed from a tile.
     public let content: TileContent?
     /// What schema detection found (kind, unique index, extra tables, ...).
-    public let schema: MBTilesSchema
+    package let schema: MBTilesSchema
     public let options: MBTilesOpenOptions
 
     /// What opening found beside the file and did about it (a hot journal rolled back, a WAL
@@ -191,10 +191,10 @@ public final class MBTilesArchive: TileArchive {
     /// With a unique index the rows come straight off the index, one column at a time read
     /// backwards (TMS rows descending = XYZ rows ascending), so nothing is sorted or held in
     /// memory. Without one SQLite sorts, spilling to temporary files beyond its cache, and a tile
-    /// stored in several rows is given once (the first row of the sort; ``duplicateTiles(limit:)``
+    /// stored in several rows is given once (the first row of the sort; `duplicateTiles(limit:)`
     /// lists them).
     /// - Throws: `invalidRow` for a row whose coordinates are not a tile (the raw scan
-    ///   ``forEachRawRow(_:)`` reports those instead), `nullTile` for NULL `tile_data`.
+    ///   `forEachRawRow(_:)` reports those instead), `nullTile` for NULL `tile_data`.
     public func forEachTile(_ body: (TileCoordinate, UnsafeRawBufferPointer) throws -> Void) throws {
         let reader = try checkout()
         defer { checkin(reader) }
@@ -236,7 +236,7 @@ public final class MBTilesArchive: TileArchive {
 
     // MARK: What verify needs
 
-    /// martin's `agg_tiles_hash` of the `tiles` rows (see ``MBTilesAggregateHash``).
+    /// martin's `agg_tiles_hash` of the `tiles` rows (see `MBTilesAggregateHash`).
     public func aggregateTilesHash() throws(TileArchiveError) -> String {
         try withReader { reader throws(TileArchiveError) in try MBTilesAggregateHash.compute(reader.connection) }
     }
@@ -245,7 +245,7 @@ public final class MBTilesArchive: TileArchive {
     /// are not tiles (NULL or out-of-range coordinates, NULL or numeric `tile_data`), so that a
     /// verifier can report them. For ``MBTilesSchemaKind/flatWithHash`` the row carries its
     /// stored `tile_hash`.
-    public func forEachRawRow(_ body: (MBTilesRawRow) throws -> Void) throws {
+    package func forEachRawRow(_ body: (MBTilesRawRow) throws -> Void) throws {
         let reader = try checkout()
         defer { checkin(reader) }
         let withHash = schema.kind == .flatWithHash
@@ -265,7 +265,7 @@ public final class MBTilesArchive: TileArchive {
     /// its `tile_data` (case-insensitively; NULL data must have a NULL hash) and calls
     /// `mismatch` for each that differs. Returns how many rows were checked (0 for other schemas).
     @discardableResult
-    public func checkTileHashes(_ mismatch: (MBTilesTileHashMismatch) throws -> Void) throws -> Int {
+    package func checkTileHashes(_ mismatch: (MBTilesTileHashMismatch) throws -> Void) throws -> Int {
         guard schema.kind == .flatWithHash else { return 0 }
         var checked = 0
         try forEachRawRow { row in
@@ -283,7 +283,7 @@ public final class MBTilesArchive: TileArchive {
     /// Tiles the `tiles` view gives in more than one row (possible only without unique indexes on
     /// the coordinates and, for the normalized schema, on `images.tile_id`; empty with them),
     /// at most `limit` of them, each with how many rows hold it.
-    public func duplicateTiles(limit: Int = 1000) throws(TileArchiveError) -> [MBTilesDuplicateTile] {
+    package func duplicateTiles(limit: Int = 1000) throws(TileArchiveError) -> [MBTilesDuplicateTile] {
         guard !schema.tilesAreUnique else { return [] }
         return try withReader { reader throws(TileArchiveError) in
             let statement = try reader.connection.prepare("""
@@ -303,7 +303,7 @@ public final class MBTilesArchive: TileArchive {
     /// For the normalized (`map` + `images`) schema: `map` rows that name no image, so the tiles
     /// vanish from the `tiles` view: a `tile_id` no `images` row has, or a NULL `tile_id` on a row
     /// that holds no UTFGrid either (no `grid_id`); at most `limit`; empty for other schemas.
-    public func orphanedMapRows(limit: Int = 1000) throws(TileArchiveError) -> [MBTilesOrphanedMapRow] {
+    package func orphanedMapRows(limit: Int = 1000) throws(TileArchiveError) -> [MBTilesOrphanedMapRow] {
         guard schema.kind == .normalized else { return [] }
         return try withReader { reader throws(TileArchiveError) in
             let hasGrid = try reader.connection.scalarInt("SELECT COUNT(*) FROM pragma_table_info('map') WHERE name = 'grid_id'") ?? 0 > 0
@@ -336,7 +336,7 @@ public final class MBTilesArchive: TileArchive {
 
     /// Per zoom level: the tile count and the XYZ column/row ranges (one index scan), for
     /// deriving and checking bounds and zooms. Rows whose coordinates are not tiles are left out.
-    public func contentSummary() throws(TileArchiveError) -> TileContentSummary {
+    package func contentSummary() throws(TileArchiveError) -> TileContentSummary {
         try withReader { reader throws(TileArchiveError) in
             var summary = try TileContentSummary.query(reader.connection, distinct: !schema.tilesAreUnique)
             summary.format = content.flatMap { if case .encoded(let f) = $0 { f } else { nil } }

@@ -1,7 +1,7 @@
 import Foundation
 import TilepackCore
 
-/// One finding of ``MBTilesMetadataValidator``.
+/// One finding of `MBTilesMetadataValidator`.
 public struct MBTilesMetadataIssue: Hashable, Sendable, CustomStringConvertible {
     public enum Severity: String, Hashable, Sendable, Comparable {
         /// Breaks a MUST of MBTiles 1.3: the writer refuses to write it.
@@ -40,12 +40,12 @@ public struct MBTilesMetadataIssue: Hashable, Sendable, CustomStringConvertible 
 }
 
 /// The MBTiles 1.3 metadata rules (see Specs/mbtiles.md for the list and why each is an error or a warning).
-public enum MBTilesMetadataValidator {
+package enum MBTilesMetadataValidator {
     /// Tolerance in degrees when comparing bounds with tile extents (writers round to ~1e-7).
     static let tolerance = 1e-6
 
     /// Checks `metadata`, and when `content` is given, its agreement with the tiles.
-    public static func validate(_ metadata: TileMetadata, content: TileContentSummary? = nil) -> [MBTilesMetadataIssue] {
+    package static func validate(_ metadata: TileMetadata, content: TileContentSummary? = nil) -> [MBTilesMetadataIssue] {
         var issues: [MBTilesMetadataIssue] = []
         func error(_ kind: MBTilesMetadataIssue.Kind, _ key: String?, _ message: String) {
             issues.append(MBTilesMetadataIssue(.error, kind, key: key, message))

@@ -3,7 +3,7 @@ internal import CTilepackSQLite
 import TilepackCore
 
 /// An SQLite value as stored in a row, for reporting rows that are not what they should be.
-public enum MBTilesRawValue: Hashable, Sendable, CustomStringConvertible {
+package enum MBTilesRawValue: Hashable, Sendable, CustomStringConvertible {
     case integer(Int64)
     case real(Double)
     case text(String)
@@ -21,7 +21,7 @@ public enum MBTilesRawValue: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// The value as a whole number: an INTEGER, or a REAL with no fraction.
-    public var integerValue: Int? {
+    package var integerValue: Int? {
         switch self {
         case .integer(let v): Int(truncatingIfNeeded: v)
         case .real(let v): v.rounded() == v && abs(v) < 1e15 ? Int(v) : nil
@@ -37,7 +37,7 @@ public enum MBTilesRawValue: Hashable, Sendable, CustomStringConvertible {
         return TileReference(zoom: z, column: x, tmsRow: r).description
     }
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .integer(let v): String(v)
         case .real(let v): String(v)
@@ -51,26 +51,26 @@ public enum MBTilesRawValue: Hashable, Sendable, CustomStringConvertible {
 /// One row of `tiles` exactly as stored (see ``MBTilesArchive/forEachRawRow(_:)``).
 ///
 /// Not `Sendable`: `tileData` points into SQLite's buffer and is valid only inside the callback.
-public struct MBTilesRawRow {
-    public var zoomLevel: MBTilesRawValue
-    public var tileColumn: MBTilesRawValue
+package struct MBTilesRawRow {
+    package var zoomLevel: MBTilesRawValue
+    package var tileColumn: MBTilesRawValue
     /// The stored TMS row.
-    public var tileRow: MBTilesRawValue
+    package var tileRow: MBTilesRawValue
     /// The storage class of `tile_data` (a blob normally; text is accepted; NULL and numbers are faults).
-    public var tileDataStorage: SQLiteStorageClass
+    package var tileDataStorage: SQLiteStorageClass
     /// The bytes of `tile_data`, `nil` when NULL.
-    public var tileData: UnsafeRawBufferPointer?
+    package var tileData: UnsafeRawBufferPointer?
     /// The stored `tile_hash` (flat-with-hash only).
-    public var tileHash: String?
+    package var tileHash: String?
 
     /// The XYZ tile this row addresses, or `nil` when the numbers are not a tile.
-    public var tile: TileCoordinate? {
+    package var tile: TileCoordinate? {
         guard let z = zoomLevel.integerValue, let x = tileColumn.integerValue, let row = tileRow.integerValue else { return nil }
         return try? TileCoordinate(zoom: z, x: x, row: row, scheme: .tms)
     }
 
     /// Why the coordinates are not a tile (`nil` when they are), e.g. "tile_row 64 is outside 0..<64 at zoom 6".
-    public var coordinateProblem: String? {
+    package var coordinateProblem: String? {
         guard let z = zoomLevel.integerValue else { return "zoom_level \(zoomLevel) is not a whole number" }
         guard let x = tileColumn.integerValue else { return "tile_column \(tileColumn) is not a whole number" }
         guard let row = tileRow.integerValue else { return "tile_row \(tileRow) is not a whole number" }
@@ -88,43 +88,43 @@ public struct MBTilesRawRow {
 
     /// The row's tile as messages name it, `z/x/y (TMS row r)`, or its values as stored when
     /// they are not whole numbers.
-    public var storedCoordinates: String { MBTilesRawValue.name(zoomLevel, tileColumn, tileRow) }
+    package var storedCoordinates: String { MBTilesRawValue.name(zoomLevel, tileColumn, tileRow) }
 }
 
 /// A tile stored in more than one row of `tiles` (see ``MBTilesArchive/duplicateTiles(limit:)``).
-public struct MBTilesDuplicateTile: Hashable, Sendable, CustomStringConvertible {
-    public var zoomLevel: MBTilesRawValue
-    public var tileColumn: MBTilesRawValue
+package struct MBTilesDuplicateTile: Hashable, Sendable, CustomStringConvertible {
+    package var zoomLevel: MBTilesRawValue
+    package var tileColumn: MBTilesRawValue
     /// The stored TMS row.
-    public var tileRow: MBTilesRawValue
-    public var rowCount: Int
+    package var tileRow: MBTilesRawValue
+    package var rowCount: Int
 
-    public var description: String {
+    package var description: String {
         "\(zoomLevel)/\(tileColumn)/\(tileRow) (TMS row) is stored in \(rowCount) rows; readers may return any of them"
     }
 }
 
 /// A `map` row whose `tile_id` no `images` row has (see ``MBTilesArchive/orphanedMapRows(limit:)``).
-public struct MBTilesOrphanedMapRow: Hashable, Sendable, CustomStringConvertible {
-    public var zoomLevel: MBTilesRawValue
-    public var tileColumn: MBTilesRawValue
-    public var tileRow: MBTilesRawValue
-    public var tileID: MBTilesRawValue
+package struct MBTilesOrphanedMapRow: Hashable, Sendable, CustomStringConvertible {
+    package var zoomLevel: MBTilesRawValue
+    package var tileColumn: MBTilesRawValue
+    package var tileRow: MBTilesRawValue
+    package var tileID: MBTilesRawValue
 
-    public var description: String {
+    package var description: String {
         "map row \(zoomLevel)/\(tileColumn)/\(tileRow) (TMS row) names tile_id \(tileID), which no images row holds: the tile is missing from the tiles view"
     }
 }
 
 /// A `tile_hash` that does not match its tile's MD5 (flat-with-hash).
-public struct MBTilesTileHashMismatch: Hashable, Sendable, CustomStringConvertible {
-    public var zoomLevel: MBTilesRawValue
-    public var tileColumn: MBTilesRawValue
-    public var tileRow: MBTilesRawValue
-    public var declared: String?
-    public var computed: String?
+package struct MBTilesTileHashMismatch: Hashable, Sendable, CustomStringConvertible {
+    package var zoomLevel: MBTilesRawValue
+    package var tileColumn: MBTilesRawValue
+    package var tileRow: MBTilesRawValue
+    package var declared: String?
+    package var computed: String?
 
-    public var description: String {
+    package var description: String {
         "tile_hash of \(MBTilesRawValue.name(zoomLevel, tileColumn, tileRow)) is \(declared ?? "NULL"), the MD5 of its data is \(computed ?? "NULL (no data)")"
     }
 }
@@ -137,9 +137,9 @@ public struct MBTilesTileHashMismatch: Hashable, Sendable, CustomStringConvertib
 /// This is martin's SQL, `hex(coalesce(md5_concat(cast(zoom_level AS text), cast(tile_column AS
 /// text), cast(tile_row AS text), tile_data), md5('')))`, computed here in Swift over the same rows
 /// in the same order, with SQLite doing the casts.
-public enum MBTilesAggregateHash {
+package enum MBTilesAggregateHash {
     /// The MD5 of no bytes, the hash of an empty `tiles` table.
-    public static let empty = "D41D8CD98F00B204E9800998ECF8427E"
+    package static let empty = "D41D8CD98F00B204E9800998ECF8427E"
 
     static func compute(_ connection: SQLiteConnection) throws(TileArchiveError) -> String {
         let statement = try connection.prepare("""
@@ -156,7 +156,7 @@ public enum MBTilesAggregateHash {
     }
 
     /// The upper-case hex MD5 of `bytes` (martin's `tile_hash`, tilepack's dedup `tile_id`).
-    public static func md5Hex(_ bytes: UnsafeRawBufferPointer) -> String {
+    package static func md5Hex(_ bytes: UnsafeRawBufferPointer) -> String {
         hex(MD5.hash(bytes))
     }
 
@@ -178,16 +178,16 @@ public enum MBTilesAggregateHash {
 /// is `nil`) at the first row out of that order, or whose values the hash would see through a
 /// text conversion (coordinates that are not integers, `tile_data` that is not a blob or NULL);
 /// the caller then computes the hash with ``MBTilesArchive/aggregateTilesHash()``.
-public struct MBTilesAggregateHasher {
+package struct MBTilesAggregateHasher {
     private var md5: MD5? = MD5()
     private var last: (Int64, Int64, Int64)?
 
-    public init() {}
+    package init() {}
 
     /// Whether every row so far could be hashed.
-    public var isValid: Bool { md5 != nil }
+    package var isValid: Bool { md5 != nil }
 
-    public mutating func add(_ row: MBTilesRawRow) {
+    package mutating func add(_ row: MBTilesRawRow) {
         guard md5 != nil else { return }
         guard case .integer(let z) = row.zoomLevel, case .integer(let x) = row.tileColumn, case .integer(let y) = row.tileRow,
               row.tileDataStorage == .blob || row.tileDataStorage == .null,
@@ -202,19 +202,19 @@ public struct MBTilesAggregateHasher {
     }
 
     /// The upper-case hex hash, or `nil` when the rows could not all be hashed.
-    public func finalize() -> String? { md5.map { MBTilesAggregateHash.hex($0.finalize()) } }
+    package func finalize() -> String? { md5.map { MBTilesAggregateHash.hex($0.finalize()) } }
 }
 
 /// Per zoom level: how many tiles and the XYZ column/row ranges they span.
-public struct TileContentSummary: Hashable, Sendable {
-    public struct Level: Hashable, Sendable {
-        public var zoom: Int
-        public var tileCount: Int
-        public var minX: Int, maxX: Int
+package struct TileContentSummary: Hashable, Sendable {
+    package struct Level: Hashable, Sendable {
+        package var zoom: Int
+        package var tileCount: Int
+        package var minX: Int, maxX: Int
         /// XYZ rows (north = 0).
-        public var minY: Int, maxY: Int
+        package var minY: Int, maxY: Int
 
-        public init(zoom: Int, tileCount: Int, minX: Int, maxX: Int, minY: Int, maxY: Int) {
+        package init(zoom: Int, tileCount: Int, minX: Int, maxX: Int, minY: Int, maxY: Int) {
             self.zoom = zoom
             self.tileCount = tileCount
             self.minX = minX
@@ -224,7 +224,7 @@ public struct TileContentSummary: Hashable, Sendable {
         }
 
         /// The geographic extent of the tiles' range at this level.
-        public var extent: GeoBoundingBox {
+        package var extent: GeoBoundingBox {
             let n = Double(1 << zoom)
             func lon(_ x: Int) -> Double { Double(x) / n * 360 - 180 }
             func lat(_ y: Int) -> Double { atan(sinh(Double.pi * (1 - 2 * Double(y) / n))) * 180 / Double.pi }
@@ -233,26 +233,26 @@ public struct TileContentSummary: Hashable, Sendable {
     }
 
     /// Levels with tiles, ascending.
-    public var levels: [Level]
+    package var levels: [Level]
     /// The format the archive declares (or sniffed when it declares none).
-    public var format: TileFormat?
+    package var format: TileFormat?
     /// The format sniffed from the first tile.
-    public var sniffedFormat: TileFormat?
+    package var sniffedFormat: TileFormat?
 
-    public init(levels: [Level], format: TileFormat? = nil, sniffedFormat: TileFormat? = nil) {
+    package init(levels: [Level], format: TileFormat? = nil, sniffedFormat: TileFormat? = nil) {
         self.levels = levels
         self.format = format
         self.sniffedFormat = sniffedFormat
     }
 
-    public var tileCount: Int { levels.reduce(0) { $0 + $1.tileCount } }
-    public var minZoom: Int? { levels.first?.zoom }
-    public var maxZoom: Int? { levels.last?.zoom }
+    package var tileCount: Int { levels.reduce(0) { $0 + $1.tileCount } }
+    package var minZoom: Int? { levels.first?.zoom }
+    package var maxZoom: Int? { levels.last?.zoom }
 
     /// The area covered by every zoom level (MBTiles: "bounds must define an area covered by all
     /// zoom levels"): the intersection of the levels' extents, or the deepest level's extent when
     /// the levels do not overlap. `nil` without tiles.
-    public var bounds: GeoBoundingBox? {
+    package var bounds: GeoBoundingBox? {
         guard let deepest = levels.last else { return nil }
         var box = deepest.extent
         for level in levels {
@@ -362,7 +362,7 @@ extension TileContentSummary {
 
     /// Fills `format`, `bounds`, `center`, `minzoom` and `maxzoom` of `metadata` from the tiles,
     /// as `mode` says (the MBTiles and bundle writers share this rule).
-    public func derive(into metadata: inout TileMetadata, mode: MetadataDerivation) {
+    package func derive(into metadata: inout TileMetadata, mode: MetadataDerivation) {
         guard mode != .none else { return }
         typealias Key = TileMetadata.Key
         if metadata[Key.format] == nil, let format = sniffedFormat { metadata.setFormat(format) }

@@ -2,7 +2,7 @@ import Foundation
 import TilepackCore
 
 /// How an MBTiles file stores its tiles. Every kind is read through the `tiles` table or view.
-public enum MBTilesSchemaKind: String, Hashable, Sendable, CaseIterable, CustomStringConvertible {
+package enum MBTilesSchemaKind: String, Hashable, Sendable, CaseIterable, CustomStringConvertible {
     /// A real `tiles` table (the MBTiles spec's schema; tippecanoe, GDAL, martin `flat`).
     case flat
     /// martin's `flat-with-hash`: a `tiles_with_hash` table with a `tile_hash` column (upper-case
@@ -15,7 +15,7 @@ public enum MBTilesSchemaKind: String, Hashable, Sendable, CaseIterable, CustomS
     /// A `tiles` view over tables tilepack does not recognise; read through the view.
     case otherView
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .flat: "flat"
         case .flatWithHash: "flat-with-hash"
@@ -26,44 +26,44 @@ public enum MBTilesSchemaKind: String, Hashable, Sendable, CaseIterable, CustomS
 }
 
 /// What schema detection found in an MBTiles file: everything `verify` needs to judge the layout.
-public struct MBTilesSchema: Hashable, Sendable {
-    public var kind: MBTilesSchemaKind
+package struct MBTilesSchema: Hashable, Sendable {
+    package var kind: MBTilesSchemaKind
     /// The table that holds the coordinates: `tiles`, `tiles_with_hash` or `map`.
-    public var coordinateTable: String
+    package var coordinateTable: String
     /// Whether a UNIQUE index (or primary key) covers exactly (zoom_level, tile_column, tile_row)
     /// of ``coordinateTable``. Without one, duplicates are possible and lookups scan the table.
-    public var hasUniqueIndex: Bool
+    package var hasUniqueIndex: Bool
     /// Whether an index of ``coordinateTable`` has the columns zoom_level, tile_column, tile_row
     /// in this order (tilepack's `tile_index`, and most files'): lookups by zoom, then column,
     /// then row are seeks.
-    public var hasIndexInCoordinateOrder = false
+    package var hasIndexInCoordinateOrder = false
     /// For the normalized schema: whether a UNIQUE index (or the primary key) covers `images.tile_id`.
     /// Without one an image may be stored twice, and the `tiles` view then gives its tiles twice.
     /// `true` for the other schemas.
-    public var hasUniqueImageIndex = true
+    package var hasUniqueImageIndex = true
     /// Whether the `tiles` view can give a tile only once (``hasUniqueIndex`` and
     /// ``hasUniqueImageIndex``): otherwise tiles are counted and read as distinct coordinates.
-    public var tilesAreUnique: Bool { hasUniqueIndex && hasUniqueImageIndex }
+    package var tilesAreUnique: Bool { hasUniqueIndex && hasUniqueImageIndex }
     /// Whether the `metadata` table exists (with `name` and `value` columns).
-    public var hasMetadataTable: Bool
+    package var hasMetadataTable: Bool
     /// Whether the UTFGrid interaction tables of MBTiles 1.3 (`grids`, `grid_data`, ...) are present.
-    public var hasUTFGrid: Bool
+    package var hasUTFGrid: Bool
     /// Tables and views that are neither MBTiles nor UTFGrid nor SQLite's own nor the prefetch
     /// store's bookkeeping (sorted).
-    public var extraTables: [String]
+    package var extraTables: [String]
     /// The bookkeeping tables of tilepack's prefetch store (``prefetchBookkeepingTables``)
     /// that the file has (sorted): a store that `tilepack fetch` wrote, still plain MBTiles to readers.
-    public var prefetchStoreTables: [String] = []
+    package var prefetchStoreTables: [String] = []
     /// `PRAGMA application_id` (0x4d504258 "MPBX" for files tilepack writes; 0 for most others).
-    public var applicationID: Int32
+    package var applicationID: Int32
     /// The SQLite page size in bytes.
-    public var pageSize: Int
+    package var pageSize: Int
     /// The names of the file's triggers (sorted). A trigger can rewrite or drop rows as they are
     /// written, so tilepack never appends to a file that has one; `verify` warns about them.
-    public var triggers: [String] = []
+    package var triggers: [String] = []
 
     /// The MBTiles application id, "MPBX".
-    public static let mbtilesApplicationID: Int32 = 0x4d50_4258
+    package static let mbtilesApplicationID: Int32 = 0x4d50_4258
     /// The tables TilepackPrefetch's store (`MBTilesTileStore`) adds to an MBTiles file (lower
     /// case, as SQLite compares names): readers tell them apart from foreign tables.
     package static let prefetchBookkeepingTables: Set<String> = ["tilepack_regions", "tilepack_tile_state"]

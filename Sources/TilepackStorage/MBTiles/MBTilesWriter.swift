@@ -88,7 +88,7 @@ public final class MBTilesWriter {
     public var metadata: TileMetadata
     public let options: MBTilesWriterOptions
     /// The schema kind of the file being written.
-    public let schemaKind: MBTilesSchemaKind
+    package let schemaKind: MBTilesSchemaKind
 
     private var connection: SQLiteConnection?
     private var atomicFile: AtomicFile?

@@ -171,9 +171,9 @@ package final class SQLiteConnection {
 }
 
 /// The storage class of an SQLite value.
-public enum SQLiteStorageClass: String, Hashable, Sendable, CustomStringConvertible {
+package enum SQLiteStorageClass: String, Hashable, Sendable, CustomStringConvertible {
     case integer, real, text, blob, null
-    public var description: String { rawValue }
+    package var description: String { rawValue }
 }
 
 /// A prepared statement, finalized in `deinit`; used by one thread at a time, like its connection.

@@ -1,7 +1,7 @@
 import Atomics
 import Foundation
 import TilepackCore
-import TilepackStorage
+@_spi(TilepackInternal) import TilepackStorage
 
 /// What says a file on disk is still the one that was opened: Storage's ``FileVersion`` (device,
 /// inode, size, modification and status-change times). A file replaced by rename has another

@@ -5,7 +5,7 @@ import NIOCore
 import TilepackCore
 import TilepackImaging
 import TilepackRequestHead
-import TilepackStorage
+@_spi(TilepackInternal) import TilepackStorage
 
 /// A response before it goes on the wire.
 struct ServerResponse: Sendable {

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import TilepackCore
 import TilepackImaging
-import TilepackStorage
+@_spi(TilepackInternal) import TilepackStorage
 import TilepackTestSupport
 @testable import TilepackServer
 

@@ -1,7 +1,7 @@
 import BenchSupport
 import Foundation
 import TilepackCore
-import TilepackImaging
+@_spi(TilepackInternal) import TilepackImaging
 
 /// Synthetic tiles for samples, tests and benchmarks: deterministic, different for every tile,
 /// and map-like (land, water, a graticule, the tile's own `z/x/y` written in its top-left corner).

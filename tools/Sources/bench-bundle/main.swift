@@ -11,7 +11,7 @@
 import BenchSupport
 import Foundation
 import TilepackCore
-import TilepackStorage
+@_spi(TilepackInternal) import TilepackStorage
 
 struct Arguments {
     var tiles = 120_000

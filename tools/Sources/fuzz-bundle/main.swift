@@ -12,7 +12,7 @@
 import BenchSupport
 import Foundation
 import TilepackCore
-import TilepackStorage
+@_spi(TilepackInternal) import TilepackStorage
 #if TILEPACK_LIBFUZZER
 import CFuzzDriver
 #endif
