@@ -93,7 +93,7 @@ public enum PMTilesFormat {
     /// One past the last id tilepack can address (zoom ``TileCoordinate/maximumZoom``).
     static let idLimit: UInt64 = firstID(ofZoom: TileCoordinate.maximumZoom + 1)
 
-    /// The zoom of a tile id below ``idLimit``.
+    /// The zoom of a tile id below `idLimit`.
     static func zoom(ofID id: UInt64) -> Int {
         var zoom = 0
         while zoom < TileCoordinate.maximumZoom, firstID(ofZoom: zoom + 1) <= id { zoom += 1 }
@@ -204,7 +204,7 @@ public enum PMTilesFormat {
     }
 
     /// Parses a decompressed directory, checking everything a lookup relies on: ids strictly
-    /// ascending and below ``idLimit``, runs that do not overlap the next entry, lengths above
+    /// ascending and below `idLimit`, runs that do not overlap the next entry, lengths above
     /// zero, tiles inside `tileDataLength` and leaves inside `leafDataLength`, no trailing bytes.
     static func decodeDirectory(_ bytes: UnsafeRawBufferPointer, tileDataLength: UInt64, leafDataLength: UInt64)
         -> Result<[Entry], DirectoryFault>
@@ -280,7 +280,7 @@ public enum PMTilesFormat {
         return .success(entries)
     }
 
-    /// The tiles of the ids `ids` (inside one zoom, below ``idLimit``) as the fewest aligned squares:
+    /// The tiles of the ids `ids` (inside one zoom, below `idLimit`) as the fewest aligned squares:
     /// a block of `4^k` ids starting at a multiple of `4^k` on the zoom's Hilbert curve is the square
     /// of side `2^k` under one tile of zoom `zoom - k`. A run of any length is at most `6 * zoom + 1`
     /// squares, so counts, extents and filters work on runs without visiting their tiles.
