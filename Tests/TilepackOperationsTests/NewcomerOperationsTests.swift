@@ -145,6 +145,30 @@ import TilepackTestSupport
         #expect(FileManager.default.fileExists(atPath: path + "-journal"))
     }
 
+    @Test func aGarbageJournalRefusesAnAppendAndLeavesBothFilesAlone() throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.file("a.mbtiles")
+        try Self.importSample(path, maxZoom: 1)
+        let journal = Data("this is not a rollback journal\n".utf8)
+        try journal.write(to: URL(fileURLWithPath: path + "-journal"))
+        let before = try Data(contentsOf: URL(fileURLWithPath: path))
+        var options = ImportOptions()
+        options.append = true
+        do {
+            _ = try TileImporter.run(source: ExtractMergeShardTests.sampleTree, destination: path, options: options)
+            Issue.record("appended beside a journal that is not SQLite's")
+        } catch {
+            guard case .archive(let archive) = error.fault, case .refusesWrites = archive.fault else {
+                Issue.record("not refused for the journal: \(error)")
+                return
+            }
+            #expect("\(error)".contains("a.mbtiles-journal") && "\(error)".contains("not a SQLite rollback journal")
+                    && "\(error)".contains("move a.mbtiles-journal away"), "\(error)")
+        }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path + "-journal")) == journal)
+    }
+
     // MARK: 23. An images row stored twice
 
     @Test func aDuplicatedImagesRowIsCountedOnceAndFlagged() throws {
