@@ -37,7 +37,17 @@ import TilepackTestSupport
         let path = directory.file("live.tilepack")
         try HotSwapTests.write(path, version: 1, mbtiles: false)
         let good = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
-        let server = try await RunningServer.start(TileServerOptions(archivePaths: [path], reloadInterval: 0.01))
+        // A second archive of tiles far larger than a page, to be cut in place at the end.
+        let big = directory.file("big.tilepack")
+        var metadata = TileMetadata()
+        metadata.setFormat(.json)
+        var noise = SplitMix64(seed: 12)
+        // Letters at random: LZ4 cannot shrink them below a page.
+        let bigTiles = HotSwapTests.tiles.map { tile in
+            (tile, Array("{\"t\":\"\(tile)\",\"pad\":\"".utf8) + (0..<20_000).map { _ in UInt8(0x61 + noise.next() % 16) } + Array("\"}".utf8))
+        }
+        try ServerFixtures.writeBundle(big, content: .encoded(.json), metadata: metadata, tiles: bigTiles)
+        let server = try await RunningServer.start(TileServerOptions(archivePaths: [path, big], reloadInterval: 0.01))
         let port = server.port
         let stop = Locked(false)
         let clients = (0..<3).map { client in
@@ -67,7 +77,7 @@ import TilepackTestSupport
         func health() async throws -> [String: Any] {
             try JSONSerialization.jsonObject(with: Data(try await server.get("/_/health").body)) as? [String: Any] ?? [:]
         }
-        func reloads() async throws -> Int { ((try await health()["archives"] as? [[String: Any]])?.first?["reloads"] as? Int) ?? -1 }
+        func reloads() async throws -> Int { ((try await health()["archives"] as? [[String: Any]])?.first { $0["path"] as? String == path }?["reloads"] as? Int) ?? -1 }
         /// Renames `bytes` over the served file (a new inode, as a deployment does).
         func replace(_ bytes: [UInt8], _ name: String) throws {
             let temporary = directory.file("next.tmp")
@@ -85,7 +95,7 @@ import TilepackTestSupport
                     seen = try await reloads() > before
                 } else {
                     let document = try await health()
-                    let problem = ((document["archives"] as? [[String: Any]])?.first?["problem"] as? String) ?? ""
+                    let problem = ((document["archives"] as? [[String: Any]])?.first { $0["path"] as? String == path }?["problem"] as? String) ?? ""
                     seen = document["status"] as? String == "degraded" && problem.contains(path)
                 }
                 if seen { break }
@@ -114,11 +124,14 @@ import TilepackTestSupport
             failures += seen.failures
         }
         #expect(requests > 0 && failures.isEmpty, "\(failures.count) of \(requests) answers were not the last good tile: \(failures.prefix(5))")
-        #expect(truncate(path, off_t(good.count / 2)) == 0)
-        for tile in HotSwapTests.tiles {
-            let answer = try await server.get("/live/\(tile.zoom)/\(tile.x)/\(tile.y).json")
-            #expect(answer.status == 200 || answer.status >= 500, "\(tile): \(answer.status)")
+        #expect(truncate(big, 4096) == 0)
+        var cut = 0
+        for (tile, bytes) in bigTiles {
+            let answer = try await server.get("/big/\(tile.zoom)/\(tile.x)/\(tile.y).json")
+            #expect((answer.status == 200 && answer.body == bytes) || answer.status >= 500, "\(tile): \(answer.status)")
+            if answer.status >= 500 { cut += 1 }
         }
+        #expect(cut > 0, "no tile of the cut bundle was an error")
         #expect(try await server.get("/_/health").status == 200)
         await server.stop()
     }
