@@ -65,6 +65,15 @@ public struct GeoBoundingBox: Hashable, Sendable, CustomStringConvertible {
     /// Whether the box crosses the antimeridian (`west > east`).
     public var crossesAntimeridian: Bool { west > east }
 
+    /// What a command tells the user once when the box crosses the antimeridian (a `--bbox` with
+    /// west > east is more often a typo than the Pacific), e.g. "the box crosses the antimeridian
+    /// (west 170 > east -170)"; `nil` for a box that does not.
+    public var antimeridianNote: String? {
+        guard crossesAntimeridian else { return nil }
+        func degrees(_ value: Double) -> String { value == value.rounded() && abs(value) <= 360 ? String(Int(value)) : "\(value)" }
+        return "the box crosses the antimeridian (west \(degrees(west)) > east \(degrees(east))): it spans \(degrees(longitudeSpan.rounded())) degrees of longitude through 180"
+    }
+
     /// The east-west extent in degrees, `0...360`, measured eastwards from `west` to `east`.
     public var longitudeSpan: Double { crossesAntimeridian ? east - west + 360 : east - west }
 

@@ -62,8 +62,8 @@ public enum TileExtractor {
         for key in [TileMetadata.Key.aggregateTilesHash, TileMetadata.Key.minZoom, TileMetadata.Key.maxZoom, TileMetadata.Key.center] {
             metadata[key] = nil
         }
+        let declared = (try? metadata.bounds) ?? nil
         if let box = options.bounds {
-            let declared = (try? metadata.bounds) ?? nil
             metadata.setBounds(declared.flatMap { Self.intersection($0, box) } ?? box)
         }
         let sink = try ArchiveSinks.make(kind: kind, destination: destination, metadata: metadata, options: ArchiveSinks.Options(
@@ -111,6 +111,16 @@ public enum TileExtractor {
                     if wanted(tile) { try add(tile, bytes) }
                 }
             }
+        } catch {
+            throw OperationError.wrapping(error, path: destination)
+        }
+        // A selection that holds no tile of the archive (a box with latitude and longitude
+        // swapped, zooms it does not have) is a mistake, as in `import`: the sink is dropped
+        // unfinished, so nothing is written.
+        if report.tiles == 0, options.bounds != nil || options.minZoom != nil || options.maxZoom != nil, !levels.isEmpty {
+            throw OperationError(path: source, fault: .badInput(Self.nothingSelected(options: options, levels: levels, declared: declared)))
+        }
+        do {
             if !began, let content = input.content { try sink.begin(content: content) }
             try sink.finish(metadata: metadata)
         } catch {
@@ -118,6 +128,23 @@ public enum TileExtractor {
         }
         report.seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
         return report
+    }
+
+    /// Why an extract found nothing to copy: the filters, and where the archive's tiles are.
+    static func nothingSelected(options: ExtractOptions, levels: [ZoomLevelSummary], declared: GeoBoundingBox?) -> String {
+        var filters: [String] = []
+        if let box = options.bounds { filters.append("the box \(box) (west,south,east,north)") }
+        if let minZoom = options.minZoom { filters.append("--min-zoom \(minZoom)") }
+        if let maxZoom = options.maxZoom { filters.append("--max-zoom \(maxZoom)") }
+        let zooms = levels.map(\.zoom)
+        var holds = ["zooms \(zooms.min() ?? 0)-\(zooms.max() ?? 0)"]
+        if let declared { holds.append("bounds \(declared)") }
+        var text = "no tile of the archive lies in \(filters.joined(separator: " and ")); it holds \(holds.joined(separator: ", "))."
+        if let box = options.bounds, let swapped = try? GeoBoundingBox(validatingWest: box.south, south: box.west, east: box.north, north: box.east),
+           declared.map({ Self.intersection($0, swapped) != nil }) ?? false {
+            text += " With latitude and longitude swapped the box (\(swapped)) meets the archive: the order is west,south,east,north."
+        }
+        return text + " Nothing was written."
     }
 
     /// The tiles of the region, in (zoom, x, y) order, when looking each up costs less than reading

@@ -166,6 +166,8 @@ package final class MBTilesTileStore: @unchecked Sendable {
         if !exists {
             guard create, !readOnly else { throw TileArchiveError(path: path, fault: .cannotOpen(errno: ENOENT, reason: "no such file")) }
             try Self.createEmpty(path: path, metadata: metadata)
+        } else if !readOnly {
+            try MBTilesFileCheck.refuseForeignJournal(path: path)
         }
         _ = try MBTilesFileCheck.check(path: path)
         let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path

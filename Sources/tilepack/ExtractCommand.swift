@@ -48,6 +48,7 @@ struct ExtractCommand: ParsableCommand {
         options.maxZoom = maxZoom
         options.overwrite = force
         options.aggregateTilesHash = aggregateHash.enabled
+        if let note = bbox?.box.antimeridianNote { printError("note: \(note)") }
         let bar = ProgressBar.start(label: "extract", quiet: outputOptions.quiet)
         defer { bar?.finish() }
         let report = try TileExtractor.run(source: source, destination: output, options: options, progress: bar?.handler)

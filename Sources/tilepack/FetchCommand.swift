@@ -129,6 +129,7 @@ struct FetchCommand: AsyncParsableCommand {
         let area: PrefetchArea
         if let bbox {
             area = .boundingBox(bbox.box)
+            if let note = bbox.box.antimeridianNote { printError("note: \(note)") }
         } else if let route, let radius {
             area = .route(try RouteFile.read(path: route), radius: radius)
         } else {
@@ -145,26 +146,40 @@ struct FetchCommand: AsyncParsableCommand {
         if let userAgent { configuration.userAgent = userAgent }
         let source = PrefetchSource(urlTemplate: urlTemplate, scheme: scheme, scale: scale,
                                     subdomains: subdomains.split(separator: ",").map { String($0) }, tileSize: tileSize)
+        // A refused fetch leaves nothing: a store this run creates is removed when the fetch is
+        // refused before its first request (a store being resumed is the user's and stays).
+        let storeExisted = estimate || FileSystem.lstat(output) != nil
         let prefetcher = try MapDataPrefetcher(storePath: output, source: source, configuration: configuration, createStore: !estimate,
                                                transport: transport.make(concurrency: concurrency))
         if estimate {
             let result = await prefetcher.estimate(request)
             if let reason = result.error, result.requestId < 0 { throw refusal(reason) }
+            // Every sample absent: the box is outside what the server has (or its latitude and
+            // longitude are swapped); "about 0 B" would hide that.
+            let allAbsent = result.success && result.sampled > 0 && result.sampledPresent == 0
             if outputOptions.json {
                 try printJSON(result)
+            } else if allAbsent {
+                printError(everyTileAbsent("the \(result.sampled) sample tiles of the \(result.tiles) tiles"))
             } else if result.success {
                 print("\(result.tiles) tiles, \(result.missing) not yet in \(output); about \(Self.bytes(result.bytes)) ± \(Self.bytes(result.margin)) (\(result.kilobytes) KB), from \(result.sampled) sample tiles")
             } else {
                 print("\(result.tiles) tiles, \(result.missing) not yet in \(output); no byte estimate: \(result.error ?? "unknown")")
             }
             await prefetcher.close()
-            if !result.success { throw ExitCode(1) }
+            if !result.success || allAbsent { throw ExitCode(1) }
             return
         }
 
         let events = prefetcher.events()
         let submission = prefetcher.fetchMapData(for: request, options: PrefetchOptions(refresh: refresh, onlyFailed: retryFailed))
-        guard submission.accepted else { throw refusal("\(submission.reason ?? "refused") (\(submission.error))") }
+        guard submission.accepted else {
+            await prefetcher.close()
+            if !storeExisted {
+                for suffix in ["", "-journal"] { try? FileManager.default.removeItem(atPath: output + suffix) }
+            }
+            throw refusal("\(submission.reason ?? "refused") (\(submission.error))")
+        }
         let interrupt = Interrupt { prefetcher.cancel(submission.requestId) }
         let bar = ProgressBar.start(label: "fetch", quiet: outputOptions.quiet)
         var report: PrefetchReport?
@@ -193,11 +208,22 @@ struct FetchCommand: AsyncParsableCommand {
             if report.failures.count > 10 { printError("... and \(report.failed - 10) more failed (see --json)") }
             if let error = report.error { printError("error: \(error)") }
         }
+        // Every tile absent: nothing of the region exists on the server, which is a mistake (a box
+        // with latitude and longitude swapped), not a success.
+        let allAbsent = report.tiles > 0 && report.absent == report.tiles
+        if allAbsent {
+            printError(everyTileAbsent("the \(report.tiles) tiles"))
+        }
         switch report.status {
-        case .success: return
+        case .success where !allAbsent: return
         case .cancelled: throw ExitCode(130)
         default: throw ExitCode(1)
         }
+    }
+
+    /// What a fetch or estimate says when every tile it asked for is absent.
+    private func everyTileAbsent(_ tiles: String) -> String {
+        "error: every one of \(tiles) is absent from \(urlTemplate) (404 or 204): is the box outside what the server has, or are its latitude and longitude swapped (the order is west,south,east,north)?"
     }
 
     private func refusal(_ reason: String) -> Error {

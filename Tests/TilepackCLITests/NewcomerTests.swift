@@ -80,6 +80,24 @@ import TilepackTestSupport
         #expect(result.stderr.contains("triggers (t)") && !result.stderr.contains("version"), "\(result)")
     }
 
+    // MARK: 2. extract: a box of nothing fails, a box across the antimeridian is said once
+
+    @Test func extractOfASwappedBoxFailsAndABoxAcrossTheAntimeridianIsSaidOnce() async throws {
+        let dir = try TemporaryDirectory()
+        let world = dir.file("world.mbtiles")
+        let made = try await Binary.run(["import", TestSupport.packageRoot.appendingPathComponent("samples/tiles").path, world, "--quiet"])
+        try #require(made.status == 0, "\(made)")
+        let berlin = dir.file("berlin.mbtiles")
+        let part = try await Binary.run(["extract", world, berlin, "--bbox", "13.3,52.45,13.5,52.56", "--min-zoom", "3", "--quiet"])
+        try #require(part.status == 0, "\(part)")
+        let swapped = try await Binary.run(["extract", berlin, dir.file("out.mbtiles"), "--bbox", "52.45,13.3,52.56,13.5", "--quiet"])
+        #expect(swapped.status == 1 && swapped.stderr.contains("no tile of the archive lies in the box 52.45,13.3,52.56,13.5"), "\(swapped)")
+        #expect(!FileManager.default.fileExists(atPath: dir.file("out.mbtiles")))
+        let across = try await Binary.run(["extract", world, dir.file("across.mbtiles"), "--bbox", "170,-10,-170,10", "--quiet"])
+        let note = "the box crosses the antimeridian (west 170 > east -170)"
+        #expect(across.status == 0 && across.stderr.components(separatedBy: note).count == 2, "\(across)")
+    }
+
     // MARK: 1. render -o onto its own input
 
     @Test func renderRefusesToWriteOverAnInput() async throws {

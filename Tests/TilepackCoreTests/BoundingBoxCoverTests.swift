@@ -58,6 +58,8 @@ import TilepackTestSupport
         let box = try GeoBoundingBox(validatingWest: 170, south: -10, east: -170, north: 10)
         #expect(box.crossesAntimeridian)
         #expect(box.longitudeSpan == 20)
+        #expect(box.antimeridianNote?.hasPrefix("the box crosses the antimeridian (west 170 > east -170)") == true)
+        #expect(GeoBoundingBox(west: -170, south: -10, east: 170, north: 10).antimeridianNote == nil)
         #expect(box.center == GeoCoordinate(latitude: 0, longitude: 180))
         #expect(box.contains(GeoCoordinate(latitude: 0, longitude: 175)))
         #expect(box.contains(GeoCoordinate(latitude: 0, longitude: -175)))

@@ -145,6 +145,61 @@ import TilepackTestSupport
         #expect(FileManager.default.fileExists(atPath: path + "-journal"))
     }
 
+    @Test func aGarbageJournalRefusesAnAppendAndLeavesBothFilesAlone() throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.file("a.mbtiles")
+        try Self.importSample(path, maxZoom: 1)
+        let journal = Data("this is not a rollback journal\n".utf8)
+        try journal.write(to: URL(fileURLWithPath: path + "-journal"))
+        let before = try Data(contentsOf: URL(fileURLWithPath: path))
+        var options = ImportOptions()
+        options.append = true
+        do {
+            _ = try TileImporter.run(source: ExtractMergeShardTests.sampleTree, destination: path, options: options)
+            Issue.record("appended beside a journal that is not SQLite's")
+        } catch {
+            guard case .archive(let archive) = error.fault, case .refusesWrites = archive.fault else {
+                Issue.record("not refused for the journal: \(error)")
+                return
+            }
+            #expect("\(error)".contains("a.mbtiles-journal") && "\(error)".contains("not a SQLite rollback journal")
+                    && "\(error)".contains("move a.mbtiles-journal away"), "\(error)")
+        }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path + "-journal")) == journal)
+    }
+
+    // MARK: 2. A selection that holds no tile of the archive
+
+    @Test func anExtractOfNoTileIsAnErrorNamingTheArchiveTheBoxAndItsBounds() throws {
+        let dir = try TemporaryDirectory()
+        let world = dir.file("world.mbtiles")
+        try Self.importSample(world, maxZoom: 4)
+        var berlinOnly = ExtractOptions()
+        berlinOnly.bounds = GeoBoundingBox(west: 13.3, south: 52.45, east: 13.5, north: 52.56)
+        berlinOnly.minZoom = 3
+        let berlin = dir.file("berlin.mbtiles")
+        #expect(try TileExtractor.run(source: world, destination: berlin, options: berlinOnly).tiles == 2)
+        // Berlin as lat,lon.
+        var swapped = ExtractOptions()
+        swapped.bounds = GeoBoundingBox(west: 52.45, south: 13.3, east: 52.56, north: 13.5)
+        let output = dir.file("out.mbtiles")
+        do {
+            let report = try TileExtractor.run(source: berlin, destination: output, options: swapped)
+            Issue.record("extracted \(report.tiles) tiles with latitude and longitude swapped")
+        } catch {
+            let text = "\(error)"
+            #expect(text.contains("berlin.mbtiles") && text.contains("52.45,13.3,52.56,13.5") && text.contains("bounds 13.3,52.45,13.5,52.56")
+                    && text.contains("swapped") && text.contains("Nothing was written"), "\(text)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: output))
+        // Zooms the archive does not have.
+        var deeper = ExtractOptions()
+        deeper.minZoom = 5
+        #expect(throws: OperationError.self) { try TileExtractor.run(source: world, destination: output, options: deeper) }
+        #expect(!FileManager.default.fileExists(atPath: output))
+    }
+
     // MARK: 23. An images row stored twice
 
     @Test func aDuplicatedImagesRowIsCountedOnceAndFlagged() throws {

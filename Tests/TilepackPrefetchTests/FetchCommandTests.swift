@@ -193,6 +193,8 @@ struct FetchCommandTests {
         let sampled = server.server.requestCount
         let osm = try await runTilepack(binary, ["fetch", "https://{s}.tile.openstreetmap.org/{z}/{x}/{y}.png", path, "--bbox", "13.3,52.45,13.5,52.56", "--zoom", "8-9"])
         #expect(osm.status == 2 && osm.stderr.contains("operation-not-allowed"))
+        // A refused fetch leaves nothing behind (it left an empty 72 KB store).
+        #expect(!FileManager.default.fileExists(atPath: path) && !FileManager.default.fileExists(atPath: path + "-journal"))
         let small = try await runTilepack(binary, ["fetch", server.template, path, "--route", directory.file("none.gpx"), "--radius", "100", "--zoom", "8-9"])
         #expect(small.status != 0)
         let gpx = directory.file("r.gpx")
@@ -200,9 +202,39 @@ struct FetchCommandTests {
             .write(to: URL(fileURLWithPath: gpx))
         let tooNarrow = try await runTilepack(binary, ["fetch", server.template, path, "--route", gpx, "--radius", "100", "--zoom", "8-9"])
         #expect(tooNarrow.status == 2 && tooNarrow.stderr.contains("invalid-parameters"))
+        #expect(!FileManager.default.fileExists(atPath: path))
         #expect(server.server.requestCount == sampled)  // refused before any request
         let route = try await runTilepack(binary, ["fetch", server.template, path, "--route", gpx, "--radius", "600", "--zoom", "8-10", "--quiet"])
         #expect(route.status == 0 && route.stdout.hasPrefix("success:"), "\(route.stderr)")
+        // A store being resumed is the user's: a refusal leaves it as it was.
+        let before = try Data(contentsOf: URL(fileURLWithPath: path))
+        let refusedAgain = try await runTilepack(binary, ["fetch", "https://{s}.tile.openstreetmap.org/{z}/{x}/{y}.png", path, "--bbox", "13.3,52.45,13.5,52.56", "--zoom", "8-9"])
+        #expect(refusedAgain.status == 2 && refusedAgain.stderr.contains("operation-not-allowed"))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before)
+    }
+
+    @Test("a box whose every tile is absent (latitude and longitude swapped) fails the fetch and the estimate; a box across the antimeridian is said once")
+    func everyTileAbsentAndAntimeridian() async throws {
+        guard let binary = tilepackBinary() else { return }
+        let empty = try LoopbackHTTPServer { _ in .status(404, "no such tile") }
+        defer { empty.stop() }
+        let directory = try TemporaryDirectory()
+        let path = directory.file("s.mbtiles")
+        let template = empty.baseURL + "/{z}/{x}/{y}.png"
+        // Berlin as lat,lon: 52.45,13.3,52.56,13.5.
+        let estimate = try await runTilepack(binary, ["fetch", template, path, "--bbox", "52.45,13.3,52.56,13.5", "--zoom", "8-10", "--estimate"])
+        #expect(estimate.status == 1 && estimate.stderr.contains("absent from \(template)") && estimate.stderr.contains("swapped"),
+                "\(estimate.status) \(estimate.stdout) \(estimate.stderr)")
+        let fetch = try await runTilepack(binary, ["fetch", template, path, "--bbox", "52.45,13.3,52.56,13.5", "--zoom", "8-10", "--quiet"])
+        #expect(fetch.status == 1 && fetch.stderr.contains("every one of the") && fetch.stderr.contains("swapped"),
+                "\(fetch.status) \(fetch.stdout) \(fetch.stderr)")
+
+        let server = try TileServer()
+        let note = "the box crosses the antimeridian (west 170 > east -170)"
+        let across = try await runTilepack(binary, ["fetch", server.template, path, "--bbox", "170,-10,-170,10", "--zoom", "3", "--estimate"])
+        #expect(across.status == 0 && across.stderr.components(separatedBy: note).count == 2, "\(across.stderr)")
+        let fetched = try await runTilepack(binary, ["fetch", server.template, directory.file("a.mbtiles"), "--bbox", "170,-10,-170,10", "--zoom", "3", "--quiet"])
+        #expect(fetched.status == 0 && fetched.stderr.components(separatedBy: note).count == 2, "\(fetched.stderr)")
     }
 }
 

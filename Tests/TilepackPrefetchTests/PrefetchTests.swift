@@ -422,6 +422,26 @@ struct PrefetchRequestTests {
         #expect(server.server.requestCount == 0)
     }
 
+    @Test("a store beside a -journal that is not SQLite's is not opened for writing; both files stay as they were")
+    func foreignJournalRefusesResuming() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("j.mbtiles")
+        try MBTilesTileStore(path: path).close()
+        let journal = Data("this is not a rollback journal\n".utf8)
+        try journal.write(to: URL(fileURLWithPath: path + "-journal"))
+        let before = try Data(contentsOf: URL(fileURLWithPath: path))
+        do {
+            _ = try MapDataPrefetcher(storePath: path, source: PrefetchSource(urlTemplate: "http://127.0.0.1:9/{z}/{x}/{y}.png"),
+                                      configuration: testConfiguration())
+            Issue.record("opened the store for writing beside a foreign journal")
+        } catch {
+            guard case .refusesWrites = error.fault else { Issue.record("not refused for the journal: \(error)"); return }
+            #expect("\(error)".contains("j.mbtiles-journal") && "\(error)".contains("move j.mbtiles-journal away"), "\(error)")
+        }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path + "-journal")) == journal)
+    }
+
     @Test("cancel mid-flight ends in exactly one cancelled status and leaves a resumable store", arguments: TestTransport.available)
     func cancel(_ transport: TestTransport) async throws {
         let server = try TileServer()

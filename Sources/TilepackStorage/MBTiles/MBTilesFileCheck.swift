@@ -13,6 +13,18 @@ package enum MBTilesFileCheck {
         var isWAL: Bool
     }
 
+    /// Refuses a write to `path` (an append, a store resumed) while a `<file>-journal` that is not
+    /// SQLite's lies beside it (see ``MBTilesRecovery/foreignJournal(path:)``): a read-write
+    /// connection would take it for a live journal and roll the file back by it or delete it. The
+    /// file and the journal are left as they are.
+    package static func refuseForeignJournal(path: String) throws(TileArchiveError) {
+        guard MBTilesRecovery.foreignJournal(path: path) != nil else { return }
+        let journal = FileSystem.split(path + "-journal").name
+        throw TileArchiveError(path: path, fault: .refusesWrites(
+            "\(path)-journal is beside it but is not a SQLite rollback journal (it has no journal header), and a write would let SQLite take it for a live one "
+            + "(roll the file back by it, or delete it). Nothing was changed: move \(journal) away if it is not SQLite's (another program's file), then run again"))
+    }
+
     package static func check(path: String) throws(TileArchiveError) -> Header {
         let (fd, info) = try RegularFile.openForReading(path)
         defer { close(fd) }

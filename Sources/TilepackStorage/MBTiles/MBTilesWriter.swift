@@ -197,6 +197,7 @@ public final class MBTilesWriter {
         self.inOrder = false
         // The reader's checks first (it also rolls back a journal left by an interrupted write and
         // refuses an unfinished temporary file); the file is hostile until shown otherwise.
+        try MBTilesFileCheck.refuseForeignJournal(path: path)
         let reader = try MBTilesArchive(path: path, options: MBTilesOpenOptions(maximumIdleConnections: 1))
         let connection = try SQLiteConnection(filename: path, archivePath: path, readOnly: false, uri: false,
                                               stepTimeLimit: reader.options.stepTimeLimit, workLimit: reader.workLimit)

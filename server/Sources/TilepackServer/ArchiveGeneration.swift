@@ -129,7 +129,7 @@ final class ArchiveGeneration: Sendable, AtomicReference {
             // archive"), so SQLite may skip its per-query locks and journal checks (`immutable`):
             // two `fcntl` and three `stat` calls less per tile. Not memory-mapped, so that a file
             // truncated in place against that rule gives read errors, not SIGBUS.
-            let archive = try openTileArchive(path: pinned, mbtiles: MBTilesOpenOptions(immutable: true, memoryMapSize: 0))
+            let archive = try openTileArchive(path: pinned, bundleAccess: .positionalReads, mbtiles: MBTilesOpenOptions(immutable: true, memoryMapSize: 0))
             return try ArchiveGeneration(name: name, path: path, archive: archive, identity: FileIdentity(info), descriptor: descriptor)
         } catch let error as TileArchiveError {
             close(descriptor)
