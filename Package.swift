@@ -34,7 +34,7 @@ let package = Package(
     dependencies: [
         // The command line, and nothing else: the library depends on no package (it stands on the
         // platform), and the server's packages are server/'s (tools/check-lean-library.sh).
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2")
     ],
     targets: [
         // Floor 1: the C libraries, each imported (internal import) by exactly one Swift module.
@@ -142,7 +142,9 @@ let package = Package(
         ),
 
         // Tests.
-        .target(name: "TilepackTestSupport", dependencies: ["TilepackCore", "TilepackHTTP", "TilepackURLSession", "TilepackCurl"], path: "Tests/TilepackTestSupport"),
+        .target(
+            name: "TilepackTestSupport", dependencies: ["TilepackCore", "TilepackHTTP", "TilepackURLSession", "TilepackCurl"],
+            path: "Tests/TilepackTestSupport"),
         .testTarget(name: "TilepackCoreTests", dependencies: ["TilepackCore", "TilepackTestSupport"]),
         .testTarget(name: "TilepackStorageTests", dependencies: ["TilepackStorage", "TilepackTestSupport"]),
         .testTarget(
@@ -151,21 +153,26 @@ let package = Package(
             dependencies: ["TilepackImaging", "TilepackStorage", "TilepackTestSupport"],
             resources: [.copy("Resources")]
         ),
-        .testTarget(name: "TilepackHTTPTests", dependencies: ["TilepackHTTP", "TilepackURLSession", "TilepackCurl", "TilepackTestSupport"]),
+        .testTarget(
+            name: "TilepackHTTPTests", dependencies: ["TilepackHTTP", "TilepackURLSession", "TilepackCurl", "TilepackTestSupport"]),
         .testTarget(name: "TileLayerTests", dependencies: ["TileLayer", "TilepackImaging", "TilepackTestSupport"]),
         .testTarget(name: "TilepackUmbrellaTests", dependencies: ["Tilepack", "TilepackTestSupport"]),
         .testTarget(
             name: "TilepackAdapterTests",
             dependencies: ["TilepackAdapter", "TilepackStorage", "TilepackImaging", "TileLayer", "TilepackTestSupport"]
         ),
-        .testTarget(name: "TilepackRemoteTests", dependencies: ["TilepackRemote", "TilepackHTTP", "TilepackStorage", "TilepackOperations", "TilepackTestSupport"]),
+        .testTarget(
+            name: "TilepackRemoteTests",
+            dependencies: ["TilepackRemote", "TilepackHTTP", "TilepackStorage", "TilepackOperations", "TilepackTestSupport"]),
         .testTarget(name: "TilepackOperationsTests", dependencies: ["TilepackOperations", "TilepackTestSupport"]),
         .testTarget(name: "TilepackRenderTests", dependencies: ["TilepackRender", "TilepackOperations", "TilepackTestSupport"]),
         // The command's parsing, messages and exit statuses: `@testable import tilepack`, and the built binary.
         .testTarget(name: "TilepackCLITests", dependencies: ["tilepack", "TilepackOperations", "TilepackTestSupport"]),
         .testTarget(
             name: "TilepackPrefetchTests",
-            dependencies: ["TilepackPrefetch", "TilepackStorage", "TilepackImaging", "TilepackHTTP", "TilepackOperations", "TilepackTestSupport"]
+            dependencies: [
+                "TilepackPrefetch", "TilepackStorage", "TilepackImaging", "TilepackHTTP", "TilepackOperations", "TilepackTestSupport",
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -10,7 +10,7 @@ let package = Package(
     name: "tilepack-server",
     platforms: [.macOS(.v15)],
     products: [
-        .executable(name: "tilepack-serve", targets: ["tilepack-serve"]),
+        .executable(name: "tilepack-serve", targets: ["tilepack-serve"])
     ],
     dependencies: [
         .package(name: "tilepack", path: ".."),

@@ -14,7 +14,7 @@ let package = Package(
         .library(name: "BenchSupport", targets: ["BenchSupport"]),
     ],
     dependencies: [
-        .package(name: "tilepack", path: ".."),
+        .package(name: "tilepack", path: "..")
     ],
     targets: [
         // Timing, medians, peak RSS and the ratio table every benchmark prints.
@@ -67,22 +67,30 @@ let package = Package(
         // floors: one thread opening and reading every file of a tree once, optionally writing the
         // bytes to one file (then fsync) or decoding each tile (libpng, TurboJPEG); on two threads,
         // the least an import into a bundle (read, LZ4, write) or MBTiles (read, SQLite) must do.
-        .executableTarget(name: "bench-import", dependencies: [
-            "BenchSupport", "TileSynth", "CImagingFloor",
-            .product(name: "Tilepack", package: "tilepack"),
-        ]),
-        .executableTarget(name: "floor-read", linkerSettings: [.linkedLibrary("png"), .linkedLibrary("turbojpeg"), .linkedLibrary("sqlite3"), .linkedLibrary("lz4")]),
+        .executableTarget(
+            name: "bench-import",
+            dependencies: [
+                "BenchSupport", "TileSynth", "CImagingFloor",
+                .product(name: "Tilepack", package: "tilepack"),
+            ]),
+        .executableTarget(
+            name: "floor-read",
+            linkerSettings: [.linkedLibrary("png"), .linkedLibrary("turbojpeg"), .linkedLibrary("sqlite3"), .linkedLibrary("lz4")]),
         // tilepack fetch's floors (tools/bench-fetch.sh): the same GETs through TilepackHTTP alone,
         // over libcurl or URLSessions; and the least a download needs, in C on libcurl's multi interface.
-        .executableTarget(name: "bench-fetch-floor", dependencies: [
-            .product(name: "Tilepack", package: "tilepack"), .product(name: "TilepackCurl", package: "tilepack"),
-        ]),
+        .executableTarget(
+            name: "bench-fetch-floor",
+            dependencies: [
+                .product(name: "Tilepack", package: "tilepack"), .product(name: "TilepackCurl", package: "tilepack"),
+            ]),
         .executableTarget(name: "curl-fetch-floor", cSettings: [.unsafeFlags(["-O2"])], linkerSettings: [.linkedLibrary("curl")]),
         // The adapter's headline: bitmaps per second delivered into request buffers.
-        .executableTarget(name: "bench-adapter", dependencies: [
-            "BenchSupport", "CImagingFloor",
-            .product(name: "Tilepack", package: "tilepack"),
-        ]),
+        .executableTarget(
+            name: "bench-adapter",
+            dependencies: [
+                "BenchSupport", "CImagingFloor",
+                .product(name: "Tilepack", package: "tilepack"),
+            ]),
     ],
     swiftLanguageModes: [.v6]
 )

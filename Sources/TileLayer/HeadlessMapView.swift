@@ -107,10 +107,12 @@ public final class HeadlessMapView: Sendable {
     ///   - zoomLevel: the view zoom, clamped to 0...20.
     ///   - background: the colour under all layers.
     ///   - clock: seconds on a monotonic clock; drives fading and retry back-off (tests pass their own).
-    public init(viewport: ViewportSize, scale: ScreenScale = .x1,
-                center: GeoCoordinate = GeoCoordinate(latitude: 0, longitude: 0), zoomLevel: Double = 0,
-                background: RGBA8 = RGBA8(r: 0xF2, g: 0xEF, b: 0xE9, a: 0xFF),
-                clock: @escaping @Sendable () -> Double = HeadlessMapView.uptime) {
+    public init(
+        viewport: ViewportSize, scale: ScreenScale = .x1,
+        center: GeoCoordinate = GeoCoordinate(latitude: 0, longitude: 0), zoomLevel: Double = 0,
+        background: RGBA8 = RGBA8(r: 0xF2, g: 0xEF, b: 0xE9, a: 0xFF),
+        clock: @escaping @Sendable () -> Double = HeadlessMapView.uptime
+    ) {
         var state = ViewState(viewport: viewport, scale: scale, center: center, background: background)
         state.zoomLevel = Self.clampZoom(zoomLevel)
         self.state = Locked(state)
@@ -326,7 +328,8 @@ public final class HeadlessMapView: Sendable {
         for (entry, settings, index) in ordered.reversed() {
             var plan = LayerTilePlan(layer: entry.layer, tileZoom: nil, placements: [], tiles: [], coveredByOpaqueLayer: false)
             if g.level >= 0, settings.isShown(atZoomLevel: min(g.level, MapTileLayer.maximumZoomLevel)),
-               let zoom = Self.tileZoom(viewLevel: g.level, tileSize: settings.tileSize) {
+                let zoom = Self.tileZoom(viewLevel: g.level, tileSize: settings.tileSize)
+            {
                 plan.tileZoom = zoom
                 let all = Self.placements(g, tileZoom: zoom, tileSize: settings.tileSize, box: settings.boundingBox)
                 plan.placements = all.filter { placement in
@@ -403,7 +406,8 @@ public final class HeadlessMapView: Sendable {
             if !present.contains(tile) {
                 levels = zoom  // no tile here: the deepest ancestor that has one (overzoom)
             } else if !(runtime.isLoading(tile) || runtime.isFailing(tile))
-                        || runtime.hasLoadedAncestor(of: tile, within: Self.fallbackFetchLevels) {
+                || runtime.hasLoadedAncestor(of: tile, within: Self.fallbackFetchLevels)
+            {
                 continue  // loaded, or not asked for yet (it may come at once), or a close stand-in is there
             } else {
                 levels = min(zoom, Self.fallbackFetchLevels)  // loading or failing: a stand-in close by
@@ -420,8 +424,10 @@ public final class HeadlessMapView: Sendable {
         return (ancestors + planned.plan.tiles, Set(ancestors).subtracting(overzoomed))
     }
 
-    private func start(_ tile: TileCoordinate, layer: MapTileLayer, settings: MapTileLayer.Settings,
-                       runtime: LayerRuntime, scale: Double, standIn: Bool) -> Task<Void, Never> {
+    private func start(
+        _ tile: TileCoordinate, layer: MapTileLayer, settings: MapTileLayer.Settings,
+        runtime: LayerRuntime, scale: Double, standIn: Bool
+    ) -> Task<Void, Never> {
         inFlightCount.add(1, ordering: .relaxed)
         return Task.detached { [self] in
             let result = await TileLoading.load(tile, layer: layer, settings: settings, scale: scale, standIn: standIn)
@@ -465,26 +471,35 @@ public final class HeadlessMapView: Sendable {
                     let shown = runtime.firstShown(placement.tile, now: now)
                     opacity = min(1, max(0, (now - shown) / Self.fadeDuration))
                 }
-                if (real == nil || opacity < 1), settings.fallbackEnabled,
-                   let (fallback, sourceZoom) = runtime.fallback(for: placement.tile, tileZoom: zoom, outputSize: max(width, height)) {
-                    Self.draw(fallback, on: &canvas, placement: placement, width: width, height: height,
-                              opaque: !settings.transparent, opacity: 1)
-                    drawn.append(DrawnTile(layerIndex: planned.index, tile: placement.tile, isApproximate: true,
-                                           sourceZoom: sourceZoom, opacity: 1))
+                if real == nil || opacity < 1, settings.fallbackEnabled,
+                    let (fallback, sourceZoom) = runtime.fallback(for: placement.tile, tileZoom: zoom, outputSize: max(width, height))
+                {
+                    Self.draw(
+                        fallback, on: &canvas, placement: placement, width: width, height: height,
+                        opaque: !settings.transparent, opacity: 1)
+                    drawn.append(
+                        DrawnTile(
+                            layerIndex: planned.index, tile: placement.tile, isApproximate: true,
+                            sourceZoom: sourceZoom, opacity: 1))
                 }
                 if let real {
-                    Self.draw(real, on: &canvas, placement: placement, width: width, height: height,
-                              opaque: !settings.transparent, opacity: opacity)
-                    drawn.append(DrawnTile(layerIndex: planned.index, tile: placement.tile, isApproximate: false,
-                                           sourceZoom: placement.tile.zoom, opacity: opacity))
+                    Self.draw(
+                        real, on: &canvas, placement: placement, width: width, height: height,
+                        opaque: !settings.transparent, opacity: opacity)
+                    drawn.append(
+                        DrawnTile(
+                            layerIndex: planned.index, tile: placement.tile, isApproximate: false,
+                            sourceZoom: placement.tile.zoom, opacity: opacity))
                 }
             }
         }
         return MapFrame(bitmap: canvas, drawn: drawn, time: now)
     }
 
-    private static func draw(_ tile: Bitmap, on canvas: inout Bitmap, placement: TilePlacement, width: Int, height: Int,
-                             opaque: Bool, opacity: Double) {
+    private static func draw(
+        _ tile: Bitmap, on canvas: inout Bitmap, placement: TilePlacement, width: Int, height: Int,
+        opaque: Bool, opacity: Double
+    ) {
         var image = tile
         if opaque && image.pixelFormat.hasAlpha {
             // An opaque layer's alpha is ignored: every 4-byte format keeps alpha in byte 3.
@@ -528,8 +543,9 @@ struct PixelRect: Hashable {
 
     /// The overlap with `other`, `nil` when it has no area.
     func intersection(_ other: PixelRect) -> PixelRect? {
-        let r = PixelRect(left: max(left, other.left), top: max(top, other.top),
-                          right: min(right, other.right), bottom: min(bottom, other.bottom))
+        let r = PixelRect(
+            left: max(left, other.left), top: max(top, other.top),
+            right: min(right, other.right), bottom: min(bottom, other.bottom))
         return r.left < r.right && r.top < r.bottom ? r : nil
     }
 

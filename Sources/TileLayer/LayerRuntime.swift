@@ -109,15 +109,18 @@ final class LayerRuntime: Sendable {
                 return nil
             case .failed(let reason):
                 let count = (s.failures[tile]?.count ?? 0) + 1
-                let delay = min(HeadlessMapView.maximumRetryDelay,
-                                HeadlessMapView.initialRetryDelay * pow(2, Double(min(count - 1, 30))))
+                let delay = min(
+                    HeadlessMapView.maximumRetryDelay,
+                    HeadlessMapView.initialRetryDelay * pow(2, Double(min(count - 1, 30))))
                 s.failures[tile] = Failure(count: count, retryAt: now + delay)
                 return isQuiet ? nil : (reason, count, delay)
             }
         }
         if let (reason, count, delay) = failed {
-            layer.record(TileLayerDiagnostic(kind: .tileFailed, tile: tile,
-                                             message: "\(reason) (failure \(count); asked again in \(delay) s)"))
+            layer.record(
+                TileLayerDiagnostic(
+                    kind: .tileFailed, tile: tile,
+                    message: "\(reason) (failure \(count); asked again in \(delay) s)"))
         }
     }
 
@@ -146,9 +149,12 @@ final class LayerRuntime: Sendable {
     func fallback(for tile: TileCoordinate, tileZoom: Int, outputSize: Int) -> (Bitmap, Int)? {
         for zoom in stride(from: tileZoom - 1, through: 0, by: -1) {
             guard let square = tile.subsquare(inAncestorAtZoom: zoom),
-                  let ancestor = state.withLock({ $0.loaded[square.ancestor]?.bitmap }) else { continue }
-            if let bitmap = try? ancestor.subSquare(levelsDown: square.levelsDown, column: square.column,
-                                                    row: square.row, outputSize: max(1, outputSize)) {
+                let ancestor = state.withLock({ $0.loaded[square.ancestor]?.bitmap })
+            else { continue }
+            if let bitmap = try? ancestor.subSquare(
+                levelsDown: square.levelsDown, column: square.column,
+                row: square.row, outputSize: max(1, outputSize))
+            {
                 return (bitmap, zoom)
             }
         }

@@ -40,8 +40,10 @@ public final class MapTileLayer: Sendable, CustomStringConvertible {
     ///   - name: a name for messages.
     ///   - cacheRootDirectory: where the disk cache lives; default ``TileDiskCache/defaultRootDirectory``.
     ///   - cacheClock: the wall clock of the disk cache (store times, expiry); tests pass their own.
-    public init(name: String = "tile layer", cacheRootDirectory: URL = TileDiskCache.defaultRootDirectory,
-                cacheClock: @escaping @Sendable () -> Date = { Date() }) {
+    public init(
+        name: String = "tile layer", cacheRootDirectory: URL = TileDiskCache.defaultRootDirectory,
+        cacheClock: @escaping @Sendable () -> Date = { Date() }
+    ) {
         self.name = name
         self.cacheRootDirectory = cacheRootDirectory
         self.cacheClock = cacheClock
@@ -50,9 +52,11 @@ public final class MapTileLayer: Sendable, CustomStringConvertible {
 
     /// A layer showing an `MKTileOverlay`-style source: its data source is `overlay`, and it is
     /// opaque (``transparent`` false) exactly when `overlay.canReplaceMapContent` is true.
-    public convenience init(overlay: URLTemplateTileSource, name: String = "tile overlay",
-                            cacheRootDirectory: URL = TileDiskCache.defaultRootDirectory,
-                            cacheClock: @escaping @Sendable () -> Date = { Date() }) {
+    public convenience init(
+        overlay: URLTemplateTileSource, name: String = "tile overlay",
+        cacheRootDirectory: URL = TileDiskCache.defaultRootDirectory,
+        cacheClock: @escaping @Sendable () -> Date = { Date() }
+    ) {
         self.init(name: name, cacheRootDirectory: cacheRootDirectory, cacheClock: cacheClock)
         state.withLock {
             $0.dataSource = overlay
@@ -174,7 +178,7 @@ public final class MapTileLayer: Sendable, CustomStringConvertible {
             if let box {
                 let values = [box.west, box.south, box.east, box.north]
                 guard values.allSatisfy(\.isFinite), (-90...90).contains(box.south), (-90...90).contains(box.north),
-                      (-180...180).contains(box.west), (-180...180).contains(box.east), box.south <= box.north
+                    (-180...180).contains(box.west), (-180...180).contains(box.east), box.south <= box.north
                 else { return .ignoredInvalid("\(box) is not a bounding box (west,south,east,north in degrees)") }
             }
             state.boundingBox = box

@@ -42,8 +42,10 @@ public protocol MapTileLayerDataSource: Sendable {
 
     /// Way 2: write the pixels into `tileRequest` and complete it exactly once.
     /// Default: ``TileRequestDisposition/declined``.
-    func mapTileLayer(_ layer: MapTileLayer, requestDataForTileAt tile: TileCoordinate,
-                      tileRequest: TileRequest) -> TileRequestDisposition
+    func mapTileLayer(
+        _ layer: MapTileLayer, requestDataForTileAt tile: TileCoordinate,
+        tileRequest: TileRequest
+    ) -> TileRequestDisposition
 
     /// Way 3: where to load the tile image from. Default: `nil` (no tile).
     func mapTileLayer(_ layer: MapTileLayer, urlForTileAt tile: TileCoordinate) -> URL?
@@ -56,8 +58,10 @@ extension MapTileLayerDataSource {
         .notSupplied
     }
 
-    public func mapTileLayer(_ layer: MapTileLayer, requestDataForTileAt tile: TileCoordinate,
-                             tileRequest: TileRequest) -> TileRequestDisposition {
+    public func mapTileLayer(
+        _ layer: MapTileLayer, requestDataForTileAt tile: TileCoordinate,
+        tileRequest: TileRequest
+    ) -> TileRequestDisposition {
         .declined
     }
 

@@ -2,6 +2,7 @@ import Foundation
 internal import TilepackChecksum
 import TilepackCore
 import TilepackImaging
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -56,7 +57,8 @@ public final class TileDiskCache: Sendable {
         return FileManager.default.homeDirectoryForCurrentUser
             .appendingPathComponent(".cache/tilepack/tile-layers", isDirectory: true)
         #else
-        let caches = FileManager.default.urls(for: .cachesDirectory, in: .userDomainMask).first
+        let caches =
+            FileManager.default.urls(for: .cachesDirectory, in: .userDomainMask).first
             ?? FileManager.default.temporaryDirectory
         return caches.appendingPathComponent("tilepack/tile-layers", isDirectory: true)
         #endif
@@ -138,7 +140,8 @@ public final class TileDiskCache: Sendable {
         guard Self.checksum(bytes[0..<28], bytes[headerSize...]) == checksum else { return .failure("checksum mismatch") }
         guard storedAt.isFinite else { return .failure("store time is not a number") }
         guard TileImageSize.isAccepted(width: size, height: size, tileSize: tileSize), format == pixelFormat else {
-            return .failure("holds a \(size)px \(format) tile; the layer wants \(pixelFormat) and \(TileImageSize.describe(tileSize: tileSize))")
+            return .failure(
+                "holds a \(size)px \(format) tile; the layer wants \(pixelFormat) and \(TileImageSize.describe(tileSize: tileSize))")
         }
         let payload = Array(bytes[headerSize...])
         switch kind {
@@ -194,11 +197,13 @@ public final class TileDiskCache: Sendable {
     /// - Parameter sizeLimit: bytes; 0 is unlimited. An entry larger than the limit is not stored.
     func store(_ tile: TileCoordinate, bitmap: Bitmap, encoded: Data?, sizeLimit: Int) throws(TileCacheError) {
         let storedAt = now().timeIntervalSince1970
-        let bytes: [UInt8] = if let encoded {
-            Self.entry(kind: .encoded, tileSize: bitmap.width, pixelFormat: bitmap.pixelFormat, storedAt: storedAt, payload: [UInt8](encoded))
-        } else {
-            Self.entry(kind: .raw, tileSize: bitmap.width, pixelFormat: bitmap.pixelFormat, storedAt: storedAt, payload: bitmap.pixels)
-        }
+        let bytes: [UInt8] =
+            if let encoded {
+                Self.entry(
+                    kind: .encoded, tileSize: bitmap.width, pixelFormat: bitmap.pixelFormat, storedAt: storedAt, payload: [UInt8](encoded))
+            } else {
+                Self.entry(kind: .raw, tileSize: bitmap.width, pixelFormat: bitmap.pixelFormat, storedAt: storedAt, payload: bitmap.pixels)
+            }
         if sizeLimit > 0 && bytes.count > sizeLimit { return }
         let path = path(of: tile)
         let folder = (path as NSString).deletingLastPathComponent
@@ -297,7 +302,8 @@ public final class TileDiskCache: Sendable {
 
     private func readTotal() -> Int? {
         guard let data = FileManager.default.contents(atPath: sizeFile), let text = String(data: data, encoding: .utf8),
-              let value = Int(text.trimmingCharacters(in: .whitespacesAndNewlines)), value >= 0 else { return nil }
+            let value = Int(text.trimmingCharacters(in: .whitespacesAndNewlines)), value >= 0
+        else { return nil }
         return value
     }
 

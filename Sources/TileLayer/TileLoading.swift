@@ -16,20 +16,26 @@ enum TileLoadResult: Sendable {
 /// their order of precedence, then the disk cache again to keep what arrived. Cancelling the task
 /// that runs a load cancels its tile request (the data source sees it) and its URL transfer.
 enum TileLoading {
-    static func load(_ tile: TileCoordinate, layer: MapTileLayer, settings: MapTileLayer.Settings,
-                     scale: Double, standIn: Bool = false) async -> TileLoadResult {
+    static func load(
+        _ tile: TileCoordinate, layer: MapTileLayer, settings: MapTileLayer.Settings,
+        scale: Double, standIn: Bool = false
+    ) async -> TileLoadResult {
         let result = await loadOnce(tile, layer: layer, settings: settings, scale: scale, standIn: standIn)
         if case .failed = result, Task.isCancelled { return .cancelled }
         return result
     }
 
-    private static func loadOnce(_ tile: TileCoordinate, layer: MapTileLayer, settings: MapTileLayer.Settings,
-                                 scale: Double, standIn: Bool) async -> TileLoadResult {
+    private static func loadOnce(
+        _ tile: TileCoordinate, layer: MapTileLayer, settings: MapTileLayer.Settings,
+        scale: Double, standIn: Bool
+    ) async -> TileLoadResult {
         guard let source = settings.dataSource else { return .failed("the layer has no data source") }
         let cache = layer.diskCache(settings)
         if let cache {
-            switch cache.lookup(tile, tileSize: settings.tileSize, pixelFormat: settings.pixelFormat,
-                                timeToLive: settings.cacheTimeToLive) {
+            switch cache.lookup(
+                tile, tileSize: settings.tileSize, pixelFormat: settings.pixelFormat,
+                timeToLive: settings.cacheTimeToLive)
+            {
             case .hit(let entry): return .loaded(entry.bitmap)
             case .damaged(let reason):
                 layer.record(TileLayerDiagnostic(kind: .cacheEntryDamaged, tile: tile, message: "\(reason); entry deleted"))
@@ -51,9 +57,13 @@ enum TileLoading {
         switch source.mapTileLayer(layer, dataForTileAt: tile) {
         case .bitmap(let data):
             guard data.count == settings.bytesPerTile,
-                  let bitmap = Bitmap(width: settings.tileSize, height: settings.tileSize,
-                                      pixelFormat: settings.pixelFormat, pixels: [UInt8](data)) else {
-                return .failed("the data source returned \(data.count) bytes, a \(settings.tileSize)px \(settings.pixelFormat) tile takes \(settings.bytesPerTile)")
+                let bitmap = Bitmap(
+                    width: settings.tileSize, height: settings.tileSize,
+                    pixelFormat: settings.pixelFormat, pixels: [UInt8](data))
+            else {
+                return .failed(
+                    "the data source returned \(data.count) bytes, a \(settings.tileSize)px \(settings.pixelFormat) tile takes \(settings.bytesPerTile)"
+                )
             }
             return keep(bitmap)
         case .unavailable:
@@ -68,9 +78,10 @@ enum TileLoading {
         let outcome: RequestAnswer = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 let once = ResumeOnce(continuation)
-                let request = TileRequest(tile: tile, tileSize: settings.tileSize, pixelFormat: settings.pixelFormat,
-                                          contentScaleFactor: scale, isFallbackStandIn: standIn, diagnose: { layer.record($0) },
-                                          finish: { once.resume(.finished($0)) })
+                let request = TileRequest(
+                    tile: tile, tileSize: settings.tileSize, pixelFormat: settings.pixelFormat,
+                    contentScaleFactor: scale, isFallbackStandIn: standIn, diagnose: { layer.record($0) },
+                    finish: { once.resume(.finished($0)) })
                 link.attach(request)
                 if source.mapTileLayer(layer, requestDataForTileAt: tile, tileRequest: request) == .declined {
                     request.withdraw()
@@ -93,8 +104,9 @@ enum TileLoading {
         }
         do {
             let data = try await TileURLLoader.load(url)
-            let bitmap = try TileDecoding.bitmap(data, tileSize: settings.tileSize, pixelFormat: settings.pixelFormat,
-                                                 source: url.absoluteString)
+            let bitmap = try TileDecoding.bitmap(
+                data, tileSize: settings.tileSize, pixelFormat: settings.pixelFormat,
+                source: url.absoluteString)
             return keep(bitmap, encoded: data)
         } catch {
             return .failed("\(error)")

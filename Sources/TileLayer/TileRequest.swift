@@ -69,10 +69,12 @@ public final class TileRequest: @unchecked Sendable, CustomStringConvertible {
     private let finish: @Sendable (TileRequestOutcome) -> Void
     private let diagnose: @Sendable (TileLayerDiagnostic) -> Void
 
-    init(tile: TileCoordinate, tileSize: Int, pixelFormat: PixelFormat, contentScaleFactor: Double,
-         isFallbackStandIn: Bool = false,
-         diagnose: @escaping @Sendable (TileLayerDiagnostic) -> Void,
-         finish: @escaping @Sendable (TileRequestOutcome) -> Void) {
+    init(
+        tile: TileCoordinate, tileSize: Int, pixelFormat: PixelFormat, contentScaleFactor: Double,
+        isFallbackStandIn: Bool = false,
+        diagnose: @escaping @Sendable (TileLayerDiagnostic) -> Void,
+        finish: @escaping @Sendable (TileRequestOutcome) -> Void
+    ) {
         self.tile = tile
         self.isFallbackStandIn = isFallbackStandIn
         self.tileSize = tileSize
@@ -91,12 +93,16 @@ public final class TileRequest: @unchecked Sendable, CustomStringConvertible {
 
     /// A request not tied to any layer, for testing a data source on its own: `finish` receives the
     /// bitmap (or `nil` when failed or dropped).
-    public convenience init(tile: TileCoordinate, tileSize: Int = TileSize.default, pixelFormat: PixelFormat = .rgba8888,
-                            contentScaleFactor: Double = 1, finish: @escaping @Sendable (Bitmap?) -> Void) {
-        self.init(tile: tile, tileSize: tileSize, pixelFormat: pixelFormat, contentScaleFactor: contentScaleFactor,
-                  diagnose: { _ in }, finish: { outcome in
-                      if case .complete(let bitmap) = outcome { finish(bitmap) } else { finish(nil) }
-                  })
+    public convenience init(
+        tile: TileCoordinate, tileSize: Int = TileSize.default, pixelFormat: PixelFormat = .rgba8888,
+        contentScaleFactor: Double = 1, finish: @escaping @Sendable (Bitmap?) -> Void
+    ) {
+        self.init(
+            tile: tile, tileSize: tileSize, pixelFormat: pixelFormat, contentScaleFactor: contentScaleFactor,
+            diagnose: { _ in },
+            finish: { outcome in
+                if case .complete(let bitmap) = outcome { finish(bitmap) } else { finish(nil) }
+            })
     }
 
     deinit {
@@ -107,8 +113,10 @@ public final class TileRequest: @unchecked Sendable, CustomStringConvertible {
         }
         if wasPending && !withdrawn.load(ordering: .acquiring) {
             if !isCancelled {
-                diagnose(TileLayerDiagnostic(kind: .requestDropped, tile: tile,
-                                             message: "the tile request was released without being completed; treated as failed"))
+                diagnose(
+                    TileLayerDiagnostic(
+                        kind: .requestDropped, tile: tile,
+                        message: "the tile request was released without being completed; treated as failed"))
             }
             finish(.dropped)
         }
@@ -123,8 +131,10 @@ public final class TileRequest: @unchecked Sendable, CustomStringConvertible {
     @discardableResult
     public func complete(_ status: TileRequestStatus = .complete) -> Bool {
         guard status != .pending else {
-            diagnose(TileLayerDiagnostic(kind: .requestCompletedAgain, tile: tile,
-                                         message: "a tile request cannot be completed with status pending"))
+            diagnose(
+                TileLayerDiagnostic(
+                    kind: .requestCompletedAgain, tile: tile,
+                    message: "a tile request cannot be completed with status pending"))
             return false
         }
         let previous = status_.withLock { current -> TileRequestStatus in
@@ -133,8 +143,10 @@ public final class TileRequest: @unchecked Sendable, CustomStringConvertible {
             return previous
         }
         guard previous == .pending else {
-            diagnose(TileLayerDiagnostic(kind: .requestCompletedAgain, tile: tile,
-                                         message: "completed as \(status) after it was already \(previous); ignored"))
+            diagnose(
+                TileLayerDiagnostic(
+                    kind: .requestCompletedAgain, tile: tile,
+                    message: "completed as \(status) after it was already \(previous); ignored"))
             return false
         }
         if status == .complete {
@@ -162,9 +174,14 @@ public final class TileRequest: @unchecked Sendable, CustomStringConvertible {
     @discardableResult
     public func complete(with image: Bitmap) -> Bool {
         guard image.pixelFormat == pixelFormat,
-              TileImageSize.isAccepted(width: image.width, height: image.height, tileSize: tileSize) else {
-            diagnose(TileLayerDiagnostic(kind: .tileFailed, tile: tile, message:
-                "complete(with:) got a \(image.width)x\(image.height) \(image.pixelFormat) image; the request takes \(pixelFormat) and \(TileImageSize.describe(tileSize: tileSize))"))
+            TileImageSize.isAccepted(width: image.width, height: image.height, tileSize: tileSize)
+        else {
+            diagnose(
+                TileLayerDiagnostic(
+                    kind: .tileFailed, tile: tile,
+                    message:
+                        "complete(with:) got a \(image.width)x\(image.height) \(image.pixelFormat) image; the request takes \(pixelFormat) and \(TileImageSize.describe(tileSize: tileSize))"
+                ))
             return false
         }
         let previous = status_.withLock { current -> TileRequestStatus in
@@ -173,8 +190,10 @@ public final class TileRequest: @unchecked Sendable, CustomStringConvertible {
             return previous
         }
         guard previous == .pending else {
-            diagnose(TileLayerDiagnostic(kind: .requestCompletedAgain, tile: tile,
-                                         message: "completed with an image after it was already \(previous); ignored"))
+            diagnose(
+                TileLayerDiagnostic(
+                    kind: .requestCompletedAgain, tile: tile,
+                    message: "completed with an image after it was already \(previous); ignored"))
             return false
         }
         finish(.complete(image))
@@ -212,8 +231,10 @@ public final class TileRequest: @unchecked Sendable, CustomStringConvertible {
     @discardableResult
     public func copy(from data: Data) -> Bool {
         guard data.count == bytesLength else {
-            diagnose(TileLayerDiagnostic(kind: .tileFailed, tile: tile,
-                                         message: "copy(from:) got \(data.count) bytes, the tile takes \(bytesLength)"))
+            diagnose(
+                TileLayerDiagnostic(
+                    kind: .tileFailed, tile: tile,
+                    message: "copy(from:) got \(data.count) bytes, the tile takes \(bytesLength)"))
             return false
         }
         guard status == .pending else { return false }

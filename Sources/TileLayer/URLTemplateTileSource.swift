@@ -59,8 +59,10 @@ open class URLTemplateTileSource: MapTileLayerDataSource, @unchecked Sendable {
     /// ``urlTemplate`` parsed once.
     private let parsedTemplate: TileURLTemplate?
 
-    public init(urlTemplate: String?, isGeometryFlipped: Bool = false, minimumZ: Int = 0, maximumZ: Int = 21,
-                canReplaceMapContent: Bool = false, subdomains: [String] = ["a", "b", "c"]) {
+    public init(
+        urlTemplate: String?, isGeometryFlipped: Bool = false, minimumZ: Int = 0, maximumZ: Int = 21,
+        canReplaceMapContent: Bool = false, subdomains: [String] = ["a", "b", "c"]
+    ) {
         self.urlTemplate = urlTemplate
         self.parsedTemplate = urlTemplate.map { TileURLTemplate($0) }
         self.subdomains = subdomains.isEmpty ? ["a", "b", "c"] : subdomains
@@ -74,16 +76,18 @@ open class URLTemplateTileSource: MapTileLayerDataSource, @unchecked Sendable {
     /// `TileURLTemplate` (`{y}` flipped when ``isGeometryFlipped``, with the path's own zoom;
     /// `{-y}` always the TMS row). `nil` when there is no template or the result is not a URL.
     open func url(forTilePath path: TilePath) -> URL? {
-        parsedTemplate?.url(z: path.z, x: path.x, y: path.y, scheme: isGeometryFlipped ? .tms : .xyz,
-                            scale: path.contentScaleFactor, subdomains: subdomains)
+        parsedTemplate?.url(
+            z: path.z, x: path.x, y: path.y, scheme: isGeometryFlipped ? .tms : .xyz,
+            scale: path.contentScaleFactor, subdomains: subdomains)
     }
 
     /// The encoded bytes of a tile. The default loads ``url(forTilePath:)`` from a file or server.
     /// - Throws: ``TileLoadError`` (or any error of an override): the tile fails and is asked again later.
     open func loadTile(at path: TilePath) async throws -> Data {
         guard let url = url(forTilePath: path) else {
-            throw TileLoadError.noURL(TileCoordinate(validatingZoom: path.z, x: path.x, y: path.y)
-                ?? TileCoordinate(uncheckedZoom: 0, x: 0, y: 0))
+            throw TileLoadError.noURL(
+                TileCoordinate(validatingZoom: path.z, x: path.x, y: path.y)
+                    ?? TileCoordinate(uncheckedZoom: 0, x: 0, y: 0))
         }
         return try await TileURLLoader.load(url)
     }
@@ -97,8 +101,10 @@ open class URLTemplateTileSource: MapTileLayerDataSource, @unchecked Sendable {
 
     /// Loads the tile in a task and decodes it into the request's buffer (or, for an image of
     /// another accepted size, into a bitmap of its own size). Cancelling the request cancels the task.
-    public func mapTileLayer(_ layer: MapTileLayer, requestDataForTileAt tile: TileCoordinate,
-                             tileRequest: TileRequest) -> TileRequestDisposition {
+    public func mapTileLayer(
+        _ layer: MapTileLayer, requestDataForTileAt tile: TileCoordinate,
+        tileRequest: TileRequest
+    ) -> TileRequestDisposition {
         let path = TilePath(tile, contentScaleFactor: tileRequest.contentScaleFactor)
         let task = Task {
             do {
@@ -158,8 +164,10 @@ enum TileDecoding {
         return info
     }
 
-    private static func decode(_ data: Data, into buffer: UnsafeMutableRawBufferPointer, side: Int,
-                               pixelFormat: PixelFormat, source: String) throws(TileLoadError) {
+    private static func decode(
+        _ data: Data, into buffer: UnsafeMutableRawBufferPointer, side: Int,
+        pixelFormat: PixelFormat, source: String
+    ) throws(TileLoadError) {
         let failure: TileLoadError? = data.withUnsafeBytes { bytes in
             do {
                 try ImageDecoder.decode(bytes, into: buffer, pixelFormat: pixelFormat, expectedWidth: side, expectedHeight: side)

@@ -34,9 +34,12 @@ extension ArchiveLayerConfiguration {
         let native = reader.archiveTileSize.flatMap { TileSize.isValid($0) ? $0 : nil }
         let size = tileSize ?? native ?? TileSize.default
         if tileSize == nil {
-            notes.append(native.map { "tile size \($0) from the archive" }
-                ?? reader.archiveTileSize.map { "tile size \(TileSize.default): the archive's \($0) px tiles break the rule (\(TileSize.rule))" }
-                ?? "tile size \(TileSize.default) (the archive shows none)")
+            notes.append(
+                native.map { "tile size \($0) from the archive" }
+                    ?? reader.archiveTileSize.map {
+                        "tile size \(TileSize.default): the archive's \($0) px tiles break the rule (\(TileSize.rule))"
+                    }
+                    ?? "tile size \(TileSize.default) (the archive shows none)")
         }
 
         var metadata = TileMetadata()
@@ -63,7 +66,9 @@ extension ArchiveLayerConfiguration {
         let high = declaredMax ?? stored.last?.zoom
         if let low, let high, low <= high {
             zooms = low...high
-            if declaredMin == nil || declaredMax == nil { notes.append("zoom levels \(low)...\(high) partly from the tiles (minzoom/maxzoom missing)") }
+            if declaredMin == nil || declaredMax == nil {
+                notes.append("zoom levels \(low)...\(high) partly from the tiles (minzoom/maxzoom missing)")
+            }
         } else if let low, let high {
             notes.append("minzoom \(low) is above maxzoom \(high): zoom levels unknown")
         }
@@ -75,7 +80,8 @@ extension ArchiveLayerConfiguration {
             var tileZooms = zooms
             switch reader.relation(tileSize: size) {
             case .same: break
-            case .merge(let levels): tileZooms = max(0, zooms.lowerBound - min(levels, ArchiveTileReader.maximumMergeLevels))...zooms.upperBound
+            case .merge(let levels):
+                tileZooms = max(0, zooms.lowerBound - min(levels, ArchiveTileReader.maximumMergeLevels))...zooms.upperBound
             case .split(let levels): tileZooms = zooms.lowerBound...min(TileCoordinate.maximumZoom, zooms.upperBound + levels)
             }
             let shift = size.trailingZeroBitCount - 8  // view level = tile zoom + shift
@@ -106,9 +112,10 @@ extension ArchiveLayerConfiguration {
             transparent = true
             notes.append("type overlay: transparent")
         }
-        return ArchiveLayerConfiguration(tileSize: size, boundingBox: box, archiveZoomLevels: zooms,
-                                         visibleZoomLevels: visible, servedZoomLevels: served,
-                                         transparent: transparent, notes: notes)
+        return ArchiveLayerConfiguration(
+            tileSize: size, boundingBox: box, archiveZoomLevels: zooms,
+            visibleZoomLevels: visible, servedZoomLevels: served,
+            transparent: transparent, notes: notes)
     }
 }
 

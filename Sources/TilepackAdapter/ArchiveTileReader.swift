@@ -14,8 +14,10 @@ public struct ArchiveReaderOptions: Hashable, Sendable {
     /// before any pixel memory is allocated.
     public var maximumImageDimension: Int
 
-    public init(archiveTileSize: Int? = nil, cacheByteLimit: Int = 0,
-                maximumImageDimension: Int = ImageDecoder.defaultMaximumDimension) {
+    public init(
+        archiveTileSize: Int? = nil, cacheByteLimit: Int = 0,
+        maximumImageDimension: Int = ImageDecoder.defaultMaximumDimension
+    ) {
         self.archiveTileSize = archiveTileSize
         self.cacheByteLimit = cacheByteLimit
         self.maximumImageDimension = maximumImageDimension
@@ -70,8 +72,10 @@ public final class ArchiveTileReader: Sendable {
     ///   - archive: the archive to read.
     ///   - options: tile size, cache budget, image size limit.
     ///   - onFailure: called once for each tile that fails permanently, on the reading thread.
-    public init(archive: any TileArchive, options: ArchiveReaderOptions = ArchiveReaderOptions(),
-                onFailure: (@Sendable (ArchiveTileFailure) -> Void)? = nil) {
+    public init(
+        archive: any TileArchive, options: ArchiveReaderOptions = ArchiveReaderOptions(),
+        onFailure: (@Sendable (ArchiveTileFailure) -> Void)? = nil
+    ) {
         self.archive = archive
         self.options = options
         self.cache = DecodedTileCache(byteLimit: options.cacheByteLimit)
@@ -80,8 +84,10 @@ public final class ArchiveTileReader: Sendable {
     }
 
     /// Opens the archive at `path` (MBTiles or bundle, told apart by its bytes) and reads it.
-    public convenience init(path: String, options: ArchiveReaderOptions = ArchiveReaderOptions(),
-                            onFailure: (@Sendable (ArchiveTileFailure) -> Void)? = nil) throws(TileArchiveError) {
+    public convenience init(
+        path: String, options: ArchiveReaderOptions = ArchiveReaderOptions(),
+        onFailure: (@Sendable (ArchiveTileFailure) -> Void)? = nil
+    ) throws(TileArchiveError) {
         self.init(archive: try openTileArchive(path: path), options: options, onFailure: onFailure)
     }
 
@@ -230,9 +236,11 @@ public final class ArchiveTileReader: Sendable {
     /// - Returns: ``ArchiveReadOutcome/missing`` when the archive cannot serve the tile.
     /// - Throws: ``ArchiveTileError`` naming the archive and the archive tile at fault.
     @discardableResult
-    public func read(_ tile: TileCoordinate, tileSize: Int, pixelFormat: PixelFormat,
-                     into buffer: UnsafeMutableRawBufferPointer,
-                     isCancelled: () -> Bool = { false }) throws(ArchiveTileError) -> ArchiveReadOutcome {
+    public func read(
+        _ tile: TileCoordinate, tileSize: Int, pixelFormat: PixelFormat,
+        into buffer: UnsafeMutableRawBufferPointer,
+        isCancelled: () -> Bool = { false }
+    ) throws(ArchiveTileError) -> ArchiveReadOutcome {
         guard TileSize.isValid(tileSize) else {
             throw ArchiveTileError(archivePath: archive.path, tile: tile, reason: .tileSize(tileSize))
         }
@@ -254,8 +262,10 @@ public final class ArchiveTileReader: Sendable {
     /// The layer tile `tile` as a new bitmap: at `tileSize` pixels when given (merged, cut or
     /// scaled as for a layer of that size), otherwise the archive tile at its own size.
     /// Returns `nil` when the archive cannot serve it.
-    public func bitmap(at tile: TileCoordinate, tileSize: Int? = nil, pixelFormat: PixelFormat = .rgba8888,
-                       isCancelled: () -> Bool = { false }) throws(ArchiveTileError) -> Bitmap? {
+    public func bitmap(
+        at tile: TileCoordinate, tileSize: Int? = nil, pixelFormat: PixelFormat = .rgba8888,
+        isCancelled: () -> Bool = { false }
+    ) throws(ArchiveTileError) -> Bitmap? {
         guard let tileSize else {
             guard !isFailed(tile) else { return nil }
             return try decoded(tile, pixelFormat)
@@ -279,8 +289,10 @@ public final class ArchiveTileReader: Sendable {
     }
 
     /// The archive tile at its own size, straight into `buffer` where it fits.
-    private func readSame(_ tile: TileCoordinate, size: Int, format: PixelFormat,
-                          into buffer: UnsafeMutableRawBufferPointer) throws(ArchiveTileError) -> ArchiveReadOutcome {
+    private func readSame(
+        _ tile: TileCoordinate, size: Int, format: PixelFormat,
+        into buffer: UnsafeMutableRawBufferPointer
+    ) throws(ArchiveTileError) -> ArchiveReadOutcome {
         if let cached = cache.bitmap(tile, pixelFormat: format), cached.width == size, cached.height == size {
             cached.pixels.withUnsafeBytes { buffer.copyMemory(from: $0) }
             return .delivered
@@ -294,8 +306,9 @@ public final class ArchiveTileReader: Sendable {
                     // The zero-copy path: LZ4 straight into the caller's buffer.
                     guard let count = try archive.readTile(at: tile, into: buffer) else { return .missing }
                     guard count == buffer.count else {
-                        throw ArchiveTileError(archivePath: archive.path, tile: tile,
-                                               reason: .rawPayload("\(count) bytes, a \(layout) tile takes \(buffer.count)"))
+                        throw ArchiveTileError(
+                            archivePath: archive.path, tile: tile,
+                            reason: .rawPayload("\(count) bytes, a \(layout) tile takes \(buffer.count)"))
                     }
                 } else {
                     guard let bitmap = try rawBitmap(tile, layout: layout) else { return .missing }
@@ -310,8 +323,9 @@ public final class ArchiveTileReader: Sendable {
                 let found = try archive.withTileBytes(at: tile) { bytes -> Bool in
                     let info = try ImageDecoder.imageInfo(bytes)
                     if info.width == size && info.height == size {
-                        try ImageDecoder.decode(bytes, into: buffer, pixelFormat: format,
-                                                expectedWidth: size, expectedHeight: size, maximumDimension: limit)
+                        try ImageDecoder.decode(
+                            bytes, into: buffer, pixelFormat: format,
+                            expectedWidth: size, expectedHeight: size, maximumDimension: limit)
                         return true
                     }
                     let bitmap = try ImageDecoder.decode(bytes, pixelFormat: format, maximumDimension: limit)
@@ -325,7 +339,8 @@ public final class ArchiveTileReader: Sendable {
             throw fail(error, tile)
         }
         if cacheable, cache.byteLimit > 0,
-           let bitmap = Bitmap(width: size, height: size, pixelFormat: format, pixels: [UInt8](UnsafeRawBufferPointer(buffer))) {
+            let bitmap = Bitmap(width: size, height: size, pixelFormat: format, pixels: [UInt8](UnsafeRawBufferPointer(buffer)))
+        {
             cache.insert(bitmap, for: tile)
         }
         return .delivered
@@ -333,8 +348,10 @@ public final class ArchiveTileReader: Sendable {
 
     /// A layer tile `2^levels` times the archive's size, from the archive tiles `levels` zooms
     /// deeper; missing ones are filled from the tile's own archive tile scaled up.
-    private func readMerged(_ tile: TileCoordinate, levels: Int, size: Int, format: PixelFormat,
-                            into buffer: UnsafeMutableRawBufferPointer, isCancelled: () -> Bool) throws(ArchiveTileError) -> ArchiveReadOutcome {
+    private func readMerged(
+        _ tile: TileCoordinate, levels: Int, size: Int, format: PixelFormat,
+        into buffer: UnsafeMutableRawBufferPointer, isCancelled: () -> Bool
+    ) throws(ArchiveTileError) -> ArchiveReadOutcome {
         let present = presentDescendants(of: tile, levels: levels)
         if present.isEmpty {
             guard let own = try decoded(tile, format) else { return .missing }
@@ -356,14 +373,15 @@ public final class ArchiveTileReader: Sendable {
                             Self.copy(fitted, x: 0, y: 0, size: cell, into: buffer, bufferSide: size, atX: column * cell, atY: row * cell)
                             drawn = true
                         }
-                    } catch where !error.reason.isTransient {
+                    } catch  where !error.reason.isTransient {
                         // Reported; the tile's own archive tile fills this part instead.
                     }
                 }
                 if !drawn {
                     if own == nil { own = .some(try? decoded(tile, format)) }
                     if let ownBitmap = own ?? nil,
-                       let part = try? ownBitmap.subSquare(levelsDown: levels, column: column, row: row, outputSize: cell) {
+                        let part = try? ownBitmap.subSquare(levelsDown: levels, column: column, row: row, outputSize: cell)
+                    {
                         Self.copy(part, x: 0, y: 0, size: cell, into: buffer, bufferSide: size, atX: column * cell, atY: row * cell)
                     }
                 }
@@ -374,14 +392,17 @@ public final class ArchiveTileReader: Sendable {
 
     /// A layer tile `2^levels` times narrower than the archive's, cut out of the archive tile
     /// `levels` zooms up, or else the tile's own archive tile scaled down.
-    private func readSplit(_ tile: TileCoordinate, levels: Int, size: Int, format: PixelFormat,
-                           into buffer: UnsafeMutableRawBufferPointer) throws(ArchiveTileError) -> ArchiveReadOutcome {
+    private func readSplit(
+        _ tile: TileCoordinate, levels: Int, size: Int, format: PixelFormat,
+        into buffer: UnsafeMutableRawBufferPointer
+    ) throws(ArchiveTileError) -> ArchiveReadOutcome {
         if tile.zoom >= levels, let square = tile.subsquare(inAncestorAtZoom: tile.zoom - levels), exists(square.ancestor) {
             do throws(ArchiveTileError) {
                 if let ancestor = try decoded(square.ancestor, format) {
                     if ancestor.width == size << levels && ancestor.height == size << levels {
-                        Self.copy(ancestor, x: square.column * size, y: square.row * size, size: size,
-                                  into: buffer, bufferSide: size, atX: 0, atY: 0)
+                        Self.copy(
+                            ancestor, x: square.column * size, y: square.row * size, size: size,
+                            into: buffer, bufferSide: size, atX: 0, atY: 0)
                     } else {
                         let part: Bitmap
                         do {
@@ -393,7 +414,7 @@ public final class ArchiveTileReader: Sendable {
                     }
                     return .delivered
                 }
-            } catch where !error.reason.isTransient {
+            } catch  where !error.reason.isTransient {
                 // Reported; fall back to the tile's own archive tile.
             }
         }
@@ -412,15 +433,18 @@ public final class ArchiveTileReader: Sendable {
 
     /// Copies the `size` x `size` square at (`x`, `y`) of `bitmap` into a square buffer of
     /// `bufferSide` pixels in the same format at (`atX`, `atY`). The caller keeps both in bounds.
-    static func copy(_ bitmap: Bitmap, x: Int, y: Int, size: Int, into buffer: UnsafeMutableRawBufferPointer,
-                     bufferSide: Int, atX: Int, atY: Int) {
+    static func copy(
+        _ bitmap: Bitmap, x: Int, y: Int, size: Int, into buffer: UnsafeMutableRawBufferPointer,
+        bufferSide: Int, atX: Int, atY: Int
+    ) {
         let bpp = bitmap.pixelFormat.bytesPerPixel
         let rowBytes = size * bpp
         let sourceStride = bitmap.stride
         let destinationStride = bufferSide * bpp
         guard let destination = buffer.baseAddress, rowBytes > 0,
-              x >= 0, y >= 0, x + size <= bitmap.width, y + size <= bitmap.height,
-              atX >= 0, atY >= 0, atX + size <= bufferSide, (atY + size) * destinationStride <= buffer.count else { return }
+            x >= 0, y >= 0, x + size <= bitmap.width, y + size <= bitmap.height,
+            atX >= 0, atY >= 0, atX + size <= bufferSide, (atY + size) * destinationStride <= buffer.count
+        else { return }
         bitmap.pixels.withUnsafeBytes { source in
             guard let base = source.baseAddress else { return }
             for row in 0..<size {
@@ -464,8 +488,11 @@ public final class ArchiveTileReader: Sendable {
         var pixels = [UInt8](repeating: 0, count: length)
         let count = try pixels.withUnsafeMutableBytes { try archive.readTile(at: tile, into: $0) }
         guard let count else { return nil }
-        guard count == length, let bitmap = Bitmap(width: layout.width, height: layout.height, pixelFormat: layout.pixelFormat, pixels: pixels) else {
-            throw ArchiveTileError(archivePath: archive.path, tile: tile, reason: .rawPayload("\(count) bytes, a \(layout) tile takes \(length)"))
+        guard count == length,
+            let bitmap = Bitmap(width: layout.width, height: layout.height, pixelFormat: layout.pixelFormat, pixels: pixels)
+        else {
+            throw ArchiveTileError(
+                archivePath: archive.path, tile: tile, reason: .rawPayload("\(count) bytes, a \(layout) tile takes \(length)"))
         }
         return bitmap
     }
@@ -477,8 +504,10 @@ extension TileArchive {
     /// made for a layer of that tile size (merged from deeper tiles, cut from a shallower one or
     /// scaled), as ``ArchiveTileReader`` does.
     /// - Throws: ``ArchiveTileError`` naming the archive and the tile.
-    public func bitmap(at tile: TileCoordinate, tileSize: Int? = nil,
-                       pixelFormat: PixelFormat = .rgba8888) throws(ArchiveTileError) -> Bitmap? {
+    public func bitmap(
+        at tile: TileCoordinate, tileSize: Int? = nil,
+        pixelFormat: PixelFormat = .rgba8888
+    ) throws(ArchiveTileError) -> Bitmap? {
         try ArchiveTileReader(archive: self).bitmap(at: tile, tileSize: tileSize, pixelFormat: pixelFormat)
     }
 }

@@ -32,8 +32,10 @@ public final class ArchiveTileSource: MapTileLayerDataSource, CustomStringConver
         /// The most tiles read at once; default the number of active processors.
         public var maximumConcurrency: Int
 
-        public init(reader: ArchiveReaderOptions = ArchiveReaderOptions(),
-                    maximumConcurrency: Int = ProcessInfo.processInfo.activeProcessorCount) {
+        public init(
+            reader: ArchiveReaderOptions = ArchiveReaderOptions(),
+            maximumConcurrency: Int = ProcessInfo.processInfo.activeProcessorCount
+        ) {
             self.reader = reader
             self.maximumConcurrency = maximumConcurrency
         }
@@ -48,15 +50,19 @@ public final class ArchiveTileSource: MapTileLayerDataSource, CustomStringConver
     ///   - archive: the archive to serve.
     ///   - onFailure: called once per archive tile that fails permanently, with the archive and
     ///     the tile, on a worker thread.
-    public init(archive: any TileArchive, options: Options = Options(),
-                onFailure: (@Sendable (ArchiveTileFailure) -> Void)? = nil) {
+    public init(
+        archive: any TileArchive, options: Options = Options(),
+        onFailure: (@Sendable (ArchiveTileFailure) -> Void)? = nil
+    ) {
         self.reader = ArchiveTileReader(archive: archive, options: options.reader, onFailure: onFailure)
         self.workQueue = TileWorkQueue(maximumConcurrency: options.maximumConcurrency)
     }
 
     /// Opens the archive at `path` (MBTiles or bundle, told apart by its first bytes) and serves it.
-    public convenience init(path: String, options: Options = Options(),
-                            onFailure: (@Sendable (ArchiveTileFailure) -> Void)? = nil) throws(TileArchiveError) {
+    public convenience init(
+        path: String, options: Options = Options(),
+        onFailure: (@Sendable (ArchiveTileFailure) -> Void)? = nil
+    ) throws(TileArchiveError) {
         self.init(archive: try openTileArchive(path: path), options: options, onFailure: onFailure)
     }
 
@@ -74,26 +80,34 @@ public final class ArchiveTileSource: MapTileLayerDataSource, CustomStringConver
         reader.hasTile(tile, tileSize: layer.tileSize)
     }
 
-    public func mapTileLayer(_ layer: MapTileLayer, requestDataForTileAt tile: TileCoordinate,
-                             tileRequest: TileRequest) -> TileRequestDisposition {
+    public func mapTileLayer(
+        _ layer: MapTileLayer, requestDataForTileAt tile: TileCoordinate,
+        tileRequest: TileRequest
+    ) -> TileRequestDisposition {
         let reader = self.reader
-        let token = workQueue.submit(tile, run: { token in
-            let isCancelled = { token.isCancelled || tileRequest.isCancelled }
-            do {
-                if let retina = Self.retinaTileSize(tileRequest, reader: reader),
-                   let image = try reader.bitmap(at: tile, tileSize: retina, pixelFormat: tileRequest.pixelFormat,
-                                                 isCancelled: isCancelled) {
-                    if tileRequest.complete(with: image) { return }
+        let token = workQueue.submit(
+            tile,
+            run: { token in
+                let isCancelled = { token.isCancelled || tileRequest.isCancelled }
+                do {
+                    if let retina = Self.retinaTileSize(tileRequest, reader: reader),
+                        let image = try reader.bitmap(
+                            at: tile, tileSize: retina, pixelFormat: tileRequest.pixelFormat,
+                            isCancelled: isCancelled)
+                    {
+                        if tileRequest.complete(with: image) { return }
+                    }
+                    let outcome = try reader.read(
+                        tile, tileSize: tileRequest.tileSize, pixelFormat: tileRequest.pixelFormat,
+                        into: tileRequest.bytes, isCancelled: isCancelled)
+                    tileRequest.complete(outcome == .delivered ? .complete : .failed)
+                } catch {
+                    tileRequest.fail()
                 }
-                let outcome = try reader.read(tile, tileSize: tileRequest.tileSize, pixelFormat: tileRequest.pixelFormat,
-                                              into: tileRequest.bytes, isCancelled: isCancelled)
-                tileRequest.complete(outcome == .delivered ? .complete : .failed)
-            } catch {
+            },
+            cancelled: {
                 tileRequest.fail()
-            }
-        }, cancelled: {
-            tileRequest.fail()
-        })
+            })
         let queue = workQueue
         tileRequest.onCancellation { queue.cancel(token) }
         return .accepted
@@ -152,7 +166,9 @@ public final class ArchiveTileSource: MapTileLayerDataSource, CustomStringConver
     /// levels shown and transparency; the data source is not changed. Settings a locked layer
     /// ignores are in the returned updates.
     @discardableResult
-    public func configure(_ layer: MapTileLayer, tileSize: Int? = nil) -> (configuration: ArchiveLayerConfiguration, updates: [String: LayerUpdate]) {
+    public func configure(_ layer: MapTileLayer, tileSize: Int? = nil) -> (
+        configuration: ArchiveLayerConfiguration, updates: [String: LayerUpdate]
+    ) {
         let configuration = layerConfiguration(tileSize: tileSize)
         var updates: [String: LayerUpdate] = [:]
         updates["tileSize"] = layer.setTileSize(configuration.tileSize)

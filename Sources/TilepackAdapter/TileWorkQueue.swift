@@ -54,8 +54,10 @@ package final class TileWorkQueue: Sendable {
     /// `cancelled` instead, on the cancelling thread, if the job is cancelled before it starts.
     /// Returns the job's token, for ``cancel(_:)``.
     @discardableResult
-    package func submit(_ tile: TileCoordinate, run: @escaping @Sendable (Token) -> Void,
-                       cancelled: @escaping @Sendable () -> Void) -> Token {
+    package func submit(
+        _ tile: TileCoordinate, run: @escaping @Sendable (Token) -> Void,
+        cancelled: @escaping @Sendable () -> Void
+    ) -> Token {
         let token = Token()
         let startWorker = state.withLock { s -> Bool in
             s.nextID += 1

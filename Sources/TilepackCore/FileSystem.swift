@@ -160,7 +160,10 @@ package enum FileSystem {
         var done = 0
         while done < data.count {
             let n = data.withUnsafeBytes { write(fd, $0.baseAddress! + done, data.count - done) }
-            if n < 0 { if errno == EINTR { continue }; return errno }
+            if n < 0 {
+                if errno == EINTR { continue }
+                return errno
+            }
             done += n
         }
         return nil

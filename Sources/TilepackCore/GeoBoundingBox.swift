@@ -71,7 +71,8 @@ public struct GeoBoundingBox: Hashable, Sendable, CustomStringConvertible {
     public var antimeridianNote: String? {
         guard crossesAntimeridian else { return nil }
         func degrees(_ value: Double) -> String { value == value.rounded() && abs(value) <= 360 ? String(Int(value)) : "\(value)" }
-        return "the box crosses the antimeridian (west \(degrees(west)) > east \(degrees(east))): it spans \(degrees(longitudeSpan.rounded())) degrees of longitude through 180"
+        return
+            "the box crosses the antimeridian (west \(degrees(west)) > east \(degrees(east))): it spans \(degrees(longitudeSpan.rounded())) degrees of longitude through 180"
     }
 
     /// The east-west extent in degrees, `0...360`, measured eastwards from `west` to `east`.

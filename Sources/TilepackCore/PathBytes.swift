@@ -16,7 +16,8 @@ package enum PathBytes {
             let length = byte < 0x80 ? 1 : byte >= 0xF0 && byte < 0xF5 ? 4 : byte >= 0xE0 ? 3 : byte >= 0xC2 && byte < 0xE0 ? 2 : 0
             let end = bytes.index(index, offsetBy: length, limitedBy: bytes.endIndex) ?? bytes.endIndex
             if length > 0, bytes.distance(from: index, to: end) == length,
-               let text = String(validating: bytes[index..<end], as: UTF8.self) {
+                let text = String(validating: bytes[index..<end], as: UTF8.self)
+            {
                 result.append(contentsOf: text.unicodeScalars)
                 index = end
             } else {

@@ -157,8 +157,9 @@ extension RouteCover {
                 let t0 = Double(piece) / Double(pieces), t1 = Double(piece + 1) / Double(pieces)
                 let p = MercatorPoint(x: start.x + (end.x - start.x) * t0, y: start.y + (end.y - start.y) * t0)
                 let q = piece == pieces - 1 ? end : MercatorPoint(x: start.x + (end.x - start.x) * t1, y: start.y + (end.y - start.y) * t1)
-                let pieceLatitude = Swift.max(
-                    abs(WebMercator.latitude(worldY: p.y / n)), abs(WebMercator.latitude(worldY: q.y / n))) + reachDegrees
+                let pieceLatitude =
+                    Swift.max(
+                        abs(WebMercator.latitude(worldY: p.y / n)), abs(WebMercator.latitude(worldY: q.y / n))) + reachDegrees
                 // Ground metres -> Mercator metres at the highest latitude the buffer can reach, -> tiles.
                 let radiusInTiles = reach / cos(pieceLatitude * Double.pi / 180) / WebMercator.earthCircumference * n
                 addCapsule(p, q, radius: radiusInTiles)

@@ -62,12 +62,21 @@ public enum TileFormat: String, Hashable, Sendable, CaseIterable, Codable, Custo
         func at(_ i: Int) -> UInt8 { bytes[i] }
         let n = bytes.count
         if n >= 8, at(0) == 0x89, at(1) == 0x50, at(2) == 0x4E, at(3) == 0x47,
-           at(4) == 0x0D, at(5) == 0x0A, at(6) == 0x1A, at(7) == 0x0A { return .png }
+            at(4) == 0x0D, at(5) == 0x0A, at(6) == 0x1A, at(7) == 0x0A
+        {
+            return .png
+        }
         if n >= 3, at(0) == 0xFF, at(1) == 0xD8, at(2) == 0xFF { return .jpeg }
         if n >= 12, at(0) == 0x52, at(1) == 0x49, at(2) == 0x46, at(3) == 0x46,
-           at(8) == 0x57, at(9) == 0x45, at(10) == 0x42, at(11) == 0x50 { return .webp }
+            at(8) == 0x57, at(9) == 0x45, at(10) == 0x42, at(11) == 0x50
+        {
+            return .webp
+        }
         if n >= 6, at(0) == 0x47, at(1) == 0x49, at(2) == 0x46, at(3) == 0x38,
-           at(4) == 0x37 || at(4) == 0x39, at(5) == 0x61 { return .gif }
+            at(4) == 0x37 || at(4) == 0x39, at(5) == 0x61
+        {
+            return .gif
+        }
         if isGzip(bytes) { return .pbf }
         var i = 0
         while i < n, at(i) == 0x20 || at(i) == 0x09 || at(i) == 0x0A || at(i) == 0x0D { i += 1 }
@@ -100,7 +109,8 @@ public enum TileFormat: String, Hashable, Sendable, CaseIterable, Codable, Custo
         }
         while i < bytes.count {
             guard let key = varint(), key == (3 << 3) | 2, let length = varint(),
-                  length <= UInt64(bytes.count - i) else { return false }
+                length <= UInt64(bytes.count - i)
+            else { return false }
             i += Int(length)
             fields += 1
         }

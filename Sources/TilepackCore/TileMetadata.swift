@@ -89,7 +89,7 @@ public struct TileMetadata: Hashable, Sendable {
             let numbers = try Self.numbers(text, key: Key.bounds, count: 4, expected: "west,south,east,north")
             let box = GeoBoundingBox(west: numbers[0], south: numbers[1], east: numbers[2], north: numbers[3])
             guard (-180...180).contains(box.west), (-180...180).contains(box.east),
-                  (-90...90).contains(box.south), (-90...90).contains(box.north), box.south <= box.north
+                (-90...90).contains(box.south), (-90...90).contains(box.north), box.south <= box.north
             else {
                 throw .malformed(key: Key.bounds, value: text, expected: "longitudes in -180...180, latitudes in -90...90, south <= north")
             }
@@ -113,7 +113,8 @@ public struct TileMetadata: Hashable, Sendable {
             var zoom: Int?
             if parts.count == 3 {
                 guard let z = Self.zoom(String(parts[2])) else {
-                    throw .malformed(key: Key.center, value: text, expected: "a zoom in 0...\(TileCoordinate.maximumZoom) as the third number")
+                    throw .malformed(
+                        key: Key.center, value: text, expected: "a zoom in 0...\(TileCoordinate.maximumZoom) as the third number")
                 }
                 zoom = z
             }
@@ -133,7 +134,9 @@ public struct TileMetadata: Hashable, Sendable {
 
     /// Sets `bounds` in the MBTiles text form.
     public mutating func setBounds(_ box: GeoBoundingBox?) {
-        entries[Key.bounds] = box.map { "\(Self.format($0.west)),\(Self.format($0.south)),\(Self.format($0.east)),\(Self.format($0.north))" }
+        entries[Key.bounds] = box.map {
+            "\(Self.format($0.west)),\(Self.format($0.south)),\(Self.format($0.east)),\(Self.format($0.north))"
+        }
     }
 
     /// Sets `center` in the MBTiles text form `longitude,latitude,zoom`.

@@ -17,15 +17,16 @@ public struct TileRange: Hashable, Sendable, Sequence, CustomStringConvertible {
         try GeometryError.check(zoom: zoom)
         let all = 0...((1 << zoom) - 1)
         guard all.contains(columns.lowerBound), all.contains(columns.upperBound),
-              all.contains(rows.lowerBound), all.contains(rows.upperBound)
+            all.contains(rows.lowerBound), all.contains(rows.upperBound)
         else { throw .invalidTileRange(zoom: zoom, columns: columns, rows: rows) }
         self.init(uncheckedZoom: zoom, columns: columns, rows: rows)
     }
 
     /// For bounds already checked.
     package init(uncheckedZoom zoom: Int, columns: ClosedRange<Int>, rows: ClosedRange<Int>) {
-        assert((0...TileCoordinate.maximumZoom).contains(zoom) && columns.lowerBound >= 0 && rows.lowerBound >= 0
-            && columns.upperBound < (1 << zoom) && rows.upperBound < (1 << zoom))
+        assert(
+            (0...TileCoordinate.maximumZoom).contains(zoom) && columns.lowerBound >= 0 && rows.lowerBound >= 0
+                && columns.upperBound < (1 << zoom) && rows.upperBound < (1 << zoom))
         self.zoom = zoom
         self.columns = columns
         self.rows = rows

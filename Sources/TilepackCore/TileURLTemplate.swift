@@ -39,7 +39,8 @@ public struct TileURLTemplate: Hashable, Sendable, CustomStringConvertible {
             literal += rest[..<open]
             let afterOpen = rest.index(after: open)
             if let close = rest[afterOpen...].prefix(7).firstIndex(of: "}"),
-               let part = Self.placeholders[String(rest[afterOpen..<close])] {
+                let part = Self.placeholders[String(rest[afterOpen..<close])]
+            {
                 if !literal.isEmpty { parts.append(.literal(literal)) }
                 literal = ""
                 parts.append(part)

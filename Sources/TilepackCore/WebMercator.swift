@@ -118,7 +118,9 @@ public enum WebMercator {
     /// pixels: `0...tileSize * 2^zoom` on both axes, (0, 0) at the north-west corner of the world.
     /// - Throws: ``GeometryError/invalidTileSize(_:)`` unless `tileSize` is a power of two in
     ///   ``TileSize/range`` (256 and 512 are the usual ones), and the errors of ``tilePoint(of:zoom:)``.
-    public static func pixelPoint(of coordinate: GeoCoordinate, zoom: Int, tileSize: Int = TileSize.default) throws(GeometryError) -> MercatorPoint {
+    public static func pixelPoint(of coordinate: GeoCoordinate, zoom: Int, tileSize: Int = TileSize.default) throws(GeometryError)
+        -> MercatorPoint
+    {
         try checkTileSize(tileSize)
         let point = try tilePoint(of: coordinate, zoom: zoom)
         let size = Double(tileSize)
@@ -139,7 +141,9 @@ public enum WebMercator {
     /// The coordinate at global pixel coordinates at `zoom` for tiles of `tileSize` pixels (the
     /// inverse of ``pixelPoint(of:zoom:tileSize:)``). Integer pixel coordinates name a pixel's
     /// north-west corner; add 0.5 for its centre. `x` wraps around the world, `y` is clamped.
-    public static func coordinate(atPixel pixel: MercatorPoint, zoom: Int, tileSize: Int = TileSize.default) throws(GeometryError) -> GeoCoordinate {
+    public static func coordinate(atPixel pixel: MercatorPoint, zoom: Int, tileSize: Int = TileSize.default) throws(GeometryError)
+        -> GeoCoordinate
+    {
         try GeometryError.check(zoom: zoom)
         try checkTileSize(tileSize)
         let worldSize = Double(tileSize) * Double(1 << zoom)

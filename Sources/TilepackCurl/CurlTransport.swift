@@ -31,7 +31,8 @@ public final class CurlTransport: HTTPTransport {
     ///     each); more transfers wait in curl. On HTTP/2 the transfers share one connection.
     ///   - maximumCachedConnections: idle connections kept open for reuse, over all hosts.
     public init(maximumConnectionsPerHost: Int = 8, maximumCachedConnections: Int = 64) {
-        loop = CurlLibrary.failure == nil
+        loop =
+            CurlLibrary.failure == nil
             ? CurlLoop(maximumConnectionsPerHost: maximumConnectionsPerHost, maximumCachedConnections: maximumCachedConnections)
             : nil
     }
@@ -201,7 +202,8 @@ final class CurlLoop: @unchecked Sendable {
             var left: Int32 = 0
             while let message = tilepack_curl_multi_info_read(multi, &left) {
                 guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle,
-                      let transfer = active[easy] else { continue }
+                    let transfer = active[easy]
+                else { continue }
                 let code = tilepack_curl_message_result(message)
                 if code == CURLE_OK {
                     _ = transfer.deliverHead()
@@ -254,7 +256,8 @@ final class CurlLoop: @unchecked Sendable {
         let context = Unmanaged.passUnretained(transfer).toOpaque()
         let (list, userAgent) = headerList(for: transfer)
         let milliseconds = max(1, Int(HTTPClient.seconds(request.timeout) * 1000))
-        var ok = request.url.absoluteString.withCString { tilepack_curl_set_pointer(easy, CURLOPT_URL, $0) } == CURLE_OK
+        var ok =
+            request.url.absoluteString.withCString { tilepack_curl_set_pointer(easy, CURLOPT_URL, $0) } == CURLE_OK
             && tilepack_curl_set_long(easy, CURLOPT_NOBODY, request.method == "HEAD" ? 1 : 0) == CURLE_OK
         if request.method != "GET" && request.method != "HEAD" {
             ok = ok && request.method.withCString { tilepack_curl_set_pointer(easy, CURLOPT_CUSTOMREQUEST, $0) } == CURLE_OK
@@ -266,7 +269,8 @@ final class CurlLoop: @unchecked Sendable {
         } else {
             ok = ok && tilepack_curl_set_pointer(easy, CURLOPT_USERAGENT, nil) == CURLE_OK
         }
-        ok = ok
+        ok =
+            ok
             && tilepack_curl_set_pointer(easy, CURLOPT_HTTPHEADER, list) == CURLE_OK
             && tilepack_curl_set_long(easy, CURLOPT_TIMEOUT_MS, milliseconds) == CURLE_OK
             && tilepack_curl_set_pointer(easy, CURLOPT_WRITEDATA, context) == CURLE_OK
@@ -305,11 +309,12 @@ final class CurlLoop: @unchecked Sendable {
             // for every transfer. With one, curl reads it as always.
             && (Self.environmentNamesProxy
                 || tilepack_curl_set_pointer(easy, CURLOPT_PROXY, "") == CURLE_OK
-                && tilepack_curl_set_pointer(easy, CURLOPT_NOPROXY, "") == CURLE_OK)
+                    && tilepack_curl_set_pointer(easy, CURLOPT_NOPROXY, "") == CURLE_OK)
     }
 
     /// Whether any variable curl takes a proxy from is set (read once per process).
-    private static let environmentNamesProxy = (["http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"] as [String])
+    private static let environmentNamesProxy =
+        (["http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"] as [String])
         .contains { ProcessInfo.processInfo.environment[$0] != nil }
 
     /// The header list for `transfer`'s request and the user agent to send outside it. The first
@@ -322,7 +327,8 @@ final class CurlLoop: @unchecked Sendable {
         var userAgent: String?
         for (name, value) in fields {
             guard !name.utf8.contains(where: { $0 == 13 || $0 == 10 || $0 == 58 }),
-                  !value.utf8.contains(where: { $0 == 13 || $0 == 10 }) else { continue }
+                !value.utf8.contains(where: { $0 == 13 || $0 == 10 })
+            else { continue }
             if name.utf8.count == 10 && name.lowercased() == "user-agent" {
                 userAgent = value
             } else {
@@ -356,7 +362,8 @@ final class CurlLoop: @unchecked Sendable {
                 tilepack_curl_easy_reset(easy)
                 reusable = configure(easy)
             } else if reusable {
-                reusable = tilepack_curl_set_pointer(easy, CURLOPT_WRITEDATA, nil) == CURLE_OK
+                reusable =
+                    tilepack_curl_set_pointer(easy, CURLOPT_WRITEDATA, nil) == CURLE_OK
                     && tilepack_curl_set_pointer(easy, CURLOPT_HEADERDATA, nil) == CURLE_OK
             }
             if reusable { idleHandles.append(easy) } else { tilepack_curl_easy_cleanup(easy) }
@@ -379,10 +386,10 @@ final class CurlLoop: @unchecked Sendable {
         case CURLE_OPERATION_TIMEDOUT:
             return .timedOut(timeout)
         case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY, CURLE_COULDNT_CONNECT, CURLE_SSL_CONNECT_ERROR,
-             CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER, CURLE_SSL_CACERT_BADFILE:
+            CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER, CURLE_SSL_CACERT_BADFILE:
             return .cannotConnect(reason)
         case CURLE_GOT_NOTHING, CURLE_RECV_ERROR, CURLE_SEND_ERROR, CURLE_PARTIAL_FILE, CURLE_HTTP2, CURLE_HTTP2_STREAM,
-             CURLE_WEIRD_SERVER_REPLY, CURLE_BAD_CONTENT_ENCODING, CURLE_HTTP3:
+            CURLE_WEIRD_SERVER_REPLY, CURLE_BAD_CONTENT_ENCODING, CURLE_HTTP3:
             return .connectionLost(reason)
         case CURLE_UNSUPPORTED_PROTOCOL:
             return .unsupportedScheme(reason)
@@ -410,7 +417,7 @@ private let curlHeader: tilepack_curl_data_callback = { data, size, count, conte
     guard let context, let data else { return length }
     let transfer = Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
     let line = UnsafeRawBufferPointer(start: data, count: length)
-    if length >= 5, line[0] == 0x48, line[1] == 0x54, line[2] == 0x54, line[3] == 0x50, line[4] == 0x2F { // "HTTP/"
+    if length >= 5, line[0] == 0x48, line[1] == 0x54, line[2] == 0x54, line[3] == 0x50, line[4] == 0x2F {  // "HTTP/"
         transfer.fields = HTTPFields()
         return length
     }

@@ -60,8 +60,9 @@ public final class HTTPClient: Sendable {
             if Task.isCancelled { throw HTTPError(url: current.url.absoluteString, fault: .cancelled) }
             let response = try await transport.exchange(current, HTTPIncomingResponse(request: current)).result().get()
             guard Self.redirectStatuses.contains(response.status), let location = response.header("location"),
-                  let next = URL(string: location.trimmingCharacters(in: .whitespaces), relativeTo: current.url)?.absoluteURL,
-                  Self.isHTTP(next) else { return response }
+                let next = URL(string: location.trimmingCharacters(in: .whitespaces), relativeTo: current.url)?.absoluteURL,
+                Self.isHTTP(next)
+            else { return response }
             redirects += 1
             guard redirects <= Self.maximumRedirects else {
                 throw HTTPError(url: request.url.absoluteString, fault: .transport("more than \(Self.maximumRedirects) redirects"))

@@ -38,8 +38,9 @@ public enum HTTPTransportSystem {
     /// A transport for a client made without one: the bootstrapped factory's, else the platform's
     /// (URLSession, when TilepackURLSession is linked), else one that fails every exchange.
     public static func makeTransport(maximumConnectionsPerHost: Int) -> any HTTPTransport {
-        makeTransport(maximumConnectionsPerHost: maximumConnectionsPerHost, chosen: chosen.withLock { $0 },
-                      platformTransportName: platformTransportName)
+        makeTransport(
+            maximumConnectionsPerHost: maximumConnectionsPerHost, chosen: chosen.withLock { $0 },
+            platformTransportName: platformTransportName)
     }
 
     static func makeTransport(maximumConnectionsPerHost: Int, chosen: Factory?, platformTransportName: String) -> any HTTPTransport {
@@ -53,7 +54,8 @@ public enum HTTPTransportSystem {
 
 /// The transport of a program that linked none and chose none: it says so for every exchange.
 struct MissingTransport: HTTPTransport {
-    static let reason = "no HTTP transport: link TilepackURLSession (the Tilepack and TilepackRemote products do), "
+    static let reason =
+        "no HTTP transport: link TilepackURLSession (the Tilepack and TilepackRemote products do), "
         + "choose one with HTTPTransportSystem.bootstrap, or give the client a transport"
 
     nonisolated(nonsending) func exchange(_ request: HTTPRequest, _ response: HTTPIncomingResponse) async -> HTTPIncomingResponse {

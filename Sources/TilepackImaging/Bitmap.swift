@@ -56,8 +56,10 @@ public struct Bitmap: Hashable, Sendable {
 
     /// Builds a bitmap by letting `body` fill its uninitialised pixel bytes; `body` must write every
     /// byte or throw.
-    init<E: Error>(width: Int, height: Int, pixelFormat: PixelFormat, byteCount: Int,
-                   initializingWith body: (UnsafeMutableRawBufferPointer) throws(E) -> Void) throws(E) {
+    init<E: Error>(
+        width: Int, height: Int, pixelFormat: PixelFormat, byteCount: Int,
+        initializingWith body: (UnsafeMutableRawBufferPointer) throws(E) -> Void
+    ) throws(E) {
         var failure: E?
         let pixels = [UInt8](unsafeUninitializedCapacity: byteCount) { buffer, count in
             do throws(E) {
@@ -130,14 +132,16 @@ public struct Bitmap: Hashable, Sendable {
     /// The `width` x `height` rectangle whose top-left pixel is (`x`, `y`).
     public func cropped(x: Int, y: Int, width: Int, height: Int) throws(ImagingError) -> Bitmap {
         guard x >= 0, y >= 0, width >= 0, height >= 0,
-              x <= self.width - width, y <= self.height - height else {
+            x <= self.width - width, y <= self.height - height
+        else {
             throw .regionOutOfBounds(x: x, y: y, width: width, height: height, bitmap: size)
         }
         let bpp = pixelFormat.bytesPerPixel
         let rowBytes = width * bpp
         let sourceStride = stride
         let source = self
-        return Bitmap(width: width, height: height, pixelFormat: pixelFormat, byteCount: rowBytes * height) { (dst: UnsafeMutableRawBufferPointer) in
+        return Bitmap(width: width, height: height, pixelFormat: pixelFormat, byteCount: rowBytes * height) {
+            (dst: UnsafeMutableRawBufferPointer) in
             guard rowBytes > 0, height > 0 else { return }
             source.pixels.withUnsafeBytes { src in
                 for row in 0..<height {

@@ -24,8 +24,9 @@ extension Bitmap {
                     for col in x0..<x1 {
                         var s = PixelCodec.readPremultiplied(sRow + (col - atX) * sbpp, srcFormat)
                         if o != 255 {
-                            s = RGBA8(r: UInt8(div255(UInt32(s.r) * o)), g: UInt8(div255(UInt32(s.g) * o)),
-                                      b: UInt8(div255(UInt32(s.b) * o)), a: UInt8(div255(UInt32(s.a) * o)))
+                            s = RGBA8(
+                                r: UInt8(div255(UInt32(s.r) * o)), g: UInt8(div255(UInt32(s.g) * o)),
+                                b: UInt8(div255(UInt32(s.b) * o)), a: UInt8(div255(UInt32(s.a) * o)))
                         }
                         if s.a == 0 && s.r == 0 && s.g == 0 && s.b == 0 { continue }
                         let p = dRow + col * dbpp

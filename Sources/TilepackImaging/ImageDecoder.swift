@@ -34,9 +34,11 @@ public enum ImageDecoder {
     /// and `expectedHeight` are given, an image of any other size throws `.sizeMismatch`. Both are
     /// checked from the headers before anything is written. On any error the buffer's contents are
     /// unspecified.
-    public static func decode(_ bytes: UnsafeRawBufferPointer, into buffer: UnsafeMutableRawBufferPointer,
-                              pixelFormat: PixelFormat, expectedWidth: Int?, expectedHeight: Int?,
-                              maximumDimension: Int = defaultMaximumDimension) throws(ImagingError) {
+    public static func decode(
+        _ bytes: UnsafeRawBufferPointer, into buffer: UnsafeMutableRawBufferPointer,
+        pixelFormat: PixelFormat, expectedWidth: Int?, expectedHeight: Int?,
+        maximumDimension: Int = defaultMaximumDimension
+    ) throws(ImagingError) {
         let info = try checkedInfo(bytes, maximumDimension: maximumDimension)
         if expectedWidth != nil || expectedHeight != nil {
             let expected = PixelSize(width: expectedWidth ?? info.width, height: expectedHeight ?? info.height)
@@ -50,8 +52,10 @@ public enum ImageDecoder {
     }
 
     /// Decodes the image in `bytes` into a new bitmap in `pixelFormat`.
-    public static func decode(_ bytes: UnsafeRawBufferPointer, pixelFormat: PixelFormat,
-                              maximumDimension: Int = defaultMaximumDimension) throws(ImagingError) -> Bitmap {
+    public static func decode(
+        _ bytes: UnsafeRawBufferPointer, pixelFormat: PixelFormat,
+        maximumDimension: Int = defaultMaximumDimension
+    ) throws(ImagingError) -> Bitmap {
         let info = try checkedInfo(bytes, maximumDimension: maximumDimension)
         let byteCount = info.width * info.height * pixelFormat.bytesPerPixel
         return try Bitmap(width: info.width, height: info.height, pixelFormat: pixelFormat, byteCount: byteCount) {
@@ -61,20 +65,25 @@ public enum ImageDecoder {
     }
 
     /// Decodes the image in `data` into a new bitmap in `pixelFormat`.
-    public static func decode(_ data: Data, pixelFormat: PixelFormat,
-                              maximumDimension: Int = defaultMaximumDimension) throws(ImagingError) -> Bitmap {
+    public static func decode(
+        _ data: Data, pixelFormat: PixelFormat,
+        maximumDimension: Int = defaultMaximumDimension
+    ) throws(ImagingError) -> Bitmap {
         try withBytes(data) { (bytes) throws(ImagingError) in
             try decode(bytes, pixelFormat: pixelFormat, maximumDimension: maximumDimension)
         }
     }
 
     /// Decodes the image in `data` into `buffer`; see `decode(_:into:pixelFormat:expectedWidth:expectedHeight:maximumDimension:)`.
-    public static func decode(_ data: Data, into buffer: UnsafeMutableRawBufferPointer, pixelFormat: PixelFormat,
-                              expectedWidth: Int?, expectedHeight: Int?,
-                              maximumDimension: Int = defaultMaximumDimension) throws(ImagingError) {
+    public static func decode(
+        _ data: Data, into buffer: UnsafeMutableRawBufferPointer, pixelFormat: PixelFormat,
+        expectedWidth: Int?, expectedHeight: Int?,
+        maximumDimension: Int = defaultMaximumDimension
+    ) throws(ImagingError) {
         try withBytes(data) { (bytes) throws(ImagingError) in
-            try decode(bytes, into: buffer, pixelFormat: pixelFormat, expectedWidth: expectedWidth,
-                       expectedHeight: expectedHeight, maximumDimension: maximumDimension)
+            try decode(
+                bytes, into: buffer, pixelFormat: pixelFormat, expectedWidth: expectedWidth,
+                expectedHeight: expectedHeight, maximumDimension: maximumDimension)
         }
     }
 
@@ -101,8 +110,10 @@ public enum ImageDecoder {
         return info
     }
 
-    static func decodeChecked(_ bytes: UnsafeRawBufferPointer, info: ImageInfo,
-                              into buffer: UnsafeMutableRawBufferPointer, pixelFormat: PixelFormat) throws(ImagingError) {
+    static func decodeChecked(
+        _ bytes: UnsafeRawBufferPointer, info: ImageInfo,
+        into buffer: UnsafeMutableRawBufferPointer, pixelFormat: PixelFormat
+    ) throws(ImagingError) {
         switch info.format {
         case .png: try PNGCodec.decode(bytes, info: info, into: buffer, pixelFormat: pixelFormat)
         case .jpeg: try JPEGCodec.decode(bytes, info: info, into: buffer, pixelFormat: pixelFormat)
@@ -113,9 +124,11 @@ public enum ImageDecoder {
 
     /// Decodes through an intermediate buffer in `via`, then converts into `buffer` in `pixelFormat`
     /// (for formats the library cannot produce, such as RGB565 or translucent-to-opaque).
-    static func decodeVia(_ via: PixelFormat, count: Int, into buffer: UnsafeMutableRawBufferPointer,
-                          pixelFormat: PixelFormat,
-                          _ body: (UnsafeMutableRawBufferPointer) throws(ImagingError) -> Void) throws(ImagingError) {
+    static func decodeVia(
+        _ via: PixelFormat, count: Int, into buffer: UnsafeMutableRawBufferPointer,
+        pixelFormat: PixelFormat,
+        _ body: (UnsafeMutableRawBufferPointer) throws(ImagingError) -> Void
+    ) throws(ImagingError) {
         let temp = UnsafeMutableRawBufferPointer.allocate(byteCount: max(count * via.bytesPerPixel, 1), alignment: 16)
         defer { temp.deallocate() }
         try body(UnsafeMutableRawBufferPointer(rebasing: temp[0..<(count * via.bytesPerPixel)]))

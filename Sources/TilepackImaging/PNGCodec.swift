@@ -1,5 +1,5 @@
-import Foundation
 internal import CTilepackPNG
+import Foundation
 import TilepackCore
 
 /// PNG through libpng's simplified `png_image` API, which reports errors without longjmp crossing
@@ -21,8 +21,10 @@ enum PNGCodec {
         return ImageInfo(format: .png, width: Int(width), height: Int(height))
     }
 
-    static func decode(_ bytes: UnsafeRawBufferPointer, info: ImageInfo, into buffer: UnsafeMutableRawBufferPointer,
-                       pixelFormat: PixelFormat) throws(ImagingError) {
+    static func decode(
+        _ bytes: UnsafeRawBufferPointer, info: ImageInfo, into buffer: UnsafeMutableRawBufferPointer,
+        pixelFormat: PixelFormat
+    ) throws(ImagingError) {
         var image = png_image()
         image.version = UInt32(CTILEPACK_PNG_IMAGE_VERSION)
         defer { png_image_free(&image) }
@@ -42,7 +44,8 @@ enum PNGCodec {
             image.format = format
             let stride = Int32(info.width * bytesPerPixel)
             guard png_image_finish_read(&image, nil, target.baseAddress, stride, nil) != 0,
-                  ctilepack_png_image_failed(&image) == 0 else {
+                ctilepack_png_image_failed(&image) == 0
+            else {
                 throw .corrupt(format: .png, reason: message(image))
             }
         }
@@ -58,11 +61,13 @@ enum PNGCodec {
                 image.format = CTILEPACK_PNG_FORMAT_RGBA | UInt32(PNG_FORMAT_FLAG_LINEAR)
                 // The stride of 16-bit formats counts 16-bit components.
                 guard png_image_finish_read(&image, nil, linear.baseAddress, Int32(info.width * 4), nil) != 0,
-                      ctilepack_png_image_failed(&image) == 0 else {
+                    ctilepack_png_image_failed(&image) == 0
+                else {
                     throw .corrupt(format: .png, reason: message(image))
                 }
-                linearPremultipliedToSRGB(linear.baseAddress!.assumingMemoryBound(to: UInt16.self),
-                                          temp.baseAddress!.assumingMemoryBound(to: UInt8.self), count: count)
+                linearPremultipliedToSRGB(
+                    linear.baseAddress!.assumingMemoryBound(to: UInt16.self),
+                    temp.baseAddress!.assumingMemoryBound(to: UInt8.self), count: count)
             }
             return
         }
@@ -126,12 +131,21 @@ public enum PNGEncoder {
         let source: Bitmap
         let format: UInt32
         switch bitmap.pixelFormat {
-        case .rgba8888: source = bitmap; format = CTILEPACK_PNG_FORMAT_RGBA
-        case .bgra8888: source = bitmap; format = CTILEPACK_PNG_FORMAT_BGRA
-        case .rgb888: source = bitmap; format = CTILEPACK_PNG_FORMAT_RGB
+        case .rgba8888:
+            source = bitmap
+            format = CTILEPACK_PNG_FORMAT_RGBA
+        case .bgra8888:
+            source = bitmap
+            format = CTILEPACK_PNG_FORMAT_BGRA
+        case .rgb888:
+            source = bitmap
+            format = CTILEPACK_PNG_FORMAT_RGB
         case .rgba8888Premultiplied, .bgra8888Premultiplied:
-            source = bitmap.converted(to: .rgba8888); format = CTILEPACK_PNG_FORMAT_RGBA
-        case .rgb565: source = bitmap.converted(to: .rgb888); format = CTILEPACK_PNG_FORMAT_RGB
+            source = bitmap.converted(to: .rgba8888)
+            format = CTILEPACK_PNG_FORMAT_RGBA
+        case .rgb565:
+            source = bitmap.converted(to: .rgb888)
+            format = CTILEPACK_PNG_FORMAT_RGB
         }
         var image = png_image()
         image.version = UInt32(CTILEPACK_PNG_IMAGE_VERSION)

@@ -92,9 +92,15 @@ enum PixelCodec {
         }
         let b = p.assumingMemoryBound(to: UInt8.self)
         if format == .rgba8888 {
-            b[0] = c.r; b[1] = c.g; b[2] = c.b; b[3] = c.a
+            b[0] = c.r
+            b[1] = c.g
+            b[2] = c.b
+            b[3] = c.a
         } else {
-            b[0] = c.b; b[1] = c.g; b[2] = c.r; b[3] = c.a
+            b[0] = c.b
+            b[1] = c.g
+            b[2] = c.r
+            b[3] = c.a
         }
     }
 
@@ -106,9 +112,20 @@ enum PixelCodec {
         case .rgba8888, .bgra8888:
             let straight = RGBA8(r: unpremultiply(c.r, c.a), g: unpremultiply(c.g, c.a), b: unpremultiply(c.b, c.a), a: c.a)
             writeStraight(straight, p, format)
-        case .rgba8888Premultiplied: b[0] = c.r; b[1] = c.g; b[2] = c.b; b[3] = c.a
-        case .bgra8888Premultiplied: b[0] = c.b; b[1] = c.g; b[2] = c.r; b[3] = c.a
-        case .rgb888: b[0] = c.r; b[1] = c.g; b[2] = c.b
+        case .rgba8888Premultiplied:
+            b[0] = c.r
+            b[1] = c.g
+            b[2] = c.b
+            b[3] = c.a
+        case .bgra8888Premultiplied:
+            b[0] = c.b
+            b[1] = c.g
+            b[2] = c.r
+            b[3] = c.a
+        case .rgb888:
+            b[0] = c.r
+            b[1] = c.g
+            b[2] = c.b
         case .rgb565:
             let w = pack565(c.r, c.g, c.b)
             b[0] = UInt8(truncatingIfNeeded: w)
@@ -139,8 +156,9 @@ enum PixelCodec {
                     let c0 = unpremultiply(UInt8(truncatingIfNeeded: word), a)
                     let c1 = unpremultiply(UInt8(truncatingIfNeeded: word >> 8), a)
                     let c2 = unpremultiply(UInt8(truncatingIfNeeded: word >> 16), a)
-                    dst.storeBytes(of: UInt32(c0) | UInt32(c1) << 8 | UInt32(c2) << 16 | UInt32(a) << 24,
-                                   toByteOffset: o, as: UInt32.self)
+                    dst.storeBytes(
+                        of: UInt32(c0) | UInt32(c1) << 8 | UInt32(c2) << 16 | UInt32(a) << 24,
+                        toByteOffset: o, as: UInt32.self)
                 }
             }
             return

@@ -26,8 +26,9 @@ struct PremultipliedImage {
         pixels = [UInt32](unsafeUninitializedCapacity: count) { buffer, initialized in
             if count > 0, let out = buffer.baseAddress {
                 bitmap.pixels.withUnsafeBytes { src in
-                    PixelCodec.convert(src.baseAddress!, from: bitmap.pixelFormat, UnsafeMutableRawPointer(out),
-                                       to: .rgba8888Premultiplied, count: count)
+                    PixelCodec.convert(
+                        src.baseAddress!, from: bitmap.pixelFormat, UnsafeMutableRawPointer(out),
+                        to: .rgba8888Premultiplied, count: count)
                 }
             }
             initialized = count
@@ -82,13 +83,16 @@ struct PremultipliedImage {
     /// Samples the source rectangle (`x0`, `y0`, `w`, `h`) in pixel units (fractions allowed) onto
     /// an `outputWidth` x `outputHeight` grid, pixel centres aligned. Samples near the rectangle's
     /// edge use the neighbouring source pixels, clamped at the image's edge.
-    func sampled(x0: Double, y0: Double, w: Double, h: Double, outputWidth: Int, outputHeight: Int,
-                 filter: ResampleFilter) -> PremultipliedImage {
+    func sampled(
+        x0: Double, y0: Double, w: Double, h: Double, outputWidth: Int, outputHeight: Int,
+        filter: ResampleFilter
+    ) -> PremultipliedImage {
         let sx = w / Double(outputWidth), sy = h / Double(outputHeight)
         let limit = Self.pixmanSideLimit
         if filter == .bilinear, max(width, height, outputWidth, outputHeight) <= limit,
-           sx >= Self.pixmanFinestStep, sy >= Self.pixmanFinestStep,
-           let image = sampledByPixman(x0: x0, y0: y0, sx: sx, sy: sy, outputWidth: outputWidth, outputHeight: outputHeight) {
+            sx >= Self.pixmanFinestStep, sy >= Self.pixmanFinestStep,
+            let image = sampledByPixman(x0: x0, y0: y0, sx: sx, sy: sy, outputWidth: outputWidth, outputHeight: outputHeight)
+        {
             return image
         }
         return sampledPortably(x0: x0, y0: y0, sx: sx, sy: sy, outputWidth: outputWidth, outputHeight: outputHeight, filter: filter)
@@ -98,8 +102,10 @@ struct PremultipliedImage {
 
     /// Bilinear sampling through pixman (`PIXMAN_OP_SRC` with a scaling transform); `nil` if pixman
     /// refuses an image.
-    private func sampledByPixman(x0: Double, y0: Double, sx: Double, sy: Double,
-                                 outputWidth: Int, outputHeight: Int) -> PremultipliedImage? {
+    private func sampledByPixman(
+        x0: Double, y0: Double, sx: Double, sy: Double,
+        outputWidth: Int, outputHeight: Int
+    ) -> PremultipliedImage? {
         #if _endian(little)
         let format = PIXMAN_a8b8g8r8  // bytes R, G, B, A in memory
         #else
@@ -111,23 +117,28 @@ struct PremultipliedImage {
         let done = pixels.withUnsafeBufferPointer { src -> Bool in
             out.withUnsafeMutableBufferPointer { dst -> Bool in
                 guard let srcBase = src.baseAddress, let dstBase = dst.baseAddress,
-                      // pixman only reads the source of a SRC composite; its API takes a mutable pointer.
-                      let source = pixman_image_create_bits(format, Int32(width), Int32(height),
-                                                            UnsafeMutablePointer(mutating: srcBase), Int32(width * 4))
+                    // pixman only reads the source of a SRC composite; its API takes a mutable pointer.
+                    let source = pixman_image_create_bits(
+                        format, Int32(width), Int32(height),
+                        UnsafeMutablePointer(mutating: srcBase), Int32(width * 4))
                 else { return false }
                 defer { pixman_image_unref(source) }
-                guard let destination = pixman_image_create_bits(format, Int32(outputWidth), Int32(outputHeight),
-                                                                 dstBase, Int32(outputWidth * 4))
+                guard
+                    let destination = pixman_image_create_bits(
+                        format, Int32(outputWidth), Int32(outputHeight),
+                        dstBase, Int32(outputWidth * 4))
                 else { return false }
                 defer { pixman_image_unref(destination) }
                 // Destination pixel centre (u + 0.5) lands on source x0 + (u + 0.5) * sx.
                 var transform = pixman_transform()
                 transform.matrix = ((Self.fixed(sx), 0, Self.fixed(x0)), (0, Self.fixed(sy), Self.fixed(y0)), (0, 0, 65536))
                 guard pixman_image_set_transform(source, &transform) != 0,
-                      pixman_image_set_filter(source, PIXMAN_FILTER_BILINEAR, nil, 0) != 0 else { return false }
+                    pixman_image_set_filter(source, PIXMAN_FILTER_BILINEAR, nil, 0) != 0
+                else { return false }
                 pixman_image_set_repeat(source, PIXMAN_REPEAT_PAD)
-                pixman_image_composite32(PIXMAN_OP_SRC, source, nil, destination, 0, 0, 0, 0, 0, 0,
-                                         Int32(outputWidth), Int32(outputHeight))
+                pixman_image_composite32(
+                    PIXMAN_OP_SRC, source, nil, destination, 0, 0, 0, 0, 0, 0,
+                    Int32(outputWidth), Int32(outputHeight))
                 return true
             }
         }
@@ -135,8 +146,10 @@ struct PremultipliedImage {
     }
 
     /// Nearest sampling, and bilinear sampling (with float weights) where pixman cannot place samples.
-    private func sampledPortably(x0: Double, y0: Double, sx: Double, sy: Double, outputWidth: Int, outputHeight: Int,
-                                 filter: ResampleFilter) -> PremultipliedImage {
+    private func sampledPortably(
+        x0: Double, y0: Double, sx: Double, sy: Double, outputWidth: Int, outputHeight: Int,
+        filter: ResampleFilter
+    ) -> PremultipliedImage {
         let (width, height) = (width, height)
         var out = [UInt32](repeating: 0, count: outputWidth * outputHeight)
         switch filter {
@@ -203,8 +216,9 @@ extension Bitmap {
             while image.width >= 2 * width && image.height >= 2 * height { image = image.halved() }
         }
         if image.width != width || image.height != height {
-            image = image.sampled(x0: 0, y0: 0, w: Double(image.width), h: Double(image.height),
-                                  outputWidth: width, outputHeight: height, filter: filter)
+            image = image.sampled(
+                x0: 0, y0: 0, w: Double(image.width), h: Double(image.height),
+                outputWidth: width, outputHeight: height, filter: filter)
         }
         return image.bitmap(pixelFormat)
     }
@@ -214,8 +228,10 @@ extension Bitmap {
     /// `2^levelsDown` descendants (0, 0 top left), scaled to `outputSize` x `outputSize`.
     /// Sub-pixel squares are fine (e.g. 10 levels down a 256 px tile). Bilinear sampling uses the
     /// neighbouring ancestor pixels at the square's edge, so adjacent descendants join seamlessly.
-    public func subSquare(levelsDown: Int, column: Int, row: Int, outputSize: Int,
-                          filter: ResampleFilter = .bilinear) throws(ImagingError) -> Bitmap {
+    public func subSquare(
+        levelsDown: Int, column: Int, row: Int, outputSize: Int,
+        filter: ResampleFilter = .bilinear
+    ) throws(ImagingError) -> Bitmap {
         guard (0...30).contains(levelsDown) else {
             throw .invalidArgument("levelsDown \(levelsDown) is outside 0...30")
         }
@@ -235,12 +251,16 @@ extension Bitmap {
         if filter == .bilinear {
             while w >= 2 * Double(outputSize) && h >= 2 * Double(outputSize) {
                 image = image.halved()
-                w /= 2; h /= 2; scale /= 2
+                w /= 2
+                h /= 2
+                scale /= 2
             }
         }
         let x0 = Double(column) * Double(width) / Double(n) * scale
         let y0 = Double(row) * Double(height) / Double(n) * scale
-        return image.sampled(x0: x0, y0: y0, w: w, h: h, outputWidth: outputSize, outputHeight: outputSize,
-                             filter: filter).bitmap(pixelFormat)
+        return image.sampled(
+            x0: x0, y0: y0, w: w, h: h, outputWidth: outputSize, outputHeight: outputSize,
+            filter: filter
+        ).bitmap(pixelFormat)
     }
 }

@@ -19,8 +19,10 @@ enum WebPCodec {
         return ImageInfo(format: .webp, width: Int(f.width), height: Int(f.height))
     }
 
-    static func decode(_ bytes: UnsafeRawBufferPointer, info: ImageInfo, into buffer: UnsafeMutableRawBufferPointer,
-                       pixelFormat: PixelFormat) throws(ImagingError) {
+    static func decode(
+        _ bytes: UnsafeRawBufferPointer, info: ImageInfo, into buffer: UnsafeMutableRawBufferPointer,
+        pixelFormat: PixelFormat
+    ) throws(ImagingError) {
         let hasAlpha = try features(bytes).has_alpha != 0
         let data = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self)
         let count = info.width * info.height
@@ -28,11 +30,12 @@ enum WebPCodec {
         func run(_ format: PixelFormat, _ target: UnsafeMutableRawBufferPointer) throws(ImagingError) {
             let out = target.baseAddress?.assumingMemoryBound(to: UInt8.self)
             let stride = Int32(info.width * format.bytesPerPixel)
-            let result: UnsafeMutablePointer<UInt8>? = switch format {
-            case .rgba8888: WebPDecodeRGBAInto(data, bytes.count, out, target.count, stride)
-            case .bgra8888: WebPDecodeBGRAInto(data, bytes.count, out, target.count, stride)
-            default: WebPDecodeRGBInto(data, bytes.count, out, target.count, stride)
-            }
+            let result: UnsafeMutablePointer<UInt8>? =
+                switch format {
+                case .rgba8888: WebPDecodeRGBAInto(data, bytes.count, out, target.count, stride)
+                case .bgra8888: WebPDecodeBGRAInto(data, bytes.count, out, target.count, stride)
+                default: WebPDecodeRGBInto(data, bytes.count, out, target.count, stride)
+                }
             guard result != nil else { throw .corrupt(format: .webp, reason: "libwebp could not decode the bitstream") }
         }
 

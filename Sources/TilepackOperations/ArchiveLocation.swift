@@ -11,7 +11,9 @@ public enum ArchiveLocation {
 
     /// - Parameter bundleAccess: how a local bundle is read; tools read with `pread`, as another
     ///   process may cut the file (see `openTileArchive(path:bundleAccess:)`).
-    public static func open(_ location: String, bundleAccess: BundleArchive.Access = .positionalReads) throws(OperationError) -> any TileArchive {
+    public static func open(_ location: String, bundleAccess: BundleArchive.Access = .positionalReads) throws(OperationError)
+        -> any TileArchive
+    {
         do {
             if isRemote(location) { return try RemoteArchive.open(location) }
             return try openTileArchive(path: location, bundleAccess: bundleAccess)

@@ -13,25 +13,36 @@ enum ArchiveSinks {
         var aggregateTilesHash = false
     }
 
-    static func make(kind: ArchiveKind, destination: String, metadata: TileMetadata, options: Options) throws(OperationError) -> any TileSink {
+    static func make(kind: ArchiveKind, destination: String, metadata: TileMetadata, options: Options) throws(OperationError)
+        -> any TileSink
+    {
         do {
             switch kind {
             case .mbtiles:
                 if options.encode != nil {
-                    throw OperationError(path: destination, fault: .badInput("raw pixels (--encode) can only be stored in a .tilepack bundle"))
+                    throw OperationError(
+                        path: destination, fault: .badInput("raw pixels (--encode) can only be stored in a .tilepack bundle"))
                 }
                 return try MBTilesSink(destination: destination, metadata: metadata, options: options)
             case .bundle:
                 if options.append {
-                    throw OperationError(path: destination, fault: .badInput("a bundle cannot be appended to: it is written in one pass (import into MBTiles with --append, then convert)"))
+                    throw OperationError(
+                        path: destination,
+                        fault: .badInput(
+                            "a bundle cannot be appended to: it is written in one pass (import into MBTiles with --append, then convert)"))
                 }
                 return try BundleSink(destination: destination, overwrite: options.overwrite)
             case .pmtiles:
                 if options.encode != nil {
-                    throw OperationError(path: destination, fault: .badInput("raw pixels (--encode) can only be stored in a .tilepack bundle"))
+                    throw OperationError(
+                        path: destination, fault: .badInput("raw pixels (--encode) can only be stored in a .tilepack bundle"))
                 }
                 if options.append {
-                    throw OperationError(path: destination, fault: .badInput("a PMTiles archive cannot be appended to: it is written in one pass (import into MBTiles with --append, then convert)"))
+                    throw OperationError(
+                        path: destination,
+                        fault: .badInput(
+                            "a PMTiles archive cannot be appended to: it is written in one pass (import into MBTiles with --append, then convert)"
+                        ))
                 }
                 return try PMTilesSink(destination: destination, metadata: metadata, overwrite: options.overwrite)
             }
@@ -55,13 +66,16 @@ final class MBTilesSink: TileSink {
         append = options.append
         if options.append {
             // The added tiles widen the zooms and bounds: what the archive says is extended to cover them.
-            writer = try MBTilesWriter(updating: destination, options: MBTilesWriterOptions(
-                derivation: .extend, aggregateTilesHash: options.aggregateTilesHash))
+            writer = try MBTilesWriter(
+                updating: destination,
+                options: MBTilesWriterOptions(
+                    derivation: .extend, aggregateTilesHash: options.aggregateTilesHash))
         } else {
             writer = try MBTilesWriter(
                 creating: destination, metadata: metadata,
-                options: MBTilesWriterOptions(schema: options.deduplicate ? .deduplicated : .flat, overwrite: options.overwrite,
-                                              aggregateTilesHash: options.aggregateTilesHash))
+                options: MBTilesWriterOptions(
+                    schema: options.deduplicate ? .deduplicated : .flat, overwrite: options.overwrite,
+                    aggregateTilesHash: options.aggregateTilesHash))
         }
     }
 
@@ -130,8 +144,9 @@ final class BundleSink: TileSink {
     }
 
     func begin(content: TileContent) throws {
-        writer = try BundleWriter(destination: destination, content: content,
-                                  options: Self.options, overwrite: overwrite)
+        writer = try BundleWriter(
+            destination: destination, content: content,
+            options: Self.options, overwrite: overwrite)
     }
 
     func add(_ tile: TileCoordinate, bytes: UnsafeRawBufferPointer) throws {
@@ -172,7 +187,8 @@ final class PMTilesSink: TileSink {
 
     func begin(content: TileContent) throws {
         if case .rawBitmap(let layout) = content {
-            throw OperationError(path: writer.destination, fault: .badInput("raw \(layout) pixels cannot be stored in PMTiles (encode them as PNG)"))
+            throw OperationError(
+                path: writer.destination, fault: .badInput("raw \(layout) pixels cannot be stored in PMTiles (encode them as PNG)"))
         }
     }
 

@@ -34,8 +34,10 @@ public struct ConvertReport: Sendable, Codable {
 /// `agg_tiles_hash` of the output equals the input's. An MBTiles output carries one when the
 /// source does (computed again for the bytes written) or when asked.
 public enum ArchiveConverter {
-    public static func run(source: String, destination: String, options: ConvertOptions,
-                           progress: ProgressHandler? = nil) throws(OperationError) -> ConvertReport {
+    public static func run(
+        source: String, destination: String, options: ConvertOptions,
+        progress: ProgressHandler? = nil
+    ) throws(OperationError) -> ConvertReport {
         let start = DispatchTime.now().uptimeNanoseconds
         let input = try ArchiveLocation.open(source)
         try OutputIsInput.refuse(output: destination, inputs: [source])
@@ -57,16 +59,21 @@ public enum ArchiveConverter {
             metadata.name = name
             notes.append("\(source) has no name in its metadata: named '\(name)' after its file")
         }
-        let sink = try ArchiveSinks.make(kind: kind, destination: destination, metadata: metadata, options: ArchiveSinks.Options(
-            overwrite: options.overwrite, deduplicate: options.deduplicate, encode: kind == .bundle ? options.encode : nil,
-            aggregateTilesHash: options.aggregateTilesHash || metadata[TileMetadata.Key.aggregateTilesHash] != nil))
+        let sink = try ArchiveSinks.make(
+            kind: kind, destination: destination, metadata: metadata,
+            options: ArchiveSinks.Options(
+                overwrite: options.overwrite, deduplicate: options.deduplicate, encode: kind == .bundle ? options.encode : nil,
+                aggregateTilesHash: options.aggregateTilesHash || metadata[TileMetadata.Key.aggregateTilesHash] != nil))
         if options.encode != nil && kind == .mbtiles {
             throw OperationError(path: destination, fault: .badInput("raw pixels (--encode) can only be stored in a .tilepack bundle"))
         }
 
         if kind == .mbtiles, total == 0, metadata[TileMetadata.Key.format] == nil {
-            throw OperationError(path: source, fault: .badInput(
-                "holds no tiles and declares no format, and an MBTiles file must name its tiles' format: nothing to copy it from (a .tilepack bundle can hold it)"))
+            throw OperationError(
+                path: source,
+                fault: .badInput(
+                    "holds no tiles and declares no format, and an MBTiles file must name its tiles' format: nothing to copy it from (a .tilepack bundle can hold it)"
+                ))
         }
         var report = ConvertReport(source: source, destination: destination)
         report.notes = notes
@@ -81,13 +88,16 @@ public enum ArchiveConverter {
                     // Decode to raw pixels.
                     let bitmap = try ImageDecoder.decode(bytes, pixelFormat: pixelFormat)
                     guard bitmap.width == bitmap.height else {
-                        throw OperationError(path: source, fault: .badInput("tile \(tile) is \(bitmap.width)x\(bitmap.height): a raw tile must be square"))
+                        throw OperationError(
+                            path: source, fault: .badInput("tile \(tile) is \(bitmap.width)x\(bitmap.height): a raw tile must be square"))
                     }
                     payload = bitmap.pixels
                     content = .rawBitmap(RawBitmapLayout(pixelFormat: pixelFormat, width: bitmap.width, height: bitmap.height))
                 } else if let raw = sourceRaw {
-                    guard let bitmap = Bitmap(width: raw.width, height: raw.height, pixelFormat: raw.pixelFormat, pixels: Array(bytes)) else {
-                        throw OperationError(path: source, fault: .badInput("tile \(tile): \(bytes.count) bytes do not make a \(raw) bitmap"))
+                    guard let bitmap = Bitmap(width: raw.width, height: raw.height, pixelFormat: raw.pixelFormat, pixels: Array(bytes))
+                    else {
+                        throw OperationError(
+                            path: source, fault: .badInput("tile \(tile): \(bytes.count) bytes do not make a \(raw) bitmap"))
                     }
                     if let pixelFormat = options.encode, kind == .bundle {
                         let converted = bitmap.converted(to: pixelFormat)

@@ -31,7 +31,8 @@ public struct DeclaredBounds: Sendable, Equatable {
         let candidates = [(n[0], n[1], n[2], n[3]), (n[1], n[0], n[3], n[2])]
         readings = candidates.compactMap { w, s, e, north in
             guard (-180...180).contains(w), (-180...180).contains(e), (-90...90).contains(s), (-90...90).contains(north),
-                  s <= north, w <= e else { return nil }
+                s <= north, w <= e
+            else { return nil }
             return GeoBoundingBox(west: w, south: s, east: e, north: north)
         }
         source = "tilemapresource.xml"
@@ -64,8 +65,9 @@ struct DeclaredBoundsCheck {
 
     mutating func add(_ tile: TileCoordinate) {
         if let extent = extents[tile.zoom] {
-            extents[tile.zoom] = Extent(columns: min(extent.columns.lowerBound, tile.x)...max(extent.columns.upperBound, tile.x),
-                                        rows: min(extent.rows.lowerBound, tile.y)...max(extent.rows.upperBound, tile.y))
+            extents[tile.zoom] = Extent(
+                columns: min(extent.columns.lowerBound, tile.x)...max(extent.columns.upperBound, tile.x),
+                rows: min(extent.rows.lowerBound, tile.y)...max(extent.rows.upperBound, tile.y))
         } else {
             extents[tile.zoom] = Extent(columns: tile.x...tile.x, rows: tile.y...tile.y)
         }
@@ -77,7 +79,8 @@ struct DeclaredBoundsCheck {
     /// - Throws: ``OperationError`` (a conflict) when another layout or scheme fits.
     mutating func check() throws(OperationError) -> String? {
         guard !gaveUp, let (zoom, extent, cover) = firstMisfit(layout: layout, scheme: scheme) else { return nil }
-        let seen = "at zoom \(zoom) the tiles span columns \(Self.text(extent.columns)), rows \(Self.text(extent.rows)) (XYZ), outside the columns \(Self.text(cover.columns)), rows \(Self.text(cover.rows)) that the bounds \(bounds.source) declares (\(bounds.readings[0])) cover"
+        let seen =
+            "at zoom \(zoom) the tiles span columns \(Self.text(extent.columns)), rows \(Self.text(extent.rows)) (XYZ), outside the columns \(Self.text(cover.columns)), rows \(Self.text(cover.rows)) that the bounds \(bounds.source) declares (\(bounds.readings[0])) cover"
         let others = TileTreeLayout.allCases.flatMap { l in [TileScheme.xyz, .tms].map { (l, $0) } }
             .filter { $0 != (layout, scheme) && firstMisfit(layout: $0.0, scheme: $0.1) == nil }
             .sorted { ($0.0 != layout ? 1 : 0) + ($0.1 != scheme ? 1 : 0) < ($1.0 != layout ? 1 : 0) + ($1.1 != scheme ? 1 : 0) }
@@ -88,8 +91,11 @@ struct DeclaredBoundsCheck {
         var flags: [String] = []
         if fit.0 != layout { flags.append("--layout \(fit.0)") }
         if fit.1 != scheme { flags.append("--scheme \(fit.1)") }
-        throw OperationError(path: bounds.source, fault: .conflict(
-            "the tiles as read with --layout \(layout) --scheme \(scheme) do not lie where the tree says: \(seen). Read with \(flags.joined(separator: " ")) they fit: is that the tree's \(fit.0 != layout ? "layout" : "scheme")? (Or fix the bounds in \(bounds.source).)"))
+        throw OperationError(
+            path: bounds.source,
+            fault: .conflict(
+                "the tiles as read with --layout \(layout) --scheme \(scheme) do not lie where the tree says: \(seen). Read with \(flags.joined(separator: " ")) they fit: is that the tree's \(fit.0 != layout ? "layout" : "scheme")? (Or fix the bounds in \(bounds.source).)"
+            ))
     }
 
     /// The first zoom whose tiles, read with `layout` and `scheme`, reach more than one tile
@@ -109,7 +115,8 @@ struct DeclaredBoundsCheck {
                 let cover = Extent(columns: range.columns, rows: range.rows)
                 nearest = nearest ?? cover
                 if cover.columns.lowerBound - 1 <= extent.columns.lowerBound, extent.columns.upperBound <= cover.columns.upperBound + 1,
-                   cover.rows.lowerBound - 1 <= extent.rows.lowerBound, extent.rows.upperBound <= cover.rows.upperBound + 1 {
+                    cover.rows.lowerBound - 1 <= extent.rows.lowerBound, extent.rows.upperBound <= cover.rows.upperBound + 1
+                {
                     fits = true
                     break
                 }

@@ -33,8 +33,10 @@ public struct ExportReport: Sendable, Codable {
 /// ``ExportOptions/overwrite`` is set; then temporary files a killed export left in the folders it
 /// writes are removed.
 public enum TileExporter {
-    public static func run(archive: any TileArchive, to directory: String, options: ExportOptions,
-                           progress: ProgressHandler? = nil) throws(OperationError) -> ExportReport {
+    public static func run(
+        archive: any TileArchive, to directory: String, options: ExportOptions,
+        progress: ProgressHandler? = nil
+    ) throws(OperationError) -> ExportReport {
         let start = DispatchTime.now().uptimeNanoseconds
         try OutputIsInput.refuse(output: directory, inputs: [archive.path])
         var report = ExportReport(source: archive.path, destination: directory)
@@ -48,8 +50,11 @@ public enum TileExporter {
         try SafeTree.makeFolder(directory, allowExisting: true)
         if !options.overwrite, let names = SafeTree.entryNames(directory), let first = names.min() {
             let more = names.count > 1 ? " and \(names.count - 1) more \(names.count == 2 ? "entry" : "entries")" : ""
-            throw OperationError(path: directory, fault: .badInput(
-                "the folder is not empty: it holds \"\(first)\"\(more); export into a new or empty folder, or use --force to write into it"))
+            throw OperationError(
+                path: directory,
+                fault: .badInput(
+                    "the folder is not empty: it holds \"\(first)\"\(more); export into a new or empty folder, or use --force to write into it"
+                ))
         }
         var created = Set<String>()
         var lastReport = start
@@ -57,7 +62,8 @@ public enum TileExporter {
         let declared = try? metadata.format
         do {
             try archive.forEachTile { tile, bytes in
-                let (folderNumber, fileNumber) = options.layout == .zxy
+                let (folderNumber, fileNumber) =
+                    options.layout == .zxy
                     ? (tile.x, tile.row(in: options.scheme)) : (tile.row(in: options.scheme), tile.x)
                 let zoomFolder = directory + "/\(tile.zoom)"
                 let folder = zoomFolder + "/\(folderNumber)"
@@ -71,8 +77,10 @@ public enum TileExporter {
                     created.insert(folder)
                 }
                 if let raw {
-                    guard let bitmap = Bitmap(width: raw.width, height: raw.height, pixelFormat: raw.pixelFormat, pixels: Array(bytes)) else {
-                        throw OperationError(path: archive.path, fault: .badInput("tile \(tile): \(bytes.count) bytes do not make a \(raw) bitmap"))
+                    guard let bitmap = Bitmap(width: raw.width, height: raw.height, pixelFormat: raw.pixelFormat, pixels: Array(bytes))
+                    else {
+                        throw OperationError(
+                            path: archive.path, fault: .badInput("tile \(tile): \(bytes.count) bytes do not make a \(raw) bitmap"))
                     }
                     let png = try PNGEncoder.encode(bitmap)
                     try png.withUnsafeBytes { try SafeTree.writeFile(folder + "/\(fileNumber).png", $0) }
@@ -86,7 +94,8 @@ public enum TileExporter {
                 let now = DispatchTime.now().uptimeNanoseconds
                 if let progress, now - lastReport > 200_000_000 {
                     lastReport = now
-                    progress(OperationProgress(done: report.exported, total: total, bytes: report.bytes, elapsed: Double(now - start) / 1e9))
+                    progress(
+                        OperationProgress(done: report.exported, total: total, bytes: report.bytes, elapsed: Double(now - start) / 1e9))
                 }
             }
         } catch let error as OperationError {
@@ -119,7 +128,8 @@ enum SafeTree {
         let code = errno
         if code == EEXIST, allowExisting, let info = FileSystem.lstat(path), (info.st_mode & S_IFMT) == S_IFDIR { return }
         if code == EEXIST {
-            throw OperationError(path: path, fault: .badInput("exists and is not a real folder (a link or a file): refusing to write through it"))
+            throw OperationError(
+                path: path, fault: .badInput("exists and is not a real folder (a link or a file): refusing to write through it"))
         }
         throw OperationError(path: path, fault: .io("cannot create folder: \(String(cString: strerror(code)))"))
     }
@@ -130,11 +140,12 @@ enum SafeTree {
         do throws(FileSystem.ReplaceFailure) {
             try FileSystem.replace(path, with: bytes)
         } catch {
-            let reason = switch error {
-            case .create(let code): "cannot create a file here: \(AtomicFile.describe(errno: code))"
-            case .write(let code): "write failed: \(AtomicFile.describe(errno: code))"
-            case .rename(let code): "cannot put the file in place: \(AtomicFile.describe(errno: code))"
-            }
+            let reason =
+                switch error {
+                case .create(let code): "cannot create a file here: \(AtomicFile.describe(errno: code))"
+                case .write(let code): "write failed: \(AtomicFile.describe(errno: code))"
+                case .rename(let code): "cannot put the file in place: \(AtomicFile.describe(errno: code))"
+                }
             throw OperationError(path: path, fault: .io(reason))
         }
     }
@@ -146,7 +157,8 @@ enum SafeTree {
 
     /// Removes the exporter's temporary files in `folder` (left by a killed export).
     static func removeStaleTemporaries(_ folder: String) {
-        for (name, kind) in FolderListing.entries(folder) ?? [] where kind == .regularFile && name.hasPrefix(".") && name.contains(FileSystem.temporaryMarker) {
+        for (name, kind) in FolderListing.entries(folder) ?? []
+        where kind == .regularFile && name.hasPrefix(".") && name.contains(FileSystem.temporaryMarker) {
             _ = FileSystem.unlink(folder + "/" + name)
         }
     }

@@ -29,14 +29,18 @@ public struct ExtractReport: Sendable, Codable {
 /// tiles up one by one when the region is small against the archive, else read every tile once
 /// and keep those inside.
 public enum TileExtractor {
-    public static func run(source: String, destination: String, options: ExtractOptions,
-                           progress: ProgressHandler? = nil) throws(OperationError) -> ExtractReport {
+    public static func run(
+        source: String, destination: String, options: ExtractOptions,
+        progress: ProgressHandler? = nil
+    ) throws(OperationError) -> ExtractReport {
         let input = try ArchiveLocation.open(source)
         return try run(archive: input, destination: destination, options: options, progress: progress)
     }
 
-    public static func run(archive input: any TileArchive, destination: String, options: ExtractOptions,
-                           progress: ProgressHandler? = nil) throws(OperationError) -> ExtractReport {
+    public static func run(
+        archive input: any TileArchive, destination: String, options: ExtractOptions,
+        progress: ProgressHandler? = nil
+    ) throws(OperationError) -> ExtractReport {
         let start = DispatchTime.now().uptimeNanoseconds
         let source = input.path
         try OutputIsInput.refuse(output: destination, inputs: [source])
@@ -53,7 +57,8 @@ public enum TileExtractor {
             throw OperationError.wrapping(error, path: source)
         }
         if case .rawBitmap = input.content, kind != .bundle {
-            throw OperationError(path: destination, fault: .badInput("raw-bitmap tiles can only be extracted into a .tilepack bundle (convert them first)"))
+            throw OperationError(
+                path: destination, fault: .badInput("raw-bitmap tiles can only be extracted into a .tilepack bundle (convert them first)"))
         }
         if metadata.name == nil { metadata.name = ArchiveLocation.baseName(source) }
         // The subset has its own extent and hash: the writers derive zooms and center again, and
@@ -66,8 +71,10 @@ public enum TileExtractor {
         if let box = options.bounds {
             metadata.setBounds(declared.flatMap { Self.intersection($0, box) } ?? box)
         }
-        let sink = try ArchiveSinks.make(kind: kind, destination: destination, metadata: metadata, options: ArchiveSinks.Options(
-            overwrite: options.overwrite, aggregateTilesHash: carriesHash))
+        let sink = try ArchiveSinks.make(
+            kind: kind, destination: destination, metadata: metadata,
+            options: ArchiveSinks.Options(
+                overwrite: options.overwrite, aggregateTilesHash: carriesHash))
 
         let zooms = levels.map(\.zoom).filter { zoom in
             (options.minZoom.map { zoom >= $0 } ?? true) && (options.maxZoom.map { zoom <= $0 } ?? true)
@@ -100,7 +107,8 @@ public enum TileExtractor {
                 // The zooms and box as ranges first: a PMTiles run of billions of tiles costs only
                 // the tiles it shares with them.
                 let selection = TileSelection(
-                    zooms: (options.minZoom ?? 0)...max(options.minZoom ?? 0, options.maxZoom ?? TileCoordinate.maximumZoom), bounds: options.bounds)
+                    zooms: (options.minZoom ?? 0)...max(options.minZoom ?? 0, options.maxZoom ?? TileCoordinate.maximumZoom),
+                    bounds: options.bounds)
                 try selective.forEachTile(in: selection, where: wanted, add)
             } else if let candidates = try candidates(zooms: zooms, levels: levels, bounds: options.bounds) {
                 for tile in candidates {
@@ -140,8 +148,10 @@ public enum TileExtractor {
         var holds = ["zooms \(zooms.min() ?? 0)-\(zooms.max() ?? 0)"]
         if let declared { holds.append("bounds \(declared)") }
         var text = "no tile of the archive lies in \(filters.joined(separator: " and ")); it holds \(holds.joined(separator: ", "))."
-        if let box = options.bounds, let swapped = try? GeoBoundingBox(validatingWest: box.south, south: box.west, east: box.north, north: box.east),
-           declared.map({ Self.intersection($0, swapped) != nil }) ?? false {
+        if let box = options.bounds,
+            let swapped = try? GeoBoundingBox(validatingWest: box.south, south: box.west, east: box.north, north: box.east),
+            declared.map({ Self.intersection($0, swapped) != nil }) ?? false
+        {
             text += " With latitude and longitude swapped the box (\(swapped)) meets the archive: the order is west,south,east,north."
         }
         return text + " Nothing was written."
@@ -167,7 +177,8 @@ public enum TileExtractor {
     static func intersection(_ a: GeoBoundingBox, _ b: GeoBoundingBox) -> GeoBoundingBox? {
         // Boxes across the antimeridian: keep the region asked for.
         guard a.west <= a.east, b.west <= b.east else { return nil }
-        let box = GeoBoundingBox(west: max(a.west, b.west), south: max(a.south, b.south), east: min(a.east, b.east), north: min(a.north, b.north))
+        let box = GeoBoundingBox(
+            west: max(a.west, b.west), south: max(a.south, b.south), east: min(a.east, b.east), north: min(a.north, b.north))
         return box.west < box.east && box.south < box.north ? box : nil
     }
 }

@@ -43,16 +43,22 @@ enum FileReading {
     /// after the read, and its last change is ``settledSeconds`` old or more (a file changed
     /// within the clock's last tick could change again unseen): the bytes are then that version
     /// of the file, and a writer may copy them from it later (see ``SourceFile``). Otherwise nil.
-    static func read(_ path: String, folder: TreeFolder? = nil, name: String? = nil, scratch: inout [UInt8],
-                     expectLarge: Bool = false) throws(Failure) -> [UInt8] {
+    static func read(
+        _ path: String, folder: TreeFolder? = nil, name: String? = nil, scratch: inout [UInt8],
+        expectLarge: Bool = false
+    ) throws(Failure) -> [UInt8] {
         var identity: FileVersion?
         return try read(path, folder: folder, name: name, scratch: &scratch, expectLarge: expectLarge, identity: &identity)
     }
 
-    static func read(_ path: String, folder: TreeFolder? = nil, name: String? = nil, scratch: inout [UInt8],
-                     expectLarge: Bool = false, identity: inout FileVersion?) throws(Failure) -> [UInt8] {
-        switch try readLending(path, folderDescriptor: folder?.descriptor ?? -1, name: name, scratch: &scratch,
-                               expectLarge: expectLarge, identity: &identity) {
+    static func read(
+        _ path: String, folder: TreeFolder? = nil, name: String? = nil, scratch: inout [UInt8],
+        expectLarge: Bool = false, identity: inout FileVersion?
+    ) throws(Failure) -> [UInt8] {
+        switch try readLending(
+            path, folderDescriptor: folder?.descriptor ?? -1, name: name, scratch: &scratch,
+            expectLarge: expectLarge, identity: &identity)
+        {
         case .inScratch(let count): Array(scratch[0..<count])
         case .array(let bytes): bytes
         }
@@ -75,15 +81,18 @@ enum FileReading {
     /// (`folderDescriptor` is the folder's descriptor, not the ``TreeFolder``: the caller keeps the
     /// folder open, and a worker passing the object would retain and release it, a reference count
     /// the walk and the other workers update too.)
-    static func readLending(_ path: @autoclosure () -> String, folderDescriptor: Int32 = -1, name: String? = nil, scratch: inout [UInt8],
-                            expectLarge: Bool = false, identity: inout FileVersion?) throws(Failure) -> Bytes {
+    static func readLending(
+        _ path: @autoclosure () -> String, folderDescriptor: Int32 = -1, name: String? = nil, scratch: inout [UInt8],
+        expectLarge: Bool = false, identity: inout FileVersion?
+    ) throws(Failure) -> Bytes {
         identity = nil
         let flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK
-        let fd = if folderDescriptor >= 0, let name {
-            FileSystem.openat(folderDescriptor, name, flags)
-        } else {
-            FileSystem.open(path(), flags)
-        }
+        let fd =
+            if folderDescriptor >= 0, let name {
+                FileSystem.openat(folderDescriptor, name, flags)
+            } else {
+                FileSystem.open(path(), flags)
+            }
         guard fd >= 0 else { throw .open(errno) }
         defer { close(fd) }
         // (Anything but a regular file goes the usual way, so that it is reported alike.)
@@ -130,7 +139,10 @@ enum FileReading {
         let bytes = try read(fd: fd, size: Int(info.st_size))
         let before = FileVersion(info)
         if bytes.count == Int(info.st_size), FileVersion.of(descriptor: fd) == before,
-           before.changed(atLeast: settledSeconds) { identity = before }
+            before.changed(atLeast: settledSeconds)
+        {
+            identity = before
+        }
         return bytes
     }
 

@@ -72,8 +72,10 @@ public enum TileImporter {
     /// Runs an import.
     /// - Throws: ``OperationError`` for anything that stops the import; the destination is then
     ///   left as it was. Files that cannot be imported are not errors: they are in the report.
-    public static func run(source: String, destination: String, options: ImportOptions,
-                           progress: ProgressHandler? = nil) throws(OperationError) -> ImportReport {
+    public static func run(
+        source: String, destination: String, options: ImportOptions,
+        progress: ProgressHandler? = nil
+    ) throws(OperationError) -> ImportReport {
         let reportFile = try options.reportPath.map { path throws(OperationError) in try ImportReportFile(path: path) }
         var report = ImportReport(source: source, destination: destination, scheme: options.scheme ?? .xyz, layout: options.layout ?? .zxy)
         do {
@@ -89,8 +91,10 @@ public enum TileImporter {
         return report
     }
 
-    private static func run(source: String, destination: String, options: ImportOptions,
-                            progress: ProgressHandler?, pool: WorkerPool, report: inout ImportReport) throws(OperationError) {
+    private static func run(
+        source: String, destination: String, options: ImportOptions,
+        progress: ProgressHandler?, pool: WorkerPool, report: inout ImportReport
+    ) throws(OperationError) {
         let start = DispatchTime.now().uptimeNanoseconds
         try checkIsFolder(source)
         let evidence = try TreeEvidence.read(root: source)
@@ -103,8 +107,9 @@ public enum TileImporter {
             report.notes.append("using \(scheme) rows as \(from) says")
         }
         var boundsCheck = evidence.bounds.map { DeclaredBoundsCheck(bounds: $0, layout: layout, scheme: scheme) }
-        var walker = TileTreeWalker(root: source, layout: layout, scheme: scheme,
-                                    minZoom: options.minZoom, maxZoom: options.maxZoom, bounds: options.bounds)
+        var walker = TileTreeWalker(
+            root: source, layout: layout, scheme: scheme,
+            minZoom: options.minZoom, maxZoom: options.maxZoom, bounds: options.bounds)
         if let shard = options.shard {
             walker.columns = TreeShards.selection(root: source, shard: shard)
             report.notes.append("shard \(shard): \(walker.columns?.count ?? 0) column folders of the tree")
@@ -124,9 +129,11 @@ public enum TileImporter {
         // MBTiles: tiles in agg_tiles_hash's order, so the writer hashes (when asked) and counts
         // them as they come.
         if kind == .mbtiles { walker.rowOrder = .tms }
-        let sink = try ArchiveSinks.make(kind: kind, destination: destination, metadata: metadata, options: ArchiveSinks.Options(
-            overwrite: options.overwrite, append: options.append, deduplicate: options.deduplicate, encode: options.encode,
-            aggregateTilesHash: options.aggregateTilesHash))
+        let sink = try ArchiveSinks.make(
+            kind: kind, destination: destination, metadata: metadata,
+            options: ArchiveSinks.Options(
+                overwrite: options.overwrite, append: options.append, deduplicate: options.deduplicate, encode: options.encode,
+                aggregateTilesHash: options.aggregateTilesHash))
 
         var archiveFormat: TileFormat?
         var rawSize: Int?
@@ -156,57 +163,66 @@ public enum TileImporter {
             return walk
         }
         do throws(OperationError) {
-        while let batch = feeder.next() {
-            batch.wait()
-            // By index, the file's tile read in place: a copy of each `TileFile` would retain its
-            // folder, an object the walker and the workers retain and release too.
-            for index in batch.inputs.indices {
-                done += 1
-                let tile = batch.inputs[index].tile
-                switch batch[index] {
-                case .failure(let failure):
-                    readFailures.append(SkippedFile(path: batch.inputs[index].path, reason: failure.reason))
-                case .success(let read):
-                    if let archiveFormat, read.format != archiveFormat, !options.allowMixedFormats {
-                        throw OperationError(path: batch.inputs[index].path, fault: .badInput(
-                            "this tile is \(read.format) but earlier tiles are \(archiveFormat): the tree mixes formats (use --allow-mixed-formats to import it anyway)"))
-                    }
-                    if let size = read.rawSize {
-                        if let rawSize, rawSize != size {
-                            readFailures.append(SkippedFile(path: batch.inputs[index].path, reason: "\(size)x\(size) pixels, but earlier tiles are \(rawSize)x\(rawSize)"))
-                            continue
+            while let batch = feeder.next() {
+                batch.wait()
+                // By index, the file's tile read in place: a copy of each `TileFile` would retain its
+                // folder, an object the walker and the workers retain and release too.
+                for index in batch.inputs.indices {
+                    done += 1
+                    let tile = batch.inputs[index].tile
+                    switch batch[index] {
+                    case .failure(let failure):
+                        readFailures.append(SkippedFile(path: batch.inputs[index].path, reason: failure.reason))
+                    case .success(let read):
+                        if let archiveFormat, read.format != archiveFormat, !options.allowMixedFormats {
+                            throw OperationError(
+                                path: batch.inputs[index].path,
+                                fault: .badInput(
+                                    "this tile is \(read.format) but earlier tiles are \(archiveFormat): the tree mixes formats (use --allow-mixed-formats to import it anyway)"
+                                ))
                         }
-                        rawSize = size
-                    }
-                    do {
-                        if archiveFormat == nil {
-                            archiveFormat = read.format
-                            try sink.begin(content: read.rawSize.map { .rawBitmap(RawBitmapLayout(pixelFormat: options.encode ?? .rgba8888, width: $0, height: $0)) } ?? .encoded(read.format))
+                        if let size = read.rawSize {
+                            if let rawSize, rawSize != size {
+                                readFailures.append(
+                                    SkippedFile(
+                                        path: batch.inputs[index].path,
+                                        reason: "\(size)x\(size) pixels, but earlier tiles are \(rawSize)x\(rawSize)"))
+                                continue
+                            }
+                            rawSize = size
                         }
-                        try sink.add(tile, prepared: read.prepared)
-                    } catch {
-                        throw OperationError.wrapping(error, path: destination)
+                        do {
+                            if archiveFormat == nil {
+                                archiveFormat = read.format
+                                try sink.begin(
+                                    content: read.rawSize.map {
+                                        .rawBitmap(RawBitmapLayout(pixelFormat: options.encode ?? .rgba8888, width: $0, height: $0))
+                                    } ?? .encoded(read.format))
+                            }
+                            try sink.add(tile, prepared: read.prepared)
+                        } catch {
+                            throw OperationError.wrapping(error, path: destination)
+                        }
+                        report.imported += 1
+                        report.bytes += read.byteCount
+                        bytesSeen += read.byteCount
+                        tilesSeen += 1
+                        zoomCounts[tile.zoom] += 1
+                        boundsCheck?.add(tile)
                     }
-                    report.imported += 1
-                    report.bytes += read.byteCount
-                    bytesSeen += read.byteCount
-                    tilesSeen += 1
-                    zoomCounts[tile.zoom] += 1
-                    boundsCheck?.add(tile)
+                }
+                // Stops a wrong --layout or --scheme before the whole tree is read.
+                if let note = try boundsCheck?.check() { report.notes.append(note) }
+                if tilesSeen > 0 { feeder.meanTileBytes = bytesSeen / tilesSeen }
+                // The batch's tile bytes were allocated by the workers: let a worker free them too
+                // (a free into another thread's heap is slower, and this thread is the busy one).
+                pool.submit { [batch] in withExtendedLifetime(batch) {} }
+                let now = DispatchTime.now().uptimeNanoseconds
+                if let progress, now - lastReport > 200_000_000 {
+                    lastReport = now
+                    progress(OperationProgress(done: done, total: total, bytes: report.bytes, elapsed: Double(now - start) / 1e9))
                 }
             }
-            // Stops a wrong --layout or --scheme before the whole tree is read.
-            if let note = try boundsCheck?.check() { report.notes.append(note) }
-            if tilesSeen > 0 { feeder.meanTileBytes = bytesSeen / tilesSeen }
-            // The batch's tile bytes were allocated by the workers: let a worker free them too
-            // (a free into another thread's heap is slower, and this thread is the busy one).
-            pool.submit { [batch] in withExtendedLifetime(batch) {} }
-            let now = DispatchTime.now().uptimeNanoseconds
-            if let progress, now - lastReport > 200_000_000 {
-                lastReport = now
-                progress(OperationProgress(done: done, total: total, bytes: report.bytes, elapsed: Double(now - start) / 1e9))
-            }
-        }
         } catch {
             setAside()
             throw error
@@ -215,7 +231,8 @@ public enum TileImporter {
         if let archiveFormat {
             report.format = archiveFormat.metadataValue
             if let declared = evidence.format, declared != archiveFormat {
-                report.notes.append("the tree's description says \(declared), the tiles are \(archiveFormat): format set to \(archiveFormat)")
+                report.notes.append(
+                    "the tree's description says \(declared), the tiles are \(archiveFormat): format set to \(archiveFormat)")
             }
             metadata.setFormat(archiveFormat)
         }
@@ -242,9 +259,14 @@ public enum TileImporter {
         let what: String
         do {
             let format = try TileArchiveFormat.detect(path: source)
-            what = "an \(format) archive, not a folder of tiles: to change its format use `tilepack convert`, to take a part of it `tilepack extract`"
+            what =
+                "an \(format) archive, not a folder of tiles: to change its format use `tilepack convert`, to take a part of it `tilepack extract`"
         } catch {
-            if case .notAnArchive(let detected) = error.fault { what = "\(detected), not a folder of tiles" } else { what = "not a folder of tiles" }
+            if case .notAnArchive(let detected) = error.fault {
+                what = "\(detected), not a folder of tiles"
+            } else {
+                what = "not a folder of tiles"
+            }
         }
         throw OperationError(path: source, fault: .badInput(what))
     }
@@ -259,7 +281,8 @@ public enum TileImporter {
             if let box = options.bounds { filters.append("--bbox \(box)") }
             var holds = ["zooms \(filtered.zoomText)"]
             if options.bounds != nil, let box = filtered.boundingBox { holds.append("tiles within \(box)") }
-            return "no tile of the tree passes \(filters.joined(separator: " and ")); the tree holds \(holds.joined(separator: ", ")). Nothing was written."
+            return
+                "no tile of the tree passes \(filters.joined(separator: " and ")); the tree holds \(holds.joined(separator: ", ")). Nothing was written."
         }
         if let first = report.skipped.first {
             return "no file of the tree could be imported (\(report.skipped.count) skipped; the first: \(first)). Nothing was written."
@@ -273,7 +296,10 @@ public enum TileImporter {
         var stack = [(root, 0)]
         while let (path, level) = stack.popLast() {
             guard let names = FileSystem.entries(path)?.map(\.name) else { continue }
-            if level == 2 { count += names.count; continue }
+            if level == 2 {
+                count += names.count
+                continue
+            }
             for name in names where name.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) {
                 stack.append((path + "/" + name, level + 1))
             }
@@ -324,13 +350,17 @@ enum TileFileReader {
     /// Starts reading `files` on the threads of `pool`, each tile then made ready by `prepare`
     /// (given the file's CRC-32 where the check derives it, when `usesCRC`); the workers' read
     /// buffers come from `shelf` and go back to it.
-    static func start(_ files: [TileFile], options: ImportOptions, usesCRC: Bool = false,
-                      prepare: @escaping Prepare, pool: WorkerPool, shelf: ScratchShelf = ScratchShelf()) -> Batch {
+    static func start(
+        _ files: [TileFile], options: ImportOptions, usesCRC: Bool = false,
+        prepare: @escaping Prepare, pool: WorkerPool, shelf: ScratchShelf = ScratchShelf()
+    ) -> Batch {
         let batch = Batch(files)
         if !files.isEmpty {
-            batch.start(on: pool, makeState: { shelf.take() }, work: { scratch, file in
-                read(file, options: options, computingCRC: usesCRC, scratch: &scratch, prepare: prepare)
-            }, done: { shelf.put($0) })
+            batch.start(
+                on: pool, makeState: { shelf.take() },
+                work: { scratch, file in
+                    read(file, options: options, computingCRC: usesCRC, scratch: &scratch, prepare: prepare)
+                }, done: { shelf.put($0) })
         }
         return batch
     }
@@ -343,13 +373,16 @@ enum TileFileReader {
     /// Reads, checks and prepares one file. A small file's bytes are checked and handed to
     /// `prepare` where they lie in the worker's buffer (lent): a sink that compresses them makes
     /// no copy of the file's bytes.
-    static func read(_ file: TileFile, options: ImportOptions, computingCRC: Bool = false,
-                     scratch: inout Scratch, prepare: Prepare) -> Result<ReadTile, ReadFailure> {
+    static func read(
+        _ file: TileFile, options: ImportOptions, computingCRC: Bool = false,
+        scratch: inout Scratch, prepare: Prepare
+    ) -> Result<ReadTile, ReadFailure> {
         let read: FileReading.Bytes
         var identity: FileVersion?
         do throws(FileReading.Failure) {
-            read = try FileReading.readLending(file.path, folderDescriptor: file.folder.descriptor, name: file.name, scratch: &scratch.buffer,
-                                               expectLarge: scratch.lastWasLarge, identity: &identity)
+            read = try FileReading.readLending(
+                file.path, folderDescriptor: file.folder.descriptor, name: file.name, scratch: &scratch.buffer,
+                expectLarge: scratch.lastWasLarge, identity: &identity)
         } catch {
             return .failure(ReadFailure(reason: error.description))
         }
@@ -357,21 +390,25 @@ enum TileFileReader {
         case .inScratch(let count):
             scratch.lastWasLarge = count >= FileReading.largeFileSize
             return scratch.buffer.withUnsafeBytes { buffer in
-                checked(UnsafeRawBufferPointer(rebasing: buffer[0..<count]), file: file, options: options,
-                        computingCRC: computingCRC, identity: nil, prepare: prepare)
+                checked(
+                    UnsafeRawBufferPointer(rebasing: buffer[0..<count]), file: file, options: options,
+                    computingCRC: computingCRC, identity: nil, prepare: prepare)
             }
         case .array(let bytes):
             scratch.lastWasLarge = bytes.count >= FileReading.largeFileSize
             return bytes.withUnsafeBytes { buffer in
-                checked(buffer, owned: bytes, file: file, options: options, computingCRC: computingCRC,
-                        identity: identity, prepare: prepare)
+                checked(
+                    buffer, owned: bytes, file: file, options: options, computingCRC: computingCRC,
+                    identity: identity, prepare: prepare)
             }
         }
     }
 
     /// The tile of `bytes` (the array `owned` when there is one), checked and prepared.
-    private static func checked(_ bytes: UnsafeRawBufferPointer, owned: [UInt8]? = nil, file: TileFile, options: ImportOptions,
-                                computingCRC: Bool, identity: FileVersion?, prepare: Prepare) -> Result<ReadTile, ReadFailure> {
+    private static func checked(
+        _ bytes: UnsafeRawBufferPointer, owned: [UInt8]? = nil, file: TileFile, options: ImportOptions,
+        computingCRC: Bool, identity: FileVersion?, prepare: Prepare
+    ) -> Result<ReadTile, ReadFailure> {
         let deriveCRC = computingCRC && options.encode == nil && bytes.count >= crcFromChunksLength
         let format: TileFormat, crc: UInt32?
         do throws(TileIntegrity.Finding) {
@@ -380,8 +417,9 @@ enum TileFileReader {
             return .failure(ReadFailure(reason: error.description))
         }
         guard let pixelFormat = options.encode else {
-            let prepared = prepare(owned.map { .owned($0) } ?? .lent(bytes), crc,
-                                   identity.map { SourceFile(path: file.path, identity: $0) })
+            let prepared = prepare(
+                owned.map { .owned($0) } ?? .lent(bytes), crc,
+                identity.map { SourceFile(path: file.path, identity: $0) })
             return .success(ReadTile(format: format, prepared: prepared, byteCount: bytes.count))
         }
         do {
@@ -390,7 +428,8 @@ enum TileFileReader {
                 return .failure(ReadFailure(reason: "\(bitmap.width)x\(bitmap.height) pixels: a tile must be square"))
             }
             let count = bitmap.pixels.count
-            return .success(ReadTile(format: format, prepared: prepare(.owned(bitmap.pixels), nil, nil), byteCount: count, rawSize: bitmap.width))
+            return .success(
+                ReadTile(format: format, prepared: prepare(.owned(bitmap.pixels), nil, nil), byteCount: count, rawSize: bitmap.width))
         } catch {
             return .failure(ReadFailure(reason: "cannot decode for --encode: \(error)"))
         }
@@ -512,8 +551,9 @@ struct FilteredExtent: Sendable {
     mutating func add(_ tile: TileCoordinate) {
         zooms = zooms.map { min($0.lowerBound, tile.zoom)...max($0.upperBound, tile.zoom) } ?? tile.zoom...tile.zoom
         if let range = deepest, range.zoom == tile.zoom {
-            deepest = try? TileRange(zoom: tile.zoom, columns: min(range.columns.lowerBound, tile.x)...max(range.columns.upperBound, tile.x),
-                                     rows: min(range.rows.lowerBound, tile.y)...max(range.rows.upperBound, tile.y))
+            deepest = try? TileRange(
+                zoom: tile.zoom, columns: min(range.columns.lowerBound, tile.x)...max(range.columns.upperBound, tile.x),
+                rows: min(range.rows.lowerBound, tile.y)...max(range.rows.upperBound, tile.y))
         } else if deepest.map({ $0.zoom < tile.zoom }) ?? true {
             deepest = TileRange(tile: tile)
         }

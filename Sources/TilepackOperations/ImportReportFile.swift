@@ -20,7 +20,8 @@ public final class ImportReportFile {
     public init(path: String) throws(OperationError) {
         self.path = path
         if let info = FileSystem.stat(path), (info.st_mode & S_IFMT) != S_IFREG {
-            throw OperationError(path: path, fault: .badInput("the report cannot be written here: it is \(RegularFile.describe(mode: info.st_mode))"))
+            throw OperationError(
+                path: path, fault: .badInput("the report cannot be written here: it is \(RegularFile.describe(mode: info.st_mode))"))
         }
         do {
             file = try AtomicFile(destination: path, overwrite: true)
@@ -58,14 +59,24 @@ public final class ImportReportFile {
         }
         for skipped in report.skipped {
             let escaped = PathBytes.hasEscapes(skipped.path)
-            let line = Line(path: escaped ? String(decoding: PathBytes.bytes(of: skipped.path), as: UTF8.self) : skipped.path,
-                            path_base64: escaped ? Data(PathBytes.bytes(of: skipped.path)).base64EncodedString() : nil,
-                            reason: skipped.reason)
-            if let data = try? encoder.encode(line) { out.append(data); out.append(0x0A) }
+            let line = Line(
+                path: escaped ? String(decoding: PathBytes.bytes(of: skipped.path), as: UTF8.self) : skipped.path,
+                path_base64: escaped ? Data(PathBytes.bytes(of: skipped.path)).base64EncodedString() : nil,
+                reason: skipped.reason)
+            if let data = try? encoder.encode(line) {
+                out.append(data)
+                out.append(0x0A)
+            }
         }
-        let summary = ["summary": Summary(imported: report.imported, skipped: report.skipped.count, filtered: report.filtered,
-                                          destination: report.destination, error: error?.description)]
-        if let data = try? encoder.encode(summary) { out.append(data); out.append(0x0A) }
+        let summary = [
+            "summary": Summary(
+                imported: report.imported, skipped: report.skipped.count, filtered: report.filtered,
+                destination: report.destination, error: error?.description)
+        ]
+        if let data = try? encoder.encode(summary) {
+            out.append(data)
+            out.append(0x0A)
+        }
         return out
     }
 

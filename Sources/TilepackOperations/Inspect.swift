@@ -71,13 +71,14 @@ public enum ArchiveInspector {
                 throw OperationError(path: path, fault: .archive(error))
             }
         }
-        let layout: String = switch archive {
-        case let mbtiles as MBTilesArchive: "MBTiles, \(mbtiles.schema.kind) schema"
-        case let bundle as BundleArchive: "bundle, \(bundle.payloadCount) stored payloads"
-        case let pmtiles as PMTilesArchive:
-            "PMTiles v3, \(pmtiles.header.tileType) tiles, tile compression \(pmtiles.header.tileCompression), \(pmtiles.header.clustered ? "clustered" : "not clustered")"
-        default: format.description
-        }
+        let layout: String =
+            switch archive {
+            case let mbtiles as MBTilesArchive: "MBTiles, \(mbtiles.schema.kind) schema"
+            case let bundle as BundleArchive: "bundle, \(bundle.payloadCount) stored payloads"
+            case let pmtiles as PMTilesArchive:
+                "PMTiles v3, \(pmtiles.header.tileType) tiles, tile compression \(pmtiles.header.tileCompression), \(pmtiles.header.clustered ? "clustered" : "not clustered")"
+            default: format.description
+            }
         var levels: [Int: ArchiveInfo.Level] = [:]
         var hashes: [Int: [Int]] = [:]  // content hash -> sizes, for a distinct count
         var distinct = 0
@@ -91,13 +92,17 @@ public enum ArchiveInspector {
                 let n = range.count
                 tiles += n
                 bytesTotal += n * bytes.count
-                var level = levels[range.zoom] ?? ArchiveInfo.Level(
-                    zoom: range.zoom, tiles: 0, bytes: 0, minX: range.columns.lowerBound, maxX: range.columns.upperBound,
-                    minY: range.rows.lowerBound, maxY: range.rows.upperBound)
+                var level =
+                    levels[range.zoom]
+                    ?? ArchiveInfo.Level(
+                        zoom: range.zoom, tiles: 0, bytes: 0, minX: range.columns.lowerBound, maxX: range.columns.upperBound,
+                        minY: range.rows.lowerBound, maxY: range.rows.upperBound)
                 level.tiles += n
                 level.bytes += n * bytes.count
-                level.minX = min(level.minX, range.columns.lowerBound); level.maxX = max(level.maxX, range.columns.upperBound)
-                level.minY = min(level.minY, range.rows.lowerBound); level.maxY = max(level.maxY, range.rows.upperBound)
+                level.minX = min(level.minX, range.columns.lowerBound)
+                level.maxX = max(level.maxX, range.columns.upperBound)
+                level.minY = min(level.minY, range.rows.lowerBound)
+                level.maxY = max(level.maxY, range.rows.upperBound)
                 levels[range.zoom] = level
                 var hasher = Hasher()
                 hasher.combine(bytes: bytes)
@@ -108,7 +113,9 @@ public enum ArchiveInspector {
                     distinct += 1
                 }
             }
-            if let pmtiles = archive as? PMTilesArchive, try pmtiles.zoomLevels().reduce(0, { $0 + $1.tileCount }) > Self.maximumTilesVisited {
+            if let pmtiles = archive as? PMTilesArchive,
+                try pmtiles.zoomLevels().reduce(0, { $0 + $1.tileCount }) > Self.maximumTilesVisited
+            {
                 // Runs of many tiles: each run's bytes read once, its tiles counted as squares.
                 let base = Int(pmtiles.header.tileDataOffset)
                 try pmtiles.forEachRun { _, ids, offset, length in
@@ -125,8 +132,9 @@ public enum ArchiveInspector {
         let sorted = levels.keys.sorted().compactMap { levels[$0] }
         var bounds: GeoBoundingBox?
         if let top = sorted.last,
-           let nw = TileCoordinate(validatingZoom: top.zoom, x: top.minX, y: top.minY),
-           let se = TileCoordinate(validatingZoom: top.zoom, x: top.maxX, y: top.maxY) {
+            let nw = TileCoordinate(validatingZoom: top.zoom, x: top.minX, y: top.minY),
+            let se = TileCoordinate(validatingZoom: top.zoom, x: top.maxX, y: top.maxY)
+        {
             let a = WebMercator.boundingBox(of: nw), b = WebMercator.boundingBox(of: se)
             bounds = GeoBoundingBox(west: a.west, south: b.south, east: b.east, north: a.north)
         }

@@ -42,8 +42,10 @@ public struct MergeReport: Sendable, Codable {
 public enum ArchiveMerger {
     static let derivedKeys = [TileMetadata.Key.bounds, TileMetadata.Key.center, TileMetadata.Key.minZoom, TileMetadata.Key.maxZoom]
 
-    public static func run(inputs: [String], destination: String, options: MergeOptions = MergeOptions(),
-                           progress: ProgressHandler? = nil) throws(OperationError) -> MergeReport {
+    public static func run(
+        inputs: [String], destination: String, options: MergeOptions = MergeOptions(),
+        progress: ProgressHandler? = nil
+    ) throws(OperationError) -> MergeReport {
         let start = DispatchTime.now().uptimeNanoseconds
         guard !inputs.isEmpty else { throw OperationError(path: destination, fault: .badInput("no archives to merge")) }
         var archives: [any TileArchive] = []
@@ -55,7 +57,9 @@ public enum ArchiveMerger {
         // One content for all: the first input's, and every other must match it.
         let contents = archives.compactMap(\.content)
         if let first = contents.first, let other = contents.first(where: { $0 != first }) {
-            throw OperationError(path: destination, fault: .badInput("the inputs hold different tiles (\(first) and \(other)): merge archives of one tile type"))
+            throw OperationError(
+                path: destination,
+                fault: .badInput("the inputs hold different tiles (\(first) and \(other)): merge archives of one tile type"))
         }
         var metadata: TileMetadata
         var carriesHash = options.aggregateTilesHash
@@ -70,8 +74,10 @@ public enum ArchiveMerger {
         } catch {
             throw OperationError.wrapping(error, path: inputs[0])
         }
-        let sink = try ArchiveSinks.make(kind: kind, destination: destination, metadata: metadata, options: ArchiveSinks.Options(
-            overwrite: options.overwrite, aggregateTilesHash: carriesHash))
+        let sink = try ArchiveSinks.make(
+            kind: kind, destination: destination, metadata: metadata,
+            options: ArchiveSinks.Options(
+                overwrite: options.overwrite, aggregateTilesHash: carriesHash))
         var report = MergeReport(inputs: inputs, destination: destination)
         var lastReport = start
         do {
@@ -83,12 +89,18 @@ public enum ArchiveMerger {
                     for (other, peer) in archives.enumerated() where other != index {
                         let same: Bool? = try peer.withTileBytes(at: tile) { $0.elementsEqual(bytes) }
                         guard let same else { continue }
-                        if other < index && same { keep = false; break }
+                        if other < index && same {
+                            keep = false
+                            break
+                        }
                         if !same {
                             switch options.onDuplicate {
                             case .error:
-                                throw OperationError(path: destination, fault: .conflict(
-                                    "tile \(tile) differs between \(inputs[min(index, other)]) and \(inputs[max(index, other)]) (use --on-duplicate first or last)"))
+                                throw OperationError(
+                                    path: destination,
+                                    fault: .conflict(
+                                        "tile \(tile) differs between \(inputs[min(index, other)]) and \(inputs[max(index, other)]) (use --on-duplicate first or last)"
+                                    ))
                             case .first where other < index, .last where other > index:
                                 keep = false
                             default: break

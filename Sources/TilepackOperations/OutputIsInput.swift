@@ -11,8 +11,10 @@ public enum OutputIsInput {
         for input in inputs where !ArchiveLocation.isRemote(input) {
             guard let info = FileSystem.stat(input), info.st_dev == target.st_dev, info.st_ino == target.st_ino else { continue }
             let spelled = input == output ? "" : " (\(input) and \(output) are the same file)"
-            throw OperationError(path: output, fault: .badInput(
-                "the output is the input \(input)\(spelled): write to another path"))
+            throw OperationError(
+                path: output,
+                fault: .badInput(
+                    "the output is the input \(input)\(spelled): write to another path"))
         }
     }
 }

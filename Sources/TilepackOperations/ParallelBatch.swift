@@ -27,9 +27,11 @@ final class ParallelBatch<Input: Sendable, Output: Sendable, State>: @unchecked 
 
     /// Starts one worker per thread of `pool`, running `work` over the inputs. Each worker's
     /// state is handed to `done` when it has no more inputs (to keep it for the next batch).
-    func start(on pool: WorkerPool, makeState: @escaping @Sendable () -> State,
-               work: @escaping @Sendable (inout State, Input) -> Output,
-               done: (@Sendable (consuming State) -> Void)? = nil) {
+    func start(
+        on pool: WorkerPool, makeState: @escaping @Sendable () -> State,
+        work: @escaping @Sendable (inout State, Input) -> Output,
+        done: (@Sendable (consuming State) -> Void)? = nil
+    ) {
         let count = inputs.count
         // Indices are taken a few at a time: one shared counter update per tile, and neighbouring
         // outputs written by different workers (one cache line bouncing between cores), cost the

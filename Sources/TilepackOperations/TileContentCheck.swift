@@ -37,8 +37,9 @@ enum TileContentCheck {
                 if scratch.count < count { scratch = [UInt8](repeating: 0, count: count) }
                 let decoded: ImagingError? = scratch.withUnsafeMutableBytes { (buffer: UnsafeMutableRawBufferPointer) -> ImagingError? in
                     do throws(ImagingError) {
-                        try ImageDecoder.decode(bytes, into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<count]),
-                                                pixelFormat: .rgba8888, expectedWidth: info.width, expectedHeight: info.height)
+                        try ImageDecoder.decode(
+                            bytes, into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<count]),
+                            pixelFormat: .rgba8888, expectedWidth: info.width, expectedHeight: info.height)
                         return nil
                     } catch {
                         return error
@@ -54,7 +55,9 @@ enum TileContentCheck {
                 switch inflate(bytes, into: &scratch) {
                 case .failure(let failure): return .failure(failure)
                 case .success(let count):
-                    let ok = scratch.withUnsafeBytes { TileFormat.sniff(UnsafeRawBufferPointer(rebasing: $0[0..<count])) == .pbf || count == 0 }
+                    let ok = scratch.withUnsafeBytes {
+                        TileFormat.sniff(UnsafeRawBufferPointer(rebasing: $0[0..<count])) == .pbf || count == 0
+                    }
                     guard ok else { return .failure(CheckFailure(reason: "gzip content is not a vector tile")) }
                 }
             }

@@ -97,7 +97,8 @@ public enum TileIntegrity {
             let declared = readUInt32BE(bytes, offset + 8 + length)
             let computed = CRC32.checksum(UnsafeRawBufferPointer(rebasing: bytes[(offset + 4)..<(offset + 8 + length)]))
             guard declared == computed else {
-                throw .damaged(.png, "CRC of chunk \(fourCC(type)) at byte \(offset) fails (declared \(hex(declared)), computed \(hex(computed)))")
+                throw .damaged(
+                    .png, "CRC of chunk \(fourCC(type)) at byte \(offset) fails (declared \(hex(declared)), computed \(hex(computed)))")
             }
             if crc != nil {
                 // Up to this chunk's type (the signature or the last CRC, and the length), then its type and data.

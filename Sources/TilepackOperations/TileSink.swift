@@ -33,13 +33,18 @@ public enum ArchiveKind: String, Sendable, Codable {
         let lower = path.lowercased()
         guard let format = TileArchiveFormat.allCases.first(where: { lower.hasSuffix($0.fileExtension) }) else {
             let choices = TileArchiveFormat.allCases.map { "\($0.fileExtension) (\($0))" }
-            throw OperationError(path: path, fault: .badInput("the output's extension chooses its format: use \(choices.dropLast().joined(separator: ", ")) or \(choices[choices.count - 1])"))
+            throw OperationError(
+                path: path,
+                fault: .badInput(
+                    "the output's extension chooses its format: use \(choices.dropLast().joined(separator: ", ")) or \(choices[choices.count - 1])"
+                ))
         }
-        self = switch format {
-        case .mbtiles: .mbtiles
-        case .bundle: .bundle
-        case .pmtiles: .pmtiles
-        }
+        self =
+            switch format {
+            case .mbtiles: .mbtiles
+            case .bundle: .bundle
+            case .pmtiles: .pmtiles
+            }
     }
 }
 

@@ -117,8 +117,10 @@ public struct TileTreeWalker: Sequence, Sendable {
     /// Files at the root that describe the tree rather than hold tiles; read by ``TreeEvidence``.
     public static let descriptionFiles: Set<String> = ["tilemapresource.xml", "metadata.json"]
 
-    public init(root: String, layout: TileTreeLayout = .zxy, scheme: TileScheme = .xyz,
-                minZoom: Int? = nil, maxZoom: Int? = nil, bounds: GeoBoundingBox? = nil) {
+    public init(
+        root: String, layout: TileTreeLayout = .zxy, scheme: TileScheme = .xyz,
+        minZoom: Int? = nil, maxZoom: Int? = nil, bounds: GeoBoundingBox? = nil
+    ) {
         self.root = root
         self.layout = layout
         self.scheme = scheme
@@ -196,7 +198,9 @@ public struct TileTreeWalker: Sequence, Sendable {
             for (name, folder) in files {
                 let utf8 = name.utf8
                 guard let dot = utf8.lastIndex(of: UInt8(ascii: ".")), dot != utf8.startIndex else {
-                    pending.append(.skipped(SkippedFile(path: folder.path + "/" + name, reason: name.hasPrefix(".") ? "hidden file" : "no file extension")))
+                    pending.append(
+                        .skipped(
+                            SkippedFile(path: folder.path + "/" + name, reason: name.hasPrefix(".") ? "hidden file" : "no file extension")))
                     continue
                 }
                 guard let number = Self.number(utf8[..<dot]) else {
@@ -242,8 +246,13 @@ public struct TileTreeWalker: Sequence, Sendable {
                     case .tile(let kept)?, .filtered(let kept)?: previousPath = kept.path
                     default: previousPath = ""
                     }
-                    pending.append(.skipped(SkippedFile(path: file.path, reason:
-                        "names the same tile \(file.tile) as \(previousPath) (zero-padded numbers): only that one is imported")))
+                    pending.append(
+                        .skipped(
+                            SkippedFile(
+                                path: file.path,
+                                reason:
+                                    "names the same tile \(file.tile) as \(previousPath) (zero-padded numbers): only that one is imported"))
+                    )
                     continue
                 }
                 previous = (file.tile, pending.count)
@@ -280,7 +289,8 @@ public struct TileTreeWalker: Sequence, Sendable {
                 let path = folderPath + "/" + name
                 // A symbolic link is followed only when it stays inside the tree.
                 if let linkInfo = FileSystem.lstat(path), (linkInfo.st_mode & S_IFMT) == S_IFLNK,
-                   let rootReal, let target = Self.resolved(path), !(target + "/").hasPrefix(rootReal) {
+                    let rootReal, let target = Self.resolved(path), !(target + "/").hasPrefix(rootReal)
+                {
                     pending.append(.skipped(SkippedFile(path: path, reason: "symbolic link to \(target), outside the tree: not followed")))
                     continue
                 }

@@ -1,9 +1,10 @@
 import Foundation
+import TilepackCore
+import TilepackStorage
+
 #if canImport(FoundationXML)
 import FoundationXML
 #endif
-import TilepackCore
-import TilepackStorage
 
 /// What a tile tree says about itself: gdal2tiles' `tilemapresource.xml` and mbutil's (or
 /// gdal2tiles --xyz's) `metadata.json` at its root.
@@ -38,8 +39,11 @@ public struct TreeEvidence: Sendable, Equatable {
         let xmlPath = root + "/tilemapresource.xml"
         if FileSystem.lstat(xmlPath) == nil && errno == ENAMETOOLONG {
             // The tree's fault, not the file's: no file below the root can be named.
-            throw OperationError(path: root, fault: .badInput(
-                "the tree's path is too long: its files' paths (such as \(xmlPath.utf8.count) bytes for tilemapresource.xml) are longer than the system allows (\(PATH_MAX) bytes, \(NAME_MAX) for a name): move or link the tree to a shorter path"))
+            throw OperationError(
+                path: root,
+                fault: .badInput(
+                    "the tree's path is too long: its files' paths (such as \(xmlPath.utf8.count) bytes for tilemapresource.xml) are longer than the system allows (\(PATH_MAX) bytes, \(NAME_MAX) for a name): move or link the tree to a shorter path"
+                ))
         }
         if let data = try contents(xmlPath) {
             try evidence.readTileMapResource(data, path: xmlPath)
@@ -56,14 +60,20 @@ public struct TreeEvidence: Sendable, Equatable {
         let info = FileSystem.lstat(path)
         if info == nil && errno == ENOENT { return nil }
         if let info, (info.st_mode & S_IFMT) == S_IFREG, info.st_size > maximumFileSize {
-            throw OperationError(path: path, fault: .badInput(
-                "describes the tree but is \(info.st_size) bytes, over the 16 MiB limit for a description file: fix or remove it; tilepack does not guess the row scheme without it"))
+            throw OperationError(
+                path: path,
+                fault: .badInput(
+                    "describes the tree but is \(info.st_size) bytes, over the 16 MiB limit for a description file: fix or remove it; tilepack does not guess the row scheme without it"
+                ))
         }
         do {
             return Data(try RegularFile.read(path, limit: maximumFileSize))
         } catch {
-            throw OperationError(path: path, fault: .badInput(
-                "describes the tree but cannot be read (\(error.fault)): fix or remove it; tilepack does not guess the row scheme without it"))
+            throw OperationError(
+                path: path,
+                fault: .badInput(
+                    "describes the tree but cannot be read (\(error.fault)): fix or remove it; tilepack does not guess the row scheme without it"
+                ))
         }
     }
 
@@ -73,18 +83,24 @@ public struct TreeEvidence: Sendable, Equatable {
         // A DTD could declare entities (external ones read other files, nested ones blow up):
         // a TMS document has none, and one that declares any is refused, never resolved.
         for marker in ["<!DOCTYPE", "<!ENTITY"] where data.range(of: Data(marker.utf8)) != nil {
-            throw OperationError(path: path, fault: .badInput(
-                "declares a DTD or entities (\(marker)): tilepack resolves no XML entities and refuses the file; a TMS TileMap document has none"))
+            throw OperationError(
+                path: path,
+                fault: .badInput(
+                    "declares a DTD or entities (\(marker)): tilepack resolves no XML entities and refuses the file; a TMS TileMap document has none"
+                ))
         }
         let delegate = TileMapParser()
         let parser = XMLParser(data: data)
         parser.shouldResolveExternalEntities = false
         parser.delegate = delegate
         guard parser.parse(), delegate.sawTileMap else {
-            throw OperationError(path: path, fault: .badInput("not a TMS TileMap document: \(parser.parserError.map { "\($0)" } ?? "no <TileMap> element")"))
+            throw OperationError(
+                path: path, fault: .badInput("not a TMS TileMap document: \(parser.parserError.map { "\($0)" } ?? "no <TileMap> element")"))
         }
         if let srs = delegate.srs?.uppercased(), !["EPSG:3857", "EPSG:900913", "OSGEO:41001", "EPSG:3785"].contains(srs) {
-            throw OperationError(path: path, fault: .badInput("the tiles are in \(srs), not Web Mercator (EPSG:3857); tilepack stores Web Mercator pyramids only"))
+            throw OperationError(
+                path: path,
+                fault: .badInput("the tiles are in \(srs), not Web Mercator (EPSG:3857); tilepack stores Web Mercator pyramids only"))
         }
         scheme = .tms
         schemeSource = "tilemapresource.xml"
@@ -118,7 +134,8 @@ public struct TreeEvidence: Sendable, Equatable {
             default:
                 // Nested objects and arrays (the `json` key, vector_layers) are kept as JSON text.
                 guard JSONSerialization.isValidJSONObject(value),
-                      let text = try? JSONSerialization.data(withJSONObject: value, options: [.sortedKeys, .withoutEscapingSlashes]) else { continue }
+                    let text = try? JSONSerialization.data(withJSONObject: value, options: [.sortedKeys, .withoutEscapingSlashes])
+                else { continue }
                 metadata[key] = String(decoding: text, as: UTF8.self)
             }
         }
@@ -127,7 +144,8 @@ public struct TreeEvidence: Sendable, Equatable {
                 throw OperationError(path: path, fault: .badInput("scheme '\(text)' is neither xyz nor tms"))
             }
             if let scheme, scheme != declared {
-                throw OperationError(path: path, fault: .conflict("metadata.json says scheme \(declared), but \(schemeSource ?? "the tree") says \(scheme)"))
+                throw OperationError(
+                    path: path, fault: .conflict("metadata.json says scheme \(declared), but \(schemeSource ?? "the tree") says \(scheme)"))
             }
             scheme = declared
             schemeSource = "metadata.json"
@@ -154,8 +172,11 @@ public struct TreeEvidence: Sendable, Equatable {
     /// neither means zxy.
     public func resolveLayout(flag: TileTreeLayout?) throws(OperationError) -> TileTreeLayout {
         if let flag, let layout, flag != layout {
-            throw OperationError(path: "metadata.json", fault: .conflict(
-                "--layout \(flag) contradicts metadata.json, which says the tree is \(layout); drop --layout to use the file, or fix the file"))
+            throw OperationError(
+                path: "metadata.json",
+                fault: .conflict(
+                    "--layout \(flag) contradicts metadata.json, which says the tree is \(layout); drop --layout to use the file, or fix the file"
+                ))
         }
         return flag ?? layout ?? .zxy
     }
@@ -164,11 +185,14 @@ public struct TreeEvidence: Sendable, Equatable {
     /// neither means XYZ.
     public func resolveScheme(flag: TileScheme?) throws(OperationError) -> TileScheme {
         switch (flag, scheme) {
-        case let (flag?, declared?) where flag != declared:
-            throw OperationError(path: schemeSource ?? "", fault: .conflict(
-                "--scheme \(flag) says rows count from the \(flag == .tms ? "south" : "north"), but \(schemeSource ?? "the tree") says \(declared) (from the \(declared == .tms ? "south" : "north")); drop --scheme to use the file, or fix the file"))
-        case let (flag?, _): return flag
-        case let (nil, declared?): return declared
+        case (let flag?, let declared?) where flag != declared:
+            throw OperationError(
+                path: schemeSource ?? "",
+                fault: .conflict(
+                    "--scheme \(flag) says rows count from the \(flag == .tms ? "south" : "north"), but \(schemeSource ?? "the tree") says \(declared) (from the \(declared == .tms ? "south" : "north")); drop --scheme to use the file, or fix the file"
+                ))
+        case (let flag?, _): return flag
+        case (nil, let declared?): return declared
         case (nil, nil): return .xyz
         }
     }
@@ -183,8 +207,10 @@ private final class TileMapParser: NSObject, XMLParserDelegate {
     var boundingBox: [String: String] = [:]
     private var text = ""
 
-    func parser(_ parser: XMLParser, didStartElement name: String, namespaceURI: String?,
-                qualifiedName: String?, attributes: [String: String] = [:]) {
+    func parser(
+        _ parser: XMLParser, didStartElement name: String, namespaceURI: String?,
+        qualifiedName: String?, attributes: [String: String] = [:]
+    ) {
         text = ""
         switch name {
         case "TileMap": sawTileMap = true

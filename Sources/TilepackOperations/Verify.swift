@@ -96,8 +96,10 @@ public enum ArchiveVerifier {
     /// Findings of one kind listed before the rest are only counted.
     static let maximumListed = 200
 
-    public static func run(path: String, options: VerifyOptions = VerifyOptions(),
-                           progress: ProgressHandler? = nil) -> VerifyReport {
+    public static func run(
+        path: String, options: VerifyOptions = VerifyOptions(),
+        progress: ProgressHandler? = nil
+    ) -> VerifyReport {
         WorkerPool.with(threads: options.threads) { pool in run(path: path, options: options, progress: progress, pool: pool) }
     }
 
@@ -125,9 +127,13 @@ public enum ArchiveVerifier {
         switch format {
         case .mbtiles: verifyMBTiles(path: path, options: options, pool: pool, collector: &collector, progress: progress, start: start)
         case .bundle:
-            verifyBundle(path: path, opened: remote as? BundleArchive, options: options, pool: pool, collector: &collector, progress: progress, start: start)
+            verifyBundle(
+                path: path, opened: remote as? BundleArchive, options: options, pool: pool, collector: &collector, progress: progress,
+                start: start)
         case .pmtiles:
-            verifyPMTiles(path: path, opened: remote as? PMTilesArchive, options: options, pool: pool, collector: &collector, progress: progress, start: start)
+            verifyPMTiles(
+                path: path, opened: remote as? PMTilesArchive, options: options, pool: pool, collector: &collector, progress: progress,
+                start: start)
         }
         collector.finishCounting()
         report = collector.report
@@ -137,8 +143,10 @@ public enum ArchiveVerifier {
 
     // MARK: MBTiles
 
-    static func verifyMBTiles(path: String, options: VerifyOptions, pool: WorkerPool, collector: inout Collector,
-                              progress: ProgressHandler?, start: UInt64) {
+    static func verifyMBTiles(
+        path: String, options: VerifyOptions, pool: WorkerPool, collector: inout Collector,
+        progress: ProgressHandler?, start: UInt64
+    ) {
         let archive: MBTilesArchive
         do {
             archive = try MBTilesArchive(path: path)
@@ -175,19 +183,33 @@ public enum ArchiveVerifier {
             collector.add(VerifyFinding(.warning, "container", recovery))
         }
         if !schema.triggers.isEmpty {
-            collector.add(VerifyFinding(.warning, "schema", "triggers (\(schema.triggers.joined(separator: ", "))) run on every write and may change or drop rows: tilepack does not append to this file"))
+            collector.add(
+                VerifyFinding(
+                    .warning, "schema",
+                    "triggers (\(schema.triggers.joined(separator: ", "))) run on every write and may change or drop rows: tilepack does not append to this file"
+                ))
         }
         if !schema.hasUniqueIndex {
-            collector.add(VerifyFinding(.warning, "schema", "no unique index on (zoom_level, tile_column, tile_row) of '\(schema.coordinateTable)': a tile may be stored twice and every lookup scans the table"))
+            collector.add(
+                VerifyFinding(
+                    .warning, "schema",
+                    "no unique index on (zoom_level, tile_column, tile_row) of '\(schema.coordinateTable)': a tile may be stored twice and every lookup scans the table"
+                ))
         }
         if !schema.hasUniqueImageIndex {
-            collector.add(VerifyFinding(.warning, "schema", "no unique index on tile_id of 'images': an image may be stored twice, and the tiles view then gives each of its tiles twice"))
+            collector.add(
+                VerifyFinding(
+                    .warning, "schema",
+                    "no unique index on tile_id of 'images': an image may be stored twice, and the tiles view then gives each of its tiles twice"
+                ))
         }
         if !schema.tilesAreUnique {
             do {
                 for duplicate in try archive.duplicateTiles(limit: maximumListed + 1) {
-                    collector.add(VerifyFinding(.error, "tile", "stored in \(duplicate.rowCount) rows; readers may return any of them",
-                                                tile: TileReference(duplicate.zoomLevel, duplicate.tileColumn, duplicate.tileRow)))
+                    collector.add(
+                        VerifyFinding(
+                            .error, "tile", "stored in \(duplicate.rowCount) rows; readers may return any of them",
+                            tile: TileReference(duplicate.zoomLevel, duplicate.tileColumn, duplicate.tileRow)))
                 }
             } catch {
                 collector.add(VerifyFinding(.error, "container", "looking for duplicated tiles failed: \(error.fault)"))
@@ -197,9 +219,16 @@ public enum ArchiveVerifier {
             for orphan in try archive.orphanedMapRows(limit: maximumListed + 1) {
                 let label = TileReference(orphan.zoomLevel, orphan.tileColumn, orphan.tileRow)
                 if orphan.tileID == .null {
-                    collector.add(VerifyFinding(.warning, "tile", "the map row names no image (tile_id NULL) and no grid: it is missing from the tiles view", tile: label))
+                    collector.add(
+                        VerifyFinding(
+                            .warning, "tile", "the map row names no image (tile_id NULL) and no grid: it is missing from the tiles view",
+                            tile: label))
                 } else {
-                    collector.add(VerifyFinding(.error, "tile", "the map row names tile_id \(orphan.tileID), which no images row holds: the tile is missing from the tiles view", tile: label))
+                    collector.add(
+                        VerifyFinding(
+                            .error, "tile",
+                            "the map row names tile_id \(orphan.tileID), which no images row holds: the tile is missing from the tiles view",
+                            tile: label))
                 }
             }
         } catch {
@@ -240,19 +269,26 @@ public enum ArchiveVerifier {
             try archive.checkTileHashes { mismatch in
                 let tile = TileReference(mismatch.zoomLevel, mismatch.tileColumn, mismatch.tileRow)
                 let stored = tile == nil ? " (stored as \(mismatch.zoomLevel)/\(mismatch.tileColumn)/\(mismatch.tileRow))" : ""
-                collector.add(VerifyFinding(.error, "hash", "tile_hash is \(mismatch.declared ?? "NULL"), the MD5 of tile_data is \(mismatch.computed ?? "NULL")\(stored)",
-                                            tile: tile))
+                collector.add(
+                    VerifyFinding(
+                        .error, "hash",
+                        "tile_hash is \(mismatch.declared ?? "NULL"), the MD5 of tile_data is \(mismatch.computed ?? "NULL")\(stored)",
+                        tile: tile))
             }
         } catch {
             collector.add(VerifyFinding(.error, "hash", "checking tile_hash failed: \(error)"))
         }
 
         if let stored = storedHash {
-            let hash = hasher?.finalize().map { Result<String, TileArchiveError>.success($0) }
+            let hash =
+                hasher?.finalize().map { Result<String, TileArchiveError>.success($0) }
                 ?? Result { () throws(TileArchiveError) in try archive.aggregateTilesHash() }
             switch hash {
             case .success(let computed) where computed.uppercased() != stored.uppercased():
-                collector.add(VerifyFinding(.error, "hash", "agg_tiles_hash is \(stored), the tiles hash to \(computed)", key: TileMetadata.Key.aggregateTilesHash))
+                collector.add(
+                    VerifyFinding(
+                        .error, "hash", "agg_tiles_hash is \(stored), the tiles hash to \(computed)",
+                        key: TileMetadata.Key.aggregateTilesHash))
             case .success:
                 break
             case .failure(let error):
@@ -282,11 +318,17 @@ public enum ArchiveVerifier {
     // MARK: Bundle
 
     /// - Parameter opened: the archive when it is already open (a remote one), else it is opened from `path`.
-    static func verifyBundle(path: String, opened: BundleArchive?, options: VerifyOptions, pool: WorkerPool, collector: inout Collector,
-                             progress: ProgressHandler?, start: UInt64) {
+    static func verifyBundle(
+        path: String, opened: BundleArchive?, options: VerifyOptions, pool: WorkerPool, collector: inout Collector,
+        progress: ProgressHandler?, start: UInt64
+    ) {
         let archive: BundleArchive
         do throws(TileArchiveError) {
-            if let opened { archive = opened } else { archive = try BundleArchive(path: path, options: BundleArchive.Options(access: .positionalReads)) }
+            if let opened {
+                archive = opened
+            } else {
+                archive = try BundleArchive(path: path, options: BundleArchive.Options(access: .positionalReads))
+            }
         } catch {
             collector.add(VerifyFinding(.error, "container", error.fault.description))
             return
@@ -312,7 +354,10 @@ public enum ArchiveVerifier {
                     checker.count(tile)
                     // Raw pixels have nothing to decode: their size is the check.
                     if bytes.count != raw.byteCount {
-                        collector.add(VerifyFinding(.error, "tile", "\(bytes.count) bytes, a \(raw) tile has \(raw.byteCount ?? -1)", tile: TileReference(tile)))
+                        collector.add(
+                            VerifyFinding(
+                                .error, "tile", "\(bytes.count) bytes, a \(raw) tile has \(raw.byteCount ?? -1)", tile: TileReference(tile))
+                        )
                     }
                 }
             } else if options.quick {
@@ -346,15 +391,20 @@ public enum ArchiveVerifier {
     // MARK: Metadata
 
     /// Metadata against the spec and the content: missing or inconsistent metadata is a warning.
-    static func checkMetadata(_ metadata: TileMetadata, summary: TileContentSummary?, checker: ContentChecker,
-                              collector: inout Collector, raw: Bool = false) {
+    static func checkMetadata(
+        _ metadata: TileMetadata, summary: TileContentSummary?, checker: ContentChecker,
+        collector: inout Collector, raw: Bool = false
+    ) {
         for issue in MBTilesMetadataValidator.validate(metadata, content: summary) {
             if raw && issue.key == TileMetadata.Key.format { continue }
             collector.add(VerifyFinding(.warning, "metadata", issue.message, key: issue.key))
         }
         if !raw, let declared = try? metadata.format, let (sniffed, count) = checker.formats.max(by: { $0.value < $1.value }),
-           declared != sniffed {
-            collector.add(VerifyFinding(.warning, "metadata", "format says \(declared), but \(count) tiles are \(sniffed)", key: TileMetadata.Key.format))
+            declared != sniffed
+        {
+            collector.add(
+                VerifyFinding(
+                    .warning, "metadata", "format says \(declared), but \(count) tiles are \(sniffed)", key: TileMetadata.Key.format))
         }
         if checker.formats.count > 1 {
             let mix = checker.formats.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")
@@ -427,7 +477,11 @@ struct ContentChecker {
         count(tile)
         if options.quick {
             guard let format = TileFormat.sniff(bytes) else {
-                collector.add(VerifyFinding(.error, "tile", bytes.isEmpty ? "empty tile" : "bytes of no known tile format (first bytes \(TileContentCheck.hexPrefix(bytes)))", tile: label))
+                collector.add(
+                    VerifyFinding(
+                        .error, "tile",
+                        bytes.isEmpty ? "empty tile" : "bytes of no known tile format (first bytes \(TileContentCheck.hexPrefix(bytes)))",
+                        tile: label))
                 return
             }
             formats[format, default: 0] += 1
@@ -446,12 +500,16 @@ struct ContentChecker {
 
     /// Counts the tiles of `range` into ``levels`` at once (a run's tiles, never visited one by one).
     mutating func count(_ range: TileRange) {
-        var level = levels[range.zoom] ?? TileContentSummary.Level(
-            zoom: range.zoom, tileCount: 0, minX: range.columns.lowerBound, maxX: range.columns.upperBound,
-            minY: range.rows.lowerBound, maxY: range.rows.upperBound)
+        var level =
+            levels[range.zoom]
+            ?? TileContentSummary.Level(
+                zoom: range.zoom, tileCount: 0, minX: range.columns.lowerBound, maxX: range.columns.upperBound,
+                minY: range.rows.lowerBound, maxY: range.rows.upperBound)
         level.tileCount += range.count
-        level.minX = min(level.minX, range.columns.lowerBound); level.maxX = max(level.maxX, range.columns.upperBound)
-        level.minY = min(level.minY, range.rows.lowerBound); level.maxY = max(level.maxY, range.rows.upperBound)
+        level.minX = min(level.minX, range.columns.lowerBound)
+        level.maxX = max(level.maxX, range.columns.upperBound)
+        level.minY = min(level.minY, range.rows.lowerBound)
+        level.maxY = max(level.maxY, range.rows.upperBound)
         levels[range.zoom] = level
     }
 
@@ -459,11 +517,14 @@ struct ContentChecker {
     mutating func count(_ tile: TileCoordinate) {
         if var level = levels[tile.zoom] {
             level.tileCount += 1
-            level.minX = min(level.minX, tile.x); level.maxX = max(level.maxX, tile.x)
-            level.minY = min(level.minY, tile.y); level.maxY = max(level.maxY, tile.y)
+            level.minX = min(level.minX, tile.x)
+            level.maxX = max(level.maxX, tile.x)
+            level.minY = min(level.minY, tile.y)
+            level.maxY = max(level.maxY, tile.y)
             levels[tile.zoom] = level
         } else {
-            levels[tile.zoom] = TileContentSummary.Level(zoom: tile.zoom, tileCount: 1, minX: tile.x, maxX: tile.x, minY: tile.y, maxY: tile.y)
+            levels[tile.zoom] = TileContentSummary.Level(
+                zoom: tile.zoom, tileCount: 1, minX: tile.x, maxX: tile.x, minY: tile.y, maxY: tile.y)
         }
     }
 
@@ -512,10 +573,17 @@ struct ContentChecker {
                 formats[outcome.format, default: 0] += 1
                 guard let width = outcome.width, let height = outcome.height else { continue }
                 if width != height || !TileSize.isValid(width) {
-                    collector.add(VerifyFinding(.error, "tile", "image is \(width)x\(height): a tile must be a square whose side is \(TileSize.rule)", tile: item.label))
+                    collector.add(
+                        VerifyFinding(
+                            .error, "tile", "image is \(width)x\(height): a tile must be a square whose side is \(TileSize.rule)",
+                            tile: item.label))
                 } else if let imageSize {
                     if imageSize.width != width || imageSize.height != height {
-                        collector.add(VerifyFinding(.error, "tile", "image is \(width)x\(height), but tile \(imageSize.label) is \(imageSize.width)x\(imageSize.height)", tile: item.label))
+                        collector.add(
+                            VerifyFinding(
+                                .error, "tile",
+                                "image is \(width)x\(height), but tile \(imageSize.label) is \(imageSize.width)x\(imageSize.height)",
+                                tile: item.label))
                     }
                 } else {
                     imageSize = (width, height, item.label)
@@ -529,4 +597,3 @@ struct ContentChecker {
         }
     }
 }
-

@@ -11,8 +11,10 @@ extension ArchiveVerifier {
     /// the header's counts and zooms against the directories, clustering, every tile decoded, the
     /// metadata. A v2 archive or another spec version is not a usable archive (exit 2).
     /// - Parameter opened: the archive when it is already open (a remote one), else it is opened from `path`.
-    static func verifyPMTiles(path: String, opened: PMTilesArchive?, options: VerifyOptions, pool: WorkerPool, collector: inout Collector,
-                              progress: ProgressHandler?, start: UInt64) {
+    static func verifyPMTiles(
+        path: String, opened: PMTilesArchive?, options: VerifyOptions, pool: WorkerPool, collector: inout Collector,
+        progress: ProgressHandler?, start: UInt64
+    ) {
         let archive: PMTilesArchive
         do throws(TileArchiveError) {
             if let opened {
@@ -30,7 +32,8 @@ extension ArchiveVerifier {
             return
         }
         let header = archive.header
-        collector.report.layout = "v3, \(header.tileType) tiles, tile compression \(header.tileCompression), internal compression \(header.internalCompression), \(header.clustered ? "clustered" : "not clustered")"
+        collector.report.layout =
+            "v3, \(header.tileType) tiles, tile compression \(header.tileCompression), internal compression \(header.internalCompression), \(header.clustered ? "clustered" : "not clustered")"
 
         // The directories: every entry, counted as the header counts them.
         var addressed: UInt64 = 0
@@ -51,31 +54,44 @@ extension ArchiveVerifier {
             let levels = try archive.zoomLevels()
             if let first = levels.first, let last = levels.last { zooms = first.zoom...last.zoom }
         } catch {
-            collector.add(VerifyFinding(.error, "container", "directories: \((error as? TileArchiveError)?.fault.description ?? "\(error)")"))
+            collector.add(
+                VerifyFinding(.error, "container", "directories: \((error as? TileArchiveError)?.fault.description ?? "\(error)")"))
             return
         }
-        for (what, declared, counted) in [("addressed tiles", header.addressedTiles, addressed),
-                                          ("tile entries", header.tileEntries, entries),
-                                          ("tile contents", header.tileContents, UInt64(contents.count))]
+        for (what, declared, counted) in [
+            ("addressed tiles", header.addressedTiles, addressed),
+            ("tile entries", header.tileEntries, entries),
+            ("tile contents", header.tileContents, UInt64(contents.count)),
+        ]
         where declared != 0 && declared != counted {
             collector.add(VerifyFinding(.warning, "container", "the header counts \(declared) \(what), the directories \(counted)"))
         }
         if header.clustered && gaps > 0 {
-            collector.add(VerifyFinding(.error, "container", "the header says clustered, but \(gaps) tile contents are not in tile-id order"))
+            collector.add(
+                VerifyFinding(.error, "container", "the header says clustered, but \(gaps) tile contents are not in tile-id order"))
         }
         if let zooms, zooms != Int(header.minZoom)...Int(header.maxZoom) {
-            collector.add(VerifyFinding(.warning, "container", "the header's zooms are \(header.minZoom)...\(header.maxZoom), the tiles' \(zooms.lowerBound)...\(zooms.upperBound)"))
+            collector.add(
+                VerifyFinding(
+                    .warning, "container",
+                    "the header's zooms are \(header.minZoom)...\(header.maxZoom), the tiles' \(zooms.lowerBound)...\(zooms.upperBound)"))
         }
 
         // Every tile: tile types tilepack cannot decode (AVIF, MLT, ...) are only counted.
         let decodable = header.tileType.tileFormat != nil || header.tileType == .unknown
         if !decodable && addressed > 0 {
-            collector.add(VerifyFinding(.warning, "tile", "tiles of type \(header.tileType) are not decoded (tilepack decodes png, jpeg, webp and mvt)"))
+            collector.add(
+                VerifyFinding(
+                    .warning, "tile", "tiles of type \(header.tileType) are not decoded (tilepack decodes png, jpeg, webp and mvt)"))
         }
         if header.tileCompression == .brotli || header.tileCompression == .zstd {
-            collector.add(VerifyFinding(.warning, "tile", "tiles compressed with \(header.tileCompression) are not decoded (tilepack decodes gzip or uncompressed tiles)"))
+            collector.add(
+                VerifyFinding(
+                    .warning, "tile",
+                    "tiles compressed with \(header.tileCompression) are not decoded (tilepack decodes gzip or uncompressed tiles)"))
         }
-        let checkTiles = decodable && (header.tileCompression == .none || header.tileCompression == .gzip || header.tileCompression == .unknown)
+        let checkTiles =
+            decodable && (header.tileCompression == .none || header.tileCompression == .gzip || header.tileCompression == .unknown)
         var checker = ContentChecker(options: options, pool: pool, progress: progress, start: start)
         // Tiles the header calls gzip-compressed must be gzip (a reader inflates them first).
         var notGzip = 0
@@ -105,13 +121,21 @@ extension ArchiveVerifier {
                 }
             }
         } catch {
-            collector.add(VerifyFinding(.error, "container", "reading the tiles failed: \((error as? TileArchiveError)?.fault.description ?? "\(error)")"))
+            collector.add(
+                VerifyFinding(
+                    .error, "container", "reading the tiles failed: \((error as? TileArchiveError)?.fault.description ?? "\(error)")"))
         }
         checker.finish(collector: &collector)
         if notGzip > 0, let firstNotGzip {
-            collector.add(VerifyFinding(.error, "tile", "the header says tiles are gzip-compressed, but \(notGzip) tiles are not gzip (no gzip magic 1f 8b), the first \(TileReference(firstNotGzip))"))
+            collector.add(
+                VerifyFinding(
+                    .error, "tile",
+                    "the header says tiles are gzip-compressed, but \(notGzip) tiles are not gzip (no gzip magic 1f 8b), the first \(TileReference(firstNotGzip))"
+                ))
         }
-        if let declared = header.tileType.tileFormat, let (sniffed, count) = checker.formats.max(by: { $0.value < $1.value }), sniffed != declared {
+        if let declared = header.tileType.tileFormat, let (sniffed, count) = checker.formats.max(by: { $0.value < $1.value }),
+            sniffed != declared
+        {
             collector.add(VerifyFinding(.error, "tile", "the header's tile type is \(header.tileType), but \(count) tiles are \(sniffed)"))
         }
 
@@ -119,17 +143,26 @@ extension ArchiveVerifier {
         do {
             metadata = try archive.metadata()
         } catch {
-            collector.add(VerifyFinding(.error, "metadata", "cannot read the metadata: \((error as? TileArchiveError)?.fault.description ?? "\(error)")"))
+            collector.add(
+                VerifyFinding(
+                    .error, "metadata", "cannot read the metadata: \((error as? TileArchiveError)?.fault.description ?? "\(error)")"))
             return
         }
         // A hash carried over from MBTiles (convert keeps it): the tiles must still hash to it.
         if metadata[TileMetadata.Key.aggregateTilesHash] != nil, addressed > Self.maximumTilesVisited {
-            collector.add(VerifyFinding(.warning, "hash", "agg_tiles_hash is not checked: the archive addresses \(addressed) tiles, over the \(Self.maximumTilesVisited) verify hashes one by one", key: TileMetadata.Key.aggregateTilesHash))
+            collector.add(
+                VerifyFinding(
+                    .warning, "hash",
+                    "agg_tiles_hash is not checked: the archive addresses \(addressed) tiles, over the \(Self.maximumTilesVisited) verify hashes one by one",
+                    key: TileMetadata.Key.aggregateTilesHash))
         } else if let stored = metadata[TileMetadata.Key.aggregateTilesHash] {
             do {
                 let computed = try MBTilesAggregateHash.compute(archive)
                 if computed.uppercased() != stored.uppercased() {
-                    collector.add(VerifyFinding(.error, "hash", "agg_tiles_hash is \(stored), the tiles hash to \(computed)", key: TileMetadata.Key.aggregateTilesHash))
+                    collector.add(
+                        VerifyFinding(
+                            .error, "hash", "agg_tiles_hash is \(stored), the tiles hash to \(computed)",
+                            key: TileMetadata.Key.aggregateTilesHash))
                 }
             } catch {
                 collector.add(VerifyFinding(.error, "hash", "computing agg_tiles_hash failed: \(error)"))

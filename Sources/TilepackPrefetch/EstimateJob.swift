@@ -46,8 +46,9 @@ final class EstimateJob: RequestJob, @unchecked Sendable {
 
     func run() async {
         let requestId = id.withLock { $0 }
-        var estimate = PrefetchEstimate(requestId: requestId, tiles: cover.count, missing: 0, bytes: 0, margin: 0, kilobytes: 0,
-                                        success: false, sampled: 0, sampledPresent: 0, error: nil)
+        var estimate = PrefetchEstimate(
+            requestId: requestId, tiles: cover.count, missing: 0, bytes: 0, margin: 0, kilobytes: 0,
+            success: false, sampled: 0, sampledPresent: 0, error: nil)
         do {
             var levels: [Level] = []
             for zoom in cover.zooms {
@@ -62,8 +63,9 @@ final class EstimateJob: RequestJob, @unchecked Sendable {
             }
             estimate.missing = levels.reduce(0) { $0 + $1.missing }
             let storedFormat = (try? store?.metadata().format) ?? nil
-            let downloader = TileDownloader(clients: prefetcher.clients, source: prefetcher.source,
-                                            configuration: prefetcher.configuration, storedFormat: storedFormat)
+            let downloader = TileDownloader(
+                clients: prefetcher.clients, source: prefetcher.source,
+                configuration: prefetcher.configuration, storedFormat: storedFormat)
             let urls = TemplateURLs(source: prefetcher.source)
             let perZoom = prefetcher.configuration.samplesPerZoom
             // Samples of all zooms at once, at most connectionsPerHost in flight.

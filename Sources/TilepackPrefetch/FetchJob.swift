@@ -65,8 +65,10 @@ final class FetchJob: RequestJob, @unchecked Sendable {
         }
     }
 
-    init(prefetcher: MapDataPrefetcher, store: MBTilesTileStore, request: PrefetchRequest, cover: PrefetchCover,
-         options: PrefetchOptions, regionId: Int) {
+    init(
+        prefetcher: MapDataPrefetcher, store: MBTilesTileStore, request: PrefetchRequest, cover: PrefetchCover,
+        options: PrefetchOptions, regionId: Int
+    ) {
         self.prefetcher = prefetcher
         self.store = store
         self.request = request
@@ -107,19 +109,22 @@ final class FetchJob: RequestJob, @unchecked Sendable {
         // same store may then download a tile the other has just stored; it is stored again, whole.
         let emptyZooms = Set(cover.zooms.filter { (try? store.isEmpty(atZoom: $0)) == true })
         let storedFormat = try? store.metadata().format
-        let downloader = TileDownloader(clients: prefetcher.clients, source: source, configuration: prefetcher.configuration,
-                                        storedFormat: storedFormat ?? nil)
+        let downloader = TileDownloader(
+            clients: prefetcher.clients, source: source, configuration: prefetcher.configuration,
+            storedFormat: storedFormat ?? nil)
         // Outcomes go into the store on the writer's queue; the capacity is checked there too.
-        let writer = StoreWriter(store: store, onError: { [weak self] message in self?.fail(with: message) }, afterBatch: { [weak self] stored in
-            guard let self else { return }
-            let due = sinceEviction.withLock { count -> Bool in
-                count += stored
-                guard count >= Self.evictionInterval else { return false }
-                count = 0
-                return true
-            }
-            if due { evictIfNeeded() }
-        })
+        let writer = StoreWriter(
+            store: store, onError: { [weak self] message in self?.fail(with: message) },
+            afterBatch: { [weak self] stored in
+                guard let self else { return }
+                let due = sinceEviction.withLock { count -> Bool in
+                    count += stored
+                    guard count >= Self.evictionInterval else { return false }
+                    count = 0
+                    return true
+                }
+                if due { evictIfNeeded() }
+            })
         let workers = max(1, min(1024, prefetcher.configuration.connectionsPerHost * max(1, source.hosts.count)))
         await withTaskGroup(of: Void.self) { group in
             for _ in 0..<workers {
@@ -136,7 +141,9 @@ final class FetchJob: RequestJob, @unchecked Sendable {
         finish()
     }
 
-    private nonisolated(nonsending) func process(_ tile: TileCoordinate, downloader: TileDownloader, writer: StoreWriter, emptyZooms: Set<Int>) async {
+    private nonisolated(nonsending) func process(
+        _ tile: TileCoordinate, downloader: TileDownloader, writer: StoreWriter, emptyZooms: Set<Int>
+    ) async {
         let record: TileStateRecord?
         let storedSize: Int?
         do {
@@ -177,30 +184,41 @@ final class FetchJob: RequestJob, @unchecked Sendable {
             state.withLock { $0.requests += attempts }
             return
         case .tile(let data, _, let etag, let lastModified):
-            await writer.submit(.record(TileStateRecord(tile: tile, outcome: .stored, httpStatus: 200, attempts: attempts, bytes: data.count,
-                                                        etag: etag, lastModified: lastModified, fetchedAt: now), data))
+            await writer.submit(
+                .record(
+                    TileStateRecord(
+                        tile: tile, outcome: .stored, httpStatus: 200, attempts: attempts, bytes: data.count,
+                        etag: etag, lastModified: lastModified, fetchedAt: now), data))
             settle(attempts: attempts, at: now) { counters in
                 counters.downloaded += 1
                 counters.bytes += data.count
             }
         case .notModified:
-            await writer.submit(.touch(tile, attempts: attempts, at: now, otherwise: TileStateRecord(
-                tile: tile, outcome: .stored, httpStatus: 304, attempts: attempts, bytes: storedSize ?? 0, fetchedAt: now)))
+            await writer.submit(
+                .touch(
+                    tile, attempts: attempts, at: now,
+                    otherwise: TileStateRecord(
+                        tile: tile, outcome: .stored, httpStatus: 304, attempts: attempts, bytes: storedSize ?? 0, fetchedAt: now)))
             settle(attempts: attempts) { counters in
                 counters.alreadyPresent += 1
                 counters.notModified += 1
             }
         case .absent(let status):
-            await writer.submit(.record(TileStateRecord(tile: tile, outcome: .absent, httpStatus: status, attempts: attempts, fetchedAt: now), nil))
+            await writer.submit(
+                .record(TileStateRecord(tile: tile, outcome: .absent, httpStatus: status, attempts: attempts, fetchedAt: now), nil))
             settle(attempts: attempts) { $0.absent += 1 }
         case .failed(let fault):
             // A stored tile whose refresh failed stays as it was.
             if storedSize == nil {
-                await writer.submit(.record(TileStateRecord(tile: tile, outcome: .failed, httpStatus: fault.httpStatus, attempts: attempts,
-                                                            message: fault.description, fetchedAt: now), nil))
+                await writer.submit(
+                    .record(
+                        TileStateRecord(
+                            tile: tile, outcome: .failed, httpStatus: fault.httpStatus, attempts: attempts,
+                            message: fault.description, fetchedAt: now), nil))
             }
-            let failure = PrefetchFailure(tile: "\(tile.zoom)/\(tile.x)/\(tile.y)", url: url.absoluteString, status: fault.httpStatus,
-                                          attempts: attempts, reason: fault.description)
+            let failure = PrefetchFailure(
+                tile: "\(tile.zoom)/\(tile.x)/\(tile.y)", url: url.absoluteString, status: fault.httpStatus,
+                attempts: attempts, reason: fault.description)
             settle(attempts: attempts) { counters in
                 counters.failed += 1
                 if counters.failures.count < PrefetchReport.maximumListedFailures { counters.failures.append(failure) }
@@ -257,9 +275,12 @@ final class FetchJob: RequestJob, @unchecked Sendable {
                 if let storeError, counters.storeError == nil { counters.storeError = storeError }
                 // A cancel that came after the last tile settled changes nothing.
                 let wasCancelled = cancelled.load(ordering: .relaxed) && counters.done < counters.total && counters.storeError == nil
-                let status: PrefetchStatus = counters.storeError != nil ? .failure
-                    : wasCancelled ? .cancelled
-                    : counters.failed > 0 ? .failure : .success
+                let status: PrefetchStatus =
+                    counters.storeError != nil
+                    ? .failure
+                    : wasCancelled
+                        ? .cancelled
+                        : counters.failed > 0 ? .failure : .success
                 return PrefetchReport(
                     requestId: counters.id, regionId: regionId, status: status, tiles: counters.total, downloaded: counters.downloaded,
                     alreadyPresent: counters.alreadyPresent, notModified: counters.notModified, absent: counters.absent,

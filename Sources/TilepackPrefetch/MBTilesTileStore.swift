@@ -40,9 +40,11 @@ package struct TileStateRecord: Hashable, Sendable {
     package var fetchedAt: Double
     package var lastUsed: Double
 
-    package init(tile: TileCoordinate, outcome: TileFetchOutcome, httpStatus: Int = 0, attempts: Int = 1, bytes: Int = 0,
-                etag: String? = nil, lastModified: String? = nil, message: String? = nil,
-                fetchedAt: Double = Date().timeIntervalSince1970, lastUsed: Double? = nil) {
+    package init(
+        tile: TileCoordinate, outcome: TileFetchOutcome, httpStatus: Int = 0, attempts: Int = 1, bytes: Int = 0,
+        etag: String? = nil, lastModified: String? = nil, message: String? = nil,
+        fetchedAt: Double = Date().timeIntervalSince1970, lastUsed: Double? = nil
+    ) {
         self.tile = tile
         self.outcome = outcome
         self.httpStatus = httpStatus
@@ -160,7 +162,9 @@ package final class MBTilesTileStore: @unchecked Sendable {
     ///   file keeps its own.
     /// - Throws: ``TileArchiveError`` naming the path: not an MBTiles file, a `tiles` that is not
     ///   a flat table (tiles are only added to the flat schema), SQLite or I/O faults.
-    package init(path: String, create: Bool = true, readOnly: Bool = false, metadata: TileMetadata = TileMetadata()) throws(TileArchiveError) {
+    package init(path: String, create: Bool = true, readOnly: Bool = false, metadata: TileMetadata = TileMetadata())
+        throws(TileArchiveError)
+    {
         self.path = path
         let exists = FileManager.default.fileExists(atPath: path)
         if !exists {
@@ -177,8 +181,10 @@ package final class MBTilesTileStore: @unchecked Sendable {
         let connection = try SQLiteConnection(filename: path, archivePath: path, readOnly: !writable, uri: false)
         let schema = try MBTilesSchema.detect(connection, path: path)
         guard schema.kind == .flat else {
-            throw TileArchiveError(path: path, fault: .unsupportedVersion(
-                "tiles are fetched into flat MBTiles only; this file's schema is \(schema.kind)"))
+            throw TileArchiveError(
+                path: path,
+                fault: .unsupportedVersion(
+                    "tiles are fetched into flat MBTiles only; this file's schema is \(schema.kind)"))
         }
         let state = State()
         state.connection = connection
@@ -189,7 +195,8 @@ package final class MBTilesTileStore: @unchecked Sendable {
             try connection.execute("PRAGMA journal_mode = DELETE; PRAGMA synchronous = NORMAL; PRAGMA cache_size = -49152;")
             try connection.execute(Self.bookkeepingSchema)
             if !schema.hasMetadataTable {
-                try connection.execute("CREATE TABLE metadata (name TEXT NOT NULL, value TEXT); CREATE UNIQUE INDEX name ON metadata (name);")
+                try connection.execute(
+                    "CREATE TABLE metadata (name TEXT NOT NULL, value TEXT); CREATE UNIQUE INDEX name ON metadata (name);")
             }
             state.upsertTile = try connection.prepare(
                 "INSERT OR REPLACE INTO tiles (zoom_level, tile_column, tile_row, tile_data) VALUES (?1, ?2, ?3, ?4)")
@@ -198,7 +205,8 @@ package final class MBTilesTileStore: @unchecked Sendable {
             // (A `tiles` without its unique index takes every row: as INSERT OR REPLACE does.)
             state.insertNewTile = try connection.prepare(
                 "INSERT OR IGNORE INTO tiles (zoom_level, tile_column, tile_row, tile_data) VALUES (?1, ?2, ?3, ?4)")
-            state.upsertState = try connection.prepare("""
+            state.upsertState = try connection.prepare(
+                """
                 INSERT INTO tilepack_tile_state (zoom_level, tile_column, tile_row, outcome, http_status, attempts, bytes,
                     etag, last_modified, message, fetched, last_used)
                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
@@ -211,11 +219,13 @@ package final class MBTilesTileStore: @unchecked Sendable {
             state.deleteState = try connection.prepare(
                 "DELETE FROM tilepack_tile_state WHERE zoom_level = ?1 AND tile_column = ?2 AND tile_row = ?3")
             state.touchState = try connection.prepare(
-                "UPDATE tilepack_tile_state SET last_used = ?4, fetched = ?5, attempts = attempts + ?6 WHERE zoom_level = ?1 AND tile_column = ?2 AND tile_row = ?3")
+                "UPDATE tilepack_tile_state SET last_used = ?4, fetched = ?5, attempts = attempts + ?6 WHERE zoom_level = ?1 AND tile_column = ?2 AND tile_row = ?3"
+            )
         }
         let hasState = try connection.scalarInt("SELECT count(*) FROM sqlite_master WHERE name = 'tilepack_tile_state'") ?? 0
         if hasState > 0 {
-            state.findState = try connection.prepare("""
+            state.findState = try connection.prepare(
+                """
                 SELECT outcome, http_status, attempts, bytes, etag, last_modified, message, fetched, last_used
                 FROM tilepack_tile_state WHERE zoom_level = ?1 AND tile_column = ?2 AND tile_row = ?3
                 """)
@@ -235,10 +245,12 @@ package final class MBTilesTileStore: @unchecked Sendable {
     private static func createEmpty(path: String, metadata: TileMetadata) throws(TileArchiveError) {
         let file = try AtomicFile(destination: path, overwrite: false)
         do {
-            let connection = try SQLiteConnection(filename: file.temporaryPath, archivePath: path, readOnly: false, uri: false, create: true)
+            let connection = try SQLiteConnection(
+                filename: file.temporaryPath, archivePath: path, readOnly: false, uri: false, create: true)
             // No journal and no syncs while the empty file is made: it is a temporary file until
             // AtomicFile syncs it and renames it into place, and discarded if anything fails first.
-            try connection.execute("""
+            try connection.execute(
+                """
                 PRAGMA journal_mode = OFF;
                 PRAGMA synchronous = OFF;
                 PRAGMA page_size = 8192;
@@ -327,7 +339,8 @@ package final class MBTilesTileStore: @unchecked Sendable {
     package func tileData(_ tile: TileCoordinate) throws(TileArchiveError) -> Data? {
         try withState { state throws(TileArchiveError) in
             let connection = try state.open(path: path)
-            let statement = try connection.prepare("SELECT tile_data FROM tiles WHERE zoom_level = ?1 AND tile_column = ?2 AND tile_row = ?3")
+            let statement = try connection.prepare(
+                "SELECT tile_data FROM tiles WHERE zoom_level = ?1 AND tile_column = ?2 AND tile_row = ?3")
             Self.bind(statement, tile)
             guard try statement.step(), let bytes = statement.bytes(0) else { return nil }
             return Data(bytes)
@@ -339,7 +352,8 @@ package final class MBTilesTileStore: @unchecked Sendable {
         try withState { state throws(TileArchiveError) in
             guard state.findState != nil else { return [] }
             let connection = try state.open(path: path)
-            let statement = try connection.prepare("""
+            let statement = try connection.prepare(
+                """
                 SELECT zoom_level, tile_column, tile_row, http_status, attempts, bytes, etag, last_modified, message, fetched, last_used
                 FROM tilepack_tile_state WHERE outcome = ?1 ORDER BY zoom_level, tile_column, tile_row
                 """)
@@ -347,10 +361,11 @@ package final class MBTilesTileStore: @unchecked Sendable {
             var result: [TileStateRecord] = []
             while try statement.step() {
                 guard let tile = Self.tile(statement, 0) else { continue }
-                result.append(TileStateRecord(
-                    tile: tile, outcome: outcome, httpStatus: Int(statement.int64(3)), attempts: Int(statement.int64(4)),
-                    bytes: Int(statement.int64(5)), etag: statement.text(6), lastModified: statement.text(7),
-                    message: statement.text(8), fetchedAt: statement.double(9), lastUsed: statement.double(10)))
+                result.append(
+                    TileStateRecord(
+                        tile: tile, outcome: outcome, httpStatus: Int(statement.int64(3)), attempts: Int(statement.int64(4)),
+                        bytes: Int(statement.int64(5)), etag: statement.text(6), lastModified: statement.text(7),
+                        message: statement.text(8), fetchedAt: statement.double(9), lastUsed: statement.double(10)))
             }
             return result
         }
@@ -408,7 +423,9 @@ package final class MBTilesTileStore: @unchecked Sendable {
     /// the tile's bytes are not rewritten. `attempts` requests are added to its count.
     /// Returns false when the tile has no bookkeeping row.
     @discardableResult
-    package func touch(_ tile: TileCoordinate, attempts: Int = 0, at time: Double = Date().timeIntervalSince1970) throws(TileArchiveError) -> Bool {
+    package func touch(_ tile: TileCoordinate, attempts: Int = 0, at time: Double = Date().timeIntervalSince1970) throws(TileArchiveError)
+        -> Bool
+    {
         try withWritableState { state throws(TileArchiveError) in
             try state.beginIfNeeded(path: path)
             guard let touch = state.touchState else { return false }
@@ -441,7 +458,8 @@ package final class MBTilesTileStore: @unchecked Sendable {
                 if let name = read.text(0), let value = read.text(1), metadata[name] == nil { metadata[name] = value }
             }
             for key in extra.keys { metadata[key] = extra[key] }
-            var content = try state.indexInCoordinateOrder ? TileContentSummary.queryByColumns(connection) : TileContentSummary.query(connection)
+            var content =
+                try state.indexInCoordinateOrder ? TileContentSummary.queryByColumns(connection) : TileContentSummary.query(connection)
             let sniff = try connection.prepare("SELECT tile_data FROM tiles WHERE tile_data IS NOT NULL LIMIT 1")
             if try sniff.step(), let bytes = sniff.bytes(0) { content.sniffedFormat = TileFormat.sniff(bytes) }
             sniff.reset()
@@ -467,7 +485,8 @@ package final class MBTilesTileStore: @unchecked Sendable {
             try state.commit(path: path)
             let connection = try state.open(path: path)
             // Candidates oldest first: tiles without a row, then rows by last use.
-            let scan = try connection.prepare("""
+            let scan = try connection.prepare(
+                """
                 SELECT t.zoom_level, t.tile_column, t.tile_row, length(t.tile_data), coalesce(s.last_used, 0) AS used
                 FROM tiles t LEFT JOIN tilepack_tile_state s
                   ON s.zoom_level = t.zoom_level AND s.tile_column = t.tile_column AND s.tile_row = t.tile_row
@@ -552,7 +571,8 @@ package final class MBTilesTileStore: @unchecked Sendable {
             try state.beginIfNeeded(path: path)
             let connection = try state.open(path: path)
             let now = Date().timeIntervalSince1970
-            let upsert = try connection.prepare("""
+            let upsert = try connection.prepare(
+                """
                 INSERT INTO tilepack_regions (key, request, kept, status, created, updated) VALUES (?1, ?2, 1, ?3, ?4, ?4)
                 ON CONFLICT (key) DO UPDATE SET request = excluded.request, kept = 1, status = excluded.status, updated = excluded.updated
                 """)
@@ -613,15 +633,18 @@ package final class MBTilesTileStore: @unchecked Sendable {
         }
     }
 
-    private static func regions(_ connection: SQLiteConnection, filter: String, key: String?) throws(TileArchiveError) -> [TileRegionRecord] {
-        let statement = try connection.prepare("SELECT id, key, request, kept, status, created, updated FROM tilepack_regions \(filter) ORDER BY id")
+    private static func regions(_ connection: SQLiteConnection, filter: String, key: String?) throws(TileArchiveError) -> [TileRegionRecord]
+    {
+        let statement = try connection.prepare(
+            "SELECT id, key, request, kept, status, created, updated FROM tilepack_regions \(filter) ORDER BY id")
         if let key { statement.bind(1, text: key) }
         var result: [TileRegionRecord] = []
         while try statement.step() {
-            result.append(TileRegionRecord(
-                id: Int(statement.int64(0)), key: statement.text(1) ?? "", request: statement.text(2) ?? "",
-                kept: statement.int64(3) != 0, status: statement.text(4) ?? "",
-                createdAt: statement.double(5), updatedAt: statement.double(6)))
+            result.append(
+                TileRegionRecord(
+                    id: Int(statement.int64(0)), key: statement.text(1) ?? "", request: statement.text(2) ?? "",
+                    kept: statement.int64(3) != 0, status: statement.text(4) ?? "",
+                    createdAt: statement.double(5), updatedAt: statement.double(6)))
         }
         return result
     }
@@ -665,8 +688,10 @@ package final class MBTilesTileStore: @unchecked Sendable {
 
     /// Runs an insert of `data` as `tile`'s bytes; returns whether it added a row (always true
     /// without `changes`, the connection to ask).
-    private static func write(_ data: Data, of tile: TileCoordinate, with statement: SQLiteStatement,
-                              changes connection: SQLiteConnection?) throws(TileArchiveError) -> Bool {
+    private static func write(
+        _ data: Data, of tile: TileCoordinate, with statement: SQLiteStatement,
+        changes connection: SQLiteConnection?
+    ) throws(TileArchiveError) -> Bool {
         bind(statement, tile)
         let written = data.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) -> Result<Void, TileArchiveError> in
             defer { statement.reset() }

@@ -62,8 +62,10 @@ public final class MapDataPrefetcher: Sendable {
     ///     (the command line uses `TilepackCurl`'s on Linux); every rule of the exchange stays in
     ///     TilepackHTTP's `HTTPClient` either way.
     /// - Throws: ``TileArchiveError`` when the store exists but cannot be opened as flat MBTiles.
-    public init(storePath: String, source: PrefetchSource, configuration: PrefetchConfiguration = PrefetchConfiguration(),
-                createStore: Bool = true, readOnly: Bool = false, transport: (any HTTPTransport)? = nil) throws(TileArchiveError) {
+    public init(
+        storePath: String, source: PrefetchSource, configuration: PrefetchConfiguration = PrefetchConfiguration(),
+        createStore: Bool = true, readOnly: Bool = false, transport: (any HTTPTransport)? = nil
+    ) throws(TileArchiveError) {
         self.source = source
         self.configuration = configuration
         if (createStore && !readOnly) || FileManager.default.fileExists(atPath: storePath) {
@@ -122,8 +124,9 @@ public final class MapDataPrefetcher: Sendable {
         let region: TileRegionRecord
         do {
             // Committed with the first batch of tiles.
-            region = try store.region(key: request.key(source: source), request: request.storedJSON, status: PrefetchStatus.inProgress.rawValue,
-                                      commit: false)
+            region = try store.region(
+                key: request.key(source: source), request: request.storedJSON, status: PrefetchStatus.inProgress.rawValue,
+                commit: false)
         } catch {
             return .rejected(.unknown, "recording the region failed: \(error)")
         }
@@ -152,17 +155,21 @@ public final class MapDataPrefetcher: Sendable {
     public func estimate(_ request: PrefetchRequest) async -> PrefetchEstimate {
         let submission = estimateMapDataSize(for: request)
         guard submission.accepted else {
-            return PrefetchEstimate(requestId: submission.requestId, tiles: 0, missing: 0, bytes: 0, margin: 0, kilobytes: 0,
-                                    success: false, sampled: 0, sampledPresent: 0, error: submission.reason)
+            return PrefetchEstimate(
+                requestId: submission.requestId, tiles: 0, missing: 0, bytes: 0, margin: 0, kilobytes: 0,
+                success: false, sampled: 0, sampledPresent: 0, error: submission.reason)
         }
         await wait(for: submission.requestId)
         return state.withLock { $0.estimates[submission.requestId] }
-            ?? PrefetchEstimate(requestId: submission.requestId, tiles: 0, missing: 0, bytes: 0, margin: 0, kilobytes: 0,
-                                success: false, sampled: 0, sampledPresent: 0, error: "no result")
+            ?? PrefetchEstimate(
+                requestId: submission.requestId, tiles: 0, missing: 0, bytes: 0, margin: 0, kilobytes: 0,
+                success: false, sampled: 0, sampledPresent: 0, error: "no result")
     }
 
     /// Fetches and waits for the report; `nil` when the request was refused (see the submission).
-    public func fetch(_ request: PrefetchRequest, options: PrefetchOptions = PrefetchOptions()) async -> (PrefetchSubmission, PrefetchReport?) {
+    public func fetch(_ request: PrefetchRequest, options: PrefetchOptions = PrefetchOptions()) async -> (
+        PrefetchSubmission, PrefetchReport?
+    ) {
         let submission = fetchMapData(for: request, options: options)
         guard submission.accepted else { return (submission, nil) }
         return (submission, await report(for: submission.requestId))
@@ -257,7 +264,8 @@ public final class MapDataPrefetcher: Sendable {
             return .rejected(.rejected(.invalidParameters, "\(error)"))
         }
         guard cover.count <= configuration.maximumTiles else {
-            return .rejected(.rejected(.routeAreaTooBig, "the area holds \(cover.count) tiles, over the limit of \(configuration.maximumTiles)"))
+            return .rejected(
+                .rejected(.routeAreaTooBig, "the area holds \(cover.count) tiles, over the limit of \(configuration.maximumTiles)"))
         }
         return .accepted(cover)
     }

@@ -26,8 +26,9 @@ public struct PrefetchConfiguration: Hashable, Sendable {
     /// Retries of one tile on timeouts, dropped connections, truncated bodies, 408, 429 and the
     /// transient 5xx: exponential back-off with full jitter, `Retry-After` honoured (up to its
     /// `maximumRetryAfter`; a longer wait fails the tile). 404 and 204 are never retried.
-    public var retry = RetryPolicy(maximumAttempts: 5, baseDelay: .milliseconds(250), maximumDelay: .seconds(30),
-                                   maximumRetryAfter: .seconds(120))
+    public var retry = RetryPolicy(
+        maximumAttempts: 5, baseDelay: .milliseconds(250), maximumDelay: .seconds(30),
+        maximumRetryAfter: .seconds(120))
     /// Seconds one HTTP request may take.
     public var requestTimeout: Double = 30
     /// The largest tile body accepted.
@@ -52,7 +53,9 @@ public struct PrefetchConfiguration: Hashable, Sendable {
         if !(requestTimeout > 0 && requestTimeout.isFinite) { return "the request timeout must be positive" }
         if maximumTileBytes < 1 { return "maximumTileBytes must be positive" }
         if !(0...1000).contains(samplesPerZoom) { return "samplesPerZoom must be 0-1000" }
-        if userAgent.isEmpty || userAgent.contains(where: { $0 == "\r" || $0 == "\n" }) { return "the User-Agent must be one non-empty line" }
+        if userAgent.isEmpty || userAgent.contains(where: { $0 == "\r" || $0 == "\n" }) {
+            return "the User-Agent must be one non-empty line"
+        }
         return nil
     }
 }

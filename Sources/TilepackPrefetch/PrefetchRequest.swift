@@ -49,8 +49,11 @@ public struct PrefetchRequest: Hashable, Sendable {
             guard radius.isFinite, radius >= Self.minimumRouteRadius else {
                 return "the radius \(radius) m is below the minimum of \(Int(Self.minimumRouteRadius)) m"
             }
-            for point in points where !(point.latitude.isFinite && point.longitude.isFinite
-                && (-90...90).contains(point.latitude) && (-180...180).contains(point.longitude)) {
+            for point in points
+            where
+                !(point.latitude.isFinite && point.longitude.isFinite
+                && (-90...90).contains(point.latitude) && (-180...180).contains(point.longitude))
+            {
                 return "the route point \(point) is not a coordinate"
             }
         }
@@ -158,14 +161,17 @@ extension PrefetchRequest {
     /// foreign record is ignored, never trusted).
     init?(storedJSON text: String) {
         guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
-              let minZoom = object["minzoom"] as? Int, let maxZoom = object["maxzoom"] as? Int,
-              minZoom >= 0, maxZoom <= TileCoordinate.maximumZoom, minZoom <= maxZoom
+            let minZoom = object["minzoom"] as? Int, let maxZoom = object["maxzoom"] as? Int,
+            minZoom >= 0, maxZoom <= TileCoordinate.maximumZoom, minZoom <= maxZoom
         else { return nil }
         if let box = object["bbox"] as? [Double], box.count == 4 {
-            self.init(area: .boundingBox(GeoBoundingBox(west: box[0], south: box[1], east: box[2], north: box[3])), zooms: minZoom...maxZoom)
+            self.init(
+                area: .boundingBox(GeoBoundingBox(west: box[0], south: box[1], east: box[2], north: box[3])), zooms: minZoom...maxZoom)
         } else if let route = object["route"] as? [[Double]], let radius = object["radius"] as? Double,
-                  route.allSatisfy({ $0.count == 2 }) {
-            self.init(area: .route(route.map { GeoCoordinate(latitude: $0[0], longitude: $0[1]) }, radius: radius), zooms: minZoom...maxZoom)
+            route.allSatisfy({ $0.count == 2 })
+        {
+            self.init(
+                area: .route(route.map { GeoCoordinate(latitude: $0[0], longitude: $0[1]) }, radius: radius), zooms: minZoom...maxZoom)
         } else {
             return nil
         }

@@ -24,8 +24,10 @@ public struct PrefetchSource: Hashable, Sendable {
     /// (an archive holds one format). So a JSON error page is refused from a `.png` template.
     public var format: TileFormat?
 
-    public init(urlTemplate: String, scheme: TileScheme = .xyz, scale: Int = 1, subdomains: [String] = ["a", "b", "c"],
-                tileSize: Int? = nil, format: TileFormat? = nil) {
+    public init(
+        urlTemplate: String, scheme: TileScheme = .xyz, scale: Int = 1, subdomains: [String] = ["a", "b", "c"],
+        tileSize: Int? = nil, format: TileFormat? = nil
+    ) {
         self.urlTemplate = urlTemplate
         self.scheme = scheme
         self.scale = scale
@@ -58,7 +60,7 @@ public struct PrefetchSource: Hashable, Sendable {
         if let tileSize, let reason = TileSize.invalidReason(tileSize) { return reason }
         if subdomains.isEmpty || subdomains.contains(where: \.isEmpty) { return "a subdomain is empty" }
         guard let url = url(for: TileCoordinate(uncheckedZoom: 0, x: 0, y: 0)),
-              let scheme = url.scheme?.lowercased(), ["http", "https"].contains(scheme), url.host != nil
+            let scheme = url.scheme?.lowercased(), ["http", "https"].contains(scheme), url.host != nil
         else { return "the URL template does not make http(s) URLs: \(urlTemplate)" }
         return nil
     }
@@ -104,7 +106,8 @@ struct TemplateURLs: Sendable {
     }
 
     func url(for tile: TileCoordinate) -> URL? {
-        template.url(z: tile.zoom, x: tile.x, y: tile.y, scheme: source.scheme, scale: Double(source.scale),
-                     subdomains: source.subdomains)
+        template.url(
+            z: tile.zoom, x: tile.x, y: tile.y, scheme: source.scheme, scale: Double(source.scale),
+            subdomains: source.subdomains)
     }
 }

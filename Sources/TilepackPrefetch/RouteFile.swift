@@ -1,5 +1,6 @@
 import Foundation
 import TilepackCore
+
 #if canImport(FoundationXML)
 import FoundationXML
 #endif
@@ -85,11 +86,13 @@ package enum RouteFile {
 
     /// GeoJSON positions are `[longitude, latitude, (altitude)]`.
     private static func positions(_ value: Any?, path: String) throws(RouteFileError) -> [GeoCoordinate] {
-        guard let list = value as? [[Any]] else { throw RouteFileError(path: path, reason: "a LineString's coordinates are not a list of positions") }
+        guard let list = value as? [[Any]] else {
+            throw RouteFileError(path: path, reason: "a LineString's coordinates are not a list of positions")
+        }
         var result: [GeoCoordinate] = []
         for position in list {
             guard position.count >= 2, let longitude = (position[0] as? NSNumber)?.doubleValue,
-                  let latitude = (position[1] as? NSNumber)?.doubleValue, longitude.isFinite, latitude.isFinite
+                let latitude = (position[1] as? NSNumber)?.doubleValue, longitude.isFinite, latitude.isFinite
             else { throw RouteFileError(path: path, reason: "a position is not [longitude, latitude]") }
             result.append(GeoCoordinate(latitude: latitude, longitude: longitude))
         }
@@ -106,7 +109,9 @@ package enum RouteFile {
         }
         if let bad = delegate.invalid { throw RouteFileError(path: path, reason: bad) }
         // Some XML parsers accept a document cut short: the root must have been closed.
-        guard delegate.depth == 0, delegate.sawRoot else { throw RouteFileError(path: path, reason: "not well-formed XML: the document ends inside an element") }
+        guard delegate.depth == 0, delegate.sawRoot else {
+            throw RouteFileError(path: path, reason: "not well-formed XML: the document ends inside an element")
+        }
         return delegate.track.isEmpty ? delegate.route : delegate.track
     }
 
@@ -121,14 +126,17 @@ package enum RouteFile {
             depth -= 1
         }
 
-        func parser(_ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?,
-                    attributes: [String: String] = [:]) {
+        func parser(
+            _ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?,
+            attributes: [String: String] = [:]
+        ) {
             depth += 1
             sawRoot = true
             let local = name.split(separator: ":").last.map(String.init) ?? name
             guard local == "trkpt" || local == "rtept" else { return }
             guard let latitude = attributes["lat"].flatMap(Double.init), let longitude = attributes["lon"].flatMap(Double.init),
-                  latitude.isFinite, longitude.isFinite else {
+                latitude.isFinite, longitude.isFinite
+            else {
                 if invalid == nil { invalid = "a \(local) without numeric lat and lon" }
                 return
             }

@@ -42,7 +42,8 @@ final class TileDownloader: Sendable {
     /// Why the source is unreachable, once ``maximumRefusals`` connections in a row were refused.
     var unreachable: String? {
         guard refusals.load(ordering: .relaxed) >= Self.maximumRefusals else { return nil }
-        return "the tile server refused \(Self.maximumRefusals) connections in a row, with no answer between them; is it running, and are the URL's host and port right?"
+        return
+            "the tile server refused \(Self.maximumRefusals) connections in a row, with no answer between them; is it running, and are the URL's host and port right?"
     }
 
     init(clients: [HTTPClient], source: PrefetchSource, configuration: PrefetchConfiguration, storedFormat: TileFormat?) {
@@ -57,14 +58,17 @@ final class TileDownloader: Sendable {
 
     /// Downloads `url`; `validators` make the request conditional (refresh). `attempts` counts
     /// the requests made.
-    nonisolated(nonsending) func download(_ url: URL, validators: (etag: String?, lastModified: String?)? = nil,
-                  maximumAttempts: Int? = nil, attempts: inout Int) async -> TileDownload {
+    nonisolated(nonsending) func download(
+        _ url: URL, validators: (etag: String?, lastModified: String?)? = nil,
+        maximumAttempts: Int? = nil, attempts: inout Int
+    ) async -> TileDownload {
         let host = url.host ?? ""
         var headers = baseHeaders
         if let etag = validators?.etag { headers["If-None-Match"] = etag }
         if let lastModified = validators?.lastModified { headers["If-Modified-Since"] = lastModified }
-        let request = HTTPRequest(url: url, headers: headers, timeout: .milliseconds(Int64(configuration.requestTimeout * 1000)),
-                                  maximumBodyBytes: configuration.maximumTileBytes)
+        let request = HTTPRequest(
+            url: url, headers: headers, timeout: .milliseconds(Int64(configuration.requestTimeout * 1000)),
+            maximumBodyBytes: configuration.maximumTileBytes)
         let retry = configuration.retry
         let tries = min(maximumAttempts ?? retry.maximumAttempts, retry.maximumAttempts)
         var generator = RetryPolicy.Jitter()
@@ -83,7 +87,14 @@ final class TileDownloader: Sendable {
             let fault: TileFault
             var retryAfter: Duration?
             do {
-                let client = clients.count == 1 ? clients[0] : clients[turn.withLock { $0 = ($0 + 1) % clients.count; return $0 }]
+                let client =
+                    clients.count == 1
+                    ? clients[0]
+                    : clients[
+                        turn.withLock {
+                            $0 = ($0 + 1) % clients.count
+                            return $0
+                        }]
                 let response = try await client.send(request)
                 gate.release(host)
                 if refusals.load(ordering: .relaxed) != 0 { refusals.store(0, ordering: .relaxed) }

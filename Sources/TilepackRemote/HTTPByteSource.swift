@@ -51,7 +51,8 @@ public final class HTTPByteSource: ByteSource, @unchecked Sendable {
     public var pin: String {
         if let etag { return "its ETag \(etag)" }
         if let lastModified { return "its Last-Modified (\(lastModified)) and size (\(count) bytes), as the server sends no ETag" }
-        return "its size (\(count) bytes) alone, as the server sends no ETag or Last-Modified: a replacement of the same size is not detected"
+        return
+            "its size (\(count) bytes) alone, as the server sends no ETag or Last-Modified: a replacement of the same size is not detected"
     }
 
     /// Told (a command sets it, to print) when an object is pinned by less than an ETag.
@@ -79,7 +80,8 @@ public final class HTTPByteSource: ByteSource, @unchecked Sendable {
         self.url = url
         self.client = client
         self.options = options
-        let first = try Self.fetch(url: url, range: 0..<options.initialLength, etag: nil, client: client, options: options, expectedSize: nil)
+        let first = try Self.fetch(
+            url: url, range: 0..<options.initialLength, etag: nil, client: client, options: options, expectedSize: nil)
         state.withLock { $0.requests += first.attempts }
         count = first.size
         etag = first.etag
@@ -100,7 +102,8 @@ public final class HTTPByteSource: ByteSource, @unchecked Sendable {
             return try hit.data.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[hit.start..<(hit.start + length)])) }
         }
         // A planned range that holds this one is fetched whole; otherwise just these bytes.
-        let range = state.withLock { state in state.planned.first { $0.contains(offset) && $0.upperBound >= offset + length } }
+        let range =
+            state.withLock { state in state.planned.first { $0.contains(offset) && $0.upperBound >= offset + length } }
             ?? offset..<(offset + length)
         let data = try fetch(range)
         let start = offset - range.lowerBound
@@ -112,7 +115,8 @@ public final class HTTPByteSource: ByteSource, @unchecked Sendable {
         var merged: [Range<Int>] = []
         for range in sorted {
             if let last = merged.last, range.lowerBound <= last.upperBound + options.coalescingGap,
-               max(last.upperBound, range.upperBound) - last.lowerBound <= options.maximumRequestBytes {
+                max(last.upperBound, range.upperBound) - last.lowerBound <= options.maximumRequestBytes
+            {
                 merged[merged.count - 1] = last.lowerBound..<max(last.upperBound, range.upperBound)
             } else {
                 merged.append(range)
@@ -135,15 +139,17 @@ public final class HTTPByteSource: ByteSource, @unchecked Sendable {
     }
 
     private func fetch(_ range: Range<Int>) throws(TileArchiveError) -> Data {
-        let result = try Self.fetch(url: url, range: range, etag: etag, client: client, options: options, expectedSize: count,
-                                    lastModified: lastModified)
+        let result = try Self.fetch(
+            url: url, range: range, etag: etag, client: client, options: options, expectedSize: count,
+            lastModified: lastModified)
         state.withLock { state in
             state.requests += result.attempts
             state.clock += 1
             state.chunks[range.lowerBound] = (result.body, state.clock)
             state.cachedBytes += result.body.count
             while state.cachedBytes > options.cacheBytes, state.chunks.count > 1,
-                  let oldest = state.chunks.min(by: { $0.value.used < $1.value.used }) {
+                let oldest = state.chunks.min(by: { $0.value.used < $1.value.used })
+            {
                 state.chunks[oldest.key] = nil
                 state.cachedBytes -= oldest.value.data.count
             }
@@ -160,9 +166,10 @@ public final class HTTPByteSource: ByteSource, @unchecked Sendable {
     }
 
     /// One range request, retried as the options say, with every answer checked.
-    static func fetch(url: URL, range: Range<Int>, etag: String?, client: HTTPClient, options: Options, expectedSize: Int?,
-                      lastModified: String? = nil) throws(TileArchiveError) -> Fetched
-    {
+    static func fetch(
+        url: URL, range: Range<Int>, etag: String?, client: HTTPClient, options: Options, expectedSize: Int?,
+        lastModified: String? = nil
+    ) throws(TileArchiveError) -> Fetched {
         let name = url.absoluteString
         func fail(_ fault: TileArchiveError.Fault) -> TileArchiveError { TileArchiveError(path: name, fault: fault) }
         var request = HTTPRequest(url: url, timeout: options.timeout, maximumBodyBytes: max(range.count, 1) + 1024)
@@ -181,7 +188,12 @@ public final class HTTPByteSource: ByteSource, @unchecked Sendable {
         case .success(let value): response = value
         case .failure(let error):
             if case .tooLarge = error.fault {
-                throw fail(.io(errno: 0, reason: "the server ignored the Range header (it sent more than the \(range.count) bytes asked for): remote archives need a server that answers range requests (206)"))
+                throw fail(
+                    .io(
+                        errno: 0,
+                        reason:
+                            "the server ignored the Range header (it sent more than the \(range.count) bytes asked for): remote archives need a server that answers range requests (206)"
+                    ))
             }
             throw fail(.io(errno: 0, reason: error.reason))
         }
@@ -190,7 +202,10 @@ public final class HTTPByteSource: ByteSource, @unchecked Sendable {
             throw fail(.corrupt("the object changed while it was read (ETag \(etag), now \(now)); open it again"))
         }
         if etag == nil, let lastModified, response.header("last-modified") != lastModified {
-            throw fail(.corrupt("the object changed while it was read (Last-Modified \(lastModified), now \(response.header("last-modified") ?? "none")); open it again"))
+            throw fail(
+                .corrupt(
+                    "the object changed while it was read (Last-Modified \(lastModified), now \(response.header("last-modified") ?? "none")); open it again"
+                ))
         }
         switch response.status {
         case 206:
@@ -198,23 +213,40 @@ public final class HTTPByteSource: ByteSource, @unchecked Sendable {
                 throw fail(.corrupt("a 206 answer without a usable Content-Range (\(response.header("content-range") ?? "none"))"))
             }
             if let expectedSize, parsed.size != expectedSize {
-                throw fail(.corrupt("the object changed while it was read (it had \(expectedSize) bytes, now \(parsed.size)); open it again"))
+                throw fail(
+                    .corrupt("the object changed while it was read (it had \(expectedSize) bytes, now \(parsed.size)); open it again"))
             }
             let wanted = range.lowerBound..<min(range.upperBound, parsed.size)
             guard parsed.range == wanted, response.body.count == wanted.count else {
-                throw fail(.corrupt("asked for bytes \(wanted.lowerBound)..<\(wanted.upperBound), the server sent \(contentRange) with \(response.body.count) bytes"))
+                throw fail(
+                    .corrupt(
+                        "asked for bytes \(wanted.lowerBound)..<\(wanted.upperBound), the server sent \(contentRange) with \(response.body.count) bytes"
+                    ))
             }
-            return Fetched(body: response.body, size: parsed.size, etag: response.etag, lastModified: response.header("last-modified"), attempts: tries)
+            return Fetched(
+                body: response.body, size: parsed.size, etag: response.etag, lastModified: response.header("last-modified"), attempts: tries
+            )
         case 200:
             // Only acceptable as the whole object when that is no more than was asked for.
-            guard range.lowerBound == 0, response.body.count < range.count, expectedSize == nil || expectedSize == response.body.count else {
-                throw fail(.io(errno: 0, reason: "the server ignored the Range header (status 200 with \(response.body.count) bytes for bytes \(range.lowerBound)-\(range.upperBound - 1)): remote archives need a server that answers range requests (206)"))
+            guard range.lowerBound == 0, response.body.count < range.count, expectedSize == nil || expectedSize == response.body.count
+            else {
+                throw fail(
+                    .io(
+                        errno: 0,
+                        reason:
+                            "the server ignored the Range header (status 200 with \(response.body.count) bytes for bytes \(range.lowerBound)-\(range.upperBound - 1)): remote archives need a server that answers range requests (206)"
+                    ))
             }
-            return Fetched(body: response.body, size: response.body.count, etag: response.etag, lastModified: response.header("last-modified"), attempts: tries)
+            return Fetched(
+                body: response.body, size: response.body.count, etag: response.etag, lastModified: response.header("last-modified"),
+                attempts: tries)
         case 416 where range.lowerBound == 0:
             return Fetched(body: Data(), size: 0, etag: response.etag, lastModified: response.header("last-modified"), attempts: tries)
         case 412:
-            throw fail(.corrupt("the object changed while it was read (If-Match \(etag ?? "") or If-Unmodified-Since \(lastModified ?? "") failed); open it again"))
+            throw fail(
+                .corrupt(
+                    "the object changed while it was read (If-Match \(etag ?? "") or If-Unmodified-Since \(lastModified ?? "") failed); open it again"
+                ))
         default:
             throw fail(.cannotOpen(errno: 0, reason: "HTTP status \(response.status)"))
         }

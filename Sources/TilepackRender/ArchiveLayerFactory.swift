@@ -20,8 +20,10 @@ package struct ArchiveLayerFactory: RenderLayerFactory {
     }
 
     package func makeLayer(for input: String, options: RenderLayerOptions) throws -> MapTileLayer {
-        let source = ArchiveTileSource(archive: try ArchiveLocation.open(input, bundleAccess: .memoryMap), options: ArchiveTileSource.Options(
-            reader: ArchiveReaderOptions(cacheByteLimit: 64 << 20)))
+        let source = ArchiveTileSource(
+            archive: try ArchiveLocation.open(input, bundleAccess: .memoryMap),
+            options: ArchiveTileSource.Options(
+                reader: ArchiveReaderOptions(cacheByteLimit: 64 << 20)))
         return source.makeLayer(name: input, tileSize: options.tileSize)
     }
 
@@ -43,7 +45,9 @@ package struct ArchiveLayerFactory: RenderLayerFactory {
         let level = Int(viewZoom.rounded(.down))
         if !layer.isShown(atZoomLevel: level) {
             let zooms = source.layerConfiguration(tileSize: layer.tileSize).archiveZoomLevels
-            notes.append("note: \(layer.name) is not shown at zoom \(level)" + (zooms.map { " (the archive has zoom levels \($0.lowerBound)...\($0.upperBound))" } ?? ""))
+            notes.append(
+                "note: \(layer.name) is not shown at zoom \(level)"
+                    + (zooms.map { " (the archive has zoom levels \($0.lowerBound)...\($0.upperBound))" } ?? ""))
         } else if let served = source.layerConfiguration(tileSize: layer.tileSize).servedZoomLevels, level > served.upperBound {
             notes.append("note: \(layer.name): zoom \(level) is past the archive's deepest level; its tiles are scaled up (overzoom)")
         }

@@ -18,8 +18,10 @@ package enum MapRender {
     /// `zoom`, waiting at most `timeout` seconds for tiles.
     /// - Throws: ``RenderError`` for an input that is no layer or a view that shows no tile; an
     ///   archive's own errors (not an archive, damaged) as they are.
-    package static func render(inputs: [String], center: GeoCoordinate, zoom: Double, viewport: ViewportSize,
-                               scale: ScreenScale, options: RenderLayerOptions, timeout: Double) async throws -> Result {
+    package static func render(
+        inputs: [String], center: GeoCoordinate, zoom: Double, viewport: ViewportSize,
+        scale: ScreenScale, options: RenderLayerOptions, timeout: Double
+    ) async throws -> Result {
         guard !inputs.isEmpty else { throw RenderError(.invalidInput, "give at least one layer input") }
         if let reason = TileSize.invalidReason(options.tileSize) { throw RenderError(.invalidInput, reason) }
         let view = HeadlessMapView(viewport: viewport, scale: scale, center: center, zoomLevel: zoom)
@@ -43,7 +45,10 @@ package enum MapRender {
         }
         if frame.drawn.isEmpty {
             let extents = layers.compactMap(ArchiveLayerFactory.extent(of:))
-            throw RenderError(.nothingDrawn, "the view (centre \(center), zoom \(zoom), \(viewport.width)x\(viewport.height)) shows no tile of any input\(extents.isEmpty ? "" : " (\(extents.joined(separator: "; ")))")", notes: notes)
+            throw RenderError(
+                .nothingDrawn,
+                "the view (centre \(center), zoom \(zoom), \(viewport.width)x\(viewport.height)) shows no tile of any input\(extents.isEmpty ? "" : " (\(extents.joined(separator: "; ")))")",
+                notes: notes)
         }
         return Result(frame: frame, notes: notes)
     }
@@ -73,7 +78,8 @@ package enum MapRender {
             lines.append("note: \(layer): \(absent.count) tile\(absent.count == 1 ? "" : "s") of the view absent (\(examples(absent)))")
         }
         if let first = order.first, let reason = failed[first] {
-            lines.append("warning: \(layer): \(order.count) tile\(order.count == 1 ? "" : "s") failed (\(examples(order))); \(first): \(reason)")
+            lines.append(
+                "warning: \(layer): \(order.count) tile\(order.count == 1 ? "" : "s") failed (\(examples(order))); \(first): \(reason)")
         }
         return lines
     }
@@ -126,7 +132,10 @@ package enum RenderLayerFactories {
 
     package static func makeLayer(for input: String, options: RenderLayerOptions) throws -> MapTileLayer {
         guard let factory = all.first(where: { $0.recognises(input) }) else {
-            throw RenderError(.invalidInput, "'\(input)' is not a layer input tilepack renders (expected an MBTiles file, a .tilepack bundle, a PMTiles file or a URL template with {z}, {x} and {y} or {-y})")
+            throw RenderError(
+                .invalidInput,
+                "'\(input)' is not a layer input tilepack renders (expected an MBTiles file, a .tilepack bundle, a PMTiles file or a URL template with {z}, {x} and {y} or {-y})"
+            )
         }
         return try factory.makeLayer(for: input, options: options)
     }
@@ -147,8 +156,9 @@ package struct URLTemplateLayerFactory: RenderLayerFactory {
         } else if let scheme = input.split(separator: ":").first?.lowercased(), !["http", "https", "file"].contains(scheme) {
             throw RenderError(.invalidInput, "'\(input)': only http, https and file URL templates are loaded")
         }
-        let source = URLTemplateTileSource(urlTemplate: template, isGeometryFlipped: options.flipped,
-                                           maximumZ: options.maximumZ, canReplaceMapContent: true)
+        let source = URLTemplateTileSource(
+            urlTemplate: template, isGeometryFlipped: options.flipped,
+            maximumZ: options.maximumZ, canReplaceMapContent: true)
         let layer = MapTileLayer(overlay: source, name: input)
         // Nothing says whether a template's tiles are opaque: drawn with their alpha, a
         // transparent tile shows what is below instead of black.

@@ -37,8 +37,12 @@ package final class AtomicFile: @unchecked Sendable {
         let fd = FileSystem.open(temporaryPath, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
         guard fd >= 0 else {
             let code = errno
-            throw TileArchiveError(path: destination, fault: .io(errno: code, reason:
-                "cannot create a file in \(directory.isEmpty ? "." : directory): \(Self.describe(errno: code))"))
+            throw TileArchiveError(
+                path: destination,
+                fault: .io(
+                    errno: code,
+                    reason:
+                        "cannot create a file in \(directory.isEmpty ? "." : directory): \(Self.describe(errno: code))"))
         }
         _ = flock(fd, LOCK_EX | LOCK_NB)
         lockDescriptor = fd
@@ -63,7 +67,8 @@ package final class AtomicFile: @unchecked Sendable {
         var stale: [String] = []
         for (name, _) in FileSystem.entries(directory) ?? [] {
             guard name.hasPrefix(prefix), !name.hasSuffix(".spool"),
-                  !["-journal", "-wal", "-shm"].contains(where: { name.hasSuffix($0) }) else { continue }
+                !["-journal", "-wal", "-shm"].contains(where: { name.hasSuffix($0) })
+            else { continue }
             stale.append(name)
         }
         for name in stale {
@@ -90,11 +95,13 @@ package final class AtomicFile: @unchecked Sendable {
     /// that ``commit()``'s fsync finds little left to write. Returns at once; does nothing while
     /// the previous background flush is still running.
     package func flushInBackground() {
-        guard flushing.withLock({ running in
-            if running { return false }
-            running = true
-            return true
-        }) else { return }
+        guard
+            flushing.withLock({ running in
+                if running { return false }
+                running = true
+                return true
+            })
+        else { return }
         let path = temporaryPath
         flushes.async { [flushing] in
             let fd = FileSystem.open(path, O_RDONLY | O_CLOEXEC)
@@ -132,7 +139,10 @@ package final class AtomicFile: @unchecked Sendable {
 
     /// Removes the temporary file (and any SQLite side files next to it).
     package func discard() {
-        guard !finished else { releaseLock(); return }
+        guard !finished else {
+            releaseLock()
+            return
+        }
         finished = true
         for suffix in ["", "-journal", "-wal", "-shm"] {
             _ = FileSystem.unlink(temporaryPath + suffix)
@@ -151,7 +161,8 @@ package final class AtomicFile: @unchecked Sendable {
         let fd = FileSystem.open(path, O_RDONLY)
         guard fd >= 0 else {
             let code = errno
-            throw TileArchiveError(path: destination, fault: .io(errno: code, reason: "open \(path) for fsync: \(String(cString: strerror(code)))"))
+            throw TileArchiveError(
+                path: destination, fault: .io(errno: code, reason: "open \(path) for fsync: \(String(cString: strerror(code)))"))
         }
         defer { close(fd) }
         #if canImport(Darwin)

@@ -141,13 +141,16 @@ public protocol SelectiveTileReading: TileArchive {
     func forEachTile(where wanted: (TileCoordinate) -> Bool, _ body: (TileCoordinate, UnsafeRawBufferPointer) throws -> Void) throws
     /// As ``forEachTile(where:_:)``, offered only tiles inside `selection` (which a PMTiles
     /// archive cuts from its runs as ranges, never visiting a run's other tiles).
-    func forEachTile(in selection: TileSelection, where wanted: (TileCoordinate) -> Bool,
-                     _ body: (TileCoordinate, UnsafeRawBufferPointer) throws -> Void) throws
+    func forEachTile(
+        in selection: TileSelection, where wanted: (TileCoordinate) -> Bool,
+        _ body: (TileCoordinate, UnsafeRawBufferPointer) throws -> Void) throws
 }
 
 extension SelectiveTileReading {
-    public func forEachTile(in selection: TileSelection, where wanted: (TileCoordinate) -> Bool,
-                            _ body: (TileCoordinate, UnsafeRawBufferPointer) throws -> Void) throws {
+    public func forEachTile(
+        in selection: TileSelection, where wanted: (TileCoordinate) -> Bool,
+        _ body: (TileCoordinate, UnsafeRawBufferPointer) throws -> Void
+    ) throws {
         try forEachTile(where: { selection.contains($0) && wanted($0) }, body)
     }
 }
@@ -181,7 +184,10 @@ public func openTileArchive(source: any ByteSource) throws(TileArchiveError) -> 
         throw PMTilesArchive.archiveError(error, name: source.name)
     }
     if head.starts(with: Array("SQLite format 3\0".utf8)) {
-        throw TileArchiveError(path: source.name, fault: .notAnArchive(detected: "an MBTiles (SQLite) file: SQLite reads local files only; download it first, or convert it to PMTiles"))
+        throw TileArchiveError(
+            path: source.name,
+            fault: .notAnArchive(
+                detected: "an MBTiles (SQLite) file: SQLite reads local files only; download it first, or convert it to PMTiles"))
     }
     if head.starts(with: BundleFormat.magic) {
         return try BundleArchive(source: source)

@@ -1,5 +1,5 @@
-import Foundation
 internal import CTilepackZlib
+import Foundation
 
 /// gzip (RFC 1952) through the system zlib: the one place above zlib that compresses and inflates
 /// gzip (PMTiles directories and metadata, vector tiles stored gzip-compressed, checked by
@@ -92,8 +92,11 @@ internal import CTilepackZlib
     /// same input always gives the same output.
     public static func compress(_ bytes: UnsafeRawBufferPointer, level: Int32 = 6) -> [UInt8] {
         var stream = z_stream()
-        guard deflateInit2_(&stream, level, Z_DEFLATED, 16 + 15, 8, Z_DEFAULT_STRATEGY,
-                            ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size)) == Z_OK else {
+        guard
+            deflateInit2_(
+                &stream, level, Z_DEFLATED, 16 + 15, 8, Z_DEFAULT_STRATEGY,
+                ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size)) == Z_OK
+        else {
             preconditionFailure("zlib deflateInit2 failed with valid arguments")
         }
         defer { deflateEnd(&stream) }
@@ -102,7 +105,8 @@ internal import CTilepackZlib
         let empty: UInt8 = 0
         let written: Int = withUnsafePointer(to: empty) { emptyPointer in
             output.withUnsafeMutableBytes { out in
-                stream.next_in = UnsafeMutablePointer(mutating: (bytes.baseAddress ?? UnsafeRawPointer(emptyPointer)).assumingMemoryBound(to: Bytef.self))
+                stream.next_in = UnsafeMutablePointer(
+                    mutating: (bytes.baseAddress ?? UnsafeRawPointer(emptyPointer)).assumingMemoryBound(to: Bytef.self))
                 stream.avail_in = uInt(bytes.count)
                 stream.next_out = out.baseAddress!.assumingMemoryBound(to: Bytef.self)
                 stream.avail_out = uInt(out.count)

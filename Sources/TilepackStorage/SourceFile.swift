@@ -71,7 +71,8 @@ package final class SourceFile: Sendable {
         let fd = FileSystem.open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else {
             let code = errno
-            throw TileArchiveError(path: path, fault: .io(errno: code, reason: "cannot open it again to copy its bytes: \(String(cString: strerror(code)))"))
+            throw TileArchiveError(
+                path: path, fault: .io(errno: code, reason: "cannot open it again to copy its bytes: \(String(cString: strerror(code)))"))
         }
         do throws(TileArchiveError) {
             try checkUnchanged(fd)
@@ -86,12 +87,17 @@ package final class SourceFile: Sendable {
     /// - Throws: `io`, naming the file, when it changed.
     func checkUnchanged(_ fd: Int32) throws(TileArchiveError) {
         guard let now = FileVersion.of(descriptor: fd) else {
-            throw TileArchiveError(path: path, fault: .io(errno: 0, reason: "is no longer a regular file: it changed after it was read, while the import ran"))
+            throw TileArchiveError(
+                path: path, fault: .io(errno: 0, reason: "is no longer a regular file: it changed after it was read, while the import ran"))
         }
         guard now == identity else {
-            let what = now.inode != identity.inode || now.device != identity.device ? "was replaced"
+            let what =
+                now.inode != identity.inode || now.device != identity.device
+                ? "was replaced"
                 : now.size != identity.size ? "changed size (\(identity.size) -> \(now.size) bytes)" : "was written to"
-            throw TileArchiveError(path: path, fault: .io(errno: 0, reason: "\(what) after it was read, while the import ran: its bytes are no longer the ones checked"))
+            throw TileArchiveError(
+                path: path,
+                fault: .io(errno: 0, reason: "\(what) after it was read, while the import ran: its bytes are no longer the ones checked"))
         }
     }
 }

@@ -54,7 +54,9 @@ package enum TileArchiveFormat: String, Sendable, Hashable, Codable, CaseIterabl
     static func describe(_ head: [UInt8]) -> String {
         if head.starts(with: Array("PMTiles".utf8)) {
             let version = head.count > 7 ? head[7] : 0
-            let shown = version >= 0x20 && version < 0x7F ? "'\(Character(UnicodeScalar(version)))' (0x\(String(version, radix: 16)))" : "\(version)"
+            let shown =
+                version >= 0x20 && version < 0x7F
+                ? "'\(Character(UnicodeScalar(version)))' (0x\(String(version, radix: 16)))" : "\(version)"
             return "a PMTiles archive (spec version \(shown)); tilepack reads MBTiles and .tilepack bundles"
         }
         if let format = head.withUnsafeBytes({ TileFormat.sniff($0) }), format.isRaster {
@@ -73,8 +75,10 @@ package enum TileArchiveFormat: String, Sendable, Hashable, Codable, CaseIterabl
 ///   `pread` (`.positionalReads`: tools reading files another process may cut).
 /// - Parameter mbtiles: how an MBTiles file is opened (for example `immutable` for a file that
 ///   changes only by being replaced).
-public func openTileArchive(path: String, bundleAccess: BundleArchive.Access = .memoryMap,
-                            mbtiles: MBTilesOpenOptions = MBTilesOpenOptions()) throws(TileArchiveError) -> any TileArchive {
+public func openTileArchive(
+    path: String, bundleAccess: BundleArchive.Access = .memoryMap,
+    mbtiles: MBTilesOpenOptions = MBTilesOpenOptions()
+) throws(TileArchiveError) -> any TileArchive {
     switch try TileArchiveFormat.detect(path: path) {
     case .mbtiles: try MBTilesArchive(path: path, options: mbtiles)
     case .bundle: try BundleArchive(path: path, options: BundleArchive.Options(access: bundleAccess))

@@ -1,9 +1,10 @@
 import Foundation
+import TilepackCore
+import TilepackHTTP
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import TilepackCore
-import TilepackHTTP
 
 /// The library's transport: one `URLSession` (FoundationNetworking on Linux), so an app gets the
 /// platform's proxy settings, TLS and ATS and links no second network stack. Redirects are not
@@ -156,11 +157,11 @@ private final class Exchange: @unchecked Sendable {
         case NSURLErrorTimedOut: return .timedOut(timeout)
         case NSURLErrorCancelled: return .cancelled
         case NSURLErrorCannotConnectToHost, NSURLErrorCannotFindHost, NSURLErrorDNSLookupFailed,
-             NSURLErrorNotConnectedToInternet, NSURLErrorSecureConnectionFailed, NSURLErrorServerCertificateUntrusted,
-             NSURLErrorServerCertificateHasBadDate, NSURLErrorServerCertificateNotYetValid, NSURLErrorServerCertificateHasUnknownRoot:
+            NSURLErrorNotConnectedToInternet, NSURLErrorSecureConnectionFailed, NSURLErrorServerCertificateUntrusted,
+            NSURLErrorServerCertificateHasBadDate, NSURLErrorServerCertificateNotYetValid, NSURLErrorServerCertificateHasUnknownRoot:
             return .cannotConnect(reason)
         case NSURLErrorNetworkConnectionLost, NSURLErrorBadServerResponse, NSURLErrorZeroByteResource,
-             NSURLErrorCannotParseResponse, NSURLErrorCannotDecodeRawData, NSURLErrorCannotDecodeContentData:
+            NSURLErrorCannotParseResponse, NSURLErrorCannotDecodeRawData, NSURLErrorCannotDecodeContentData:
             return .connectionLost(reason)
         default: return .transport(reason)
         }

@@ -61,8 +61,9 @@ struct CoordinateArgument: CheckedArgument {
         try ArgumentValueError.check(longitude: numbers[0], "longitude")
         guard abs(numbers[1]) <= WebMercator.maximumLatitude else {
             let swapped = abs(numbers[0]) <= WebMercator.maximumLatitude && abs(numbers[1]) <= 180
-            throw ArgumentValueError("latitude \(numbers[1]) is outside the map's -\(Self.latitudeText)...\(Self.latitudeText)"
-                + (swapped ? " (the order is lon,lat: did you mean \(numbers[1]),\(numbers[0])?)" : ""))
+            throw ArgumentValueError(
+                "latitude \(numbers[1]) is outside the map's -\(Self.latitudeText)...\(Self.latitudeText)"
+                    + (swapped ? " (the order is lon,lat: did you mean \(numbers[1]),\(numbers[0])?)" : ""))
         }
         return CoordinateArgument(coordinate: GeoCoordinate(latitude: numbers[1], longitude: numbers[0]))
     }
@@ -138,7 +139,9 @@ struct ThreadOptions: ParsableArguments {
 }
 
 struct AggregateHashOption: ParsableArguments {
-    @Flag(name: .customLong("agg-tiles-hash"), help: "MBTiles output: compute and store agg_tiles_hash (an MD5 of every tile; kept anyway when the input carries one).")
+    @Flag(
+        name: .customLong("agg-tiles-hash"),
+        help: "MBTiles output: compute and store agg_tiles_hash (an MD5 of every tile; kept anyway when the input carries one).")
     var enabled = false
 }
 

@@ -40,7 +40,8 @@ enum CommandLineArguments {
                 break
             }
             if word.hasPrefix("--"), !word.contains("="), index + 1 < arguments.count,
-               looksNegative(arguments[index + 1]) {
+                looksNegative(arguments[index + 1])
+            {
                 result.append(word + "=" + arguments[index + 1])
                 index += 2
                 continue
@@ -120,11 +121,12 @@ enum CommandLineArguments {
     /// Exit status 2, "not an archive", for an input of another kind in every command (as
     /// `verify` reports it); `nil` for errors ArgumentParser's own exit handles.
     static func exitStatus(for error: any Error) -> Int32? {
-        let fault: TileArchiveError.Fault? = switch error {
-        case let error as OperationError: if case .archive(let archive) = error.fault { archive.fault } else { nil }
-        case let error as TileArchiveError: error.fault
-        default: nil
-        }
+        let fault: TileArchiveError.Fault? =
+            switch error {
+            case let error as OperationError: if case .archive(let archive) = error.fault { archive.fault } else { nil }
+            case let error as TileArchiveError: error.fault
+            default: nil
+            }
         switch fault {
         // A version tilepack does not read (PMTiles v2 or v4, a bundle 2.x) is not a usable archive either.
         case .notAnArchive?, .missingTable?, .unsupportedVersion?: return VerifyReport.notAnArchiveStatus

@@ -48,7 +48,9 @@ struct ConvertCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "convert",
         abstract: "Convert between archive formats (\(TileArchiveFormat.extensions("and"))), and MBTiles flat <-> deduplicated.",
-        discussion: "The output's extension chooses its format. Tile bytes and metadata are kept, so agg_tiles_hash is unchanged, unless --encode stores raw pixels.")
+        discussion:
+            "The output's extension chooses its format. Tile bytes and metadata are kept, so agg_tiles_hash is unchanged, unless --encode stores raw pixels."
+    )
 
     @Argument(help: "The input archive.")
     var input: String
@@ -83,7 +85,9 @@ struct ConvertCommand: ParsableCommand {
             try printJSON(report)
         } else {
             for note in report.notes { printError("note: \(note)") }
-            print("converted \(report.tiles) tiles (\(report.bytesIn) -> \(report.bytesOut) bytes) into \(output) in \(String(format: "%.2f", report.seconds)) s")
+            print(
+                "converted \(report.tiles) tiles (\(report.bytesIn) -> \(report.bytesOut) bytes) into \(output) in \(String(format: "%.2f", report.seconds)) s"
+            )
         }
     }
 }

@@ -7,7 +7,9 @@ struct ExtractCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "extract",
         abstract: "Copy a region of an archive into a new archive of any format.",
-        discussion: "The input is any archive tilepack reads; the output's extension (\(TileArchiveFormat.extensions())) chooses its format. Only the tiles of the region are read.")
+        discussion:
+            "The input is any archive tilepack reads; the output's extension (\(TileArchiveFormat.extensions())) chooses its format. Only the tiles of the region are read."
+    )
 
     @Argument(help: "The archive to read.")
     var source: String
@@ -15,8 +17,9 @@ struct ExtractCommand: ParsableCommand {
     @Argument(help: "The archive to write (\(TileArchiveFormat.extensions())).")
     var output: String
 
-    @Option(help: ArgumentHelp("Only tiles touching this box: west,south,east,north in degrees.", valueName: "w,s,e,n"),
-            transform: BoundingBoxArgument.parse)
+    @Option(
+        help: ArgumentHelp("Only tiles touching this box: west,south,east,north in degrees.", valueName: "w,s,e,n"),
+        transform: BoundingBoxArgument.parse)
     var bbox: BoundingBoxArgument?
 
     @Option(name: .customLong("min-zoom"), help: "Lowest zoom to extract.")
@@ -66,10 +69,10 @@ struct MergeCommand: ParsableCommand {
         commandName: "merge",
         abstract: "Merge archives of one tile type (such as the shards of a build) into one.",
         discussion: """
-        Tiles held by several inputs with the same bytes are stored once; with different bytes they \
-        are an error naming the tile, unless --on-duplicate says which to keep. The metadata is the \
-        first input's; bounds, center and zooms the inputs disagree on are derived from all the tiles.
-        """)
+            Tiles held by several inputs with the same bytes are stored once; with different bytes they \
+            are an error naming the tile, unless --on-duplicate says which to keep. The metadata is the \
+            first input's; bounds, center and zooms the inputs disagree on are derived from all the tiles.
+            """)
 
     @Argument(help: "The archives to merge, then the archive to write (\(TileArchiveFormat.extensions())).")
     var paths: [String]
@@ -95,13 +98,16 @@ struct MergeCommand: ParsableCommand {
         options.aggregateTilesHash = aggregateHash.enabled
         let bar = ProgressBar.start(label: "merge", quiet: outputOptions.quiet)
         defer { bar?.finish() }
-        let report = try ArchiveMerger.run(inputs: Array(paths.dropLast()), destination: paths.last!, options: options,
-                                           progress: bar?.handler)
+        let report = try ArchiveMerger.run(
+            inputs: Array(paths.dropLast()), destination: paths.last!, options: options,
+            progress: bar?.handler)
         bar?.finish()
         if outputOptions.json {
             try printJSON(report)
         } else {
-            print("merged \(report.tiles) tiles from \(report.inputs.count) archives into \(report.destination) (\(report.duplicates) duplicates) in \(String(format: "%.2f", report.seconds)) s")
+            print(
+                "merged \(report.tiles) tiles from \(report.inputs.count) archives into \(report.destination) (\(report.duplicates) duplicates) in \(String(format: "%.2f", report.seconds)) s"
+            )
         }
     }
 }

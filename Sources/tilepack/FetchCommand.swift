@@ -28,18 +28,18 @@ struct FetchCommand: AsyncParsableCommand {
         commandName: "fetch",
         abstract: "Download the tiles of a box or a route corridor from a tile server into an MBTiles archive.",
         discussion: """
-        The URL template takes {z} {x} {y} (or {-y} for TMS rows), {scale} and {s} (subdomains), as MKTileOverlay and \
-        Leaflet do. Every body is checked before it is stored: an HTML error page, an empty body, \
-        a damaged or truncated image, or an image of another size is never stored. Timeouts, \
-        dropped connections, 5xx and 429 are retried with back-off (Retry-After honoured); 404 and \
-        204 are recorded as absent. Running the same command on the same output resumes: stored \
-        and absent tiles are not requested again. Ctrl-C stops cleanly. tile.openstreetmap.org \
-        forbids bulk downloads and is refused.
+            The URL template takes {z} {x} {y} (or {-y} for TMS rows), {scale} and {s} (subdomains), as MKTileOverlay and \
+            Leaflet do. Every body is checked before it is stored: an HTML error page, an empty body, \
+            a damaged or truncated image, or an image of another size is never stored. Timeouts, \
+            dropped connections, 5xx and 429 are retried with back-off (Retry-After honoured); 404 and \
+            204 are recorded as absent. Running the same command on the same output resumes: stored \
+            and absent tiles are not requested again. Ctrl-C stops cleanly. tile.openstreetmap.org \
+            forbids bulk downloads and is refused.
 
-        Exit status: 0 when every tile of the area is stored or absent at the source, 1 when some \
-        failed after their retries (listed with --json), 2 when the request was refused, 130 when \
-        interrupted.
-        """
+            Exit status: 0 when every tile of the area is stored or absent at the source, 1 when some \
+            failed after their retries (listed with --json), 2 when the request was refused, 130 when \
+            interrupted.
+            """
     )
 
     @Argument(help: "The URL template, e.g. https://tiles.example/{z}/{x}/{y}.png")
@@ -116,7 +116,10 @@ struct FetchCommand: AsyncParsableCommand {
         if route != nil && radius == nil { throw ValidationError("--route needs --radius METRES") }
         if route == nil && radius != nil { throw ValidationError("--radius goes with --route") }
         if !(1...256).contains(concurrency) { throw ValidationError("--concurrency must be 1-256") }
-        if pipeline != nil { throw ValidationError("--pipeline was removed with tilepack's own sockets transport (HTTP/1.1 pipelining); \(FetchTransport.removal)") }
+        if pipeline != nil {
+            throw ValidationError(
+                "--pipeline was removed with tilepack's own sockets transport (HTTP/1.1 pipelining); \(FetchTransport.removal)")
+        }
         #if !os(Linux)
         if let sessions, !(1...64).contains(sessions) { throw ValidationError("--sessions must be 1-64") }
         #endif
@@ -144,13 +147,15 @@ struct FetchCommand: AsyncParsableCommand {
         #endif
         configuration.capacity = capacity * 1024 * 1024
         if let userAgent { configuration.userAgent = userAgent }
-        let source = PrefetchSource(urlTemplate: urlTemplate, scheme: scheme, scale: scale,
-                                    subdomains: subdomains.split(separator: ",").map { String($0) }, tileSize: tileSize)
+        let source = PrefetchSource(
+            urlTemplate: urlTemplate, scheme: scheme, scale: scale,
+            subdomains: subdomains.split(separator: ",").map { String($0) }, tileSize: tileSize)
         // A refused fetch leaves nothing: a store this run creates is removed when the fetch is
         // refused before its first request (a store being resumed is the user's and stays).
         let storeExisted = estimate || FileSystem.lstat(output) != nil
-        let prefetcher = try MapDataPrefetcher(storePath: output, source: source, configuration: configuration, createStore: !estimate,
-                                               transport: transport.make(concurrency: concurrency))
+        let prefetcher = try MapDataPrefetcher(
+            storePath: output, source: source, configuration: configuration, createStore: !estimate,
+            transport: transport.make(concurrency: concurrency))
         if estimate {
             let result = await prefetcher.estimate(request)
             if let reason = result.error, result.requestId < 0 { throw refusal(reason) }
@@ -162,7 +167,9 @@ struct FetchCommand: AsyncParsableCommand {
             } else if allAbsent {
                 printError(everyTileAbsent("the \(result.sampled) sample tiles of the \(result.tiles) tiles"))
             } else if result.success {
-                print("\(result.tiles) tiles, \(result.missing) not yet in \(output); about \(Self.bytes(result.bytes)) ± \(Self.bytes(result.margin)) (\(result.kilobytes) KB), from \(result.sampled) sample tiles")
+                print(
+                    "\(result.tiles) tiles, \(result.missing) not yet in \(output); about \(Self.bytes(result.bytes)) ± \(Self.bytes(result.margin)) (\(result.kilobytes) KB), from \(result.sampled) sample tiles"
+                )
             } else {
                 print("\(result.tiles) tiles, \(result.missing) not yet in \(output); no byte estimate: \(result.error ?? "unknown")")
             }
@@ -186,8 +193,9 @@ struct FetchCommand: AsyncParsableCommand {
         for await event in events {
             switch event {
             case .progress(let progress) where progress.requestId == submission.requestId:
-                bar?.draw(OperationProgress(done: progress.done, total: progress.tiles, bytes: progress.bytes, elapsed: progress.elapsed),
-                          detail: "\(Self.bytes(progress.bytes))" + (progress.failed > 0 ? ", \(progress.failed) failed" : ""))
+                bar?.draw(
+                    OperationProgress(done: progress.done, total: progress.tiles, bytes: progress.bytes, elapsed: progress.elapsed),
+                    detail: "\(Self.bytes(progress.bytes))" + (progress.failed > 0 ? ", \(progress.failed) failed" : ""))
             case .status(let id, let status, let final) where id == submission.requestId && status.isFinal:
                 report = final
             default:
@@ -203,7 +211,9 @@ struct FetchCommand: AsyncParsableCommand {
             try printJSON(report)
         } else {
             let rate = report.seconds > 0 ? Double(report.downloaded) / report.seconds : 0
-            print("\(report.status): \(report.downloaded) tiles downloaded (\(Self.bytes(report.bytes))) into \(output) in \(String(format: "%.2f", report.seconds)) s (\(Int(rate)) tiles/s); \(report.alreadyPresent) already present, \(report.absent) absent, \(report.failed) failed of \(report.tiles)")
+            print(
+                "\(report.status): \(report.downloaded) tiles downloaded (\(Self.bytes(report.bytes))) into \(output) in \(String(format: "%.2f", report.seconds)) s (\(Int(rate)) tiles/s); \(report.alreadyPresent) already present, \(report.absent) absent, \(report.failed) failed of \(report.tiles)"
+            )
             for failure in report.failures.prefix(10) { printError("failed: \(failure)") }
             if report.failures.count > 10 { printError("... and \(report.failed - 10) more failed (see --json)") }
             if let error = report.error { printError("error: \(error)") }
@@ -296,7 +306,10 @@ final class Interrupt {
         let source = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
         let count = Locked(0)
         source.setEventHandler {
-            let times = count.withLock { $0 += 1; return $0 }
+            let times = count.withLock {
+                $0 += 1
+                return $0
+            }
             if times == 1 {
                 printError("\nstopping (Ctrl-C again to quit at once)")
                 action()

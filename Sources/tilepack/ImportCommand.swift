@@ -9,15 +9,15 @@ struct ImportCommand: ParsableCommand {
         commandName: "import",
         abstract: "Import a directory tree of tiles (z/x/y.ext) into an archive (\(TileArchiveFormat.extensions())).",
         discussion: """
-        The output's extension chooses the format: \(TileArchiveFormat.extensions()). Tile formats (png, jpg, \
-        webp, pbf) are detected from the bytes. A tilemapresource.xml (gdal2tiles) or metadata.json \
-        (mbutil, or tilepack export) at the tree's root is read and its scheme and layout used; a \
-        --scheme or --layout that contradicts it is an error, and so are tiles that fall outside \
-        the bounds it declares (the usual sign of a wrong --layout or --scheme).
+            The output's extension chooses the format: \(TileArchiveFormat.extensions()). Tile formats (png, jpg, \
+            webp, pbf) are detected from the bytes. A tilemapresource.xml (gdal2tiles) or metadata.json \
+            (mbutil, or tilepack export) at the tree's root is read and its scheme and layout used; a \
+            --scheme or --layout that contradicts it is an error, and so are tiles that fall outside \
+            the bounds it declares (the usual sign of a wrong --layout or --scheme).
 
-        Exit status: 0 when every tile file was imported, 3 when the archive was written but some \
-        files were skipped (listed with --report), 1 when nothing was written.
-        """
+            Exit status: 0 when every tile file was imported, 3 when the archive was written but some \
+            files were skipped (listed with --report), 1 when nothing was written.
+            """
     )
 
     @Argument(help: "The folder holding the tiles.")
@@ -38,8 +38,9 @@ struct ImportCommand: ParsableCommand {
     @Option(name: .customLong("max-zoom"), help: "Highest zoom to import.")
     var maxZoom: Int?
 
-    @Option(help: ArgumentHelp("Import only tiles touching this box, in degrees.", valueName: "west,south,east,north"),
-            transform: BoundingBoxArgument.parse)
+    @Option(
+        help: ArgumentHelp("Import only tiles touching this box, in degrees.", valueName: "west,south,east,north"),
+        transform: BoundingBoxArgument.parse)
     var bbox: BoundingBoxArgument?
 
     @Option(help: "Metadata: the tileset's name (default: the folder's name).")
@@ -71,7 +72,9 @@ struct ImportCommand: ParsableCommand {
     @Flag(help: "Overwrite an existing output.")
     var force = false
 
-    @Option(help: "Write the skipped files and a summary to this file as JSON lines (checked before importing, written however the import ends).")
+    @Option(
+        help:
+            "Write the skipped files and a summary to this file as JSON lines (checked before importing, written however the import ends).")
     var report: String?
 
     @Option(help: "Import only part K of N of the tree (K counted from 0; merge the parts with `tilepack merge`).")
@@ -128,7 +131,9 @@ struct ImportCommand: ParsableCommand {
             if result.skipped.count > 20 { printError("... and \(result.skipped.count - 20) more skipped (see --report)") }
             let zooms = result.zooms.keys.sorted()
             let zoomText = zooms.isEmpty ? "no zooms" : "z\(zooms.first!)-\(zooms.last!)"
-            print("imported \(result.imported) tiles (\(result.format ?? "no tiles"), \(zoomText), \(result.bytes) bytes) into \(archive) in \(String(format: "%.2f", result.seconds)) s; skipped \(result.skipped.count), filtered \(result.filtered)")
+            print(
+                "imported \(result.imported) tiles (\(result.format ?? "no tiles"), \(zoomText), \(result.bytes) bytes) into \(archive) in \(String(format: "%.2f", result.seconds)) s; skipped \(result.skipped.count), filtered \(result.filtered)"
+            )
         }
         if !result.skipped.isEmpty { throw ExitCode(3) }
     }

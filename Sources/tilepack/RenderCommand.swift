@@ -3,8 +3,8 @@ import Foundation
 import TileLayer
 import TilepackCore
 import TilepackImaging
-import TilepackRender
 import TilepackOperations
+import TilepackRender
 import TilepackStorage
 
 /// `tilepack render`: draw a view of one or more tile layers into a PNG.
@@ -22,11 +22,15 @@ struct RenderCommand: AsyncParsableCommand {
             Example: tilepack render 'tiles/{z}/{x}/{y}.png' --center -0.01,51.54 --zoom 14 --size 800x600 -o map.png
             """)
 
-    @Argument(help: "Layer inputs: archives (\(TileArchiveFormat.extensions())) or URL templates such as https://host/{z}/{x}/{y}.png or tiles/{z}/{x}/{y}.png.")
+    @Argument(
+        help:
+            "Layer inputs: archives (\(TileArchiveFormat.extensions())) or URL templates such as https://host/{z}/{x}/{y}.png or tiles/{z}/{x}/{y}.png."
+    )
     var inputs: [String]
 
-    @Option(help: ArgumentHelp("The view centre in degrees, longitude first (as --bbox, GeoJSON and GDAL).", valueName: "lon,lat"),
-            transform: CoordinateArgument.parse)
+    @Option(
+        help: ArgumentHelp("The view centre in degrees, longitude first (as --bbox, GeoJSON and GDAL).", valueName: "lon,lat"),
+        transform: CoordinateArgument.parse)
     var center: CoordinateArgument
 
     @Option(help: "The view zoom level, fractional, 0...20.")
@@ -65,7 +69,9 @@ struct RenderCommand: AsyncParsableCommand {
         // The canvas is bounded: each side at most 8192 pixels (256 MiB of RGBA at most).
         let canvas = (width: viewport.width * scale, height: viewport.height * scale)
         guard canvas.width <= Self.maximumCanvasSide, canvas.height <= Self.maximumCanvasSide else {
-            throw ValidationError("--size \(size) at --scale \(scale) makes a \(canvas.width)x\(canvas.height) pixel PNG; tilepack renders at most \(Self.maximumCanvasSide) pixels a side: lower --size or --scale")
+            throw ValidationError(
+                "--size \(size) at --scale \(scale) makes a \(canvas.width)x\(canvas.height) pixel PNG; tilepack renders at most \(Self.maximumCanvasSide) pixels a side: lower --size or --scale"
+            )
         }
         guard zoom.isFinite, (0...20).contains(zoom) else { throw ValidationError("--zoom must be in 0...20, not \(zoom)") }
         guard TileSize.isValid(tileSize) else { throw ValidationError("--tile-size must be \(TileSize.rule)") }

@@ -8,7 +8,8 @@ struct ServeCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
         abstract: "Serve archives over HTTP (runs tilepack-serve; `tilepack serve --help` shows its options).",
-        discussion: "tilepack-serve is looked for beside this program, in the server package's build folder, then on PATH. Build it with: \(buildCommand)"
+        discussion:
+            "tilepack-serve is looked for beside this program, in the server package's build folder, then on PATH. Build it with: \(buildCommand)"
     )
 
     /// How to build the server, from the package root.
@@ -19,7 +20,8 @@ struct ServeCommand: ParsableCommand {
 
     func run() throws {
         guard let program = Self.locateServer() else {
-            throw ValidationError("""
+            throw ValidationError(
+                """
                 tilepack serve runs the tilepack-serve program, which was found neither beside \
                 \(Bundle.main.executablePath ?? "tilepack"), nor in server/.build, nor on PATH. It is a package of \
                 its own: from tilepack's folder, build it with: \(Self.buildCommand) (add -c release for a \

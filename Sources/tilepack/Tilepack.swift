@@ -12,9 +12,9 @@ struct Tilepack: AsyncParsableCommand {
         commandName: "tilepack",
         abstract: "Package map tiles into archives (\(TileArchiveFormat.extensions("and"))), and check them.",
         discussion: """
-        Exit status 2 in every command means an input is not an archive tilepack reads (another \
-        format, a PMTiles file of another spec version, an empty file, a folder, SQLite without MBTiles tables).
-        """,
+            Exit status 2 in every command means an input is not an archive tilepack reads (another \
+            format, a PMTiles file of another spec version, an empty file, a folder, SQLite without MBTiles tables).
+            """,
         version: version,
         subcommands: [
             ImportCommand.self, ExportCommand.self, ConvertCommand.self, VerifyCommand.self, InfoCommand.self,

@@ -8,15 +8,15 @@ struct VerifyCommand: ParsableCommand {
         commandName: "verify",
         abstract: "Check archives deeply: container, schema, metadata, every tile, hashes.",
         discussion: """
-        Errors: a damaged container; a tile that is NULL, out of range, of unknown format or does \
-        not decode; a hash that does not match. Warnings: spec metadata missing or inconsistent \
-        with the content, a missing unique index, extra tables.
+            Errors: a damaged container; a tile that is NULL, out of range, of unknown format or does \
+            not decode; a hash that does not match. Warnings: spec metadata missing or inconsistent \
+            with the content, a missing unique index, extra tables.
 
-        Exit status: 0 no errors (warnings allowed unless --strict), 1 errors found, 2 not a \
-        usable archive (not SQLite, no tiles table, a PMTiles or other file); with several \
-        archives, the highest of theirs. --json prints one report, or an array of them for \
-        several archives.
-        """)
+            Exit status: 0 no errors (warnings allowed unless --strict), 1 errors found, 2 not a \
+            usable archive (not SQLite, no tiles table, a PMTiles or other file); with several \
+            archives, the highest of theirs. --json prints one report, or an array of them for \
+            several archives.
+            """)
 
     @Argument(help: "The archives (\(TileArchiveFormat.extensions()); recognised by their bytes).")
     var archives: [String]
@@ -49,8 +49,9 @@ struct VerifyCommand: ParsableCommand {
             let bar = ProgressBar.start(label: "verify \(archive)", quiet: output.quiet)
             let report = ArchiveVerifier.run(path: archive, options: options, progress: bar?.handler)
             bar?.finish()
-            let result = Output(report: report, errors: report.errorCount, warnings: report.warningCount,
-                                exitCode: report.exitCode(strict: strict), verdict: report.verdict(strict: strict))
+            let result = Output(
+                report: report, errors: report.errorCount, warnings: report.warningCount,
+                exitCode: report.exitCode(strict: strict), verdict: report.verdict(strict: strict))
             outputs.append(result)
             if !output.json { print(Self.text(result)) }
         }
@@ -65,9 +66,10 @@ struct VerifyCommand: ParsableCommand {
     static func text(_ output: Output) -> String {
         let report = output.report
         let what = [report.format?.description, report.layout].compactMap { $0 }.joined(separator: ", ")
-        let lines = report.findings.map(\.description) + [
-            "\(report.path): \(output.verdict)\(what.isEmpty ? "" : " (\(what))"): \(report.tiles) tiles, \(report.decodedTiles) decoded, \(report.errorCount) errors, \(report.warningCount) warnings in \(String(format: "%.2f", report.seconds)) s",
-        ]
+        let lines =
+            report.findings.map(\.description) + [
+                "\(report.path): \(output.verdict)\(what.isEmpty ? "" : " (\(what))"): \(report.tiles) tiles, \(report.decodedTiles) decoded, \(report.errorCount) errors, \(report.warningCount) warnings in \(String(format: "%.2f", report.seconds)) s"
+            ]
         return lines.joined(separator: "\n")
     }
 }
@@ -77,10 +79,10 @@ struct InfoCommand: ParsableCommand {
         commandName: "info",
         abstract: "Show archives' format, schema, metadata, zoom levels and sizes.",
         discussion: """
-        --json prints one object, or an array for several archives; bounds and the metadata's \
-        bounds, center and zooms are numbers, its json key an object. Exit status 2 when an \
-        input is not an archive (the others are still shown).
-        """)
+            --json prints one object, or an array for several archives; bounds and the metadata's \
+            bounds, center and zooms are numbers, its json key an object. Exit status 2 when an \
+            input is not an archive (the others are still shown).
+            """)
 
     @Argument(help: "The archives (\(TileArchiveFormat.extensions()); recognised by their bytes).")
     var archives: [String]
@@ -114,11 +116,15 @@ struct InfoCommand: ParsableCommand {
         lines.append("  format     \(info.format) (\(info.layout))")
         lines.append("  content    \(info.content ?? "none")")
         lines.append("  file size  \(info.fileSize) bytes")
-        lines.append("  tiles      \(info.tiles) (\(info.tileBytes) bytes, \(info.distinctTiles) distinct, dedup ratio \(String(format: "%.2f", info.dedupRatio)))")
+        lines.append(
+            "  tiles      \(info.tiles) (\(info.tileBytes) bytes, \(info.distinctTiles) distinct, dedup ratio \(String(format: "%.2f", info.dedupRatio)))"
+        )
         if let bounds = info.bounds { lines.append("  extent     \(bounds) (at the highest zoom)") }
         lines.append("  zoom levels")
         for level in info.levels {
-            lines.append("    z\(level.zoom)\tx \(level.minX)-\(level.maxX)\ty \(level.minY)-\(level.maxY)\t\(level.tiles) tiles\t\(level.bytes) bytes")
+            lines.append(
+                "    z\(level.zoom)\tx \(level.minX)-\(level.maxX)\ty \(level.minY)-\(level.maxY)\t\(level.tiles) tiles\t\(level.bytes) bytes"
+            )
         }
         lines.append("  metadata")
         for key in info.metadata.keys.sorted() {

@@ -4,13 +4,15 @@ import Testing
 import TilepackCore
 import TilepackImaging
 import TilepackTestSupport
+
 @testable import TileLayer
 
 /// A one-tile view at zoom 0: the whole world is tile 0/0/0.
 func worldView(_ layer: MapTileLayer, clock: ManualClock? = nil) -> HeadlessMapView {
-    let view = HeadlessMapView(viewport: ViewportSize(width: 256, height: 256), scale: .x1,
-                               center: GeoCoordinate(latitude: 0, longitude: 0), zoomLevel: 0,
-                               clock: clock?.function ?? HeadlessMapView.uptime)
+    let view = HeadlessMapView(
+        viewport: ViewportSize(width: 256, height: 256), scale: .x1,
+        center: GeoCoordinate(latitude: 0, longitude: 0), zoomLevel: 0,
+        clock: clock?.function ?? HeadlessMapView.uptime)
     view.addMapTileLayer(layer)
     return view
 }
@@ -142,11 +144,12 @@ struct TileRequestTests {
     func completeOnce() {
         let results = Locked<[Bitmap?]>([])
         let diagnostics = Locked<[TileLayerDiagnostic]>([])
-        let request = TileRequest(tile: tile(2, 1, 1), tileSize: 16, pixelFormat: .rgba8888, contentScaleFactor: 1,
-                                  diagnose: { d in diagnostics.withLock { $0.append(d) } },
-                                  finish: { outcome in
-                                      if case .complete(let b) = outcome { results.withLock { $0.append(b) } } else { results.withLock { $0.append(nil) } }
-                                  })
+        let request = TileRequest(
+            tile: tile(2, 1, 1), tileSize: 16, pixelFormat: .rgba8888, contentScaleFactor: 1,
+            diagnose: { d in diagnostics.withLock { $0.append(d) } },
+            finish: { outcome in
+                if case .complete(let b) = outcome { results.withLock { $0.append(b) } } else { results.withLock { $0.append(nil) } }
+            })
         #expect(request.status == .pending)
         #expect(request.copy(from: Data(solid(green, size: 16).pixels)))
         #expect(request.complete(.complete))
@@ -196,7 +199,9 @@ struct TileRequestTests {
         #expect(delivered.withLock { $0.count == 1 && $0[0] == nil })
 
         struct Dropper: MapTileLayerDataSource {
-            func mapTileLayer(_ layer: MapTileLayer, requestDataForTileAt tile: TileCoordinate, tileRequest: TileRequest) -> TileRequestDisposition {
+            func mapTileLayer(_ layer: MapTileLayer, requestDataForTileAt tile: TileCoordinate, tileRequest: TileRequest)
+                -> TileRequestDisposition
+            {
                 .accepted  // and forgets the request
             }
         }
@@ -211,7 +216,9 @@ struct TileRequestTests {
     func retryBackOff() async {
         final class Failing: MapTileLayerDataSource {
             let count = Atomic<Int>(0)
-            func mapTileLayer(_ layer: MapTileLayer, requestDataForTileAt tile: TileCoordinate, tileRequest: TileRequest) -> TileRequestDisposition {
+            func mapTileLayer(_ layer: MapTileLayer, requestDataForTileAt tile: TileCoordinate, tileRequest: TileRequest)
+                -> TileRequestDisposition
+            {
                 count.add(1, ordering: .relaxed)
                 DispatchQueue.global().async { tileRequest.complete(.failed) }
                 return .accepted

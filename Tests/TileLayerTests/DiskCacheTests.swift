@@ -4,6 +4,7 @@ import Testing
 import TilepackCore
 import TilepackImaging
 import TilepackTestSupport
+
 @testable import TileLayer
 
 /// Counts synchronous requests; answers a colour per tile.
@@ -20,8 +21,9 @@ final class CountingSource: MapTileLayerDataSource {
 
 /// A zoom-1 view of the whole world (4 tiles), drawn once with `layer`, which is then removed.
 func renderWorldOnce(_ layer: MapTileLayer, clock: ManualClock? = nil) async -> MapFrame {
-    let view = HeadlessMapView(viewport: ViewportSize(width: 512, height: 512), zoomLevel: 1,
-                               clock: clock?.function ?? HeadlessMapView.uptime)
+    let view = HeadlessMapView(
+        viewport: ViewportSize(width: 512, height: 512), zoomLevel: 1,
+        clock: clock?.function ?? HeadlessMapView.uptime)
     view.addMapTileLayer(layer)
     let frame = await settledFrame(view)
     view.removeMapTileLayer(layer)
@@ -121,11 +123,13 @@ struct DiskCacheTests {
         #expect(cache.entries().count == 8)  // 8 MiB: past the limit, within the slack
         clock.advance(1)
         guard case .hit = cache.lookup(tile(5, 0, 0), tileSize: 512, pixelFormat: .rgba8888, timeToLive: 0) else {
-            Issue.record("tile 0 not cached"); return
+            Issue.record("tile 0 not cached")
+            return
         }
         clock.advance(1)
         try cache.store(tile(5, 8, 0), bitmap: bitmap, encoded: nil, sizeLimit: limit)
-        let left = Set(cache.entries().map { ($0.path as NSString).deletingPathExtension.split(separator: "/").suffix(2).joined(separator: "/") })
+        let left = Set(
+            cache.entries().map { ($0.path as NSString).deletingPathExtension.split(separator: "/").suffix(2).joined(separator: "/") })
         #expect(left == ["0/0", "7/0", "8/0"])
         #expect(cache.diskSize() <= limit)
         // An entry larger than the whole limit is not stored.
@@ -157,7 +161,8 @@ struct DiskCacheTests {
         // Re-stored whole.
         let cache = try #require(layer.diskCache(layer.settings))
         guard case .hit = cache.lookup(tile(1, 0, 0), tileSize: 256, pixelFormat: .rgba8888, timeToLive: 0) else {
-            Issue.record("not re-stored"); return
+            Issue.record("not re-stored")
+            return
         }
     }
 
@@ -167,10 +172,12 @@ struct DiskCacheTests {
         let cache = TileDiskCache(directory: root.url)
         try cache.store(tile(0, 0, 0), bitmap: solid(red, size: 256, format: .rgba8888), encoded: nil, sizeLimit: 0)
         guard case .damaged = cache.lookup(tile(0, 0, 0), tileSize: 256, pixelFormat: .bgra8888, timeToLive: 0) else {
-            Issue.record("served a mismatched entry"); return
+            Issue.record("served a mismatched entry")
+            return
         }
         guard case .miss = cache.lookup(tile(0, 0, 0), tileSize: 256, pixelFormat: .rgba8888, timeToLive: 0) else {
-            Issue.record("mismatched entry not dropped"); return
+            Issue.record("mismatched entry not dropped")
+            return
         }
     }
 
@@ -193,7 +200,8 @@ struct DiskCacheTests {
         for entry in entries {
             let data = try Data(contentsOf: URL(fileURLWithPath: entry.path))
             guard case .success = TileDiskCache.parse(data, tileSize: 64, pixelFormat: .rgba8888, source: entry.path) else {
-                Issue.record("damaged entry \(entry.path)"); continue
+                Issue.record("damaged entry \(entry.path)")
+                continue
             }
         }
         let recorded = try String(contentsOf: folder.appendingPathComponent(".size"), encoding: .utf8)
@@ -214,8 +222,10 @@ struct DiskCacheTests {
         let release = root.file("release")
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/flock")
-        process.arguments = [folder.appendingPathComponent(".lock").path, "-c",
-                             "touch '\(marker)'; while [ ! -e '\(release)' ]; do sleep 0.02; done"]
+        process.arguments = [
+            folder.appendingPathComponent(".lock").path, "-c",
+            "touch '\(marker)'; while [ ! -e '\(release)' ]; do sleep 0.02; done",
+        ]
         try process.run()
         while !FileManager.default.fileExists(atPath: marker) { try await Task.sleep(for: .milliseconds(5)) }
         let cache = TileDiskCache(directory: folder)
@@ -235,7 +245,8 @@ struct DiskCacheTests {
         let storedLater = stored.isSet
         #expect(storedLater)
         guard case .hit = cache.lookup(tile(0, 0, 0), tileSize: 16, pixelFormat: .rgba8888, timeToLive: 0) else {
-            Issue.record("not stored"); return
+            Issue.record("not stored")
+            return
         }
     }
 
@@ -252,7 +263,8 @@ struct DiskCacheTests {
         #expect(entry.count < 256 * 256 * 4)
         let cache = try #require(layer.diskCache(layer.settings))
         guard case .hit(let hit) = cache.lookup(tile(0, 0, 0), tileSize: 256, pixelFormat: .rgba8888, timeToLive: 0) else {
-            Issue.record("no hit"); return
+            Issue.record("no hit")
+            return
         }
         #expect(hit.bitmap.pixel(x: 9, y: 9) == blue)
     }

@@ -3,6 +3,7 @@ import Testing
 import TilepackCore
 import TilepackImaging
 import TilepackTestSupport
+
 @testable import TileLayer
 
 /// Holds every tile request; records which were cancelled (through the request's own
@@ -12,7 +13,8 @@ final class CancellableSource: MapTileLayerDataSource {
     let cancelled = Locked<[TileCoordinate]>([])
     let asked = Locked<[TileCoordinate]>([])
 
-    func mapTileLayer(_ layer: MapTileLayer, requestDataForTileAt tile: TileCoordinate, tileRequest: TileRequest) -> TileRequestDisposition {
+    func mapTileLayer(_ layer: MapTileLayer, requestDataForTileAt tile: TileCoordinate, tileRequest: TileRequest) -> TileRequestDisposition
+    {
         asked.withLock { $0.append(tile) }
         held.withLock { $0.append(tileRequest) }
         tileRequest.onCancellation { [cancelled] in
@@ -77,7 +79,10 @@ struct FidelityTests {
         let triple = HeadlessMapView(viewport: ViewportSize(width: 256, height: 256), scale: .x3)
         triple.addMapTileLayer(tiny)
         #expect(await settledFrame(triple).drawn.isEmpty)
-        #expect(tiny.diagnostics.contains { $0.kind == .tileFailed && $0.message.contains("64x64") && $0.message.contains("from 128 to 1024 px") })
+        #expect(
+            tiny.diagnostics.contains {
+                $0.kind == .tileFailed && $0.message.contains("64x64") && $0.message.contains("from 128 to 1024 px")
+            })
     }
 
     @Test("a data source's URL to a 512 px image (way 3) and the disk cache keep the image's own size")
@@ -106,8 +111,8 @@ struct FidelityTests {
     func completeWithImage() {
         let got = Locked<Bitmap?>(nil)
         let request = TileRequest(tile: tile(1, 0, 0)) { bitmap in got.withLock { $0 = bitmap } }
-        #expect(!request.complete(with: solid(red, size: 64)))              // below half the tile size
-        #expect(!request.complete(with: solid(red, size: 2048)))            // above four times
+        #expect(!request.complete(with: solid(red, size: 64)))  // below half the tile size
+        #expect(!request.complete(with: solid(red, size: 2048)))  // above four times
         #expect(!request.complete(with: solid(red, size: 512, format: .bgra8888)))  // another format
         #expect(!request.complete(with: Bitmap(width: 512, height: 256, pixelFormat: .rgba8888)))
         #expect(request.status == .pending)
@@ -167,7 +172,9 @@ struct FidelityTests {
             func mapTileLayer(_ layer: MapTileLayer, dataForTileAt tile: TileCoordinate) -> SynchronousTileData {
                 tile.zoom == 1 ? .bitmap(Data(solid(tile.x == 0 ? red : green).pixels)) : .notSupplied
             }
-            func mapTileLayer(_ layer: MapTileLayer, requestDataForTileAt tile: TileCoordinate, tileRequest: TileRequest) -> TileRequestDisposition {
+            func mapTileLayer(_ layer: MapTileLayer, requestDataForTileAt tile: TileCoordinate, tileRequest: TileRequest)
+                -> TileRequestDisposition
+            {
                 held.mapTileLayer(layer, requestDataForTileAt: tile, tileRequest: tileRequest)
             }
         }

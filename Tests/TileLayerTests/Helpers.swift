@@ -3,6 +3,7 @@ import Testing
 import TilepackCore
 import TilepackImaging
 import TilepackTestSupport
+
 @testable import TileLayer
 
 /// A clock the test moves by hand.
@@ -29,7 +30,12 @@ func pngData(_ color: RGBA8, size: Int = 256) throws -> Data {
 /// Counts calls per way and tile; answers with a colour per tile in the chosen way.
 final class RecordingSource: MapTileLayerDataSource {
     enum Way: Sendable { case synchronous, request, url }
-    struct Calls { var hasTile: [TileCoordinate] = []; var sync: [TileCoordinate] = []; var request: [TileCoordinate] = []; var url: [TileCoordinate] = [] }
+    struct Calls {
+        var hasTile: [TileCoordinate] = []
+        var sync: [TileCoordinate] = []
+        var request: [TileCoordinate] = []
+        var url: [TileCoordinate] = []
+    }
 
     let ways: Set<Way>
     let color: @Sendable (TileCoordinate) -> RGBA8
@@ -37,9 +43,11 @@ final class RecordingSource: MapTileLayerDataSource {
     let urlFor: @Sendable (TileCoordinate) -> URL?
     let calls = Locked(Calls())
 
-    init(ways: Set<Way>, color: @escaping @Sendable (TileCoordinate) -> RGBA8 = { _ in red },
-         exists: @escaping @Sendable (TileCoordinate) -> Bool = { _ in true },
-         urlFor: @escaping @Sendable (TileCoordinate) -> URL? = { _ in nil }) {
+    init(
+        ways: Set<Way>, color: @escaping @Sendable (TileCoordinate) -> RGBA8 = { _ in red },
+        exists: @escaping @Sendable (TileCoordinate) -> Bool = { _ in true },
+        urlFor: @escaping @Sendable (TileCoordinate) -> URL? = { _ in nil }
+    ) {
         self.ways = ways
         self.color = color
         self.exists = exists
@@ -57,7 +65,8 @@ final class RecordingSource: MapTileLayerDataSource {
         return .bitmap(Data(solid(color(tile), size: layer.tileSize, format: layer.pixelFormat).pixels))
     }
 
-    func mapTileLayer(_ layer: MapTileLayer, requestDataForTileAt tile: TileCoordinate, tileRequest: TileRequest) -> TileRequestDisposition {
+    func mapTileLayer(_ layer: MapTileLayer, requestDataForTileAt tile: TileCoordinate, tileRequest: TileRequest) -> TileRequestDisposition
+    {
         guard ways.contains(.request) else { return .declined }
         calls.withLock { $0.request.append(tile) }
         let pixels = solid(color(tile), size: tileRequest.tileSize, format: tileRequest.pixelFormat).pixels
@@ -78,8 +87,10 @@ final class RecordingSource: MapTileLayerDataSource {
 }
 
 /// A layer in a fresh temporary cache root.
-func makeLayer(_ source: (any MapTileLayerDataSource)?, cacheRoot: TemporaryDirectory? = nil,
-               clock: ManualClock? = nil) -> MapTileLayer {
+func makeLayer(
+    _ source: (any MapTileLayerDataSource)?, cacheRoot: TemporaryDirectory? = nil,
+    clock: ManualClock? = nil
+) -> MapTileLayer {
     var wallClock: @Sendable () -> Date = { Date() }
     if let clock { wallClock = clock.dateFunction }
     let root: URL = cacheRoot?.url ?? FileManager.default.temporaryDirectory
@@ -101,8 +112,10 @@ func color(in frame: MapFrame, at placement: TilePlacement) -> RGBA8 {
 }
 
 /// Writes a `z/x/y.png` tree of solid tiles; returns its folder.
-func writeTileTree(_ directory: TemporaryDirectory, tiles: [TileCoordinate], size: Int = 256,
-                   color: (TileCoordinate) -> RGBA8) throws -> URL {
+func writeTileTree(
+    _ directory: TemporaryDirectory, tiles: [TileCoordinate], size: Int = 256,
+    color: (TileCoordinate) -> RGBA8
+) throws -> URL {
     let root = directory.url.appendingPathComponent("tiles")
     for tile in tiles {
         let folder = root.appendingPathComponent("\(tile.zoom)/\(tile.x)")

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TilepackCore
 import TilepackImaging
+
 @testable import TileLayer
 
 @Suite("MapTileLayer properties")
@@ -32,9 +33,14 @@ struct LayerPropertyTests {
         let park = GeoBoundingBox(west: -0.042772, south: 51.525941, east: 0.028296, north: 51.557)
         #expect(layer.setBoundingBox(park) == .applied)
         #expect(layer.boundingBox == park)
-        for bad in [GeoBoundingBox(west: 0, south: 10, east: 1, north: 5), GeoBoundingBox(west: 0, south: -91, east: 1, north: 0),
-                    GeoBoundingBox(west: -181, south: 0, east: 1, north: 1), GeoBoundingBox(west: .nan, south: 0, east: 1, north: 1)] {
-            guard case .ignoredInvalid = layer.setBoundingBox(bad) else { Issue.record("accepted \(bad)"); continue }
+        for bad in [
+            GeoBoundingBox(west: 0, south: 10, east: 1, north: 5), GeoBoundingBox(west: 0, south: -91, east: 1, north: 0),
+            GeoBoundingBox(west: -181, south: 0, east: 1, north: 1), GeoBoundingBox(west: .nan, south: 0, east: 1, north: 1),
+        ] {
+            guard case .ignoredInvalid = layer.setBoundingBox(bad) else {
+                Issue.record("accepted \(bad)")
+                continue
+            }
             #expect(layer.boundingBox == park)
         }
         #expect(layer.setBoundingBox(nil) == .applied)
@@ -74,8 +80,14 @@ struct LayerPropertyTests {
         #expect((0...20).filter { !layer.isShown(atZoomLevel: $0) } == [3, 4, 5, 6])
         let before = (0...20).map { layer.isShown(atZoomLevel: $0) }
         for (from, to) in [(-1, 5), (0, 21), (-3, 30), (8, 7)] {
-            guard case .ignoredInvalid = layer.hide(fromZoomLevel: from, toZoomLevel: to) else { Issue.record("hide \(from)...\(to)"); continue }
-            guard case .ignoredInvalid = layer.show(fromZoomLevel: from, toZoomLevel: to) else { Issue.record("show \(from)...\(to)"); continue }
+            guard case .ignoredInvalid = layer.hide(fromZoomLevel: from, toZoomLevel: to) else {
+                Issue.record("hide \(from)...\(to)")
+                continue
+            }
+            guard case .ignoredInvalid = layer.show(fromZoomLevel: from, toZoomLevel: to) else {
+                Issue.record("show \(from)...\(to)")
+                continue
+            }
         }
         #expect((0...20).map { layer.isShown(atZoomLevel: $0) } == before)
         #expect(layer.show(fromZoomLevel: 4, toZoomLevel: 5) == .applied)
@@ -92,7 +104,10 @@ struct LayerPropertyTests {
             #expect(layer.tileSize == size)
         }
         for bad in [0, -256, 100, 255, 257, 384, 8192, 8] {
-            guard case .ignoredInvalid = layer.setTileSize(bad) else { Issue.record("accepted \(bad)"); continue }
+            guard case .ignoredInvalid = layer.setTileSize(bad) else {
+                Issue.record("accepted \(bad)")
+                continue
+            }
             #expect(layer.tileSize == 256)
         }
     }
@@ -117,7 +132,10 @@ struct LayerPropertyTests {
             #expect(layer.setPixelFormat(format) == .applied)
             #expect(layer.pixelFormat == format)
         }
-        guard case .ignoredInvalid = layer.setPixelFormat(nil) else { Issue.record("unknown accepted"); return }
+        guard case .ignoredInvalid = layer.setPixelFormat(nil) else {
+            Issue.record("unknown accepted")
+            return
+        }
         #expect(layer.pixelFormat == PixelFormat.allCases.last)
     }
 
@@ -134,9 +152,15 @@ struct LayerPropertyTests {
         let layer = MapTileLayer()
         #expect(layer.setZIndex(42) == .applied)
         #expect(layer.zIndex == 42)
-        guard case .adjusted = layer.setZIndex(-5) else { Issue.record("not clamped"); return }
+        guard case .adjusted = layer.setZIndex(-5) else {
+            Issue.record("not clamped")
+            return
+        }
         #expect(layer.zIndex == MapTileLayer.minimumZIndex)
-        guard case .adjusted = layer.setZIndex(1_000_000) else { Issue.record("not clamped"); return }
+        guard case .adjusted = layer.setZIndex(1_000_000) else {
+            Issue.record("not clamped")
+            return
+        }
         #expect(layer.zIndex == MapTileLayer.maximumZIndex)
     }
 
@@ -146,7 +170,10 @@ struct LayerPropertyTests {
         #expect(layer.setMapLayerType(.foreground) == .applied)
         #expect(layer.mapLayerType == .foreground)
         for refused in [MapLayerType.pointOfInterest, .transitStop] {
-            guard case .ignoredInvalid = layer.setMapLayerType(refused) else { Issue.record("accepted \(refused)"); continue }
+            guard case .ignoredInvalid = layer.setMapLayerType(refused) else {
+                Issue.record("accepted \(refused)")
+                continue
+            }
             #expect(layer.mapLayerType == .foreground)
         }
         #expect(layer.setMapLayerType(.background) == .applied)
@@ -157,18 +184,33 @@ struct LayerPropertyTests {
     @Test("cache identifier: stripped to letters, digits, _ and -; nil or empty leaves caching off; the first sticks")
     func cacheIdentifier() {
         let layer = MapTileLayer()
-        guard case .ignoredInvalid = layer.setCacheEnabled(true, identifier: nil) else { Issue.record("nil enabled"); return }
+        guard case .ignoredInvalid = layer.setCacheEnabled(true, identifier: nil) else {
+            Issue.record("nil enabled")
+            return
+        }
         #expect(!layer.cacheEnabled && layer.cacheIdentifier == nil)
-        guard case .ignoredInvalid = layer.setCacheEnabled(true, identifier: "") else { Issue.record("empty enabled"); return }
-        guard case .ignoredInvalid = layer.setCacheEnabled(true, identifier: "../..//") else { Issue.record("stripped-empty enabled"); return }
+        guard case .ignoredInvalid = layer.setCacheEnabled(true, identifier: "") else {
+            Issue.record("empty enabled")
+            return
+        }
+        guard case .ignoredInvalid = layer.setCacheEnabled(true, identifier: "../..//") else {
+            Issue.record("stripped-empty enabled")
+            return
+        }
         #expect(!layer.cacheEnabled)
 
-        guard case .adjusted = layer.setCacheEnabled(true, identifier: "My Tile/Cache: v2_x-y!") else { Issue.record("not adjusted"); return }
+        guard case .adjusted = layer.setCacheEnabled(true, identifier: "My Tile/Cache: v2_x-y!") else {
+            Issue.record("not adjusted")
+            return
+        }
         #expect(layer.cacheEnabled)
         #expect(layer.cacheIdentifier == "MyTileCachev2_x-y")
         #expect(layer.cacheDirectory?.lastPathComponent == "MyTileCachev2_x-y")
 
-        guard case .adjusted = layer.setCacheEnabled(true, identifier: "Other") else { Issue.record("second id not reported"); return }
+        guard case .adjusted = layer.setCacheEnabled(true, identifier: "Other") else {
+            Issue.record("second id not reported")
+            return
+        }
         #expect(layer.cacheIdentifier == "MyTileCachev2_x-y")
         #expect(layer.setCacheEnabled(false, identifier: "MyTileCachev2_x-y") == .applied)
         #expect(!layer.cacheEnabled && layer.cacheDirectory == nil)
@@ -185,13 +227,22 @@ struct LayerPropertyTests {
         let layer = MapTileLayer()
         #expect(layer.setCacheSizeLimit(64 << 20) == .applied)
         #expect(layer.cacheSizeLimit == 64 << 20)
-        guard case .ignoredInvalid = layer.setCacheSizeLimit(-1) else { Issue.record("negative size"); return }
+        guard case .ignoredInvalid = layer.setCacheSizeLimit(-1) else {
+            Issue.record("negative size")
+            return
+        }
         #expect(layer.cacheSizeLimit == 64 << 20)
         #expect(layer.setCacheTimeToLive(86_400) == .applied)
         #expect(layer.cacheTimeToLive == 86_400)
-        guard case .adjusted = layer.setCacheTimeToLive(-5) else { Issue.record("negative ttl"); return }
+        guard case .adjusted = layer.setCacheTimeToLive(-5) else {
+            Issue.record("negative ttl")
+            return
+        }
         #expect(layer.cacheTimeToLive == 0)
-        guard case .ignoredInvalid = layer.setCacheTimeToLive(.nan) else { Issue.record("nan ttl"); return }
+        guard case .ignoredInvalid = layer.setCacheTimeToLive(.nan) else {
+            Issue.record("nan ttl")
+            return
+        }
         #expect(layer.cacheTimeToLive == 0)
     }
 

@@ -3,6 +3,7 @@ import Testing
 import TilepackCore
 import TilepackImaging
 import TilepackTestSupport
+
 @testable import TileLayer
 
 /// Holds every tile request until `release` is called; then completes them with their colour.
@@ -10,13 +11,17 @@ final class GatedSource: MapTileLayerDataSource {
     let held = Locked<[TileRequest]>([])
     let color: @Sendable (TileCoordinate) -> RGBA8
     init(color: @escaping @Sendable (TileCoordinate) -> RGBA8) { self.color = color }
-    func mapTileLayer(_ layer: MapTileLayer, requestDataForTileAt tile: TileCoordinate, tileRequest: TileRequest) -> TileRequestDisposition {
+    func mapTileLayer(_ layer: MapTileLayer, requestDataForTileAt tile: TileCoordinate, tileRequest: TileRequest) -> TileRequestDisposition
+    {
         held.withLock { $0.append(tileRequest) }
         return .accepted
     }
     var pending: Int { held.withLock { $0.count } }
     func release() {
-        let requests = held.withLock { r -> [TileRequest] in defer { r = [] }; return r }
+        let requests = held.withLock { r -> [TileRequest] in
+            defer { r = [] }
+            return r
+        }
         for request in requests {
             request.copy(from: Data(solid(color(request.tile), size: request.tileSize, format: request.pixelFormat).pixels))
             request.complete()
@@ -24,11 +29,14 @@ final class GatedSource: MapTileLayerDataSource {
     }
 }
 
-func viewAt(_ lat: Double, _ lon: Double, zoom: Double, _ w: Int, _ h: Int, scale: ScreenScale = .x1,
-            clock: ManualClock? = nil) -> HeadlessMapView {
-    HeadlessMapView(viewport: ViewportSize(width: w, height: h), scale: scale,
-                    center: GeoCoordinate(latitude: lat, longitude: lon), zoomLevel: zoom,
-                    clock: clock?.function ?? HeadlessMapView.uptime)
+func viewAt(
+    _ lat: Double, _ lon: Double, zoom: Double, _ w: Int, _ h: Int, scale: ScreenScale = .x1,
+    clock: ManualClock? = nil
+) -> HeadlessMapView {
+    HeadlessMapView(
+        viewport: ViewportSize(width: w, height: h), scale: scale,
+        center: GeoCoordinate(latitude: lat, longitude: lon), zoomLevel: zoom,
+        clock: clock?.function ?? HeadlessMapView.uptime)
 }
 
 @Suite("Headless map view")
@@ -238,9 +246,9 @@ struct MapViewTests {
         let approximate = view.renderFrame()
         #expect(approximate.drawn.count == 16)
         #expect(approximate.drawn.allSatisfy { $0.isApproximate && $0.sourceZoom == 1 })
-        #expect(approximate.bitmap.pixel(x: 100, y: 100) == red)      // tile 2/0/0 <- 1/0/0
-        #expect(approximate.bitmap.pixel(x: 900, y: 100) == green)    // tile 2/3/0 <- 1/1/0
-        #expect(approximate.bitmap.pixel(x: 100, y: 900) == blue)     // tile 2/0/3 <- 1/0/1
+        #expect(approximate.bitmap.pixel(x: 100, y: 100) == red)  // tile 2/0/0 <- 1/0/0
+        #expect(approximate.bitmap.pixel(x: 900, y: 100) == green)  // tile 2/3/0 <- 1/1/0
+        #expect(approximate.bitmap.pixel(x: 100, y: 900) == blue)  // tile 2/0/3 <- 1/0/1
         // Fallback bitmaps are not cached as the real tiles.
         #expect(!FileManager.default.fileExists(atPath: root.file("fallback/2")))
 
@@ -277,8 +285,9 @@ struct MapViewTests {
         let layer = makeLayer(RecordingSource(ways: [.synchronous], color: { _ in RGBA8(r: 0, g: 0, b: 0, a: 255) }))
         layer.setFadingEnabled(true)
         layer.setFallbackEnabled(false)
-        let view = HeadlessMapView(viewport: ViewportSize(width: 256, height: 256),
-                                   background: RGBA8(r: 255, g: 255, b: 255, a: 255), clock: clock.function)
+        let view = HeadlessMapView(
+            viewport: ViewportSize(width: 256, height: 256),
+            background: RGBA8(r: 255, g: 255, b: 255, a: 255), clock: clock.function)
         view.addMapTileLayer(layer)
         view.update()
         _ = await view.waitUntilIdle()

@@ -3,6 +3,7 @@ import Testing
 import TilepackCore
 import TilepackImaging
 import TilepackTestSupport
+
 @testable import TileLayer
 
 /// The guide's SimpleBitmapTileLayer: red and green 256x256 RGBA bitmaps made once, copied into
@@ -15,14 +16,21 @@ final class SimpleBitmapTileLayerSource: MapTileLayerDataSource {
         var red = Data(count: 256 * 256 * 4)
         var green = Data(count: 256 * 256 * 4)
         for i in stride(from: 0, to: 256 * 256 * 4, by: 4) {
-            red[i] = 0xFF; red[i + 1] = 0x00; red[i + 2] = 0x00; red[i + 3] = 0xFF
-            green[i] = 0x00; green[i + 1] = 0xFF; green[i + 2] = 0x00; green[i + 3] = 0xFF
+            red[i] = 0xFF
+            red[i + 1] = 0x00
+            red[i + 2] = 0x00
+            red[i + 3] = 0xFF
+            green[i] = 0x00
+            green[i + 1] = 0xFF
+            green[i + 2] = 0x00
+            green[i + 3] = 0xFF
         }
         redBitmap = red
         greenBitmap = green
     }
 
-    func mapTileLayer(_ layer: MapTileLayer, requestDataForTileAt tile: TileCoordinate, tileRequest: TileRequest) -> TileRequestDisposition {
+    func mapTileLayer(_ layer: MapTileLayer, requestDataForTileAt tile: TileCoordinate, tileRequest: TileRequest) -> TileRequestDisposition
+    {
         DispatchQueue.global().async {
             let x = tile.x, y = tile.y
             let bitmap = ((x % 2 == 0 && y % 2 == 1) || (x % 2 == 1 && y % 2 == 0)) ? self.redBitmap : self.greenBitmap
@@ -43,8 +51,9 @@ struct SeedExampleTests {
         layer.setPixelFormat(.rgba8888)
         layer.setTransparent(false)
         layer.setMapLayerType(.area)
-        let view = HeadlessMapView(viewport: ViewportSize(width: 700, height: 500), scale: scale,
-                                   center: GeoCoordinate(latitude: 48.85, longitude: 2.35), zoomLevel: zoom)
+        let view = HeadlessMapView(
+            viewport: ViewportSize(width: 700, height: 500), scale: scale,
+            center: GeoCoordinate(latitude: 48.85, longitude: 2.35), zoomLevel: zoom)
         #expect(view.addMapTileLayer(layer))
         let frame = await settledFrame(view)
         let placements = view.tilePlans()[0].placements

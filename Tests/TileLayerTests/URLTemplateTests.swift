@@ -4,6 +4,7 @@ import Testing
 import TilepackCore
 import TilepackImaging
 import TilepackTestSupport
+
 @testable import TileLayer
 
 /// A real JPEG tile written by TileMill (fixture geography-class-jpg.mbtiles, zoom 0), read with the sqlite3 tool.
@@ -29,13 +30,16 @@ struct URLTemplateTests {
     @Test("{x} {y} {z} {scale} replaced; several occurrences; integral scales without a fraction")
     func placeholders() {
         let source = URLTemplateTileSource(urlTemplate: "https://tiles.example/{z}/{x}/{y}@{scale}x.png?x={x}&s={scale}")
-        #expect(source.url(forTilePath: TilePath(x: 3, y: 2, z: 5, contentScaleFactor: 2))?.absoluteString
-            == "https://tiles.example/5/3/2@2x.png?x=3&s=2")
-        #expect(source.url(forTilePath: TilePath(x: 0, y: 0, z: 0, contentScaleFactor: 1.5))?.absoluteString
-            == "https://tiles.example/0/0/0@1.5x.png?x=0&s=1.5")
+        #expect(
+            source.url(forTilePath: TilePath(x: 3, y: 2, z: 5, contentScaleFactor: 2))?.absoluteString
+                == "https://tiles.example/5/3/2@2x.png?x=3&s=2")
+        #expect(
+            source.url(forTilePath: TilePath(x: 0, y: 0, z: 0, contentScaleFactor: 1.5))?.absoluteString
+                == "https://tiles.example/0/0/0@1.5x.png?x=0&s=1.5")
         #expect(URLTemplateTileSource(urlTemplate: nil).url(forTilePath: TilePath(x: 0, y: 0, z: 0)) == nil)
-        #expect(URLTemplateTileSource(urlTemplate: "/srv/tiles/{z}/{x}/{y}.png").url(forTilePath: TilePath(x: 1, y: 2, z: 3))
-            == URL(fileURLWithPath: "/srv/tiles/3/1/2.png"))
+        #expect(
+            URLTemplateTileSource(urlTemplate: "/srv/tiles/{z}/{x}/{y}.png").url(forTilePath: TilePath(x: 1, y: 2, z: 3))
+                == URL(fileURLWithPath: "/srv/tiles/3/1/2.png"))
     }
 
     @Test("defaults: not flipped, minimumZ 0, maximumZ 21, canReplaceMapContent false")
@@ -106,8 +110,9 @@ struct URLTemplateTests {
                 try pngData(row == 1 ? red : blue).write(to: folder.appendingPathComponent("\(row).png"))
             }
         }
-        let source = URLTemplateTileSource(urlTemplate: "file://" + root.path + "/{z}/{x}/{y}.png",
-                                           isGeometryFlipped: true, maximumZ: 1)
+        let source = URLTemplateTileSource(
+            urlTemplate: "file://" + root.path + "/{z}/{x}/{y}.png",
+            isGeometryFlipped: true, maximumZ: 1)
         let layer = MapTileLayer(overlay: source)
         let view = HeadlessMapView(viewport: ViewportSize(width: 1024, height: 1024), zoomLevel: 2)
         view.addMapTileLayer(layer)
@@ -168,7 +173,8 @@ struct URLTemplateTests {
         #expect(layer.diagnostics.contains { $0.kind == .tileFailed && $0.message.contains("no tile east") })
     }
 
-    @Test("http tiles from a loopback server: PNG and JPEG converted to the layer's format; a size below half the tile size and 404 refused")
+    @Test(
+        "http tiles from a loopback server: PNG and JPEG converted to the layer's format; a size below half the tile size and 404 refused")
     func httpTiles() async throws {
         let directory = try TemporaryDirectory()
         let root = directory.url

@@ -49,8 +49,10 @@ enum TestEncoding {
 }
 
 /// Writes labelled tiles into an MBTiles file (TMS rows, by MBTilesWriter).
-func writeMBTiles(_ path: String, tiles: [TileCoordinate], size: Int = 256,
-                  metadata extra: [String: String] = [:]) throws {
+func writeMBTiles(
+    _ path: String, tiles: [TileCoordinate], size: Int = 256,
+    metadata extra: [String: String] = [:]
+) throws {
     var entries = ["name": "labels", "format": "png"]
     entries.merge(extra) { $1 }
     let writer = try MBTilesWriter(creating: path, metadata: TileMetadata(entries))
@@ -61,8 +63,10 @@ func writeMBTiles(_ path: String, tiles: [TileCoordinate], size: Int = 256,
 }
 
 /// Writes labelled tiles into a bundle, as PNG or as raw LZ4 bitmaps.
-func writeBundle(_ path: String, tiles: [TileCoordinate], size: Int = 256, encoding: TestEncoding = .png,
-                 metadata extra: [String: String] = [:]) throws {
+func writeBundle(
+    _ path: String, tiles: [TileCoordinate], size: Int = 256, encoding: TestEncoding = .png,
+    metadata extra: [String: String] = [:]
+) throws {
     var entries = ["name": "labels"]
     entries.merge(extra) { $1 }
     let content: TileContent
@@ -155,7 +159,9 @@ final class Gate: Sendable {
 
 /// An MBTiles archive of labelled tiles of zooms 0...3 in `dir`, read through an instrumented
 /// archive whose reads wait at the returned gate, served with at most `concurrency` reads at once.
-func gatedLabels(_ dir: TemporaryDirectory, concurrency: Int) throws -> (gate: Gate, archive: InstrumentedArchive, source: ArchiveTileSource) {
+func gatedLabels(_ dir: TemporaryDirectory, concurrency: Int) throws -> (
+    gate: Gate, archive: InstrumentedArchive, source: ArchiveTileSource
+) {
     let path = dir.file("labels.mbtiles")
     try writeMBTiles(path, tiles: allTiles(0...3))
     let gate = Gate()
@@ -172,8 +178,9 @@ func crop(_ frame: Bitmap, x: Int, y: Int, size: Int) throws -> Bitmap {
 /// A view over the whole world at zoom `zoom` (1024 x 1024 points at zoom 2: 16 tiles of 256).
 func worldView(zoom: Int, layer: MapTileLayer) -> HeadlessMapView {
     let side = 256 << zoom
-    let view = HeadlessMapView(viewport: ViewportSize(width: side, height: side), center: GeoCoordinate(latitude: 0, longitude: 0),
-                               zoomLevel: Double(zoom))
+    let view = HeadlessMapView(
+        viewport: ViewportSize(width: side, height: side), center: GeoCoordinate(latitude: 0, longitude: 0),
+        zoomLevel: Double(zoom))
     view.addMapTileLayer(layer)
     return view
 }

@@ -10,8 +10,10 @@ import TilepackTestSupport
 @Suite struct ArchiveTileSourceTests {
     // MARK: Formats from real archives
 
-    @Test(arguments: ["node-mbtiles/plain_1.mbtiles", "martin/geography-class-jpg.mbtiles", "martin/geography-class-png.mbtiles",
-                      "mbutil/one_tile.mbtiles"])
+    @Test(arguments: [
+        "node-mbtiles/plain_1.mbtiles", "martin/geography-class-jpg.mbtiles", "martin/geography-class-png.mbtiles",
+        "mbutil/one_tile.mbtiles",
+    ])
     func fixtureTilesDecodeStraightIntoTheBufferInEveryPixelFormat(_ fixture: String) throws {
         let archive = try MBTilesArchive(path: TestSupport.fixture(fixture))
         let reader = ArchiveTileReader(archive: archive)
@@ -73,8 +75,9 @@ import TilepackTestSupport
         let path = dir.file("sparse.mbtiles")
         // Zoom 2 with only the western half, in bounds declared for the whole world (so the eastern
         // tiles are inside the layer's bounding box and asked for).
-        try writeMBTiles(path, tiles: allTiles(0...1) + allTiles(2...2).filter { $0.x < 2 },
-                         metadata: ["bounds": "-180,-85.0511,180,85.0511"])
+        try writeMBTiles(
+            path, tiles: allTiles(0...1) + allTiles(2...2).filter { $0.x < 2 },
+            metadata: ["bounds": "-180,-85.0511,180,85.0511"])
         let archive = InstrumentedArchive(try MBTilesArchive(path: path))
         let source = ArchiveTileSource(archive: archive)
         let layer = source.makeLayer()
@@ -113,8 +116,9 @@ import TilepackTestSupport
         #expect(source.mapTileLayer(layer, hasTileAt: broken))
 
         let clock = Locked<Double>(100)
-        let view = HeadlessMapView(viewport: ViewportSize(width: 512, height: 512), center: GeoCoordinate(latitude: 0, longitude: 0),
-                                   zoomLevel: 1, clock: { clock.withLock { $0 } })
+        let view = HeadlessMapView(
+            viewport: ViewportSize(width: 512, height: 512), center: GeoCoordinate(latitude: 0, longitude: 0),
+            zoomLevel: 1, clock: { clock.withLock { $0 } })
         view.addMapTileLayer(layer)
         let first = await view.render(timeout: TestSupport.settleSeconds)
         #expect(first.drawn.count == 3)
@@ -146,7 +150,10 @@ import TilepackTestSupport
                 #expect(outcome == .missing)  // after the first failure
             } catch let error as ArchiveTileError {
                 #expect(error.tile == first)
-                guard case .decoding = error.reason else { Issue.record("unexpected \(error)"); continue }
+                guard case .decoding = error.reason else {
+                    Issue.record("unexpected \(error)")
+                    continue
+                }
             }
         }
         #expect(log.all.count == 1)
@@ -207,8 +214,9 @@ import TilepackTestSupport
         let layer = source.makeLayer()
         layer.setFallbackEnabled(false)
         // A 256 x 256 view at zoom 3 over the north-west: tiles 3/0/0 ... 3/1/1.
-        let view = HeadlessMapView(viewport: ViewportSize(width: 256, height: 256),
-                                   center: WebMercator.coordinate(atWorldPoint: MercatorPoint(x: 0.125, y: 0.125)), zoomLevel: 3)
+        let view = HeadlessMapView(
+            viewport: ViewportSize(width: 256, height: 256),
+            center: WebMercator.coordinate(atWorldPoint: MercatorPoint(x: 0.125, y: 0.125)), zoomLevel: 3)
         view.addMapTileLayer(layer)
         view.update()
         #expect(await eventually { archive.snapshot.concurrentReads == 1 && source.waitingRequestCount == 3 })
@@ -242,8 +250,9 @@ import TilepackTestSupport
         let requests = allTiles(3...3).prefix(4).map { t in TileRequest(tile: t) { _ in } }
         for request in requests { _ = source.mapTileLayer(layer, requestDataForTileAt: request.tile, tileRequest: request) }
         #expect(await eventually { archive.snapshot.concurrentReads == 1 && source.waitingRequestCount == 3 })
-        let view = HeadlessMapView(viewport: ViewportSize(width: 256, height: 256),
-                                   center: WebMercator.coordinate(atWorldPoint: MercatorPoint(x: 0.875, y: 0.875)), zoomLevel: 3)
+        let view = HeadlessMapView(
+            viewport: ViewportSize(width: 256, height: 256),
+            center: WebMercator.coordinate(atWorldPoint: MercatorPoint(x: 0.875, y: 0.875)), zoomLevel: 3)
         view.addMapTileLayer(layer)
         let plan = try #require(view.tilePlans().first)
         #expect(source.cancelRequests(notNeededBy: plan) == 3)
@@ -261,9 +270,14 @@ import TilepackTestSupport
         let asked = Locked(0)
         var buffer = [UInt8](repeating: 0, count: 512 * 512 * 4)
         let outcome = try buffer.withUnsafeMutableBytes { bytes in
-            try reader.read(tile(0, 0, 0), tileSize: 512, pixelFormat: .rgba8888, into: bytes, isCancelled: {
-                asked.withLock { $0 += 1; return $0 > 2 }  // cancelled after the first archive tile
-            })
+            try reader.read(
+                tile(0, 0, 0), tileSize: 512, pixelFormat: .rgba8888, into: bytes,
+                isCancelled: {
+                    asked.withLock {
+                        $0 += 1
+                        return $0 > 2
+                    }  // cancelled after the first archive tile
+                })
         }
         #expect(outcome == .cancelled)
     }
@@ -292,7 +306,9 @@ import TilepackTestSupport
         #expect(archive.snapshot.reads.count == 5)
         #expect(reader.cache.statistics.evictions >= 2)
         // Another pixel format is another entry.
-        #expect(try reader.bitmap(at: recent.last!, tileSize: 256, pixelFormat: .bgra8888) == labelledTile(recent.last!).converted(to: .bgra8888))
+        #expect(
+            try reader.bitmap(at: recent.last!, tileSize: 256, pixelFormat: .bgra8888)
+                == labelledTile(recent.last!).converted(to: .bgra8888))
         #expect(archive.snapshot.reads.count == 6)
         // No budget, no cache.
         let uncached = ArchiveTileReader(archive: archive)
@@ -338,8 +354,9 @@ import TilepackTestSupport
 
         // RGBA PNG (labelledTile encodes with alpha) and an overlay: transparent; raw RGB: opaque.
         let dir = try TemporaryDirectory("adapter")
-        try writeBundle(dir.file("rgb.tilepack"), tiles: [tile(0, 0, 0)], encoding: .raw(.rgb888),
-                        metadata: ["bounds": "-10,-20,30,40", "minzoom": "3", "maxzoom": "9"])
+        try writeBundle(
+            dir.file("rgb.tilepack"), tiles: [tile(0, 0, 0)], encoding: .raw(.rgb888),
+            metadata: ["bounds": "-10,-20,30,40", "minzoom": "3", "maxzoom": "9"])
         let rgb = try ArchiveTileSource(path: dir.file("rgb.tilepack"))
         let rgbLayer = rgb.makeLayer()
         #expect(!rgbLayer.transparent)
@@ -348,8 +365,9 @@ import TilepackTestSupport
         #expect(rgb.layerConfiguration().servedZoomLevels == 3...9)
         try writeMBTiles(dir.file("rgba.mbtiles"), tiles: [tile(0, 0, 0)])
         #expect(try ArchiveTileSource(path: dir.file("rgba.mbtiles")).makeLayer().transparent)
-        try writeBundle(dir.file("overlay.tilepack"), tiles: [tile(0, 0, 0)], encoding: .raw(.rgb888),
-                        metadata: ["type": "overlay", "bounds": "not,a,box"])
+        try writeBundle(
+            dir.file("overlay.tilepack"), tiles: [tile(0, 0, 0)], encoding: .raw(.rgb888),
+            metadata: ["type": "overlay", "bounds": "not,a,box"])
         let overlay = try ArchiveTileSource(path: dir.file("overlay.tilepack"))
         let overlayConfiguration = overlay.layerConfiguration()
         #expect(overlayConfiguration.transparent)

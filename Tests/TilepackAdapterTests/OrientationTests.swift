@@ -26,7 +26,9 @@ import TilepackTestSupport
                     // Every pixel of the font pixel's square.
                     for dy in 0..<origin.scale {
                         for dx in 0..<origin.scale where frame.pixel(x: x + dx, y: y + dy) != expected {
-                            Issue.record("tile \(t): label pixel (\(x + dx), \(y + dy)) of '\(character)' is \(frame.pixel(x: x + dx, y: y + dy)), expected \(expected)")
+                            Issue.record(
+                                "tile \(t): label pixel (\(x + dx), \(y + dy)) of '\(character)' is \(frame.pixel(x: x + dx, y: y + dy)), expected \(expected)"
+                            )
                             return
                         }
                     }
@@ -41,7 +43,8 @@ import TilepackTestSupport
         #expect(try crop(frame, x: originX, y: originY, size: size) == labelledTile(t, size: size))
     }
 
-    func renderWorld(_ source: ArchiveTileSource, zoom: Int, tileSize: Int = 256, format: PixelFormat = .rgba8888) async throws -> MapFrame {
+    func renderWorld(_ source: ArchiveTileSource, zoom: Int, tileSize: Int = 256, format: PixelFormat = .rgba8888) async throws -> MapFrame
+    {
         let layer = source.makeLayer(tileSize: tileSize, pixelFormat: format)
         let view = worldView(zoom: zoom, layer: layer)
         let frame = await view.render(timeout: TestSupport.settleSeconds)
@@ -75,12 +78,13 @@ import TilepackTestSupport
     func bundleLabelsComeOutRightSideUp(_ kind: String) async throws {
         let dir = try TemporaryDirectory("adapter")
         let path = dir.file("labels.tilepack")
-        let encoding: TestEncoding = switch kind {
-        case "raw-rgba": .raw(.rgba8888)
-        case "raw-bgra": .raw(.bgra8888)
-        case "raw-rgb": .raw(.rgb888)
-        default: .png
-        }
+        let encoding: TestEncoding =
+            switch kind {
+            case "raw-rgba": .raw(.rgba8888)
+            case "raw-bgra": .raw(.bgra8888)
+            case "raw-rgb": .raw(.rgb888)
+            default: .png
+            }
         try writeBundle(path, tiles: allTiles(0...2), encoding: encoding)
         let source = try ArchiveTileSource(path: path)
         let frame = try await renderWorld(source, zoom: 2)

@@ -64,7 +64,8 @@ import TilepackTestSupport
             #expect(quarter == expected, "\(child) is not the right quarter of \(parent)")
         }
         // Zoom 0 has no parent: the 512 tile scaled down.
-        #expect(try reader.bitmap(at: tile(0, 0, 0), tileSize: 256) == labelledTile(tile(0, 0, 0), size: 512).resized(width: 256, height: 256))
+        #expect(
+            try reader.bitmap(at: tile(0, 0, 0), tileSize: 256) == labelledTile(tile(0, 0, 0), size: 512).resized(width: 256, height: 256))
         #expect(reader.hasTile(tile(2, 3, 3), tileSize: 256))
         #expect(!reader.hasTile(tile(3, 0, 0), tileSize: 256))
     }

@@ -5,6 +5,7 @@ import TilepackCore
 import TilepackImaging
 import TilepackOperations
 import TilepackTestSupport
+
 @testable import tilepack
 
 /// The built `tilepack` binary, run as a user runs it.
@@ -32,10 +33,13 @@ func message(_ body: () throws -> Any) -> String? {
     // MARK: 1. Negative coordinates
 
     @Test func bboxTakesALeadingMinus() throws {
-        let command = try #require(try CommandLineArguments.parse(["import", "tree", "out.mbtiles", "--bbox", "-10,-40,8,47"]) as? ImportCommand)
+        let command = try #require(
+            try CommandLineArguments.parse(["import", "tree", "out.mbtiles", "--bbox", "-10,-40,8,47"]) as? ImportCommand)
         #expect(command.bbox?.box == GeoBoundingBox(west: -10, south: -40, east: 8, north: 47))
         // ArgumentParser alone takes the value for an option: the joining is what makes it work.
-        #expect(message { try Tilepack.parseAsRoot(["import", "tree", "out.mbtiles", "--bbox", "-10,-40,8,47"]) }?.contains("Missing value") == true)
+        #expect(
+            message { try Tilepack.parseAsRoot(["import", "tree", "out.mbtiles", "--bbox", "-10,-40,8,47"]) }?.contains("Missing value")
+                == true)
     }
 
     /// `--agg-tiles-hash` reaches the options of every command that writes MBTiles; off by default.
@@ -44,23 +48,32 @@ func message(_ body: () throws -> Any) -> String? {
         #expect(!plain.aggregateHash.enabled)
         let asked = try #require(try CommandLineArguments.parse(["import", "tree", "out.mbtiles", "--agg-tiles-hash"]) as? ImportCommand)
         #expect(asked.aggregateHash.enabled)
-        #expect((try CommandLineArguments.parse(["convert", "a.tilepack", "b.mbtiles", "--agg-tiles-hash"]) as? ConvertCommand)?.aggregateHash.enabled == true)
-        #expect((try CommandLineArguments.parse(["extract", "a.tilepack", "b.mbtiles", "--agg-tiles-hash"]) as? ExtractCommand)?.aggregateHash.enabled == true)
-        #expect((try CommandLineArguments.parse(["merge", "a.mbtiles", "b.mbtiles", "c.mbtiles", "--agg-tiles-hash"]) as? MergeCommand)?.aggregateHash.enabled == true)
+        #expect(
+            (try CommandLineArguments.parse(["convert", "a.tilepack", "b.mbtiles", "--agg-tiles-hash"]) as? ConvertCommand)?.aggregateHash
+                .enabled == true)
+        #expect(
+            (try CommandLineArguments.parse(["extract", "a.tilepack", "b.mbtiles", "--agg-tiles-hash"]) as? ExtractCommand)?.aggregateHash
+                .enabled == true)
+        #expect(
+            (try CommandLineArguments.parse(["merge", "a.mbtiles", "b.mbtiles", "c.mbtiles", "--agg-tiles-hash"]) as? MergeCommand)?
+                .aggregateHash.enabled == true)
     }
 
     @Test func centerTakesALeadingMinusInLonLatOrder() throws {
-        let command = try #require(try CommandLineArguments.parse(
-            ["render", "a.mbtiles", "--center", "-33.9,18.4", "--zoom", "3", "--size", "10x10", "-o", "a.png"]) as? RenderCommand)
+        let command = try #require(
+            try CommandLineArguments.parse(
+                ["render", "a.mbtiles", "--center", "-33.9,18.4", "--zoom", "3", "--size", "10x10", "-o", "a.png"]) as? RenderCommand)
         #expect(command.center.coordinate.longitude == -33.9 && command.center.coordinate.latitude == 18.4)
-        let capeTown = try #require(try CommandLineArguments.parse(
-            ["render", "a.mbtiles", "--center", "18.4,-33.9", "--zoom", "-1", "--size", "10x10", "-o", "a.png"]) as? RenderCommand)
+        let capeTown = try #require(
+            try CommandLineArguments.parse(
+                ["render", "a.mbtiles", "--center", "18.4,-33.9", "--zoom", "-1", "--size", "10x10", "-o", "a.png"]) as? RenderCommand)
         #expect(capeTown.center.coordinate.latitude == -33.9 && capeTown.zoom == -1)
     }
 
     @Test func joiningTouchesOnlyNegativeNumbersAfterLongOptions() {
-        #expect(CommandLineArguments.joiningNegativeValues(["--bbox", "-1,2,3,4", "-q", "--x", "-.5", "--y=-3", "--", "--z", "-4"])
-            == ["--bbox=-1,2,3,4", "-q", "--x=-.5", "--y=-3", "--", "--z", "-4"])
+        #expect(
+            CommandLineArguments.joiningNegativeValues(["--bbox", "-1,2,3,4", "-q", "--x", "-.5", "--y=-3", "--", "--z", "-4"])
+                == ["--bbox=-1,2,3,4", "-q", "--x=-.5", "--y=-3", "--", "--z", "-4"])
         #expect(CommandLineArguments.joiningNegativeValues(["--force", "-q", "-o", "-1.png"]) == ["--force", "-q", "-o", "-1.png"])
     }
 
@@ -83,7 +96,9 @@ func message(_ body: () throws -> Any) -> String? {
     // MARK: 6. Did you mean
 
     @Test func aMisspelledSubcommandGetsASuggestion() {
-        for (typed, meant) in [("imprt", "import"), ("improt", "import"), ("verfy", "verify"), ("inf", "info"), ("conver", "convert"), ("rendr", "render")] {
+        for (typed, meant) in [
+            ("imprt", "import"), ("improt", "import"), ("verfy", "verify"), ("inf", "info"), ("conver", "convert"), ("rendr", "render"),
+        ] {
             let text = message { try CommandLineArguments.parse([typed, "x"]) }
             #expect(text?.contains("'\(typed)' is not a tilepack command. Did you mean '\(meant)'?") == true, "\(text ?? "")")
         }
@@ -99,7 +114,8 @@ func message(_ body: () throws -> Any) -> String? {
         try Data([0x89, 0x50]).write(to: URL(fileURLWithPath: dir.file("t/0/0/0.png")).deletingLastPathComponent().creatingFolder())
         // The minus reaches --bbox in the real command too: the error is about the tree, not the option.
         let negative = try await Binary.run(["import", dir.file("t"), dir.file("o.mbtiles"), "--bbox", "-10,40,8,47", "--quiet"])
-        #expect(!negative.stderr.contains("Missing value") && negative.stderr.contains("no file of the tree could be imported"), "\(negative)")
+        #expect(
+            !negative.stderr.contains("Missing value") && negative.stderr.contains("no file of the tree could be imported"), "\(negative)")
     }
 
     // MARK: 11. Not an archive: exit 2 everywhere
@@ -108,9 +124,11 @@ func message(_ body: () throws -> Any) -> String? {
         let dir = try TemporaryDirectory()
         // PMTiles of a spec version tilepack does not read (v3 is read: see PMTilesConvertTests).
         let pmtiles = TestSupport.fixture("pmtiles/invalid_v4.pmtiles")
-        for arguments in [["verify", pmtiles], ["info", pmtiles], ["export", pmtiles, dir.file("out")],
-                          ["convert", pmtiles, dir.file("o.mbtiles")],
-                          ["render", pmtiles, "--center", "0,0", "--zoom", "1", "--size", "8x8", "-o", dir.file("o.png")]] {
+        for arguments in [
+            ["verify", pmtiles], ["info", pmtiles], ["export", pmtiles, dir.file("out")],
+            ["convert", pmtiles, dir.file("o.mbtiles")],
+            ["render", pmtiles, "--center", "0,0", "--zoom", "1", "--size", "8x8", "-o", dir.file("o.png")],
+        ] {
             let result = try await Binary.run(arguments)
             #expect(result.status == 2, "\(arguments): \(result)")
             #expect((result.stdout + result.stderr).contains("PMTiles"), "\(arguments): \(result)")

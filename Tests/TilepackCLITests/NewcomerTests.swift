@@ -4,6 +4,7 @@ import Testing
 import TilepackOperations
 import TilepackStorage
 import TilepackTestSupport
+
 @testable import tilepack
 
 /// What a newcomer meets first: `--help`, README's recipes, exit statuses (issue 29).
@@ -33,8 +34,9 @@ import TilepackTestSupport
         let words = line.split(separator: " ").map(String.init)
         let arguments = Array(words.drop { $0 != "render" }).map { $0.trimmingCharacters(in: CharacterSet(charactersIn: "'")) }
         let command = try #require(try CommandLineArguments.parse(arguments) as? RenderCommand)
-        #expect(abs(command.center.coordinate.latitude - 51.54) < 0.01 && abs(command.center.coordinate.longitude + 0.01) < 0.01,
-                "\(line)")
+        #expect(
+            abs(command.center.coordinate.latitude - 51.54) < 0.01 && abs(command.center.coordinate.longitude + 0.01) < 0.01,
+            "\(line)")
     }
 
     // MARK: 10. README's GNU parallel recipe numbers the parts from 0
@@ -43,8 +45,9 @@ import TilepackTestSupport
     /// `{#}` the job number from 1): the shards are exactly 0..<N of N, each parsed by `import`.
     @Test func readmeParallelRecipeCoversEveryShard() throws {
         let readme = try String(contentsOf: TestSupport.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
-        let line = try #require(readme.split(separator: "\n").first { $0.contains("| parallel ") && $0.contains("--shard") },
-                                "README has a GNU parallel line with --shard")
+        let line = try #require(
+            readme.split(separator: "\n").first { $0.contains("| parallel ") && $0.contains("--shard") },
+            "README has a GNU parallel line with --shard")
         let words = line.split(separator: " ").map(String.init)
         #expect(words.first == "seq")
         let first = try #require(Int(words[1])), last = try #require(Int(words[2]))
@@ -53,7 +56,9 @@ import TilepackTestSupport
         let template = Array(command.dropFirst())
         var shards: [ShardSpec] = []
         for (job, input) in (first...last).enumerated() {
-            let arguments = template.map { $0.replacingOccurrences(of: "{#}", with: "\(job + 1)").replacingOccurrences(of: "{}", with: "\(input)") }
+            let arguments = template.map {
+                $0.replacingOccurrences(of: "{#}", with: "\(job + 1)").replacingOccurrences(of: "{}", with: "\(input)")
+            }
             let parsed = try #require(try CommandLineArguments.parse(arguments) as? ImportCommand, "\(arguments)")
             shards.append(try #require(parsed.shard?.spec, "\(arguments)"))
         }
@@ -91,7 +96,8 @@ import TilepackTestSupport
         let part = try await Binary.run(["extract", world, berlin, "--bbox", "13.3,52.45,13.5,52.56", "--min-zoom", "3", "--quiet"])
         try #require(part.status == 0, "\(part)")
         let swapped = try await Binary.run(["extract", berlin, dir.file("out.mbtiles"), "--bbox", "52.45,13.3,52.56,13.5", "--quiet"])
-        #expect(swapped.status == 1 && swapped.stderr.contains("no tile of the archive lies in the box 52.45,13.3,52.56,13.5"), "\(swapped)")
+        #expect(
+            swapped.status == 1 && swapped.stderr.contains("no tile of the archive lies in the box 52.45,13.3,52.56,13.5"), "\(swapped)")
         #expect(!FileManager.default.fileExists(atPath: dir.file("out.mbtiles")))
         let across = try await Binary.run(["extract", world, dir.file("across.mbtiles"), "--bbox", "170,-10,-170,10", "--quiet"])
         let note = "the box crosses the antimeridian (west 170 > east -170)"
@@ -103,10 +109,14 @@ import TilepackTestSupport
     @Test func renderRefusesToWriteOverAnInput() async throws {
         let dir = try TemporaryDirectory()
         let archive = dir.file("a.mbtiles")
-        let made = try await Binary.run(["import", TestSupport.packageRoot.appendingPathComponent("samples/tiles").path, archive, "--max-zoom", "1", "--quiet"])
+        let made = try await Binary.run([
+            "import", TestSupport.packageRoot.appendingPathComponent("samples/tiles").path, archive, "--max-zoom", "1", "--quiet",
+        ])
         try #require(made.status == 0, "\(made)")
         try FileManager.default.createSymbolicLink(atPath: dir.file("link.mbtiles"), withDestinationPath: archive)
-        let result = try await Binary.run(["render", archive, "--center", "0,0", "--zoom", "1", "--size", "64x64", "-o", dir.file("link.mbtiles"), "--force"])
+        let result = try await Binary.run([
+            "render", archive, "--center", "0,0", "--zoom", "1", "--size", "64x64", "-o", dir.file("link.mbtiles"), "--force",
+        ])
         #expect(result.status == 1 && result.stderr.contains("the output is the input \(archive)"), "\(result)")
         let verify = try await Binary.run(["verify", archive])
         #expect(verify.status == 0, "\(verify)")

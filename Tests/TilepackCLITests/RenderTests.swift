@@ -5,6 +5,7 @@ import TilepackCore
 import TilepackImaging
 import TilepackOperations
 import TilepackTestSupport
+
 @testable import tilepack
 
 /// `tilepack render`'s output (the layer composition is TilepackRender's, tested there): a PNG
@@ -27,7 +28,9 @@ import TilepackTestSupport
         }
         _ = try TileImporter.run(source: dir.file("t"), destination: dir.file("e.mbtiles"), options: ImportOptions())
         do {
-            try await Self.render([dir.file("e.mbtiles"), "--center", "-100,40", "--zoom", "5.5", "--size", "64x64", "-o", dir.file("a.png")])
+            try await Self.render([
+                dir.file("e.mbtiles"), "--center", "-100,40", "--zoom", "5.5", "--size", "64x64", "-o", dir.file("a.png"),
+            ])
             Issue.record("rendered a view with no tile")
         } catch {
             #expect(Tilepack.message(for: error).contains("shows no tile of any input (\(dir.file("e.mbtiles")) covers "), "\(error)")
@@ -42,7 +45,9 @@ import TilepackTestSupport
     @Test func aTileSizeOutsideTheRuleIsAUsageError() async throws {
         for size in ["8", "300", "8192"] {
             await #expect(throws: ValidationError.self) {
-                try await Self.render(["a.mbtiles", "--center", "0,0", "--zoom", "1", "--size", "8x8", "--tile-size", size, "-o", "/nonexistent/a.png"])
+                try await Self.render([
+                    "a.mbtiles", "--center", "0,0", "--zoom", "1", "--size", "8x8", "--tile-size", size, "-o", "/nonexistent/a.png",
+                ])
             }
         }
     }

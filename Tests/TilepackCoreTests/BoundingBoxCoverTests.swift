@@ -93,7 +93,8 @@ import TilepackTestSupport
         for zoom in 0...TileCoordinate.maximumZoom {
             for _ in 0..<40 {
                 let side = 1 << zoom
-                let tile = try TileCoordinate(zoom: zoom, x: Int.random(in: 0..<side, using: &random), y: Int.random(in: 0..<side, using: &random))
+                let tile = try TileCoordinate(
+                    zoom: zoom, x: Int.random(in: 0..<side, using: &random), y: Int.random(in: 0..<side, using: &random))
                 let box = tile.boundingBox
                 #expect(try box.tileRanges(atZoom: zoom) == [TileRange(tile: tile)], "\(tile)")
                 #expect(try box.contains(tile) && box.intersects(tile))
@@ -146,7 +147,8 @@ import TilepackTestSupport
                         let tile = try TileCoordinate(zoom: zoom, x: x, y: y)
                         let t = tile.boundingBox
                         let latitudes = t.south < north && t.north > south
-                        let longitudes = box.crossesAntimeridian
+                        let longitudes =
+                            box.crossesAntimeridian
                             ? (t.east > west || t.west < east) : (t.west < east && t.east > west)
                         #expect(try box.intersects(tile) == (latitudes && longitudes), "\(tile) and \(box)")
                     }

@@ -1,7 +1,6 @@
 import Foundation
 import TilepackCore
 
-
 /// Great-circle distance in metres (haversine) on a sphere of `radius` metres.
 func haversine(_ a: GeoCoordinate, _ b: GeoCoordinate, radius: Double = 6_371_008.8) -> Double {
     let phi1 = a.latitude * .pi / 180, phi2 = b.latitude * .pi / 180

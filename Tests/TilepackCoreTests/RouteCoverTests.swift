@@ -54,14 +54,15 @@ import TilepackTestSupport
         #expect(inside > 100, "too few sample points fell within the radius to test anything")
         for tile in cover {
             let box = tile.boundingBox
-            let nearest = dense.map { p -> Double in
-                var longitude = p.longitude
-                let centre = (box.west + box.east) / 2
-                if longitude - centre > 180 { longitude -= 360 } else if longitude - centre < -180 { longitude += 360 }
-                let q = GeoCoordinate(
-                    latitude: min(max(p.latitude, box.south), box.north), longitude: min(max(longitude, box.west), box.east))
-                return haversine(p, q)
-            }.min() ?? .infinity
+            let nearest =
+                dense.map { p -> Double in
+                    var longitude = p.longitude
+                    let centre = (box.west + box.east) / 2
+                    if longitude - centre > 180 { longitude -= 360 } else if longitude - centre < -180 { longitude += 360 }
+                    let q = GeoCoordinate(
+                        latitude: min(max(p.latitude, box.south), box.north), longitude: min(max(longitude, box.west), box.east))
+                    return haversine(p, q)
+                }.min() ?? .infinity
             #expect(nearest <= radius * slack + step, "\(tile) is \(nearest) m from the route, radius \(radius) m")
         }
         return cover
@@ -115,7 +116,9 @@ import TilepackTestSupport
         #expect(cover.count < 40)
         for point in route { #expect(cover.contains(try WebMercator.tile(containing: point, zoom: 12))) }
         // The same route turned by 180 degrees about the pole axis covers the same tiles, shifted by half the columns.
-        let turned = route.map { GeoCoordinate(latitude: $0.latitude, longitude: $0.longitude > 0 ? $0.longitude - 180 : $0.longitude + 180) }
+        let turned = route.map {
+            GeoCoordinate(latitude: $0.latitude, longitude: $0.longitude > 0 ? $0.longitude - 180 : $0.longitude + 180)
+        }
         let shifted = try RouteCover(route: turned, radius: 800, zoom: 12)
         #expect(Set(shifted.map(\.description)) == Set(cover.map { "12/\(($0.x + (1 << 11)) % (1 << 12))/\($0.y)" }))
         // Written with 180 / -180 as the meeting point, the route is unchanged.

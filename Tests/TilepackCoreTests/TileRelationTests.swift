@@ -32,7 +32,8 @@ import TilepackTestSupport
         for zoom in 0...TileCoordinate.maximumZoom {
             for _ in 0..<60 {
                 let side = 1 << zoom
-                let tile = try TileCoordinate(zoom: zoom, x: Int.random(in: 0..<side, using: &random), y: Int.random(in: 0..<side, using: &random))
+                let tile = try TileCoordinate(
+                    zoom: zoom, x: Int.random(in: 0..<side, using: &random), y: Int.random(in: 0..<side, using: &random))
                 for child in tile.children {
                     #expect(child.parent == tile)
                     #expect(tile.contains(child) && !child.contains(tile))
@@ -47,7 +48,8 @@ import TilepackTestSupport
                     #expect(walker.contains(tile))
                     // The ancestor's box contains the tile's box.
                     let outer = walker.boundingBox, inner = tile.boundingBox
-                    #expect(outer.west <= inner.west && inner.east <= outer.east && outer.south <= inner.south && inner.north <= outer.north)
+                    #expect(
+                        outer.west <= inner.west && inner.east <= outer.east && outer.south <= inner.south && inner.north <= outer.north)
                     walker = walker.parent ?? walker
                 }
             }
@@ -128,7 +130,8 @@ import TilepackTestSupport
         for zoom in 0...TileCoordinate.maximumZoom {
             for _ in 0..<100 {
                 let side = 1 << zoom
-                let tile = try TileCoordinate(zoom: zoom, x: Int.random(in: 0..<side, using: &random), y: Int.random(in: 0..<side, using: &random))
+                let tile = try TileCoordinate(
+                    zoom: zoom, x: Int.random(in: 0..<side, using: &random), y: Int.random(in: 0..<side, using: &random))
                 let key = tile.quadkey
                 #expect(key.count == zoom)
                 #expect(try TileCoordinate(quadkey: key) == tile)

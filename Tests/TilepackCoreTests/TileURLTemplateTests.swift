@@ -1,4 +1,5 @@
 import Testing
+
 @testable import TilepackCore
 
 /// Core's one type for tile URL templates, and Core's one tile size rule.
@@ -6,9 +7,11 @@ import Testing
     @Test func placeholdersAreExpandedInOnePass() {
         let template = TileURLTemplate("https://{s}.tiles.example/{z}/{x}/{y}@{scale}x.png?x={x}&keep={other}&{")
         #expect(template.missing == nil && template.usesSubdomains)
-        #expect(template.expand(z: 5, x: 3, y: 2, scale: 2, subdomains: ["a", "b", "c"])
-            == "https://c.tiles.example/5/3/2@2x.png?x=3&keep={other}&{")
-        #expect(template.expand(z: 0, x: 0, y: 0, scale: 1.5, subdomains: ["a"]) == "https://a.tiles.example/0/0/0@1.5x.png?x=0&keep={other}&{")
+        #expect(
+            template.expand(z: 5, x: 3, y: 2, scale: 2, subdomains: ["a", "b", "c"])
+                == "https://c.tiles.example/5/3/2@2x.png?x=3&keep={other}&{")
+        #expect(
+            template.expand(z: 0, x: 0, y: 0, scale: 1.5, subdomains: ["a"]) == "https://a.tiles.example/0/0/0@1.5x.png?x=0&keep={other}&{")
         // No subdomains given: {s} is kept as written.
         #expect(TileURLTemplate("https://{s}.h/{z}/{x}/{y}").expand(z: 1, x: 1, y: 1) == "https://{s}.h/1/1/1")
     }

@@ -18,10 +18,10 @@ import TilepackTestSupport
 
     /// Points whose tiles were computed with mercantile 1.2.1 `tile(lng, lat, zoom)`.
     @Test(arguments: [
-        (13.377704, 52.516275, 18, 140_813, 85_975), // Brandenburg Gate
-        (-74.0445, 40.6892, 16, 19_288, 24_645), // Statue of Liberty
-        (151.2153, -33.8568, 12, 3_768, 2_457), // Sydney Opera House
-        (-0.042772, 51.557, 14, 8_190, 5_444), // the seed's Olympic Park, top-left
+        (13.377704, 52.516275, 18, 140_813, 85_975),  // Brandenburg Gate
+        (-74.0445, 40.6892, 16, 19_288, 24_645),  // Statue of Liberty
+        (151.2153, -33.8568, 12, 3_768, 2_457),  // Sydney Opera House
+        (-0.042772, 51.557, 14, 8_190, 5_444),  // the seed's Olympic Park, top-left
     ])
     func tilesMatchMercantile(longitude: Double, latitude: Double, zoom: Int, x: Int, y: Int) throws {
         let tile = try TileCoordinate(containing: GeoCoordinate(latitude: latitude, longitude: longitude), zoom: zoom)
@@ -59,8 +59,9 @@ import TilepackTestSupport
             #expect(east.boundingBox.east == 180 && west.boundingBox.west == -180)
         }
         // A longitude beyond 180 wraps: 190 is -170.
-        #expect(try WebMercator.tile(containing: GeoCoordinate(latitude: 0, longitude: 190), zoom: 3)
-            == WebMercator.tile(containing: GeoCoordinate(latitude: 0, longitude: -170), zoom: 3))
+        #expect(
+            try WebMercator.tile(containing: GeoCoordinate(latitude: 0, longitude: 190), zoom: 3)
+                == WebMercator.tile(containing: GeoCoordinate(latitude: 0, longitude: -170), zoom: 3))
         #expect(try WebMercator.tile(containing: GeoCoordinate(latitude: 0, longitude: -540), zoom: 4).x == 0)
     }
 
@@ -71,7 +72,8 @@ import TilepackTestSupport
                 #expect(try WebMercator.tile(containing: GeoCoordinate(latitude: latitude, longitude: 0), zoom: zoom).y == 0)
                 #expect(try WebMercator.tile(containing: GeoCoordinate(latitude: -latitude, longitude: 0), zoom: zoom).y == last)
             }
-            #expect(try WebMercator.tile(containing: GeoCoordinate(latitude: -WebMercator.maximumLatitude, longitude: 0), zoom: zoom).y == last)
+            #expect(
+                try WebMercator.tile(containing: GeoCoordinate(latitude: -WebMercator.maximumLatitude, longitude: 0), zoom: zoom).y == last)
         }
         let top = try WebMercator.worldPoint(of: GeoCoordinate(latitude: 90, longitude: 0))
         #expect(top.y == 0 && top.x == 0.5)
@@ -138,7 +140,9 @@ import TilepackTestSupport
                 for tileSize in [256, 512] {
                     let pixel = try WebMercator.pixelPoint(of: point, zoom: zoom, tileSize: tileSize)
                     let back = try WebMercator.coordinate(atPixel: pixel, zoom: zoom, tileSize: tileSize)
-                    #expect(isClose(back.latitude, point.latitude, tolerance: 1e-9) && isClose(back.longitude, point.longitude, tolerance: 1e-9))
+                    #expect(
+                        isClose(back.latitude, point.latitude, tolerance: 1e-9) && isClose(back.longitude, point.longitude, tolerance: 1e-9)
+                    )
                     let column = pixel.x / Double(tileSize)
                     #expect(column >= Double(tile.x) - 1e-3 && column <= Double(tile.x + 1))
                 }
@@ -152,7 +156,8 @@ import TilepackTestSupport
         for zoom in 0...TileCoordinate.maximumZoom {
             for _ in 0..<100 {
                 let side = 1 << zoom
-                let tile = try TileCoordinate(zoom: zoom, x: Int.random(in: 0..<side, using: &random), y: Int.random(in: 0..<side, using: &random))
+                let tile = try TileCoordinate(
+                    zoom: zoom, x: Int.random(in: 0..<side, using: &random), y: Int.random(in: 0..<side, using: &random))
                 #expect(try WebMercator.tile(containing: WebMercator.northWestCorner(of: tile), zoom: zoom) == tile)
                 let point = try WebMercator.tilePoint(of: WebMercator.northWestCorner(of: tile), zoom: zoom)
                 #expect(point.x == Double(tile.x))
@@ -166,6 +171,8 @@ import TilepackTestSupport
         #expect(WebMercator.coordinate(atWorldPoint: MercatorPoint(x: 0, y: 0.5)) == GeoCoordinate(latitude: 0, longitude: -180))
         #expect(WebMercator.coordinate(atWorldPoint: MercatorPoint(x: 1.25, y: 0.5)).longitude == -90)
         #expect(WebMercator.coordinate(atWorldPoint: MercatorPoint(x: -0.25, y: 0.5)).longitude == 90)
-        #expect(isClose(WebMercator.coordinate(atWorldPoint: MercatorPoint(x: 0.5, y: -3)).latitude, WebMercator.maximumLatitude, tolerance: 1e-8))
+        #expect(
+            isClose(
+                WebMercator.coordinate(atWorldPoint: MercatorPoint(x: 0.5, y: -3)).latitude, WebMercator.maximumLatitude, tolerance: 1e-8))
     }
 }

@@ -16,7 +16,8 @@ import TilepackTestSupport
         let client = transport.client()
         let server = try LoopbackHTTPServer { request in
             if request.path == "/missing" { return .status(404, "no") }
-            return .respond(status: 200, headers: ["ETag": "\"v1\"", "X-Agent": request.header("user-agent") ?? ""], body: Data("hello".utf8))
+            return .respond(
+                status: 200, headers: ["ETag": "\"v1\"", "X-Agent": request.header("user-agent") ?? ""], body: Data("hello".utf8))
         }
         defer { server.stop() }
         let response = try await client.send(HTTPRequest(url: url(server, "/a")))
@@ -37,7 +38,9 @@ import TilepackTestSupport
         let client = transport.client()
         let server = try LoopbackHTTPServer { request in
             if request.path == "/cut" { return .truncated(status: 200, headers: [:], body: Data(repeating: 1, count: 100), sent: 10) }
-            return .respond(status: 200, headers: ["X-Mixed-Case": "Value With Caps", "X-Method": request.method], body: Data("body of \(request.path)".utf8))
+            return .respond(
+                status: 200, headers: ["X-Mixed-Case": "Value With Caps", "X-Method": request.method],
+                body: Data("body of \(request.path)".utf8))
         }
         defer { server.stop() }
         let one = try await client.send(HTTPRequest(url: url(server, "/one"), headers: ["X-One": "1"]))
@@ -146,7 +149,10 @@ import TilepackTestSupport
         let client = transport.client()
         let calls = Locked(0)
         let server = try LoopbackHTTPServer { _ in
-            let n = calls.withLock { $0 += 1; return $0 }
+            let n = calls.withLock {
+                $0 += 1
+                return $0
+            }
             switch n {
             case 1: return .respond(status: 429, headers: ["Retry-After": "0"], body: Data())
             case 2: return .status(503)
@@ -166,7 +172,9 @@ import TilepackTestSupport
         #expect(retries.withLock { $0.count } == 3)
     }
 
-    @Test(arguments: TestTransport.available) func triesRunOutOnAStatusReturnTheResponseAndNotFoundIsNotRetried(_ transport: TestTransport) async throws {
+    @Test(arguments: TestTransport.available) func triesRunOutOnAStatusReturnTheResponseAndNotFoundIsNotRetried(_ transport: TestTransport)
+        async throws
+    {
         let client = transport.client()
         let server = try LoopbackHTTPServer { request in request.path == "/gone" ? .status(404) : .status(500) }
         defer { server.stop() }
@@ -204,7 +212,10 @@ import TilepackTestSupport
         let server = try LoopbackHTTPServer { request in
             switch request.path {
             case "/start": .respond(status: 301, headers: ["Location": "/middle?x=1"], body: Data("moved".utf8))
-            case "/middle": .respond(status: 307, headers: ["Location": "http://127.0.0.1:\(request.header("host")?.split(separator: ":").last ?? "")/end"], body: Data())
+            case "/middle":
+                .respond(
+                    status: 307, headers: ["Location": "http://127.0.0.1:\(request.header("host")?.split(separator: ":").last ?? "")/end"],
+                    body: Data())
             case "/end": .respond(status: 200, headers: ["X-Range": request.header("range") ?? ""], body: Data("arrived".utf8))
             case "/ftp": .respond(status: 302, headers: ["Location": "ftp://127.0.0.1/file"], body: Data("elsewhere".utf8))
             default: .respond(status: 302, headers: ["Location": "/loop"], body: Data())
@@ -226,7 +237,8 @@ import TilepackTestSupport
         #expect(ftp.status == 302 && ftp.body == Data("elsewhere".utf8))
         // A loop ends with an error naming the URL asked for.
         let loop = url(server, "/loop")
-        await #expect(throws: HTTPError(url: loop.absoluteString, fault: .transport("more than \(HTTPClient.maximumRedirects) redirects"))) {
+        await #expect(throws: HTTPError(url: loop.absoluteString, fault: .transport("more than \(HTTPClient.maximumRedirects) redirects")))
+        {
             _ = try await client.send(HTTPRequest(url: loop))
         }
         #expect(server.requests(to: "/loop") == HTTPClient.maximumRedirects + 1)
@@ -247,7 +259,13 @@ import TilepackTestSupport
         try await withThrowingTaskGroup(of: Void.self) { group in
             for _ in 0..<8 {
                 group.addTask {
-                    while let index = next.withLock({ value -> Int? in value < 200 ? { value += 1; return value }() : nil }) {
+                    while let index = next.withLock({ value -> Int? in
+                        value < 200
+                            ? {
+                                value += 1
+                                return value
+                            }() : nil
+                    }) {
                         let response = try await client.send(HTTPRequest(url: url(server, "/p\(index)")))
                         #expect(response.status == 200 && response.body.count == 2000)
                     }
@@ -270,7 +288,8 @@ import TilepackTestSupport
             }
         }
         #expect(policy.delay(afterAttempt: 1, retryAfter: .seconds(3), using: &generator) == .seconds(3))
-        let response = HTTPResponse(url: URL(string: "http://127.0.0.1/")!, status: 429, headers: ["Retry-After": "Wed, 21 Oct 2015 07:28:10 GMT"], body: Data())
+        let response = HTTPResponse(
+            url: URL(string: "http://127.0.0.1/")!, status: 429, headers: ["Retry-After": "Wed, 21 Oct 2015 07:28:10 GMT"], body: Data())
         #expect(response.retryAfter(now: Date(timeIntervalSince1970: 1_445_412_480)) == .seconds(10))
     }
 }

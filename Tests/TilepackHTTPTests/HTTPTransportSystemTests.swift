@@ -1,9 +1,10 @@
 import Foundation
 import Testing
 import TilepackCore
-@testable import TilepackHTTP
 import TilepackTestSupport
 import TilepackURLSession
+
+@testable import TilepackHTTP
 
 /// Where clients made without a transport get theirs: the bootstrapped factory, else
 /// URLSession found by name (this test process links TilepackURLSession, as an app does), else a
@@ -13,24 +14,28 @@ import TilepackURLSession
     @Test func anAppGetsURLSessionByName() {
         #expect(HTTPClient.shared.transport is URLSessionTransport)
         #expect(HTTPClient(maximumConnectionsPerHost: 2).transport is URLSessionTransport)
-        let made = HTTPTransportSystem.makeTransport(maximumConnectionsPerHost: 3, chosen: nil,
-                                                     platformTransportName: HTTPTransportSystem.platformTransportName)
+        let made = HTTPTransportSystem.makeTransport(
+            maximumConnectionsPerHost: 3, chosen: nil,
+            platformTransportName: HTTPTransportSystem.platformTransportName)
         #expect(made is URLSessionTransport)
     }
 
     @Test func aChosenFactoryIsUsedWithTheConnectionLimit() {
         let asked = Locked<[Int]>([])
-        let made = HTTPTransportSystem.makeTransport(maximumConnectionsPerHost: 5, chosen: { connections in
-            asked.withLock { $0.append(connections) }
-            return TestTransport.curl.make(maximumConnectionsPerHost: connections)
-        }, platformTransportName: HTTPTransportSystem.platformTransportName)
+        let made = HTTPTransportSystem.makeTransport(
+            maximumConnectionsPerHost: 5,
+            chosen: { connections in
+                asked.withLock { $0.append(connections) }
+                return TestTransport.curl.make(maximumConnectionsPerHost: connections)
+            }, platformTransportName: HTTPTransportSystem.platformTransportName)
         #expect(asked.withLock { $0 } == [5])
         #expect(!(made is URLSessionTransport))
     }
 
     @Test func withNoTransportLinkedEveryExchangeSaysSo() async throws {
-        let made = HTTPTransportSystem.makeTransport(maximumConnectionsPerHost: 1, chosen: nil,
-                                                     platformTransportName: "TilepackNoSuchModule.URLSessionTransport")
+        let made = HTTPTransportSystem.makeTransport(
+            maximumConnectionsPerHost: 1, chosen: nil,
+            platformTransportName: "TilepackNoSuchModule.URLSessionTransport")
         let client = HTTPClient(transport: made)
         let url = URL(string: "http://127.0.0.1:9/tile.png")!
         let error = await #expect(throws: HTTPError.self) { try await client.send(HTTPRequest(url: url)) }
@@ -48,9 +53,11 @@ import TilepackURLSession
     @Test func namesAreCaseInsensitiveAndRepeatedFieldsJoin() throws {
         let request = HTTPRequest(url: try #require(URL(string: "http://127.0.0.1/a.png")), maximumBodyBytes: 10)
         var incoming = HTTPIncomingResponse(request: request)
-        let headAccepted = incoming.receiveHead(status: 200, fields: [
-            ("ETag", "\"a\""), ("Cache-Control", "no-cache"), ("content-length", "3"), ("cache-control", "max-age=5"),
-        ])
+        let headAccepted = incoming.receiveHead(
+            status: 200,
+            fields: [
+                ("ETag", "\"a\""), ("Cache-Control", "no-cache"), ("content-length", "3"), ("cache-control", "max-age=5"),
+            ])
         let bodyAccepted = incoming.receiveBody(Data("abc".utf8))
         #expect(headAccepted && bodyAccepted)
         incoming.end(nil)

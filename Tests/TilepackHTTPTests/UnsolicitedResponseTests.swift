@@ -39,7 +39,8 @@ import TilepackTestSupport
                         let path = "/\(index)"
                         let got: String
                         do {
-                            got = String(decoding: try await client.send(HTTPRequest(url: URL(string: server.baseURL + path)!)).body, as: UTF8.self)
+                            got = String(
+                                decoding: try await client.send(HTTPRequest(url: URL(string: server.baseURL + path)!)).body, as: UTF8.self)
                         } catch {
                             got = "\(error)"
                         }

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TilepackCore
+
 @testable import TilepackImaging
 
 @Suite struct BitmapTests {
@@ -29,14 +30,19 @@ import TilepackCore
         for c in 0...255 {
             for a in 0...255 {
                 let want = UInt8((Double(c * a) / 255).rounded())
-                if premultiply(UInt8(c), UInt8(a)) != want { Issue.record("\(c) * \(a)"); return }
+                if premultiply(UInt8(c), UInt8(a)) != want {
+                    Issue.record("\(c) * \(a)")
+                    return
+                }
             }
         }
     }
 
     @Test func pixelRoundTripsInEveryFormat() {
-        let colours = [RGBA8(r: 1, g: 2, b: 3), RGBA8(r: 255, g: 128, b: 0, a: 255), RGBA8(r: 10, g: 200, b: 90, a: 0),
-                       RGBA8(r: 90, g: 180, b: 250, a: 200)]
+        let colours = [
+            RGBA8(r: 1, g: 2, b: 3), RGBA8(r: 255, g: 128, b: 0, a: 255), RGBA8(r: 10, g: 200, b: 90, a: 0),
+            RGBA8(r: 90, g: 180, b: 250, a: 200),
+        ]
         for format in PixelFormat.allCases {
             var bitmap = Bitmap(width: 4, height: 1, pixelFormat: format)
             for (i, c) in colours.enumerated() { bitmap.setPixel(x: i, y: 0, c) }
@@ -53,7 +59,8 @@ import TilepackCore
                     #expect(got == RGBA8(r: premultiply(c.r, c.a), g: premultiply(c.g, c.a), b: premultiply(c.b, c.a)))
                 case .rgb565:
                     let want = RGBA8(r: premultiply(c.r, c.a), g: premultiply(c.g, c.a), b: premultiply(c.b, c.a))
-                    #expect(abs(Int(got.r) - Int(want.r)) <= 4 && abs(Int(got.g) - Int(want.g)) <= 2
+                    #expect(
+                        abs(Int(got.r) - Int(want.r)) <= 4 && abs(Int(got.g) - Int(want.g)) <= 2
                             && abs(Int(got.b) - Int(want.b)) <= 4 && got.a == 255)
                 }
             }
@@ -64,13 +71,18 @@ import TilepackCore
         // Every 16-bit word expands to 8 bits and packs back to itself.
         for word in 0...0xFFFF {
             let (r, g, b) = unpack565(UInt16(word))
-            if pack565(r, g, b) != UInt16(word) { Issue.record("word \(word)"); return }
+            if pack565(r, g, b) != UInt16(word) {
+                Issue.record("word \(word)")
+                return
+            }
         }
     }
 
     @Test func conversionsBetweenFormats() {
         var straight = Bitmap(width: 3, height: 2, pixelFormat: .rgba8888)
-        for y in 0..<2 { for x in 0..<3 { straight.setPixel(x: x, y: y, RGBA8(r: UInt8(x * 80), g: UInt8(y * 90), b: 7, a: UInt8(x * 100 + y * 50))) } }
+        for y in 0..<2 {
+            for x in 0..<3 { straight.setPixel(x: x, y: y, RGBA8(r: UInt8(x * 80), g: UInt8(y * 90), b: 7, a: UInt8(x * 100 + y * 50))) }
+        }
         for format in PixelFormat.allCases {
             let converted = straight.converted(to: format)
             #expect(converted.pixelFormat == format && converted.pixels.count == 6 * format.bytesPerPixel)
@@ -107,7 +119,8 @@ import TilepackCore
         #expect(try bitmap.cropped(x: 0, y: 0, width: 4, height: 3) == bitmap)
         #expect(try bitmap.cropped(x: 4, y: 3, width: 0, height: 0).pixels.isEmpty)
         for (x, y, w, h) in [(-1, 0, 2, 2), (3, 0, 2, 1), (0, 2, 1, 2), (0, 0, -1, 1), (Int.max, 0, 1, 1)] {
-            #expect(imagingError { _ = try bitmap.cropped(x: x, y: y, width: w, height: h) }
+            #expect(
+                imagingError { _ = try bitmap.cropped(x: x, y: y, width: w, height: h) }
                     == .regionOutOfBounds(x: x, y: y, width: w, height: h, bitmap: PixelSize(width: 4, height: 3)))
         }
     }

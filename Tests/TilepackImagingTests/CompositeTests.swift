@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TilepackCore
+
 @testable import TilepackImaging
 
 @Suite struct CompositeTests {
@@ -28,9 +29,10 @@ import TilepackCore
                 base.composite(Bitmap(width: 1, height: 1, pixelFormat: topFormat, fill: s))
                 let p = base.pixel(x: 0, y: 0)
                 let tolerance = 2.0
-                #expect(abs(Double(p.r) - want.0) <= tolerance && abs(Double(p.g) - want.1) <= tolerance
+                #expect(
+                    abs(Double(p.r) - want.0) <= tolerance && abs(Double(p.g) - want.1) <= tolerance
                         && abs(Double(p.b) - want.2) <= tolerance && abs(Double(p.a) - want.3) <= 1,
-                        "\(topFormat) over \(baseFormat): \(p) vs \(want)")
+                    "\(topFormat) over \(baseFormat): \(p) vs \(want)")
             }
         }
     }

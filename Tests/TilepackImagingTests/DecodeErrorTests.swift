@@ -1,7 +1,8 @@
 import Foundation
 import Testing
-import TilepackTestSupport
 import TilepackCore
+import TilepackTestSupport
+
 @testable import TilepackImaging
 
 @Suite struct DecodeErrorTests {
@@ -41,7 +42,8 @@ import TilepackCore
         jpeg.replaceSubrange(sof + 5..<sof + 9, with: [0x17, 0x70, 0x13, 0x88])
         #expect(decodeError(jpeg) == .tooLarge(width: 5000, height: 6000, limit: 4096))
         // WebP against a caller's lower bound.
-        #expect(decodeError(try FixtureTile.data("martin/webp.mbtiles", zoom: 0, x: 0, tmsRow: 0), maximumDimension: 256)
+        #expect(
+            decodeError(try FixtureTile.data("martin/webp.mbtiles", zoom: 0, x: 0, tmsRow: 0), maximumDimension: 256)
                 == .tooLarge(width: 512, height: 512, limit: 256))
     }
 
@@ -57,8 +59,10 @@ import TilepackCore
         #expect(buffer.allSatisfy { $0 == 9 })
     }
 
-    @Test(arguments: ["rgba8.png", "pal8-trns.png", "rgba8-adam7.png", "rgb16.png",
-                      "plain_1-3-4-4.png", "geography-class-1-1-0.jpg", "martin-webp-0-0-0.webp"])
+    @Test(arguments: [
+        "rgba8.png", "pal8-trns.png", "rgba8-adam7.png", "rgb16.png",
+        "plain_1-3-4-4.png", "geography-class-1-1-0.jpg", "martin-webp-0-0-0.webp",
+    ])
     func everyTruncationIsAnError(name: String) throws {
         let data = try Resources.data(name)
         // PNG: everything up to the IEND chunk is needed; JPEG and WebP: every byte.
@@ -89,8 +93,10 @@ import TilepackCore
         #expect(decodeError(data) != nil)
     }
 
-    @Test(arguments: ["rgba8.png", "pal4-adam7.png", "ga16.png", "plain_1-3-4-4.png",
-                      "geography-class-1-1-0.jpg", "martin-webp-0-0-0.webp"])
+    @Test(arguments: [
+        "rgba8.png", "pal4-adam7.png", "ga16.png", "plain_1-3-4-4.png",
+        "geography-class-1-1-0.jpg", "martin-webp-0-0-0.webp",
+    ])
     func flippedBitsNeverCrashAndNeverHalfSucceed(name: String) throws {
         let original = try Resources.data(name)
         var rng = SplitMix64(seed: 0x7115_7ACC)
@@ -108,7 +114,6 @@ import TilepackCore
         }
     }
 }
-
 
 func crc32<C: Collection>(_ bytes: C) -> UInt32 where C.Element == UInt8 {
     var crc: UInt32 = 0xFFFF_FFFF

@@ -1,9 +1,10 @@
 import Foundation
 import Testing
 import TilepackCore
-@testable import TilepackImaging
 import TilepackStorage
 import TilepackTestSupport
+
+@testable import TilepackImaging
 
 /// Real tiles written by other tools, read in place from ../shared/fixtures.
 @Suite struct FixtureTileTests {
@@ -13,9 +14,10 @@ import TilepackTestSupport
         let bitmap = try ImageDecoder.decode(data, pixelFormat: .rgba8888)
         #expect(bitmap.width == 512 && bitmap.height == 512)
         // A world map: many distinct colours, not a blank or constant buffer.
-        let colours = Set(stride(from: 0, to: bitmap.pixels.count, by: 4 * 97).map { i in
-            bitmap.pixels[i..<i + 3].reduce(0) { $0 << 8 | Int($1) }
-        })
+        let colours = Set(
+            stride(from: 0, to: bitmap.pixels.count, by: 4 * 97).map { i in
+                bitmap.pixels[i..<i + 3].reduce(0) { $0 << 8 | Int($1) }
+            })
         #expect(colours.count > 50)
         // Refused where a 256 px tile is expected, before anything is written.
         var buffer = [UInt8](repeating: 7, count: 256 * 256 * 4)
@@ -48,9 +50,10 @@ import TilepackTestSupport
         for format in PixelFormat.allCases {
             #expect(try ImageDecoder.decode(data, pixelFormat: format) == rgba.converted(to: format), "\(format)")
         }
-        let colours = Set(stride(from: 0, to: rgba.pixels.count, by: 4 * 61).map { i in
-            rgba.pixels[i..<i + 3].reduce(0) { $0 << 8 | Int($1) }
-        })
+        let colours = Set(
+            stride(from: 0, to: rgba.pixels.count, by: 4 * 61).map { i in
+                rgba.pixels[i..<i + 3].reduce(0) { $0 << 8 | Int($1) }
+            })
         #expect(colours.count > 50)
     }
 
@@ -63,8 +66,10 @@ import TilepackTestSupport
     }
 
     @Test func decodesEveryTileOfTheSharedFixturesWhenPresent() throws {
-        for (file, size) in [("martin/geography-class-png.mbtiles", 256), ("martin/geography-class-jpg.mbtiles", 256),
-                             ("martin/webp.mbtiles", 512), ("node-mbtiles/plain_2.mbtiles", 256)] {
+        for (file, size) in [
+            ("martin/geography-class-png.mbtiles", 256), ("martin/geography-class-jpg.mbtiles", 256),
+            ("martin/webp.mbtiles", 512), ("node-mbtiles/plain_2.mbtiles", 256),
+        ] {
             var tiles: [Data] = []
             try MBTilesArchive(path: TestSupport.fixture(file)).forEachTile { _, bytes in tiles.append(Data(bytes)) }
             #expect(!tiles.isEmpty, "\(file)")
@@ -77,7 +82,6 @@ import TilepackTestSupport
         }
     }
 }
-
 
 /// One tile of a shared fixture archive, read in place (the fixtures are not copied into the project).
 enum FixtureTile {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TilepackCore
+
 @testable import TilepackImaging
 
 @Suite struct PNGDecodeTests {
@@ -25,8 +26,10 @@ import TilepackCore
     }
 
     @Test func interlacedImagesDecodeLikeTheirNonInterlacedTwins() throws {
-        for (interlaced, plain) in [("rgba8-adam7.png", "rgba8.png"), ("pal4-adam7.png", "pal4.png"),
-                                    ("grey1-adam7.png", "grey1.png"), ("rgba16-adam7.png", "rgba16.png")] {
+        for (interlaced, plain) in [
+            ("rgba8-adam7.png", "rgba8.png"), ("pal4-adam7.png", "pal4.png"),
+            ("grey1-adam7.png", "grey1.png"), ("rgba16-adam7.png", "rgba16.png"),
+        ] {
             let a = try ImageDecoder.decode(Resources.data(interlaced), pixelFormat: .bgra8888)
             let b = try ImageDecoder.decode(Resources.data(plain), pixelFormat: .bgra8888)
             if interlaced.contains("16") {
@@ -68,8 +71,9 @@ import TilepackCore
             var buffer = [UInt8](repeating: 0xAB, count: Patterns.width * Patterns.height * format.bytesPerPixel)
             try buffer.withUnsafeMutableBytes { out in
                 try data.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) in
-                    try ImageDecoder.decode(bytes, into: out, pixelFormat: format,
-                                            expectedWidth: Patterns.width, expectedHeight: Patterns.height)
+                    try ImageDecoder.decode(
+                        bytes, into: out, pixelFormat: format,
+                        expectedWidth: Patterns.width, expectedHeight: Patterns.height)
                 }
             }
             #expect(buffer == expected.pixels, "\(format)")

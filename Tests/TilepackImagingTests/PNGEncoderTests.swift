@@ -1,14 +1,20 @@
 import Foundation
 import Testing
-import TilepackTestSupport
 import TilepackCore
+import TilepackTestSupport
+
 @testable import TilepackImaging
 
 @Suite struct PNGEncoderTests {
     @Test(arguments: PixelFormat.allCases)
     func encodedPNGsDecodeToTheSamePixels(format: PixelFormat) throws {
         var bitmap = Bitmap(width: 37, height: 19, pixelFormat: format)
-        for y in 0..<19 { for x in 0..<37 { bitmap.setPixel(x: x, y: y, RGBA8(r: UInt8(x * 6), g: UInt8(y * 13), b: UInt8(((x ^ y) * 5) & 255), a: UInt8((x * y * 3) & 255))) } }
+        for y in 0..<19 {
+            for x in 0..<37 {
+                bitmap.setPixel(
+                    x: x, y: y, RGBA8(r: UInt8(x * 6), g: UInt8(y * 13), b: UInt8(((x ^ y) * 5) & 255), a: UInt8((x * y * 3) & 255)))
+            }
+        }
         let png = try PNGEncoder.encode(bitmap)
         #expect(TileFormat.sniff(png) == .png)
         let info = try ImageDecoder.imageInfo(png)
@@ -29,6 +35,9 @@ import TilepackCore
 
     @Test func emptyBitmapsCannotBeEncoded() {
         let error = imagingError { _ = try PNGEncoder.encode(Bitmap(width: 0, height: 5, pixelFormat: .rgba8888)) }
-        guard case .encodingFailed? = error else { Issue.record("got \(String(describing: error))"); return }
+        guard case .encodingFailed? = error else {
+            Issue.record("got \(String(describing: error))")
+            return
+        }
     }
 }

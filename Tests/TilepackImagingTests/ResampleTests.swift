@@ -1,12 +1,18 @@
 import Foundation
 import Testing
 import TilepackCore
+
 @testable import TilepackImaging
 
 @Suite struct ResampleTests {
     func gradient(_ size: Int, _ format: PixelFormat = .rgba8888) -> Bitmap {
         var b = Bitmap(width: size, height: size, pixelFormat: format)
-        for y in 0..<size { for x in 0..<size { b.setPixel(x: x, y: y, RGBA8(r: UInt8(x * 255 / (size - 1)), g: UInt8(y * 255 / (size - 1)), b: UInt8((x * 7 + y * 13) & 255))) } }
+        for y in 0..<size {
+            for x in 0..<size {
+                b.setPixel(
+                    x: x, y: y, RGBA8(r: UInt8(x * 255 / (size - 1)), g: UInt8(y * 255 / (size - 1)), b: UInt8((x * 7 + y * 13) & 255)))
+            }
+        }
         return b
     }
 
@@ -97,7 +103,10 @@ import TilepackCore
             var pixels: [UInt8] = []
             for a in 0...255 {
                 for c in stride(from: 0, through: 255, by: 17) {
-                    pixels += [premultiply(UInt8(c), UInt8(a)), premultiply(UInt8(255 - c), UInt8(a)), premultiply(UInt8(c / 2), UInt8(a)), UInt8(a)]
+                    pixels += [
+                        premultiply(UInt8(c), UInt8(a)), premultiply(UInt8(255 - c), UInt8(a)), premultiply(UInt8(c / 2), UInt8(a)),
+                        UInt8(a),
+                    ]
                 }
             }
             let count = pixels.count / 4

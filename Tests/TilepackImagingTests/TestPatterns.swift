@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TilepackCore
+
 @testable import TilepackImaging
 
 /// The test resources and the pattern the hand-built PNGs in Resources/ hold (see
@@ -77,8 +78,9 @@ enum Resources {
         case "plain_1-3-4-4.png": return try FixtureTile.data("node-mbtiles/plain_1.mbtiles", zoom: 3, x: 4, tmsRow: 4)
         default: break
         }
-        let url = try #require(Bundle.module.url(forResource: name, withExtension: nil, subdirectory: "Resources"),
-                               "missing test resource \(name)")
+        let url = try #require(
+            Bundle.module.url(forResource: name, withExtension: nil, subdirectory: "Resources"),
+            "missing test resource \(name)")
         return try Data(contentsOf: url)
     }
 
@@ -88,15 +90,18 @@ enum Resources {
 
 /// Every pixel of `bitmap` matches `expected` within `tolerance` per channel; colour is ignored
 /// where the expected alpha is 0.
-func expectPixels(_ bitmap: Bitmap, _ expected: (Int, Int) -> RGBA8, tolerance: Int = 0,
-                  sourceLocation: SourceLocation = #_sourceLocation) {
+func expectPixels(
+    _ bitmap: Bitmap, _ expected: (Int, Int) -> RGBA8, tolerance: Int = 0,
+    sourceLocation: SourceLocation = #_sourceLocation
+) {
     var mismatches: [String] = []
     for y in 0..<bitmap.height {
         for x in 0..<bitmap.width {
             let got = bitmap.pixel(x: x, y: y), want = expected(x, y)
             var ok = abs(Int(got.a) - Int(want.a)) <= tolerance
             if want.a != 0 {
-                ok = ok && abs(Int(got.r) - Int(want.r)) <= tolerance && abs(Int(got.g) - Int(want.g)) <= tolerance
+                ok =
+                    ok && abs(Int(got.r) - Int(want.r)) <= tolerance && abs(Int(got.g) - Int(want.g)) <= tolerance
                     && abs(Int(got.b) - Int(want.b)) <= tolerance
             }
             if !ok && mismatches.count < 5 { mismatches.append("(\(x), \(y)): got \(got), want \(want)") }

@@ -45,9 +45,14 @@ enum TilepackBinary {
     /// (before: 8192x8192 at --scale 3 took 4.7 GB).
     @Test func renderBoundsTheCanvas() async throws {
         let dir = try TemporaryDirectory()
-        guard let result = try await TilepackBinary.run(["render", "file:///nonexistent/{z}/{x}/{y}.png", "--center", "0,0", "--zoom", "2",
-                                                   "--size", "8192x8192", "--scale", "3", "--timeout", "1", "-o", dir.file("map.png")],
-                                                  timeout: 20) else { return }
+        guard
+            let result = try await TilepackBinary.run(
+                [
+                    "render", "file:///nonexistent/{z}/{x}/{y}.png", "--center", "0,0", "--zoom", "2",
+                    "--size", "8192x8192", "--scale", "3", "--timeout", "1", "-o", dir.file("map.png"),
+                ],
+                timeout: 20)
+        else { return }
         #expect(result.status != 0)
         #expect(result.output.contains("24576x24576 pixel PNG") && result.output.contains("at most 8192 pixels a side"), "\(result.output)")
         #expect(!FileManager.default.fileExists(atPath: dir.file("map.png")))
@@ -61,8 +66,9 @@ extension CommandLineTests {
         let dir = try TemporaryDirectory()
         let tree = dir.file("tree")
         try FileManager.default.createDirectory(atPath: tree + "/0/0", withIntermediateDirectories: true)
-        try FileManager.default.copyItem(atPath: TestSupport.packageRoot.appendingPathComponent("samples/tiles/0/0/0.png").path,
-                                         toPath: tree + "/0/0/0.png")
+        try FileManager.default.copyItem(
+            atPath: TestSupport.packageRoot.appendingPathComponent("samples/tiles/0/0/0.png").path,
+            toPath: tree + "/0/0/0.png")
         let first = Array(dir.file("a").utf8) + [0xE9] + Array(".mbtiles".utf8)
         let second = Array(dir.file("a").utf8) + [0xE8] + Array(".mbtiles".utf8)
         for name in [first, second] {
@@ -85,13 +91,17 @@ extension CommandLineTests {
         }
         // render reads such a name and writes one.
         let png = Array(dir.file("m").utf8) + [0xE9] + Array(".png".utf8)
-        guard let rendered = try await TilepackBinary.run([Array("render".utf8), first] + ["--center", "0,0", "--zoom", "0", "--size", "64x64", "-o"].map { Array($0.utf8) } + [png])
+        guard
+            let rendered = try await TilepackBinary.run(
+                [Array("render".utf8), first] + ["--center", "0,0", "--zoom", "0", "--size", "64x64", "-o"].map { Array($0.utf8) } + [png])
         else { return }
         #expect(rendered.status == 0, "\(rendered.output)")
-        let exists = (png + [0]).withUnsafeBufferPointer { $0.withMemoryRebound(to: CChar.self) { pointer -> Bool in
-            var info = stat()
-            return lstat(pointer.baseAddress!, &info) == 0
-        } }
+        let exists = (png + [0]).withUnsafeBufferPointer {
+            $0.withMemoryRebound(to: CChar.self) { pointer -> Bool in
+                var info = stat()
+                return lstat(pointer.baseAddress!, &info) == 0
+            }
+        }
         #expect(exists)
     }
 }

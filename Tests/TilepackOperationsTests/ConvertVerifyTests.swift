@@ -7,7 +7,9 @@ import TilepackTestSupport
 
 @Suite struct ConvertTests {
     /// MBTiles -> bundle -> MBTiles keeps every tile's bytes, so the agg hash is the input's.
-    @Test(arguments: ["node-mbtiles/plain_1.mbtiles", "martin/world_cities.mbtiles", "martin/webp.mbtiles", "martin/geography-class-jpg.mbtiles"])
+    @Test(arguments: [
+        "node-mbtiles/plain_1.mbtiles", "martin/world_cities.mbtiles", "martin/webp.mbtiles", "martin/geography-class-jpg.mbtiles",
+    ])
     func roundTripKeepsBytesAndHash(_ fixture: String) throws {
         let dir = try TemporaryDirectory()
         let source = try MBTilesArchive(path: TestSupport.fixture(fixture))
@@ -38,7 +40,8 @@ import TilepackTestSupport
         let dir = try TemporaryDirectory()
         var options = ConvertOptions()
         options.encode = .rgba8888
-        _ = try ArchiveConverter.run(source: TestSupport.fixture("node-mbtiles/plain_1.mbtiles"), destination: dir.file("raw.tilepack"), options: options)
+        _ = try ArchiveConverter.run(
+            source: TestSupport.fixture("node-mbtiles/plain_1.mbtiles"), destination: dir.file("raw.tilepack"), options: options)
         let raw = try BundleArchive(path: dir.file("raw.tilepack"))
         #expect(raw.content == .rawBitmap(RawBitmapLayout(pixelFormat: .rgba8888, width: 256, height: 256)))
         let tile = try TileCoordinate(zoom: 2, x: 1, y: 1)
@@ -84,7 +87,11 @@ import TilepackTestSupport
 
     @Test func findingsNameTheTileOrKey() {
         let null = ArchiveVerifier.run(path: TestSupport.fixture("node-mbtiles/corrupt_null_tile.mbtiles"))
-        #expect(null.findings.contains { $0.severity == .error && $0.tile == TileReference(zoom: 1, column: 0, tmsRow: 0) && $0.tile?.description == "1/0/1 (TMS row 0)" && $0.message.contains("NULL") })
+        #expect(
+            null.findings.contains {
+                $0.severity == .error && $0.tile == TileReference(zoom: 1, column: 0, tmsRow: 0)
+                    && $0.tile?.description == "1/0/1 (TMS row 0)" && $0.message.contains("NULL")
+            })
         let index = ArchiveVerifier.run(path: TestSupport.fixture("martin/invalid-tile-idx.mbtiles"))
         #expect(index.findings.contains { $0.severity == .error && $0.message.contains("tile_row 64") })
         let hash = ArchiveVerifier.run(path: TestSupport.fixture("martin/bad_hash.mbtiles"))
@@ -110,7 +117,8 @@ import TilepackTestSupport
 
     @Test func aFlippedBitInABundleIsAnError() throws {
         let dir = try TemporaryDirectory()
-        _ = try ArchiveConverter.run(source: TestSupport.fixture("martin/world_cities.mbtiles"), destination: dir.file("a.tilepack"), options: ConvertOptions())
+        _ = try ArchiveConverter.run(
+            source: TestSupport.fixture("martin/world_cities.mbtiles"), destination: dir.file("a.tilepack"), options: ConvertOptions())
         #expect(ArchiveVerifier.run(path: dir.file("a.tilepack")).exitCode(strict: false) == 0)
         var bytes = try Data(contentsOf: URL(fileURLWithPath: dir.file("a.tilepack")))
         for offset in stride(from: 9, to: bytes.count, by: max(1, bytes.count / 25)) {
@@ -124,7 +132,8 @@ import TilepackTestSupport
     @Test func aDamagedPayloadIsReportedWithItsTile() throws {
         // The workers check each payload's CRC as they read the tile to decode it.
         let dir = try TemporaryDirectory()
-        _ = try ArchiveConverter.run(source: TestSupport.fixture("martin/world_cities.mbtiles"), destination: dir.file("a.tilepack"), options: ConvertOptions())
+        _ = try ArchiveConverter.run(
+            source: TestSupport.fixture("martin/world_cities.mbtiles"), destination: dir.file("a.tilepack"), options: ConvertOptions())
         var bytes = try Data(contentsOf: URL(fileURLWithPath: dir.file("a.tilepack")))
         bytes[bytes.count - 1] ^= 0x10  // the last byte of the last payload
         try bytes.write(to: URL(fileURLWithPath: dir.file("b.tilepack")))

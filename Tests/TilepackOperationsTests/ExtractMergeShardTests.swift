@@ -111,7 +111,8 @@ import TilepackTestSupport
         var source = TestSupport.fixture(fixture)
         if fixture == "bundle" {
             source = dir.file("source.tilepack")
-            _ = try ArchiveConverter.run(source: TestSupport.fixture("node-mbtiles/plain_1.mbtiles"), destination: source, options: ConvertOptions())
+            _ = try ArchiveConverter.run(
+                source: TestSupport.fixture("node-mbtiles/plain_1.mbtiles"), destination: source, options: ConvertOptions())
         }
         let all = try Self.tiles(openTileArchive(path: source))
         let box = GeoBoundingBox(west: -20, south: 30, east: 40, north: 70)

@@ -11,7 +11,8 @@ private func tile(_ z: Int, _ x: Int, _ y: Int) -> TileCoordinate {
 
 /// Imports `tree` into `destination` with default options (plus `configure`).
 @discardableResult
-private func importTree(_ tree: String, _ destination: String, _ configure: (inout ImportOptions) -> Void = { _ in }) throws -> ImportReport {
+private func importTree(_ tree: String, _ destination: String, _ configure: (inout ImportOptions) -> Void = { _ in }) throws -> ImportReport
+{
     var options = ImportOptions()
     options.threads = 2
     configure(&options)
@@ -65,7 +66,8 @@ private func jsonLines(_ path: String) throws -> [[String: Any]] {
         try TreeFixtures.writeTree(tree, tiles: [t])
         let png = try TreeFixtures.png(t)
         for other in ["007/65/45.png", "7/065/045.png", "7/65/0045.png"] {
-            try FileManager.default.createDirectory(atPath: tree + "/" + (other as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                atPath: tree + "/" + (other as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
             try png.write(to: URL(fileURLWithPath: tree + "/" + other))
         }
         for ext in ["mbtiles", "tilepack"] {
@@ -97,7 +99,10 @@ private func jsonLines(_ path: String) throws -> [[String: Any]] {
             }
             #expect(!FileManager.default.fileExists(atPath: dir.file("out\(attempt).mbtiles")))
             try FileManager.default.removeItem(atPath: tree + "/metadata.json")
-            if attempt == 0 { try FileManager.default.createSymbolicLink(atPath: tree + "/metadata.json", withDestinationPath: "/nonexistent/metadata.json") }
+            if attempt == 0 {
+                try FileManager.default.createSymbolicLink(
+                    atPath: tree + "/metadata.json", withDestinationPath: "/nonexistent/metadata.json")
+            }
             if attempt == 1 { #expect(mkfifo(tree + "/metadata.json", 0o644) == 0) }
         }
     }
@@ -106,7 +111,8 @@ private func jsonLines(_ path: String) throws -> [[String: Any]] {
         let dir = try TemporaryDirectory()
         let tree = dir.file("tree")
         try TreeFixtures.writeTree(tree, tiles: [tile(1, 0, 0)])
-        try TreeFixtures.write("""
+        try TreeFixtures.write(
+            """
             <?xml version="1.0"?>
             <!DOCTYPE TileMap [<!ENTITY srs SYSTEM "file:///etc/hostname">]>
             <TileMap version="1.0.0"><SRS>&srs;</SRS><TileFormat width="256" height="256" extension="png"/></TileMap>
@@ -228,7 +234,9 @@ private func jsonLines(_ path: String) throws -> [[String: Any]] {
         try TreeFixtures.writeTree(tree, tiles: [tile(1, 0, 0), tile(1, 1, 0)])
         let path = dir.file("a.mbtiles")
         try importTree(tree, path) { $0.deduplicate = true }
-        try runSQLite(path, "DELETE FROM images WHERE rowid = (SELECT MIN(rowid) FROM images); CREATE TRIGGER t AFTER INSERT ON map BEGIN SELECT 1; END;")
+        try runSQLite(
+            path,
+            "DELETE FROM images WHERE rowid = (SELECT MIN(rowid) FROM images); CREATE TRIGGER t AFTER INSERT ON map BEGIN SELECT 1; END;")
         let report = ArchiveVerifier.run(path: path)
         #expect(report.findings.contains { $0.message.contains("which no images row holds") })
         #expect(report.findings.contains { $0.message.contains("triggers (t)") })

@@ -37,11 +37,15 @@ import TilepackTestSupport
     @Test func verifyFlagsTilesTheHeaderCallsGzipThatAreNot() throws {
         let dir = try TemporaryDirectory("hostile-gzip")
         let root = HostilePMTiles.directory([HostilePMTiles.Entry(tileID: 0, runLength: 1, length: 12, offset: 0)])
-        let lying = try Self.write(HostilePMTiles.file(root: root, tileData: HostilePMTiles.pngBytes, maxZoom: 0, tileCompression: 2), in: dir, "lying.pmtiles")
+        let lying = try Self.write(
+            HostilePMTiles.file(root: root, tileData: HostilePMTiles.pngBytes, maxZoom: 0, tileCompression: 2), in: dir, "lying.pmtiles")
         let report = ArchiveVerifier.run(path: lying)
-        #expect(report.findings.contains { $0.severity == .error && $0.message.contains("gzip-compressed, but 1 tiles are not gzip") }, "\(report.findings)")
+        #expect(
+            report.findings.contains { $0.severity == .error && $0.message.contains("gzip-compressed, but 1 tiles are not gzip") },
+            "\(report.findings)")
         // The same tile with the header saying "none": no such finding.
-        let honest = try Self.write(HostilePMTiles.file(root: root, tileData: HostilePMTiles.pngBytes, maxZoom: 0, tileCompression: 1), in: dir, "honest.pmtiles")
+        let honest = try Self.write(
+            HostilePMTiles.file(root: root, tileData: HostilePMTiles.pngBytes, maxZoom: 0, tileCompression: 1), in: dir, "honest.pmtiles")
         #expect(!ArchiveVerifier.run(path: honest).findings.contains { $0.message.contains("gzip") })
     }
 

@@ -2,9 +2,10 @@ import Foundation
 import Testing
 import TilepackCore
 import TilepackImaging
-@testable import TilepackOperations
 @_spi(TilepackInternal) import TilepackStorage
 import TilepackTestSupport
+
+@testable import TilepackOperations
 
 @Suite struct ImportExportTests {
     static let layouts: [(TileTreeLayout, TileScheme)] = [(.zxy, .xyz), (.zxy, .tms), (.zyx, .xyz), (.zyx, .tms)]
@@ -77,7 +78,8 @@ import TilepackTestSupport
         let dir = try TemporaryDirectory()
         let tiles = TreeFixtures.tiles(0...1)
         let written = try TreeFixtures.writeTree(dir.file("tree"), tiles: tiles, scheme: .tms)
-        try TreeFixtures.write("""
+        try TreeFixtures.write(
+            """
             <?xml version="1.0" encoding="utf-8"?>
             <TileMap version="1.0.0" tilemapservice="http://tms.osgeo.org/1.0.0">
               <Title>relief.tif</Title><Abstract></Abstract><SRS>EPSG:3857</SRS>
@@ -170,7 +172,8 @@ import TilepackTestSupport
         let dir = try TemporaryDirectory()
         let tree = dir.file("tree")
         try TreeFixtures.writeTree(tree, tiles: TreeFixtures.tiles(0...1))
-        try TreeFixtures.write(#"{"name": "From JSON", "description": "d", "attribution": "(c) json", "scheme": "xyz"}"#, to: "\(tree)/metadata.json")
+        try TreeFixtures.write(
+            #"{"name": "From JSON", "description": "d", "attribution": "(c) json", "scheme": "xyz"}"#, to: "\(tree)/metadata.json")
         var options = ImportOptions()
         options.metadata = ["attribution": "(c) flag", "type": "overlay"]
         _ = try TileImporter.run(source: tree, destination: dir.file("a.mbtiles"), options: options)
@@ -193,7 +196,7 @@ import TilepackTestSupport
         try TreeFixtures.writeTree(tree, tiles: TreeFixtures.tiles(0...2)) { tile in
             var state = UInt64(tile.zoom * 1000 + tile.x * 31 + tile.y + 1)
             let pixels = (0..<(128 * 128 * 4)).map { _ in
-                state = state &* 6364136223846793005 &+ 1442695040888963407
+                state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
                 return UInt8(truncatingIfNeeded: state >> 33)
             }
             let bitmap = try #require(Bitmap(width: 128, height: 128, pixelFormat: .rgba8888, pixels: pixels))
@@ -210,7 +213,8 @@ import TilepackTestSupport
         _ = try FileReading.read(sample, scratch: &scratch, expectLarge: true, identity: &version)
         #expect(version != nil)
         _ = try TileImporter.run(source: tree, destination: dir.file("copied.tilepack"), options: ImportOptions())
-        #expect(try Data(contentsOf: URL(fileURLWithPath: dir.file("copied.tilepack")))
+        #expect(
+            try Data(contentsOf: URL(fileURLWithPath: dir.file("copied.tilepack")))
                 == Data(contentsOf: URL(fileURLWithPath: dir.file("spooled.tilepack"))))
         #expect(ArchiveVerifier.run(path: dir.file("copied.tilepack")).exitCode(strict: true) == 0)
     }
@@ -256,8 +260,10 @@ import TilepackTestSupport
         #expect(try stored("hashed.mbtiles") == computed("hashed.mbtiles"))
         #expect(try computed("hashed.mbtiles") == computed("plain.mbtiles"))
 
-        _ = try ArchiveConverter.run(source: dir.file("plain.mbtiles"), destination: dir.file("plain-copy.mbtiles"), options: ConvertOptions())
-        _ = try ArchiveConverter.run(source: dir.file("hashed.mbtiles"), destination: dir.file("hashed-copy.mbtiles"), options: ConvertOptions())
+        _ = try ArchiveConverter.run(
+            source: dir.file("plain.mbtiles"), destination: dir.file("plain-copy.mbtiles"), options: ConvertOptions())
+        _ = try ArchiveConverter.run(
+            source: dir.file("hashed.mbtiles"), destination: dir.file("hashed-copy.mbtiles"), options: ConvertOptions())
         #expect(try stored("plain-copy.mbtiles") == nil)
         #expect(try stored("hashed-copy.mbtiles") == computed("hashed.mbtiles"))
         var extract = ExtractOptions()

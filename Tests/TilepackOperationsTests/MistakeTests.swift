@@ -45,10 +45,14 @@ import TilepackTestSupport
         // With the right flags the same trees import.
         var options = ImportOptions()
         options.scheme = .tms
-        #expect(try TileImporter.run(source: dir.file("tms"), destination: dir.file("ok1.\(ext)"), options: options).imported == Self.boxTiles().count)
+        #expect(
+            try TileImporter.run(source: dir.file("tms"), destination: dir.file("ok1.\(ext)"), options: options).imported
+                == Self.boxTiles().count)
         options = ImportOptions()
         options.layout = .zyx
-        #expect(try TileImporter.run(source: dir.file("zyx"), destination: dir.file("ok2.\(ext)"), options: options).imported == Self.boxTiles().count)
+        #expect(
+            try TileImporter.run(source: dir.file("zyx"), destination: dir.file("ok2.\(ext)"), options: options).imported
+                == Self.boxTiles().count)
     }
 
     @Test func boundsThatNoReadingExplainsAreANoteNotAnError() throws {
@@ -64,7 +68,8 @@ import TilepackTestSupport
         // tilemapresource.xml says TMS; the tree is zyx: its tiles fall outside the BoundingBox.
         let dir = try TemporaryDirectory()
         try TreeFixtures.writeTree(dir.file("t"), tiles: try Self.boxTiles(), layout: "zyx", scheme: .tms)
-        try TreeFixtures.write("""
+        try TreeFixtures.write(
+            """
             <?xml version="1.0" encoding="utf-8"?>
             <TileMap version="1.0.0" tilemapservice="http://tms.osgeo.org/1.0.0">
               <Title>t</Title><SRS>EPSG:3857</SRS>
@@ -87,7 +92,8 @@ import TilepackTestSupport
         exportOptions.layout = .zyx
         exportOptions.scheme = .tms
         _ = try TileExporter.run(archive: try openTileArchive(path: dir.file("a.mbtiles")), to: dir.file("out"), options: exportOptions)
-        let json = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: dir.file("out/metadata.json")))) as? [String: Any]
+        let json =
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: dir.file("out/metadata.json")))) as? [String: Any]
         #expect(json?["layout"] as? String == "zyx" && json?["scheme"] as? String == "tms")
 
         // No flags: the tree's own description decides, and the tiles come back where they were.
@@ -166,7 +172,8 @@ import TilepackTestSupport
 
     @Test func verifyProgressHasATotal() {
         let totals = Locked<[Int?]>([])
-        _ = ArchiveVerifier.run(path: TestSupport.fixture("node-mbtiles/plain_3.mbtiles"), progress: { p in totals.withLock { $0.append(p.total) } })
+        _ = ArchiveVerifier.run(
+            path: TestSupport.fixture("node-mbtiles/plain_3.mbtiles"), progress: { p in totals.withLock { $0.append(p.total) } })
         let seen = totals.withLock { $0 }
         #expect(!seen.isEmpty && seen.allSatisfy { $0 == 2621 }, "\(seen)")
     }
@@ -217,15 +224,18 @@ import TilepackTestSupport
             do {
                 _ = try ArchiveConverter.run(source: path, destination: dir.file("\(empty).\(ext)"), options: ConvertOptions())
                 #expect(ext == "tilepack", "an MBTiles file without a format was written")
-                #expect(try openTileArchive(path: dir.file("\(empty).\(ext)")).metadata().name == (empty == "with spaces" ? empty : "ne-countries"))
+                #expect(
+                    try openTileArchive(path: dir.file("\(empty).\(ext)")).metadata().name
+                        == (empty == "with spaces" ? empty : "ne-countries"))
             } catch {
                 #expect(ext == "mbtiles" && "\(error)".contains("holds no tiles and declares no format"), "\(error)")
             }
         }
         // Every other readable node-mbtiles fixture converts.
         for name in ["plain_1", "plain_2", "plain_3", "plain_4", "unindexed", "some-empty-tiles"] {
-            _ = try ArchiveConverter.run(source: TestSupport.fixture("node-mbtiles/\(name).mbtiles"),
-                                         destination: dir.file("\(name).\(ext)"), options: ConvertOptions())
+            _ = try ArchiveConverter.run(
+                source: TestSupport.fixture("node-mbtiles/\(name).mbtiles"),
+                destination: dir.file("\(name).\(ext)"), options: ConvertOptions())
         }
     }
 
@@ -252,8 +262,9 @@ import TilepackTestSupport
     @Test func slashesAreNotEscapedInTheMetadataImportKeepsOrExportWrites() throws {
         let dir = try TemporaryDirectory()
         try TreeFixtures.writeTree(dir.file("t"), tiles: TreeFixtures.tiles(0...1))
-        try TreeFixtures.write(#"{"name": "t", "attribution": "https://osm.org/copyright", "json": {"tiles": ["https://a/{z}/{x}/{y}.png"]}}"#,
-                               to: dir.file("t/metadata.json"))
+        try TreeFixtures.write(
+            #"{"name": "t", "attribution": "https://osm.org/copyright", "json": {"tiles": ["https://a/{z}/{x}/{y}.png"]}}"#,
+            to: dir.file("t/metadata.json"))
         _ = try TileImporter.run(source: dir.file("t"), destination: dir.file("a.mbtiles"), options: ImportOptions())
         let metadata = try openTileArchive(path: dir.file("a.mbtiles")).metadata()
         #expect(metadata.json == #"{"tiles":["https://a/{z}/{x}/{y}.png"]}"#)

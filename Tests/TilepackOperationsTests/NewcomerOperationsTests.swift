@@ -53,8 +53,9 @@ import TilepackTestSupport
                         try run()
                         Issue.record("\(command) \(input) \(output) wrote over its input")
                     } catch let error as OperationError {
-                        #expect("\(error)".contains("the output is the input") && "\(error)".contains(input) && "\(error)".contains(output),
-                                "\(command): \(error)")
+                        #expect(
+                            "\(error)".contains("the output is the input") && "\(error)".contains(input) && "\(error)".contains(output),
+                            "\(command): \(error)")
                     }
                     #expect(try Self.count(input) == tiles, "\(command) \(output)")
                 }
@@ -102,7 +103,9 @@ import TilepackTestSupport
             _ = try TileImporter.run(source: tree, destination: dir.file("o.mbtiles"), options: ImportOptions())
             Issue.record("imported with a 16 MiB + 1 metadata.json")
         } catch {
-            #expect(error.path.hasSuffix("metadata.json") && "\(error)".contains("over the 16 MiB limit") && !"\(error)".contains("corrupt"), "\(error)")
+            #expect(
+                error.path.hasSuffix("metadata.json") && "\(error)".contains("over the 16 MiB limit") && !"\(error)".contains("corrupt"),
+                "\(error)")
         }
     }
 
@@ -137,8 +140,9 @@ import TilepackTestSupport
         try Data("this is not a rollback journal\n".utf8).write(to: URL(fileURLWithPath: path + "-journal"))
         let report = ArchiveVerifier.run(path: path)
         #expect(report.exitCode(strict: false) == 0, "\(report.findings)")
-        #expect(report.findings.contains { $0.message.contains("a.mbtiles-journal") && $0.message.contains("not a SQLite rollback journal") },
-                "\(report.findings)")
+        #expect(
+            report.findings.contains { $0.message.contains("a.mbtiles-journal") && $0.message.contains("not a SQLite rollback journal") },
+            "\(report.findings)")
         let info = try ArchiveInspector.run(path: path)
         #expect(info.tiles == tiles)
         // The file is not the journal's owner's to delete: it stays.
@@ -162,7 +166,8 @@ import TilepackTestSupport
                 Issue.record("not refused for the journal: \(error)")
                 return
             }
-            #expect("\(error)".contains("a.mbtiles-journal") && "\(error)".contains("not a SQLite rollback journal")
+            #expect(
+                "\(error)".contains("a.mbtiles-journal") && "\(error)".contains("not a SQLite rollback journal")
                     && "\(error)".contains("move a.mbtiles-journal away"), "\(error)")
         }
         #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before)
@@ -189,7 +194,8 @@ import TilepackTestSupport
             Issue.record("extracted \(report.tiles) tiles with latitude and longitude swapped")
         } catch {
             let text = "\(error)"
-            #expect(text.contains("berlin.mbtiles") && text.contains("52.45,13.3,52.56,13.5") && text.contains("bounds 13.3,52.45,13.5,52.56")
+            #expect(
+                text.contains("berlin.mbtiles") && text.contains("52.45,13.3,52.56,13.5") && text.contains("bounds 13.3,52.45,13.5,52.56")
                     && text.contains("swapped") && text.contains("Nothing was written"), "\(text)")
         }
         #expect(!FileManager.default.fileExists(atPath: output))
@@ -207,7 +213,9 @@ import TilepackTestSupport
         let path = dir.file("a.mbtiles")
         try Self.importSample(path, deduplicate: true)
         let tiles = try Self.count(path)
-        try runSQLite(path, """
+        try runSQLite(
+            path,
+            """
             DROP INDEX images_id;
             INSERT INTO images (tile_data, tile_id) SELECT tile_data, tile_id FROM images
               WHERE tile_id = (SELECT tile_id FROM map WHERE zoom_level = 2 AND tile_column = 1 AND tile_row = 1);
@@ -219,7 +227,9 @@ import TilepackTestSupport
         #expect(seen == tiles)
         let report = ArchiveVerifier.run(path: path)
         #expect(report.exitCode(strict: false) == 1)
-        #expect(report.findings.contains { $0.severity == .error && $0.tile?.z == 2 && $0.tile?.x == 1 && $0.tile?.tmsRow == 1 }, "\(report.findings)")
+        #expect(
+            report.findings.contains { $0.severity == .error && $0.tile?.z == 2 && $0.tile?.x == 1 && $0.tile?.tmsRow == 1 },
+            "\(report.findings)")
         #expect(report.findings.contains { $0.message.contains("tile_id of 'images'") }, "\(report.findings)")
     }
 }

@@ -7,8 +7,10 @@ import TilepackTestSupport
 
 /// Converting to and from PMTiles, and the PyPI `pmtiles` package as a witness both ways.
 @Suite struct PMTilesConvertTests {
-    static let fixtures = ["node-mbtiles/plain_1.mbtiles", "martin/world_cities.mbtiles", "martin/webp.mbtiles",
-                           "martin/geography-class-jpg.mbtiles", "node-mbtiles/plain_3.mbtiles", "martin/uncompressed_mvt.mbtiles"]
+    static let fixtures = [
+        "node-mbtiles/plain_1.mbtiles", "martin/world_cities.mbtiles", "martin/webp.mbtiles",
+        "martin/geography-class-jpg.mbtiles", "node-mbtiles/plain_3.mbtiles", "martin/uncompressed_mvt.mbtiles",
+    ]
 
     /// MBTiles -> PMTiles -> MBTiles (and -> bundle) keeps every tile's bytes and every metadata key.
     @Test(arguments: fixtures)
@@ -51,7 +53,8 @@ import TilepackTestSupport
 
     @Test func verifyAndInfoReadWhatConvertWrote() throws {
         let dir = try TemporaryDirectory()
-        _ = try ArchiveConverter.run(source: TestSupport.fixture("martin/world_cities.mbtiles"), destination: dir.file("w.pmtiles"), options: ConvertOptions())
+        _ = try ArchiveConverter.run(
+            source: TestSupport.fixture("martin/world_cities.mbtiles"), destination: dir.file("w.pmtiles"), options: ConvertOptions())
         let report = ArchiveVerifier.run(path: dir.file("w.pmtiles"))
         #expect(report.exitCode(strict: false) == 0, "\(report.findings)")
         #expect(report.format == .pmtiles && report.tiles == 196 && report.decodedTiles == 196)

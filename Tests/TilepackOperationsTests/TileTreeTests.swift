@@ -28,9 +28,10 @@ import TilepackTestSupport
         let dir = try TemporaryDirectory()
         let tiles = TreeFixtures.tiles(3...3)
         try TreeFixtures.writeTree(dir.path, tiles: tiles, layout: "zyx", content: { _ in Data([1]) })
-        let found = Set(TileTreeWalker(root: dir.path, layout: .zyx).compactMap { entry -> TileCoordinate? in
-            if case .tile(let file) = entry { return file.tile } else { return nil }
-        })
+        let found = Set(
+            TileTreeWalker(root: dir.path, layout: .zyx).compactMap { entry -> TileCoordinate? in
+                if case .tile(let file) = entry { return file.tile } else { return nil }
+            })
         #expect(found == Set(tiles))
         // Each file is found at the path its coordinate names.
         for case .tile(let file) in TileTreeWalker(root: dir.path, layout: .zyx) {
@@ -46,11 +47,11 @@ import TilepackTestSupport
         try TreeFixtures.write("x", to: "\(root)/1/0/Thumbs.db")
         try TreeFixtures.write("x", to: "\(root)/1/0/noextension")
         try TreeFixtures.write("x", to: "\(root)/1/0/abc.png")
-        try TreeFixtures.write("x", to: "\(root)/1/0/5.png")        // row 5 at zoom 1: out of range
-        try TreeFixtures.write("x", to: "\(root)/1/7/0.png")        // column 7 at zoom 1
-        try TreeFixtures.write("x", to: "\(root)/40/0/0.png")       // zoom 40
-        try TreeFixtures.write("x", to: "\(root)/tiles/0/0.png")    // non-numeric folder
-        try TreeFixtures.write("x", to: "\(root)/1/readme.txt")     // file at the column level
+        try TreeFixtures.write("x", to: "\(root)/1/0/5.png")  // row 5 at zoom 1: out of range
+        try TreeFixtures.write("x", to: "\(root)/1/7/0.png")  // column 7 at zoom 1
+        try TreeFixtures.write("x", to: "\(root)/40/0/0.png")  // zoom 40
+        try TreeFixtures.write("x", to: "\(root)/tiles/0/0.png")  // non-numeric folder
+        try TreeFixtures.write("x", to: "\(root)/1/readme.txt")  // file at the column level
         try FileManager.default.createSymbolicLink(atPath: "\(root)/1/0/9.png", withDestinationPath: "\(root)/missing")
         try TreeFixtures.write("<TileMap/>", to: "\(root)/tilemapresource.xml")  // read as evidence, not a tile
 
@@ -95,8 +96,9 @@ import TilepackTestSupport
         let dir = try TemporaryDirectory()
         try TreeFixtures.writeTree(dir.path, tiles: TreeFixtures.tiles(0...3), content: { _ in Data([1]) })
         // The north-east quarter of the world, zooms 1-2.
-        let walker = TileTreeWalker(root: dir.path, minZoom: 1, maxZoom: 2,
-                                    bounds: GeoBoundingBox(west: 10, south: 10, east: 170, north: 80))
+        let walker = TileTreeWalker(
+            root: dir.path, minZoom: 1, maxZoom: 2,
+            bounds: GeoBoundingBox(west: 10, south: 10, east: 170, north: 80))
         var kept: [TileCoordinate] = []
         var filtered = 0
         for entry in walker {
@@ -106,11 +108,12 @@ import TilepackTestSupport
             case .skipped(let file): Issue.record("unexpected skip \(file)")
             }
         }
-        #expect(kept.sorted() == [
-            TileCoordinate(validatingZoom: 1, x: 1, y: 0)!,
-            TileCoordinate(validatingZoom: 2, x: 2, y: 0)!, TileCoordinate(validatingZoom: 2, x: 2, y: 1)!,
-            TileCoordinate(validatingZoom: 2, x: 3, y: 0)!, TileCoordinate(validatingZoom: 2, x: 3, y: 1)!,
-        ])
+        #expect(
+            kept.sorted() == [
+                TileCoordinate(validatingZoom: 1, x: 1, y: 0)!,
+                TileCoordinate(validatingZoom: 2, x: 2, y: 0)!, TileCoordinate(validatingZoom: 2, x: 2, y: 1)!,
+                TileCoordinate(validatingZoom: 2, x: 3, y: 0)!, TileCoordinate(validatingZoom: 2, x: 3, y: 1)!,
+            ])
         #expect(filtered == 85 - kept.count)
     }
 }

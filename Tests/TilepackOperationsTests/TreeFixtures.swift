@@ -7,8 +7,9 @@ import TilepackTestSupport
 enum TreeFixtures {
     /// A PNG that differs for every tile (its colour comes from the coordinate).
     static func png(_ tile: TileCoordinate, size: Int = 256) throws -> Data {
-        let color = RGBA8(r: UInt8(truncatingIfNeeded: tile.x * 37 + tile.zoom * 11),
-                          g: UInt8(truncatingIfNeeded: tile.y * 53 + 7), b: UInt8(truncatingIfNeeded: tile.zoom * 91))
+        let color = RGBA8(
+            r: UInt8(truncatingIfNeeded: tile.x * 37 + tile.zoom * 11),
+            g: UInt8(truncatingIfNeeded: tile.y * 53 + 7), b: UInt8(truncatingIfNeeded: tile.zoom * 91))
         var bitmap = Bitmap(width: size, height: size, pixelFormat: .rgba8888, fill: color)
         bitmap.drawText("\(tile)", x: 4, y: 4, color: .black)
         return try PNGEncoder.encode(bitmap)
@@ -16,13 +17,17 @@ enum TreeFixtures {
 
     /// Every tile of zooms `zooms`.
     static func tiles(_ zooms: ClosedRange<Int>) -> [TileCoordinate] {
-        zooms.flatMap { z in (0..<(1 << z)).flatMap { x in (0..<(1 << z)).compactMap { y in TileCoordinate(validatingZoom: z, x: x, y: y) } } }
+        zooms.flatMap { z in
+            (0..<(1 << z)).flatMap { x in (0..<(1 << z)).compactMap { y in TileCoordinate(validatingZoom: z, x: x, y: y) } }
+        }
     }
 
     /// Writes `tiles` as `root/z/a/b.ext` in `layout` and `scheme`; returns the bytes written per tile.
     @discardableResult
-    static func writeTree(_ root: String, tiles: [TileCoordinate], layout: String = "zxy", scheme: TileScheme = .xyz,
-                          ext: String = "png", content: (TileCoordinate) throws -> Data = { try png($0) }) throws -> [TileCoordinate: Data] {
+    static func writeTree(
+        _ root: String, tiles: [TileCoordinate], layout: String = "zxy", scheme: TileScheme = .xyz,
+        ext: String = "png", content: (TileCoordinate) throws -> Data = { try png($0) }
+    ) throws -> [TileCoordinate: Data] {
         var written: [TileCoordinate: Data] = [:]
         for tile in tiles {
             let row = tile.row(in: scheme)

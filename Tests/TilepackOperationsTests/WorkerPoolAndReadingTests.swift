@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TilepackCore
 import TilepackTestSupport
+
 @testable import TilepackOperations
 
 @Suite struct WorkerPoolTests {
@@ -103,7 +104,9 @@ import TilepackTestSupport
         var scratch: [UInt8] = []
         for expectLarge in [false, true] {
             #expect(throws: FileReading.Failure.self) { try FileReading.read(dir.path, scratch: &scratch, expectLarge: expectLarge) }
-            #expect(throws: FileReading.Failure.self) { try FileReading.read(dir.file("missing"), scratch: &scratch, expectLarge: expectLarge) }
+            #expect(throws: FileReading.Failure.self) {
+                try FileReading.read(dir.file("missing"), scratch: &scratch, expectLarge: expectLarge)
+            }
         }
     }
 }

@@ -4,6 +4,7 @@ import TilepackCore
 import TilepackOperations
 import TilepackStorage
 import TilepackTestSupport
+
 @testable import TilepackPrefetch
 
 /// The built `tilepack` command, or `nil` (with the reason printed) when it was not built. In CI
@@ -31,8 +32,10 @@ struct FetchCommandTests {
         let path = directory.file("kill.mbtiles")
         let box = GeoBoundingBox(west: 5, south: 45, east: 15, north: 55)
         let zooms = 0...11
-        let arguments = ["fetch", server.template, path, "--bbox", "\(box.west),\(box.south),\(box.east),\(box.north)",
-                         "--zoom", "\(zooms.lowerBound)-\(zooms.upperBound)", "--concurrency", "4", "--quiet"]
+        let arguments = [
+            "fetch", server.template, path, "--bbox", "\(box.west),\(box.south),\(box.east),\(box.north)",
+            "--zoom", "\(zooms.lowerBound)-\(zooms.upperBound)", "--concurrency", "4", "--quiet",
+        ]
         let cover = try PrefetchRequest.boundingBox(box, zooms: zooms).cover()
         try #require(cover.count > 3000)
 
@@ -105,7 +108,9 @@ struct FetchCommandTests {
         #expect(resumed.status == 0 && resumed.stdout.contains("\(verify.tiles) already present"), "\(resumed.stdout)")
     }
 
-    @Test("the default transport and --transport curl fetch the same tiles on Linux (urlsession elsewhere); --transport sockets and --pipeline say they were removed")
+    @Test(
+        "the default transport and --transport curl fetch the same tiles on Linux (urlsession elsewhere); --transport sockets and --pipeline say they were removed"
+    )
     func transports() async throws {
         guard let binary = tilepackBinary() else { return }
         let server = try TileServer()
@@ -121,8 +126,12 @@ struct FetchCommandTests {
             #else
             let chosen = ["--transport", "urlsession"]
             #endif
-            let result = try await runTilepack(binary, ["fetch", server.template, path, "--bbox", "13.3,52.45,13.5,52.56", "--zoom", "6-10",
-                                                  "--quiet"] + chosen)
+            let result = try await runTilepack(
+                binary,
+                [
+                    "fetch", server.template, path, "--bbox", "13.3,52.45,13.5,52.56", "--zoom", "6-10",
+                    "--quiet",
+                ] + chosen)
             #expect(result.status == 0, "\(result.stderr)")
             #expect(server.server.requestCount - before == cover.count)
             let store = try MBTilesTileStore(path: path)
@@ -134,20 +143,30 @@ struct FetchCommandTests {
         let requests = server.server.requestCount
         for removed in [["--transport", "sockets"], ["--pipeline", "2"], ["--pipeline", "2", "--transport", "curl"]] {
             let path = directory.file("removed.mbtiles")
-            let result = try await runTilepack(binary, ["fetch", server.template, path, "--bbox", "13.3,52.45,13.5,52.56", "--zoom", "6"] + removed)
-            #expect(result.status == 64 && result.stderr.contains("removed") && result.stderr.contains("libcurl is the transport"),
-                    "\(removed): \(result.stderr)")
+            let result = try await runTilepack(
+                binary, ["fetch", server.template, path, "--bbox", "13.3,52.45,13.5,52.56", "--zoom", "6"] + removed)
+            #expect(
+                result.status == 64 && result.stderr.contains("removed") && result.stderr.contains("libcurl is the transport"),
+                "\(removed): \(result.stderr)")
             #expect(!FileManager.default.fileExists(atPath: path))
         }
         #expect(server.server.requestCount == requests)
         // The command does not link URLSession on Linux; asking for it names the transport it has.
-        let urlSession = try await runTilepack(binary, ["fetch", server.template, directory.file("u.mbtiles"), "--bbox", "13.3,52.45,13.5,52.56",
-                                                  "--zoom", "6", "--transport", "urlsession"])
-        #expect(urlSession.status == 64 && urlSession.stderr.contains("'curl'") && !urlSession.stderr.contains("sockets"), "\(urlSession.stderr)")
+        let urlSession = try await runTilepack(
+            binary,
+            [
+                "fetch", server.template, directory.file("u.mbtiles"), "--bbox", "13.3,52.45,13.5,52.56",
+                "--zoom", "6", "--transport", "urlsession",
+            ])
+        #expect(
+            urlSession.status == 64 && urlSession.stderr.contains("'curl'") && !urlSession.stderr.contains("sockets"),
+            "\(urlSession.stderr)")
         #endif
     }
 
-    @Test("the command reads remote archives over its own transport (libcurl, loaded at that first use) and loads neither libcurl nor FoundationNetworking at start")
+    @Test(
+        "the command reads remote archives over its own transport (libcurl, loaded at that first use) and loads neither libcurl nor FoundationNetworking at start"
+    )
     func remoteArchivesOverTheCommandsTransport() async throws {
         guard let binary = tilepackBinary() else { return }
         #if os(Linux)
@@ -172,7 +191,8 @@ struct FetchCommandTests {
         // https goes to libcurl, loaded at this first use: the error is curl's own words.
         let refusing = try RefusingPort()
         let tls = try await runTilepack(binary, ["info", "https://127.0.0.1:\(refusing.port)/\(name)"], timeout: 30)
-        #expect(tls.status != 0 && tls.stderr.contains("https://127.0.0.1:\(refusing.port)/")
+        #expect(
+            tls.status != 0 && tls.stderr.contains("https://127.0.0.1:\(refusing.port)/")
                 && tls.stderr.contains("Couldn't connect to server"), "\(tls.stderr)")
         #endif
     }
@@ -183,7 +203,8 @@ struct FetchCommandTests {
         let server = try TileServer()
         let directory = try TemporaryDirectory()
         let path = directory.file("e.mbtiles")
-        let result = try await runTilepack(binary, ["fetch", server.template, path, "--bbox", "13.3,52.45,13.5,52.56", "--zoom", "8-11", "--estimate", "--json"])
+        let result = try await runTilepack(
+            binary, ["fetch", server.template, path, "--bbox", "13.3,52.45,13.5,52.56", "--zoom", "8-11", "--estimate", "--json"])
         #expect(result.status == 0, "\(result.stderr)")
         let object = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
         #expect(object["tiles"] as? Int == (try PrefetchRequest.boundingBox(berlin, zooms: 8...11).cover().count))
@@ -191,11 +212,14 @@ struct FetchCommandTests {
         #expect(!FileManager.default.fileExists(atPath: path))
 
         let sampled = server.server.requestCount
-        let osm = try await runTilepack(binary, ["fetch", "https://{s}.tile.openstreetmap.org/{z}/{x}/{y}.png", path, "--bbox", "13.3,52.45,13.5,52.56", "--zoom", "8-9"])
+        let osm = try await runTilepack(
+            binary,
+            ["fetch", "https://{s}.tile.openstreetmap.org/{z}/{x}/{y}.png", path, "--bbox", "13.3,52.45,13.5,52.56", "--zoom", "8-9"])
         #expect(osm.status == 2 && osm.stderr.contains("operation-not-allowed"))
         // A refused fetch leaves nothing behind (it left an empty 72 KB store).
         #expect(!FileManager.default.fileExists(atPath: path) && !FileManager.default.fileExists(atPath: path + "-journal"))
-        let small = try await runTilepack(binary, ["fetch", server.template, path, "--route", directory.file("none.gpx"), "--radius", "100", "--zoom", "8-9"])
+        let small = try await runTilepack(
+            binary, ["fetch", server.template, path, "--route", directory.file("none.gpx"), "--radius", "100", "--zoom", "8-9"])
         #expect(small.status != 0)
         let gpx = directory.file("r.gpx")
         try Data("<gpx><trk><trkseg><trkpt lat=\"52.5\" lon=\"13.4\"/><trkpt lat=\"52.4\" lon=\"13.1\"/></trkseg></trk></gpx>".utf8)
@@ -204,16 +228,21 @@ struct FetchCommandTests {
         #expect(tooNarrow.status == 2 && tooNarrow.stderr.contains("invalid-parameters"))
         #expect(!FileManager.default.fileExists(atPath: path))
         #expect(server.server.requestCount == sampled)  // refused before any request
-        let route = try await runTilepack(binary, ["fetch", server.template, path, "--route", gpx, "--radius", "600", "--zoom", "8-10", "--quiet"])
+        let route = try await runTilepack(
+            binary, ["fetch", server.template, path, "--route", gpx, "--radius", "600", "--zoom", "8-10", "--quiet"])
         #expect(route.status == 0 && route.stdout.hasPrefix("success:"), "\(route.stderr)")
         // A store being resumed is the user's: a refusal leaves it as it was.
         let before = try Data(contentsOf: URL(fileURLWithPath: path))
-        let refusedAgain = try await runTilepack(binary, ["fetch", "https://{s}.tile.openstreetmap.org/{z}/{x}/{y}.png", path, "--bbox", "13.3,52.45,13.5,52.56", "--zoom", "8-9"])
+        let refusedAgain = try await runTilepack(
+            binary,
+            ["fetch", "https://{s}.tile.openstreetmap.org/{z}/{x}/{y}.png", path, "--bbox", "13.3,52.45,13.5,52.56", "--zoom", "8-9"])
         #expect(refusedAgain.status == 2 && refusedAgain.stderr.contains("operation-not-allowed"))
         #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before)
     }
 
-    @Test("a box whose every tile is absent (latitude and longitude swapped) fails the fetch and the estimate; a box across the antimeridian is said once")
+    @Test(
+        "a box whose every tile is absent (latitude and longitude swapped) fails the fetch and the estimate; a box across the antimeridian is said once"
+    )
     func everyTileAbsentAndAntimeridian() async throws {
         guard let binary = tilepackBinary() else { return }
         let empty = try LoopbackHTTPServer { _ in .status(404, "no such tile") }
@@ -222,18 +251,24 @@ struct FetchCommandTests {
         let path = directory.file("s.mbtiles")
         let template = empty.baseURL + "/{z}/{x}/{y}.png"
         // Berlin as lat,lon: 52.45,13.3,52.56,13.5.
-        let estimate = try await runTilepack(binary, ["fetch", template, path, "--bbox", "52.45,13.3,52.56,13.5", "--zoom", "8-10", "--estimate"])
-        #expect(estimate.status == 1 && estimate.stderr.contains("absent from \(template)") && estimate.stderr.contains("swapped"),
-                "\(estimate.status) \(estimate.stdout) \(estimate.stderr)")
-        let fetch = try await runTilepack(binary, ["fetch", template, path, "--bbox", "52.45,13.3,52.56,13.5", "--zoom", "8-10", "--quiet"])
-        #expect(fetch.status == 1 && fetch.stderr.contains("every one of the") && fetch.stderr.contains("swapped"),
-                "\(fetch.status) \(fetch.stdout) \(fetch.stderr)")
+        let estimate = try await runTilepack(
+            binary, ["fetch", template, path, "--bbox", "52.45,13.3,52.56,13.5", "--zoom", "8-10", "--estimate"])
+        #expect(
+            estimate.status == 1 && estimate.stderr.contains("absent from \(template)") && estimate.stderr.contains("swapped"),
+            "\(estimate.status) \(estimate.stdout) \(estimate.stderr)")
+        let fetch = try await runTilepack(
+            binary, ["fetch", template, path, "--bbox", "52.45,13.3,52.56,13.5", "--zoom", "8-10", "--quiet"])
+        #expect(
+            fetch.status == 1 && fetch.stderr.contains("every one of the") && fetch.stderr.contains("swapped"),
+            "\(fetch.status) \(fetch.stdout) \(fetch.stderr)")
 
         let server = try TileServer()
         let note = "the box crosses the antimeridian (west 170 > east -170)"
-        let across = try await runTilepack(binary, ["fetch", server.template, path, "--bbox", "170,-10,-170,10", "--zoom", "3", "--estimate"])
+        let across = try await runTilepack(
+            binary, ["fetch", server.template, path, "--bbox", "170,-10,-170,10", "--zoom", "3", "--estimate"])
         #expect(across.status == 0 && across.stderr.components(separatedBy: note).count == 2, "\(across.stderr)")
-        let fetched = try await runTilepack(binary, ["fetch", server.template, directory.file("a.mbtiles"), "--bbox", "170,-10,-170,10", "--zoom", "3", "--quiet"])
+        let fetched = try await runTilepack(
+            binary, ["fetch", server.template, directory.file("a.mbtiles"), "--bbox", "170,-10,-170,10", "--zoom", "3", "--quiet"])
         #expect(fetched.status == 0 && fetched.stderr.components(separatedBy: note).count == 2, "\(fetched.stderr)")
     }
 }
@@ -246,11 +281,18 @@ struct RouteFileTests {
         let expected = [GeoCoordinate(latitude: 52.5, longitude: 13.4), GeoCoordinate(latitude: 52.4, longitude: 13.1)]
         #expect(try RouteFile.parse(Data(line.utf8)) == expected)
         #expect(try RouteFile.parse(Data(#"{"type":"Feature","properties":{},"geometry":\#(line)}"#.utf8)) == expected)
-        #expect(try RouteFile.parse(Data(#"{"type":"FeatureCollection","features":[{"type":"Feature","geometry":{"type":"Point","coordinates":[0,0]}},{"type":"Feature","geometry":\#(line)}]}"#.utf8)) == expected)
+        #expect(
+            try RouteFile.parse(
+                Data(
+                    #"{"type":"FeatureCollection","features":[{"type":"Feature","geometry":{"type":"Point","coordinates":[0,0]}},{"type":"Feature","geometry":\#(line)}]}"#
+                        .utf8)) == expected)
         #expect(try RouteFile.parse(Data(#"{"type":"MultiLineString","coordinates":[[[13.4,52.5]],[[13.1,52.4]]]}"#.utf8)) == expected)
-        let track = #"<?xml version="1.0"?><gpx xmlns="http://www.topografix.com/GPX/1/1"><rte><rtept lat="1" lon="2"/></rte><trk><trkseg><trkpt lat="52.5" lon="13.4"><ele>30</ele></trkpt><trkpt lat="52.4" lon="13.1"/></trkseg></trk></gpx>"#
+        let track =
+            #"<?xml version="1.0"?><gpx xmlns="http://www.topografix.com/GPX/1/1"><rte><rtept lat="1" lon="2"/></rte><trk><trkseg><trkpt lat="52.5" lon="13.4"><ele>30</ele></trkpt><trkpt lat="52.4" lon="13.1"/></trkseg></trk></gpx>"#
         #expect(try RouteFile.parse(Data(track.utf8)) == expected)
-        #expect(try RouteFile.parse(Data(#"<gpx><rte><rtept lat="52.5" lon="13.4"/><rtept lat="52.4" lon="13.1"/></rte></gpx>"#.utf8)) == expected)
+        #expect(
+            try RouteFile.parse(Data(#"<gpx><rte><rtept lat="52.5" lon="13.4"/><rtept lat="52.4" lon="13.1"/></rte></gpx>"#.utf8))
+                == expected)
     }
 
     @Test("bad route files get an error naming the fault")
@@ -273,6 +315,8 @@ struct RouteFileTests {
                 #expect(error.description.contains(reason), "\(text): \(error)")
             }
         }
-        #expect(throws: RouteFileError(path: "/nonexistent/route.gpx", reason: "no such file")) { try RouteFile.read(path: "/nonexistent/route.gpx") }
+        #expect(throws: RouteFileError(path: "/nonexistent/route.gpx", reason: "no such file")) {
+            try RouteFile.read(path: "/nonexistent/route.gpx")
+        }
     }
 }

@@ -4,6 +4,7 @@ import TilepackHTTP
 import TilepackImaging
 import TilepackStorage
 import TilepackTestSupport
+
 @testable import TilepackPrefetch
 
 /// PNG tiles of a given size, one colour per (z + x + y) % 8, encoded once.
@@ -43,7 +44,10 @@ final class TileServer: Sendable {
         let delay = Locked<Duration?>(nil)
         let concurrency = Locked<(now: Int, peak: Int)>((now: 0, peak: 0))
         self.server = try LoopbackHTTPServer { request in
-            concurrency.withLock { $0.now += 1; $0.peak = max($0.peak, $0.now) }
+            concurrency.withLock {
+                $0.now += 1
+                $0.peak = max($0.peak, $0.now)
+            }
             defer { concurrency.withLock { $0.now -= 1 } }
             if let reply = permanent.withLock({ $0[request.path] }) { return reply }
             if let reply = faults.withLock({ list -> LoopbackHTTPServer.Reply? in
@@ -51,7 +55,9 @@ final class TileServer: Sendable {
                 let first = queue.removeFirst()
                 list[request.path] = queue
                 return first
-            }) { return reply }
+            }) {
+                return reply
+            }
             if let wait = delay.withLock({ $0 }) {
                 Thread.sleep(forTimeInterval: Double(wait.components.seconds) + Double(wait.components.attoseconds) / 1e18)
             }
@@ -150,8 +156,9 @@ final class EventRecorder: PrefetchListener, @unchecked Sendable {
 /// A configuration that retries fast, for tests.
 func testConfiguration(_ change: (inout PrefetchConfiguration) -> Void = { _ in }) -> PrefetchConfiguration {
     var configuration = PrefetchConfiguration()
-    configuration.retry = RetryPolicy(maximumAttempts: 4, baseDelay: .milliseconds(5), maximumDelay: .milliseconds(50),
-                                      maximumRetryAfter: .seconds(5))
+    configuration.retry = RetryPolicy(
+        maximumAttempts: 4, baseDelay: .milliseconds(5), maximumDelay: .milliseconds(50),
+        maximumRetryAfter: .seconds(5))
     configuration.requestTimeout = 5
     configuration.connectionsPerHost = 4
     change(&configuration)

@@ -5,6 +5,7 @@ import TilepackHTTP
 import TilepackOperations
 import TilepackStorage
 import TilepackTestSupport
+
 @testable import TilepackPrefetch
 
 @Suite("Prefetch: fetching a region into an MBTiles store")
@@ -14,8 +15,9 @@ struct PrefetchFetchTests {
         let server = try TileServer()
         let directory = try TemporaryDirectory()
         let path = directory.file("berlin.mbtiles")
-        let prefetcher = try MapDataPrefetcher(storePath: path, source: PrefetchSource(urlTemplate: server.template),
-                                               configuration: testConfiguration(), transport: transport.forPrefetch)
+        let prefetcher = try MapDataPrefetcher(
+            storePath: path, source: PrefetchSource(urlTemplate: server.template),
+            configuration: testConfiguration(), transport: transport.forPrefetch)
         let recorder = EventRecorder()
         prefetcher.addListener(recorder)
         let stream = prefetcher.events()
@@ -57,7 +59,9 @@ struct PrefetchFetchTests {
         #expect(archive.schema.prefetchStoreTables == ["tilepack_regions", "tilepack_tile_state"])
         #expect(archive.schema.extraTables.isEmpty)
         let metadata = try archive.readMetadata()
-        #expect(metadata[TileMetadata.Key.format] == "png" && metadata[TileMetadata.Key.minZoom] == "0" && metadata[TileMetadata.Key.maxZoom] == "8")
+        #expect(
+            metadata[TileMetadata.Key.format] == "png" && metadata[TileMetadata.Key.minZoom] == "0"
+                && metadata[TileMetadata.Key.maxZoom] == "8")
     }
 
     @Test("a server that refuses every connection ends the fetch early, as a failure that says so", arguments: TestTransport.available)
@@ -66,14 +70,17 @@ struct PrefetchFetchTests {
         let refusing = try RefusingPort()
         let port = refusing.port
         let directory = try TemporaryDirectory()
-        let prefetcher = try MapDataPrefetcher(storePath: directory.file("u.mbtiles"),
-                                               source: PrefetchSource(urlTemplate: "http://127.0.0.1:\(port)/{z}/{x}/{y}.png"),
-                                               configuration: testConfiguration(), transport: transport.forPrefetch)
+        let prefetcher = try MapDataPrefetcher(
+            storePath: directory.file("u.mbtiles"),
+            source: PrefetchSource(urlTemplate: "http://127.0.0.1:\(port)/{z}/{x}/{y}.png"),
+            configuration: testConfiguration(), transport: transport.forPrefetch)
         let request = PrefetchRequest.boundingBox(berlin, zooms: 0...15)
         let tiles = try request.cover().count
         let report = try #require(await prefetcher.fetch(request).1)
         #expect(report.status == .failure)
-        #expect(report.error?.contains("refused \(TileDownloader.maximumRefusals) connections in a row") == true, "\(report.error ?? "no error")")
+        #expect(
+            report.error?.contains("refused \(TileDownloader.maximumRefusals) connections in a row") == true,
+            "\(report.error ?? "no error")")
         // It stopped: most tiles were never tried (4 workers, 4 attempts each, 40 refusals).
         #expect(report.downloaded == 0 && report.failed < tiles / 4, "\(report.failed) of \(tiles) tiles failed")
         #expect(report.requests < TileDownloader.maximumRefusals + 4 * 4, "\(report.requests) requests")
@@ -98,9 +105,13 @@ struct PrefetchFetchTests {
         server.inject(tiles[4], .truncated(status: 200, headers: [:], body: body, sent: body.count / 2))
         server.inject(tiles[5], .delayed(.milliseconds(300), .status(504)))
         // A PNG cut short without a Content-Length to tell (the connection closes after it).
-        server.inject(tiles[6], .raw(Data("HTTP/1.1 200 OK\r\nContent-Type: image/png\r\nConnection: close\r\n\r\n".utf8) + body.prefix(body.count - 20)))
+        server.inject(
+            tiles[6],
+            .raw(Data("HTTP/1.1 200 OK\r\nContent-Type: image/png\r\nConnection: close\r\n\r\n".utf8) + body.prefix(body.count - 20)))
         // Permanent answers: recorded, never stored.
-        server.always(tiles[7], .respond(status: 200, headers: ["Content-Type": "text/html"], body: Data("<html><body>Access denied</body></html>".utf8)))
+        server.always(
+            tiles[7],
+            .respond(status: 200, headers: ["Content-Type": "text/html"], body: Data("<html><body>Access denied</body></html>".utf8)))
         server.always(tiles[8], .respond(status: 200, headers: ["Content-Type": "image/png"], body: TestTiles.tile128))
         server.always(tiles[9], .respond(status: 200, headers: [:], body: Data()))
         server.always(tiles[10], .status(404, "none"))
@@ -108,10 +119,13 @@ struct PrefetchFetchTests {
         server.always(tiles[12], .status(500, "down"))
         server.always(tiles[13], .respond(status: 403, headers: [:], body: Data("forbidden".utf8)))
         // JSON is a tile format, but not what a .png template serves.
-        server.always(tiles[14], .respond(status: 200, headers: ["Content-Type": "application/json"], body: Data(#"{"error":"quota exceeded"}"#.utf8)))
+        server.always(
+            tiles[14], .respond(status: 200, headers: ["Content-Type": "application/json"], body: Data(#"{"error":"quota exceeded"}"#.utf8))
+        )
 
-        let prefetcher = try MapDataPrefetcher(storePath: directory.file("f.mbtiles"), source: PrefetchSource(urlTemplate: server.template),
-                                               configuration: testConfiguration(), transport: transport.forPrefetch)
+        let prefetcher = try MapDataPrefetcher(
+            storePath: directory.file("f.mbtiles"), source: PrefetchSource(urlTemplate: server.template),
+            configuration: testConfiguration(), transport: transport.forPrefetch)
         let start = ContinuousClock.now
         let (_, report) = await prefetcher.fetch(request)
         // Retry-After: 1 was waited for (the back-off alone is milliseconds here).
@@ -151,7 +165,9 @@ struct PrefetchFetchTests {
         server.always(tiles[3], .status(404))
         let source = PrefetchSource(urlTemplate: server.template)
         do {
-            let prefetcher = try MapDataPrefetcher(storePath: path, source: source, configuration: testConfiguration { $0.retry.maximumAttempts = 1 }, transport: transport.forPrefetch)
+            let prefetcher = try MapDataPrefetcher(
+                storePath: path, source: source, configuration: testConfiguration { $0.retry.maximumAttempts = 1 },
+                transport: transport.forPrefetch)
             let report = try #require(await prefetcher.fetch(request).1)
             #expect(report.status == .failure && report.failed == 3 && report.absent == 1)
             await prefetcher.close()
@@ -159,7 +175,8 @@ struct PrefetchFetchTests {
         for tile in broken { server.always(tile, nil) }
         let before = server.server.requestCount
         // A new prefetcher on the same file (as after a restart): only the failed tiles are requested.
-        let prefetcher = try MapDataPrefetcher(storePath: path, source: source, configuration: testConfiguration(), transport: transport.forPrefetch)
+        let prefetcher = try MapDataPrefetcher(
+            storePath: path, source: source, configuration: testConfiguration(), transport: transport.forPrefetch)
         let report = try #require(await prefetcher.fetch(request).1)
         #expect(report.status == .success)
         #expect(report.downloaded == 3 && report.alreadyPresent == tiles.count - 4 && report.absent == 1)
@@ -179,8 +196,9 @@ struct PrefetchFetchTests {
         let request = PrefetchRequest.boundingBox(berlin, zooms: 7...9)
         let tiles = Array(try request.cover())
         server.always(tiles[2], .status(503))
-        let prefetcher = try MapDataPrefetcher(storePath: directory.file("x.mbtiles"), source: PrefetchSource(urlTemplate: server.template),
-                                               configuration: testConfiguration { $0.retry.maximumAttempts = 2 }, transport: transport.forPrefetch)
+        let prefetcher = try MapDataPrefetcher(
+            storePath: directory.file("x.mbtiles"), source: PrefetchSource(urlTemplate: server.template),
+            configuration: testConfiguration { $0.retry.maximumAttempts = 2 }, transport: transport.forPrefetch)
         #expect(try #require(await prefetcher.fetch(request).1).failed == 1)
         server.always(tiles[2], nil)
         let before = server.server.requestCount
@@ -197,7 +215,9 @@ struct PrefetchFetchTests {
         let directory = try TemporaryDirectory()
         let path = directory.file("e.mbtiles")
         let request = PrefetchRequest.boundingBox(berlin, zooms: 8...9)
-        let prefetcher = try MapDataPrefetcher(storePath: path, source: PrefetchSource(urlTemplate: server.template), configuration: testConfiguration(), transport: transport.forPrefetch)
+        let prefetcher = try MapDataPrefetcher(
+            storePath: path, source: PrefetchSource(urlTemplate: server.template), configuration: testConfiguration(),
+            transport: transport.forPrefetch)
         let first = try #require(await prefetcher.fetch(request).1)
         let store = try #require(prefetcher.store)
         let tile = Array(try request.cover())[0]
@@ -220,7 +240,9 @@ struct PrefetchFetchTests {
         let server = try TileServer(lastModified: true)
         let directory = try TemporaryDirectory()
         let request = PrefetchRequest.boundingBox(berlin, zooms: 8...9)
-        let prefetcher = try MapDataPrefetcher(storePath: directory.file("d.mbtiles"), source: PrefetchSource(urlTemplate: server.template), configuration: testConfiguration(), transport: transport.forPrefetch)
+        let prefetcher = try MapDataPrefetcher(
+            storePath: directory.file("d.mbtiles"), source: PrefetchSource(urlTemplate: server.template),
+            configuration: testConfiguration(), transport: transport.forPrefetch)
         let first = try #require(await prefetcher.fetch(request).1)
         let before = server.server.requestCount
         let second = try #require(await prefetcher.fetch(request, options: PrefetchOptions(refresh: true)).1)
@@ -234,7 +256,9 @@ struct PrefetchFetchTests {
         await prefetcher.close()
     }
 
-    @Test("a route corridor fetches RouteCover's tiles; TMS and {s} templates are expanded by Core's TileURLTemplate", arguments: TestTransport.available)
+    @Test(
+        "a route corridor fetches RouteCover's tiles; TMS and {s} templates are expanded by Core's TileURLTemplate",
+        arguments: TestTransport.available)
     func routeTMSAndSubdomains(_ transport: TestTransport) async throws {
         let server = try TileServer()
         let directory = try TemporaryDirectory()
@@ -245,7 +269,9 @@ struct PrefetchFetchTests {
         // TMS rows at the server; {s} in the path (the tests stay on 127.0.0.1).
         let template = server.server.baseURL + "/{s}/{z}/{x}/{y}.png"
         let source = PrefetchSource(urlTemplate: template, scheme: .tms, subdomains: ["a", "b", "c"])
-        let prefetcher = try MapDataPrefetcher(storePath: directory.file("route.mbtiles"), source: source, configuration: testConfiguration(), transport: transport.forPrefetch)
+        let prefetcher = try MapDataPrefetcher(
+            storePath: directory.file("route.mbtiles"), source: source, configuration: testConfiguration(), transport: transport.forPrefetch
+        )
         let report = try #require(await prefetcher.fetch(request).1)
         // The server answers XYZ paths; a TMS request for XYZ (z, x, y) asks for row 2^z-1-y.
         #expect(report.tiles == expected && report.downloaded == expected, "\(report.failures.prefix(3))")
@@ -258,7 +284,9 @@ struct PrefetchFetchTests {
         await prefetcher.close()
     }
 
-    @Test("a {-y} template (TMS rows, as Leaflet, QGIS and OpenLayers write it) is taken and asks for TMS rows", arguments: TestTransport.available)
+    @Test(
+        "a {-y} template (TMS rows, as Leaflet, QGIS and OpenLayers write it) is taken and asks for TMS rows",
+        arguments: TestTransport.available)
     func minusYTemplate(_ transport: TestTransport) async throws {
         let server = try TileServer()
         let directory = try TemporaryDirectory()
@@ -266,8 +294,9 @@ struct PrefetchFetchTests {
         #expect(source.invalidReason == nil)
         #expect(PrefetchSource(urlTemplate: server.server.baseURL + "/{z}/{x}.png").invalidReason?.contains("has no {y} or {-y}") == true)
         let request = PrefetchRequest.boundingBox(berlin, zooms: 2...3)
-        let prefetcher = try MapDataPrefetcher(storePath: directory.file("tms.mbtiles"), source: source, configuration: testConfiguration(),
-                                               transport: transport.forPrefetch)
+        let prefetcher = try MapDataPrefetcher(
+            storePath: directory.file("tms.mbtiles"), source: source, configuration: testConfiguration(),
+            transport: transport.forPrefetch)
         let report = try #require(await prefetcher.fetch(request).1)
         let cover = try request.cover()
         #expect(report.tiles == cover.count && report.downloaded == cover.count, "\(report.failures.prefix(3))")
@@ -285,12 +314,14 @@ struct PrefetchFetchTests {
         let server = try TileServer()
         let directory = try TemporaryDirectory()
         let request = PrefetchRequest.boundingBox(berlin, zooms: 3...3)
-        let prefetcher = try MapDataPrefetcher(storePath: directory.file("u.mbtiles"), source: PrefetchSource(urlTemplate: server.template),
-                                               configuration: testConfiguration(), transport: transport.forPrefetch)
+        let prefetcher = try MapDataPrefetcher(
+            storePath: directory.file("u.mbtiles"), source: PrefetchSource(urlTemplate: server.template),
+            configuration: testConfiguration(), transport: transport.forPrefetch)
         _ = await prefetcher.fetch(request)
         #expect(server.server.requests.first?.header("user-agent") == "tilepack/\(TilepackVersion.current) (offline prefetch)")
-        let custom = try MapDataPrefetcher(storePath: directory.file("v.mbtiles"), source: PrefetchSource(urlTemplate: server.template),
-                                           configuration: testConfiguration { $0.userAgent = "my-app/2.0" }, transport: transport.forPrefetch)
+        let custom = try MapDataPrefetcher(
+            storePath: directory.file("v.mbtiles"), source: PrefetchSource(urlTemplate: server.template),
+            configuration: testConfiguration { $0.userAgent = "my-app/2.0" }, transport: transport.forPrefetch)
         _ = await custom.fetch(request)
         #expect(server.server.requests.last?.header("user-agent") == "my-app/2.0")
     }
@@ -300,15 +331,17 @@ struct PrefetchFetchTests {
         let server = try TileServer()
         server.delay.withLock { $0 = .milliseconds(40) }
         let directory = try TemporaryDirectory()
-        let prefetcher = try MapDataPrefetcher(storePath: directory.file("l.mbtiles"), source: PrefetchSource(urlTemplate: server.template),
-                                               configuration: testConfiguration { $0.connectionsPerHost = 3 },
-                                               transport: transport == .urlSession ? nil : transport.make(maximumConnectionsPerHost: 3))
+        let prefetcher = try MapDataPrefetcher(
+            storePath: directory.file("l.mbtiles"), source: PrefetchSource(urlTemplate: server.template),
+            configuration: testConfiguration { $0.connectionsPerHost = 3 },
+            transport: transport == .urlSession ? nil : transport.make(maximumConnectionsPerHost: 3))
         let report = try #require(await prefetcher.fetch(.boundingBox(berlin, zooms: 0...7)).1)
         #expect(report.downloaded >= 8)
         #expect(server.peakConcurrency <= 3 && server.peakConcurrency >= 2)
         server.delay.withLock { $0 = nil }
-        let limited = try MapDataPrefetcher(storePath: directory.file("m.mbtiles"), source: PrefetchSource(urlTemplate: server.template),
-                                            configuration: testConfiguration { $0.requestsPerSecond = 40 }, transport: transport.forPrefetch)
+        let limited = try MapDataPrefetcher(
+            storePath: directory.file("m.mbtiles"), source: PrefetchSource(urlTemplate: server.template),
+            configuration: testConfiguration { $0.requestsPerSecond = 40 }, transport: transport.forPrefetch)
         let start = ContinuousClock.now
         let rated = try #require(await limited.fetch(.boundingBox(berlin, zooms: 0...5)).1)
         // n requests at 40/s take at least (n - 1) / 40 s.
@@ -321,9 +354,14 @@ struct PrefetchRequestTests {
     @Test("the request recorded with a region is JSON with sorted keys and reads back as the same request")
     func storedRequestRoundTrips() throws {
         let requests = [
-            PrefetchRequest(area: .boundingBox(GeoBoundingBox(west: -180, south: -85.0511287798, east: 179.9999999, north: 1e-7)), zooms: 0...14),
-            PrefetchRequest(area: .route([GeoCoordinate(latitude: 52.5200066, longitude: 13.404954),
-                                          GeoCoordinate(latitude: -33.8688197, longitude: 151.2092955)], radius: 1500.25), zooms: 3...3),
+            PrefetchRequest(
+                area: .boundingBox(GeoBoundingBox(west: -180, south: -85.0511287798, east: 179.9999999, north: 1e-7)), zooms: 0...14),
+            PrefetchRequest(
+                area: .route(
+                    [
+                        GeoCoordinate(latitude: 52.5200066, longitude: 13.404954),
+                        GeoCoordinate(latitude: -33.8688197, longitude: 151.2092955),
+                    ], radius: 1500.25), zooms: 3...3),
         ]
         for request in requests {
             let text = request.storedJSON
@@ -341,8 +379,9 @@ struct PrefetchRequestTests {
     func invalidParameters() async throws {
         let server = try TileServer()
         let directory = try TemporaryDirectory()
-        let prefetcher = try MapDataPrefetcher(storePath: directory.file("i.mbtiles"), source: PrefetchSource(urlTemplate: server.template),
-                                               configuration: testConfiguration())
+        let prefetcher = try MapDataPrefetcher(
+            storePath: directory.file("i.mbtiles"), source: PrefetchSource(urlTemplate: server.template),
+            configuration: testConfiguration())
         let point = [GeoCoordinate(latitude: 52.5, longitude: 13.4)]
         let invalid: [PrefetchRequest] = [
             .route(point, radius: 499.9, zooms: 0...5),
@@ -376,8 +415,9 @@ struct PrefetchRequestTests {
             let other = try MapDataPrefetcher(storePath: directory.file("s.mbtiles"), source: source, configuration: testConfiguration())
             #expect(other.fetchMapData(for: .boundingBox(berlin, zooms: 0...1)).error == .invalidParameters, "\(source)")
         }
-        let badConfiguration = try MapDataPrefetcher(storePath: directory.file("c.mbtiles"), source: PrefetchSource(urlTemplate: server.template),
-                                                     configuration: testConfiguration { $0.connectionsPerHost = 0 })
+        let badConfiguration = try MapDataPrefetcher(
+            storePath: directory.file("c.mbtiles"), source: PrefetchSource(urlTemplate: server.template),
+            configuration: testConfiguration { $0.connectionsPerHost = 0 })
         #expect(badConfiguration.fetchMapData(for: .boundingBox(berlin, zooms: 0...1)).error == .invalidParameters)
         await prefetcher.close()
         #expect(server.server.requestCount == 3)  // only the one valid request's tiles (z0-2, one each)
@@ -386,8 +426,9 @@ struct PrefetchRequestTests {
     @Test("an area over the tile limit is refused as route area too big")
     func tooBig() async throws {
         let directory = try TemporaryDirectory()
-        let prefetcher = try MapDataPrefetcher(storePath: directory.file("b.mbtiles"), source: PrefetchSource(urlTemplate: "http://127.0.0.1:9/{z}/{x}/{y}.png"),
-                                               configuration: testConfiguration { $0.maximumTiles = 100 })
+        let prefetcher = try MapDataPrefetcher(
+            storePath: directory.file("b.mbtiles"), source: PrefetchSource(urlTemplate: "http://127.0.0.1:9/{z}/{x}/{y}.png"),
+            configuration: testConfiguration { $0.maximumTiles = 100 })
         let route = [GeoCoordinate(latitude: 52.52, longitude: 13.40), GeoCoordinate(latitude: 48.14, longitude: 11.58)]
         let result = prefetcher.fetchMapData(for: .route(route, radius: 5000, zooms: 8...12))
         #expect(result.error == .routeAreaTooBig && result.requestId < 0)
@@ -401,10 +442,13 @@ struct PrefetchRequestTests {
     @Test("tile.openstreetmap.org and its subdomains are refused with operation not allowed, before any request; so is a read-only store")
     func operationNotAllowed() async throws {
         let directory = try TemporaryDirectory()
-        for template in ["https://tile.openstreetmap.org/{z}/{x}/{y}.png", "https://{s}.tile.openstreetmap.org/{z}/{x}/{y}.png",
-                         "http://A.TILE.OpenStreetMap.org./{z}/{x}/{y}.png"] {
-            let prefetcher = try MapDataPrefetcher(storePath: directory.file("osm.mbtiles"), source: PrefetchSource(urlTemplate: template),
-                                                   configuration: testConfiguration())
+        for template in [
+            "https://tile.openstreetmap.org/{z}/{x}/{y}.png", "https://{s}.tile.openstreetmap.org/{z}/{x}/{y}.png",
+            "http://A.TILE.OpenStreetMap.org./{z}/{x}/{y}.png",
+        ] {
+            let prefetcher = try MapDataPrefetcher(
+                storePath: directory.file("osm.mbtiles"), source: PrefetchSource(urlTemplate: template),
+                configuration: testConfiguration())
             let fetch = prefetcher.fetchMapData(for: .boundingBox(berlin, zooms: 0...2))
             #expect(fetch.error == .operationNotAllowed && fetch.requestId < 0, "\(template)")
             #expect(fetch.reason?.contains("tile usage policy") == true)
@@ -416,8 +460,9 @@ struct PrefetchRequestTests {
         let server = try TileServer()
         let path = directory.file("ro.mbtiles")
         _ = try MBTilesTileStore(path: path)
-        let readOnly = try MapDataPrefetcher(storePath: path, source: PrefetchSource(urlTemplate: server.template),
-                                             configuration: testConfiguration(), readOnly: true)
+        let readOnly = try MapDataPrefetcher(
+            storePath: path, source: PrefetchSource(urlTemplate: server.template),
+            configuration: testConfiguration(), readOnly: true)
         #expect(readOnly.fetchMapData(for: .boundingBox(berlin, zooms: 0...2)).error == .operationNotAllowed)
         #expect(server.server.requestCount == 0)
     }
@@ -431,11 +476,15 @@ struct PrefetchRequestTests {
         try journal.write(to: URL(fileURLWithPath: path + "-journal"))
         let before = try Data(contentsOf: URL(fileURLWithPath: path))
         do {
-            _ = try MapDataPrefetcher(storePath: path, source: PrefetchSource(urlTemplate: "http://127.0.0.1:9/{z}/{x}/{y}.png"),
-                                      configuration: testConfiguration())
+            _ = try MapDataPrefetcher(
+                storePath: path, source: PrefetchSource(urlTemplate: "http://127.0.0.1:9/{z}/{x}/{y}.png"),
+                configuration: testConfiguration())
             Issue.record("opened the store for writing beside a foreign journal")
         } catch {
-            guard case .refusesWrites = error.fault else { Issue.record("not refused for the journal: \(error)"); return }
+            guard case .refusesWrites = error.fault else {
+                Issue.record("not refused for the journal: \(error)")
+                return
+            }
             #expect("\(error)".contains("j.mbtiles-journal") && "\(error)".contains("move j.mbtiles-journal away"), "\(error)")
         }
         #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before)
@@ -448,8 +497,9 @@ struct PrefetchRequestTests {
         server.delay.withLock { $0 = .milliseconds(30) }
         let directory = try TemporaryDirectory()
         let path = directory.file("c.mbtiles")
-        let prefetcher = try MapDataPrefetcher(storePath: path, source: PrefetchSource(urlTemplate: server.template),
-                                               configuration: testConfiguration { $0.connectionsPerHost = 2 }, transport: transport.forPrefetch)
+        let prefetcher = try MapDataPrefetcher(
+            storePath: path, source: PrefetchSource(urlTemplate: server.template),
+            configuration: testConfiguration { $0.connectionsPerHost = 2 }, transport: transport.forPrefetch)
         let recorder = EventRecorder()
         prefetcher.addListener(recorder)
         // The cancel comes from a listener, called on the prefetcher's own queue as the fetch
@@ -480,7 +530,9 @@ struct PrefetchRequestTests {
         // The store is a valid archive, and a new run completes it without asking for stored tiles again.
         #expect(ArchiveVerifier.run(path: path).errorCount == 0)
         server.delay.withLock { $0 = nil }
-        let resumed = try MapDataPrefetcher(storePath: path, source: PrefetchSource(urlTemplate: server.template), configuration: testConfiguration(), transport: transport.forPrefetch)
+        let resumed = try MapDataPrefetcher(
+            storePath: path, source: PrefetchSource(urlTemplate: server.template), configuration: testConfiguration(),
+            transport: transport.forPrefetch)
         let store = try #require(resumed.store)
         let present = try request.cover().filter { try store.containsTile($0) }
         let countBefore = server.server.requestCount
@@ -496,8 +548,9 @@ struct PrefetchRequestTests {
         let server = try TileServer()
         server.delay.withLock { $0 = .milliseconds(20) }
         let directory = try TemporaryDirectory()
-        let prefetcher = try MapDataPrefetcher(storePath: directory.file("busy.mbtiles"), source: PrefetchSource(urlTemplate: server.template),
-                                               configuration: testConfiguration { $0.maximumConcurrentRequests = 2 })
+        let prefetcher = try MapDataPrefetcher(
+            storePath: directory.file("busy.mbtiles"), source: PrefetchSource(urlTemplate: server.template),
+            configuration: testConfiguration { $0.maximumConcurrentRequests = 2 })
         let first = prefetcher.fetchMapData(for: .boundingBox(berlin, zooms: 0...9))
         let second = prefetcher.estimateMapDataSize(for: .boundingBox(berlin, zooms: 10...12))
         let third = prefetcher.fetchMapData(for: .boundingBox(berlin, zooms: 0...3))
@@ -516,8 +569,9 @@ struct PrefetchStoreTests {
     func estimate() async throws {
         let server = try TileServer()
         let directory = try TemporaryDirectory()
-        let prefetcher = try MapDataPrefetcher(storePath: directory.file("est.mbtiles"), source: PrefetchSource(urlTemplate: server.template),
-                                               configuration: testConfiguration())
+        let prefetcher = try MapDataPrefetcher(
+            storePath: directory.file("est.mbtiles"), source: PrefetchSource(urlTemplate: server.template),
+            configuration: testConfiguration())
         let recorder = EventRecorder()
         prefetcher.addListener(recorder)
         let request = PrefetchRequest.boundingBox(berlin, zooms: 8...11)
@@ -552,8 +606,9 @@ struct PrefetchStoreTests {
         let tileBytes = TestTiles.tiles256.map(\.count).max() ?? 1
         let capacity = 20 * tileBytes
         let source = PrefetchSource(urlTemplate: server.template)
-        let prefetcher = try MapDataPrefetcher(storePath: directory.file("cap.mbtiles"), source: source,
-                                               configuration: testConfiguration { $0.capacity = capacity })
+        let prefetcher = try MapDataPrefetcher(
+            storePath: directory.file("cap.mbtiles"), source: source,
+            configuration: testConfiguration { $0.capacity = capacity })
         let recorder = EventRecorder()
         prefetcher.addListener(recorder)
         let old = PrefetchRequest.boundingBox(GeoBoundingBox(west: 2.25, south: 48.81, east: 2.42, north: 48.90), zooms: 11...13)
@@ -578,7 +633,8 @@ struct PrefetchStoreTests {
         let survivors = try oldTiles.filter { try store.containsTile($0) }
         let evicted = oldTiles.filter { !survivors.contains($0) }
         #expect(!evicted.isEmpty)
-        if let newestEvicted = evicted.compactMap({ lastUsed[$0] }).max(), let oldestSurvivor = survivors.compactMap({ lastUsed[$0] }).min() {
+        if let newestEvicted = evicted.compactMap({ lastUsed[$0] }).max(), let oldestSurvivor = survivors.compactMap({ lastUsed[$0] }).min()
+        {
             #expect(newestEvicted <= oldestSurvivor)
         }
         // Purge: every tile outside kept regions goes; the kept region stays.

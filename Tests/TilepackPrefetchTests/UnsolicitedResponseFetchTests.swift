@@ -4,6 +4,7 @@ import TilepackCore
 import TilepackHTTP
 import TilepackImaging
 import TilepackTestSupport
+
 @testable import TilepackPrefetch
 
 /// Issue 29, item 18: a tile server that sends one response more than it was asked for, right
@@ -24,8 +25,9 @@ struct UnsolicitedResponseFetchTests {
         for (index, tile) in cover.enumerated() where index % 5 == 2 {
             server.inject(tile, .unsolicited(status: 200, headers: ["Content-Type": "image/png"], body: TestTiles.tile(tile), extra: extra))
         }
-        let prefetcher = try MapDataPrefetcher(storePath: directory.file("berlin.mbtiles"), source: PrefetchSource(urlTemplate: server.template),
-                                               configuration: testConfiguration(), transport: transport)
+        let prefetcher = try MapDataPrefetcher(
+            storePath: directory.file("berlin.mbtiles"), source: PrefetchSource(urlTemplate: server.template),
+            configuration: testConfiguration(), transport: transport)
         let (_, report) = await prefetcher.fetch(request)
         let misplaced = try cover.filter { tile in
             guard let stored = try prefetcher.store?.tileData(tile) else { return false }

@@ -138,7 +138,9 @@ final class MotoServer: @unchecked Sendable {
     /// moto accepts them).
     func put(file: String, bucket: String, key: String) throws {
         // -T: a plain PUT of the file (a form content type would have the server parse the body away).
-        for arguments in [["-X", "PUT", "\(baseURL)/\(bucket)"], ["-H", "x-amz-acl: public-read", "-T", file, "\(baseURL)/\(bucket)/\(key)"]] {
+        for arguments in [
+            ["-X", "PUT", "\(baseURL)/\(bucket)"], ["-H", "x-amz-acl: public-read", "-T", file, "\(baseURL)/\(bucket)/\(key)"],
+        ] {
             let curl = Process()
             curl.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
             curl.arguments = ["-sf", "-o", "/dev/null", "--max-time", "20"] + arguments

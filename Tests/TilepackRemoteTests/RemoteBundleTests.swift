@@ -14,13 +14,15 @@ import TilepackTestSupport
     /// A bundle whose index is larger than the first request (3,000 tiles: a 100 KB index).
     static func largeBundle(in dir: TemporaryDirectory) throws -> String {
         let path = dir.file("large.tilepack")
-        let writer = try BundleWriter(destination: path, content: .encoded(.png), metadata: TileMetadata(["name": "large", "format": "png"]))
+        let writer = try BundleWriter(
+            destination: path, content: .encoded(.png), metadata: TileMetadata(["name": "large", "format": "png"]))
         var random = SplitMix64(seed: 5)
         var count = 0
         for z in 5...6 {
             for x in 0..<(1 << z) {
                 for y in 0..<(1 << z) where count < 3000 {
-                    let bytes: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + (0..<200).map { _ in UInt8(truncatingIfNeeded: random.next()) }
+                    let bytes: [UInt8] =
+                        [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + (0..<200).map { _ in UInt8(truncatingIfNeeded: random.next()) }
                     try bytes.withUnsafeBytes { try writer.addTile(at: TileCoordinate(uncheckedZoom: z, x: x, y: y), bytes: $0) }
                     count += 1
                 }
@@ -48,7 +50,9 @@ import TilepackTestSupport
         let first = TileCoordinate(uncheckedZoom: 3, x: 4, y: 2)
         #expect(try remote.tileData(at: first) == local.tileData(at: first))
         #expect(server.requestCount == 2)  // the first tile: 2 in all
-        #expect(try remote.tileData(at: TileCoordinate(uncheckedZoom: 4, x: 9, y: 5)) == local.tileData(at: TileCoordinate(uncheckedZoom: 4, x: 9, y: 5)))
+        #expect(
+            try remote.tileData(at: TileCoordinate(uncheckedZoom: 4, x: 9, y: 5))
+                == local.tileData(at: TileCoordinate(uncheckedZoom: 4, x: 9, y: 5)))
         #expect(server.requestCount == 3)  // then 1 per tile
         #expect(try remote.tileData(at: TileCoordinate(uncheckedZoom: 5, x: 9, y: 9)) == nil)  // the sample stops at zoom 4
         #expect(server.requestCount == 3)  // an absent tile costs none: the index is in memory
@@ -94,8 +98,9 @@ import TilepackTestSupport
         let remote = try TileExtractor.run(source: url.absoluteString, destination: dir.file("remote.mbtiles"), options: options)
         let local = try TileExtractor.run(source: path, destination: dir.file("local.mbtiles"), options: options)
         #expect(remote.tiles == local.tiles && remote.tiles > 150, "\(remote.tiles) tiles")
-        #expect(try MBTilesArchive(path: dir.file("remote.mbtiles")).aggregateTilesHash()
-            == MBTilesArchive(path: dir.file("local.mbtiles")).aggregateTilesHash())
+        #expect(
+            try MBTilesArchive(path: dir.file("remote.mbtiles")).aggregateTilesHash()
+                == MBTilesArchive(path: dir.file("local.mbtiles")).aggregateTilesHash())
         #expect(server.requestCount < remote.tiles / 20, "\(server.requestCount) requests for \(remote.tiles) tiles")
 
         // Container, index and every payload's CRC (the synthetic tiles are not images to decode).

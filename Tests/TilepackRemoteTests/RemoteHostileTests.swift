@@ -12,8 +12,10 @@ import TilepackTestSupport
 
     /// Answers range requests from `bytes(range)` for an object of `size` bytes; a range of more
     /// than 1 MiB is refused (closed), so a reader that asks for one fails rather than downloads.
-    static func rangeServer(size: Int, headers: @escaping @Sendable () -> [String: String] = { [:] },
-                            bytes: @escaping @Sendable (Range<Int>) -> Data) throws -> LoopbackHTTPServer {
+    static func rangeServer(
+        size: Int, headers: @escaping @Sendable () -> [String: String] = { [:] },
+        bytes: @escaping @Sendable (Range<Int>) -> Data
+    ) throws -> LoopbackHTTPServer {
         try LoopbackHTTPServer { request in
             guard let range = request.header("range"), range.hasPrefix("bytes=") else { return .status(400) }
             let parts = range.dropFirst(6).split(separator: "-").compactMap { Int($0) }
@@ -38,7 +40,9 @@ import TilepackTestSupport
         let records = aligned(indexOffset + BundleFormat.zoomTableLength + 12 * tiles)
         let dataOffset = aligned(records + BundleFormat.payloadRecordLength * tiles)
         let size = dataOffset + 4096
-        func put(_ value: UInt64, at offset: Int) { withUnsafeBytes(of: value.littleEndian) { for i in 0..<8 { header[offset + i] = $0[i] } } }
+        func put(_ value: UInt64, at offset: Int) {
+            withUnsafeBytes(of: value.littleEndian) { for i in 0..<8 { header[offset + i] = $0[i] } }
+        }
         put(UInt64(size), at: 24)
         put(UInt64(dataOffset), at: 56)
         put(UInt64(tiles), at: 72)
@@ -63,8 +67,9 @@ import TilepackTestSupport
         var random = SplitMix64(seed: 17)
         for x in 0..<16 {
             for y in 0..<16 {
-                try writer.addTile(at: TileCoordinate(uncheckedZoom: 4, x: x, y: y),
-                                   bytes: HostilePMTiles.pngBytes + (0..<400).map { _ in UInt8(truncatingIfNeeded: random.next()) })
+                try writer.addTile(
+                    at: TileCoordinate(uncheckedZoom: 4, x: x, y: y),
+                    bytes: HostilePMTiles.pngBytes + (0..<400).map { _ in UInt8(truncatingIfNeeded: random.next()) })
             }
         }
         try writer.finish()
@@ -73,9 +78,13 @@ import TilepackTestSupport
         changed[changed.count - 1] ^= 0xFF  // the same size, another last tile
         let second = changed
         let version = Locked(1)
-        let server = try Self.rangeServer(size: first.count, headers: {
-            version.withLock { $0 } == 1 ? ["Last-Modified": "Wed, 25 Nov 2026 10:00:00 GMT"] : ["Last-Modified": "Thu, 26 Nov 2026 12:00:00 GMT"]
-        }) { range in
+        let server = try Self.rangeServer(
+            size: first.count,
+            headers: {
+                version.withLock { $0 } == 1
+                    ? ["Last-Modified": "Wed, 25 Nov 2026 10:00:00 GMT"] : ["Last-Modified": "Thu, 26 Nov 2026 12:00:00 GMT"]
+            }
+        ) { range in
             (version.withLock { $0 } == 1 ? first : second).subdata(in: range)
         }
         defer { server.stop() }

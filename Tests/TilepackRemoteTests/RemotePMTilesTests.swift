@@ -21,7 +21,9 @@ import TilepackTestSupport
             for x in 0..<(1 << z) {
                 for y in 0..<(1 << z) where tiles.count < 40_000 && random.next() % 2 == 0 {
                     // Half repeat an earlier tile: offsets jump back, so the directories need leaves.
-                    let bytes: [UInt8] = !earlier.isEmpty && random.next() % 2 == 0 ? earlier[Int(random.next() % UInt64(earlier.count))]
+                    let bytes: [UInt8] =
+                        !earlier.isEmpty && random.next() % 2 == 0
+                        ? earlier[Int(random.next() % UInt64(earlier.count))]
                         : [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + withUnsafeBytes(of: random.next()) { Array($0) }
                     earlier.append(bytes)
                     tiles[TileCoordinate(uncheckedZoom: z, x: x, y: y)] = bytes
@@ -69,10 +71,13 @@ import TilepackTestSupport
         defer { server.stop() }
         var options = ExtractOptions()
         options.bounds = GeoBoundingBox(west: 0, south: 0, east: 45, north: 40)
-        let remote = try TileExtractor.run(source: "\(server.baseURL)/big.pmtiles", destination: dir.file("remote.mbtiles"), options: options)
+        let remote = try TileExtractor.run(
+            source: "\(server.baseURL)/big.pmtiles", destination: dir.file("remote.mbtiles"), options: options)
         let local = try TileExtractor.run(source: path, destination: dir.file("local.mbtiles"), options: options)
         #expect(remote.tiles == local.tiles && remote.tiles > 200, "\(remote.tiles) tiles")
-        #expect(try MBTilesArchive(path: dir.file("remote.mbtiles")).aggregateTilesHash() == MBTilesArchive(path: dir.file("local.mbtiles")).aggregateTilesHash())
+        #expect(
+            try MBTilesArchive(path: dir.file("remote.mbtiles")).aggregateTilesHash()
+                == MBTilesArchive(path: dir.file("local.mbtiles")).aggregateTilesHash())
         // Every leaf at most once, and the tiles in a few coalesced ranges, not one per tile.
         let leaves = try PMTilesArchive(path: path).header.leafLength > 0
         #expect(leaves)
@@ -82,7 +87,8 @@ import TilepackTestSupport
     @Test func verifyInfoAndConvertTakeURLs() throws {
         guard !toolMissing("nginx") else { return }
         let dir = try TemporaryDirectory("remote")
-        _ = try ArchiveConverter.run(source: TestSupport.fixture("martin/world_cities.mbtiles"), destination: dir.file("w.pmtiles"), options: ConvertOptions())
+        _ = try ArchiveConverter.run(
+            source: TestSupport.fixture("martin/world_cities.mbtiles"), destination: dir.file("w.pmtiles"), options: ConvertOptions())
         let server = try NginxServer(root: dir.url)
         defer { server.stop() }
         let url = "\(server.baseURL)/w.pmtiles"
@@ -93,8 +99,9 @@ import TilepackTestSupport
         _ = try ArchiveConverter.run(source: url, destination: dir.file("back.mbtiles"), options: ConvertOptions())
         // Each zoom level's tiles in coalesced requests, not one request per tile.
         #expect(server.requestCount - before <= 1 + 7, "\(server.requestCount - before) requests for 196 tiles")
-        #expect(try MBTilesArchive(path: dir.file("back.mbtiles")).aggregateTilesHash()
-            == MBTilesArchive(path: TestSupport.fixture("martin/world_cities.mbtiles")).aggregateTilesHash())
+        #expect(
+            try MBTilesArchive(path: dir.file("back.mbtiles")).aggregateTilesHash()
+                == MBTilesArchive(path: TestSupport.fixture("martin/world_cities.mbtiles")).aggregateTilesHash())
         // An MBTiles file over HTTP is named, not misread.
         try FileManager.default.copyItem(atPath: TestSupport.fixture("martin/world_cities.mbtiles"), toPath: dir.file("w.mbtiles"))
         #expect { _ = try RemoteArchive.open("\(server.baseURL)/w.mbtiles") } throws: { "\($0)".contains("SQLite reads local files only") }
@@ -124,7 +131,9 @@ import TilepackTestSupport
         _ = try Self.bigArchive(in: dir)
         let server = try NginxServer(root: dir.url)
         defer { server.stop() }
-        #expect { _ = try RemoteArchive.open("\(server.baseURL)/norange/big.pmtiles") } throws: { "\($0)".contains("ignored the Range header") }
+        #expect { _ = try RemoteArchive.open("\(server.baseURL)/norange/big.pmtiles") } throws: {
+            "\($0)".contains("ignored the Range header")
+        }
         #expect { _ = try RemoteArchive.open("\(server.baseURL)/absent.pmtiles") } throws: { error in
             guard let error = error as? TileArchiveError else { return false }
             return error.path.hasSuffix("/absent.pmtiles") && "\(error)".contains("HTTP status 404")
@@ -135,7 +144,8 @@ import TilepackTestSupport
         guard !toolMissing("moto_server"), !toolMissing("curl") else { return }
         let dir = try TemporaryDirectory("remote")
         let local = dir.file("s.pmtiles")
-        _ = try ArchiveConverter.run(source: TestSupport.fixture("node-mbtiles/plain_1.mbtiles"), destination: local, options: ConvertOptions())
+        _ = try ArchiveConverter.run(
+            source: TestSupport.fixture("node-mbtiles/plain_1.mbtiles"), destination: local, options: ConvertOptions())
         let moto = try MotoServer()
         defer { moto.stop() }
         try moto.put(file: local, bucket: "tiles", key: "maps/s.pmtiles")
@@ -155,17 +165,25 @@ import TilepackTestSupport
 
     @Test func retriesTransientFaultsAndRefusesErrorPages() throws {
         let dir = try TemporaryDirectory("remote")
-        _ = try ArchiveConverter.run(source: TestSupport.fixture("martin/world_cities.mbtiles"), destination: dir.file("w.pmtiles"), options: ConvertOptions())
+        _ = try ArchiveConverter.run(
+            source: TestSupport.fixture("martin/world_cities.mbtiles"), destination: dir.file("w.pmtiles"), options: ConvertOptions())
         let bytes = try Data(contentsOf: URL(fileURLWithPath: dir.file("w.pmtiles")))
         let calls = Locked(0)
         let server = try LoopbackHTTPServer { request in
-            let n = calls.withLock { $0 += 1; return $0 }
+            let n = calls.withLock {
+                $0 += 1
+                return $0
+            }
             if request.path == "/error-page.pmtiles" {
-                return .respond(status: 200, headers: ["Content-Type": "text/html"], body: Data(String(repeating: "<html>busy</html>", count: 2000).utf8))
+                return .respond(
+                    status: 200, headers: ["Content-Type": "text/html"],
+                    body: Data(String(repeating: "<html>busy</html>", count: 2000).utf8))
             }
             // The first answer is a 429 with Retry-After, the second a body cut short; then good answers.
             if n == 1 { return .respond(status: 429, headers: ["Retry-After": "0"], body: Data()) }
-            guard let range = request.header("range"), range.hasPrefix("bytes=") else { return .respond(status: 200, headers: [:], body: bytes) }
+            guard let range = request.header("range"), range.hasPrefix("bytes=") else {
+                return .respond(status: 200, headers: [:], body: bytes)
+            }
             let parts = range.dropFirst(6).split(separator: "-").compactMap { Int($0) }
             let last = min(parts[1], bytes.count - 1)
             let body = bytes[parts[0]...last]

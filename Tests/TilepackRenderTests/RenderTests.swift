@@ -5,6 +5,7 @@ import TilepackCore
 import TilepackImaging
 import TilepackOperations
 import TilepackTestSupport
+
 @testable import TilepackRender
 
 /// `render`'s layer composition: transparent URL tiles, views with no tile, sparse trees, `{-y}` templates.
@@ -22,9 +23,10 @@ import TilepackTestSupport
     }
 
     static func render(_ inputs: [String], lon: Double, lat: Double, zoom: Double, size: Int = 64) async throws -> MapRender.Result {
-        try await MapRender.render(inputs: inputs, center: GeoCoordinate(latitude: lat, longitude: lon), zoom: zoom,
-                                   viewport: ViewportSize(width: size, height: size), scale: .x1,
-                                   options: RenderLayerOptions(), timeout: TestSupport.settleSeconds)
+        try await MapRender.render(
+            inputs: inputs, center: GeoCoordinate(latitude: lat, longitude: lon), zoom: zoom,
+            viewport: ViewportSize(width: size, height: size), scale: .x1,
+            options: RenderLayerOptions(), timeout: TestSupport.settleSeconds)
     }
 
     @Test func transparentURLTilesAreNotPaintedBlack() async throws {
@@ -58,8 +60,10 @@ import TilepackTestSupport
         let dir = try TemporaryDirectory()
         try Self.writeTree(dir.file("t"), tiles: [TileCoordinate(validatingZoom: 1, x: 0, y: 0)!], color: RGBA8(r: 1, g: 2, b: 3, a: 255))
         let template = dir.file("t") + "/{z}/{x}/{y}.png"
-        let layer = try URLTemplateLayerFactory().makeLayer(for: template, options: RenderLayerOptions(tileSize: 256, flipped: false, maximumZ: 21))
-        let view = HeadlessMapView(viewport: ViewportSize(width: 512, height: 512), center: GeoCoordinate(latitude: 0, longitude: 0), zoomLevel: 1)
+        let layer = try URLTemplateLayerFactory().makeLayer(
+            for: template, options: RenderLayerOptions(tileSize: 256, flipped: false, maximumZ: 21))
+        let view = HeadlessMapView(
+            viewport: ViewportSize(width: 512, height: 512), center: GeoCoordinate(latitude: 0, longitude: 0), zoomLevel: 1)
         _ = view.addMapTileLayer(layer)
         let frame = await view.render(timeout: TestSupport.settleSeconds)
         #expect(frame.drawn.filter { !$0.isApproximate }.count == 1)
@@ -93,9 +97,10 @@ import TilepackTestSupport
             #expect(error.kind == .invalidInput && error.description.contains("{y} or {-y}"), "\(error)")
         }
         await #expect(throws: RenderError.self) {
-            _ = try await MapRender.render(inputs: [], center: GeoCoordinate(latitude: 0, longitude: 0), zoom: 0,
-                                           viewport: ViewportSize(width: 8, height: 8), scale: .x1,
-                                           options: RenderLayerOptions(), timeout: 1)
+            _ = try await MapRender.render(
+                inputs: [], center: GeoCoordinate(latitude: 0, longitude: 0), zoom: 0,
+                viewport: ViewportSize(width: 8, height: 8), scale: .x1,
+                options: RenderLayerOptions(), timeout: 1)
         }
     }
 }

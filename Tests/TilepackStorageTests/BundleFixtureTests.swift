@@ -8,12 +8,12 @@ import TilepackTestSupport
 @Suite(.enabled(if: TestSupport.fixturesAvailable))
 struct BundleFixtureTests {
     @Test(arguments: [
-        "martin/world_cities.mbtiles",            // gzip MVT
-        "martin/uncompressed_mvt.mbtiles",        // raw MVT
-        "martin/geography-class-png.mbtiles",     // PNG rasters
-        "martin/geography-class-jpg.mbtiles",     // JPEG rasters
+        "martin/world_cities.mbtiles",  // gzip MVT
+        "martin/uncompressed_mvt.mbtiles",  // raw MVT
+        "martin/geography-class-png.mbtiles",  // PNG rasters
+        "martin/geography-class-jpg.mbtiles",  // JPEG rasters
         "martin/json.mbtiles",
-        "node-mbtiles/plain_1.mbtiles",           // 285 tiles
+        "node-mbtiles/plain_1.mbtiles",  // 285 tiles
         "node-mbtiles/some-empty-tiles.mbtiles",
     ])
     func convertedFixtureReadsBackIdentically(_ name: String) throws {

@@ -55,7 +55,10 @@ import TilepackTestSupport
         }
         let file = try TemporaryDirectory()
         try Data(original.bytes.prefix(500)).write(to: file.url.appendingPathComponent("cut.tilepack"))
-        #expect(throws: TileArchiveError(path: file.file("cut.tilepack"), fault: .truncated("the header declares \(original.bytes.count) bytes, the file has 500"))) {
+        #expect(
+            throws: TileArchiveError(
+                path: file.file("cut.tilepack"), fault: .truncated("the header declares \(original.bytes.count) bytes, the file has 500"))
+        ) {
             try BundleArchive(path: file.file("cut.tilepack"))
         }
     }
@@ -82,7 +85,10 @@ import TilepackTestSupport
         do {
             _ = try checked.tileData(at: F.tile(1, 0, 0))
         } catch let error as TileArchiveError {
-            guard case .checksumMismatch(let region, _, _) = error.fault else { Issue.record("\(error)"); return }
+            guard case .checksumMismatch(let region, _, _) = error.fault else {
+                Issue.record("\(error)")
+                return
+            }
             #expect(region.contains("tile 1/0/0"))
             #expect(error.path == path)
         }
@@ -97,8 +103,10 @@ import TilepackTestSupport
         let (_, _, original) = try small()
         let lz4 = try #require((0..<original.payloadCount).first { original.bytes[original.record($0) + 20] == 1 })
         let raw = original.u32(original.record(lz4) + 12)
-        for (declared, expected) in [(raw + 1, "decompresses to \(raw) bytes, \(raw + 1) declared"),
-                                     (raw - 1, "is malformed or decompresses to more than the declared \(raw - 1) bytes")] {
+        for (declared, expected) in [
+            (raw + 1, "decompresses to \(raw) bytes, \(raw + 1) declared"),
+            (raw - 1, "is malformed or decompresses to more than the declared \(raw - 1) bytes"),
+        ] {
             var lying = original
             lying.put32(declared, at: lying.record(lz4) + 12)
             lying.put32(max(lying.u32(20), declared), at: 20)  // keep the header's largest tile consistent
@@ -114,7 +122,13 @@ import TilepackTestSupport
         let cases: [(String, (inout BundleSurgery) -> Void)] = [
             ("payload offset past the data", { $0.put64(1 << 40, at: $0.record(0)) }),
             ("payload offset wrapping around", { $0.put64(UInt64.max - 7, at: $0.record(0)) }),
-            ("payload length past the data", { $0.put32(1 << 30, at: $0.record(1) + 8); $0.put32(1 << 30, at: $0.record(1) + 12) }),
+            (
+                "payload length past the data",
+                {
+                    $0.put32(1 << 30, at: $0.record(1) + 8)
+                    $0.put32(1 << 30, at: $0.record(1) + 12)
+                }
+            ),
             ("unaligned payload offset", { $0.put64($0.u64($0.record(1)) + 1, at: $0.record(1)) }),
             ("overlapping payloads", { $0.put64($0.u64($0.record(0)), at: $0.record(1)) }),
             ("unknown codec", { $0.bytes[$0.record(0) + 20] = 7 }),
@@ -126,20 +140,36 @@ import TilepackTestSupport
             ("data length", { $0.put64($0.u64(64) + 1, at: 64) }),
             ("metadata length", { $0.put64($0.u64(32) + 1, at: 32) }),
             ("payload number out of range", { $0.put32(99, at: $0.refsOffset) }),
-            ("keys out of order", { let k = $0.u64($0.keysOffset + 8); $0.put64($0.u64($0.keysOffset + 16), at: $0.keysOffset + 8); $0.put64(k, at: $0.keysOffset + 16) }),
+            (
+                "keys out of order",
+                {
+                    let k = $0.u64($0.keysOffset + 8)
+                    $0.put64($0.u64($0.keysOffset + 16), at: $0.keysOffset + 8)
+                    $0.put64(k, at: $0.keysOffset + 16)
+                }
+            ),
             ("key outside its zoom", { $0.put64(0, at: $0.keysOffset + 8) }),
-            ("zoom table", { $0.put64(2, at: $0.indexOffset); $0.put64(2, at: $0.indexOffset + 8) }),
+            (
+                "zoom table",
+                {
+                    $0.put64(2, at: $0.indexOffset)
+                    $0.put64(2, at: $0.indexOffset + 8)
+                }
+            ),
             ("header zooms", { $0.bytes[19] = 5 }),
             ("largest tile too small", { $0.put32(10, at: 20) }),
             ("largest tile over the limit", { $0.put32(1 << 27, at: 20) }),
             ("content kind", { $0.bytes[12] = 9 }),
             ("reserved header byte", { $0.bytes[100] = 1 }),
-            ("metadata keys not ascending", {
-                let m = 128 + 4
-                let keyLength = Int($0.u32(m))
-                $0.bytes[m + 4] = 0x7A  // "format" -> "zormat", after "name"
-                _ = keyLength
-            }),
+            (
+                "metadata keys not ascending",
+                {
+                    let m = 128 + 4
+                    let keyLength = Int($0.u32(m))
+                    $0.bytes[m + 4] = 0x7A  // "format" -> "zormat", after "name"
+                    _ = keyLength
+                }
+            ),
             ("metadata entry count", { $0.put32(1_000_000, at: 128) }),
         ]
         for (name, edit) in cases {
@@ -202,7 +232,9 @@ import TilepackTestSupport
     @Test(.enabled(if: TestSupport.fixturesAvailable))
     func otherToolsArchivesAreNamed() throws {
         let mbtiles = TestSupport.fixture("martin/world_cities.mbtiles")
-        #expect(throws: TileArchiveError(path: mbtiles, fault: .notAnArchive(detected: "an SQLite database (MBTiles?), not a .tilepack bundle"))) {
+        #expect(
+            throws: TileArchiveError(path: mbtiles, fault: .notAnArchive(detected: "an SQLite database (MBTiles?), not a .tilepack bundle"))
+        ) {
             try BundleArchive(path: mbtiles)
         }
         for name in ["pmtiles/test_fixture_1.pmtiles", "martin/webp2.pmtiles", "pmtiles/invalid_v4.pmtiles"] {

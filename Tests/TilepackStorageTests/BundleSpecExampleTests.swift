@@ -7,7 +7,8 @@ import TilepackTestSupport
 /// The worked example of Specs/bundle-format.md: the writer must produce exactly the bytes printed there.
 @Suite struct BundleSpecExampleTests {
     static func writeExample(to path: String) throws {
-        let writer = try BundleWriter(destination: path, content: .encoded(.json), metadata: TileMetadata(["name": "two", "format": "json"]))
+        let writer = try BundleWriter(
+            destination: path, content: .encoded(.json), metadata: TileMetadata(["name": "two", "format": "json"]))
         try writer.addTile(at: BundleFixtures.tile(1, 1, 0), data: Data("[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]".utf8))
         try writer.addTile(at: BundleFixtures.tile(1, 0, 0), data: Data("{\"a\":1}".utf8))
         try writer.finish()
@@ -16,7 +17,9 @@ import TilepackTestSupport
     /// The hex dump between the example markers of the spec.
     static func specBytes() throws -> [UInt8] {
         let spec = try String(contentsOf: TestSupport.packageRoot.appendingPathComponent("Specs/bundle-format.md"), encoding: .utf8)
-        guard let begin = spec.range(of: "<!-- example-bytes:begin -->"), let end = spec.range(of: "<!-- example-bytes:end -->") else { return [] }
+        guard let begin = spec.range(of: "<!-- example-bytes:begin -->"), let end = spec.range(of: "<!-- example-bytes:end -->") else {
+            return []
+        }
         var bytes: [UInt8] = []
         for line in spec[begin.upperBound..<end.lowerBound].split(separator: "\n") {
             let fields = line.split(separator: " ")

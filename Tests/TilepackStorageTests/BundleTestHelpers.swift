@@ -33,16 +33,20 @@ enum BundleFixtures {
 
     /// Writes a bundle of `tiles` and returns its path.
     @discardableResult
-    static func write(_ tiles: [(TileCoordinate, Data)], to path: String, content: TileContent = .encoded(.png),
-                      metadata: TileMetadata = TileMetadata(["name": "test", "format": "png"]),
-                      options: BundleWriter.Options = .init()) throws -> BundleWriter.Summary {
+    static func write(
+        _ tiles: [(TileCoordinate, Data)], to path: String, content: TileContent = .encoded(.png),
+        metadata: TileMetadata = TileMetadata(["name": "test", "format": "png"]),
+        options: BundleWriter.Options = .init()
+    ) throws -> BundleWriter.Summary {
         let writer = try BundleWriter(destination: path, content: content, metadata: metadata, options: options)
         for (tile, data) in tiles { try writer.addTile(at: tile, data: data) }
         return try writer.finish()
     }
 
     /// A small bundle with stored, LZ4 and shared payloads over three zoom levels.
-    static func smallBundle(in dir: TemporaryDirectory, name: String = "small.tilepack") throws -> (path: String, tiles: [(TileCoordinate, Data)]) {
+    static func smallBundle(in dir: TemporaryDirectory, name: String = "small.tilepack") throws -> (
+        path: String, tiles: [(TileCoordinate, Data)]
+    ) {
         let tiles: [(TileCoordinate, Data)] = [
             (tile(0, 0, 0), pngLike(200, seed: 0)),
             (tile(1, 0, 0), noise(40, seed: 1)),
@@ -102,7 +106,8 @@ struct BundleSurgery {
 
     /// Recomputes payload, metadata, index and header checksums (in that order).
     mutating func reseal(payloads: Bool = true) {
-        let sane = tileCount < bytes.count && payloadCount < bytes.count && metadataLength < bytes.count
+        let sane =
+            tileCount < bytes.count && payloadCount < bytes.count && metadataLength < bytes.count
             && indexOffset < bytes.count && indexLength < bytes.count && dataOffset < bytes.count
         if payloads, sane {
             for n in 0..<payloadCount {
@@ -134,7 +139,9 @@ struct BundleSurgery {
             let file = dir.file("crafted.tilepack")
             if (try? Data(bytes).write(to: URL(fileURLWithPath: file))) != nil {
                 let read = Self.openAndVerify { try BundleArchive(path: file, options: BundleArchive.Options(access: .positionalReads)) }
-                #expect(read?.fault == inMemory?.fault, "positional reads: \(String(describing: read)), in memory: \(String(describing: inMemory))")
+                #expect(
+                    read?.fault == inMemory?.fault,
+                    "positional reads: \(String(describing: read)), in memory: \(String(describing: inMemory))")
             }
         }
         return inMemory

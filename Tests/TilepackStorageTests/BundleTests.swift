@@ -1,8 +1,9 @@
 import Foundation
 import Testing
 import TilepackCore
-@_spi(TilepackInternal) @testable import TilepackStorage
 import TilepackTestSupport
+
+@_spi(TilepackInternal) @testable import TilepackStorage
 
 @Suite struct BundleRoundTripTests {
     typealias F = BundleFixtures
@@ -14,9 +15,10 @@ import TilepackTestSupport
         #expect(archive.path == path)
         #expect(archive.content == .encoded(.png))
         #expect(try archive.metadata() == TileMetadata(["name": "test", "format": "png"]))
-        #expect(try archive.zoomLevels() == [
-            ZoomLevelSummary(zoom: 0, tileCount: 1), ZoomLevelSummary(zoom: 1, tileCount: 3), ZoomLevelSummary(zoom: 2, tileCount: 2),
-        ])
+        #expect(
+            try archive.zoomLevels() == [
+                ZoomLevelSummary(zoom: 0, tileCount: 1), ZoomLevelSummary(zoom: 1, tileCount: 3), ZoomLevelSummary(zoom: 2, tileCount: 2),
+            ])
         #expect(try archive.tileCount() == 6)
         #expect(archive.payloadCount == 5)  // 1/1/0 and 1/1/1 share one payload
         for (tile, data) in tiles {
@@ -59,7 +61,8 @@ import TilepackTestSupport
         for x in 0..<4 {
             for y in 0..<4 {
                 // A gradient (compressible) per tile, one noise tile (stored).
-                let data = x == 3 && y == 3
+                let data =
+                    x == 3 && y == 3
                     ? F.noise(256 * 256 * 4, seed: 9)
                     : Data((0..<(256 * 256 * 4)).map { UInt8(truncatingIfNeeded: ($0 / 1024) * (x + 1) + y) })
                 tiles.append((F.tile(2, x, y), data))
@@ -83,14 +86,22 @@ import TilepackTestSupport
 
         // The writer refuses a tile of the wrong size for the layout.
         let writer = try BundleWriter(destination: dir.file("bad.tilepack"), content: .rawBitmap(layout))
-        #expect(throws: TileArchiveError(path: dir.file("bad.tilepack"), fault: .invalidTile(tile: F.tile(0, 0, 0), reason: "100 bytes, but a raw rgba8888 256x256 tile is 262144 bytes"))) {
+        #expect(
+            throws: TileArchiveError(
+                path: dir.file("bad.tilepack"),
+                fault: .invalidTile(tile: F.tile(0, 0, 0), reason: "100 bytes, but a raw rgba8888 256x256 tile is 262144 bytes"))
+        ) {
             try writer.addTile(at: F.tile(0, 0, 0), data: Data(count: 100))
         }
         // Raw tiles keep Core's one tile size rule: a 300 px or an 8x4 layout is refused up front.
         for (width, height) in [(300, 300), (8, 4), (8, 8), (8192, 8192)] {
             let odd = RawBitmapLayout(pixelFormat: .rgba8888, width: width, height: height)
-            #expect(throws: TileArchiveError(path: dir.file("odd.tilepack"), fault: .invalidMetadata(
-                "raw tiles of \(odd): a tile is a square whose side is a power of two in 16...4096"))) {
+            #expect(
+                throws: TileArchiveError(
+                    path: dir.file("odd.tilepack"),
+                    fault: .invalidMetadata(
+                        "raw tiles of \(odd): a tile is a square whose side is a power of two in 16...4096"))
+            ) {
                 _ = try BundleWriter(destination: dir.file("odd.tilepack"), content: .rawBitmap(odd))
             }
         }
@@ -132,16 +143,18 @@ import TilepackTestSupport
     @Test func lz4IsKeptOnlyWhenItPays() throws {
         let dir = try TemporaryDirectory()
         let path = dir.file("lz4.tilepack")
-        let summary = try F.write([
-            (F.tile(1, 0, 0), F.noise(4096, seed: 1)),      // incompressible: stored
-            (F.tile(1, 0, 1), Data(count: 4096)),            // zeros: LZ4
-            (F.tile(1, 1, 0), Data([1])),                    // too small to gain: stored
-        ], to: path)
+        let summary = try F.write(
+            [
+                (F.tile(1, 0, 0), F.noise(4096, seed: 1)),  // incompressible: stored
+                (F.tile(1, 0, 1), Data(count: 4096)),  // zeros: LZ4
+                (F.tile(1, 1, 0), Data([1])),  // too small to gain: stored
+            ], to: path)
         #expect(summary.lz4PayloadCount == 1)
         let size = try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int ?? 0
         #expect(size < 4096 + 4096 / 2)
-        let uncompressed = try F.write([(F.tile(1, 0, 1), Data(count: 4096))], to: dir.file("plain.tilepack"),
-                                       options: .init(compresses: false))
+        let uncompressed = try F.write(
+            [(F.tile(1, 0, 1), Data(count: 4096))], to: dir.file("plain.tilepack"),
+            options: .init(compresses: false))
         #expect(uncompressed.lz4PayloadCount == 0)
     }
 
@@ -149,10 +162,11 @@ import TilepackTestSupport
         // Payload order is zoom, then Hilbert position: (0,0), (0,1), (1,1), (1,0) at zoom 1.
         let dir = try TemporaryDirectory()
         let path = dir.file("order.tilepack")
-        try F.write([
-            (F.tile(1, 1, 0), F.noise(10, seed: 4)), (F.tile(1, 0, 0), F.noise(10, seed: 1)),
-            (F.tile(1, 1, 1), F.noise(10, seed: 3)), (F.tile(1, 0, 1), F.noise(10, seed: 2)),
-        ], to: path)
+        try F.write(
+            [
+                (F.tile(1, 1, 0), F.noise(10, seed: 4)), (F.tile(1, 0, 0), F.noise(10, seed: 1)),
+                (F.tile(1, 1, 1), F.noise(10, seed: 3)), (F.tile(1, 0, 1), F.noise(10, seed: 2)),
+            ], to: path)
         let surgery = try BundleSurgery(path: path)
         // Payload numbers of the index entries, in key order 1/0/0, 1/0/1, 1/1/0, 1/1/1.
         let refs = (0..<4).map { surgery.u32(surgery.refsOffset + 4 * $0) }
@@ -265,7 +279,10 @@ import TilepackTestSupport
 
     @Test func metadataFormatMustMatchTheContent() throws {
         let dir = try TemporaryDirectory()
-        #expect(throws: TileArchiveError(path: dir.file("m.tilepack"), fault: .invalidMetadata("format 'jpg' contradicts the bundle's content (png)"))) {
+        #expect(
+            throws: TileArchiveError(
+                path: dir.file("m.tilepack"), fault: .invalidMetadata("format 'jpg' contradicts the bundle's content (png)"))
+        ) {
             try BundleWriter(destination: dir.file("m.tilepack"), content: .encoded(.png), metadata: TileMetadata(["format": "jpg"]))
         }
     }
@@ -307,11 +324,13 @@ import TilepackTestSupport
             let payload = BundleWriter.prepare(inputs[i], options: options)
             prepared.withLock { $0[i] = payload }
         }
-        let writer = try BundleWriter(destination: dir.file("prepared.tilepack"), content: .encoded(.png),
-                                      metadata: TileMetadata(["name": "test", "format": "png"]), options: options)
+        let writer = try BundleWriter(
+            destination: dir.file("prepared.tilepack"), content: .encoded(.png),
+            metadata: TileMetadata(["name": "test", "format": "png"]), options: options)
         for (i, payload) in prepared.withLock({ $0 }).enumerated() { try writer.addTile(at: tiles[i].0, payload: try #require(payload)) }
         try writer.finish()
-        #expect(try Data(contentsOf: dir.url.appendingPathComponent("serial.tilepack"))
+        #expect(
+            try Data(contentsOf: dir.url.appendingPathComponent("serial.tilepack"))
                 == Data(contentsOf: dir.url.appendingPathComponent("prepared.tilepack")))
     }
 
@@ -342,7 +361,8 @@ import TilepackTestSupport
         #expect(b.withUnsafeBytes { BundleFormat.crc32($0) } == target)
         #expect(a != b)
         let path = dir.file("collide.tilepack")
-        let summary = try F.write([(F.tile(1, 0, 0), Data(a)), (F.tile(1, 1, 0), Data(b)), (F.tile(1, 1, 1), Data(b)), (F.tile(1, 0, 1), Data(a))], to: path)
+        let summary = try F.write(
+            [(F.tile(1, 0, 0), Data(a)), (F.tile(1, 1, 0), Data(b)), (F.tile(1, 1, 1), Data(b)), (F.tile(1, 0, 1), Data(a))], to: path)
         #expect(summary.payloadCount == 2)
         let archive = try BundleArchive(path: path)
         #expect(try archive.tileData(at: F.tile(1, 0, 1)) == Data(a))
@@ -355,7 +375,9 @@ import TilepackTestSupport
         // tells these apart by length): each is stored once and each repeat finds its own.
         let dir = try TemporaryDirectory()
         let target: UInt32 = 0x0BAD_CAFE
-        let forged = [996, 1500, 2000].enumerated().map { Self.forge(Array(F.noise($0.element, seed: UInt64(10 + $0.offset))), crc: target) }
+        let forged = [996, 1500, 2000].enumerated().map {
+            Self.forge(Array(F.noise($0.element, seed: UInt64(10 + $0.offset))), crc: target)
+        }
         var tiles: [(TileCoordinate, Data)] = []
         for x in 0..<4 { for y in 0..<4 { tiles.append((F.tile(2, x, y), Data(forged[(x + y) % 3]))) } }
         // Enough other payloads around them that the table grows while they are in it.
@@ -401,12 +423,13 @@ import TilepackTestSupport
         var tiles: [(TileCoordinate, Data)] = []
         for i in 0..<96 {
             let x = i % 8, y = i / 8
-            let data: Data = switch i % 5 {
-            case 0, 1: F.noise(40_000 + 977 * i, seed: UInt64(i) + 1)  // large, stored
-            case 2: F.pngLike(130_000 + i, seed: i % 4)                   // large, LZ4
-            case 3: F.noise(1000 + i, seed: UInt64(i) + 500)              // small, stored
-            default: F.noise(50_000, seed: 7)                             // large, one shared payload
-            }
+            let data: Data =
+                switch i % 5 {
+                case 0, 1: F.noise(40_000 + 977 * i, seed: UInt64(i) + 1)  // large, stored
+                case 2: F.pngLike(130_000 + i, seed: i % 4)  // large, LZ4
+                case 3: F.noise(1000 + i, seed: UInt64(i) + 500)  // small, stored
+                default: F.noise(50_000, seed: 7)  // large, one shared payload
+                }
             tiles.append((F.tile(4, x, y), data))
         }
         return tiles
@@ -416,8 +439,9 @@ import TilepackTestSupport
         let dir = try TemporaryDirectory()
         let tiles = Self.mixedTiles()
         func write(_ tiles: [(TileCoordinate, Data)], _ name: String, kernel: Bool) throws -> Data {
-            let writer = try BundleWriter(destination: dir.file(name), content: .encoded(.png),
-                                          metadata: TileMetadata(["name": "mixed", "format": "png"]))
+            let writer = try BundleWriter(
+                destination: dir.file(name), content: .encoded(.png),
+                metadata: TileMetadata(["name": "mixed", "format": "png"]))
             writer.copiesInKernel = kernel
             for (tile, data) in tiles { try writer.addTile(at: tile, data: data) }
             try writer.finish()
@@ -439,14 +463,19 @@ import TilepackTestSupport
     }
 
     /// Each tile written to a file of its own, prepared with that file as its source.
-    static func sourced(_ tiles: [(TileCoordinate, Data)], in dir: TemporaryDirectory) throws -> [(TileCoordinate, BundleWriter.PreparedPayload)] {
+    static func sourced(_ tiles: [(TileCoordinate, Data)], in dir: TemporaryDirectory) throws -> [(
+        TileCoordinate, BundleWriter.PreparedPayload
+    )] {
         try tiles.enumerated().map { i, entry in
             let path = dir.file("tile-\(i).bin")
             try entry.1.write(to: URL(fileURLWithPath: path))
             let fd = open(path, O_RDONLY)
             defer { close(fd) }
             let version = try #require(FileVersion.of(descriptor: fd))
-            return (entry.0, BundleWriter.prepare([UInt8](entry.1), options: BundleWriter.Options(), source: SourceFile(path: path, identity: version)))
+            return (
+                entry.0,
+                BundleWriter.prepare([UInt8](entry.1), options: BundleWriter.Options(), source: SourceFile(path: path, identity: version))
+            )
         }
     }
 
@@ -457,9 +486,11 @@ import TilepackTestSupport
         let tiles = Self.mixedTiles()
         let prepared = try Self.sourced(tiles, in: dir)
         #expect(prepared.filter { $0.1.source != nil }.count == 96 / 5 * 3 + 1)  // the large stored ones
-        func write(_ payloads: [(TileCoordinate, BundleWriter.PreparedPayload)], _ name: String, sources: Bool, kernel: Bool) throws -> Data {
-            let writer = try BundleWriter(destination: dir.file(name), content: .encoded(.png),
-                                          metadata: TileMetadata(["name": "mixed", "format": "png"]))
+        func write(_ payloads: [(TileCoordinate, BundleWriter.PreparedPayload)], _ name: String, sources: Bool, kernel: Bool) throws -> Data
+        {
+            let writer = try BundleWriter(
+                destination: dir.file(name), content: .encoded(.png),
+                metadata: TileMetadata(["name": "mixed", "format": "png"]))
             writer.copiesFromSources = sources
             writer.copiesInKernel = kernel
             for (tile, payload) in payloads { try writer.addTile(at: tile, payload: payload) }
@@ -483,8 +514,9 @@ import TilepackTestSupport
         let dir = try TemporaryDirectory()
         let tiles = (0..<4).map { (F.tile(3, $0, 0), F.noise(60_000, seed: UInt64($0) + 1)) }
         let prepared = try Self.sourced(tiles, in: dir)
-        let writer = try BundleWriter(destination: dir.file("out.tilepack"), content: .encoded(.png),
-                                      metadata: TileMetadata(["name": "changed", "format": "png"]))
+        let writer = try BundleWriter(
+            destination: dir.file("out.tilepack"), content: .encoded(.png),
+            metadata: TileMetadata(["name": "changed", "format": "png"]))
         for (tile, payload) in prepared { try writer.addTile(at: tile, payload: payload) }
         let victim = dir.file("tile-2.bin")
         switch change {
@@ -515,9 +547,11 @@ import TilepackTestSupport
     @Test func aDuplicateOfASourcedPayloadIsComparedWithItsFile() throws {
         let dir = try TemporaryDirectory()
         let same = F.noise(50_000, seed: 5)
-        let prepared = try Self.sourced([(F.tile(2, 0, 0), same), (F.tile(2, 1, 0), same), (F.tile(2, 2, 0), F.noise(50_000, seed: 6))], in: dir)
-        let writer = try BundleWriter(destination: dir.file("dup.tilepack"), content: .encoded(.png),
-                                      metadata: TileMetadata(["name": "dup", "format": "png"]))
+        let prepared = try Self.sourced(
+            [(F.tile(2, 0, 0), same), (F.tile(2, 1, 0), same), (F.tile(2, 2, 0), F.noise(50_000, seed: 6))], in: dir)
+        let writer = try BundleWriter(
+            destination: dir.file("dup.tilepack"), content: .encoded(.png),
+            metadata: TileMetadata(["name": "dup", "format": "png"]))
         for (tile, payload) in prepared { try writer.addTile(at: tile, payload: payload) }
         #expect(try writer.finish().payloadCount == 2)
         #expect(try BundleArchive(path: dir.file("dup.tilepack")).tileData(at: F.tile(2, 1, 0)) == same)

@@ -1,8 +1,9 @@
 import Foundation
 import Testing
 import TilepackCore
-@_spi(TilepackInternal) @testable import TilepackStorage
 import TilepackTestSupport
+
+@_spi(TilepackInternal) @testable import TilepackStorage
 
 /// A tmpfs mounted at a new folder, made read-only on demand; `nil` where mounting is not
 /// allowed (not root, no CAP_SYS_ADMIN): the tests that need one then say so and return.
@@ -12,7 +13,8 @@ final class ScratchMount {
 
     init?() {
         guard getuid() == 0, let dir = try? TemporaryDirectory("tilepack-mount"),
-              ScratchMount.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", dir.path]) else {
+            ScratchMount.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", dir.path])
+        else {
             print("skipped: cannot mount a tmpfs here (needs root with CAP_SYS_ADMIN)")
             return nil
         }
@@ -53,9 +55,11 @@ private func makeMBTiles(_ path: String, count: Int = 20, bytes: Int = 100, meta
         let dir = try TemporaryDirectory()
         let fifo = dir.file("pipe.mbtiles")
         #expect(mkfifo(fifo, 0o644) == 0)
-        for open in [{ _ = try TileArchiveFormat.detect(path: fifo) }, { _ = try MBTilesArchive(path: fifo) },
-                     { _ = try BundleArchive(path: fifo) }, { _ = try openTileArchive(path: fifo) },
-                     { _ = try MBTilesWriter(updating: fifo) }] as [() throws -> Void] {
+        for open in [
+            { _ = try TileArchiveFormat.detect(path: fifo) }, { _ = try MBTilesArchive(path: fifo) },
+            { _ = try BundleArchive(path: fifo) }, { _ = try openTileArchive(path: fifo) },
+            { _ = try MBTilesWriter(updating: fifo) },
+        ] as [() throws -> Void] {
             do {
                 try open()
                 Issue.record("a FIFO opened as an archive")
@@ -85,7 +89,9 @@ private func makeMBTiles(_ path: String, count: Int = 20, bytes: Int = 100, meta
     @Test(.timeLimit(.minutes(1))) func anEndlessViewIsStoppedByTheWorkLimit() throws {
         let dir = try TemporaryDirectory()
         let path = dir.file("endless.mbtiles")
-        try makeDatabase(path, """
+        try makeDatabase(
+            path,
+            """
             CREATE TABLE metadata (name TEXT, value TEXT);
             CREATE VIEW tiles AS WITH RECURSIVE r(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM r)
               SELECT 0 AS zoom_level, 0 AS tile_column, 0 AS tile_row, x'89504e470d0a1a0a' AS tile_data FROM r;
@@ -129,8 +135,10 @@ private func makeMBTiles(_ path: String, count: Int = 20, bytes: Int = 100, meta
     /// file with pages already overwritten, and the hot journal beside it).
     private func interruptedUpdate(of path: String, to copy: String) throws {
         let connection = try SQLiteConnection(filename: path, archivePath: path, readOnly: false, uri: false)
-        try connection.execute("PRAGMA cache_size = 1; BEGIN IMMEDIATE; DELETE FROM tiles; "
-            + "INSERT INTO tiles WITH RECURSIVE s(value) AS (SELECT 0 UNION ALL SELECT value + 1 FROM s WHERE value < 400) SELECT 9, value, 0, randomblob(3000) FROM s;")
+        try connection.execute(
+            "PRAGMA cache_size = 1; BEGIN IMMEDIATE; DELETE FROM tiles; "
+                + "INSERT INTO tiles WITH RECURSIVE s(value) AS (SELECT 0 UNION ALL SELECT value + 1 FROM s WHERE value < 400) SELECT 9, value, 0, randomblob(3000) FROM s;"
+        )
         #expect(FileManager.default.fileExists(atPath: path + "-journal"))
         for suffix in ["", "-journal"] {
             try FileManager.default.copyItem(atPath: path + suffix, toPath: copy + suffix)
@@ -169,8 +177,9 @@ private func makeMBTiles(_ path: String, count: Int = 20, bytes: Int = 100, meta
     /// Makes `copy`: `path` in WAL mode with two committed tiles still only in its `-wal`.
     private func leftoverWAL(of path: String, to copy: String) throws {
         let connection = try SQLiteConnection(filename: path, archivePath: path, readOnly: false, uri: false)
-        try connection.execute("PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0; "
-            + "INSERT INTO tiles VALUES (9, 1, 1, x'89504e470d0a1a0a'), (9, 2, 1, x'89504e470d0a1a0a');")
+        try connection.execute(
+            "PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0; "
+                + "INSERT INTO tiles VALUES (9, 1, 1, x'89504e470d0a1a0a'), (9, 2, 1, x'89504e470d0a1a0a');")
         for suffix in ["", "-wal"] { try FileManager.default.copyItem(atPath: path + suffix, toPath: copy + suffix) }
         withExtendedLifetime(connection) {}
     }
@@ -205,7 +214,8 @@ private func makeMBTiles(_ path: String, count: Int = 20, bytes: Int = 100, meta
             Issue.record("opened a file with a hot journal on a read-only file system")
         } catch {
             let text = "\(error)"
-            #expect(text.contains("rollback journal") && text.contains("Read-only file system") && text.contains("writable folder"), "\(text)")
+            #expect(
+                text.contains("rollback journal") && text.contains("Read-only file system") && text.contains("writable folder"), "\(text)")
         }
     }
 
@@ -235,10 +245,12 @@ private func makeMBTiles(_ path: String, count: Int = 20, bytes: Int = 100, meta
     /// A temporary file caught before `finish()` (as a kill leaves it) is not an archive.
     @Test func anUnfinishedMBTilesIsRefused() throws {
         let dir = try TemporaryDirectory()
-        let writer = try MBTilesWriter(creating: dir.file("big.mbtiles"), metadata: TileMetadata(["name": "b"]),
-                                       options: MBTilesWriterOptions(tilesPerTransaction: 5))
+        let writer = try MBTilesWriter(
+            creating: dir.file("big.mbtiles"), metadata: TileMetadata(["name": "b"]),
+            options: MBTilesWriterOptions(tilesPerTransaction: 5))
         for i in 0..<50 { try writer.write(BundleFixtures.pngLike(100, seed: i), at: tile(8, i, 1)) }
-        let temporary = try #require(try FileManager.default.contentsOfDirectory(atPath: dir.path).first { $0.hasPrefix(".big.mbtiles.tmp-") })
+        let temporary = try #require(
+            try FileManager.default.contentsOfDirectory(atPath: dir.path).first { $0.hasPrefix(".big.mbtiles.tmp-") })
         let copy = dir.file("copy.mbtiles")
         try FileManager.default.copyItem(atPath: dir.file(temporary), toPath: copy)
         writer.cancel()
@@ -255,8 +267,10 @@ private func makeMBTiles(_ path: String, count: Int = 20, bytes: Int = 100, meta
     @Test func aReadOnlyFileSystemIsNamed() throws {
         guard let mount = ScratchMount() else { return }
         #expect(mount.makeReadOnly())
-        for write in [{ _ = try MBTilesWriter(creating: mount.path + "/x.mbtiles", metadata: TileMetadata(["name": "x"])) },
-                      { _ = try BundleWriter(destination: mount.path + "/x.tilepack", content: .encoded(.png)) }] as [() throws -> Void] {
+        for write in [
+            { _ = try MBTilesWriter(creating: mount.path + "/x.mbtiles", metadata: TileMetadata(["name": "x"])) },
+            { _ = try BundleWriter(destination: mount.path + "/x.tilepack", content: .encoded(.png)) },
+        ] as [() throws -> Void] {
             do {
                 try write()
                 Issue.record("wrote on a read-only file system")
@@ -274,8 +288,13 @@ private func makeMBTiles(_ path: String, count: Int = 20, bytes: Int = 100, meta
         // A reader stops at the limit instead of holding a million rows.
         let many = dir.file("many.mbtiles")
         try makeMBTiles(many, count: 1)
-        try makeDatabase(many, "INSERT INTO metadata WITH RECURSIVE s(value) AS (SELECT 1 UNION ALL SELECT value + 1 FROM s WHERE value < \(MetadataLimits.maximumEntries + 1)) SELECT 'k' || value, 'v' FROM s;")
-        #expect(throws: TileArchiveError(path: many, fault: .invalidMetadata("the metadata table has more than 65536 rows, tilepack's limit"))) {
+        try makeDatabase(
+            many,
+            "INSERT INTO metadata WITH RECURSIVE s(value) AS (SELECT 1 UNION ALL SELECT value + 1 FROM s WHERE value < \(MetadataLimits.maximumEntries + 1)) SELECT 'k' || value, 'v' FROM s;"
+        )
+        #expect(
+            throws: TileArchiveError(path: many, fault: .invalidMetadata("the metadata table has more than 65536 rows, tilepack's limit"))
+        ) {
             try MBTilesArchive(path: many).readMetadata()
         }
         let big = String(repeating: "x", count: MetadataLimits.maximumBytes)
@@ -305,7 +324,9 @@ private func makeMBTiles(_ path: String, count: Int = 20, bytes: Int = 100, meta
     @Test func duplicateRowsAreCountedOnceAndListed() throws {
         let dir = try TemporaryDirectory()
         let path = dir.file("dup.mbtiles")
-        try makeDatabase(path, """
+        try makeDatabase(
+            path,
+            """
             CREATE TABLE metadata (name TEXT, value TEXT);
             CREATE TABLE tiles (zoom_level INTEGER, tile_column INTEGER, tile_row INTEGER, tile_data BLOB);
             INSERT INTO tiles WITH RECURSIVE s(value) AS (SELECT 1 UNION ALL SELECT value + 1 FROM s WHERE value < 500) SELECT 3, 1, 2, x'89504e470d0a1a0a' FROM s;
@@ -326,7 +347,9 @@ private func makeMBTiles(_ path: String, count: Int = 20, bytes: Int = 100, meta
     @Test func mapRowsWithoutImagesAreListed() throws {
         let dir = try TemporaryDirectory()
         let path = dir.file("orphan.mbtiles")
-        try makeDatabase(path, """
+        try makeDatabase(
+            path,
+            """
             CREATE TABLE metadata (name TEXT, value TEXT);
             CREATE TABLE map (zoom_level INTEGER, tile_column INTEGER, tile_row INTEGER, tile_id TEXT);
             CREATE UNIQUE INDEX map_index ON map (zoom_level, tile_column, tile_row);

@@ -1,8 +1,9 @@
 import Foundation
 import Testing
 import TilepackCore
-@testable import TilepackStorage
 import TilepackTestSupport
+
+@testable import TilepackStorage
 
 /// Makes an SQLite file from SQL (a test-only use of the library's internal SQLite wrapper).
 func makeDatabase(_ path: String, _ sql: String) throws {
@@ -47,7 +48,8 @@ func readEverything(_ path: String) -> TileArchiveError? {
                 switch (length, error.fault) {
                 case (0, .notAnArchive(let detected)): #expect(detected.contains("empty"))
                 case (1...99, .truncated(let what)): #expect(what.contains("shorter than an SQLite header"))
-                case (_, .truncated(let what)): #expect(what.contains("548 pages of 1024 bytes") || what.contains("whole number"), "\(what)")
+                case (_, .truncated(let what)):
+                    #expect(what.contains("548 pages of 1024 bytes") || what.contains("whole number"), "\(what)")
                 default: Issue.record("cut to \(length): unexpected \(error)")
                 }
             }
@@ -102,7 +104,10 @@ func readEverything(_ path: String) -> TileArchiveError? {
         let dir = try TemporaryDirectory()
         let cases: [(String, Data, String)] = [
             ("text.mbtiles", Data("hello, I am not a database\n".utf8), "not an SQLite database (starts with text \"hello, I am not\")"),
-            ("png.mbtiles", Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + [UInt8](repeating: 0, count: 200)), "starts with bytes 89 50 4e 47"),
+            (
+                "png.mbtiles", Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + [UInt8](repeating: 0, count: 200)),
+                "starts with bytes 89 50 4e 47"
+            ),
             ("pm.mbtiles", Data("PMTiles".utf8) + Data([3]) + Data(count: 120), "a PMTiles archive (spec version 3)"),
         ]
         for (name, bytes, expected) in cases {
@@ -142,7 +147,9 @@ func readEverything(_ path: String) -> TileArchiveError? {
         #expect(what.contains("tables: pictures"))
 
         let noMetadata = dir.file("nometa.mbtiles")
-        try makeDatabase(noMetadata, """
+        try makeDatabase(
+            noMetadata,
+            """
             CREATE TABLE tiles (zoom_level INTEGER, tile_column INTEGER, tile_row INTEGER, tile_data BLOB);
             INSERT INTO tiles VALUES (0, 0, 0, x'89504E470D0A1A0A00');
             """)
@@ -156,7 +163,9 @@ func readEverything(_ path: String) -> TileArchiveError? {
     @Test func rowsThatAreNotTiles() throws {
         let dir = try TemporaryDirectory()
         let path = dir.file("rows.mbtiles")
-        try makeDatabase(path, """
+        try makeDatabase(
+            path,
+            """
             CREATE TABLE metadata (name TEXT, value TEXT);
             CREATE TABLE tiles (zoom_level, tile_column, tile_row, tile_data);
             INSERT INTO tiles VALUES (1, 0, 0, x'01');
@@ -177,14 +186,15 @@ func readEverything(_ path: String) -> TileArchiveError? {
             if let problem = row.coordinateProblem { problems.append(problem) }
             storages.append(row.tileDataStorage)
         }
-        #expect(problems == [
-            "zoom_level 'abc' is not a whole number",
-            "zoom_level NULL is not a whole number",
-            "tile_column 1.5 is not a whole number",
-            "tile_column 4 is outside 0..<4 at zoom 2",
-            "zoom_level 31 is outside 0...30",
-            "zoom_level -1 is outside 0...30",
-        ])
+        #expect(
+            problems == [
+                "zoom_level 'abc' is not a whole number",
+                "zoom_level NULL is not a whole number",
+                "tile_column 1.5 is not a whole number",
+                "tile_column 4 is outside 0..<4 at zoom 2",
+                "zoom_level 31 is outside 0...30",
+                "zoom_level -1 is outside 0...30",
+            ])
         #expect(storages == [.blob, .blob, .blob, .blob, .blob, .blob, .blob, .integer, .null, .text])
         // The typed API refuses them with invalidRow / nullTile, never crashes.
         guard case .invalidRow = archiveFault({ try archive.forEachTile { _, _ in } }) else {
@@ -201,7 +211,9 @@ func readEverything(_ path: String) -> TileArchiveError? {
             return
         }
         #expect(what.contains("integer 12345"))
-        #expect(archiveFault { try archive.tileData(at: TileCoordinate(zoom: 3, x: 1, y: 5)) } == .nullTile(try TileCoordinate(zoom: 3, x: 1, y: 5)))
+        #expect(
+            archiveFault { try archive.tileData(at: TileCoordinate(zoom: 3, x: 1, y: 5)) }
+                == .nullTile(try TileCoordinate(zoom: 3, x: 1, y: 5)))
         // A text tile reads as its bytes (REAL 2.0 row matches the integer row 2).
         #expect(try archive.tileData(at: TileCoordinate(zoom: 3, x: 2, y: 5)) == Data("text tile".utf8))
         #expect(try archive.tileData(at: TileCoordinate(zoom: 1, x: 0, y: 1)) == Data([1]))
@@ -210,7 +222,9 @@ func readEverything(_ path: String) -> TileArchiveError? {
     @Test func metadataValuesThatAreNotWhatTheyClaim() throws {
         let dir = try TemporaryDirectory()
         let path = dir.file("meta.mbtiles")
-        try makeDatabase(path, """
+        try makeDatabase(
+            path,
+            """
             CREATE TABLE metadata (name TEXT, value TEXT);
             CREATE TABLE tiles (zoom_level INTEGER, tile_column INTEGER, tile_row INTEGER, tile_data BLOB);
             INSERT INTO metadata VALUES ('name', 'm');
@@ -238,19 +252,24 @@ func readEverything(_ path: String) -> TileArchiveError? {
 
         // A value that is not UTF-8.
         let binary = dir.file("binary.mbtiles")
-        try makeDatabase(binary, """
+        try makeDatabase(
+            binary,
+            """
             CREATE TABLE metadata (name TEXT, value TEXT);
             CREATE TABLE tiles (zoom_level INTEGER, tile_column INTEGER, tile_row INTEGER, tile_data BLOB);
             INSERT INTO metadata VALUES ('name', x'FFFE00');
             """)
-        #expect(archiveFault { try MBTilesArchive(path: binary).readMetadata() } == .invalidMetadata("the value of 'name' is not UTF-8 text"))
+        #expect(
+            archiveFault { try MBTilesArchive(path: binary).readMetadata() } == .invalidMetadata("the value of 'name' is not UTF-8 text"))
     }
 
     /// A hostile `tiles` view over an endless recursive query is stopped by the step time limit.
     @Test func hostileEndlessViewDoesNotHang() throws {
         let dir = try TemporaryDirectory()
         let path = dir.file("endless.mbtiles")
-        try makeDatabase(path, """
+        try makeDatabase(
+            path,
+            """
             CREATE VIEW tiles AS WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n)
                 SELECT 0 AS zoom_level, 0 AS tile_column, i AS tile_row, CASE WHEN i < 0 THEN x'00' END AS tile_data FROM n;
             """)
@@ -264,7 +283,6 @@ func readEverything(_ path: String) -> TileArchiveError? {
         #expect(Date().timeIntervalSince(start) < 10)
     }
 }
-
 
 @Suite struct MBTilesConcurrencyTests {
     /// Many threads read every tile of one archive at once and all see the right bytes.
@@ -350,7 +368,9 @@ func readEverything(_ path: String) -> TileArchiveError? {
     @Test func onlyAnIndexInCoordinateOrderCounts() throws {
         let directory = try TemporaryDirectory()
         let other = directory.file("other.mbtiles")
-        try makeDatabase(other, """
+        try makeDatabase(
+            other,
+            """
             CREATE TABLE tiles (zoom_level INTEGER, tile_column INTEGER, tile_row INTEGER, tile_data BLOB);
             CREATE UNIQUE INDEX by_row ON tiles (tile_row, tile_column, zoom_level);
             """)

@@ -29,17 +29,20 @@ let mbtilesFixtures: [MBTilesFixture] = [
     .init(file: "martin/geography-class-png-no-bounds.mbtiles", tiles: 5, aggregateHash: "A85C80BA1CE047E2D93DAC25C5179775"),
     .init(file: "martin/geography-class-jpg.mbtiles", tiles: 5, aggregateHash: "AE8E5275E14A38477E32A70B1B4E7F22"),
     .init(file: "martin/geography-class-jpg-modified.mbtiles", tiles: 5, aggregateHash: "8077D13E17AC4FC3365D93EAD1B6B626"),
-    .init(file: "martin/world_cities.mbtiles", tiles: 196, aggregateHash: "84792BF4EE9AEDDC5B1A60E707011FEE",
-          storedHash: "84792BF4EE9AEDDC5B1A60E707011FEE"),
-    .init(file: "martin/zoomed_world_cities.mbtiles", tiles: 72, aggregateHash: "D4E1030D57751A0B45A28A71267E46B8",
-          storedHash: "D4E1030D57751A0B45A28A71267E46B8"),
+    .init(
+        file: "martin/world_cities.mbtiles", tiles: 196, aggregateHash: "84792BF4EE9AEDDC5B1A60E707011FEE",
+        storedHash: "84792BF4EE9AEDDC5B1A60E707011FEE"),
+    .init(
+        file: "martin/zoomed_world_cities.mbtiles", tiles: 72, aggregateHash: "D4E1030D57751A0B45A28A71267E46B8",
+        storedHash: "D4E1030D57751A0B45A28A71267E46B8"),
     .init(file: "martin/uncompressed_mvt.mbtiles", tiles: 1, aggregateHash: "07E087D878D8FC2AE9A0341BBB6A1828"),
     .init(file: "martin/json.mbtiles", tiles: 1, aggregateHash: "D7B805EDFC627558647FBD72058420D2"),
     .init(file: "martin/webp.mbtiles", tiles: 1, aggregateHash: "EA9C312A157B0AC3244B88B88694B4C1"),
     .init(file: "martin/world_cities_modified.mbtiles", tiles: 196, aggregateHash: "BA32AE76B9FE313D08FC39A5FFC6D3FB"),
     .init(file: "martin/world_cities_diff.mbtiles", tiles: 3, aggregateHash: "C9B90B490DF381D93F8CD8102A469F47"),
-    .init(file: "martin/world_cities_bindiff.mbtiles", tiles: 2, aggregateHash: "0A21AAF2C177B86DA3342A4F65794E49",
-          storedHash: "0A21AAF2C177B86DA3342A4F65794E49"),
+    .init(
+        file: "martin/world_cities_bindiff.mbtiles", tiles: 2, aggregateHash: "0A21AAF2C177B86DA3342A4F65794E49",
+        storedHash: "0A21AAF2C177B86DA3342A4F65794E49"),
     .init(file: "martin/geography-class-jpg-diff.mbtiles", tiles: 2, aggregateHash: "1027C825F580A4FCE43D6BCB1414ED6D"),
     .init(file: "martin/bad_hash.mbtiles", tiles: 72, aggregateHash: "D4E1030D57751A0B45A28A71267E46B8"),
     .init(file: "martin/invalid_zoomed_world_cities.mbtiles", tiles: 72, aggregateHash: "D4E1030D57751A0B45A28A71267E46B8"),
@@ -177,8 +180,10 @@ struct MBTilesFixtureTests {
 
     /// Every stored row, read raw (TMS), is the tile the XYZ API returns at the flipped row, and
     /// the ordered iteration visits each once, in (z, x, y) order.
-    @Test(arguments: ["node-mbtiles/plain_1.mbtiles", "node-mbtiles/unindexed.mbtiles", "martin/world_cities.mbtiles",
-                      "martin/zoomed_world_cities.mbtiles", "martin/webp.mbtiles", "node-mbtiles/plain_3.mbtiles"])
+    @Test(arguments: [
+        "node-mbtiles/plain_1.mbtiles", "node-mbtiles/unindexed.mbtiles", "martin/world_cities.mbtiles",
+        "martin/zoomed_world_cities.mbtiles", "martin/webp.mbtiles", "node-mbtiles/plain_3.mbtiles",
+    ])
     func rawRowsIterationAndPointReadsAgree(_ file: String) throws {
         let archive = try openFixture(file)
         var raw: [TileCoordinate: Data] = [:]
@@ -265,8 +270,9 @@ struct MBTilesFixtureTests {
         let checked = try openFixture("martin/invalid_zoomed_world_cities.mbtiles").checkTileHashes { mismatches.append($0) }
         #expect(checked == 72)
         #expect(mismatches.count == 1)
-        #expect(mismatches.first?.zoomLevel == .integer(6) && mismatches.first?.tileColumn == .integer(10)
-            && mismatches.first?.tileRow == .integer(39))
+        #expect(
+            mismatches.first?.zoomLevel == .integer(6) && mismatches.first?.tileColumn == .integer(10)
+                && mismatches.first?.tileRow == .integer(39))
         #expect(mismatches.first?.declared == "DEADBEEF")
         #expect(mismatches.first?.computed?.hasPrefix("53B658F8") == true)
         var none = 0
@@ -278,8 +284,9 @@ struct MBTilesFixtureTests {
     @Test func diffFilesAndGridOnlyRows() throws {
         // martin's diff: 0/0/0 with NULL data means "delete"; reading it is a NULL-tile error.
         let diff = try openFixture("martin/world_cities_diff.mbtiles")
-        #expect(archiveFault { try diff.tileData(at: TileCoordinate(zoom: 0, x: 0, y: 0)) }
-            == .nullTile(try TileCoordinate(zoom: 0, x: 0, y: 0)))
+        #expect(
+            archiveFault { try diff.tileData(at: TileCoordinate(zoom: 0, x: 0, y: 0)) }
+                == .nullTile(try TileCoordinate(zoom: 0, x: 0, y: 0)))
         // geography-class-jpg-diff: the map row with a NULL tile_id vanishes through the view.
         let jpgDiff = try openFixture("martin/geography-class-jpg-diff.mbtiles")
         #expect(try jpgDiff.containsTile(at: TileCoordinate(zoom: 0, x: 0, y: 0)) == false)
@@ -332,9 +339,11 @@ struct MBTilesFixtureErrorTests {
         #expect(what.contains("'tiles'") && what.contains("no tables"))
     }
 
-    @Test(arguments: ["martin/png.pmtiles", "martin/webp2.pmtiles", "martin/stamen_toner__raster_CC-BY+ODbL_z3.pmtiles",
-                      "pmtiles/stamen_toner_raster_CC-BY+ODbL_z3.pmtiles", "pmtiles/test_fixture_1.pmtiles",
-                      "pmtiles/invalid_v4.pmtiles", "pmtiles/test_fixture_mlt.pmtiles", "pmtiles/usgs-mt-whitney-8-15-webp-512.pmtiles"])
+    @Test(arguments: [
+        "martin/png.pmtiles", "martin/webp2.pmtiles", "martin/stamen_toner__raster_CC-BY+ODbL_z3.pmtiles",
+        "pmtiles/stamen_toner_raster_CC-BY+ODbL_z3.pmtiles", "pmtiles/test_fixture_1.pmtiles",
+        "pmtiles/invalid_v4.pmtiles", "pmtiles/test_fixture_mlt.pmtiles", "pmtiles/usgs-mt-whitney-8-15-webp-512.pmtiles",
+    ])
     func pmtilesIsNamed(_ file: String) throws {
         let path = TestSupport.fixture(file)
         do {
@@ -365,8 +374,9 @@ struct MBTilesFixtureErrorTests {
     }
 
     @Test func missingFileAndDirectory() {
-        #expect(archiveFault { try MBTilesArchive(path: TestSupport.fixture("martin/nope.mbtiles")) }
-            == .cannotOpen(errno: ENOENT, reason: String(cString: strerror(ENOENT))))
+        #expect(
+            archiveFault { try MBTilesArchive(path: TestSupport.fixture("martin/nope.mbtiles")) }
+                == .cannotOpen(errno: ENOENT, reason: String(cString: strerror(ENOENT))))
         guard case .notAnArchive = archiveFault({ try MBTilesArchive(path: TestSupport.fixture("martin")) }) else {
             Issue.record("a directory must be refused")
             return

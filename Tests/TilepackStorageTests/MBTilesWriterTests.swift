@@ -1,8 +1,9 @@
 import Foundation
 import Testing
 import TilepackCore
-@testable import TilepackStorage
 import TilepackTestSupport
+
+@testable import TilepackStorage
 
 /// All tiles of an archive, in memory (small fixtures only).
 func allTiles(_ archive: some TileArchive) throws -> [(TileCoordinate, Data)] {
@@ -21,11 +22,12 @@ func directoryEntries(_ dir: TemporaryDirectory) -> [String] {
     @Test func workedAggregateHashExample() throws {
         let dir = try TemporaryDirectory()
         let path = dir.file("example.mbtiles")
-        let writer = try MBTilesWriter(creating: path, metadata: TileMetadata(["name": "example", "format": "png"]),
-                                       options: MBTilesWriterOptions(derivation: .none))
+        let writer = try MBTilesWriter(
+            creating: path, metadata: TileMetadata(["name": "example", "format": "png"]),
+            options: MBTilesWriterOptions(derivation: .none))
         try writer.write(Data("abc".utf8), at: TileCoordinate(zoom: 0, x: 0, y: 0))
         try writer.write(Data("xyz".utf8), at: TileCoordinate(zoom: 1, x: 1, y: 0))  // TMS row 1
-        try writer.write(Data("hi".utf8), at: TileCoordinate(zoom: 1, x: 0, y: 1))   // TMS row 0
+        try writer.write(Data("hi".utf8), at: TileCoordinate(zoom: 1, x: 0, y: 1))  // TMS row 0
         let report = try writer.finish()
         #expect(report.aggregateTilesHash == "4680E34640468BC9D0954F23ACBC9CB1")
         let archive = try MBTilesArchive(path: path)
@@ -33,7 +35,9 @@ func directoryEntries(_ dir: TemporaryDirectory) -> [String] {
         #expect(try archive.readMetadata()["agg_tiles_hash"] == "4680E34640468BC9D0954F23ACBC9CB1")
         // The rows are TMS: the raw scan sees tile_row 1 for XYZ 1/1/0.
         var rows: [String] = []
-        try archive.forEachRawRow { rows.append("\($0.zoomLevel)/\($0.tileColumn)/\($0.tileRow)=\(String(decoding: $0.tileData!, as: UTF8.self))") }
+        try archive.forEachRawRow {
+            rows.append("\($0.zoomLevel)/\($0.tileColumn)/\($0.tileRow)=\(String(decoding: $0.tileData!, as: UTF8.self))")
+        }
         #expect(rows.sorted() == ["0/0/0=abc", "1/0/0=hi", "1/1/1=xyz"])
     }
 
@@ -44,7 +48,8 @@ func directoryEntries(_ dir: TemporaryDirectory) -> [String] {
         let dir = try TemporaryDirectory()
         let stale = TileMetadata(["name": "x", "format": "png", "agg_tiles_hash": "00000000000000000000000000000000"])
         func create(_ name: String, hash: Bool) throws -> MBTilesWriteReport {
-            let writer = try MBTilesWriter(creating: dir.file(name), metadata: stale, options: MBTilesWriterOptions(aggregateTilesHash: hash))
+            let writer = try MBTilesWriter(
+                creating: dir.file(name), metadata: stale, options: MBTilesWriterOptions(aggregateTilesHash: hash))
             try writer.write(Data("abc".utf8), at: TileCoordinate(zoom: 0, x: 0, y: 0))
             try writer.write(Data("hi".utf8), at: TileCoordinate(zoom: 1, x: 0, y: 1))
             try writer.write(Data("xyz".utf8), at: TileCoordinate(zoom: 1, x: 1, y: 0))  // out of the hash's order
@@ -95,8 +100,9 @@ func directoryEntries(_ dir: TemporaryDirectory) -> [String] {
         let path = dir.file("plain_1-\(schema).mbtiles")
         var metadata = try source.readMetadata()
         metadata["bounds"] = nil
-        let writer = try MBTilesWriter(creating: path, metadata: metadata,
-                                       options: MBTilesWriterOptions(schema: schema, tilesPerTransaction: 50))
+        let writer = try MBTilesWriter(
+            creating: path, metadata: metadata,
+            options: MBTilesWriterOptions(schema: schema, tilesPerTransaction: 50))
         for (tile, data) in tiles { try writer.write(data, at: tile) }
         let report = try writer.finish()
         #expect(report.aggregateTilesHash == "B022AC7C8C41FEF958506C19E856038E")
@@ -167,7 +173,12 @@ func directoryEntries(_ dir: TemporaryDirectory) -> [String] {
     @Test func severalRowsPerStatement() throws {
         let dir = try TemporaryDirectory()
         var tiles: [(tile: TileCoordinate, bytes: [UInt8])] = []
-        for x in 0..<10 { for y in 0..<10 { tiles.append((try TileCoordinate(zoom: 4, x: x, y: y), [0x89, 0x50, 0x4E, 0x47] + Array(repeating: UInt8(x * 10 + y), count: x * y))) } }
+        for x in 0..<10 {
+            for y in 0..<10 {
+                tiles.append(
+                    (try TileCoordinate(zoom: 4, x: x, y: y), [0x89, 0x50, 0x4E, 0x47] + Array(repeating: UInt8(x * 10 + y), count: x * y)))
+            }
+        }
         tiles.insert((tiles[5].tile, [1, 2, 3]), at: 5)  // replaced by the next entry, in the same statement
         let many = try MBTilesWriter(creating: dir.file("many.mbtiles"), metadata: TileMetadata(["name": "m", "format": "png"]))
         try many.write(tiles)
@@ -192,7 +203,8 @@ func directoryEntries(_ dir: TemporaryDirectory) -> [String] {
         for i in 0..<count {
             // In agg_tiles_hash's order: zoom, column, TMS row ascending.
             let tile = try TileCoordinate(zoom: 6, x: i / 8, row: i % 8, scheme: .tms)
-            tiles.append((tile, [0x89, 0x50, 0x4E, 0x47, UInt8(i)] + [UInt8](repeating: UInt8(truncatingIfNeeded: i * 37), count: (1 << 20) + i)))
+            tiles.append(
+                (tile, [0x89, 0x50, 0x4E, 0x47, UInt8(i)] + [UInt8](repeating: UInt8(truncatingIfNeeded: i * 37), count: (1 << 20) + i)))
         }
         let writer = try MBTilesWriter(creating: dir.file("large.mbtiles"), metadata: TileMetadata(["name": "l", "format": "png"]))
         try writer.write(Array(tiles[..<(MBTilesWriter.rowsPerStatement + 1)]))
@@ -223,8 +235,9 @@ func directoryEntries(_ dir: TemporaryDirectory) -> [String] {
     @Test func deduplicationComparesBytesOnAHashHit() throws {
         let dir = try TemporaryDirectory()
         let path = dir.file("dedup.mbtiles")
-        let writer = try MBTilesWriter(creating: path, metadata: TileMetadata(["name": "d", "format": "png"]),
-                                       options: MBTilesWriterOptions(schema: .deduplicated))
+        let writer = try MBTilesWriter(
+            creating: path, metadata: TileMetadata(["name": "d", "format": "png"]),
+            options: MBTilesWriterOptions(schema: .deduplicated))
         writer.blobID = { _ in "SAME" }  // every blob "collides"
         let blobs = [Data("one".utf8), Data("two".utf8), Data("three".utf8), Data("one".utf8), Data()]
         let tiles = try (0..<blobs.count).map { try TileCoordinate(zoom: 3, x: $0, y: 1) }
@@ -244,10 +257,14 @@ func directoryEntries(_ dir: TemporaryDirectory) -> [String] {
         let cases: [(TileMetadata, String)] = [
             (TileMetadata(["format": "png"]), "'name' is required"),
             (TileMetadata(["name": "v", "format": "pbf"]), "'json' with 'vector_layers' is required"),
-            (TileMetadata(["name": "v", "format": "pbf", "json": #"{"vector_layers": [{"id": ["roads"], "fields": {}}]}"#]),
-             "vector_layers[0].id is an array, expected a string"),
-            (TileMetadata(["name": "v", "format": "pbf", "json": #"{"vector_layers": {"id": "roads"}}"#]),
-             "'vector_layers' is an object, expected an array"),
+            (
+                TileMetadata(["name": "v", "format": "pbf", "json": #"{"vector_layers": [{"id": ["roads"], "fields": {}}]}"#]),
+                "vector_layers[0].id is an array, expected a string"
+            ),
+            (
+                TileMetadata(["name": "v", "format": "pbf", "json": #"{"vector_layers": {"id": "roads"}}"#]),
+                "'vector_layers' is an object, expected an array"
+            ),
             (TileMetadata(["name": "v", "format": "pbf", "json": #"["vector_layers"]"#]), "is an array, expected a JSON object"),
             (TileMetadata(["name": "v", "format": "png", "json": "{not json"]), "'json' is not valid JSON"),
             (TileMetadata(["name": "b", "format": "png", "bounds": "1,2,three,4"]), "metadata 'bounds' is '1,2,three,4'"),
@@ -290,7 +307,8 @@ func directoryEntries(_ dir: TemporaryDirectory) -> [String] {
     @Test func warningsAreReportedAndWritten() throws {
         let dir = try TemporaryDirectory()
         let path = dir.file("warn.mbtiles")
-        let writer = try MBTilesWriter(creating: path, metadata: TileMetadata(["name": "w", "format": "jpg", "minzoom": "1", "version": "1.0.0"]))
+        let writer = try MBTilesWriter(
+            creating: path, metadata: TileMetadata(["name": "w", "format": "jpg", "minzoom": "1", "version": "1.0.0"]))
         try writer.write(Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0]), at: TileCoordinate(zoom: 2, x: 1, y: 1))
         let report = try writer.finish()
         #expect(report.warnings.contains { $0.key == "minzoom" && $0.message.contains("lowest zoom with tiles is 2") })

@@ -23,7 +23,10 @@ import TilepackTestSupport
             return nil
         } catch let error as TileArchiveError {
             #expect(error.path == "hostile.pmtiles")
-            guard case .corrupt(let why) = error.fault else { Issue.record("not corrupt: \(error)"); return "\(error)" }
+            guard case .corrupt(let why) = error.fault else {
+                Issue.record("not corrupt: \(error)")
+                return "\(error)"
+            }
             return why
         } catch {
             Issue.record("untyped: \(error)")
@@ -56,7 +59,8 @@ import TilepackTestSupport
         let entries = (0..<2100).map { i in
             Entry(tileID: base + UInt64(i) << 32, runLength: UInt64(UInt32.max), length: UInt64(mib), offset: 0)
         }
-        let bytes = HostilePMTiles.file(root: HostilePMTiles.directory(entries), tileData: [UInt8](repeating: 0, count: mib), minZoom: 30, maxZoom: 30)
+        let bytes = HostilePMTiles.file(
+            root: HostilePMTiles.directory(entries), tileData: [UInt8](repeating: 0, count: mib), minZoom: 30, maxZoom: 30)
         let archive = try Self.open(bytes)
         #expect { _ = try archive.zoomLevels() } throws: { error in
             guard let error = error as? TileArchiveError, case .corrupt(let why) = error.fault else { return false }
@@ -111,7 +115,8 @@ import TilepackTestSupport
         let run = HostilePMTiles.directory([Entry(tileID: 0, runLength: UInt64(UInt32.max), length: 12, offset: 0)])
         let pastZoom = try #require(Self.corruption(HostilePMTiles.file(root: run, tileData: HostilePMTiles.pngBytes, maxZoom: 3)))
         #expect(pastZoom.contains("outside the header's zooms 0...3"), "\(pastZoom)")
-        let pastCount = try #require(Self.corruption(HostilePMTiles.file(root: run, tileData: HostilePMTiles.pngBytes, maxZoom: 16, addressedTiles: 85)))
+        let pastCount = try #require(
+            Self.corruption(HostilePMTiles.file(root: run, tileData: HostilePMTiles.pngBytes, maxZoom: 16, addressedTiles: 85)))
         #expect(pastCount.contains("more tiles than the header's 85"), "\(pastCount)")
     }
 

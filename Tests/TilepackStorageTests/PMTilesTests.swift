@@ -41,7 +41,10 @@ import TilepackTestSupport
         }
         // Every id of the first zooms maps back to itself.
         for id in UInt64(0)..<1365 {
-            guard let t = PMTilesFormat.tile(ofID: id) else { Issue.record("no tile for id \(id)"); continue }
+            guard let t = PMTilesFormat.tile(ofID: id) else {
+                Issue.record("no tile for id \(id)")
+                continue
+            }
             #expect(PMTilesFormat.tileID(of: t) == id)
         }
         #expect(PMTilesFormat.tile(ofID: .max) == nil)
@@ -83,8 +86,10 @@ import TilepackTestSupport
         #expect(entries == 84)
     }
 
-    @Test(arguments: [("martin/png.pmtiles", TileFormat.png, 5), ("martin/webp2.pmtiles", .webp, 5),
-                      ("pmtiles/usgs-mt-whitney-8-15-webp-512.pmtiles", .webp, 50), ("pmtiles/test_fixture_2.pmtiles", .pbf, 1)])
+    @Test(arguments: [
+        ("martin/png.pmtiles", TileFormat.png, 5), ("martin/webp2.pmtiles", .webp, 5),
+        ("pmtiles/usgs-mt-whitney-8-15-webp-512.pmtiles", .webp, 50), ("pmtiles/test_fixture_2.pmtiles", .pbf, 1),
+    ])
     func validFixturesRead(_ file: String, _ format: TileFormat, _ count: Int) throws {
         let archive = try openTileArchive(path: TestSupport.fixture(file))
         #expect(archive is PMTilesArchive)
@@ -108,26 +113,36 @@ import TilepackTestSupport
     }
 
     @Test func otherVersionsAndOtherFilesAreNamed() {
-        guard case .unsupportedVersion(let v4) = fault({ _ = try openTileArchive(path: TestSupport.fixture("pmtiles/invalid_v4.pmtiles")) }) else {
-            Issue.record("v4 not refused as a version"); return
+        guard case .unsupportedVersion(let v4) = fault({ _ = try openTileArchive(path: TestSupport.fixture("pmtiles/invalid_v4.pmtiles")) })
+        else {
+            Issue.record("v4 not refused as a version")
+            return
         }
         #expect(v4.contains("PMTiles spec version 4"))
-        guard case .unsupportedVersion(let ascii) = fault({ _ = try openTileArchive(path: TestSupport.fixture("martin/stamen_toner__raster_CC-BY+ODbL_z3.pmtiles")) }) else {
-            Issue.record("0x33 not refused as a version"); return
+        guard
+            case .unsupportedVersion(let ascii) = fault({
+                _ = try openTileArchive(path: TestSupport.fixture("martin/stamen_toner__raster_CC-BY+ODbL_z3.pmtiles"))
+            })
+        else {
+            Issue.record("0x33 not refused as a version")
+            return
         }
         #expect(ascii.contains("0x33"))
         guard case .notAnArchive(let empty) = fault({ _ = try openTileArchive(path: TestSupport.fixture("pmtiles/empty.pmtiles")) }) else {
-            Issue.record("empty file"); return
+            Issue.record("empty file")
+            return
         }
         #expect(empty.contains("empty"))
         guard case .notAnArchive(let text) = fault({ _ = try PMTilesArchive(path: TestSupport.fixture("pmtiles/invalid.pmtiles")) }) else {
-            Issue.record("text file"); return
+            Issue.record("text file")
+            return
         }
         #expect(text.contains("text"))
         // A v2 header: "PM", version 2.
         let v2 = FileByteSource(data: Data([0x50, 0x4D, 2, 0]) + Data(count: 600), name: "old.pmtiles")
         guard case .unsupportedVersion(let two) = fault({ _ = try PMTilesArchive(source: v2) }) else {
-            Issue.record("v2 not named"); return
+            Issue.record("v2 not named")
+            return
         }
         #expect(two.contains("version 2"))
     }
@@ -145,7 +160,12 @@ import TilepackTestSupport
                         tiles.append((tile(z, x, y), shared))
                     } else {
                         let count = Int(random.next() % 200) + 9
-                        tiles.append((tile(z, x, y), [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + (0..<count).map { _ in UInt8(truncatingIfNeeded: random.next()) }))
+                        tiles.append(
+                            (
+                                tile(z, x, y),
+                                [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
+                                    + (0..<count).map { _ in UInt8(truncatingIfNeeded: random.next()) }
+                            ))
                     }
                 }
             }
@@ -157,8 +177,10 @@ import TilepackTestSupport
         let dir = try TemporaryDirectory("pmtiles")
         let path = dir.file("out.pmtiles")
         let tiles = Self.sampleTiles(zooms: 0...5, seed: 1)
-        var metadata = TileMetadata(["name": "round trip", "format": "png", "agg_tiles_hash": "0123ABC",
-                                     "json": #"{"vector_layers":[{"id":"a"}],"other":1}"#, "attribution": "<a href=\"x\">x</a>"])
+        var metadata = TileMetadata([
+            "name": "round trip", "format": "png", "agg_tiles_hash": "0123ABC",
+            "json": #"{"vector_layers":[{"id":"a"}],"other":1}"#, "attribution": "<a href=\"x\">x</a>",
+        ])
         metadata.setBounds(GeoBoundingBox(west: -10, south: -20, east: 30, north: 40))
         let writer = try PMTilesWriter(destination: path, metadata: metadata)
         for (t, bytes) in tiles.shuffled(using: &Self.rng) { try writer.addTile(at: t, bytes: bytes) }
@@ -179,8 +201,14 @@ import TilepackTestSupport
         let json = try #require(back.json.flatMap { try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] })
         #expect(Set(json.keys) == ["vector_layers", "other"])
         // The JSON carries vector_layers at the top, where other readers look.
-        let raw = try archive.source.withBytes(offset: Int(archive.header.metadataOffset), length: Int(archive.header.metadataLength)) { Array($0) }
-        let top = try JSONSerialization.jsonObject(with: Data(Gzip.decompress(UnsafeRawBufferPointer(start: raw.withUnsafeBytes { $0.baseAddress }, count: raw.count), limit: 1 << 20).get())) as? [String: Any]
+        let raw = try archive.source.withBytes(offset: Int(archive.header.metadataOffset), length: Int(archive.header.metadataLength)) {
+            Array($0)
+        }
+        let top =
+            try JSONSerialization.jsonObject(
+                with: Data(
+                    Gzip.decompress(UnsafeRawBufferPointer(start: raw.withUnsafeBytes { $0.baseAddress }, count: raw.count), limit: 1 << 20)
+                        .get())) as? [String: Any]
         #expect(top?["vector_layers"] != nil && top?["name"] as? String == "round trip")
     }
     nonisolated(unsafe) static var rng = SplitMix64(seed: 99)
@@ -210,7 +238,8 @@ import TilepackTestSupport
         for z in 8...9 {
             for x in 0..<(1 << z) {
                 for y in 0..<(1 << z) where expected.count < 40_000 && random.next() % 2 == 0 {
-                    let value = !values.isEmpty && random.next() % 2 == 0
+                    let value =
+                        !values.isEmpty && random.next() % 2 == 0
                         ? values[Int(random.next() % UInt64(values.count))] : UInt32(truncatingIfNeeded: random.next())
                     values.append(value)
                     expected[Self.tile(z, x, y)] = value
@@ -241,7 +270,9 @@ import TilepackTestSupport
         let writer = try PMTilesWriter(destination: path)
         try writer.addTile(at: Self.tile(1, 0, 0), bytes: [1, 2, 3])
         try writer.addTile(at: Self.tile(1, 0, 0), bytes: [1, 2, 4])
-        #expect(throws: TileArchiveError(path: path, fault: .invalidTile(tile: Self.tile(1, 0, 0), reason: "added twice"))) { try writer.finish() }
+        #expect(throws: TileArchiveError(path: path, fault: .invalidTile(tile: Self.tile(1, 0, 0), reason: "added twice"))) {
+            try writer.finish()
+        }
         #expect(!FileManager.default.fileExists(atPath: path))
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).isEmpty)
         _ = FileManager.default.createFile(atPath: path, contents: Data("keep".utf8))
@@ -317,7 +348,10 @@ import TilepackTestSupport
         // A root length past the end of the file.
         var long = original
         put64(&long, UInt64(original.count), at: 16)
-        guard case .truncated = Self.readAll(long)?.fault else { Issue.record("root past the end"); return }
+        guard case .truncated = Self.readAll(long)?.fault else {
+            Issue.record("root past the end")
+            return
+        }
         // Sections overlapping the header, offsets that overflow.
         var overflow = original
         put64(&overflow, .max - 3, at: 56)
@@ -325,23 +359,33 @@ import TilepackTestSupport
         // A directory that claims a billion entries, uncompressed.
         let header = try PMTilesArchive(source: FileByteSource(data: Data(original), name: "x")).header
         let huge = PMTilesCrafting.replacingRoot(original, header: header, root: [0x80, 0x94, 0xEB, 0xDC, 0x03, 0, 0, 0, 0])
-        guard case .corrupt(let why) = Self.readAll(huge)?.fault else { Issue.record("huge count"); return }
+        guard case .corrupt(let why) = Self.readAll(huge)?.fault else {
+            Issue.record("huge count")
+            return
+        }
         #expect(why.contains("declares 1000000000 entries"))
         // A leaf that points at itself: the depth bound stops the walk.
         // Uncompressed, one entry: id 0, run 0 (a leaf), length 5, offset 0 (stored + 1): itself.
         let leaf: [UInt8] = [1, 0, 0, 5, 1]
         let looping = PMTilesCrafting.assemble(original, header: header, root: leaf, leaves: leaf, uncompressed: true)
-        guard case .corrupt(let deep) = Self.readAll(looping)?.fault else { Issue.record("looping leaves"); return }
+        guard case .corrupt(let deep) = Self.readAll(looping)?.fault else {
+            Issue.record("looping leaves")
+            return
+        }
         #expect(deep.contains("deeper") || deep.contains("out of order"))
         // An overlong varint.
-        let varint = PMTilesCrafting.replacingRoot(original, header: header, root: [0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x01])
+        let varint = PMTilesCrafting.replacingRoot(
+            original, header: header, root: [0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x01])
         #expect(Self.readAll(varint) != nil)
         // Gzip that inflates without bound (a bomb) is refused at the limit.
         let zeros = [UInt8](repeating: 0, count: PMTilesFormat.maximumDirectoryLength + 1)
         let bomb = Gzip.compress(zeros)
         #expect(bomb.count < 100_000)
         let bombed = PMTilesCrafting.replacingRoot(original, header: header, root: bomb, compressed: true)
-        guard case .corrupt(let inflated) = Self.readAll(bombed)?.fault else { Issue.record("gzip bomb"); return }
+        guard case .corrupt(let inflated) = Self.readAll(bombed)?.fault else {
+            Issue.record("gzip bomb")
+            return
+        }
         #expect(inflated.contains("limit"))
     }
 }
@@ -351,7 +395,8 @@ enum PMTilesCrafting {
     /// Header, root, metadata, leaves, tile data of `bytes`, with the root and leaf sections
     /// given as they are to be stored.
     static func assemble(_ bytes: [UInt8], header: PMTilesHeader, root: [UInt8], leaves: [UInt8]?, uncompressed: Bool = false) -> [UInt8] {
-        let metadata = uncompressed ? Array("{}".utf8) : Array(bytes[Int(header.metadataOffset)..<Int(header.metadataOffset + header.metadataLength)])
+        let metadata =
+            uncompressed ? Array("{}".utf8) : Array(bytes[Int(header.metadataOffset)..<Int(header.metadataOffset + header.metadataLength)])
         let leafBytes = leaves ?? Array(bytes[Int(header.leafOffset)..<Int(header.leafOffset + header.leafLength)])
         let data = Array(bytes[Int(header.tileDataOffset)...])
         var h = header
@@ -377,7 +422,8 @@ enum PMTilesCrafting {
         var root: [PMTilesFormat.Entry] = []
         for start in stride(from: 0, to: entries.count, by: leafSize) {
             let leaf = Gzip.compress(PMTilesFormat.encodeDirectory(Array(entries[start..<min(entries.count, start + leafSize)])))
-            root.append(PMTilesFormat.Entry(tileID: entries[start].tileID, offset: UInt64(leaves.count), length: UInt32(leaf.count), runLength: 0))
+            root.append(
+                PMTilesFormat.Entry(tileID: entries[start].tileID, offset: UInt64(leaves.count), length: UInt32(leaf.count), runLength: 0))
             leaves += leaf
         }
         return assemble(bytes, header: header, root: Gzip.compress(PMTilesFormat.encodeDirectory(root)), leaves: leaves)

@@ -36,14 +36,18 @@ extension TestSupport {
     /// 2-core machine), which the other tests running beside it need (map-view loads, HTTP
     /// clients); blocked by commands, they were seen waiting 40 s for a thread.
     /// `environment` is added to this process's.
-    public static func run(_ executable: URL, _ arguments: [String], environment: [String: String] = [:],
-                           timeout: Double = 120) async throws -> CommandOutput {
+    public static func run(
+        _ executable: URL, _ arguments: [String], environment: [String: String] = [:],
+        timeout: Double = 120
+    ) async throws -> CommandOutput {
         try await onThread { try runWaiting(executable, arguments, environment: environment, timeout: timeout) }
     }
 
     /// ``run(_:_:environment:timeout:)`` on the calling thread, which waits for the command.
-    static func runWaiting(_ executable: URL, _ arguments: [String], environment: [String: String] = [:],
-                           timeout: Double) throws -> CommandOutput {
+    static func runWaiting(
+        _ executable: URL, _ arguments: [String], environment: [String: String] = [:],
+        timeout: Double
+    ) throws -> CommandOutput {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
@@ -74,15 +78,17 @@ extension TestSupport {
         if timedOut { process.terminate() }
         process.waitUntilExit()
         group.wait()
-        return CommandOutput(status: process.terminationStatus, stdout: String(decoding: outData.withLock { $0 }, as: UTF8.self),
-                             stderr: String(decoding: errData.withLock { $0 }, as: UTF8.self), peakResidentBytes: peak, timedOut: timedOut)
+        return CommandOutput(
+            status: process.terminationStatus, stdout: String(decoding: outData.withLock { $0 }, as: UTF8.self),
+            stderr: String(decoding: errData.withLock { $0 }, as: UTF8.self), peakResidentBytes: peak, timedOut: timedOut)
     }
 
     /// `VmHWM` of process `pid` in bytes, or `nil` (no `/proc`, or the process is gone).
     static func peakResident(of pid: Int32) -> Int? {
         guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-              let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
-              let kib = line.split(separator: " ").dropFirst().first.flatMap({ Int($0) }) else { return nil }
+            let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+            let kib = line.split(separator: " ").dropFirst().first.flatMap({ Int($0) })
+        else { return nil }
         return kib * 1024
     }
 }

@@ -48,9 +48,11 @@ public enum HostilePMTiles {
     ///   - tileCompression: header byte 98 (1 none, 2 gzip).
     ///   - tileType: header byte 99 (2 png).
     ///   - tileDataLength: the header's tile data length (by default the bytes given).
-    public static func file(root: [UInt8], tileData: [UInt8], minZoom: UInt8 = 0, maxZoom: UInt8,
-                            tileCompression: UInt8 = 1, tileType: UInt8 = 2, addressedTiles: UInt64 = 0,
-                            tileDataLength: UInt64? = nil) -> [UInt8] {
+    public static func file(
+        root: [UInt8], tileData: [UInt8], minZoom: UInt8 = 0, maxZoom: UInt8,
+        tileCompression: UInt8 = 1, tileType: UInt8 = 2, addressedTiles: UInt64 = 0,
+        tileDataLength: UInt64? = nil
+    ) -> [UInt8] {
         let metadata = Array("{}".utf8)
         var header = Array("PMTiles".utf8) + [3]
         func put64(_ value: UInt64) { withUnsafeBytes(of: value.littleEndian) { header += $0 } }
@@ -58,15 +60,25 @@ public enum HostilePMTiles {
         let rootOffset: UInt64 = 127
         let metadataOffset = rootOffset + UInt64(root.count)
         let leafOffset = metadataOffset + UInt64(metadata.count)
-        put64(rootOffset); put64(UInt64(root.count))
-        put64(metadataOffset); put64(UInt64(metadata.count))
-        put64(leafOffset); put64(0)
-        put64(leafOffset); put64(tileDataLength ?? UInt64(tileData.count))
-        put64(addressedTiles); put64(0); put64(0)
+        put64(rootOffset)
+        put64(UInt64(root.count))
+        put64(metadataOffset)
+        put64(UInt64(metadata.count))
+        put64(leafOffset)
+        put64(0)
+        put64(leafOffset)
+        put64(tileDataLength ?? UInt64(tileData.count))
+        put64(addressedTiles)
+        put64(0)
+        put64(0)
         header += [0, 1, tileCompression, tileType, minZoom, maxZoom]
-        put32(-1_800_000_000); put32(-850_000_000); put32(1_800_000_000); put32(850_000_000)
+        put32(-1_800_000_000)
+        put32(-850_000_000)
+        put32(1_800_000_000)
+        put32(850_000_000)
         header.append(minZoom)
-        put32(0); put32(0)
+        put32(0)
+        put32(0)
         precondition(header.count == 127)
         return header + root + metadata + tileData
     }

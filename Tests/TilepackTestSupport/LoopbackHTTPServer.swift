@@ -1,6 +1,7 @@
 import Foundation
 import TilepackCore
 @_spi(HTTP1) import TilepackHTTP
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -205,7 +206,9 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
         while true {
             if let end = buffer.withUnsafeBytes({ HTTP1Syntax.endOfHead($0, after: searched) }) {
                 if early { state.withLock { $0.pipelined += 1 } }
-                guard let parsed = buffer.withUnsafeBytes({ Self.parseHead(UnsafeRawBufferPointer(rebasing: $0[..<end])) }) else { return nil }
+                guard let parsed = buffer.withUnsafeBytes({ Self.parseHead(UnsafeRawBufferPointer(rebasing: $0[..<end])) }) else {
+                    return nil
+                }
                 let (request, length) = parsed
                 buffer.removeSubrange(..<end)
                 if length > 0 {
@@ -238,12 +241,16 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
         }
         guard let requestLine = lines.first else { return nil }
         let parts = String(decoding: UnsafeRawBufferPointer(rebasing: head[requestLine]), as: UTF8.self).split(separator: " ")
-        guard parts.count == 3, HTTP1Syntax.isToken(head, requestLine.lowerBound..<(requestLine.lowerBound + parts[0].utf8.count)) else { return nil }
+        guard parts.count == 3, HTTP1Syntax.isToken(head, requestLine.lowerBound..<(requestLine.lowerBound + parts[0].utf8.count)) else {
+            return nil
+        }
         let minorVersion = parts[2] == "HTTP/1.0" ? 0 : 1
         var request = Request(method: String(parts[0]), target: String(parts[1]), headers: [:])
         var close = false, keepAlive = false, bodyLength = 0
         for line in lines.dropFirst() {
-            guard let colon = line.first(where: { head[$0] == 0x3A }), HTTP1Syntax.isToken(head, line.lowerBound..<colon) else { return nil }
+            guard let colon = line.first(where: { head[$0] == 0x3A }), HTTP1Syntax.isToken(head, line.lowerBound..<colon) else {
+                return nil
+            }
             let name = String(decoding: UnsafeRawBufferPointer(rebasing: head[line.lowerBound..<colon]), as: UTF8.self).lowercased()
             let value = HTTP1Syntax.trimmed(head, (colon + 1)..<line.upperBound)
             request.headers[name] = String(decoding: UnsafeRawBufferPointer(rebasing: head[value]), as: UTF8.self)
@@ -270,7 +277,9 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
             let head = Self.head(status: status, headers: headers, length: body.count)
             return write(fd, head) && (request.method == "HEAD" || write(fd, body))
         case .http10(let status, let headers, let body):
-            guard write(fd, Self.head(status: status, headers: headers, length: body.count, version: "1.0")), write(fd, body) else { return false }
+            guard write(fd, Self.head(status: status, headers: headers, length: body.count, version: "1.0")), write(fd, body) else {
+                return false
+            }
             return headers.contains { $0.key.lowercased() == "connection" && $0.value.lowercased() == "keep-alive" }
         case .truncated(let status, let headers, let body, let sent):
             _ = write(fd, Self.head(status: status, headers: headers, length: body.count))

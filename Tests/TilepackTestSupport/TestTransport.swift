@@ -1,6 +1,6 @@
 import TilepackCurl
-import TilepackURLSession
 import TilepackHTTP
+import TilepackURLSession
 
 /// The HTTP transports the network suites run over: the library's URLSession and libcurl's multi
 /// interface (TilepackCurl, Linux; `tilepack fetch`'s).

@@ -10,12 +10,14 @@ let package = Package(
     name: "ReadTiles",
     platforms: [.macOS(.v15), .iOS(.v18)],
     dependencies: [
-        .package(name: "tilepack", path: "../.."),
+        .package(name: "tilepack", path: "../..")
     ],
     targets: [
-        .executableTarget(name: "read-tiles", dependencies: [
-            .product(name: "Tilepack", package: "tilepack"),
-        ]),
+        .executableTarget(
+            name: "read-tiles",
+            dependencies: [
+                .product(name: "Tilepack", package: "tilepack")
+            ])
     ],
     swiftLanguageModes: [.v6]
 )

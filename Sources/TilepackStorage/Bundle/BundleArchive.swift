@@ -1,6 +1,6 @@
+internal import CTilepackLZ4
 import Foundation
 import TilepackCore
-internal import CTilepackLZ4
 
 /// A `.tilepack` bundle opened for reading (see `Specs/bundle-format.md`).
 ///
@@ -100,7 +100,7 @@ public struct BundleArchive: TileArchive {
         guard BundleFormat.crc32(UnsafeRawBufferPointer(rebasing: head[0..<124])) == declaredCRC else { return BundleFormat.headerLength }
         let header = BundleHeader(decoding: head)
         guard header.fileLength == UInt64(size), header.metadataLength <= UInt64(BundleFormat.maximumMetadataLength),
-              header.tileCount <= UInt64(BundleFormat.maximumCount), header.payloadCount <= UInt64(BundleFormat.maximumCount)
+            header.tileCount <= UInt64(BundleFormat.maximumCount), header.payloadCount <= UInt64(BundleFormat.maximumCount)
         else { return BundleFormat.headerLength }
         let tiles = Int(header.tileCount), payloads = Int(header.payloadCount)
         let indexOffset = BundleFormat.aligned(BundleFormat.headerLength + Int(header.metadataLength))
@@ -139,7 +139,8 @@ public struct BundleArchive: TileArchive {
         let declaredHeaderCRC = UInt32(littleEndian: file.loadUnaligned(fromByteOffset: 124, as: UInt32.self))
         let headerCRC = BundleFormat.crc32(UnsafeRawBufferPointer(rebasing: file[0..<124]))
         guard declaredHeaderCRC == headerCRC else {
-            throw fail(.checksumMismatch(region: "header (bytes 0..<124)", declared: Self.hex(declaredHeaderCRC), computed: Self.hex(headerCRC)))
+            throw fail(
+                .checksumMismatch(region: "header (bytes 0..<124)", declared: Self.hex(declaredHeaderCRC), computed: Self.hex(headerCRC)))
         }
         let header = BundleHeader(decoding: file)
         if header.minorVersion == 0 {
@@ -147,10 +148,14 @@ public struct BundleArchive: TileArchive {
                 throw fail(.corrupt("header bytes 96..<124 are reserved and must be zero in version 1.0"))
             }
         }
-        guard let content = BundleFormat.content(
-            kind: header.contentKind, code: header.contentCode, width: header.rawWidth, height: header.rawHeight)
+        guard
+            let content = BundleFormat.content(
+                kind: header.contentKind, code: header.contentCode, width: header.rawWidth, height: header.rawHeight)
         else {
-            throw fail(.corrupt("unknown content: kind \(header.contentKind), code \(header.contentCode), raw size \(header.rawWidth)x\(header.rawHeight)"))
+            throw fail(
+                .corrupt(
+                    "unknown content: kind \(header.contentKind), code \(header.contentCode), raw size \(header.rawWidth)x\(header.rawHeight)"
+                ))
         }
 
         // The file's length, then each section's place, each derived from the previous one.
@@ -158,13 +163,15 @@ public struct BundleArchive: TileArchive {
             if header.fileLength > UInt64(size) {
                 throw fail(.truncated("the header declares \(header.fileLength) bytes, the file has \(size)"))
             }
-            throw fail(.corrupt("\(UInt64(size) - header.fileLength) bytes follow the declared end of the bundle (\(header.fileLength) bytes)"))
+            throw fail(
+                .corrupt("\(UInt64(size) - header.fileLength) bytes follow the declared end of the bundle (\(header.fileLength) bytes)"))
         }
         guard header.metadataLength <= UInt64(BundleFormat.maximumMetadataLength) else {
             throw fail(.corrupt("metadata length \(header.metadataLength) is over the limit of \(BundleFormat.maximumMetadataLength)"))
         }
         guard header.tileCount <= UInt64(BundleFormat.maximumCount), header.payloadCount <= UInt64(BundleFormat.maximumCount) else {
-            throw fail(.corrupt("\(header.tileCount) tiles and \(header.payloadCount) payloads: over the limit of \(BundleFormat.maximumCount)"))
+            throw fail(
+                .corrupt("\(header.tileCount) tiles and \(header.payloadCount) payloads: over the limit of \(BundleFormat.maximumCount)"))
         }
         guard header.payloadCount <= header.tileCount, (header.tileCount == 0) == (header.payloadCount == 0) else {
             throw fail(.corrupt("\(header.payloadCount) payloads for \(header.tileCount) tiles"))
@@ -182,7 +189,10 @@ public struct BundleArchive: TileArchive {
             throw fail(.corrupt("the index offset is \(header.indexOffset), the layout puts it at \(indexOffset)"))
         }
         guard header.indexLength == UInt64(indexEnd - indexOffset) else {
-            throw fail(.corrupt("the index length is \(header.indexLength), \(tileCount) tiles and \(payloadCount) payloads need \(indexEnd - indexOffset)"))
+            throw fail(
+                .corrupt(
+                    "the index length is \(header.indexLength), \(tileCount) tiles and \(payloadCount) payloads need \(indexEnd - indexOffset)"
+                ))
         }
         guard header.dataOffset == UInt64(dataOffset) else {
             throw fail(.corrupt("the data offset is \(header.dataOffset), the layout puts it at \(dataOffset)"))
@@ -191,7 +201,10 @@ public struct BundleArchive: TileArchive {
             if UInt64(dataOffset) > header.fileLength {
                 throw fail(.truncated("the index ends at \(indexEnd), the file has \(size) bytes"))
             }
-            throw fail(.corrupt("the data length is \(header.dataLength), the file leaves \(header.fileLength - UInt64(dataOffset)) bytes after the index"))
+            throw fail(
+                .corrupt(
+                    "the data length is \(header.dataLength), the file leaves \(header.fileLength - UInt64(dataOffset)) bytes after the index"
+                ))
         }
         guard file.count >= dataOffset else {
             throw fail(.truncated("the file has \(file.count) bytes before its data section, the layout needs \(dataOffset)"))
@@ -200,7 +213,9 @@ public struct BundleArchive: TileArchive {
             throw fail(.corrupt("alignment padding between sections is not zero"))
         }
         guard Int(header.maxRawLength) <= BundleFormat.maximumTileLength else {
-            throw fail(.corrupt("the largest tile is declared as \(header.maxRawLength) bytes, over the limit of \(BundleFormat.maximumTileLength)"))
+            throw fail(
+                .corrupt(
+                    "the largest tile is declared as \(header.maxRawLength) bytes, over the limit of \(BundleFormat.maximumTileLength)"))
         }
         var rawTileLength: Int?
         if case .rawBitmap(let layout) = content {
@@ -218,7 +233,10 @@ public struct BundleArchive: TileArchive {
         let metadataBytes = UnsafeRawBufferPointer(rebasing: file[headerLength..<metadataEnd])
         let metadataCRC = BundleFormat.crc32(metadataBytes)
         guard metadataCRC == header.metadataCRC else {
-            throw fail(.checksumMismatch(region: "metadata (bytes \(headerLength)..<\(metadataEnd))", declared: Self.hex(header.metadataCRC), computed: Self.hex(metadataCRC)))
+            throw fail(
+                .checksumMismatch(
+                    region: "metadata (bytes \(headerLength)..<\(metadataEnd))", declared: Self.hex(header.metadataCRC),
+                    computed: Self.hex(metadataCRC)))
         }
         let metadata: TileMetadata
         switch BundleMetadataCoding.decode(metadataBytes) {
@@ -229,7 +247,10 @@ public struct BundleArchive: TileArchive {
         // Index: checksum, then the structure every lookup relies on.
         let indexCRC = BundleFormat.crc32(UnsafeRawBufferPointer(rebasing: file[indexOffset..<indexEnd]))
         guard indexCRC == header.indexCRC else {
-            throw fail(.checksumMismatch(region: "index (bytes \(indexOffset)..<\(indexEnd))", declared: Self.hex(header.indexCRC), computed: Self.hex(indexCRC)))
+            throw fail(
+                .checksumMismatch(
+                    region: "index (bytes \(indexOffset)..<\(indexEnd))", declared: Self.hex(header.indexCRC), computed: Self.hex(indexCRC))
+            )
         }
         guard file[(refsOffset + 4 * tileCount)..<recordsOffset].allSatisfy({ $0 == 0 }) else {
             throw fail(.corrupt("the padding after the payload numbers is not zero"))
@@ -257,7 +278,9 @@ public struct BundleArchive: TileArchive {
             throw fail(.corrupt("the zoom table counts \(total) tiles, the header \(tileCount)"))
         }
         guard Int(header.minZoom) == (minZoom ?? 0), Int(header.maxZoom) == maxZoom else {
-            throw fail(.corrupt("the header's zooms \(header.minZoom)...\(header.maxZoom) disagree with the zoom table (\(minZoom ?? 0)...\(maxZoom))"))
+            throw fail(
+                .corrupt(
+                    "the header's zooms \(header.minZoom)...\(header.maxZoom) disagree with the zoom table (\(minZoom ?? 0)...\(maxZoom))"))
         }
         let keysOffset = indexOffset + BundleFormat.zoomTableLength
         var previous: UInt64? = nil
@@ -352,7 +375,10 @@ public struct BundleArchive: TileArchive {
     public func forEachTile(_ body: (TileCoordinate, UnsafeRawBufferPointer) throws -> Void) throws {
         var scratch: UnsafeMutableRawBufferPointer? = nil
         var readScratch: UnsafeMutableRawBufferPointer? = nil
-        defer { scratch?.deallocate(); readScratch?.deallocate() }
+        defer {
+            scratch?.deallocate()
+            readScratch?.deallocate()
+        }
         var announcedZoom = -1
         try forEachEntry { entry, tile in
             if bytes.readsOnDemand, tile.zoom != announcedZoom {
@@ -380,8 +406,10 @@ public struct BundleArchive: TileArchive {
     /// Calls `body` for the tiles `wanted` accepts, reading only those: their payloads' ranges are
     /// announced first (a remote source fetches neighbours together), then read in file order,
     /// which is the order of the calls (not (zoom, x, y)).
-    public func forEachTile(where wanted: (TileCoordinate) -> Bool,
-                            _ body: (TileCoordinate, UnsafeRawBufferPointer) throws -> Void) throws {
+    public func forEachTile(
+        where wanted: (TileCoordinate) -> Bool,
+        _ body: (TileCoordinate, UnsafeRawBufferPointer) throws -> Void
+    ) throws {
         var chosen: [(entry: Int, tile: TileCoordinate, payload: Payload)] = []
         try forEachEntry { entry, tile in
             if wanted(tile) { chosen.append((entry, tile, try payload(number: payloadNumber(ofEntry: entry), tile: tile))) }
@@ -390,7 +418,10 @@ public struct BundleArchive: TileArchive {
         try bytes.willRead(chosen.map { (dataOffset + $0.payload.offset)..<(dataOffset + $0.payload.offset + $0.payload.storedLength) })
         var scratch: UnsafeMutableRawBufferPointer? = nil
         var readScratch: UnsafeMutableRawBufferPointer? = nil
-        defer { scratch?.deallocate(); readScratch?.deallocate() }
+        defer {
+            scratch?.deallocate()
+            readScratch?.deallocate()
+        }
         for item in chosen {
             let stored = try storedBytes(item.payload, tile: item.tile, scratch: &readScratch)
             switch item.payload.codec {
@@ -465,7 +496,10 @@ public struct BundleArchive: TileArchive {
         }
         var scratch: UnsafeMutableRawBufferPointer? = nil
         var readScratch: UnsafeMutableRawBufferPointer? = nil
-        defer { scratch?.deallocate(); readScratch?.deallocate() }
+        defer {
+            scratch?.deallocate()
+            readScratch?.deallocate()
+        }
         var result = Verification(tileCount: indexedTileCount, payloadCount: payloadCount, lz4PayloadCount: 0, storedBytes: 0, rawBytes: 0)
         var expectedOffset = 0
         var largest = 0
@@ -480,8 +514,9 @@ public struct BundleArchive: TileArchive {
             let end = payload.offset + payload.storedLength
             let next = number + 1 < payloadCount ? BundleFormat.aligned(end) : end
             // The payload and the padding after it, in one piece.
-            let piece = try bytes.bytes(at: dataOffset + payload.offset, length: min(next, dataLength) - payload.offset,
-                                        scratch: &readScratch, path: path)
+            let piece = try bytes.bytes(
+                at: dataOffset + payload.offset, length: min(next, dataLength) - payload.offset,
+                scratch: &readScratch, path: path)
             let stored = UnsafeRawBufferPointer(rebasing: piece[0..<payload.storedLength])
             if checksums { try checkCRC(payload, stored, tile: nil) }
             guard piece[payload.storedLength...].allSatisfy({ $0 == 0 }) else {
@@ -494,7 +529,8 @@ public struct BundleArchive: TileArchive {
                         scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: maximumTileLength, alignment: 16)
                     }
                     if let buffer = scratch {
-                        try decompress(payload, stored, into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<payload.rawLength]), tile: nil)
+                        try decompress(
+                            payload, stored, into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<payload.rawLength]), tile: nil)
                     }
                 }
                 result.lz4PayloadCount += 1
@@ -550,7 +586,9 @@ public struct BundleArchive: TileArchive {
 
     /// The stored bytes of a checked payload record, checked against its CRC-32 unless the options
     /// turn that off: a slice of the map, or read into `scratch` (valid until it is used again).
-    private func storedBytes(_ payload: Payload, tile: TileCoordinate?, scratch: inout UnsafeMutableRawBufferPointer?) throws(TileArchiveError) -> UnsafeRawBufferPointer {
+    private func storedBytes(_ payload: Payload, tile: TileCoordinate?, scratch: inout UnsafeMutableRawBufferPointer?)
+        throws(TileArchiveError) -> UnsafeRawBufferPointer
+    {
         let stored = try bytes.bytes(at: dataOffset + payload.offset, length: payload.storedLength, scratch: &scratch, path: path)
         if options.verifiesPayloadChecksums { try checkCRC(payload, stored, tile: tile) }
         return stored
@@ -560,7 +598,8 @@ public struct BundleArchive: TileArchive {
         let computed = BundleFormat.crc32(stored)
         guard computed == payload.crc else {
             let what = tile.map { "tile \($0) (payload \(payload.number))" } ?? "payload \(payload.number)"
-            throw TileArchiveError(path: path, fault: .checksumMismatch(region: what, declared: Self.hex(payload.crc), computed: Self.hex(computed)))
+            throw TileArchiveError(
+                path: path, fault: .checksumMismatch(region: what, declared: Self.hex(payload.crc), computed: Self.hex(computed)))
         }
     }
 
@@ -595,14 +634,19 @@ public struct BundleArchive: TileArchive {
                 throw fail("an LZ4 block of \(storedLength) bytes for a tile of \(rawLength) bytes (must be 1..<\(rawLength))")
             }
         }
-        guard offset % UInt64(BundleFormat.alignment) == 0, offset <= UInt64(dataLength), UInt64(storedLength) <= UInt64(dataLength) - offset else {
-            throw fail("\(storedLength) bytes at offset \(offset) of the data section (\(dataLength) bytes) are not an aligned range inside it")
+        guard offset % UInt64(BundleFormat.alignment) == 0, offset <= UInt64(dataLength),
+            UInt64(storedLength) <= UInt64(dataLength) - offset
+        else {
+            throw fail(
+                "\(storedLength) bytes at offset \(offset) of the data section (\(dataLength) bytes) are not an aligned range inside it")
         }
         return Payload(codec: codec, offset: Int(offset), storedLength: storedLength, rawLength: rawLength, crc: crc, number: number)
     }
 
     /// Decompresses an LZ4 payload into `buffer` (exactly `rawLength` bytes), checking its size.
-    private func decompress(_ payload: Payload, _ stored: UnsafeRawBufferPointer, into buffer: UnsafeMutableRawBufferPointer, tile: TileCoordinate?) throws(TileArchiveError) {
+    private func decompress(
+        _ payload: Payload, _ stored: UnsafeRawBufferPointer, into buffer: UnsafeMutableRawBufferPointer, tile: TileCoordinate?
+    ) throws(TileArchiveError) {
         guard let source = stored.baseAddress, let destination = buffer.baseAddress, buffer.count >= payload.rawLength else {
             throw TileArchiveError(path: path, fault: .corrupt("payload \(payload.number): nothing to decompress"))
         }
@@ -611,7 +655,8 @@ public struct BundleArchive: TileArchive {
             Int32(stored.count), Int32(payload.rawLength))
         guard produced == Int32(payload.rawLength) else {
             let what = tile.map { "tile \($0) (payload \(payload.number))" } ?? "payload \(payload.number)"
-            let detail = produced < 0
+            let detail =
+                produced < 0
                 ? "is malformed or decompresses to more than the declared \(payload.rawLength) bytes"
                 : "decompresses to \(produced) bytes, \(payload.rawLength) declared"
             throw TileArchiveError(path: path, fault: .corrupt("\(what): the LZ4 block \(detail)"))

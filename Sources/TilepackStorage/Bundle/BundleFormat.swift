@@ -107,24 +107,26 @@ import TilepackCore
     static func contentCodes(_ content: TileContent) -> (kind: UInt8, code: UInt8, width: UInt16, height: UInt16) {
         switch content {
         case .encoded(let format):
-            let code: UInt8 = switch format {
-            case .png: 1
-            case .jpeg: 2
-            case .webp: 3
-            case .gif: 4
-            case .pbf: 5
-            case .json: 6
-            }
+            let code: UInt8 =
+                switch format {
+                case .png: 1
+                case .jpeg: 2
+                case .webp: 3
+                case .gif: 4
+                case .pbf: 5
+                case .json: 6
+                }
             return (1, code, 0, 0)
         case .rawBitmap(let layout):
-            let code: UInt8 = switch layout.pixelFormat {
-            case .rgba8888: 1
-            case .bgra8888: 2
-            case .rgba8888Premultiplied: 3
-            case .bgra8888Premultiplied: 4
-            case .rgb888: 5
-            case .rgb565: 6
-            }
+            let code: UInt8 =
+                switch layout.pixelFormat {
+                case .rgba8888: 1
+                case .bgra8888: 2
+                case .rgba8888Premultiplied: 3
+                case .bgra8888Premultiplied: 4
+                case .rgb888: 5
+                case .rgb565: 6
+                }
             return (2, code, UInt16(clamping: layout.width), UInt16(clamping: layout.height))
         }
     }
@@ -139,7 +141,7 @@ import TilepackCore
         case 2:
             let formats: [PixelFormat] = [.rgba8888, .bgra8888, .rgba8888Premultiplied, .bgra8888Premultiplied, .rgb888, .rgb565]
             guard (1...formats.count).contains(Int(code)),
-                  (1...maximumBitmapSide).contains(Int(width)), (1...maximumBitmapSide).contains(Int(height))
+                (1...maximumBitmapSide).contains(Int(width)), (1...maximumBitmapSide).contains(Int(height))
             else { return nil }
             return .rawBitmap(RawBitmapLayout(pixelFormat: formats[Int(code) - 1], width: Int(width), height: Int(height)))
         default:

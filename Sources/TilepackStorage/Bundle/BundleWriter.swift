@@ -1,6 +1,6 @@
+internal import CTilepackLZ4
 import Foundation
 import TilepackCore
-internal import CTilepackLZ4
 
 /// Writes a `.tilepack` bundle (see `Specs/bundle-format.md`), streaming.
 ///
@@ -104,18 +104,22 @@ public final class BundleWriter {
     /// - Throws: ``TileArchiveError/Fault/alreadyExists`` when the destination exists and
     ///   `overwrite` is false; ``TileArchiveError/Fault/invalidMetadata(_:)`` when the metadata's
     ///   `format` contradicts `content`, or the metadata is over the format's limit.
-    public init(destination: String, content: TileContent, metadata: TileMetadata = TileMetadata(),
-                options: Options = Options(), overwrite: Bool = false) throws(TileArchiveError) {
+    public init(
+        destination: String, content: TileContent, metadata: TileMetadata = TileMetadata(),
+        options: Options = Options(), overwrite: Bool = false
+    ) throws(TileArchiveError) {
         func fail(_ fault: TileArchiveError.Fault) -> TileArchiveError { TileArchiveError(path: destination, fault: fault) }
         if case .encoded(let format) = content, let declared = metadata[TileMetadata.Key.format],
-           TileFormat(metadataValue: declared) != format {
+            TileFormat(metadataValue: declared) != format
+        {
             throw fail(.invalidMetadata("format '\(declared)' contradicts the bundle's content (\(format))"))
         }
         if case .rawBitmap(let layout) = content {
             // Raw tiles are map tiles: square, of a side Core's one rule takes (a reader still
             // opens any side the format's fields allow, 1...4096).
             guard layout.width == layout.height, TileSize.isValid(layout.width),
-                  let length = layout.byteCount, length <= BundleFormat.maximumTileLength else {
+                let length = layout.byteCount, length <= BundleFormat.maximumTileLength
+            else {
                 throw fail(.invalidMetadata("raw tiles of \(layout): a tile is a square whose side is \(TileSize.rule)"))
             }
         }
@@ -183,8 +187,10 @@ public final class BundleWriter {
     /// - Parameter source: the file `raw` was read from whole, with its identity taken before the
     ///   read (and unchanged after it). A payload of ``sourceCopyBytes`` or more that is stored as
     ///   it is will be copied from that file at ``finish()`` instead of through the spool.
-    package static func prepare(_ raw: consuming [UInt8], options: Options, crc: UInt32? = nil,
-                               source: SourceFile? = nil) -> PreparedPayload {
+    package static func prepare(
+        _ raw: consuming [UInt8], options: Options, crc: UInt32? = nil,
+        source: SourceFile? = nil
+    ) -> PreparedPayload {
         if let compressed = raw.withUnsafeBytes({ compress($0, options: options) }) { return compressed }
         let crc = crc ?? raw.withUnsafeBytes { BundleFormat.crc32($0) }
         let copied = source.flatMap { $0.identity.size == Int64(raw.count) && raw.count >= sourceCopyBytes ? $0 : nil }
@@ -211,7 +217,8 @@ public final class BundleWriter {
     /// alone, so the output stays a function of the tiles.
     static func lz4MaySave(_ raw: UnsafeRawBufferPointer, options: Options) -> Bool {
         guard raw.count > sampledPayloadLength, let source = raw.baseAddress,
-              TileFormat.isGzip(raw) || [.png, .jpeg, .webp, .gif].contains(TileFormat.sniff(raw)) else { return true }
+            TileFormat.isGzip(raw) || [.png, .jpeg, .webp, .gif].contains(TileFormat.sniff(raw))
+        else { return true }
         let saving = max(1, Int((Double(sampleLength) * options.minimumLZ4Saving).rounded(.up)))
         let capacity = sampleLength - saving
         return withUnsafeTemporaryAllocation(byteCount: capacity, alignment: 16) { buffer in
@@ -230,7 +237,8 @@ public final class BundleWriter {
     private static func compress(_ raw: UnsafeRawBufferPointer, options: Options) -> PreparedPayload? {
         let saving = max(1, Int((Double(raw.count) * options.minimumLZ4Saving).rounded(.up)))
         guard options.compresses, raw.count > saving, raw.count <= BundleFormat.maximumTileLength,
-              let source = raw.baseAddress, lz4MaySave(raw, options: options) else { return nil }
+            let source = raw.baseAddress, lz4MaySave(raw, options: options)
+        else { return nil }
         // LZ4 fails (returns 0) when the output would not fit: exactly "does not pay".
         let capacity = raw.count - saving
         // Compressed into a temporary buffer, then copied at its exact size: the payload may wait
@@ -289,7 +297,8 @@ public final class BundleWriter {
             TileArchiveError(path: destination, fault: .invalidTile(tile: tile, reason: reason))
         }
         guard rawLength <= BundleFormat.maximumTileLength else {
-            throw TileArchiveError(path: destination, fault: .tileTooLarge(tile: tile, size: rawLength, limit: BundleFormat.maximumTileLength))
+            throw TileArchiveError(
+                path: destination, fault: .tileTooLarge(tile: tile, size: rawLength, limit: BundleFormat.maximumTileLength))
         }
         if case .rawBitmap(let layout) = content, rawLength != layout.byteCount {
             throw fail("\(rawLength) bytes, but a raw \(layout) tile is \(layout.byteCount ?? 0) bytes")
@@ -421,7 +430,9 @@ public final class BundleWriter {
             try piece.put(payload.rawLength)
             try piece.put(payload.crc)
             try piece.put(payload.codec.rawValue)
-            try piece.put(UInt8(0)); try piece.put(UInt8(0)); try piece.put(UInt8(0))
+            try piece.put(UInt8(0))
+            try piece.put(UInt8(0))
+            try piece.put(UInt8(0))
         }
         try piece.flush()
         out.computesCRC = false
@@ -433,7 +444,8 @@ public final class BundleWriter {
         try copyPayloads(in: order, to: out) { position in dataOffset + offsets[position] }
         try out.flush()
         guard out.position == Int(header.fileLength) else {
-            throw TileArchiveError(path: destination, fault: .io(errno: 0, reason: "wrote \(out.position) bytes, planned \(header.fileLength)"))
+            throw TileArchiveError(
+                path: destination, fault: .io(errno: 0, reason: "wrote \(out.position) bytes, planned \(header.fileLength)"))
         }
         let headerBytes = header.encoded()
         let written = headerBytes.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
@@ -456,8 +468,9 @@ public final class BundleWriter {
         let length = prepared.stored.count
         if let source = prepared.source, copiesFromSources {
             sources.append(source)
-            return PayloadEntry(spoolOffset: -1, source: Int32(sources.count - 1), storedLength: UInt32(length),
-                                rawLength: UInt32(prepared.rawLength), crc: prepared.crc, codec: prepared.codec)
+            return PayloadEntry(
+                spoolOffset: -1, source: Int32(sources.count - 1), storedLength: UInt32(length),
+                rawLength: UInt32(prepared.rawLength), crc: prepared.crc, codec: prepared.codec)
         }
         let entry = PayloadEntry(
             spoolOffset: spoolLength, storedLength: UInt32(length), rawLength: UInt32(prepared.rawLength),
@@ -500,7 +513,9 @@ public final class BundleWriter {
     /// Writes `pieces`, one after the other, at the end of the spool file (one `pwritev` if the
     /// kernel takes it all).
     private func writeSpool(_ pieces: [UnsafeRawBufferPointer]) throws(TileArchiveError) {
-        var vectors = pieces.filter { !$0.isEmpty }.map { iovec(iov_base: UnsafeMutableRawPointer(mutating: $0.baseAddress), iov_len: $0.count) }
+        var vectors = pieces.filter { !$0.isEmpty }.map {
+            iovec(iov_base: UnsafeMutableRawPointer(mutating: $0.baseAddress), iov_len: $0.count)
+        }
         let total = pieces.reduce(0) { $0 + $1.count }
         try transferSpool(&vectors, at: spoolFlushed, length: total, writing: true)
         spoolFlushed += total
@@ -587,8 +602,10 @@ public final class BundleWriter {
 
     /// Appends a payload from its source file, checked to be the version read before and after
     /// the copy; by the kernel when it can, else through `staging`.
-    private func copyFromSource(_ payload: PayloadEntry, to out: BufferedOutput, staging: inout [UInt8],
-                                kernelCopies: inout Bool) throws(TileArchiveError) {
+    private func copyFromSource(
+        _ payload: PayloadEntry, to out: BufferedOutput, staging: inout [UInt8],
+        kernelCopies: inout Bool
+    ) throws(TileArchiveError) {
         let source = sources[Int(payload.source)]
         let length = Int(payload.storedLength)
         let fd = try source.openUnchanged()
@@ -600,7 +617,8 @@ public final class BundleWriter {
             if staging.count < length { staging = Self.unfilled(length) }
             try staging.withUnsafeMutableBytes { buffer in
                 Result { () throws(TileArchiveError) in
-                    try MappedBytes.readFully(fd, into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<length]), at: 0, path: source.path)
+                    try MappedBytes.readFully(
+                        fd, into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<length]), at: 0, path: source.path)
                     try out.write(UnsafeRawBufferPointer(rebasing: buffer[0..<length]))
                 }
             }.get()
@@ -613,8 +631,10 @@ public final class BundleWriter {
     /// place there, with the zero padding that follows it in the spool as in the data section
     /// (the spool is read in its own order, payloads close to each other in it in one `preadv`,
     /// the bytes between them into `gap`), then the stretch is written in one call.
-    private func copyThroughMemory(_ positions: Range<Int>, order: [Int], staging: inout [UInt8], gap: inout [UInt8],
-                                   to out: BufferedOutput, offset: (Int) -> Int) throws(TileArchiveError) {
+    private func copyThroughMemory(
+        _ positions: Range<Int>, order: [Int], staging: inout [UInt8], gap: inout [UInt8],
+        to out: BufferedOutput, offset: (Int) -> Int
+    ) throws(TileArchiveError) {
         guard let first = positions.first else { return }
         let last = positions.upperBound - 1
         let start = offset(first)
@@ -631,8 +651,8 @@ public final class BundleWriter {
                     var vectors: [iovec] = []
                     vectors.reserveCapacity(64)
                     var readFrom = -1  // spool offset where `vectors` start, -1 when there are none
-                    var readEnd = 0    // and where they end
-                    var gapBytes = 0   // read and not used: at most another chunk's worth
+                    var readEnd = 0  // and where they end
+                    var gapBytes = 0  // read and not used: at most another chunk's worth
                     func read() throws(TileArchiveError) {
                         guard readFrom >= 0 else { return }
                         try transferSpool(&vectors, at: readFrom, length: readEnd - readFrom, writing: false)
@@ -647,7 +667,8 @@ public final class BundleWriter {
                         if readFrom >= 0 {
                             let skip = payload.spoolOffset - readEnd
                             if skip < 0 || skip > Self.copyGapBytes || gapBytes + skip > Self.copyChunkBytes
-                                || vectors.count + 2 > Self.vectorsPerCall {
+                                || vectors.count + 2 > Self.vectorsPerCall
+                            {
                                 try read()
                             } else if skip > 0 {
                                 vectors.append(iovec(iov_base: gapBuffer.baseAddress, iov_len: skip))
@@ -675,7 +696,8 @@ public final class BundleWriter {
         var first = 0  // the first vector not transferred whole
         while done < length {
             let n = vectors.withUnsafeBufferPointer { v in
-                writing ? pwritev(spool, v.baseAddress! + first, Int32(v.count - first), off_t(offset + done))
+                writing
+                    ? pwritev(spool, v.baseAddress! + first, Int32(v.count - first), off_t(offset + done))
                     : preadv(spool, v.baseAddress! + first, Int32(v.count - first), off_t(offset + done))
             }
             if n < 0, errno == EINTR { continue }
@@ -719,7 +741,8 @@ public final class BundleWriter {
         let payload = payloads[number]
         let length = prepared.stored.count
         guard Int(payload.rawLength) == prepared.rawLength, Int(payload.storedLength) == length,
-              payload.codec == prepared.codec else { return false }
+            payload.codec == prepared.codec
+        else { return false }
         guard length > 0 else { return true }
         let spooled: UnsafeRawPointer
         if payload.source >= 0 {
@@ -727,7 +750,8 @@ public final class BundleWriter {
             let fd = try source.openUnchanged()
             defer { close(fd) }
             ensure(&compareBuffer, capacity: length)
-            try MappedBytes.readFully(fd, into: UnsafeMutableRawBufferPointer(rebasing: compareBuffer[0..<length]), at: 0, path: source.path)
+            try MappedBytes.readFully(
+                fd, into: UnsafeMutableRawBufferPointer(rebasing: compareBuffer[0..<length]), at: 0, path: source.path)
             try source.checkUnchanged(fd)
             return prepared.stored.withUnsafeBytes { memcmp(compareBuffer.baseAddress!, $0.baseAddress!, length) == 0 }
         }
@@ -878,7 +902,9 @@ final class BufferedOutput {
         var left = count
         while left > 0 {
             let n = min(left, Self.zeros.count)
-            try Self.zeros.withUnsafeBytes { raw in Result { () throws(TileArchiveError) in try write(UnsafeRawBufferPointer(rebasing: raw[0..<n])) } }.get()
+            try Self.zeros.withUnsafeBytes { raw in
+                Result { () throws(TileArchiveError) in try write(UnsafeRawBufferPointer(rebasing: raw[0..<n])) }
+            }.get()
             left -= n
         }
     }

@@ -114,8 +114,11 @@ final class MappedBytes: @unchecked Sendable {
             if n == 0 {
                 var info = stat()
                 let now = fstat(fd, &info) == 0 ? " (it now has \(info.st_size) bytes)" : ""
-                throw TileArchiveError(path: path, fault: .truncated(
-                    "the file ended at byte \(offset + done) while \(offset + buffer.count) bytes were expected: it was cut while being read\(now)"))
+                throw TileArchiveError(
+                    path: path,
+                    fault: .truncated(
+                        "the file ended at byte \(offset + done) while \(offset + buffer.count) bytes were expected: it was cut while being read\(now)"
+                    ))
             }
             done += n
         }
@@ -124,7 +127,9 @@ final class MappedBytes: @unchecked Sendable {
     /// `length` bytes at `offset` (which the caller has checked lie inside ``fileSize``): a slice of
     /// the memory when they are resident, else read into `scratch` (grown as needed), valid until
     /// `scratch` is used again.
-    func bytes(at offset: Int, length: Int, scratch: inout UnsafeMutableRawBufferPointer?, path: String) throws(TileArchiveError) -> UnsafeRawBufferPointer {
+    func bytes(at offset: Int, length: Int, scratch: inout UnsafeMutableRawBufferPointer?, path: String) throws(TileArchiveError)
+        -> UnsafeRawBufferPointer
+    {
         if offset + length <= count { return UnsafeRawBufferPointer(rebasing: buffer[offset..<(offset + length)]) }
         if scratch == nil || scratch!.count < length {
             scratch?.deallocate()
@@ -134,7 +139,9 @@ final class MappedBytes: @unchecked Sendable {
         guard length > 0 else { return UnsafeRawBufferPointer(target) }
         if let source {
             do {
-                try source.withBytes(offset: offset, length: length) { target.baseAddress!.copyMemory(from: $0.baseAddress!, byteCount: length) }
+                try source.withBytes(offset: offset, length: length) {
+                    target.baseAddress!.copyMemory(from: $0.baseAddress!, byteCount: length)
+                }
             } catch {
                 throw Self.archiveError(error, name: source.name)
             }

@@ -1,5 +1,5 @@
-import Foundation
 internal import CTilepackSQLite
+import Foundation
 import TilepackCore
 
 /// How to open an MBTiles file for reading.
@@ -25,8 +25,10 @@ public struct MBTilesOpenOptions: Hashable, Sendable {
     /// a few instructions per byte). Applies only with a `stepTimeLimit`.
     public var workLimit: Int?
 
-    public init(immutable: Bool = false, maximumIdleConnections: Int = max(4, ProcessInfo.processInfo.activeProcessorCount),
-                stepTimeLimit: Double? = 60, memoryMapSize: Int? = nil, workLimit: Int? = nil) {
+    public init(
+        immutable: Bool = false, maximumIdleConnections: Int = max(4, ProcessInfo.processInfo.activeProcessorCount),
+        stepTimeLimit: Double? = 60, memoryMapSize: Int? = nil, workLimit: Int? = nil
+    ) {
         self.immutable = immutable
         self.maximumIdleConnections = max(1, maximumIdleConnections)
         self.stepTimeLimit = stepTimeLimit
@@ -113,8 +115,11 @@ public final class MBTilesArchive: TileArchive {
             let unfinished = try connection.prepare("SELECT 1 FROM metadata WHERE name = ?1 LIMIT 1")
             unfinished.bind(1, text: Self.unfinishedKey)
             if try unfinished.step() {
-                throw TileArchiveError(path: path, fault: .truncated(
-                    "an unfinished write: the temporary file of a tilepack import, append or convert that was killed or failed before it completed, not an archive"))
+                throw TileArchiveError(
+                    path: path,
+                    fault: .truncated(
+                        "an unfinished write: the temporary file of a tilepack import, append or convert that was killed or failed before it completed, not an archive"
+                    ))
             }
         }
         let reader = try MBTilesReader(connection: connection, memoryMapSize: options.effectiveMemoryMapSize)
@@ -171,14 +176,19 @@ public final class MBTilesArchive: TileArchive {
     public func zoomLevels() throws -> [ZoomLevelSummary] {
         try withReader { reader throws(TileArchiveError) in
             // Without unique indexes a tile may be stored (or its image joined) twice: distinct tiles are counted.
-            let statement = try reader.connection.prepare(schema.tilesAreUnique
-                ? "SELECT zoom_level, COUNT(*) FROM tiles GROUP BY zoom_level ORDER BY zoom_level"
-                : "SELECT zoom_level, COUNT(*) FROM (SELECT DISTINCT zoom_level, tile_column, tile_row FROM tiles) GROUP BY zoom_level ORDER BY zoom_level")
+            let statement = try reader.connection.prepare(
+                schema.tilesAreUnique
+                    ? "SELECT zoom_level, COUNT(*) FROM tiles GROUP BY zoom_level ORDER BY zoom_level"
+                    : "SELECT zoom_level, COUNT(*) FROM (SELECT DISTINCT zoom_level, tile_column, tile_row FROM tiles) GROUP BY zoom_level ORDER BY zoom_level"
+            )
             var levels: [ZoomLevelSummary] = []
             while try statement.step() {
                 guard let zoom = Self.integer(statement, 0), (0...TileCoordinate.maximumZoom).contains(zoom) else {
-                    throw TileArchiveError(path: path, fault: .invalidRow(
-                        "zoom_level \(Self.describe(statement, 0)) (\(statement.int64(1)) rows) is not a zoom in 0...\(TileCoordinate.maximumZoom)"))
+                    throw TileArchiveError(
+                        path: path,
+                        fault: .invalidRow(
+                            "zoom_level \(Self.describe(statement, 0)) (\(statement.int64(1)) rows) is not a zoom in 0...\(TileCoordinate.maximumZoom)"
+                        ))
                 }
                 levels.append(ZoomLevelSummary(zoom: zoom, tileCount: Int(statement.int64(1))))
             }
@@ -206,8 +216,10 @@ public final class MBTilesArchive: TileArchive {
                 "SELECT tile_row, tile_data FROM tiles WHERE zoom_level = ?1 AND tile_column = ?2 ORDER BY tile_row DESC")
             while try columns.step() {
                 guard let zoom = Self.integer(columns, 0), let x = Self.integer(columns, 1) else {
-                    throw TileArchiveError(path: path, fault: .invalidRow(
-                        "zoom_level \(Self.describe(columns, 0)), tile_column \(Self.describe(columns, 1)) are not whole numbers"))
+                    throw TileArchiveError(
+                        path: path,
+                        fault: .invalidRow(
+                            "zoom_level \(Self.describe(columns, 0)), tile_column \(Self.describe(columns, 1)) are not whole numbers"))
                 }
                 rows.bind(1, zoom)
                 rows.bind(2, x)
@@ -223,8 +235,10 @@ public final class MBTilesArchive: TileArchive {
             var previous: TileCoordinate?
             while try rows.step() {
                 guard let zoom = Self.integer(rows, 0), let x = Self.integer(rows, 1) else {
-                    throw TileArchiveError(path: path, fault: .invalidRow(
-                        "zoom_level \(Self.describe(rows, 0)), tile_column \(Self.describe(rows, 1)) are not whole numbers"))
+                    throw TileArchiveError(
+                        path: path,
+                        fault: .invalidRow(
+                            "zoom_level \(Self.describe(rows, 0)), tile_column \(Self.describe(rows, 1)) are not whole numbers"))
                 }
                 let tile = try coordinate(zoom: zoom, x: x, rowStatement: rows, rowColumn: 2)
                 if tile == previous { continue }
@@ -249,9 +263,10 @@ public final class MBTilesArchive: TileArchive {
         let reader = try checkout()
         defer { checkin(reader) }
         let withHash = schema.kind == .flatWithHash
-        let statement = try reader.connection.prepare(withHash
-            ? "SELECT zoom_level, tile_column, tile_row, tile_data, tile_hash FROM \(Self.quoted(schema.coordinateTable))"
-            : "SELECT zoom_level, tile_column, tile_row, tile_data FROM tiles")
+        let statement = try reader.connection.prepare(
+            withHash
+                ? "SELECT zoom_level, tile_column, tile_row, tile_data, tile_hash FROM \(Self.quoted(schema.coordinateTable))"
+                : "SELECT zoom_level, tile_column, tile_row, tile_data FROM tiles")
         while try statement.step() {
             let row = MBTilesRawRow(
                 zoomLevel: MBTilesRawValue(statement, 0), tileColumn: MBTilesRawValue(statement, 1),
@@ -272,9 +287,10 @@ public final class MBTilesArchive: TileArchive {
             checked += 1
             let computed = row.tileData.map { MBTilesAggregateHash.md5Hex($0) }
             if computed?.uppercased() != row.tileHash?.uppercased() {
-                try mismatch(MBTilesTileHashMismatch(
-                    zoomLevel: row.zoomLevel, tileColumn: row.tileColumn, tileRow: row.tileRow,
-                    declared: row.tileHash, computed: computed))
+                try mismatch(
+                    MBTilesTileHashMismatch(
+                        zoomLevel: row.zoomLevel, tileColumn: row.tileColumn, tileRow: row.tileRow,
+                        declared: row.tileHash, computed: computed))
             }
         }
         return checked
@@ -286,15 +302,17 @@ public final class MBTilesArchive: TileArchive {
     package func duplicateTiles(limit: Int = 1000) throws(TileArchiveError) -> [MBTilesDuplicateTile] {
         guard !schema.tilesAreUnique else { return [] }
         return try withReader { reader throws(TileArchiveError) in
-            let statement = try reader.connection.prepare("""
+            let statement = try reader.connection.prepare(
+                """
                 SELECT zoom_level, tile_column, tile_row, COUNT(*) FROM tiles
                 GROUP BY zoom_level, tile_column, tile_row HAVING COUNT(*) > 1 LIMIT \(max(1, limit))
                 """)
             var found: [MBTilesDuplicateTile] = []
             while try statement.step() {
-                found.append(MBTilesDuplicateTile(
-                    zoomLevel: MBTilesRawValue(statement, 0), tileColumn: MBTilesRawValue(statement, 1),
-                    tileRow: MBTilesRawValue(statement, 2), rowCount: Int(statement.int64(3))))
+                found.append(
+                    MBTilesDuplicateTile(
+                        zoomLevel: MBTilesRawValue(statement, 0), tileColumn: MBTilesRawValue(statement, 1),
+                        tileRow: MBTilesRawValue(statement, 2), rowCount: Int(statement.int64(3))))
             }
             return found
         }
@@ -307,7 +325,8 @@ public final class MBTilesArchive: TileArchive {
         guard schema.kind == .normalized else { return [] }
         return try withReader { reader throws(TileArchiveError) in
             let hasGrid = try reader.connection.scalarInt("SELECT COUNT(*) FROM pragma_table_info('map') WHERE name = 'grid_id'") ?? 0 > 0
-            let statement = try reader.connection.prepare("""
+            let statement = try reader.connection.prepare(
+                """
                 SELECT map.zoom_level, map.tile_column, map.tile_row, map.tile_id FROM map
                 LEFT JOIN images ON images.tile_id = map.tile_id
                 WHERE images.tile_id IS NULL AND (map.tile_id IS NOT NULL\(hasGrid ? " OR map.grid_id IS NULL" : " OR 1"))
@@ -315,9 +334,10 @@ public final class MBTilesArchive: TileArchive {
                 """)
             var found: [MBTilesOrphanedMapRow] = []
             while try statement.step() {
-                found.append(MBTilesOrphanedMapRow(
-                    zoomLevel: MBTilesRawValue(statement, 0), tileColumn: MBTilesRawValue(statement, 1),
-                    tileRow: MBTilesRawValue(statement, 2), tileID: MBTilesRawValue(statement, 3)))
+                found.append(
+                    MBTilesOrphanedMapRow(
+                        zoomLevel: MBTilesRawValue(statement, 0), tileColumn: MBTilesRawValue(statement, 1),
+                        tileRow: MBTilesRawValue(statement, 2), tileID: MBTilesRawValue(statement, 3)))
             }
             return found
         }
@@ -357,9 +377,12 @@ public final class MBTilesArchive: TileArchive {
             rows += 1
             bytes += MetadataLimits.entryBytes(keyCount: statement.bytes(0)?.count ?? 0, valueCount: statement.bytes(1)?.count ?? 0)
             guard rows <= MetadataLimits.maximumEntries, bytes <= MetadataLimits.maximumBytes else {
-                throw TileArchiveError(path: path, fault: .invalidMetadata(rows > MetadataLimits.maximumEntries
-                    ? "the metadata table has more than \(MetadataLimits.maximumEntries) rows, tilepack's limit"
-                    : "the metadata table holds more than \(MetadataLimits.maximumBytes) bytes (16 MiB), tilepack's limit"))
+                throw TileArchiveError(
+                    path: path,
+                    fault: .invalidMetadata(
+                        rows > MetadataLimits.maximumEntries
+                            ? "the metadata table has more than \(MetadataLimits.maximumEntries) rows, tilepack's limit"
+                            : "the metadata table holds more than \(MetadataLimits.maximumBytes) bytes (16 MiB), tilepack's limit"))
             }
             guard let name = statement.validatedText(0) else { continue }
             if statement.type(1) == .null || entries[name] != nil { continue }
@@ -374,8 +397,9 @@ public final class MBTilesArchive: TileArchive {
     // MARK: Connections
 
     private func makeReader() throws(TileArchiveError) -> MBTilesReader {
-        try MBTilesReader(connection: SQLiteConnection(
-            filename: uri, archivePath: path, readOnly: true, uri: true, stepTimeLimit: options.stepTimeLimit, workLimit: workLimit),
+        try MBTilesReader(
+            connection: SQLiteConnection(
+                filename: uri, archivePath: path, readOnly: true, uri: true, stepTimeLimit: options.stepTimeLimit, workLimit: workLimit),
             memoryMapSize: options.effectiveMemoryMapSize)
     }
 
@@ -389,7 +413,10 @@ public final class MBTilesArchive: TileArchive {
     private func checkin(_ reader: MBTilesReader) {
         let limit = options.maximumIdleConnections
         let surplus: MBTilesReader? = idle.withLock { readers in
-            if readers.count < limit { readers.append(reader); return nil }
+            if readers.count < limit {
+                readers.append(reader)
+                return nil
+            }
             return reader
         }
         _ = surplus  // closed here, outside the lock
@@ -404,21 +431,28 @@ public final class MBTilesArchive: TileArchive {
     // MARK: Helpers
 
     @inline(__always)
-    private func tileBytes(_ statement: SQLiteStatement, column: Int32, tile: TileCoordinate) throws(TileArchiveError) -> UnsafeRawBufferPointer {
+    private func tileBytes(_ statement: SQLiteStatement, column: Int32, tile: TileCoordinate) throws(TileArchiveError)
+        -> UnsafeRawBufferPointer
+    {
         switch statement.type(column) {
         case .blob, .text:
             return statement.bytes(column) ?? UnsafeRawBufferPointer(start: nil, count: 0)
         case .null:
             throw TileArchiveError(path: path, fault: .nullTile(tile))
         case .integer, .real:
-            throw TileArchiveError(path: path, fault: .invalidRow("tile_data of \(tile) is \(statement.type(column)) \(Self.describe(statement, column)), not a blob"))
+            throw TileArchiveError(
+                path: path,
+                fault: .invalidRow("tile_data of \(tile) is \(statement.type(column)) \(Self.describe(statement, column)), not a blob"))
         }
     }
 
     private func coordinate(zoom: Int, x: Int, rowStatement: SQLiteStatement, rowColumn: Int32) throws(TileArchiveError) -> TileCoordinate {
         guard let row = Self.integer(rowStatement, rowColumn) else {
-            throw TileArchiveError(path: path, fault: .invalidRow(
-                "zoom_level \(zoom), tile_column \(x), tile_row \(Self.describe(rowStatement, rowColumn)): tile_row is not a whole number"))
+            throw TileArchiveError(
+                path: path,
+                fault: .invalidRow(
+                    "zoom_level \(zoom), tile_column \(x), tile_row \(Self.describe(rowStatement, rowColumn)): tile_row is not a whole number"
+                ))
         }
         do {
             return try TileCoordinate(zoom: zoom, x: x, row: row, scheme: .tms)

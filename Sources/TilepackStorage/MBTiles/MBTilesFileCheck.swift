@@ -20,9 +20,12 @@ package enum MBTilesFileCheck {
     package static func refuseForeignJournal(path: String) throws(TileArchiveError) {
         guard MBTilesRecovery.foreignJournal(path: path) != nil else { return }
         let journal = FileSystem.split(path + "-journal").name
-        throw TileArchiveError(path: path, fault: .refusesWrites(
-            "\(path)-journal is beside it but is not a SQLite rollback journal (it has no journal header), and a write would let SQLite take it for a live one "
-            + "(roll the file back by it, or delete it). Nothing was changed: move \(journal) away if it is not SQLite's (another program's file), then run again"))
+        throw TileArchiveError(
+            path: path,
+            fault: .refusesWrites(
+                "\(path)-journal is beside it but is not a SQLite rollback journal (it has no journal header), and a write would let SQLite take it for a live one "
+                    + "(roll the file back by it, or delete it). Nothing was changed: move \(journal) away if it is not SQLite's (another program's file), then run again"
+            ))
     }
 
     package static func check(path: String) throws(TileArchiveError) -> Header {
@@ -34,7 +37,10 @@ package enum MBTilesFileCheck {
             var filled = 0
             while filled < buffer.count {
                 let n = read(fd, buffer.baseAddress! + filled, buffer.count - filled)
-                if n < 0 { if errno == EINTR { continue }; return -1 }
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    return -1
+                }
                 if n == 0 { break }
                 filled += n
             }
@@ -51,38 +57,50 @@ package enum MBTilesFileCheck {
         if bytes.starts(with: Array("PMTiles".utf8)) {
             let version = count > 7 ? header[7] : 0
             let shown = version == 0x33 ? "3 (written as ASCII '3')" : String(version)
-            throw TileArchiveError(path: path, fault: .notAnArchive(
-                detected: "a PMTiles archive (spec version \(shown)), not MBTiles; tilepack reads MBTiles and .tilepack bundles"))
+            throw TileArchiveError(
+                path: path,
+                fault: .notAnArchive(
+                    detected: "a PMTiles archive (spec version \(shown)), not MBTiles; tilepack reads MBTiles and .tilepack bundles"))
         }
         let magic = Array("SQLite format 3".utf8) + [0]
         if count < magic.count || !bytes.starts(with: magic) {
             if magic.starts(with: bytes) {
-                throw TileArchiveError(path: path, fault: .truncated("the file is \(fileSize) bytes, shorter than an SQLite header (100 bytes)"))
+                throw TileArchiveError(
+                    path: path, fault: .truncated("the file is \(fileSize) bytes, shorter than an SQLite header (100 bytes)"))
             }
             throw TileArchiveError(path: path, fault: .notAnArchive(detected: "not an SQLite database (\(describe(bytes)))"))
         }
         guard count == 100 else {
-            throw TileArchiveError(path: path, fault: .truncated("the file is \(fileSize) bytes, shorter than an SQLite header (100 bytes)"))
+            throw TileArchiveError(
+                path: path, fault: .truncated("the file is \(fileSize) bytes, shorter than an SQLite header (100 bytes)"))
         }
         func be16(_ i: Int) -> Int { Int(header[i]) << 8 | Int(header[i + 1]) }
         func be32(_ i: Int) -> Int { be16(i) << 16 | be16(i + 2) }
         let rawPageSize = be16(16)
         let pageSize = rawPageSize == 1 ? 65536 : rawPageSize
         guard pageSize >= 512, pageSize <= 65536, pageSize & (pageSize - 1) == 0 else {
-            throw TileArchiveError(path: path, fault: .corrupt("the SQLite header declares a page size of \(rawPageSize) bytes (must be a power of two from 512 to 65536)"))
+            throw TileArchiveError(
+                path: path,
+                fault: .corrupt("the SQLite header declares a page size of \(rawPageSize) bytes (must be a power of two from 512 to 65536)")
+            )
         }
         // The in-header page count is valid only when "version-valid-for" equals the change counter.
         let pageCount = be32(28)
         if pageCount > 0, be32(24) == be32(92) {
             let declared = pageCount * pageSize
             if fileSize < declared {
-                throw TileArchiveError(path: path, fault: .truncated(
-                    "the SQLite header declares \(pageCount) pages of \(pageSize) bytes (\(declared) bytes) but the file has \(fileSize) bytes"))
+                throw TileArchiveError(
+                    path: path,
+                    fault: .truncated(
+                        "the SQLite header declares \(pageCount) pages of \(pageSize) bytes (\(declared) bytes) but the file has \(fileSize) bytes"
+                    ))
             }
         }
         if fileSize % pageSize != 0 {
-            throw TileArchiveError(path: path, fault: .truncated(
-                "the file is \(fileSize) bytes, not a whole number of \(pageSize)-byte SQLite pages"))
+            throw TileArchiveError(
+                path: path,
+                fault: .truncated(
+                    "the file is \(fileSize) bytes, not a whole number of \(pageSize)-byte SQLite pages"))
         }
         return Header(fileSize: fileSize, pageSize: pageSize, isWAL: header[18] == 2 || header[19] == 2)
     }
@@ -91,7 +109,8 @@ package enum MBTilesFileCheck {
     private static func describe(_ bytes: ArraySlice<UInt8>) -> String {
         let prefix = Array(bytes.prefix(16))
         if let text = String(validating: prefix, as: UTF8.self),
-           text.unicodeScalars.allSatisfy({ $0.value >= 0x20 || $0 == "\n" || $0 == "\r" || $0 == "\t" }) {
+            text.unicodeScalars.allSatisfy({ $0.value >= 0x20 || $0 == "\n" || $0 == "\r" || $0 == "\t" })
+        {
             let shown = text.replacingOccurrences(of: "\n", with: " ").trimmingCharacters(in: .whitespaces)
             return "starts with text \"\(shown)\""
         }

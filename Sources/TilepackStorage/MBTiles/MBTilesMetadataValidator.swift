@@ -75,7 +75,10 @@ package enum MBTilesMetadataValidator {
 
         // Well-formed values.
         func parse<T>(_ key: String, _ read: () throws(TileMetadataError) -> T?) -> T? {
-            do { return try read() } catch { issues.append(MBTilesMetadataIssue(.error, .malformed, key: key, error.description)); return nil }
+            do { return try read() } catch {
+                issues.append(MBTilesMetadataIssue(.error, .malformed, key: key, error.description))
+                return nil
+            }
         }
         let bounds = parse(Key.bounds) { () throws(TileMetadataError) in try metadata.bounds }
         let center = parse(Key.center) { () throws(TileMetadataError) in try metadata.center }
@@ -94,11 +97,16 @@ package enum MBTilesMetadataValidator {
             error(.inconsistent, Key.minZoom, "metadata 'minzoom' \(minZoom) is greater than 'maxzoom' \(maxZoom)")
         }
         if let bounds, bounds.west > bounds.east {
-            warning(.inconsistent, Key.bounds, "metadata 'bounds' has west \(bounds.west) > east \(bounds.east) (crosses the antimeridian; many readers do not support that)")
+            warning(
+                .inconsistent, Key.bounds,
+                "metadata 'bounds' has west \(bounds.west) > east \(bounds.east) (crosses the antimeridian; many readers do not support that)"
+            )
         }
         if let center {
             if let bounds, bounds.west <= bounds.east, !contains(bounds, center.coordinate) {
-                warning(.inconsistent, Key.center, "metadata 'center' \(center.coordinate.longitude),\(center.coordinate.latitude) is outside 'bounds'")
+                warning(
+                    .inconsistent, Key.center,
+                    "metadata 'center' \(center.coordinate.longitude),\(center.coordinate.latitude) is outside 'bounds'")
             }
             if let zoom = center.zoom, let minZoom, let maxZoom, minZoom <= maxZoom, !(minZoom...maxZoom).contains(zoom) {
                 warning(.inconsistent, Key.center, "metadata 'center' zoom \(zoom) is outside minzoom...maxzoom (\(minZoom)...\(maxZoom))")
@@ -114,15 +122,18 @@ package enum MBTilesMetadataValidator {
                 warning(.disagreesWithTiles, nil, "the archive holds no tiles")
             } else {
                 if let minZoom, let tilesMin = content.minZoom, minZoom != tilesMin {
-                    warning(.disagreesWithTiles, Key.minZoom, "metadata 'minzoom' is \(minZoom) but the lowest zoom with tiles is \(tilesMin)")
+                    warning(
+                        .disagreesWithTiles, Key.minZoom, "metadata 'minzoom' is \(minZoom) but the lowest zoom with tiles is \(tilesMin)")
                 }
                 if let maxZoom, let tilesMax = content.maxZoom, maxZoom != tilesMax {
-                    warning(.disagreesWithTiles, Key.maxZoom, "metadata 'maxzoom' is \(maxZoom) but the highest zoom with tiles is \(tilesMax)")
+                    warning(
+                        .disagreesWithTiles, Key.maxZoom, "metadata 'maxzoom' is \(maxZoom) but the highest zoom with tiles is \(tilesMax)")
                 }
                 if let bounds, bounds.west <= bounds.east {
                     for level in content.levels where !covers(level.extent, bounds) {
-                        warning(.disagreesWithTiles, Key.bounds,
-                                "metadata 'bounds' reaches outside the tiles of zoom \(level.zoom) (they cover \(level.extent))")
+                        warning(
+                            .disagreesWithTiles, Key.bounds,
+                            "metadata 'bounds' reaches outside the tiles of zoom \(level.zoom) (they cover \(level.extent))")
                         break
                     }
                 }
@@ -153,7 +164,8 @@ package enum MBTilesMetadataValidator {
             return
         }
         guard let data = text.data(using: .utf8),
-              let parsed = try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed]) else {
+            let parsed = try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])
+        else {
             error(.malformed, key, "metadata 'json' is not valid JSON")
             return
         }
@@ -186,7 +198,9 @@ package enum MBTilesMetadataValidator {
             if let fields = layer["fields"] {
                 if let fields = fields as? [String: Any] {
                     for (name, type) in fields where jsonKind(type) != "a string" {
-                        error(.malformed, key, "metadata 'json' \(path).fields.\(name) is \(jsonKind(type)), expected a string (the attribute type)")
+                        error(
+                            .malformed, key,
+                            "metadata 'json' \(path).fields.\(name) is \(jsonKind(type)), expected a string (the attribute type)")
                     }
                 } else {
                     error(.malformed, key, "metadata 'json' \(path).fields is \(jsonKind(fields)), expected an object")

@@ -1,5 +1,5 @@
-import Foundation
 internal import CTilepackSQLite
+import Foundation
 import TilepackCore
 
 /// What a killed or failed write leaves beside an MBTiles file, and bringing the file back.
@@ -28,7 +28,8 @@ enum MBTilesRecovery {
         let walSize = fileSize(wal) ?? 0
         guard hotJournal || walSize > 0 else { return nil }
         guard isSQLite(path) else { return nil }
-        let leftover = hotJournal
+        let leftover =
+            hotJournal
             ? "a rollback journal (\(journal)) left by a write that was interrupted (killed, or a full disk)"
             : "a write-ahead log (\(wal), \(walSize) bytes) of changes not yet copied into the file"
         let action = hotJournal ? "rolled back" : "copied into the file"
@@ -38,25 +39,40 @@ enum MBTilesRecovery {
         if FileSystem.access(path, W_OK) != 0 { denied = errno } else if FileSystem.access(folder, W_OK) != 0 { denied = errno }
         if denied == 0 {
             do throws(TileArchiveError) {
-                let connection = try SQLiteConnection(filename: path, archivePath: path, readOnly: false, uri: false,
-                                                      stepTimeLimit: stepTimeLimit, workLimit: workLimit)
+                let connection = try SQLiteConnection(
+                    filename: path, archivePath: path, readOnly: false, uri: false,
+                    stepTimeLimit: stepTimeLimit, workLimit: workLimit)
                 // The first read rolls a hot journal back.
                 _ = try connection.scalarInt("SELECT COUNT(*) FROM sqlite_master")
                 if walSize > 0 { try connection.execute("PRAGMA wal_checkpoint(TRUNCATE)") }
             } catch {
-                throw TileArchiveError(path: path, fault: .cannotOpen(errno: 0, reason:
-                    "\(leftover) is beside the file, and rolling it back failed: \(error.fault)"))
+                throw TileArchiveError(
+                    path: path,
+                    fault: .cannotOpen(
+                        errno: 0,
+                        reason:
+                            "\(leftover) is beside the file, and rolling it back failed: \(error.fault)"))
             }
             if hotJournal, startsWithJournalMagic(journal) {
-                throw TileArchiveError(path: path, fault: .cannotOpen(errno: 0, reason:
-                    "\(leftover) is beside the file and is still in use (another process may be writing the file); try again when it is done"))
+                throw TileArchiveError(
+                    path: path,
+                    fault: .cannotOpen(
+                        errno: 0,
+                        reason:
+                            "\(leftover) is beside the file and is still in use (another process may be writing the file); try again when it is done"
+                    ))
             }
             return "\(leftover) was found and \(action): the file holds its last complete state"
         }
         let why = String(cString: strerror(denied))
-        throw TileArchiveError(path: path, fault: .cannotOpen(errno: denied, reason:
-            "\(leftover) is beside the file; its data is intact once the journal is \(action), which needs write access to the file and its folder, and here there is none (\(why)). "
-            + "Copy the file and \(FileSystem.split(hotJournal ? journal : wal).name) together to a writable folder and open the copy there (tilepack then \(hotJournal ? "rolls it back" : "checkpoints it")), or run tilepack where the folder is writable"))
+        throw TileArchiveError(
+            path: path,
+            fault: .cannotOpen(
+                errno: denied,
+                reason:
+                    "\(leftover) is beside the file; its data is intact once the journal is \(action), which needs write access to the file and its folder, and here there is none (\(why)). "
+                    + "Copy the file and \(FileSystem.split(hotJournal ? journal : wal).name) together to a writable folder and open the copy there (tilepack then \(hotJournal ? "rolls it back" : "checkpoints it")), or run tilepack where the folder is writable"
+            ))
     }
 
     /// A `<file>-journal` that SQLite would take for a live journal (its first byte is not zero)
@@ -67,7 +83,8 @@ enum MBTilesRecovery {
     static func foreignJournal(path: String) -> String? {
         let journal = path + "-journal"
         guard (fileSize(journal) ?? 0) > 0, !startsWithJournalMagic(journal),
-              let first = try? RegularFile.read(journal, limit: Int.max, prefix: 1), first.first != 0, isSQLite(path) else { return nil }
+            let first = try? RegularFile.read(journal, limit: Int.max, prefix: 1), first.first != 0, isSQLite(path)
+        else { return nil }
         return "\(journal) is beside the file but is not a SQLite rollback journal (it has no journal header): "
             + "the file was read as it is, ignoring it; remove \(FileSystem.split(journal).name) unless another program put it there"
     }
@@ -78,7 +95,9 @@ enum MBTilesRecovery {
     }
 
     private static func startsWithJournalMagic(_ path: String) -> Bool {
-        guard (fileSize(path) ?? 0) >= journalMagic.count, let bytes = try? RegularFile.read(path, limit: Int.max, prefix: journalMagic.count) else {
+        guard (fileSize(path) ?? 0) >= journalMagic.count,
+            let bytes = try? RegularFile.read(path, limit: Int.max, prefix: journalMagic.count)
+        else {
             return false
         }
         return bytes == journalMagic

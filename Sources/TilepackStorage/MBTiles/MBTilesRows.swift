@@ -1,5 +1,5 @@
-import Foundation
 internal import CTilepackSQLite
+import Foundation
 import TilepackCore
 
 /// An SQLite value as stored in a row, for reporting rows that are not what they should be.
@@ -142,7 +142,8 @@ package enum MBTilesAggregateHash {
     package static let empty = "D41D8CD98F00B204E9800998ECF8427E"
 
     static func compute(_ connection: SQLiteConnection) throws(TileArchiveError) -> String {
-        let statement = try connection.prepare("""
+        let statement = try connection.prepare(
+            """
             SELECT CAST(zoom_level AS TEXT), CAST(tile_column AS TEXT), CAST(tile_row AS TEXT), tile_data
             FROM tiles ORDER BY zoom_level, tile_column, tile_row
             """)
@@ -190,8 +191,9 @@ package struct MBTilesAggregateHasher {
     package mutating func add(_ row: MBTilesRawRow) {
         guard md5 != nil else { return }
         guard case .integer(let z) = row.zoomLevel, case .integer(let x) = row.tileColumn, case .integer(let y) = row.tileRow,
-              row.tileDataStorage == .blob || row.tileDataStorage == .null,
-              last.map({ $0 < (z, x, y) }) ?? true else {
+            row.tileDataStorage == .blob || row.tileDataStorage == .null,
+            last.map({ $0 < (z, x, y) }) ?? true
+        else {
             md5 = nil
             return
         }
@@ -267,7 +269,8 @@ package struct TileContentSummary: Hashable, Sendable {
 
     /// - Parameter distinct: count a tile stored in several rows once (for files without a unique index).
     package static func query(_ connection: SQLiteConnection, distinct: Bool = false) throws(TileArchiveError) -> TileContentSummary {
-        let statement = try connection.prepare("""
+        let statement = try connection.prepare(
+            """
             SELECT zoom_level, COUNT(*), MIN(tile_column), MAX(tile_column), MIN(tile_row), MAX(tile_row)
             FROM \(distinct ? "(SELECT DISTINCT zoom_level, tile_column, tile_row FROM tiles)" : "tiles")
             WHERE typeof(zoom_level) = 'integer' AND typeof(tile_column) = 'integer' AND typeof(tile_row) = 'integer'
@@ -279,10 +282,11 @@ package struct TileContentSummary: Hashable, Sendable {
         while try statement.step() {
             let zoom = Int(statement.int64(0))
             let flip = { (row: Int64) in TileScheme.tms.flipIfTMS(row: Int(row), zoom: zoom) }
-            levels.append(Level(
-                zoom: zoom, tileCount: Int(statement.int64(1)),
-                minX: Int(statement.int64(2)), maxX: Int(statement.int64(3)),
-                minY: flip(statement.int64(5)), maxY: flip(statement.int64(4))))
+            levels.append(
+                Level(
+                    zoom: zoom, tileCount: Int(statement.int64(1)),
+                    minX: Int(statement.int64(2)), maxX: Int(statement.int64(3)),
+                    minY: flip(statement.int64(5)), maxY: flip(statement.int64(4))))
         }
         return TileContentSummary(levels: levels)
     }
@@ -298,16 +302,19 @@ extension TileContentSummary {
     package static func queryByColumns(_ connection: SQLiteConnection) throws(TileArchiveError) -> TileContentSummary {
         let valid = "typeof(tile_column) = 'integer' AND typeof(tile_row) = 'integer' AND tile_row BETWEEN 0 AND ?3"
         // The next column after ?2 (at most ?3) with a valid row, and that row (the column's first).
-        let next = try connection.prepare("""
+        let next = try connection.prepare(
+            """
             SELECT tile_column, tile_row FROM tiles
             WHERE zoom_level = ?1 AND tile_column > ?2 AND tile_column <= ?3 AND \(valid)
             ORDER BY tile_column, tile_row LIMIT 1
             """)
-        let last = try connection.prepare("""
+        let last = try connection.prepare(
+            """
             SELECT tile_row FROM tiles WHERE zoom_level = ?1 AND tile_column = ?2 AND \(valid) ORDER BY tile_row DESC LIMIT 1
             """)
         let count = try connection.prepare("SELECT COUNT(*) FROM tiles WHERE zoom_level = ?1 AND tile_column = ?2 AND \(valid)")
-        let zooms = try connection.prepare("""
+        let zooms = try connection.prepare(
+            """
             SELECT zoom_level FROM tiles WHERE zoom_level > ?1 AND zoom_level <= 30 AND typeof(zoom_level) = 'integer'
             ORDER BY zoom_level LIMIT 1
             """)
@@ -378,8 +385,9 @@ extension TileContentSummary {
         if replace || metadata[Key.center] == nil {
             let box = (try? metadata.bounds) ?? bounds
             let zoom = (try? metadata.minZoom) ?? minZoom
-            let center = GeoCoordinate(latitude: Self.round7((box.south + box.north) / 2),
-                                       longitude: Self.round7(box.west <= box.east ? (box.west + box.east) / 2 : box.west))
+            let center = GeoCoordinate(
+                latitude: Self.round7((box.south + box.north) / 2),
+                longitude: Self.round7(box.west <= box.east ? (box.west + box.east) / 2 : box.west))
             metadata.setCenter(center, zoom: zoom)
         }
     }
@@ -395,23 +403,27 @@ extension TileContentSummary {
         var box = bounds
         // A box across the antimeridian (west > east) is not widened: the tiles' own box is used.
         if let old = (try? metadata.bounds) ?? nil, old.west <= old.east, bounds.west <= bounds.east {
-            box = GeoBoundingBox(west: min(old.west, bounds.west), south: min(old.south, bounds.south),
-                                 east: max(old.east, bounds.east), north: max(old.north, bounds.north))
+            box = GeoBoundingBox(
+                west: min(old.west, bounds.west), south: min(old.south, bounds.south),
+                east: max(old.east, bounds.east), north: max(old.north, bounds.north))
         }
         box = Self.rounded(box)
         metadata.setBounds(box)
         let oldZoom = ((try? metadata.center) ?? nil)?.zoom
         let zoom = min(max(oldZoom ?? newMin, newMin), newMax)
-        metadata.setCenter(GeoCoordinate(latitude: Self.round7((box.south + box.north) / 2),
-                                         longitude: Self.round7((box.west + box.east) / 2)), zoom: zoom)
+        metadata.setCenter(
+            GeoCoordinate(
+                latitude: Self.round7((box.south + box.north) / 2),
+                longitude: Self.round7((box.west + box.east) / 2)), zoom: zoom)
     }
 
     /// Bounds rounded outwards to 7 decimals (about 1 cm), so the text stays short.
     private static func rounded(_ box: GeoBoundingBox) -> GeoBoundingBox {
         func down(_ v: Double) -> Double { (v * 1e7).rounded(.down) / 1e7 }
         func up(_ v: Double) -> Double { (v * 1e7).rounded(.up) / 1e7 }
-        return GeoBoundingBox(west: max(-180, down(box.west)), south: max(-90, down(box.south)),
-                              east: min(180, up(box.east)), north: min(90, up(box.north)))
+        return GeoBoundingBox(
+            west: max(-180, down(box.west)), south: max(-90, down(box.south)),
+            east: min(180, up(box.east)), north: min(90, up(box.north)))
     }
 
     private static func round7(_ v: Double) -> Double { (v * 1e7).rounded() / 1e7 }

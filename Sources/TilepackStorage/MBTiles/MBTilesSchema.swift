@@ -77,7 +77,10 @@ package struct MBTilesSchema: Hashable, Sendable {
         var triggers: [String] = []
         while try master.step() {
             guard let type = master.text(0), let name = master.text(1) else { continue }
-            if type == "trigger" { triggers.append(name); continue }
+            if type == "trigger" {
+                triggers.append(name)
+                continue
+            }
             objects[name.lowercased()] = type
             originalNames[name.lowercased()] = name
         }
@@ -98,8 +101,10 @@ package struct MBTilesSchema: Hashable, Sendable {
         let tilesColumns = try columns("tiles")
         let missing = tileColumns.subtracting(tilesColumns)
         guard missing.isEmpty else {
-            throw TileArchiveError(path: path, fault: .missingTable(
-                "column\(missing.count > 1 ? "s" : "") \(missing.sorted().joined(separator: ", ")) in 'tiles'"))
+            throw TileArchiveError(
+                path: path,
+                fault: .missingTable(
+                    "column\(missing.count > 1 ? "s" : "") \(missing.sorted().joined(separator: ", ")) in 'tiles'"))
         }
 
         var kind: MBTilesSchemaKind
@@ -108,12 +113,14 @@ package struct MBTilesSchema: Hashable, Sendable {
             kind = .flat
             coordinateTable = "tiles"
         } else if objects["tiles_with_hash"] == "table",
-                  try columns("tiles_with_hash").isSuperset(of: tileColumns.union(["tile_hash"])) {
+            try columns("tiles_with_hash").isSuperset(of: tileColumns.union(["tile_hash"]))
+        {
             kind = .flatWithHash
             coordinateTable = "tiles_with_hash"
         } else if objects["map"] == "table", objects["images"] == "table",
-                  try columns("map").isSuperset(of: coordinateColumns + ["tile_id"]),
-                  try columns("images").isSuperset(of: ["tile_id", "tile_data"]) {
+            try columns("map").isSuperset(of: coordinateColumns + ["tile_id"]),
+            try columns("images").isSuperset(of: ["tile_id", "tile_data"])
+        {
             kind = .normalized
             coordinateTable = "map"
         } else {

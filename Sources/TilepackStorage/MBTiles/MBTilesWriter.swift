@@ -1,5 +1,5 @@
-import Foundation
 internal import CTilepackSQLite
+import Foundation
 import TilepackCore
 
 /// The schema a new MBTiles file is written in.
@@ -41,8 +41,10 @@ public struct MBTilesWriterOptions: Hashable, Sendable {
     /// serial pass over every tile byte: on 100 KB aerial tiles it costs more than reading them.
     public var aggregateTilesHash: Bool
 
-    public init(schema: MBTilesWriteSchema = .flat, overwrite: Bool = false, derivation: MetadataDerivation = .fillMissing,
-                tilesPerTransaction: Int = 10_000, pageSize: Int = 8192, aggregateTilesHash: Bool = true) {
+    public init(
+        schema: MBTilesWriteSchema = .flat, overwrite: Bool = false, derivation: MetadataDerivation = .fillMissing,
+        tilesPerTransaction: Int = 10_000, pageSize: Int = 8192, aggregateTilesHash: Bool = true
+    ) {
         self.schema = schema
         self.overwrite = overwrite
         self.derivation = derivation
@@ -131,7 +133,9 @@ public final class MBTilesWriter {
     /// - Throws: `alreadyExists` when `path` exists and `overwrite` is off; `invalidMetadata` when
     ///   `metadata` already breaks a rule that no tile can fix (no name, malformed values, pbf
     ///   without `json` vector_layers).
-    public init(creating path: String, metadata: TileMetadata, options: MBTilesWriterOptions = MBTilesWriterOptions()) throws(TileArchiveError) {
+    public init(creating path: String, metadata: TileMetadata, options: MBTilesWriterOptions = MBTilesWriterOptions())
+        throws(TileArchiveError)
+    {
         self.path = path
         self.metadata = metadata
         self.options = options
@@ -144,10 +148,12 @@ public final class MBTilesWriter {
         if !early.isEmpty { throw Self.metadataError(path: path, early) }
         let atomicFile = try AtomicFile(destination: path, overwrite: options.overwrite)
         self.atomicFile = atomicFile
-        let connection = try SQLiteConnection(filename: atomicFile.temporaryPath, archivePath: path, readOnly: false, uri: false, create: true)
+        let connection = try SQLiteConnection(
+            filename: atomicFile.temporaryPath, archivePath: path, readOnly: false, uri: false, create: true)
         self.connection = connection
         let pageSize = [512, 1024, 2048, 4096, 8192, 16384, 32768, 65536].contains(options.pageSize) ? options.pageSize : 8192
-        try connection.execute("""
+        try connection.execute(
+            """
             PRAGMA page_size = \(pageSize);
             PRAGMA journal_mode = OFF;
             PRAGMA synchronous = OFF;
@@ -166,12 +172,14 @@ public final class MBTilesWriter {
         _ = try marker.step()
         switch options.schema {
         case .flat:
-            try connection.execute("""
+            try connection.execute(
+                """
                 CREATE TABLE tiles (zoom_level INTEGER NOT NULL, tile_column INTEGER NOT NULL, tile_row INTEGER NOT NULL, tile_data BLOB);
                 CREATE UNIQUE INDEX tile_index ON tiles (zoom_level, tile_column, tile_row);
                 """)
         case .deduplicated:
-            try connection.execute("""
+            try connection.execute(
+                """
                 CREATE TABLE map (zoom_level INTEGER NOT NULL, tile_column INTEGER NOT NULL, tile_row INTEGER NOT NULL, tile_id TEXT);
                 CREATE UNIQUE INDEX map_index ON map (zoom_level, tile_column, tile_row);
                 CREATE TABLE images (tile_data BLOB, tile_id TEXT NOT NULL);
@@ -199,16 +207,20 @@ public final class MBTilesWriter {
         // refuses an unfinished temporary file); the file is hostile until shown otherwise.
         try MBTilesFileCheck.refuseForeignJournal(path: path)
         let reader = try MBTilesArchive(path: path, options: MBTilesOpenOptions(maximumIdleConnections: 1))
-        let connection = try SQLiteConnection(filename: path, archivePath: path, readOnly: false, uri: false,
-                                              stepTimeLimit: reader.options.stepTimeLimit, workLimit: reader.workLimit)
+        let connection = try SQLiteConnection(
+            filename: path, archivePath: path, readOnly: false, uri: false,
+            stepTimeLimit: reader.options.stepTimeLimit, workLimit: reader.workLimit)
         self.connection = connection
         let schema = try MBTilesSchema.detect(connection, path: path)
         guard schema.kind != .otherView else {
             throw TileArchiveError(path: path, fault: .unsupportedVersion("its 'tiles' view is over tables tilepack cannot write"))
         }
         guard schema.triggers.isEmpty else {
-            throw TileArchiveError(path: path, fault: .refusesWrites(
-                "it has triggers (\(schema.triggers.joined(separator: ", "))), which can change or drop the rows written (drop the triggers, or import into a new file)"))
+            throw TileArchiveError(
+                path: path,
+                fault: .refusesWrites(
+                    "it has triggers (\(schema.triggers.joined(separator: ", "))), which can change or drop the rows written (drop the triggers, or import into a new file)"
+                ))
         }
         schemaKind = schema.kind
         countsDistinct = !schema.tilesAreUnique
@@ -236,7 +248,8 @@ public final class MBTilesWriter {
                 "INSERT OR REPLACE INTO tiles (zoom_level, tile_column, tile_row, tile_data) VALUES (?1, ?2, ?3, ?4)")
         case .flatWithHash:
             insertTile = try connection.prepare(
-                "INSERT OR REPLACE INTO tiles_with_hash (zoom_level, tile_column, tile_row, tile_data, tile_hash) VALUES (?1, ?2, ?3, ?4, ?5)")
+                "INSERT OR REPLACE INTO tiles_with_hash (zoom_level, tile_column, tile_row, tile_data, tile_hash) VALUES (?1, ?2, ?3, ?4, ?5)"
+            )
         case .normalized:
             insertMap = try connection.prepare(
                 "INSERT OR REPLACE INTO map (zoom_level, tile_column, tile_row, tile_id) VALUES (?1, ?2, ?3, ?4)")
@@ -305,11 +318,14 @@ public final class MBTilesWriter {
     /// One `INSERT` of exactly `rowsPerStatement` rows into a flat table.
     private func writeRows(_ rows: ArraySlice<(tile: TileCoordinate, bytes: [UInt8])>) throws(TileArchiveError) {
         if let failure { throw failure }
-        guard !finished, let connection else { throw TileArchiveError(path: path, fault: .io(errno: 0, reason: "the writer is already finished")) }
+        guard !finished, let connection else {
+            throw TileArchiveError(path: path, fault: .io(errno: 0, reason: "the writer is already finished"))
+        }
         do {
             if insertRows == nil {
                 let values = Array(repeating: "(?, ?, ?, ?)", count: Self.rowsPerStatement).joined(separator: ", ")
-                insertRows = try connection.prepare("INSERT OR REPLACE INTO tiles (zoom_level, tile_column, tile_row, tile_data) VALUES \(values)")
+                insertRows = try connection.prepare(
+                    "INSERT OR REPLACE INTO tiles (zoom_level, tile_column, tile_row, tile_data) VALUES \(values)")
             }
             guard let insert = insertRows else { return }
             var bytes = 0
@@ -336,8 +352,10 @@ public final class MBTilesWriter {
     /// Binds the blobs of `rows` from `index` on where they lie, each inside its array's
     /// `withUnsafeBytes` (so no copy is made, and every pointer is valid while SQLite reads it),
     /// then runs the statement.
-    private func bindBlobsAndStep(_ insert: SQLiteStatement, _ rows: ArraySlice<(tile: TileCoordinate, bytes: [UInt8])>,
-                                  from index: Int) throws(TileArchiveError) {
+    private func bindBlobsAndStep(
+        _ insert: SQLiteStatement, _ rows: ArraySlice<(tile: TileCoordinate, bytes: [UInt8])>,
+        from index: Int
+    ) throws(TileArchiveError) {
         guard index < rows.endIndex else {
             defer { insert.reset() }
             _ = try insert.step()
@@ -383,8 +401,10 @@ public final class MBTilesWriter {
         if let last = writtenLevels.last, last.zoom == zoom {
             let i = writtenLevels.count - 1
             writtenLevels[i].tileCount += 1
-            writtenLevels[i].minX = min(last.minX, x); writtenLevels[i].maxX = max(last.maxX, x)
-            writtenLevels[i].minY = min(last.minY, y); writtenLevels[i].maxY = max(last.maxY, y)
+            writtenLevels[i].minX = min(last.minX, x)
+            writtenLevels[i].maxX = max(last.maxX, x)
+            writtenLevels[i].minY = min(last.minY, y)
+            writtenLevels[i].maxY = max(last.maxY, y)
         } else {
             writtenLevels.append(TileContentSummary.Level(zoom: zoom, tileCount: 1, minX: x, maxX: x, minY: y, maxY: y))
         }
@@ -434,11 +454,12 @@ public final class MBTilesWriter {
         if let failure { throw failure }
         dropRunningHash()
         guard let connection else { return false }
-        let table = switch schemaKind {
-        case .flat, .otherView: "tiles"
-        case .flatWithHash: "tiles_with_hash"
-        case .normalized: "map"
-        }
+        let table =
+            switch schemaKind {
+            case .flat, .otherView: "tiles"
+            case .flatWithHash: "tiles_with_hash"
+            case .normalized: "map"
+            }
         let statement = try connection.prepare("DELETE FROM \(table) WHERE zoom_level = ?1 AND tile_column = ?2 AND tile_row = ?3")
         statement.bind(1, tile.zoom)
         statement.bind(2, tile.x)
@@ -457,9 +478,11 @@ public final class MBTilesWriter {
             let id = suffix == 0 ? hash : "\(hash)-\(suffix)"
             findImage.bind(1, text: id)
             let found = try findImage.step()
-            let same = found && findImage.bytes(0).map { stored in
-                stored.count == bytes.count && (bytes.count == 0 || memcmp(stored.baseAddress!, bytes.baseAddress!, bytes.count) == 0)
-            } == true
+            let same =
+                found
+                && findImage.bytes(0).map { stored in
+                    stored.count == bytes.count && (bytes.count == 0 || memcmp(stored.baseAddress!, bytes.baseAddress!, bytes.count) == 0)
+                } == true
             findImage.reset()
             if same { return id }
             if !found {
@@ -496,7 +519,10 @@ public final class MBTilesWriter {
     ///   file is discarded, an update rolled back), or the I/O and SQLite errors met.
     @discardableResult
     public func finish() throws(TileArchiveError) -> MBTilesWriteReport {
-        if let failure { cancel(); throw failure }
+        if let failure {
+            cancel()
+            throw failure
+        }
         guard !finished, let connection else {
             throw TileArchiveError(path: path, fault: .io(errno: 0, reason: "the writer is already finished"))
         }
@@ -505,7 +531,8 @@ public final class MBTilesWriter {
                 try connection.execute("DELETE FROM images WHERE tile_id NOT IN (SELECT tile_id FROM map WHERE tile_id IS NOT NULL)")
             }
             // Known from the writes when they came in order; otherwise asked of the table.
-            var content = inOrder ? TileContentSummary(levels: writtenLevels) : try TileContentSummary.query(connection, distinct: countsDistinct)
+            var content =
+                inOrder ? TileContentSummary(levels: writtenLevels) : try TileContentSummary.query(connection, distinct: countsDistinct)
             let sniff = try connection.prepare("SELECT tile_data FROM tiles WHERE tile_data IS NOT NULL LIMIT 1")
             if try sniff.step(), let bytes = sniff.bytes(0) { content.sniffedFormat = TileFormat.sniff(bytes) }
             sniff.reset()
@@ -529,9 +556,11 @@ public final class MBTilesWriter {
             }
             metadata[TileMetadata.Key.aggregateTilesHash] = hash
             try connection.replaceMetadata(metadata)
-            let tileCount = Int(try connection.scalarInt(countsDistinct
-                ? "SELECT COUNT(*) FROM (SELECT DISTINCT zoom_level, tile_column, tile_row FROM tiles)"
-                : "SELECT COUNT(*) FROM tiles") ?? 0)
+            let tileCount = Int(
+                try connection.scalarInt(
+                    countsDistinct
+                        ? "SELECT COUNT(*) FROM (SELECT DISTINCT zoom_level, tile_column, tile_row FROM tiles)"
+                        : "SELECT COUNT(*) FROM tiles") ?? 0)
             var blobCount = tileCount
             if schemaKind == .normalized { blobCount = Int(try connection.scalarInt("SELECT COUNT(*) FROM images") ?? 0) }
             try commitTransaction()

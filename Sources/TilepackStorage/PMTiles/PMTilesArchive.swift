@@ -51,7 +51,10 @@ public struct PMTilesArchive: TileArchive {
         switch header.internalCompression {
         case .none, .gzip: break
         case .brotli, .zstd:
-            throw fail(.unsupportedVersion("PMTiles directories compressed with \(header.internalCompression): tilepack reads directories and metadata compressed with gzip or not at all (convert the archive with `pmtiles convert` or go-pmtiles)"))
+            throw fail(
+                .unsupportedVersion(
+                    "PMTiles directories compressed with \(header.internalCompression): tilepack reads directories and metadata compressed with gzip or not at all (convert the archive with `pmtiles convert` or go-pmtiles)"
+                ))
         case .unknown:
             throw fail(.corrupt("the header's internal compression is 0 (unknown): directories cannot be read"))
         }
@@ -73,8 +76,10 @@ public struct PMTilesArchive: TileArchive {
         }
         guard header.rootLength > 0 else { throw fail(.corrupt("the root directory is empty (0 bytes)")) }
         guard header.rootLength <= UInt64(PMTilesFormat.maximumDirectoryLength),
-              header.metadataLength <= UInt64(PMTilesFormat.maximumMetadataLength) else {
-            throw fail(.corrupt("the root directory (\(header.rootLength) bytes) or metadata (\(header.metadataLength) bytes) is over the limit"))
+            header.metadataLength <= UInt64(PMTilesFormat.maximumMetadataLength)
+        else {
+            throw fail(
+                .corrupt("the root directory (\(header.rootLength) bytes) or metadata (\(header.metadataLength) bytes) is over the limit"))
         }
         guard header.minZoom <= header.maxZoom, Int(header.maxZoom) <= 31 else {
             throw fail(.corrupt("the header's zooms \(header.minZoom)...\(header.maxZoom) are not a zoom range"))
@@ -111,7 +116,10 @@ public struct PMTilesArchive: TileArchive {
         let version = head[7]
         guard version == PMTilesFormat.version else {
             if version == 0x33 {
-                throw fail(.unsupportedVersion("PMTiles spec version byte 0x33 (the character '3', not the number 3: a copy of the spec's raster example from before it was fixed in November 2022); tilepack reads version 3"))
+                throw fail(
+                    .unsupportedVersion(
+                        "PMTiles spec version byte 0x33 (the character '3', not the number 3: a copy of the spec's raster example from before it was fixed in November 2022); tilepack reads version 3"
+                    ))
             }
             throw fail(.unsupportedVersion("PMTiles spec version \(version) (tilepack reads version 3)"))
         }
@@ -128,10 +136,12 @@ public struct PMTilesArchive: TileArchive {
         let result: Result<[PMTilesFormat.Entry], PMTilesFormat.DirectoryFault>
         do {
             result = try source.withBytes(offset: offset, length: length) { raw in
-                try decompress(raw, compression: header.internalCompression, limit: PMTilesFormat.maximumDirectoryLength, what: what, name: name)
-                    .withUnsafeBytes { bytes in
-                        PMTilesFormat.decodeDirectory(bytes, tileDataLength: header.tileDataLength, leafDataLength: header.leafLength)
-                    }
+                try decompress(
+                    raw, compression: header.internalCompression, limit: PMTilesFormat.maximumDirectoryLength, what: what, name: name
+                )
+                .withUnsafeBytes { bytes in
+                    PMTilesFormat.decodeDirectory(bytes, tileDataLength: header.tileDataLength, leafDataLength: header.leafLength)
+                }
             }
         } catch {
             throw archiveError(error, name: name)
@@ -223,21 +233,30 @@ public struct PMTilesArchive: TileArchive {
         let zoomIDs = PMTilesFormat.firstID(ofZoom: lowest)..<PMTilesFormat.firstID(ofZoom: highest + 1)
         func walk(_ entries: [PMTilesFormat.Entry], depth: Int, end: UInt64) throws {
             guard depth < PMTilesFormat.maximumDirectoryDepth else {
-                throw TileArchiveError(path: path, fault: .corrupt("directories nest deeper than \(PMTilesFormat.maximumDirectoryDepth) levels"))
+                throw TileArchiveError(
+                    path: path, fault: .corrupt("directories nest deeper than \(PMTilesFormat.maximumDirectoryDepth) levels"))
             }
             for (i, entry) in entries.enumerated() {
                 guard entry.tileID >= next, entry.tileID < end else {
-                    throw TileArchiveError(path: path, fault: .corrupt("tile id \(entry.tileID) is out of order across directories (a leaf outside its root entry's range)"))
+                    throw TileArchiveError(
+                        path: path,
+                        fault: .corrupt(
+                            "tile id \(entry.tileID) is out of order across directories (a leaf outside its root entry's range)"))
                 }
                 if entry.runLength > 0 {
                     let end = entry.tileID + UInt64(entry.runLength)
                     guard zoomIDs.contains(entry.tileID), end <= zoomIDs.upperBound else {
                         let last = PMTilesFormat.zoom(ofID: min(end - 1, PMTilesFormat.idLimit - 1))
-                        throw TileArchiveError(path: path, fault: .corrupt("a run of \(entry.runLength) tiles from tile id \(entry.tileID) covers zooms \(PMTilesFormat.zoom(ofID: entry.tileID))...\(last), outside the header's zooms \(header.minZoom)...\(header.maxZoom)"))
+                        throw TileArchiveError(
+                            path: path,
+                            fault: .corrupt(
+                                "a run of \(entry.runLength) tiles from tile id \(entry.tileID) covers zooms \(PMTilesFormat.zoom(ofID: entry.tileID))...\(last), outside the header's zooms \(header.minZoom)...\(header.maxZoom)"
+                            ))
                     }
                     addressed += UInt64(entry.runLength)
                     guard header.addressedTiles == 0 || addressed <= header.addressedTiles else {
-                        throw TileArchiveError(path: path, fault: .corrupt("the directories address more tiles than the header's \(header.addressedTiles)"))
+                        throw TileArchiveError(
+                            path: path, fault: .corrupt("the directories address more tiles than the header's \(header.addressedTiles)"))
                     }
                     try body(entry)
                     next = end
@@ -275,7 +294,10 @@ public struct PMTilesArchive: TileArchive {
         let base = Int(header.tileDataOffset)
         func flush() throws {
             guard zoom >= 0 else { return }
-            defer { runs.removeAll(keepingCapacity: true); tiles = 0 }
+            defer {
+                runs.removeAll(keepingCapacity: true)
+                tiles = 0
+            }
             guard tiles <= Self.maximumSortedLevel else {
                 for run in runs {
                     for id in run.ids { try body(PMTilesFormat.tile(ofID: id)!, run.offset, run.length) }
@@ -361,7 +383,10 @@ public struct PMTilesArchive: TileArchive {
             let (runBytes, overMultiply) = n.multipliedReportingOverflow(by: length)
             let (total, overAdd) = all.addingReportingOverflow(runBytes)
             guard !overMultiply, !overAdd else {
-                throw TileArchiveError(path: path, fault: .corrupt("the runs address more than \(Int.max) bytes of tiles (at zoom \(zoom), \(n) tiles of \(length) bytes)"))
+                throw TileArchiveError(
+                    path: path,
+                    fault: .corrupt("the runs address more than \(Int.max) bytes of tiles (at zoom \(zoom), \(n) tiles of \(length) bytes)")
+                )
             }
             all = total
             counts[zoom, default: (0, 0)].tiles += n
@@ -379,16 +404,20 @@ public struct PMTilesArchive: TileArchive {
     /// Calls `body` for the tiles `wanted` accepts, reading only those: the tiles' ranges are
     /// announced to the source first (a remote source fetches neighbours together), then read in
     /// file order. The order of the calls is the order of the tile data, not (zoom, x, y).
-    public func forEachTile(where wanted: (TileCoordinate) -> Bool,
-                            _ body: (TileCoordinate, UnsafeRawBufferPointer) throws -> Void) throws {
+    public func forEachTile(
+        where wanted: (TileCoordinate) -> Bool,
+        _ body: (TileCoordinate, UnsafeRawBufferPointer) throws -> Void
+    ) throws {
         try forEachTile(in: TileSelection(), where: wanted, body)
     }
 
     /// As ``forEachTile(where:_:)``, with the tiles outside `selection` cut from each run as ranges
     /// first (its zooms as id ranges, its box as squares of the run), so a run of billions of tiles
     /// costs only the tiles it shares with the selection.
-    public func forEachTile(in selection: TileSelection, where wanted: (TileCoordinate) -> Bool,
-                            _ body: (TileCoordinate, UnsafeRawBufferPointer) throws -> Void) throws {
+    public func forEachTile(
+        in selection: TileSelection, where wanted: (TileCoordinate) -> Bool,
+        _ body: (TileCoordinate, UnsafeRawBufferPointer) throws -> Void
+    ) throws {
         var chosen: [(tile: TileCoordinate, offset: UInt64, length: Int)] = []
         try forEachRun { zoom, ids, offset, length in
             guard selection.zooms?.contains(zoom) ?? true else { return }
@@ -494,7 +523,9 @@ final class TileReader {
             buffer = .allocate(byteCount: total, alignment: 16)
         }
         for window in windows where window.end > window.start {
-            try source.read(offset: window.start, into: UnsafeMutableRawBufferPointer(rebasing: buffer[window.at..<(window.at + window.end - window.start)]))
+            try source.read(
+                offset: window.start,
+                into: UnsafeMutableRawBufferPointer(rebasing: buffer[window.at..<(window.at + window.end - window.start)]))
         }
         for item in pending {
             // The last window starting at or before the tile holds it.

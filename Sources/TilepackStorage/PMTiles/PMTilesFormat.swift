@@ -243,10 +243,15 @@ public enum PMTilesFormat {
         for i in 0..<count {
             guard let value = reader.next() else { return .failure(DirectoryFault("entry \(i): offset is not a varint")) }
             if value == 0 {
-                guard i > 0 else { return .failure(DirectoryFault("entry 0: offset 0 means 'after the previous entry', and there is none")) }
+                guard i > 0 else {
+                    return .failure(DirectoryFault("entry 0: offset 0 means 'after the previous entry', and there is none"))
+                }
                 let (after, overflow) = entries[i - 1].offset.addingReportingOverflow(UInt64(entries[i - 1].length))
                 guard !overflow else {
-                    return .failure(DirectoryFault("entry \(i): follows entry \(i - 1) (offset \(entries[i - 1].offset), \(entries[i - 1].length) bytes), past 2^64"))
+                    return .failure(
+                        DirectoryFault(
+                            "entry \(i): follows entry \(i - 1) (offset \(entries[i - 1].offset), \(entries[i - 1].length) bytes), past 2^64"
+                        ))
                 }
                 entries[i].offset = after
             } else {
@@ -260,20 +265,25 @@ public enum PMTilesFormat {
             let limit = entry.runLength == 0 ? leafDataLength : tileDataLength
             guard entry.offset <= limit, UInt64(entry.length) <= limit - entry.offset else {
                 let what = entry.runLength == 0 ? "leaf directory" : "tile data"
-                return .failure(DirectoryFault("entry \(i): \(entry.length) bytes at offset \(entry.offset) lie outside the \(what) section (\(limit) bytes)"))
+                return .failure(
+                    DirectoryFault(
+                        "entry \(i): \(entry.length) bytes at offset \(entry.offset) lie outside the \(what) section (\(limit) bytes)"))
             }
             if entry.runLength > 0 {
                 let end = entry.tileID + UInt64(entry.runLength)
                 let next = i + 1 < count ? entries[i + 1].tileID : idLimit
                 guard end <= next else {
-                    return .failure(DirectoryFault("entry \(i): a run of \(entry.runLength) tiles from id \(entry.tileID) overlaps the next entry"))
+                    return .failure(
+                        DirectoryFault("entry \(i): a run of \(entry.runLength) tiles from id \(entry.tileID) overlaps the next entry"))
                 }
                 guard Int(entry.length) <= maximumTileLength else {
                     return .failure(DirectoryFault("entry \(i): a tile of \(entry.length) bytes, over the limit of \(maximumTileLength)"))
                 }
             } else {
                 guard Int(entry.length) <= maximumDirectoryLength else {
-                    return .failure(DirectoryFault("entry \(i): a leaf directory of \(entry.length) bytes, over the limit of \(maximumDirectoryLength)"))
+                    return .failure(
+                        DirectoryFault("entry \(i): a leaf directory of \(entry.length) bytes, over the limit of \(maximumDirectoryLength)")
+                    )
                 }
             }
         }
@@ -293,7 +303,9 @@ public enum PMTilesFormat {
         var squares: [TileRange] = []
         while position < end {
             var k = 0
-            while k < zoom, position % (UInt64(1) << UInt64(2 * (k + 1))) == 0, position + (UInt64(1) << UInt64(2 * (k + 1))) <= end { k += 1 }
+            while k < zoom, position % (UInt64(1) << UInt64(2 * (k + 1))) == 0, position + (UInt64(1) << UInt64(2 * (k + 1))) <= end {
+                k += 1
+            }
             let corner = tile(ofID: first + position)!
             let side = 1 << k
             let x = (corner.x >> k) << k, y = (corner.y >> k) << k
@@ -367,11 +379,17 @@ public struct PMTilesHeader: Hashable, Sendable {
     init(decoding bytes: UnsafeRawBufferPointer) throws(PMTilesFormat.DirectoryFault) {
         func u64(_ at: Int) -> UInt64 { UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: at, as: UInt64.self)) }
         func i32(_ at: Int) -> Int32 { Int32(littleEndian: bytes.loadUnaligned(fromByteOffset: at, as: Int32.self)) }
-        rootOffset = u64(8); rootLength = u64(16)
-        metadataOffset = u64(24); metadataLength = u64(32)
-        leafOffset = u64(40); leafLength = u64(48)
-        tileDataOffset = u64(56); tileDataLength = u64(64)
-        addressedTiles = u64(72); tileEntries = u64(80); tileContents = u64(88)
+        rootOffset = u64(8)
+        rootLength = u64(16)
+        metadataOffset = u64(24)
+        metadataLength = u64(32)
+        leafOffset = u64(40)
+        leafLength = u64(48)
+        tileDataOffset = u64(56)
+        tileDataLength = u64(64)
+        addressedTiles = u64(72)
+        tileEntries = u64(80)
+        tileContents = u64(88)
         guard bytes[96] <= 1 else { throw .init("clustered byte is \(bytes[96]), not 0 or 1") }
         clustered = bytes[96] == 1
         guard let directories = PMTilesFormat.Compression(rawValue: bytes[97]) else {
@@ -383,27 +401,45 @@ public struct PMTilesHeader: Hashable, Sendable {
         internalCompression = directories
         tileCompression = tiles
         tileType = PMTilesFormat.TileType(rawValue: bytes[99])
-        minZoom = bytes[100]; maxZoom = bytes[101]
-        minLonE7 = i32(102); minLatE7 = i32(106); maxLonE7 = i32(110); maxLatE7 = i32(114)
+        minZoom = bytes[100]
+        maxZoom = bytes[101]
+        minLonE7 = i32(102)
+        minLatE7 = i32(106)
+        maxLonE7 = i32(110)
+        maxLatE7 = i32(114)
         centerZoom = bytes[118]
-        centerLonE7 = i32(119); centerLatE7 = i32(123)
+        centerLonE7 = i32(119)
+        centerLatE7 = i32(123)
     }
 
     /// The 127 header bytes.
     public func encoded() -> [UInt8] {
         var bytes = PMTilesFormat.magic + [PMTilesFormat.version]
         func put<T: FixedWidthInteger>(_ value: T) { withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) } }
-        put(rootOffset); put(rootLength); put(metadataOffset); put(metadataLength)
-        put(leafOffset); put(leafLength); put(tileDataOffset); put(tileDataLength)
-        put(addressedTiles); put(tileEntries); put(tileContents)
+        put(rootOffset)
+        put(rootLength)
+        put(metadataOffset)
+        put(metadataLength)
+        put(leafOffset)
+        put(leafLength)
+        put(tileDataOffset)
+        put(tileDataLength)
+        put(addressedTiles)
+        put(tileEntries)
+        put(tileContents)
         bytes.append(clustered ? 1 : 0)
         bytes.append(internalCompression.rawValue)
         bytes.append(tileCompression.rawValue)
         bytes.append(tileType.rawValue)
-        bytes.append(minZoom); bytes.append(maxZoom)
-        put(minLonE7); put(minLatE7); put(maxLonE7); put(maxLatE7)
+        bytes.append(minZoom)
+        bytes.append(maxZoom)
+        put(minLonE7)
+        put(minLatE7)
+        put(maxLonE7)
+        put(maxLatE7)
         bytes.append(centerZoom)
-        put(centerLonE7); put(centerLatE7)
+        put(centerLonE7)
+        put(centerLatE7)
         assert(bytes.count == PMTilesFormat.headerLength)
         return bytes
     }

@@ -22,8 +22,9 @@ enum PMTilesMetadata {
         }
         if let text = metadata.json {
             if let data = text.data(using: .utf8),
-               var inner = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any],
-               liftedKeys.allSatisfy({ object[$0] == nil }) {
+                var inner = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any],
+                liftedKeys.allSatisfy({ object[$0] == nil })
+            {
                 for key in liftedKeys {
                     if let value = inner.removeValue(forKey: key) { object[key] = value }
                 }
@@ -35,7 +36,8 @@ enum PMTilesMetadata {
             }
         }
         // Sorted keys: the same metadata always gives the same bytes.
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
+        let data =
+            (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
         return Array(data)
     }
 
@@ -55,12 +57,15 @@ enum PMTilesMetadata {
                 lifted[key] = value
             } else if let text = value as? String {
                 if key == TileMetadata.Key.json, let data = text.data(using: .utf8),
-                   let inner = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] {
+                    let inner = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
+                {
                     json = inner
                 } else {
                     metadata[key] = text
                 }
-            } else if let data = try? JSONSerialization.data(withJSONObject: value, options: [.sortedKeys, .fragmentsAllowed, .withoutEscapingSlashes]) {
+            } else if let data = try? JSONSerialization.data(
+                withJSONObject: value, options: [.sortedKeys, .fragmentsAllowed, .withoutEscapingSlashes])
+            {
                 metadata[key] = String(decoding: data, as: UTF8.self)
             }
         }
@@ -81,15 +86,19 @@ enum PMTilesMetadata {
         func degrees(_ e7: Int32) -> Double { Double(e7) / 1e7 }
         if metadata[TileMetadata.Key.minZoom] == nil { metadata.setMinZoom(Int(header.minZoom)) }
         if metadata[TileMetadata.Key.maxZoom] == nil { metadata.setMaxZoom(Int(header.maxZoom)) }
-        let box = GeoBoundingBox(west: degrees(header.minLonE7), south: degrees(header.minLatE7),
-                                 east: degrees(header.maxLonE7), north: degrees(header.maxLatE7))
+        let box = GeoBoundingBox(
+            west: degrees(header.minLonE7), south: degrees(header.minLatE7),
+            east: degrees(header.maxLonE7), north: degrees(header.maxLatE7))
         if metadata[TileMetadata.Key.bounds] == nil, box.west >= -180, box.east <= 180, box.south >= -90, box.north <= 90,
-           box.south <= box.north, box.west < box.east {
+            box.south <= box.north, box.west < box.east
+        {
             metadata.setBounds(box)
         }
         if metadata[TileMetadata.Key.center] == nil, abs(degrees(header.centerLonE7)) <= 180, abs(degrees(header.centerLatE7)) <= 90,
-           Int(header.centerZoom) <= TileCoordinate.maximumZoom, metadata[TileMetadata.Key.bounds] != nil {
-            metadata.setCenter(GeoCoordinate(latitude: degrees(header.centerLatE7), longitude: degrees(header.centerLonE7)), zoom: Int(header.centerZoom))
+            Int(header.centerZoom) <= TileCoordinate.maximumZoom, metadata[TileMetadata.Key.bounds] != nil
+        {
+            metadata.setCenter(
+                GeoCoordinate(latitude: degrees(header.centerLatE7), longitude: degrees(header.centerLonE7)), zoom: Int(header.centerZoom))
         }
         if metadata[TileMetadata.Key.format] == nil, let format = header.tileType.tileFormat {
             metadata.setFormat(format)

@@ -59,7 +59,8 @@ public final class PMTilesWriter {
         let fd = open(spoolPath, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
             let code = errno
-            throw TileArchiveError(path: destination, fault: .io(errno: code, reason: "create \(spoolPath): \(String(cString: strerror(code)))"))
+            throw TileArchiveError(
+                path: destination, fault: .io(errno: code, reason: "create \(spoolPath): \(String(cString: strerror(code)))"))
         }
         unlink(spoolPath)
         spool = fd
@@ -73,9 +74,13 @@ public final class PMTilesWriter {
     /// Adds one tile (XYZ); its bytes are copied.
     public func addTile(at tile: TileCoordinate, bytes: UnsafeRawBufferPointer) throws(TileArchiveError) {
         guard !finished else { throw TileArchiveError(path: destination, fault: .io(errno: 0, reason: "the writer is already finished")) }
-        guard bytes.count > 0 else { throw TileArchiveError(path: destination, fault: .invalidTile(tile: tile, reason: "an empty tile (PMTiles entries have a length above zero)")) }
+        guard bytes.count > 0 else {
+            throw TileArchiveError(
+                path: destination, fault: .invalidTile(tile: tile, reason: "an empty tile (PMTiles entries have a length above zero)"))
+        }
         guard bytes.count <= PMTilesFormat.maximumTileLength else {
-            throw TileArchiveError(path: destination, fault: .tileTooLarge(tile: tile, size: bytes.count, limit: PMTilesFormat.maximumTileLength))
+            throw TileArchiveError(
+                path: destination, fault: .tileTooLarge(tile: tile, size: bytes.count, limit: PMTilesFormat.maximumTileLength))
         }
         if let format = TileFormat.sniff(bytes) { formats[format, default: 0] += 1 }
         if TileFormat.isGzip(bytes) { gzipTiles += 1 }
@@ -124,7 +129,8 @@ public final class PMTilesWriter {
     }
 
     /// Reads a spooled content into `compare` and calls `body` with it.
-    private func withSpooled<R>(_ index: Int, _ body: (UnsafeRawBufferPointer) throws(TileArchiveError) -> R) throws(TileArchiveError) -> R {
+    private func withSpooled<R>(_ index: Int, _ body: (UnsafeRawBufferPointer) throws(TileArchiveError) -> R) throws(TileArchiveError) -> R
+    {
         let content = contents[index]
         let length = Int(content.length)
         if content.spoolOffset >= spoolFlushed {
@@ -136,7 +142,9 @@ public final class PMTilesWriter {
         if compare.count < length { compare = [UInt8](repeating: 0, count: length) }
         var done = 0
         while done < length {
-            let n = compare.withUnsafeMutableBytes { pread(spool, $0.baseAddress! + done, length - done, off_t(content.spoolOffset + done)) }
+            let n = compare.withUnsafeMutableBytes {
+                pread(spool, $0.baseAddress! + done, length - done, off_t(content.spoolOffset + done))
+            }
             if n < 0, errno == EINTR { continue }
             guard n > 0 else { throw ioError("read spool") }
             done += n
@@ -191,11 +199,13 @@ public final class PMTilesWriter {
                 order.append(content)
             }
             if var last = entries.last, last.tileID + UInt64(last.runLength) == tile.tileID, last.offset == placed[content],
-               last.runLength < UInt32.max {
+                last.runLength < UInt32.max
+            {
                 last.runLength += 1
                 entries[entries.count - 1] = last
             } else {
-                entries.append(PMTilesFormat.Entry(tileID: tile.tileID, offset: placed[content], length: contents[content].length, runLength: 1))
+                entries.append(
+                    PMTilesFormat.Entry(tileID: tile.tileID, offset: placed[content], length: contents[content].length, runLength: 1))
             }
         }
 
@@ -205,7 +215,8 @@ public final class PMTilesWriter {
         header.internalCompression = .gzip
         let tileType = resolvedTileType()
         header.tileType = tileType
-        header.tileCompression = tileType == .mvt ? (gzipTiles == tiles.count && !tiles.isEmpty ? .gzip : (gzipTiles == 0 ? .none : .unknown)) : .none
+        header.tileCompression =
+            tileType == .mvt ? (gzipTiles == tiles.count && !tiles.isEmpty ? .gzip : (gzipTiles == 0 ? .none : .unknown)) : .none
         header.addressedTiles = UInt64(tiles.count)
         header.tileEntries = UInt64(entries.count)
         header.tileContents = UInt64(contents.count)
@@ -217,7 +228,9 @@ public final class PMTilesWriter {
 
         let metadataBytes = Gzip.compress(PMTilesMetadata.encode(metadata))
         guard metadataBytes.count <= PMTilesFormat.maximumMetadataLength else {
-            throw TileArchiveError(path: destination, fault: .invalidMetadata("the metadata is over the limit of \(PMTilesFormat.maximumMetadataLength) bytes"))
+            throw TileArchiveError(
+                path: destination, fault: .invalidMetadata("the metadata is over the limit of \(PMTilesFormat.maximumMetadataLength) bytes")
+            )
         }
         header.rootOffset = UInt64(PMTilesFormat.headerLength)
         header.rootLength = UInt64(root.count)
@@ -244,8 +257,9 @@ public final class PMTilesWriter {
         guard out.position == fileLength else {
             throw TileArchiveError(path: destination, fault: .io(errno: 0, reason: "wrote \(out.position) bytes, planned \(fileLength)"))
         }
-        return Summary(addressedTiles: tiles.count, tileEntries: entries.count, tileContents: contents.count,
-                       leafDirectories: leafCount, fileLength: fileLength, header: header)
+        return Summary(
+            addressedTiles: tiles.count, tileEntries: entries.count, tileContents: contents.count,
+            leafDirectories: leafCount, fileLength: fileLength, header: header)
     }
 
     /// The tile type: the metadata's `format` when it names one, else the tiles' most common format.
@@ -266,14 +280,19 @@ public final class PMTilesWriter {
             var minX = Int.max, maxX = Int.min, minY = Int.max, maxY = Int.min
             for entry in tiles.reversed() {
                 guard let tile = PMTilesFormat.tile(ofID: entry.tileID), tile.zoom == PMTilesFormat.zoom(ofID: last.tileID) else { break }
-                minX = min(minX, tile.x); maxX = max(maxX, tile.x); minY = min(minY, tile.y); maxY = max(maxY, tile.y)
+                minX = min(minX, tile.x)
+                maxX = max(maxX, tile.x)
+                minY = min(minY, tile.y)
+                maxY = max(maxY, tile.y)
             }
             let level = TileContentSummary.Level(zoom: maxZoom, tileCount: 0, minX: minX, maxX: maxX, minY: minY, maxY: maxY)
             box = level.extent
         }
         let bounds = box ?? GeoBoundingBox(west: -180, south: -85.0511287, east: 180, north: 85.0511287)
-        header.minLonE7 = e7(bounds.west); header.minLatE7 = e7(bounds.south)
-        header.maxLonE7 = e7(bounds.east); header.maxLatE7 = e7(bounds.north)
+        header.minLonE7 = e7(bounds.west)
+        header.minLatE7 = e7(bounds.south)
+        header.maxLonE7 = e7(bounds.east)
+        header.maxLatE7 = e7(bounds.north)
         if let center = (try? metadata.center) ?? nil {
             header.centerLonE7 = e7(center.coordinate.longitude)
             header.centerLatE7 = e7(center.coordinate.latitude)
@@ -300,7 +319,9 @@ public final class PMTilesWriter {
             while start < entries.count {
                 let end = min(entries.count, start + leafSize)
                 let leaf = Gzip.compress(PMTilesFormat.encodeDirectory(Array(entries[start..<end])))
-                rootEntries.append(PMTilesFormat.Entry(tileID: entries[start].tileID, offset: UInt64(leaves.count), length: UInt32(leaf.count), runLength: 0))
+                rootEntries.append(
+                    PMTilesFormat.Entry(
+                        tileID: entries[start].tileID, offset: UInt64(leaves.count), length: UInt32(leaf.count), runLength: 0))
                 leaves += leaf
                 start = end
             }

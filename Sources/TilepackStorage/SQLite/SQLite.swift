@@ -1,5 +1,5 @@
-import Foundation
 internal import CTilepackSQLite
+import Foundation
 import TilepackCore
 
 /// SQLite's "copy the value now" destructor (`SQLITE_TRANSIENT`, a macro Swift cannot import).
@@ -41,8 +41,10 @@ package final class SQLiteConnection {
     /// - Parameters:
     ///   - stepTimeLimit: seconds one `sqlite3_step` may run before it is interrupted.
     ///   - workLimit: virtual-machine instructions one query may run (with `stepTimeLimit`).
-    package init(filename: String, archivePath: String, readOnly: Bool, uri: Bool, create: Bool = false,
-         stepTimeLimit: Double? = nil, workLimit: Int = .max) throws(TileArchiveError) {
+    package init(
+        filename: String, archivePath: String, readOnly: Bool, uri: Bool, create: Bool = false,
+        stepTimeLimit: Double? = nil, workLimit: Int = .max
+    ) throws(TileArchiveError) {
         var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_PRIVATECACHE
         flags |= readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE
         if create { flags |= SQLITE_OPEN_CREATE }
@@ -61,26 +63,28 @@ package final class SQLiteConnection {
             let watchdog = UnsafeMutablePointer<Watchdog>.allocate(capacity: 1)
             watchdog.initialize(to: Watchdog(limit: stepTimeLimit, startedAt: 0, workLimit: workLimit, work: 0, tripped: .none))
             self.watchdog = watchdog
-            sqlite3_progress_handler(db, Self.progressInterval, { context in
-                guard let watchdog = context?.assumingMemoryBound(to: Watchdog.self) else { return 0 }
-                watchdog.pointee.work &+= Int(SQLiteConnection.progressInterval)
-                if watchdog.pointee.work > watchdog.pointee.workLimit {
-                    watchdog.pointee.tripped = .work
-                    return 1
-                }
-                var ts = timespec()
-                clock_gettime(CLOCK_MONOTONIC, &ts)
-                let now = Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-                if watchdog.pointee.startedAt == 0 {
-                    watchdog.pointee.startedAt = now
+            sqlite3_progress_handler(
+                db, Self.progressInterval,
+                { context in
+                    guard let watchdog = context?.assumingMemoryBound(to: Watchdog.self) else { return 0 }
+                    watchdog.pointee.work &+= Int(SQLiteConnection.progressInterval)
+                    if watchdog.pointee.work > watchdog.pointee.workLimit {
+                        watchdog.pointee.tripped = .work
+                        return 1
+                    }
+                    var ts = timespec()
+                    clock_gettime(CLOCK_MONOTONIC, &ts)
+                    let now = Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+                    if watchdog.pointee.startedAt == 0 {
+                        watchdog.pointee.startedAt = now
+                        return 0
+                    }
+                    if now - watchdog.pointee.startedAt > watchdog.pointee.limit {
+                        watchdog.pointee.tripped = .time
+                        return 1
+                    }
                     return 0
-                }
-                if now - watchdog.pointee.startedAt > watchdog.pointee.limit {
-                    watchdog.pointee.tripped = .time
-                    return 1
-                }
-                return 0
-            }, UnsafeMutableRawPointer(watchdog))
+                }, UnsafeMutableRawPointer(watchdog))
         } else {
             watchdog = nil
         }
@@ -134,15 +138,21 @@ package final class SQLiteConnection {
 
     func error(code: Int32, context: String) -> TileArchiveError {
         if code & 0xFF == SQLITE_INTERRUPT, let watchdog {
-            let what = switch watchdog.pointee.tripped {
-            case .work: "a query ran over its work limit of \(watchdog.pointee.workLimit) SQLite instructions (10^9 + 64 per byte of the file)"
-            case .time, .none: "one step of a query ran over its time limit of \(Int(watchdog.pointee.limit)) s"
-            }
-            return TileArchiveError(path: archivePath, fault: .database(
-                code: code, message: "stopped: \(what) (during \(context)); the file's schema may be hostile (an endless view or trigger)"))
+            let what =
+                switch watchdog.pointee.tripped {
+                case .work:
+                    "a query ran over its work limit of \(watchdog.pointee.workLimit) SQLite instructions (10^9 + 64 per byte of the file)"
+                case .time, .none: "one step of a query ran over its time limit of \(Int(watchdog.pointee.limit)) s"
+                }
+            return TileArchiveError(
+                path: archivePath,
+                fault: .database(
+                    code: code,
+                    message: "stopped: \(what) (during \(context)); the file's schema may be hostile (an endless view or trigger)"))
         }
-        return Self.error(code: code, message: String(cString: sqlite3_errmsg(handle)), systemErrno: sqlite3_system_errno(handle),
-                          path: archivePath, context: context)
+        return Self.error(
+            code: code, message: String(cString: sqlite3_errmsg(handle)), systemErrno: sqlite3_system_errno(handle),
+            path: archivePath, context: context)
     }
 
     /// Maps an SQLite result code to the archive fault that describes it.
@@ -160,7 +170,9 @@ package final class SQLiteConnection {
             let reason = systemErrno != 0 ? "\(message): \(String(cString: strerror(systemErrno)))" : message
             fault = .io(errno: systemErrno, reason: "\(reason) (SQLite code \(code), during \(context))")
         case SQLITE_INTERRUPT:
-            fault = .database(code: code, message: "stopped: one step of a query ran over its time limit (during \(context)); the file's schema may be hostile")
+            fault = .database(
+                code: code,
+                message: "stopped: one step of a query ran over its time limit (during \(context)); the file's schema may be hostile")
         case SQLITE_FULL:
             fault = .io(errno: ENOSPC, reason: "\(message) (during \(context))")
         default:
@@ -211,7 +223,8 @@ package final class SQLiteStatement {
     @inline(__always)
     package func bind(_ index: Int32, blobNoCopy bytes: UnsafeRawBufferPointer) throws(TileArchiveError) {
         guard bytes.count <= Int(Int32.max) else {
-            throw TileArchiveError(path: connection.archivePath, fault: .invalidRow("a blob of \(bytes.count) bytes is larger than SQLite stores"))
+            throw TileArchiveError(
+                path: connection.archivePath, fault: .invalidRow("a blob of \(bytes.count) bytes is larger than SQLite stores"))
         }
         // A zero-length blob needs a non-NULL pointer, or SQLite stores NULL.
         let pointer = bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1)

@@ -146,7 +146,9 @@ package struct RequestHead: Sendable, Equatable {
                     connectionClose = connectionClose || options.close
                     connectionKeepAlive = connectionKeepAlive || options.keepAlive
                 case .contentLength:
-                    guard let length = HTTP1Syntax.decimal(bytes, value) else { throw Failure(400, "a Content-Length that is not a number") }
+                    guard let length = HTTP1Syntax.decimal(bytes, value) else {
+                        throw Failure(400, "a Content-Length that is not a number")
+                    }
                     guard contentLength == nil || contentLength == length else { throw Failure(400, "two different Content-Lengths") }
                     contentLength = length
                 case .transferEncoding:
@@ -169,7 +171,8 @@ package struct RequestHead: Sendable, Equatable {
         /// `method SP request-target SP HTTP-version` (RFC 9112 §3).
         func parseRequestLine(_ line: Range<Int>) throws(Failure) -> RequestHead {
             guard let firstSpace = line.first(where: { bytes[$0] == 0x20 }),
-                  let lastSpace = line.last(where: { bytes[$0] == 0x20 }), lastSpace > firstSpace + 1 else {
+                let lastSpace = line.last(where: { bytes[$0] == 0x20 }), lastSpace > firstSpace + 1
+            else {
                 throw Failure(400, "a request line that is not 'method target version'")
             }
             let methodBytes = line.lowerBound..<firstSpace, targetBytes = (firstSpace + 1)..<lastSpace
@@ -184,18 +187,26 @@ package struct RequestHead: Sendable, Equatable {
             let minor: Int
             let version = versionBytes.map { bytes[$0] }
             if version.count == 8, version.starts(with: Array("HTTP/".utf8)), version[6] == UInt8(ascii: "."),
-               version[5] >= 0x30, version[5] <= 0x39, version[7] >= 0x30, version[7] <= 0x39 {
-                guard version[5] == UInt8(ascii: "1") else { throw Failure(505, "HTTP/\(version[5] - 0x30) is not supported: use HTTP/1.1") }
+                version[5] >= 0x30, version[5] <= 0x39, version[7] >= 0x30, version[7] <= 0x39
+            {
+                guard version[5] == UInt8(ascii: "1") else {
+                    throw Failure(505, "HTTP/\(version[5] - 0x30) is not supported: use HTTP/1.1")
+                }
                 minor = version[7] == UInt8(ascii: "0") ? 0 : 1
             } else {
                 throw Failure(400, "a request line without an HTTP/1.x version")
             }
 
             let method: Method
-            if HTTP1Syntax.equals(bytes, methodBytes, "GET") { method = .get }
-            else if HTTP1Syntax.equals(bytes, methodBytes, "HEAD") { method = .head }
-            else if HTTP1Syntax.equals(bytes, methodBytes, "OPTIONS") { method = .options }
-            else { method = .other(string(methodBytes)) }
+            if HTTP1Syntax.equals(bytes, methodBytes, "GET") {
+                method = .get
+            } else if HTTP1Syntax.equals(bytes, methodBytes, "HEAD") {
+                method = .head
+            } else if HTTP1Syntax.equals(bytes, methodBytes, "OPTIONS") {
+                method = .options
+            } else {
+                method = .other(string(methodBytes))
+            }
 
             // An absolute-form target (RFC 9112 §3.2.2): its authority replaces Host, its path is the target.
             var target = string(targetBytes)
@@ -219,7 +230,10 @@ package struct RequestHead: Sendable, Equatable {
             field = field.map { $0 + ", " + value } ?? value
         }
 
-        enum Field { case host, acceptEncoding, ifNoneMatch, authorization, origin, accessControlRequestMethod, connection, contentLength, transferEncoding }
+        enum Field {
+            case host, acceptEncoding, ifNoneMatch, authorization, origin, accessControlRequestMethod, connection, contentLength,
+                transferEncoding
+        }
 
         static let fields: [(String, Field)] = [
             ("host", .host), ("accept-encoding", .acceptEncoding), ("if-none-match", .ifNoneMatch),

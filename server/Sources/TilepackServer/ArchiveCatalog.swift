@@ -91,7 +91,7 @@ final class ArchiveSlot: Sendable {
         let now = current
         if now !== old { return now }
         guard case .success(let identity) = FileIdentity.of(path: path), identity != old.identity,
-              let generation = try? ArchiveGeneration.open(name: name, path: path)
+            let generation = try? ArchiveGeneration.open(name: name, path: path)
         else { return nil }
         return status.withLock { status in
             // Another request or the watcher may have swapped meanwhile: keep the first one in.
@@ -121,11 +121,18 @@ final class ArchiveSlot: Sendable {
         switch FileIdentity.of(path: path) {
         case .failure(let error):
             let problem = "\(path): cannot be read now (\(error)); serving the version opened before"
-            status.withLock { $0.problem = problem; $0.pendingIdentity = nil }
+            status.withLock {
+                $0.problem = problem
+                $0.pendingIdentity = nil
+            }
             return snapshot.problem == problem ? .unchanged : .failed(problem)
         case .success(let identity):
             if identity == snapshot.generation.identity {
-                status.withLock { $0.pendingIdentity = nil; $0.problem = nil; $0.failedIdentity = nil }
+                status.withLock {
+                    $0.pendingIdentity = nil
+                    $0.problem = nil
+                    $0.failedIdentity = nil
+                }
                 return .unchanged
             }
             if identity == snapshot.failedIdentity { return .unchanged }
@@ -145,7 +152,11 @@ final class ArchiveSlot: Sendable {
                 return .reloaded
             } catch {
                 let problem = "\(error.message); serving the version opened before"
-                status.withLock { $0.failedIdentity = identity; $0.pendingIdentity = nil; $0.problem = problem }
+                status.withLock {
+                    $0.failedIdentity = identity
+                    $0.pendingIdentity = nil
+                    $0.problem = problem
+                }
                 return .failed(problem)
             }
         }

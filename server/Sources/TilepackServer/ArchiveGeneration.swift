@@ -19,8 +19,10 @@ extension FileVersion {
     /// 64 bits standing for the identity (FNV-1a), for ETags that must change with the file.
     var hash: UInt64 {
         var value: UInt64 = 0xCBF2_9CE4_8422_2325
-        let words = [device, inode, UInt64(bitPattern: size), UInt64(bitPattern: modifiedSeconds), UInt64(bitPattern: modifiedNanoseconds),
-                     UInt64(bitPattern: changedSeconds), UInt64(bitPattern: changedNanoseconds)]
+        let words = [
+            device, inode, UInt64(bitPattern: size), UInt64(bitPattern: modifiedSeconds), UInt64(bitPattern: modifiedNanoseconds),
+            UInt64(bitPattern: changedSeconds), UInt64(bitPattern: changedNanoseconds),
+        ]
         for word in words {
             for shift in stride(from: 0, to: 64, by: 8) {
                 value = (value ^ ((word >> UInt64(shift)) & 0xFF)) &* 0x100_0000_01B3
@@ -129,7 +131,8 @@ final class ArchiveGeneration: Sendable, AtomicReference {
             // archive"), so SQLite may skip its per-query locks and journal checks (`immutable`):
             // two `fcntl` and three `stat` calls less per tile. Not memory-mapped, so that a file
             // truncated in place against that rule gives read errors, not SIGBUS.
-            let archive = try openTileArchive(path: pinned, bundleAccess: .positionalReads, mbtiles: MBTilesOpenOptions(immutable: true, memoryMapSize: 0))
+            let archive = try openTileArchive(
+                path: pinned, bundleAccess: .positionalReads, mbtiles: MBTilesOpenOptions(immutable: true, memoryMapSize: 0))
             return try ArchiveGeneration(name: name, path: path, archive: archive, identity: FileIdentity(info), descriptor: descriptor)
         } catch let error as TileArchiveError {
             close(descriptor)
@@ -184,9 +187,12 @@ final class ArchiveGeneration: Sendable, AtomicReference {
     /// Whether `fileExtension` is one of ``extensions``, ignoring ASCII case (an archive of no
     /// known format takes any).
     func allowsExtension(_ fileExtension: Substring) -> Bool {
-        extensions.isEmpty || extensions.contains { allowed in
-            allowed.utf8.count == fileExtension.utf8.count
-                && zip(allowed.utf8, fileExtension.utf8).allSatisfy { lower, byte in (byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte) == lower }
-        }
+        extensions.isEmpty
+            || extensions.contains { allowed in
+                allowed.utf8.count == fileExtension.utf8.count
+                    && zip(allowed.utf8, fileExtension.utf8).allSatisfy { lower, byte in
+                        (byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte) == lower
+                    }
+            }
     }
 }

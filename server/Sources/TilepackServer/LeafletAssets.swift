@@ -20,8 +20,8 @@ struct LeafletAssets: Sendable {
         func read(_ relative: String, _ type: String) {
             let path = folder + "/" + relative
             guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
-                  let size = attributes[.size] as? Int, size <= Self.maximumFileSize,
-                  let data = FileManager.default.contents(atPath: path)
+                let size = attributes[.size] as? Int, size <= Self.maximumFileSize,
+                let data = FileManager.default.contents(atPath: path)
             else { return }
             files[relative] = (type, [UInt8](data))
         }
@@ -33,7 +33,8 @@ struct LeafletAssets: Sendable {
         }
         self.files = files
         if files["leaflet.js"] == nil || files["leaflet.css"] == nil {
-            problem = "Leaflet was not found in \(folder) (leaflet.js and leaflet.css): install Debian's libjs-leaflet "
+            problem =
+                "Leaflet was not found in \(folder) (leaflet.js and leaflet.css): install Debian's libjs-leaflet "
                 + "(apt-get install libjs-leaflet, or bash .ci/run --deps-only) or pass --leaflet-path FOLDER."
         } else {
             problem = nil

@@ -69,7 +69,7 @@ enum Route: Equatable, Sendable {
         case 4 where !Self.isUnderscore(segments[0]):
             let last = segments[3]
             guard let dot = last.utf8.lastIndex(of: UInt8(ascii: ".")),
-                  let zoom = Self.number(segments[1]), let x = Self.number(segments[2]), let y = Self.number(last[..<dot])
+                let zoom = Self.number(segments[1]), let x = Self.number(segments[2]), let y = Self.number(last[..<dot])
             else {
                 self = .notFound("not a tile path: tiles are /{name}/{z}/{x}/{y}.{extension}")
                 return
@@ -92,7 +92,10 @@ enum Route: Equatable, Sendable {
             var index = 1
             while index < bytes.count {
                 let byte = bytes[index]
-                if byte == UInt8(ascii: "?") { end = index; break }
+                if byte == UInt8(ascii: "?") {
+                    end = index
+                    break
+                }
                 if byte == UInt8(ascii: "%") { return nil }
                 if byte == UInt8(ascii: "/") {
                     switch count {
@@ -116,7 +119,8 @@ enum Route: Equatable, Sendable {
         }
         let name = part(1, first)
         guard !isUnderscore(name), let zoom = number(part(first + 1, second)), let x = number(part(second + 1, third)),
-              let y = number(part(third + 1, dot)) else { return nil }
+            let y = number(part(third + 1, dot))
+        else { return nil }
         return .tile(name: name, zoom: zoom, x: x, y: y, fileExtension: part(dot + 1, end))
     }
 

@@ -33,12 +33,14 @@ final class ServerMetrics: Sendable {
 
     /// Counts one answered request.
     func record(status: Int, bodyBytes: Int, nanoseconds: Int64) {
-        let counter = knownStatuses[status] ?? otherStatuses.withLock { counters in
-            if let counter = counters[status] { return counter }
-            let counter = CoreMetrics.Counter(label: Self.requestsLabel, dimensions: [("status", String(status))], factory: factory)
-            counters[status] = counter
-            return counter
-        }
+        let counter =
+            knownStatuses[status]
+            ?? otherStatuses.withLock { counters in
+                if let counter = counters[status] { return counter }
+                let counter = CoreMetrics.Counter(label: Self.requestsLabel, dimensions: [("status", String(status))], factory: factory)
+                counters[status] = counter
+                return counter
+            }
         counter.increment()
         if bodyBytes > 0 { bytes.increment(by: bodyBytes) }
         latency.record(nanoseconds: nanoseconds)

@@ -4,6 +4,7 @@ import HummingbirdCore
 import Logging
 import NIOCore
 import TilepackRequestHead
+
 @_spi(HTTP1) import enum TilepackHTTP.HTTP1Syntax
 
 /// A connection of `tilepack serve`: HTTP/1.1 on Hummingbird's server core (binding, the
@@ -29,8 +30,9 @@ struct TileChannel: ServerChildChannel {
         channel.eventLoop.makeCompletedFuture {
             // One handler: bytes in, answers out. Parsing, pipelining order, keep-alive, idle
             // and header timeouts, quiescing, errors and back-pressure are its rules, in one place.
-            try channel.pipeline.syncOperations.addHandler(TileRequestHandler(
-                service: service, idleTimeout: idleTimeout, headerTimeout: headerTimeout, connections: connections))
+            try channel.pipeline.syncOperations.addHandler(
+                TileRequestHandler(
+                    service: service, idleTimeout: idleTimeout, headerTimeout: headerTimeout, connections: connections))
             return Value(channel: channel)
         }
     }
@@ -126,7 +128,8 @@ final class TileRequestHandler: ChannelDuplexHandler, RemovableChannelHandler {
         // once a head can have ended in the new ones (a fresh read is parsed at once: no rescan).
         while !closing, bytes.readableBytes > 0 {
             let ended = searched == 0 || bytes.withUnsafeReadableBytes { HTTP1Syntax.endOfHead($0, after: searched) != nil }
-            let parse = ended || bytes.readableBytes >= RequestHead.maximumSize
+            let parse =
+                ended || bytes.readableBytes >= RequestHead.maximumSize
                 ? bytes.withUnsafeReadableBytes { RequestHead.parse($0) } : .incomplete
             searched = 0
             switch parse {
@@ -238,9 +241,10 @@ final class TileRequestHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private static func writeField(_ name: String, _ value: String, into buffer: inout ByteBuffer) {
         buffer.writeString(name)
         buffer.writeStaticString(": ")
-        let clean = value.utf8.withContiguousStorageIfAvailable { bytes in
-            bytes.allSatisfy { $0 >= 0x20 && $0 != 0x7F || $0 == 0x09 }
-        } ?? value.utf8.allSatisfy { $0 >= 0x20 && $0 != 0x7F || $0 == 0x09 }
+        let clean =
+            value.utf8.withContiguousStorageIfAvailable { bytes in
+                bytes.allSatisfy { $0 >= 0x20 && $0 != 0x7F || $0 == 0x09 }
+            } ?? value.utf8.allSatisfy { $0 >= 0x20 && $0 != 0x7F || $0 == 0x09 }
         if clean {
             buffer.writeString(value)
         } else {
@@ -354,7 +358,10 @@ final class TileRequestHandler: ChannelDuplexHandler, RemovableChannelHandler {
                 // A head still arriving at its deadline (nginx's client_header_timeout): 408.
                 idleCheck = nil
                 checkAt = .distantFuture
-                refuse(status: 408, reason: "the request head did not arrive within \(String(format: "%g", Double(headerTimeout.nanoseconds) / 1e9)) s", context: context)
+                refuse(
+                    status: 408,
+                    reason: "the request head did not arrive within \(String(format: "%g", Double(headerTimeout.nanoseconds) / 1e9)) s",
+                    context: context)
                 return
             }
             let due = lastRead + idleTimeout

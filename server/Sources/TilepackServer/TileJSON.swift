@@ -13,7 +13,10 @@ enum TileJSON {
     static func center(_ generation: ArchiveGeneration) -> (longitude: Double, latitude: Double, zoom: Int) {
         let zooms = generation.zooms ?? 0...0
         if let value = try? generation.metadata.center {
-            return (value.coordinate.longitude, value.coordinate.latitude, min(max(value.zoom ?? zooms.lowerBound, zooms.lowerBound), zooms.upperBound))
+            return (
+                value.coordinate.longitude, value.coordinate.latitude,
+                min(max(value.zoom ?? zooms.lowerBound, zooms.lowerBound), zooms.upperBound)
+            )
         }
         let box = generation.bounds
         var longitude = (box.west + box.east) / 2
@@ -24,7 +27,7 @@ enum TileJSON {
     /// The `vector_layers` of the metadata's `json` value, if it has them.
     static func vectorLayers(_ generation: ArchiveGeneration) -> [Any]? {
         guard let text = generation.metadata.json, let data = text.data(using: .utf8),
-              let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+            let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
         else { return nil }
         return object["vector_layers"] as? [Any]
     }
@@ -54,7 +57,8 @@ enum TileJSON {
             // Required by TileJSON 3.0.0 for vector tiles; the archive does not say which layers it has.
             document["vector_layers"] = [Any]()
         }
-        let data = (try? JSONSerialization.data(withJSONObject: document, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
+        let data =
+            (try? JSONSerialization.data(withJSONObject: document, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
         return [UInt8](data)
     }
 }

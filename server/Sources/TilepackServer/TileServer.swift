@@ -74,8 +74,9 @@ public final class TileServer: Sendable {
         let watcher = ArchiveWatcher(service: service, interval: options.reloadInterval, log: log)
         watcher.start()
         defer { watcher.stop() }
-        let group = ServiceGroup(configuration: ServiceGroupConfiguration(
-            services: [server], gracefulShutdownSignals: handlingSignals ? [.sigterm, .sigint] : [], logger: logger))
+        let group = ServiceGroup(
+            configuration: ServiceGroupConfiguration(
+                services: [server], gracefulShutdownSignals: handlingSignals ? [.sigterm, .sigint] : [], logger: logger))
         self.group.withLock { $0 = group }
         do {
             try await group.run()
@@ -91,9 +92,11 @@ public final class TileServer: Sendable {
         let address = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
         switch (error as? IOError)?.errnoCode {
         case EADDRINUSE?:
-            return TileServerError("cannot listen on \(address): the port is in use (another server?); choose another with --port (--port 0 picks a free one)")
+            return TileServerError(
+                "cannot listen on \(address): the port is in use (another server?); choose another with --port (--port 0 picks a free one)")
         case EACCES?:
-            return TileServerError("cannot listen on \(address): permission denied (ports below 1024 need privileges); choose another with --port")
+            return TileServerError(
+                "cannot listen on \(address): permission denied (ports below 1024 need privileges); choose another with --port")
         case EADDRNOTAVAIL?:
             return TileServerError("cannot listen on \(address): the address is not one of this machine's; check --host")
         default:

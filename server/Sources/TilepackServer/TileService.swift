@@ -121,7 +121,8 @@ final class TileService: Sendable {
         // An archive of unknown format (tiles of no format tilepack knows) takes any extension.
         guard generation.allowsExtension(fileExtension) else {
             let format = generation.servedFormat.map(\.description) ?? "unknown"
-            return text(.notFound, "'\(generation.name)' serves \(format) tiles: use .\(generation.extensions.joined(separator: " or ."))\n")
+            return text(
+                .notFound, "'\(generation.name)' serves \(format) tiles: use .\(generation.extensions.joined(separator: " or ."))\n")
         }
         guard let coordinate = TileCoordinate(validatingZoom: zoom, x: x, y: y) else {
             return text(.notFound, "\(zoom)/\(x)/\(y) is not a tile (zoom 0-\(TileCoordinate.maximumZoom), x and y below 2^zoom)\n")
@@ -133,7 +134,8 @@ final class TileService: Sendable {
             // what it needs (a new database connection to a file that is gone): answer from the
             // new version, whole, rather than fail or mix.
             if let newer = slot.replacement(of: generation),
-               let retried = try? tileResponse(request, generation: newer, tile: coordinate) {
+                let retried = try? tileResponse(request, generation: newer, tile: coordinate)
+            {
                 return retried
             }
             let message = "tile \(coordinate) of '\(generation.name)': \(generation.describe(error))"
@@ -205,7 +207,10 @@ final class TileService: Sendable {
     static func payloadETag(crc32: UInt32, length: Int, inflated: Bool) -> String {
         String(unsafeUninitializedCapacity: 40) { text in
             var count = 0
-            func put(_ byte: UInt8) { text[count] = byte; count += 1 }
+            func put(_ byte: UInt8) {
+                text[count] = byte
+                count += 1
+            }
             func hex(_ value: UInt64) {
                 var shift = max(0, (64 - value.leadingZeroBitCount + 3) / 4 * 4 - 4)
                 while true {
@@ -215,11 +220,15 @@ final class TileService: Sendable {
                     shift -= 4
                 }
             }
-            put(UInt8(ascii: "\"")); put(UInt8(ascii: "b"))
+            put(UInt8(ascii: "\""))
+            put(UInt8(ascii: "b"))
             hex(UInt64(crc32))
             put(UInt8(ascii: "-"))
             hex(UInt64(max(0, length)))
-            if inflated { put(UInt8(ascii: "-")); put(UInt8(ascii: "i")) }
+            if inflated {
+                put(UInt8(ascii: "-"))
+                put(UInt8(ascii: "i"))
+            }
             put(UInt8(ascii: "\""))
             return count
         }
@@ -233,7 +242,9 @@ final class TileService: Sendable {
         var pixels = [UInt8](repeating: 0, count: length)
         let read = try pixels.withUnsafeMutableBytes { try generation.archive.readTile(at: tile, into: $0) }
         guard let read else { return nil }
-        guard read == length, let bitmap = Bitmap(width: layout.width, height: layout.height, pixelFormat: layout.pixelFormat, pixels: pixels) else {
+        guard read == length,
+            let bitmap = Bitmap(width: layout.width, height: layout.height, pixelFormat: layout.pixelFormat, pixels: pixels)
+        else {
             throw TileServerError("the raw tile has \(read) bytes, \(layout) takes \(length)")
         }
         let png = [UInt8](try PNGEncoder.encode(bitmap))
@@ -346,7 +357,8 @@ final class TileService: Sendable {
         if let authorization = request.authorization {
             let parts = authorization.split(separator: " ", maxSplits: 1)
             if parts.count == 2, parts[0].lowercased() == "bearer",
-               HeaderRules.constantTimeEqual(parts[1].trimmingCharacters(in: .whitespaces), token) {
+                HeaderRules.constantTimeEqual(parts[1].trimmingCharacters(in: .whitespaces), token)
+            {
                 return nil
             }
         }
@@ -360,7 +372,8 @@ final class TileService: Sendable {
     /// `?token=...` to carry into links and tile URLs when the request authenticated that way.
     private func tokenQuery(_ target: String) -> String {
         guard let token = options.token, let given = HeaderRules.queryValue(target, "token"),
-              HeaderRules.constantTimeEqual(given, token) else { return "" }
+            HeaderRules.constantTimeEqual(given, token)
+        else { return "" }
         return "?token=" + percentEncodedSegment(given)
     }
 

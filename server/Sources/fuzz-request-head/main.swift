@@ -14,6 +14,7 @@ import BenchSupport
 import Foundation
 @_spi(HTTP1) import TilepackHTTP
 import TilepackRequestHead
+
 #if TILEPACK_LIBFUZZER
 import CFuzzDriver
 #endif
@@ -126,7 +127,9 @@ while Date() < deadline {
             case 2: bytes.insert(interesting[rng.below(interesting.count)], at: at)
             case 3: bytes.removeSubrange(at...)
             case 4:  // a field repeated, or a long run: heads near and past the size limit
-                let run = [UInt8](repeating: interesting[rng.below(interesting.count)] | 0x40, count: rng.below(2) == 0 ? 1 + rng.below(64) : RequestHead.maximumSize - 16 + rng.below(32))
+                let run = [UInt8](
+                    repeating: interesting[rng.below(interesting.count)] | 0x40,
+                    count: rng.below(2) == 0 ? 1 + rng.below(64) : RequestHead.maximumSize - 16 + rng.below(32))
                 bytes.insert(contentsOf: run, at: at)
             case 5:  // splice with another seed
                 let other = corpus[rng.below(corpus.count)]
@@ -154,6 +157,8 @@ guard peak < 256 << 20 else {
     print("fuzz-request-head: peak resident memory \(peak >> 20) MiB (over 256 MiB)")
     exit(1)
 }
-print("fuzz-request-head: \(runs) inputs in \(Int(seconds)) s (seed \(seed), slowest \(String(format: "%.1f", slowest * 1000)) ms, peak \(peak >> 20) MiB): no crash, hang or broken invariant")
+print(
+    "fuzz-request-head: \(runs) inputs in \(Int(seconds)) s (seed \(seed), slowest \(String(format: "%.1f", slowest * 1000)) ms, peak \(peak >> 20) MiB): no crash, hang or broken invariant"
+)
 
 #endif

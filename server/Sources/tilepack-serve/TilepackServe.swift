@@ -26,10 +26,15 @@ struct TilepackServe: AsyncParsableCommand {
     @Option(help: "The port (0 picks a free one).")
     var port = 8080
 
-    @Option(name: .customLong("public-url"), help: "The base URL written into TileJSON and pages (default: http:// and the request's Host).")
+    @Option(
+        name: .customLong("public-url"), help: "The base URL written into TileJSON and pages (default: http:// and the request's Host).")
     var publicURL: String?
 
-    @Option(name: .customLong("cache-control"), help: "Cache-Control of tiles (default: \"\(TileServerOptions.defaultCacheControl)\"; \"\(TileServerOptions.privateCacheControl)\" with --token).")
+    @Option(
+        name: .customLong("cache-control"),
+        help:
+            "Cache-Control of tiles (default: \"\(TileServerOptions.defaultCacheControl)\"; \"\(TileServerOptions.privateCacheControl)\" with --token)."
+    )
     var cacheControl: String?
 
     @Option(name: .customLong("cors"), help: "An origin allowed to fetch tiles from scripts; repeat for several; * for any.")
@@ -44,16 +49,24 @@ struct TilepackServe: AsyncParsableCommand {
     @Option(name: .customLong("reload-interval"), help: "Seconds between checks of the archive files for replacement.")
     var reloadInterval = 0.25
 
-    @Option(name: .customLong("idle-timeout"), help: "Seconds a connection with no traffic is kept (also one that stops sending mid-request).")
+    @Option(
+        name: .customLong("idle-timeout"), help: "Seconds a connection with no traffic is kept (also one that stops sending mid-request).")
     var idleTimeout = 30.0
 
-    @Option(name: .customLong("header-timeout"), help: "Seconds a request head may take to arrive, from its first byte (a client trickling it gets 408).")
+    @Option(
+        name: .customLong("header-timeout"),
+        help: "Seconds a request head may take to arrive, from its first byte (a client trickling it gets 408).")
     var headerTimeout = 60.0
 
-    @Option(name: .customLong("max-connections"), help: "Open connections at most (at the limit, the connection longest without a request is closed to take a new one).")
+    @Option(
+        name: .customLong("max-connections"),
+        help: "Open connections at most (at the limit, the connection longest without a request is closed to take a new one).")
     var maxConnections = 1024
 
-    @Option(help: "Event-loop threads answering requests (default: twice the cores, \(TileServerOptions.defaultEventLoops) here: a tile read that misses the page cache blocks its loop).")
+    @Option(
+        help:
+            "Event-loop threads answering requests (default: twice the cores, \(TileServerOptions.defaultEventLoops) here: a tile read that misses the page cache blocks its loop)."
+    )
     var threads = TileServerOptions.defaultEventLoops
 
     @Option(name: .customLong("png-cache-mb"), help: "MiB of PNG tiles encoded from raw-bitmap bundles kept in memory.")

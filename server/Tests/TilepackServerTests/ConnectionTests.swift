@@ -3,6 +3,7 @@ import Testing
 import TilepackCore
 import TilepackStorage
 import TilepackTestSupport
+
 @testable import TilepackServer
 
 /// The connection rules of `Specs/serve.md` ("Connections"), on the real server.
@@ -50,7 +51,8 @@ import TilepackTestSupport
         // Two requests with keep-alive: both answered on one connection, the second closing it.
         let kept = try await onThread {
             let connection = try RawConnection(port: port)
-            try connection.transmit("GET /sample/0/0/0.png HTTP/1.0\r\nConnection: keep-alive\r\n\r\nGET /sample/1/0/0.png HTTP/1.0\r\n\r\n")
+            try connection.transmit(
+                "GET /sample/0/0/0.png HTTP/1.0\r\nConnection: keep-alive\r\n\r\nGET /sample/1/0/0.png HTTP/1.0\r\n\r\n")
             return try connection.readUntilClosed()
         }
         await server.stop()
@@ -86,11 +88,13 @@ import TilepackTestSupport
         // What follows the body would be a second request if the body were taken as one.
         let (posted, chunked, huge) = try await onThread {
             let post = try RawConnection(port: port)
-            try post.transmit("POST /sample/0/0/0.png HTTP/1.1\r\nHost: x\r\nContent-Length: 44\r\n\r\n"
-                              + "GET /sample/1/0/0.png HTTP/1.1\r\nHost: x\r\n\r\n")
+            try post.transmit(
+                "POST /sample/0/0/0.png HTTP/1.1\r\nHost: x\r\nContent-Length: 44\r\n\r\n"
+                    + "GET /sample/1/0/0.png HTTP/1.1\r\nHost: x\r\n\r\n")
             let chunked = try RawConnection(port: port)
-            try chunked.transmit("GET /sample/0/0/0.png HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
-                                 + "2c\r\nGET /sample/1/0/0.png HTTP/1.1\r\nHost: x\r\n\r\n\r\n0\r\n\r\n")
+            try chunked.transmit(
+                "GET /sample/0/0/0.png HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                    + "2c\r\nGET /sample/1/0/0.png HTTP/1.1\r\nHost: x\r\n\r\n\r\n0\r\n\r\n")
             let huge = try RawConnection(port: port)
             try huge.transmit("GET /sample/0/0/0.png HTTP/1.1\r\nHost: x\r\nCookie: " + String(repeating: "c", count: 40_000) + "\r\n\r\n")
             return (try post.readUntilClosed(), try chunked.readUntilClosed(), try huge.readUntilClosed())
@@ -228,7 +232,9 @@ import TilepackTestSupport
         let sentRequests = sentBytes / request.count
         // Without back-pressure the server reads every request sent and answers it (holding the
         // answers); with it, what the client sent stays largely unread in the socket.
-        #expect(settled < sentRequests / 2, "the server answered \(settled) of the \(sentRequests) requests sent by a client that reads nothing")
+        #expect(
+            settled < sentRequests / 2, "the server answered \(settled) of the \(sentRequests) requests sent by a client that reads nothing"
+        )
         #expect(settled > 0)
         withExtendedLifetime(connection) {}
         await server.stop()

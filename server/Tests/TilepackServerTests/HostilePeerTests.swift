@@ -3,6 +3,7 @@ import NIOCore
 import Testing
 import TilepackCore
 import TilepackTestSupport
+
 @testable import TilepackServer
 
 /// What a hostile or unlucky peer gets (issue 29): a busy port, clients that trickle request
@@ -11,7 +12,8 @@ import TilepackTestSupport
     /// Item 7: the address in use is named, with what to do.
     @Test func aBusyPortIsNamedWithWhatToDo() async throws {
         let first = try await RunningServer.start(TileServerOptions(archivePaths: [ServerFixtures.sampleBundle]))
-        let second = try TileServer(options: TileServerOptions(archivePaths: [ServerFixtures.sampleBundle], port: first.port), log: { _ in })
+        let second = try TileServer(
+            options: TileServerOptions(archivePaths: [ServerFixtures.sampleBundle], port: first.port), log: { _ in })
         var message = "it listened"
         do {
             try await second.run(handlingSignals: false) { _ in }

@@ -3,6 +3,7 @@ import Testing
 import TilepackCore
 import TilepackStorage
 import TilepackTestSupport
+
 @testable import TilepackServer
 
 /// Hostile files of every format renamed over a served archive while clients hammer it (issue 29
@@ -16,7 +17,8 @@ import TilepackTestSupport
     static func hostileFiles(in directory: TemporaryDirectory, good: [UInt8]) throws -> [(String, [UInt8], sound: Bool)] {
         var flipped = good
         flipped[72] ^= 0x01  // the header's tile count, under the header's CRC
-        let pmtilesEntry = HostilePMTiles.Entry(tileID: 0, runLength: 1, length: UInt64(HostilePMTiles.pngBytes.count), offset: UInt64.max - 4)
+        let pmtilesEntry = HostilePMTiles.Entry(
+            tileID: 0, runLength: 1, length: UInt64(HostilePMTiles.pngBytes.count), offset: UInt64.max - 4)
         let overflowing = HostilePMTiles.file(root: HostilePMTiles.directory([pmtilesEntry]), tileData: HostilePMTiles.pngBytes, maxZoom: 0)
         var generator = SplitMix64(seed: 29)
         let random = (0..<4096).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
@@ -44,7 +46,10 @@ import TilepackTestSupport
         var noise = SplitMix64(seed: 12)
         // Letters at random: LZ4 cannot shrink them below a page.
         let bigTiles = HotSwapTests.tiles.map { tile in
-            (tile, Array("{\"t\":\"\(tile)\",\"pad\":\"".utf8) + (0..<20_000).map { _ in UInt8(0x61 + noise.next() % 16) } + Array("\"}".utf8))
+            (
+                tile,
+                Array("{\"t\":\"\(tile)\",\"pad\":\"".utf8) + (0..<20_000).map { _ in UInt8(0x61 + noise.next() % 16) } + Array("\"}".utf8)
+            )
         }
         try ServerFixtures.writeBundle(big, content: .encoded(.json), metadata: metadata, tiles: bigTiles)
         let server = try await RunningServer.start(TileServerOptions(archivePaths: [path, big], reloadInterval: 0.01))
@@ -77,7 +82,9 @@ import TilepackTestSupport
         func health() async throws -> [String: Any] {
             try JSONSerialization.jsonObject(with: Data(try await server.get("/_/health").body)) as? [String: Any] ?? [:]
         }
-        func reloads() async throws -> Int { ((try await health()["archives"] as? [[String: Any]])?.first { $0["path"] as? String == path }?["reloads"] as? Int) ?? -1 }
+        func reloads() async throws -> Int {
+            ((try await health()["archives"] as? [[String: Any]])?.first { $0["path"] as? String == path }?["reloads"] as? Int) ?? -1
+        }
         /// Renames `bytes` over the served file (a new inode, as a deployment does).
         func replace(_ bytes: [UInt8], _ name: String) throws {
             let temporary = directory.file("next.tmp")
@@ -95,7 +102,8 @@ import TilepackTestSupport
                     seen = try await reloads() > before
                 } else {
                     let document = try await health()
-                    let problem = ((document["archives"] as? [[String: Any]])?.first { $0["path"] as? String == path }?["problem"] as? String) ?? ""
+                    let problem =
+                        ((document["archives"] as? [[String: Any]])?.first { $0["path"] as? String == path }?["problem"] as? String) ?? ""
                     seen = document["status"] as? String == "degraded" && problem.contains(path)
                 }
                 if seen { break }
@@ -123,7 +131,8 @@ import TilepackTestSupport
             requests += seen.requests
             failures += seen.failures
         }
-        #expect(requests > 0 && failures.isEmpty, "\(failures.count) of \(requests) answers were not the last good tile: \(failures.prefix(5))")
+        #expect(
+            requests > 0 && failures.isEmpty, "\(failures.count) of \(requests) answers were not the last good tile: \(failures.prefix(5))")
         #expect(truncate(big, 4096) == 0)
         var cut = 0
         for (tile, bytes) in bigTiles {

@@ -3,6 +3,7 @@ import Testing
 import TilepackCore
 import TilepackStorage
 import TilepackTestSupport
+
 @testable import TilepackServer
 
 /// Replacing an archive file by rename while clients hammer it: every response is whole and
@@ -29,7 +30,8 @@ import TilepackTestSupport
             for tile in tiles { try writer.write(bytes(tile, version: version), at: tile) }
             _ = try writer.finish()
         } else {
-            try ServerFixtures.writeBundle(path, content: .encoded(.json), metadata: metadata, tiles: tiles.map { ($0, bytes($0, version: version)) })
+            try ServerFixtures.writeBundle(
+                path, content: .encoded(.json), metadata: metadata, tiles: tiles.map { ($0, bytes($0, version: version)) })
         }
     }
 
@@ -93,7 +95,10 @@ import TilepackTestSupport
         var latest = 0
         while Date() < deadline {
             let answer = try await server.get("/live/1/1/1.json")
-            if answer.body == Self.bytes(try TileCoordinate(zoom: 1, x: 1, y: 1), version: 11) { latest = 11; break }
+            if answer.body == Self.bytes(try TileCoordinate(zoom: 1, x: 1, y: 1), version: 11) {
+                latest = 11
+                break
+            }
             try await Task.sleep(for: .milliseconds(20))
         }
         stop.withLock { $0 = true }
@@ -131,7 +136,10 @@ import TilepackTestSupport
         var degraded = false
         for _ in 0..<200 {
             let health = try await server.get("/_/health")
-            if health.text.contains("degraded") { degraded = true; break }
+            if health.text.contains("degraded") {
+                degraded = true
+                break
+            }
             try await Task.sleep(for: .milliseconds(20))
         }
         #expect(degraded)

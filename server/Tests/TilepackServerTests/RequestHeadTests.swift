@@ -2,6 +2,7 @@ import Testing
 @_spi(HTTP1) import TilepackHTTP
 import TilepackRequestHead
 import TilepackTestSupport
+
 @testable import TilepackServer
 
 /// The request-head grammar the server reads (RFC 9112), byte by byte.
@@ -26,9 +27,10 @@ import TilepackTestSupport
     }
 
     @Test func aTileRequestAndTheFieldsTheServerConsults() throws {
-        let head = try Self.head("GET /tiles/6/33/20.png?token=a%20b HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nUser-Agent: wrk\r\n"
-                                 + "accept-encoding: gzip\r\nIF-NONE-MATCH:\t\"b1-2\" \r\nAuthorization: Bearer t\r\n"
-                                 + "Origin: https://a.example\r\nAccess-Control-Request-Method: GET\r\n\r\n")
+        let head = try Self.head(
+            "GET /tiles/6/33/20.png?token=a%20b HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nUser-Agent: wrk\r\n"
+                + "accept-encoding: gzip\r\nIF-NONE-MATCH:\t\"b1-2\" \r\nAuthorization: Bearer t\r\n"
+                + "Origin: https://a.example\r\nAccess-Control-Request-Method: GET\r\n\r\n")
         #expect(head.method == .get)
         #expect(head.target == "/tiles/6/33/20.png?token=a%20b")
         #expect(head.minorVersion == 1)

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import TilepackServer
 
 /// Request paths parsed without the file system: the shapes, and the tricks that must not work.
@@ -18,9 +19,11 @@ import Testing
     }
 
     @Test func pathTricksAreNotRoutes() {
-        for target in ["/../etc/passwd", "/world/../../etc/passwd", "//etc/passwd", "/%2e%2e/%2e%2e/etc/passwd",
-                       "/world/0/0/..%2F..%2Fetc%2Fpasswd", "/world/-1/0/0.png", "/world/0/0/0", "/world/+1/0/0.png",
-                       "/world/99999999999/0/0.png", "/world/%zz/0/0.png", "/_/", "/_/leaflet", "http://h/x", "*"] {
+        for target in [
+            "/../etc/passwd", "/world/../../etc/passwd", "//etc/passwd", "/%2e%2e/%2e%2e/etc/passwd",
+            "/world/0/0/..%2F..%2Fetc%2Fpasswd", "/world/-1/0/0.png", "/world/0/0/0", "/world/+1/0/0.png",
+            "/world/99999999999/0/0.png", "/world/%zz/0/0.png", "/_/", "/_/leaflet", "http://h/x", "*",
+        ] {
             switch Route(target: target) {
             case .notFound, .previewWithoutSlash, .tileJSON, .preview: break
             case .tile(let name, _, _, _, _): Issue.record("\(target) parsed as a tile of '\(name)'")

@@ -19,7 +19,9 @@ import TilepackTestSupport
     }
 
     /// Starts `executable arguments`, returns the process and the first line it prints (within 30 s).
-    static func start(_ executable: String, _ arguments: [String], environment: [String: String]? = nil) async throws -> (Process, String, Pipe) {
+    static func start(_ executable: String, _ arguments: [String], environment: [String: String]? = nil) async throws -> (
+        Process, String, Pipe
+    ) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
@@ -49,7 +51,10 @@ import TilepackTestSupport
         return try await onThread {
             let deadline = Date().addingTimeInterval(20)
             while process.isRunning, Date() < deadline { usleep(10_000) }
-            if process.isRunning { kill(process.processIdentifier, SIGKILL); return -1 }
+            if process.isRunning {
+                kill(process.processIdentifier, SIGKILL)
+                return -1
+            }
             return process.terminationStatus
         }
     }
@@ -58,7 +63,8 @@ import TilepackTestSupport
     func programServesAndStopsOnSIGTERM(_ command: [String]) async throws {
         let executable = try Self.program(command[0])
         _ = try Self.program("tilepack-serve")
-        let (process, line, _) = try await Self.start(executable, Array(command.dropFirst()) + ["--port", "0", "--threads", "3", "samples/sample.tilepack"])
+        let (process, line, _) = try await Self.start(
+            executable, Array(command.dropFirst()) + ["--port", "0", "--threads", "3", "samples/sample.tilepack"])
         #expect(line.hasPrefix("serving http://127.0.0.1:"), "first line: \(line)")
         let url = try #require(URL(string: String(line.dropFirst("serving ".count))))
         let port = try #require(url.port)
@@ -84,7 +90,8 @@ import TilepackTestSupport
         let serve = try Self.program("tilepack-serve")
         let (first, line, _) = try await Self.start(serve, ["--port", "0", "samples/sample.tilepack"])
         let port = try #require(URL(string: String(line.dropFirst("serving ".count)))?.port, "first line: \(line)")
-        let second = try await TestSupport.run(URL(fileURLWithPath: serve), ["--port", "\(port)", ServerFixtures.sampleBundle], timeout: 30)
+        let second = try await TestSupport.run(
+            URL(fileURLWithPath: serve), ["--port", "\(port)", ServerFixtures.sampleBundle], timeout: 30)
         _ = try await Self.terminate(first)
         #expect(second.status != 0 && !second.timedOut)
         #expect(second.stderr.contains("127.0.0.1:\(port)") && second.stderr.contains("--port"), "\(second.stderr)")
@@ -111,7 +118,8 @@ import TilepackTestSupport
         let directory = try TemporaryDirectory()
         let copy = directory.file("tilepack")
         try FileManager.default.copyItem(atPath: try Self.program("tilepack"), toPath: copy)
-        let (process, _, errors) = try await Self.start(copy, ["serve", "--port", "0", "samples/sample.tilepack"], environment: ["PATH": directory.path])
+        let (process, _, errors) = try await Self.start(
+            copy, ["serve", "--port", "0", "samples/sample.tilepack"], environment: ["PATH": directory.path])
         process.waitUntilExit()
         #expect(process.terminationStatus != 0)
         let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)

@@ -4,6 +4,7 @@ import TilepackCore
 import TilepackImaging
 @_spi(TilepackInternal) import TilepackStorage
 import TilepackTestSupport
+
 @testable import TilepackServer
 
 /// The real server on a loopback port, spoken to with raw HTTP/1.1.
@@ -18,10 +19,12 @@ import TilepackTestSupport
         metadata.setBounds(GeoBoundingBox(west: -90, south: -45, east: 90, north: 45))
         metadata.name = "Sparse <test>"
         metadata.attribution = "<a href=\"x\">attribution</a>"
-        try ServerFixtures.writeBundle(path, content: .encoded(.json), metadata: metadata, tiles: [
-            (try TileCoordinate(zoom: 2, x: 1, y: 1), Array("{\"t\":\"2/1/1\"}".utf8)),
-            (try TileCoordinate(zoom: 3, x: 2, y: 2), Array("{\"t\":\"3/2/2\"}".utf8)),
-        ])
+        try ServerFixtures.writeBundle(
+            path, content: .encoded(.json), metadata: metadata,
+            tiles: [
+                (try TileCoordinate(zoom: 2, x: 1, y: 1), Array("{\"t\":\"2/1/1\"}".utf8)),
+                (try TileCoordinate(zoom: 3, x: 2, y: 2), Array("{\"t\":\"3/2/2\"}".utf8)),
+            ])
         return path
     }
 
@@ -45,8 +48,7 @@ import TilepackTestSupport
                         tiles.append((tile, Array(bytes)))
                         if tiles.count == 60 { throw Enough() }
                     }
-                } catch is Enough {}
-                catch { readable = !tiles.isEmpty }  // a NULL tile stops the walk: serve what came before
+                } catch is Enough {} catch { readable = !tiles.isEmpty }  // a NULL tile stops the walk: serve what came before
             } catch {
                 // Not an archive tilepack opens: the server refuses to start, naming the file.
                 #expect(throws: TileServerError.self) { try TileServer(options: TileServerOptions(archivePaths: [path])) }
@@ -64,8 +66,9 @@ import TilepackTestSupport
             let name = percentEncodedSegment(ArchiveCatalog.name(of: path))
             let generation = try #require(server.server.service.catalog.slots.first?.current)
             for (tile, bytes) in tiles {
-                let answer = try await server.get("/\(name)/\(tile.zoom)/\(tile.x)/\(tile.y).\(generation.extensions.first ?? "bin")",
-                                                  headers: ["Accept-Encoding": "gzip"])
+                let answer = try await server.get(
+                    "/\(name)/\(tile.zoom)/\(tile.x)/\(tile.y).\(generation.extensions.first ?? "bin")",
+                    headers: ["Accept-Encoding": "gzip"])
                 #expect(answer.status == 200, "\(file) \(tile): \(answer.status) \(answer.text)")
                 #expect(answer.body == bytes, "\(file) \(tile): the body differs from the stored tile")
                 #expect(answer.header("Content-Type") == generation.servedFormat?.mimeType ?? "application/octet-stream")
@@ -82,7 +85,8 @@ import TilepackTestSupport
 
     @Test func tileJSONDescribesTheArchive() async throws {
         let directory = try TemporaryDirectory()
-        let server = try await RunningServer.start(TileServerOptions(archivePaths: [Self.sparseBundle(directory), ServerFixtures.sampleBundle]))
+        let server = try await RunningServer.start(
+            TileServerOptions(archivePaths: [Self.sparseBundle(directory), ServerFixtures.sampleBundle]))
         defer { Task { await server.stop() } }
         let answer = try await server.get("/sparse.json", headers: ["Host": "tiles.example:8080"])
         #expect(answer.status == 200)
@@ -102,8 +106,9 @@ import TilepackTestSupport
         let tiles = try #require((try JSONSerialization.jsonObject(with: Data(hostile.body)) as? [String: Any])?["tiles"] as? [String])
         #expect(tiles == ["http://127.0.0.1:\(server.port)/sample/{z}/{x}/{y}.png"])
         // Vector archives carry vector_layers from the metadata's json.
-        let vector = try await RunningServer.start(TileServerOptions(
-            archivePaths: [TestSupport.fixture("martin/world_cities.mbtiles")], publicURL: "https://maps.example/base/"))
+        let vector = try await RunningServer.start(
+            TileServerOptions(
+                archivePaths: [TestSupport.fixture("martin/world_cities.mbtiles")], publicURL: "https://maps.example/base/"))
         defer { Task { await vector.stop() } }
         let vectorAnswer = try await vector.get("/world_cities.json")
         let document = try #require(try JSONSerialization.jsonObject(with: Data(vectorAnswer.body)) as? [String: Any])
@@ -242,8 +247,9 @@ import TilepackTestSupport
 
     @Test func tokenIsRequiredOnEveryRequest() async throws {
         let directory = try TemporaryDirectory()
-        let server = try await RunningServer.start(TileServerOptions(
-            archivePaths: [Self.sparseBundle(directory)], corsOrigins: ["https://app.example"], token: "s3cret"))
+        let server = try await RunningServer.start(
+            TileServerOptions(
+                archivePaths: [Self.sparseBundle(directory)], corsOrigins: ["https://app.example"], token: "s3cret"))
         defer { Task { await server.stop() } }
         for target in ["/sparse/2/1/1.json", "/sparse.json", "/", "/sparse/", "/_/health", "/_/metrics", "/_/leaflet/leaflet.js"] {
             let denied = try await server.get(target)
@@ -260,15 +266,19 @@ import TilepackTestSupport
         let tileJSON = try await server.get("/sparse.json?token=s3cret")
         #expect(tileJSON.text.contains("/sparse/{z}/{x}/{y}.json?token=s3cret"))
         // A CORS preflight carries no credentials: it is answered without the token.
-        let preflight = try await server.get("/sparse/2/1/1.json", method: "OPTIONS", headers: [
-            "Origin": "https://app.example", "Access-Control-Request-Method": "GET", "Access-Control-Request-Headers": "authorization"])
+        let preflight = try await server.get(
+            "/sparse/2/1/1.json", method: "OPTIONS",
+            headers: [
+                "Origin": "https://app.example", "Access-Control-Request-Method": "GET", "Access-Control-Request-Headers": "authorization",
+            ])
         #expect(preflight.status == 204)
         #expect(preflight.header("Access-Control-Allow-Origin") == "https://app.example")
         #expect(preflight.header("Access-Control-Allow-Headers")?.contains("Authorization") == true)
         let cors = try await server.get("/sparse/2/1/1.json", headers: ["Origin": "https://app.example", "Authorization": "Bearer s3cret"])
         #expect(cors.header("Access-Control-Allow-Origin") == "https://app.example")
         #expect(cors.header("Vary")?.contains("Origin") == true)
-        let stranger = try await server.get("/sparse/2/1/1.json", headers: ["Origin": "https://evil.example", "Authorization": "Bearer s3cret"])
+        let stranger = try await server.get(
+            "/sparse/2/1/1.json", headers: ["Origin": "https://evil.example", "Authorization": "Bearer s3cret"])
         #expect(stranger.header("Access-Control-Allow-Origin") == nil)
     }
 
@@ -287,7 +297,8 @@ import TilepackTestSupport
 
     @Test func pagesHealthAndMetrics() async throws {
         let directory = try TemporaryDirectory()
-        let server = try await RunningServer.start(TileServerOptions(archivePaths: [Self.sparseBundle(directory), ServerFixtures.sampleBundle]))
+        let server = try await RunningServer.start(
+            TileServerOptions(archivePaths: [Self.sparseBundle(directory), ServerFixtures.sampleBundle]))
         defer { Task { await server.stop() } }
         let index = try await server.get("/")
         #expect(index.status == 200)
@@ -307,7 +318,8 @@ import TilepackTestSupport
         #expect(redirect.header("Location") == "/sample/")
         // In CI, Debian's libjs-leaflet is installed by .ci/run: the assets must be served.
         if ProcessInfo.processInfo.environment["CI"] == "true"
-            || FileManager.default.fileExists(atPath: TileServerOptions.defaultLeafletPath + "/leaflet.js") {
+            || FileManager.default.fileExists(atPath: TileServerOptions.defaultLeafletPath + "/leaflet.js")
+        {
             let script = try await server.get("/_/leaflet/leaflet.js")
             #expect(script.status == 200)
             #expect(script.body.count > 100_000)
@@ -330,8 +342,9 @@ import TilepackTestSupport
 
     @Test func previewSaysWhenLeafletIsMissing() async throws {
         let directory = try TemporaryDirectory()
-        let server = try await RunningServer.start(TileServerOptions(
-            archivePaths: [Self.sparseBundle(directory)], leafletPath: directory.file("no-leaflet-here")))
+        let server = try await RunningServer.start(
+            TileServerOptions(
+                archivePaths: [Self.sparseBundle(directory)], leafletPath: directory.file("no-leaflet-here")))
         defer { Task { await server.stop() } }
         let page = try await server.get("/sparse/")
         #expect(page.status == 200)
@@ -345,7 +358,10 @@ import TilepackTestSupport
         let path = directory.file("raw.tilepack")
         let layout = RawBitmapLayout(pixelFormat: .rgba8888, width: 64, height: 64)
         var pixels = [UInt8](repeating: 255, count: 64 * 64 * 4)
-        for i in 0..<(64 * 64) { pixels[4 * i] = UInt8(i % 64 * 4); pixels[4 * i + 1] = UInt8(i / 64 * 4) }
+        for i in 0..<(64 * 64) {
+            pixels[4 * i] = UInt8(i % 64 * 4)
+            pixels[4 * i + 1] = UInt8(i / 64 * 4)
+        }
         try ServerFixtures.writeBundle(path, content: .rawBitmap(layout), tiles: [(try TileCoordinate(zoom: 1, x: 1, y: 0), pixels)])
         let server = try await RunningServer.start(TileServerOptions(archivePaths: [path]))
         defer { Task { await server.stop() } }
@@ -354,7 +370,9 @@ import TilepackTestSupport
         #expect(answer.header("Content-Type") == "image/png")
         var decoded = [UInt8](repeating: 0, count: pixels.count)
         try answer.body.withUnsafeBytes { bytes in
-            try decoded.withUnsafeMutableBytes { try ImageDecoder.decode(bytes, into: $0, pixelFormat: .rgba8888, expectedWidth: 64, expectedHeight: 64) }
+            try decoded.withUnsafeMutableBytes {
+                try ImageDecoder.decode(bytes, into: $0, pixelFormat: .rgba8888, expectedWidth: 64, expectedHeight: 64)
+            }
         }
         #expect(decoded == pixels)
         let etag = try #require(answer.header("ETag"))

@@ -3,6 +3,7 @@ import Testing
 import TilepackCore
 import TilepackStorage
 import TilepackTestSupport
+
 @testable import TilepackServer
 
 /// A raw HTTP/1.1 exchange over a loopback socket: the request target goes out byte for byte
@@ -70,7 +71,7 @@ struct RawHTTP {
         var at = 0
         while at < bytes.count {
             guard let lineEnd = (at..<(bytes.count - 1)).first(where: { bytes[$0] == 13 && bytes[$0 + 1] == 10 }),
-                  let size = Int(String(decoding: bytes[at..<lineEnd], as: UTF8.self).split(separator: ";")[0], radix: 16)
+                let size = Int(String(decoding: bytes[at..<lineEnd], as: UTF8.self).split(separator: ";")[0], radix: 16)
             else { throw Failure(description: "bad chunk") }
             if size == 0 { return result }
             result += bytes[(lineEnd + 2)..<(lineEnd + 2 + size)]
@@ -164,7 +165,6 @@ final class RawConnection: Sendable {
     }
 }
 
-
 /// A server running in this process on a free loopback port, stopped by `stop()`.
 final class RunningServer: Sendable {
     let server: TileServer
@@ -228,8 +228,10 @@ enum ServerFixtures {
     }
 
     /// A bundle of `tiles` (each tile's bytes) with `metadata`, written atomically to `path`.
-    static func writeBundle(_ path: String, content: TileContent, metadata: TileMetadata = TileMetadata(),
-                            overwrite: Bool = true, tiles: [(TileCoordinate, [UInt8])]) throws {
+    static func writeBundle(
+        _ path: String, content: TileContent, metadata: TileMetadata = TileMetadata(),
+        overwrite: Bool = true, tiles: [(TileCoordinate, [UInt8])]
+    ) throws {
         let writer = try BundleWriter(destination: path, content: content, metadata: metadata, overwrite: overwrite)
         for (tile, bytes) in tiles { try writer.addTile(at: tile, data: Data(bytes)) }
         _ = try writer.finish()

@@ -6,6 +6,7 @@ import TilepackCore
 import TilepackRequestHead
 import TilepackStorage
 import TilepackTestSupport
+
 @testable import TilepackServer
 
 /// The HTTP contract in-process: ``TileService`` answers request heads without a socket.

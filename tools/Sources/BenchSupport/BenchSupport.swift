@@ -56,8 +56,10 @@ public struct Comparison {
     /// The goal for `ratio` and whether higher is better, e.g. (0.9, true) for "at least 0.9x".
     public var goal: (ratio: Double, higherIsBetter: Bool)?
 
-    public init(_ name: String, value: Double, unit: String, vs reference: String, referenceValue: Double,
-                goal: (ratio: Double, higherIsBetter: Bool)? = nil) {
+    public init(
+        _ name: String, value: Double, unit: String, vs reference: String, referenceValue: Double,
+        goal: (ratio: Double, higherIsBetter: Bool)? = nil
+    ) {
         self.name = name
         self.value = value
         self.unit = unit
@@ -69,7 +71,8 @@ public struct Comparison {
     public var ratio: Double { value / referenceValue }
 
     public var line: String {
-        var text = "\(name): \(format(value)) \(unit) vs \(reference): \(format(referenceValue)) \(unit) -> ratio \(String(format: "%.2f", ratio))x"
+        var text =
+            "\(name): \(format(value)) \(unit) vs \(reference): \(format(referenceValue)) \(unit) -> ratio \(String(format: "%.2f", ratio))x"
         if let goal {
             let met = goal.higherIsBetter ? ratio >= goal.ratio : ratio <= goal.ratio
             text += " (goal \(goal.higherIsBetter ? ">=" : "<=") \(goal.ratio)x: \(met ? "met" : "NOT met"))"

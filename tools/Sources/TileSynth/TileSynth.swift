@@ -42,7 +42,10 @@ public enum TileSynth {
                     let latLine = abs(lat / spacing - (lat / spacing).rounded()) * spacing < degreesPerPixel * 0.75 * cos(lat * .pi / 180)
                     if lonLine || latLine { c = graticule }
                     let i = (py * size + px) * 4
-                    p[i] = c.r; p[i + 1] = c.g; p[i + 2] = c.b; p[i + 3] = 255
+                    p[i] = c.r
+                    p[i + 1] = c.g
+                    p[i + 2] = c.b
+                    p[i + 3] = 255
                 }
             }
         }
@@ -102,9 +105,11 @@ public enum TileSynth {
 
     /// Writes `tiles` as files `root/z/x/y.<fileExtension>` (rows in `scheme`), in parallel, each
     /// rendered by `render` and encoded by `encode` (PNG by default).
-    public static func writeTree(root: String, tiles: [TileCoordinate], scheme: TileScheme = .xyz, fileExtension: String = "png",
-                                 encode: @Sendable (Bitmap) throws -> Data = { try PNGEncoder.encode($0) },
-                                 render: @Sendable (TileCoordinate) -> Bitmap) throws {
+    public static func writeTree(
+        root: String, tiles: [TileCoordinate], scheme: TileScheme = .xyz, fileExtension: String = "png",
+        encode: @Sendable (Bitmap) throws -> Data = { try PNGEncoder.encode($0) },
+        render: @Sendable (TileCoordinate) -> Bitmap
+    ) throws {
         let fm = FileManager.default
         var folders = Set<String>()
         for tile in tiles { folders.insert("\(root)/\(tile.zoom)/\(tile.x)") }
@@ -159,7 +164,14 @@ public struct SynthError: Error, CustomStringConvertible {
 final class Failures: @unchecked Sendable {
     private let lock = NSLock()
     private var messages: [String] = []
-    func add(_ message: String) { lock.lock(); messages.append(message); lock.unlock() }
-    var first: String? { lock.lock(); defer { lock.unlock() }; return messages.first }
+    func add(_ message: String) {
+        lock.lock()
+        messages.append(message)
+        lock.unlock()
+    }
+    var first: String? {
+        lock.lock()
+        defer { lock.unlock() }
+        return messages.first
+    }
 }
-

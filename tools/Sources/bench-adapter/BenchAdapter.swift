@@ -102,10 +102,12 @@ enum BenchAdapter {
 
         do {
             let mbtiles = try MBTilesWriter(creating: mbtilesPath, metadata: TileMetadata(["name": "bench", "format": "png"]))
-            let png = try BundleWriter(destination: bundlePNGPath, content: .encoded(.png), metadata: TileMetadata(["name": "bench", "format": "png"]))
-            let raw = try BundleWriter(destination: bundleRawPath,
-                                       content: .rawBitmap(RawBitmapLayout(pixelFormat: .rgba8888, width: tileSize, height: tileSize)),
-                                       metadata: TileMetadata(["name": "bench"]))
+            let png = try BundleWriter(
+                destination: bundlePNGPath, content: .encoded(.png), metadata: TileMetadata(["name": "bench", "format": "png"]))
+            let raw = try BundleWriter(
+                destination: bundleRawPath,
+                content: .rawBitmap(RawBitmapLayout(pixelFormat: .rgba8888, width: tileSize, height: tileSize)),
+                metadata: TileMetadata(["name": "bench"]))
             for (tile, bytes) in corpus {
                 try mbtiles.write(bytes, at: tile)
                 try png.addTile(at: tile, data: Data(bytes))
@@ -116,9 +118,10 @@ enum BenchAdapter {
             _ = try png.finish()
             let summary = try raw.finish()
             let fileSize = (try? FileManager.default.attributesOfItem(atPath: bundleRawPath)[.size] as? Int) ?? 0
-            print("corpus: \(corpus.count) PNG tiles of \(fixture.split(separator: "/").suffix(2).joined(separator: "/")) "
-                  + "(\(corpus.reduce(0) { $0 + $1.png.count } / corpus.count) bytes on average); raw bundle: "
-                  + "\(summary.payloadCount) payloads, \(summary.lz4PayloadCount) LZ4, \(fileSize >> 20) MiB")
+            print(
+                "corpus: \(corpus.count) PNG tiles of \(fixture.split(separator: "/").suffix(2).joined(separator: "/")) "
+                    + "(\(corpus.reduce(0) { $0 + $1.png.count } / corpus.count) bytes on average); raw bundle: "
+                    + "\(summary.payloadCount) payloads, \(summary.lz4PayloadCount) LZ4, \(fileSize >> 20) MiB")
         }
 
         // MARK: Measuring
@@ -126,23 +129,26 @@ enum BenchAdapter {
         /// One round of `work(thread, count)` on `threads` threads at once, each doing `perThread`
         /// bitmaps: how many bitmaps a round delivers and a closure that runs a round and returns its seconds.
         func round(threads: Int, perThread: Int, _ work: @escaping @Sendable (Int, Int) -> Void) -> (bitmaps: Int, run: () -> Double) {
-            (threads * perThread, {
-                let start = now()
-                if threads == 1 {
-                    work(0, perThread)
-                } else {
-                    let group = DispatchGroup()
-                    for thread in 0..<threads {
-                        group.enter()
-                        Thread.detachNewThread {
-                            work(thread, perThread)
-                            group.leave()
+            (
+                threads * perThread,
+                {
+                    let start = now()
+                    if threads == 1 {
+                        work(0, perThread)
+                    } else {
+                        let group = DispatchGroup()
+                        for thread in 0..<threads {
+                            group.enter()
+                            Thread.detachNewThread {
+                                work(thread, perThread)
+                                group.leave()
+                            }
                         }
+                        group.wait()
                     }
-                    group.wait()
+                    return now() - start
                 }
-                return now() - start
-            })
+            )
         }
 
         /// Runs the rounds interleaved (every figure and its floors back to back in each round, so that
@@ -160,14 +166,14 @@ enum BenchAdapter {
             return rates
         }
 
-
         let tiles = corpus.map(\.tile)
         let perThread = tiles.count  // every thread walks the whole corpus (thread t starts at an offset)
         let buffers = Buffers(2)
 
         func adapterRate(_ path: String, threads: Int, checksums: Bool = true) throws -> (bitmaps: Int, run: () -> Double) {
             // No decoded-tile cache: every read decodes. Bundles verify payload CRCs unless told not to.
-            let archive: any TileArchive = checksums
+            let archive: any TileArchive =
+                checksums
                 ? try openTileArchive(path: path)
                 : try BundleArchive(path: path, options: BundleArchive.Options(verifiesPayloadChecksums: false))
             let reader = ArchiveTileReader(archive: archive)
@@ -194,9 +200,10 @@ enum BenchAdapter {
             round(threads: threads, perThread: perThread) { thread, count in
                 let done = pngSet.pointers.withUnsafeBufferPointer { pointers in
                     pngSet.lengths.withUnsafeBufferPointer { lengths in
-                        tilepack_floor_png_decode(pointers.baseAddress, lengths.baseAddress, pointers.count,
-                                                  thread * pointers.count / 2, 1, count,
-                                                  buffers.buffers[thread].baseAddress?.assumingMemoryBound(to: UInt8.self), tileBytes)
+                        tilepack_floor_png_decode(
+                            pointers.baseAddress, lengths.baseAddress, pointers.count,
+                            thread * pointers.count / 2, 1, count,
+                            buffers.buffers[thread].baseAddress?.assumingMemoryBound(to: UInt8.self), tileBytes)
                     }
                 }
                 precondition(done == count, "libpng failed")
@@ -208,15 +215,18 @@ enum BenchAdapter {
         func memcpyRate(threads: Int) -> (bitmaps: Int, run: () -> Double) {
             round(threads: threads, perThread: perThread * 4) { thread, count in
                 _ = pool.sources.withUnsafeBufferPointer { sources in
-                    tilepack_floor_memcpy(sources.baseAddress, sources.count, thread * 128, 1, count,
-                                          buffers.buffers[thread].baseAddress?.assumingMemoryBound(to: UInt8.self), tileBytes)
+                    tilepack_floor_memcpy(
+                        sources.baseAddress, sources.count, thread * 128, 1, count,
+                        buffers.buffers[thread].baseAddress?.assumingMemoryBound(to: UInt8.self), tileBytes)
                 }
             }
         }
 
         // MARK: The report
 
-        print("rounds: \(rounds) (median, interleaved), \(perThread) bitmaps per thread per round, 256x256 RGBA, cores: \(ProcessInfo.processInfo.activeProcessorCount)")
+        print(
+            "rounds: \(rounds) (median, interleaved), \(perThread) bitmaps per thread per round, 256x256 RGBA, cores: \(ProcessInfo.processInfo.activeProcessorCount)"
+        )
         for threads in [1, 2] {
             let rates = interleaved([
                 libpngRate(threads: threads), memcpyRate(threads: threads),
@@ -225,14 +235,21 @@ enum BenchAdapter {
             ])
             let (libpng, copy, mbtiles, bundlePNG, raw, rawNoCRC) = (rates[0], rates[1], rates[2], rates[3], rates[4], rates[5])
             let unit = "bitmaps/s"
-            report("bench-adapter, \(threads) thread\(threads == 1 ? "" : "s")", [
-                Comparison("MBTiles/PNG", value: mbtiles, unit: unit, vs: "plain C libpng decode loop", referenceValue: libpng, goal: (0.9, true)),
-                Comparison("bundle/PNG", value: bundlePNG, unit: unit, vs: "plain C libpng decode loop", referenceValue: libpng, goal: (0.9, true)),
-                Comparison("bundle/raw LZ4", value: raw, unit: unit, vs: "MBTiles/PNG", referenceValue: mbtiles, goal: (10, true)),
-                Comparison("bundle/raw LZ4", value: raw, unit: unit, vs: "memcpy of 256 KiB", referenceValue: copy, goal: (0.25, true)),
-                Comparison("bundle/raw LZ4, payload CRC not verified", value: rawNoCRC, unit: unit, vs: "memcpy of 256 KiB",
-                           referenceValue: copy),
-            ])
+            report(
+                "bench-adapter, \(threads) thread\(threads == 1 ? "" : "s")",
+                [
+                    Comparison(
+                        "MBTiles/PNG", value: mbtiles, unit: unit, vs: "plain C libpng decode loop", referenceValue: libpng,
+                        goal: (0.9, true)),
+                    Comparison(
+                        "bundle/PNG", value: bundlePNG, unit: unit, vs: "plain C libpng decode loop", referenceValue: libpng,
+                        goal: (0.9, true)),
+                    Comparison("bundle/raw LZ4", value: raw, unit: unit, vs: "MBTiles/PNG", referenceValue: mbtiles, goal: (10, true)),
+                    Comparison("bundle/raw LZ4", value: raw, unit: unit, vs: "memcpy of 256 KiB", referenceValue: copy, goal: (0.25, true)),
+                    Comparison(
+                        "bundle/raw LZ4, payload CRC not verified", value: rawNoCRC, unit: unit, vs: "memcpy of 256 KiB",
+                        referenceValue: copy),
+                ])
         }
         // Issue 14: the layer's own path, a TileRequest per tile completed with the reader's pixels.
         // Completion hands the request's buffer to the bitmap (no copy); the comparison repeats the
@@ -272,14 +289,19 @@ enum BenchAdapter {
             try requestRate(bundlePNGPath, copyAtCompletion: false), try requestRate(bundlePNGPath, copyAtCompletion: true),
             memcpyRate(threads: 1),
         ])
-        report("bench-adapter, tile requests completed (the layer's path), 1 thread", [
-            Comparison("bundle/raw LZ4 -> TileRequest, zero-copy completion", value: requestRates[0], unit: "bitmaps/s",
-                       vs: "the same with the copy at completion (before issue 14)", referenceValue: requestRates[1], goal: (1, true)),
-            Comparison("bundle/PNG -> TileRequest, zero-copy completion", value: requestRates[2], unit: "bitmaps/s",
-                       vs: "the same with the copy at completion (before issue 14)", referenceValue: requestRates[3], goal: (1, true)),
-            Comparison("bundle/raw LZ4 -> TileRequest, zero-copy completion", value: requestRates[0], unit: "bitmaps/s",
-                       vs: "memcpy of 256 KiB", referenceValue: requestRates[4]),
-        ])
+        report(
+            "bench-adapter, tile requests completed (the layer's path), 1 thread",
+            [
+                Comparison(
+                    "bundle/raw LZ4 -> TileRequest, zero-copy completion", value: requestRates[0], unit: "bitmaps/s",
+                    vs: "the same with the copy at completion (before issue 14)", referenceValue: requestRates[1], goal: (1, true)),
+                Comparison(
+                    "bundle/PNG -> TileRequest, zero-copy completion", value: requestRates[2], unit: "bitmaps/s",
+                    vs: "the same with the copy at completion (before issue 14)", referenceValue: requestRates[3], goal: (1, true)),
+                Comparison(
+                    "bundle/raw LZ4 -> TileRequest, zero-copy completion", value: requestRates[0], unit: "bitmaps/s",
+                    vs: "memcpy of 256 KiB", referenceValue: requestRates[4]),
+            ])
         print("peak RSS: \(peakResidentBytes() >> 20) MiB")
     }
 }

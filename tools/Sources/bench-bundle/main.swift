@@ -33,7 +33,6 @@ struct Arguments {
     }
 }
 
-
 /// The tiles: whole zoom levels from 0 up, then the rest of the count as a block of the next level.
 func tileSet(count: Int) -> [TileCoordinate] {
     var tiles: [TileCoordinate] = []
@@ -118,8 +117,9 @@ if CommandLine.arguments.count == 5, CommandLine.arguments[1] == "--memory-probe
     }
     let read = rssParts()
     // Reads are measured from after the tile list was built, whose own growth is not the archive's.
-    print(opened.anon - start.anon, opened.file - start.file,
-          read.anon - afterList.anon + (opened.anon - start.anon), read.file - afterList.file + (opened.file - start.file), sum)
+    print(
+        opened.anon - start.anon, opened.file - start.file,
+        read.anon - afterList.anon + (opened.anon - start.anon), read.file - afterList.file + (opened.file - start.file), sum)
     exit(0)
 }
 
@@ -147,7 +147,9 @@ let flatPath = directory + "/bench-flat.mbtiles"
 let dedupPath = directory + "/bench-dedup.mbtiles"
 
 let tiles = tileSet(count: arguments.tiles)
-print("bench-bundle: \(tiles.count) tiles, zooms \(tiles.first?.zoom ?? 0)...\(tiles.last?.zoom ?? 0), \(arguments.reads) random reads, in \(directory)")
+print(
+    "bench-bundle: \(tiles.count) tiles, zooms \(tiles.first?.zoom ?? 0)...\(tiles.last?.zoom ?? 0), \(arguments.reads) random reads, in \(directory)"
+)
 
 // Write the same tiles three ways.
 var metadata = TileMetadata(["name": "bench", "format": "png", "minzoom": "0", "maxzoom": "\(tiles.last?.zoom ?? 0)"])
@@ -162,7 +164,9 @@ let bundleWrite = try medianSeconds(runs: 1) {
         try scratch.withUnsafeBytes { try writer.addTile(at: tile, bytes: $0) }
     }
     let summary = try writer.finish()
-    print("bundle: \(summary.tileCount) tiles, \(summary.payloadCount) payloads (\(summary.lz4PayloadCount) LZ4), \(summary.fileLength) bytes")
+    print(
+        "bundle: \(summary.tileCount) tiles, \(summary.payloadCount) payloads (\(summary.lz4PayloadCount) LZ4), \(summary.fileLength) bytes"
+    )
 }
 var mbtilesWrite: [MBTilesWriteSchema: Double] = [:]
 for (schema, path) in [(MBTilesWriteSchema.flat, flatPath), (.deduplicated, dedupPath)] {
@@ -225,25 +229,56 @@ let verifyTime = try medianSeconds(runs: 1) { _ = try bundle!.verify() }
 bundle = nil
 
 let reads = Double(order.count)
-print("payload bytes: \(payloadBytes); bundle write \(format(bundleWrite)) s, MBTiles flat \(format(mbtilesWrite[.flat] ?? 0)) s, dedup \(format(mbtilesWrite[.deduplicated] ?? 0)) s; bundle verify \(format(verifyTime)) s")
-report("open (median of \(opens))", [
-    Comparison("bundle open", value: bundleOpen * 1e6, unit: "us", vs: "MBTiles open", referenceValue: mbtilesOpen * 1e6),
-])
-report("resident memory growth in a fresh process (anonymous = heap; file = mapped file pages, clean and reclaimable)", [
-    Comparison("bundle anonymous after open", value: bundleMemory.openAnon, unit: "KiB", vs: "MBTiles", referenceValue: mbtilesMemory.openAnon),
-    Comparison("bundle total after open", value: bundleMemory.openAnon + bundleMemory.openFile, unit: "KiB", vs: "MBTiles", referenceValue: mbtilesMemory.openAnon + mbtilesMemory.openFile),
-    Comparison("bundle anonymous after \(memoryProbeReads) reads", value: bundleMemory.readAnon, unit: "KiB", vs: "MBTiles", referenceValue: mbtilesMemory.readAnon),
-    Comparison("bundle total after \(memoryProbeReads) reads", value: bundleMemory.readAnon + bundleMemory.readFile, unit: "KiB", vs: "MBTiles", referenceValue: mbtilesMemory.readAnon + mbtilesMemory.readFile),
-])
-report("random reads, withTileBytes (higher is better)", [
-    Comparison("bundle (CRC checked)", value: reads / bundleReads.seconds, unit: "reads/s", vs: "MBTiles flat", referenceValue: reads / mbtilesReads.seconds, goal: (5, true)),
-    Comparison("bundle (CRC not checked)", value: reads / uncheckedReads.seconds, unit: "reads/s", vs: "MBTiles flat", referenceValue: reads / mbtilesReads.seconds, goal: (5, true)),
-    Comparison("bundle (CRC checked)", value: reads / bundleReads.seconds, unit: "reads/s", vs: "MBTiles dedup", referenceValue: reads / dedupReads.seconds, goal: (5, true)),
-])
-report("random reads into the caller's buffer, readTile(at:into:) (higher is better)", [
-    Comparison("bundle (CRC checked)", value: reads / bundleInto, unit: "reads/s", vs: "MBTiles flat", referenceValue: reads / mbtilesInto, goal: (5, true)),
-])
-report("file size (lower is better)", [
-    Comparison("bundle", value: fileSize(bundlePath) / 1_048_576, unit: "MiB", vs: "MBTiles flat", referenceValue: fileSize(flatPath) / 1_048_576),
-    Comparison("bundle", value: fileSize(bundlePath) / 1_048_576, unit: "MiB", vs: "MBTiles dedup", referenceValue: fileSize(dedupPath) / 1_048_576),
-])
+print(
+    "payload bytes: \(payloadBytes); bundle write \(format(bundleWrite)) s, MBTiles flat \(format(mbtilesWrite[.flat] ?? 0)) s, dedup \(format(mbtilesWrite[.deduplicated] ?? 0)) s; bundle verify \(format(verifyTime)) s"
+)
+report(
+    "open (median of \(opens))",
+    [
+        Comparison("bundle open", value: bundleOpen * 1e6, unit: "us", vs: "MBTiles open", referenceValue: mbtilesOpen * 1e6)
+    ])
+report(
+    "resident memory growth in a fresh process (anonymous = heap; file = mapped file pages, clean and reclaimable)",
+    [
+        Comparison(
+            "bundle anonymous after open", value: bundleMemory.openAnon, unit: "KiB", vs: "MBTiles", referenceValue: mbtilesMemory.openAnon),
+        Comparison(
+            "bundle total after open", value: bundleMemory.openAnon + bundleMemory.openFile, unit: "KiB", vs: "MBTiles",
+            referenceValue: mbtilesMemory.openAnon + mbtilesMemory.openFile),
+        Comparison(
+            "bundle anonymous after \(memoryProbeReads) reads", value: bundleMemory.readAnon, unit: "KiB", vs: "MBTiles",
+            referenceValue: mbtilesMemory.readAnon),
+        Comparison(
+            "bundle total after \(memoryProbeReads) reads", value: bundleMemory.readAnon + bundleMemory.readFile, unit: "KiB",
+            vs: "MBTiles", referenceValue: mbtilesMemory.readAnon + mbtilesMemory.readFile),
+    ])
+report(
+    "random reads, withTileBytes (higher is better)",
+    [
+        Comparison(
+            "bundle (CRC checked)", value: reads / bundleReads.seconds, unit: "reads/s", vs: "MBTiles flat",
+            referenceValue: reads / mbtilesReads.seconds, goal: (5, true)),
+        Comparison(
+            "bundle (CRC not checked)", value: reads / uncheckedReads.seconds, unit: "reads/s", vs: "MBTiles flat",
+            referenceValue: reads / mbtilesReads.seconds, goal: (5, true)),
+        Comparison(
+            "bundle (CRC checked)", value: reads / bundleReads.seconds, unit: "reads/s", vs: "MBTiles dedup",
+            referenceValue: reads / dedupReads.seconds, goal: (5, true)),
+    ])
+report(
+    "random reads into the caller's buffer, readTile(at:into:) (higher is better)",
+    [
+        Comparison(
+            "bundle (CRC checked)", value: reads / bundleInto, unit: "reads/s", vs: "MBTiles flat", referenceValue: reads / mbtilesInto,
+            goal: (5, true))
+    ])
+report(
+    "file size (lower is better)",
+    [
+        Comparison(
+            "bundle", value: fileSize(bundlePath) / 1_048_576, unit: "MiB", vs: "MBTiles flat",
+            referenceValue: fileSize(flatPath) / 1_048_576),
+        Comparison(
+            "bundle", value: fileSize(bundlePath) / 1_048_576, unit: "MiB", vs: "MBTiles dedup",
+            referenceValue: fileSize(dedupPath) / 1_048_576),
+    ])

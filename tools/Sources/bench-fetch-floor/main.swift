@@ -11,7 +11,8 @@ import TilepackHTTP
 
 let arguments = CommandLine.arguments
 guard arguments.count == 5, let inFlight = Int(arguments[3]), arguments[4] == "curl" || Int(arguments[4]) != nil,
-      let list = try? String(contentsOfFile: arguments[2], encoding: .utf8) else {
+    let list = try? String(contentsOfFile: arguments[2], encoding: .utf8)
+else {
     FileHandle.standardError.write(Data("usage: bench-fetch-floor <base-url> <paths-file> <in-flight> curl|<sessions>\n".utf8))
     exit(64)
 }

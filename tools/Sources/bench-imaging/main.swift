@@ -37,7 +37,10 @@ func renderTile(_ index: Int) -> Bitmap {
         for y in max(0, y0)..<min(tileSize, y1) where y1 > y0 {
             for x in max(0, x0)..<min(tileSize, x1) where x1 > x0 {
                 let o = (y * tileSize + x) * 4
-                px[o] = c.0; px[o + 1] = c.1; px[o + 2] = c.2; px[o + 3] = c.3
+                px[o] = c.0
+                px[o + 1] = c.1
+                px[o + 2] = c.2
+                px[o + 3] = c.3
             }
         }
     }
@@ -64,9 +67,11 @@ func renderTile(_ index: Int) -> Bitmap {
         let colour: (UInt8, UInt8, UInt8, UInt8) = rng.int(0...3) == 0 ? (252, 214, 164, 255) : (255, 255, 255, 255)
         let casing: (UInt8, UInt8, UInt8, UInt8) = overlay ? (80, 80, 80, 160) : (190, 180, 170, 255)
         if horizontal {
-            fill(0, at - 1, tileSize, at + width + 1, casing); fill(0, at, tileSize, at + width, colour)
+            fill(0, at - 1, tileSize, at + width + 1, casing)
+            fill(0, at, tileSize, at + width, colour)
         } else {
-            fill(at - 1, 0, at + width + 1, tileSize, casing); fill(at, 0, at + width, tileSize, colour)
+            fill(at - 1, 0, at + width + 1, tileSize, casing)
+            fill(at, 0, at + width, tileSize, colour)
         }
     }
     let rgba = Bitmap(width: tileSize, height: tileSize, pixelFormat: .rgba8888, pixels: px)!
@@ -86,13 +91,19 @@ let fixturesRoot: String = {
 /// Tile blobs of an MBTiles file, through the sqlite3 CLI (setup only, not timed).
 func fixtureTiles(_ file: String) -> [[UInt8]] {
     let path = fixturesRoot + "/" + file
-    guard FileManager.default.fileExists(atPath: path) else { print("(fixture \(file) not found)"); return [] }
+    guard FileManager.default.fileExists(atPath: path) else {
+        print("(fixture \(file) not found)")
+        return []
+    }
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
     process.arguments = ["-readonly", path, "select hex(tile_data) from tiles"]
     let pipe = Pipe()
     process.standardOutput = pipe
-    do { try process.run() } catch { print("(sqlite3 failed: \(error))"); return [] }
+    do { try process.run() } catch {
+        print("(sqlite3 failed: \(error))")
+        return []
+    }
     let output = pipe.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
     return String(decoding: output, as: UTF8.self).split(separator: "\n").map { line in
@@ -101,7 +112,12 @@ func fixtureTiles(_ file: String) -> [[UInt8]] {
         var high: UInt8?
         for c in line.utf8 {
             let v = c <= 57 ? c - 48 : c - 55
-            if let h = high { bytes.append(h << 4 | v); high = nil } else { high = v }
+            if let h = high {
+                bytes.append(h << 4 | v)
+                high = nil
+            } else {
+                high = v
+            }
         }
         return bytes
     }
@@ -110,7 +126,9 @@ func fixtureTiles(_ file: String) -> [[UInt8]] {
 // MARK: - Timing
 
 /// Median seconds to decode every tile once with `decode` into one reused buffer of the right size.
-func timeDecoding(_ tiles: [[UInt8]], bytesPerPixel: Int = 4, runsOverride: Int? = nil, _ decode: ([UInt8], UnsafeMutableRawBufferPointer) -> Bool) -> Double {
+func timeDecoding(
+    _ tiles: [[UInt8]], bytesPerPixel: Int = 4, runsOverride: Int? = nil, _ decode: ([UInt8], UnsafeMutableRawBufferPointer) -> Bool
+) -> Double {
     var buffers: [Int: UnsafeMutableRawBufferPointer] = [:]
     defer { for b in buffers.values { b.deallocate() } }
     let sizes = tiles.map { tile -> Int in
@@ -143,7 +161,9 @@ func tilepack(_ format: PixelFormat) -> ([UInt8], UnsafeMutableRawBufferPointer)
     }
 }
 
-typealias CFloor = (UnsafePointer<UInt8>?, Int, UnsafeMutablePointer<UInt8>?, Int, UnsafeMutablePointer<Int32>?, UnsafeMutablePointer<Int32>?) -> Int32
+typealias CFloor = (
+    UnsafePointer<UInt8>?, Int, UnsafeMutablePointer<UInt8>?, Int, UnsafeMutablePointer<Int32>?, UnsafeMutablePointer<Int32>?
+) -> Int32
 func floorLoop(_ f: @escaping CFloor) -> ([UInt8], UnsafeMutableRawBufferPointer) -> Bool {
     { tile, buffer in
         var w: Int32 = 0, h: Int32 = 0
@@ -169,7 +189,10 @@ func tilesPerSecond(_ count: Int, _ seconds: Double) -> Double { Double(count) /
 func sameAsClassic(_ tiles: [[UInt8]]) -> Int {
     var mismatches = 0
     for tile in tiles {
-        guard let info = try? tile.withUnsafeBytes({ try ImageDecoder.imageInfo($0) }) else { mismatches += 1; continue }
+        guard let info = try? tile.withUnsafeBytes({ try ImageDecoder.imageInfo($0) }) else {
+            mismatches += 1
+            continue
+        }
         var a = [UInt8](repeating: 0, count: info.width * info.height * 4), b = a
         _ = a.withUnsafeMutableBytes { tilepack(.rgba8888)(tile, $0) }
         _ = b.withUnsafeMutableBytes { floorLoop(floor_png_classic_rgba)(tile, $0) }
@@ -187,7 +210,9 @@ let pngTiles = rendered.map { [UInt8]((try? PNGEncoder.encode($0)) ?? Data()) }
 var jpegScratch = [UInt8](repeating: 0, count: 1 << 20)
 let jpegTiles: [[UInt8]] = rendered.map { bitmap in
     let rgba = bitmap.converted(to: .rgba8888)
-    let n = rgba.pixels.withUnsafeBufferPointer { floor_tj_encode_rgba($0.baseAddress, Int32(tileSize), Int32(tileSize), &jpegScratch, jpegScratch.count) }
+    let n = rgba.pixels.withUnsafeBufferPointer {
+        floor_tj_encode_rgba($0.baseAddress, Int32(tileSize), Int32(tileSize), &jpegScratch, jpegScratch.count)
+    }
     return Array(jpegScratch[0..<n])
 }
 let plain1 = fixtureTiles("node-mbtiles/plain_1.mbtiles")
@@ -195,10 +220,15 @@ let geoPNG = fixtureTiles("martin/geography-class-png.mbtiles")
 let geoJPG = fixtureTiles("martin/geography-class-jpg.mbtiles")
 let webp = fixtureTiles("martin/webp.mbtiles")
 let pngBytes = pngTiles.reduce(0) { $0 + $1.count }, jpegBytes = jpegTiles.reduce(0) { $0 + $1.count }
-print(String(format: "setup %.1f s: generated PNG %d tiles (%.1f KiB avg), JPEG q85 %d tiles (%.1f KiB avg); fixtures plain_1 %d, geography-class png %d / jpg %d, webp %d",
-             now() - setupStart, pngTiles.count, Double(pngBytes) / Double(max(pngTiles.count, 1)) / 1024,
-             jpegTiles.count, Double(jpegBytes) / Double(max(jpegTiles.count, 1)) / 1024, plain1.count, geoPNG.count, geoJPG.count, webp.count))
-print("output check: tilepack RGBA == libpng classic RGBA for generated PNGs: \(pngTiles.count - sameAsClassic(pngTiles))/\(pngTiles.count), plain_1: \(plain1.count - sameAsClassic(plain1))/\(plain1.count)")
+print(
+    String(
+        format:
+            "setup %.1f s: generated PNG %d tiles (%.1f KiB avg), JPEG q85 %d tiles (%.1f KiB avg); fixtures plain_1 %d, geography-class png %d / jpg %d, webp %d",
+        now() - setupStart, pngTiles.count, Double(pngBytes) / Double(max(pngTiles.count, 1)) / 1024,
+        jpegTiles.count, Double(jpegBytes) / Double(max(jpegTiles.count, 1)) / 1024, plain1.count, geoPNG.count, geoJPG.count, webp.count))
+print(
+    "output check: tilepack RGBA == libpng classic RGBA for generated PNGs: \(pngTiles.count - sameAsClassic(pngTiles))/\(pngTiles.count), plain_1: \(plain1.count - sameAsClassic(plain1))/\(plain1.count)"
+)
 
 // memcpy of one 256 KiB tile: the floor any decode into a caller's buffer sits above.
 let memcpySource = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 * 1024, alignment: 64)
@@ -220,14 +250,19 @@ func pngSet(_ name: String, _ tiles: [[UInt8]]) {
     guard !tiles.isEmpty else { return }
     let times = timeInterleaved(tiles, [tilepack(.rgba8888), floorLoop(floor_png_classic_rgba), floorLoop(floor_png_image_rgba)])
     let (t, classic, simplified) = (times[0], times[1], times[2])
-    report("PNG \(name) (\(tiles.count) tiles) -> RGBA", [
-        Comparison("tilepack decode", value: tilesPerSecond(tiles.count, t), unit: "tiles/s",
-                   vs: "C libpng classic loop", referenceValue: tilesPerSecond(tiles.count, classic), goal: (0.95, true)),
-        Comparison("tilepack decode", value: tilesPerSecond(tiles.count, t), unit: "tiles/s",
-                   vs: "C libpng png_image loop", referenceValue: tilesPerSecond(tiles.count, simplified), goal: (0.95, true)),
-        Comparison("tilepack per tile", value: micros(t, tiles.count), unit: "us",
-                   vs: "memcpy 256 KiB", referenceValue: memcpyMicros),
-    ])
+    report(
+        "PNG \(name) (\(tiles.count) tiles) -> RGBA",
+        [
+            Comparison(
+                "tilepack decode", value: tilesPerSecond(tiles.count, t), unit: "tiles/s",
+                vs: "C libpng classic loop", referenceValue: tilesPerSecond(tiles.count, classic), goal: (0.95, true)),
+            Comparison(
+                "tilepack decode", value: tilesPerSecond(tiles.count, t), unit: "tiles/s",
+                vs: "C libpng png_image loop", referenceValue: tilesPerSecond(tiles.count, simplified), goal: (0.95, true)),
+            Comparison(
+                "tilepack per tile", value: micros(t, tiles.count), unit: "us",
+                vs: "memcpy 256 KiB", referenceValue: memcpyMicros),
+        ])
 }
 pngSet("generated map-like", pngTiles)
 pngSet("node-mbtiles/plain_1 (palette)", plain1)
@@ -239,11 +274,14 @@ func jpegSet(_ name: String, _ tiles: [[UInt8]]) {
     defer { floor_tj_destroy(tj) }
     let times = timeInterleaved(tiles, [tilepack(.rgba8888), turboJPEGLoop(tj)])
     let (t, floor) = (times[0], times[1])
-    report("JPEG \(name) (\(tiles.count) tiles) -> RGBA", [
-        Comparison("tilepack decode", value: tilesPerSecond(tiles.count, t), unit: "tiles/s",
-                   vs: "C TurboJPEG loop (reused handle)", referenceValue: tilesPerSecond(tiles.count, floor), goal: (0.95, true)),
-        Comparison("tilepack per tile", value: micros(t, tiles.count), unit: "us", vs: "memcpy 256 KiB", referenceValue: memcpyMicros),
-    ])
+    report(
+        "JPEG \(name) (\(tiles.count) tiles) -> RGBA",
+        [
+            Comparison(
+                "tilepack decode", value: tilesPerSecond(tiles.count, t), unit: "tiles/s",
+                vs: "C TurboJPEG loop (reused handle)", referenceValue: tilesPerSecond(tiles.count, floor), goal: (0.95, true)),
+            Comparison("tilepack per tile", value: micros(t, tiles.count), unit: "us", vs: "memcpy 256 KiB", referenceValue: memcpyMicros),
+        ])
 }
 jpegSet("generated map-like q85", jpegTiles)
 jpegSet("martin/geography-class-jpg x40", Array(repeating: geoJPG, count: 40).flatMap { $0 })
@@ -252,19 +290,25 @@ if !webp.isEmpty {
     let tiles = Array(repeating: webp[0], count: 50)
     let times = timeInterleaved(tiles, [tilepack(.rgba8888), floorLoop(floor_webp_rgba)])
     let (t, floor) = (times[0], times[1])
-    report("WebP martin/webp.mbtiles 512 px x50 -> RGBA", [
-        Comparison("tilepack decode", value: tilesPerSecond(tiles.count, t), unit: "tiles/s",
-                   vs: "C WebPDecodeRGBAInto loop", referenceValue: tilesPerSecond(tiles.count, floor), goal: (0.95, true)),
-    ])
+    report(
+        "WebP martin/webp.mbtiles 512 px x50 -> RGBA",
+        [
+            Comparison(
+                "tilepack decode", value: tilesPerSecond(tiles.count, t), unit: "tiles/s",
+                vs: "C WebPDecodeRGBAInto loop", referenceValue: tilesPerSecond(tiles.count, floor), goal: (0.95, true))
+        ])
 }
 
 // Pixel formats the library cannot write directly cost a conversion pass.
 let rgbaTime = timeDecoding(pngTiles, tilepack(.rgba8888))
-report("PNG generated, other pixel formats vs tilepack RGBA", [PixelFormat.bgra8888, .bgra8888Premultiplied, .rgb888, .rgb565].map { format in
-    let t = timeDecoding(pngTiles, bytesPerPixel: format.bytesPerPixel, tilepack(format))
-    return Comparison("tilepack \(format)", value: tilesPerSecond(pngTiles.count, t), unit: "tiles/s",
-                      vs: "tilepack rgba8888", referenceValue: tilesPerSecond(pngTiles.count, rgbaTime))
-})
+report(
+    "PNG generated, other pixel formats vs tilepack RGBA",
+    [PixelFormat.bgra8888, .bgra8888Premultiplied, .rgb888, .rgb565].map { format in
+        let t = timeDecoding(pngTiles, bytesPerPixel: format.bytesPerPixel, tilepack(format))
+        return Comparison(
+            "tilepack \(format)", value: tilesPerSecond(pngTiles.count, t), unit: "tiles/s",
+            vs: "tilepack rgba8888", referenceValue: tilesPerSecond(pngTiles.count, rgbaTime))
+    })
 
 // Resampling for the tile layer (retina down/up, overzoom), per tile, side by side with Pillow's
 // bilinear resize of the same tiles (tools/bench-imaging-pillow.py, run once per round so that the
@@ -312,8 +356,10 @@ func median(_ values: [Double]) -> Double { values.isEmpty ? .nan : values.sorte
 var resampling: [Comparison] = []
 for (key, label) in [("down", "512 -> 256 bilinear"), ("up", "256 -> 512 bilinear"), ("overzoom", "overzoom 2 levels -> 256")] {
     if pillow[key] != nil {
-        resampling.append(Comparison(label, value: median(ours[key]!), unit: "us", vs: "Pillow BILINEAR",
-                                     referenceValue: median(pillow[key]!), goal: (1, false)))
+        resampling.append(
+            Comparison(
+                label, value: median(ours[key]!), unit: "us", vs: "Pillow BILINEAR",
+                referenceValue: median(pillow[key]!), goal: (1, false)))
     }
     resampling.append(Comparison(label, value: median(ours[key]!), unit: "us", vs: "memcpy 256 KiB", referenceValue: memcpyMicros))
 }

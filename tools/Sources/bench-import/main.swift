@@ -27,6 +27,7 @@ import Foundation
 import TileSynth
 import TilepackCore
 import TilepackImaging
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -85,7 +86,9 @@ struct Config {
             case "--mb-util": config.mbUtil = value()
             case "--floor-read": config.floorRead = value()
             case "-h", "--help":
-                print("usage: bench-import --tilepack PATH --mb-util PATH [--work DIR] [--small N] [--large N] [--jpeg N] [--rss N,N] [--runs N] [--verify-runs N] [--cold] [--only small,large,jpeg] [--no-verify] [--no-mb-util] [--no-hash] [--prepare-only]")
+                print(
+                    "usage: bench-import --tilepack PATH --mb-util PATH [--work DIR] [--small N] [--large N] [--jpeg N] [--rss N,N] [--runs N] [--verify-runs N] [--cold] [--only small,large,jpeg] [--no-verify] [--no-mb-util] [--no-hash] [--prepare-only]"
+                )
                 exit(0)
             default: fatal("unknown argument \(arguments[i])")
             }
@@ -174,15 +177,18 @@ struct Run {
 let fm = FileManager.default
 
 /// Writes `count` tiles rendered by `render` at `root`, unless a finished tree is already there.
-@MainActor func ensureTree(_ root: String, count: Int, fileExtension: String = "png",
-                           encode: @Sendable (Bitmap) throws -> Data = { try PNGEncoder.encode($0) },
-                           render: @Sendable (TileCoordinate) -> Bitmap) {
+@MainActor func ensureTree(
+    _ root: String, count: Int, fileExtension: String = "png",
+    encode: @Sendable (Bitmap) throws -> Data = { try PNGEncoder.encode($0) },
+    render: @Sendable (TileCoordinate) -> Bitmap
+) {
     let done = root + ".done"
     if fm.fileExists(atPath: done) { return }
     try? fm.removeItem(atPath: root)
     let start = now()
     do {
-        try TileSynth.writeTree(root: root, tiles: TileSynth.firstTiles(count), fileExtension: fileExtension, encode: encode, render: render)
+        try TileSynth.writeTree(
+            root: root, tiles: TileSynth.firstTiles(count), fileExtension: fileExtension, encode: encode, render: render)
         try Data().write(to: URL(fileURLWithPath: done))
     } catch {
         fatal("cannot write \(root): \(error)")
@@ -221,7 +227,9 @@ let fm = FileManager.default
 // MARK: Main
 
 let config = Config.parse(Array(CommandLine.arguments.dropFirst()))
-guard fm.isExecutableFile(atPath: "/usr/bin/time") else { fatal("needs GNU time at /usr/bin/time (apt-get install time) for child peak RSS") }
+guard fm.isExecutableFile(atPath: "/usr/bin/time") else {
+    fatal("needs GNU time at /usr/bin/time (apt-get install time) for child peak RSS")
+}
 let tilepack = executable(config.tilepack, sibling: "tilepack")
 let mbUtil = executable(config.mbUtil, sibling: "mb-util")
 let floorRead = executable(config.floorRead, sibling: "floor-read")
@@ -272,20 +280,27 @@ ensureSubtree(largeThirdTree, count: largeThird, of: largeTree)
 }
 let jpegTree = "\(trees)/jpeg-\(config.jpeg)"
 struct EncodeError: Error { var message: String }
-ensureTree(jpegTree, count: config.jpeg, fileExtension: "jpg", encode: { bitmap in
-    var out = [UInt8](repeating: 0, count: bitmap.width * bitmap.height * 4 + 65_536)
-    let size = bitmap.pixels.withUnsafeBufferPointer { pixels in
-        out.withUnsafeMutableBufferPointer { floor_tj_encode_rgba(pixels.baseAddress, Int32(bitmap.width), Int32(bitmap.height), $0.baseAddress, $0.count) }
+ensureTree(
+    jpegTree, count: config.jpeg, fileExtension: "jpg",
+    encode: { bitmap in
+        var out = [UInt8](repeating: 0, count: bitmap.width * bitmap.height * 4 + 65_536)
+        let size = bitmap.pixels.withUnsafeBufferPointer { pixels in
+            out.withUnsafeMutableBufferPointer {
+                floor_tj_encode_rgba(pixels.baseAddress, Int32(bitmap.width), Int32(bitmap.height), $0.baseAddress, $0.count)
+            }
+        }
+        guard size > 0 else { throw EncodeError(message: "TurboJPEG could not encode a tile") }
+        return Data(out[0..<size])
     }
-    guard size > 0 else { throw EncodeError(message: "TurboJPEG could not encode a tile") }
-    return Data(out[0..<size])
-}) { photoTile($0) }
+) { photoTile($0) }
 
 var treeSize: [String: (files: Int, bytes: Int)] = [:]
 for tree in smallCounts.map({ "\(trees)/small-\($0)" }) + [largeTree, largeThirdTree, jpegTree] {
     let stats = treeStats(tree, floorRead: floorRead, log: "\(logs)/stats.log")
     treeSize[tree] = stats
-    print("tree \(tree): \(stats.files) files, \(stats.bytes) bytes, mean \(String(format: "%.1f", Double(stats.bytes) / Double(max(1, stats.files)) / 1024)) KiB per file")
+    print(
+        "tree \(tree): \(stats.files) files, \(stats.bytes) bytes, mean \(String(format: "%.1f", Double(stats.bytes) / Double(max(1, stats.files)) / 1024)) KiB per file"
+    )
 }
 let largeMean = Double(treeSize[largeTree]!.bytes) / Double(treeSize[largeTree]!.files)
 if !(60_000...100_000).contains(largeMean) {
@@ -299,9 +314,13 @@ if !(50_000...130_000).contains(jpegMean) {
 if config.prepareOnly { exit(0) }
 
 if config.cold {
-    print("page cache: COLD — every tree file's pages are dropped (posix_fadvise DONTNEED, this tree only) before every run of every contender; folder entries and inodes stay cached")
+    print(
+        "page cache: COLD — every tree file's pages are dropped (posix_fadvise DONTNEED, this tree only) before every run of every contender; folder entries and inodes stay cached"
+    )
 } else {
-    print("page cache: WARM for every contender alike — each tree was just read once, and it fits in RAM; no run reads the disk for its input")
+    print(
+        "page cache: WARM for every contender alike — each tree was just read once, and it fits in RAM; no run reads the disk for its input"
+    )
 }
 
 /// Drops the tree's file pages from the page cache before a cold run.
@@ -353,7 +372,8 @@ struct Contender {
 @MainActor func tileCount(_ archive: String) -> Int? {
     let run = spawn([tilepack, "info", "--json", archive], log: "\(logs)/info.log")
     guard run.status == 0, let data = run.output.data(using: .utf8),
-          let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return nil }
+        let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+    else { return nil }
     return object["tiles"] as? Int
 }
 
@@ -405,21 +425,28 @@ struct ImportGoals {
     if goals.twoCoreFloors {
         contenders += [
             Contender(name: "floor-2-threads", argv: [floorRead, "--threads", "2", tree]),
-            Contender(name: "floor-2-threads-lz4-write", argv: [floorRead, "--threads", "2", "--write", twoCoreBundleOut, "--lz4", tree],
-                      outputs: [twoCoreBundleOut]),
-            Contender(name: "floor-2-threads-sqlite", argv: [floorRead, "--threads", "2", "--sqlite", twoCoreMBTilesOut, tree],
-                      outputs: [twoCoreMBTilesOut]),
+            Contender(
+                name: "floor-2-threads-lz4-write", argv: [floorRead, "--threads", "2", "--write", twoCoreBundleOut, "--lz4", tree],
+                outputs: [twoCoreBundleOut]),
+            Contender(
+                name: "floor-2-threads-sqlite", argv: [floorRead, "--threads", "2", "--sqlite", twoCoreMBTilesOut, tree],
+                outputs: [twoCoreMBTilesOut]),
         ]
     }
     if config.hashRuns {
         // Issue 19: agg_tiles_hash only when asked; what asking costs.
-        contenders.append(Contender(name: "tilepack-mbtiles-hash", argv: [tilepack, "import", "--agg-tiles-hash", tree, hashed],
-                                    outputs: [hashed], check: importCheck(files)))
+        contenders.append(
+            Contender(
+                name: "tilepack-mbtiles-hash", argv: [tilepack, "import", "--agg-tiles-hash", tree, hashed],
+                outputs: [hashed], check: importCheck(files)))
     }
     if config.mbUtilRuns {
-        contenders.append(Contender(name: "mb-util", argv: [mbUtil, "--image_format=\(imageFormat)", tree, mbutilOut], outputs: [mbutilOut]))
+        contenders.append(
+            Contender(name: "mb-util", argv: [mbUtil, "--image_format=\(imageFormat)", tree, mbutilOut], outputs: [mbutilOut]))
     }
-    print("\n== import: \(label) tree (\(files) tiles, \(String(format: "%.1f", mib(treeSize[tree]!.bytes))) MiB), \(config.runs) alternating runs, medians; load average \(loadAverage()) ==")
+    print(
+        "\n== import: \(label) tree (\(files) tiles, \(String(format: "%.1f", mib(treeSize[tree]!.bytes))) MiB), \(config.runs) alternating runs, medians; load average \(loadAverage()) =="
+    )
     let results = compare(tree, contenders, runs: config.runs)
     if config.mbUtilRuns, let count = tileCount(mbutilOut), count != files { fatal("mb-util wrote \(count) tiles, the tree has \(files)") }
     if let count = tileCount(mbtiles), count != files { fatal("tilepack wrote \(count) tiles, the tree has \(files)") }
@@ -432,53 +459,79 @@ struct ImportGoals {
     let cpu = results.mapValues { median($0.map(\.cpuSeconds)) }
     for name in contenders.map(\.name) {
         let runs = results[name]!.map { String(format: "%.3f", $0.seconds) }.joined(separator: " ")
-        print("  \(name): runs \(runs) s; median \(String(format: "%.3f", time[name]!)) s = \(Int(Double(files) / time[name]!)) tiles/s; CPU (user+sys) \(String(format: "%.3f", cpu[name]!)) s; peak RSS \(String(format: "%.1f", mib(rss[name]!))) MiB")
+        print(
+            "  \(name): runs \(runs) s; median \(String(format: "%.3f", time[name]!)) s = \(Int(Double(files) / time[name]!)) tiles/s; CPU (user+sys) \(String(format: "%.3f", cpu[name]!)) s; peak RSS \(String(format: "%.1f", mib(rss[name]!))) MiB"
+        )
     }
     for (kind, key) in [("MBTiles", "tilepack-mbtiles"), ("bundle", "tilepack-bundle")] {
         let vsRead = kind == "MBTiles" ? goals.mbtilesVsRead : goals.bundleVsRead
         let vsWrite = kind == "MBTiles" ? goals.mbtilesVsWrite : goals.bundleVsWrite
-        record(Comparison("[\(label)] tilepack import -> \(kind)", value: time[key]!, unit: "s",
-                          vs: floorName, referenceValue: time["floor"]!, goal: vsRead.map { ($0, false) }))
-        record(Comparison("[\(label)] tilepack import -> \(kind)", value: time[key]!, unit: "s",
-                          vs: writeFloorName, referenceValue: time["floor-write"]!, goal: vsWrite.map { ($0, false) }))
+        record(
+            Comparison(
+                "[\(label)] tilepack import -> \(kind)", value: time[key]!, unit: "s",
+                vs: floorName, referenceValue: time["floor"]!, goal: vsRead.map { ($0, false) }))
+        record(
+            Comparison(
+                "[\(label)] tilepack import -> \(kind)", value: time[key]!, unit: "s",
+                vs: writeFloorName, referenceValue: time["floor-write"]!, goal: vsWrite.map { ($0, false) }))
     }
     if goals.twoCoreFloors {
-        for (name, key) in [(twoCoreReadName, "floor-2-threads"), (twoCoreBundleName, "floor-2-threads-lz4-write"),
-                            (twoCoreMBTilesName, "floor-2-threads-sqlite")] {
+        for (name, key) in [
+            (twoCoreReadName, "floor-2-threads"), (twoCoreBundleName, "floor-2-threads-lz4-write"),
+            (twoCoreMBTilesName, "floor-2-threads-sqlite"),
+        ] {
             record(Comparison("[\(label)] \(name)", value: time[key]!, unit: "s", vs: floorName, referenceValue: time["floor"]!))
         }
-        record(Comparison("[\(label)] tilepack import -> bundle", value: time["tilepack-bundle"]!, unit: "s",
-                          vs: twoCoreBundleName, referenceValue: time["floor-2-threads-lz4-write"]!))
-        record(Comparison("[\(label)] tilepack import -> MBTiles", value: time["tilepack-mbtiles"]!, unit: "s",
-                          vs: twoCoreMBTilesName, referenceValue: time["floor-2-threads-sqlite"]!))
+        record(
+            Comparison(
+                "[\(label)] tilepack import -> bundle", value: time["tilepack-bundle"]!, unit: "s",
+                vs: twoCoreBundleName, referenceValue: time["floor-2-threads-lz4-write"]!))
+        record(
+            Comparison(
+                "[\(label)] tilepack import -> MBTiles", value: time["tilepack-mbtiles"]!, unit: "s",
+                vs: twoCoreMBTilesName, referenceValue: time["floor-2-threads-sqlite"]!))
     }
     if config.hashRuns {
-        record(Comparison("[\(label)] tilepack import --agg-tiles-hash -> MBTiles", value: time["tilepack-mbtiles-hash"]!, unit: "s",
-                          vs: writeFloorName, referenceValue: time["floor-write"]!))
+        record(
+            Comparison(
+                "[\(label)] tilepack import --agg-tiles-hash -> MBTiles", value: time["tilepack-mbtiles-hash"]!, unit: "s",
+                vs: writeFloorName, referenceValue: time["floor-write"]!))
     }
     if config.mbUtilRuns {
-        record(Comparison("[\(label)] mb-util -> MBTiles (how many times tilepack's time)", value: time["mb-util"]!, unit: "s",
-                          vs: "tilepack import -> MBTiles", referenceValue: time["tilepack-mbtiles"]!, goal: goals.mbUtilTimes.map { ($0, true) }))
-        record(Comparison("[\(label)] mb-util -> MBTiles", value: time["mb-util"]!, unit: "s",
-                          vs: floorName, referenceValue: time["floor"]!))
+        record(
+            Comparison(
+                "[\(label)] mb-util -> MBTiles (how many times tilepack's time)", value: time["mb-util"]!, unit: "s",
+                vs: "tilepack import -> MBTiles", referenceValue: time["tilepack-mbtiles"]!, goal: goals.mbUtilTimes.map { ($0, true) }))
+        record(
+            Comparison(
+                "[\(label)] mb-util -> MBTiles", value: time["mb-util"]!, unit: "s",
+                vs: floorName, referenceValue: time["floor"]!))
     }
     // CPU time, which load from other sessions does not inflate the way it does wall time.
-    record(Comparison("[\(label)] tilepack import -> MBTiles, CPU time", value: cpu["tilepack-mbtiles"]!, unit: "s",
-                      vs: "read+write floor CPU time", referenceValue: cpu["floor-write"]!))
-    record(Comparison("[\(label)] tilepack import -> bundle, CPU time", value: cpu["tilepack-bundle"]!, unit: "s",
-                      vs: "read+write floor CPU time", referenceValue: cpu["floor-write"]!))
+    record(
+        Comparison(
+            "[\(label)] tilepack import -> MBTiles, CPU time", value: cpu["tilepack-mbtiles"]!, unit: "s",
+            vs: "read+write floor CPU time", referenceValue: cpu["floor-write"]!))
+    record(
+        Comparison(
+            "[\(label)] tilepack import -> bundle, CPU time", value: cpu["tilepack-bundle"]!, unit: "s",
+            vs: "read+write floor CPU time", referenceValue: cpu["floor-write"]!))
     if config.mbUtilRuns {
-        record(Comparison("[\(label)] tilepack import -> MBTiles peak RSS", value: mib(rss["tilepack-mbtiles"]!), unit: "MiB",
-                          vs: "mb-util peak RSS", referenceValue: mib(rss["mb-util"]!)))
+        record(
+            Comparison(
+                "[\(label)] tilepack import -> MBTiles peak RSS", value: mib(rss["tilepack-mbtiles"]!), unit: "MiB",
+                vs: "mb-util peak RSS", referenceValue: mib(rss["mb-util"]!)))
     }
 }
 
 if config.only.contains("small") {
-    importComparison("small-\(config.small)", tree: smallTree, imageFormat: "png",
-                     goals: ImportGoals(twoCoreFloors: true, mbtilesVsRead: 0.75, bundleVsRead: 0.8, mbUtilTimes: 2.5))
+    importComparison(
+        "small-\(config.small)", tree: smallTree, imageFormat: "png",
+        goals: ImportGoals(twoCoreFloors: true, mbtilesVsRead: 0.75, bundleVsRead: 0.8, mbUtilTimes: 2.5))
 }
 if config.only.contains("large") {
-    importComparison("large-\(config.large)", tree: largeTree, imageFormat: "png", goals: ImportGoals(mbtilesVsWrite: 1.5, bundleVsWrite: 1.5))
+    importComparison(
+        "large-\(config.large)", tree: largeTree, imageFormat: "png", goals: ImportGoals(mbtilesVsWrite: 1.5, bundleVsWrite: 1.5))
 }
 if config.only.contains("jpeg") {
     importComparison("jpeg-\(config.jpeg)", tree: jpegTree, imageFormat: "jpg", goals: ImportGoals(mbtilesVsWrite: 1.5, bundleVsWrite: 1.5))
@@ -491,53 +544,79 @@ if config.only.contains("jpeg") {
     var byKind: [String: [(count: Int, rss: Int)]] = [:]
     for (count, tree) in sizes {
         let mbtiles = "\(out)/rss-\(label)-\(count).mbtiles", bundle = "\(out)/rss-\(label)-\(count).tilepack"
-        let results = compare(tree, [
-            Contender(name: "mbtiles", argv: [tilepack, "import", tree, mbtiles], outputs: [mbtiles], check: importCheck(count)),
-            Contender(name: "bundle", argv: [tilepack, "import", tree, bundle], outputs: [bundle], check: importCheck(count)),
-        ], runs: 1)
+        let results = compare(
+            tree,
+            [
+                Contender(name: "mbtiles", argv: [tilepack, "import", tree, mbtiles], outputs: [mbtiles], check: importCheck(count)),
+                Contender(name: "bundle", argv: [tilepack, "import", tree, bundle], outputs: [bundle], check: importCheck(count)),
+            ], runs: 1)
         for (kind, runs) in results.sorted(by: { $0.key > $1.key }) {
             let run = runs[0]
             byKind[kind, default: []].append((count, run.peakRSS))
-            print("  \(count) \(label) tiles -> \(kind): peak RSS \(String(format: "%.1f", mib(run.peakRSS))) MiB, \(String(format: "%.3f", run.seconds)) s (\(Int(Double(count) / run.seconds)) tiles/s)")
+            print(
+                "  \(count) \(label) tiles -> \(kind): peak RSS \(String(format: "%.1f", mib(run.peakRSS))) MiB, \(String(format: "%.3f", run.seconds)) s (\(Int(Double(count) / run.seconds)) tiles/s)"
+            )
         }
     }
     return byKind
 }
 
-print("\n== peak RSS of tilepack import (child ru_maxrss) as the tree grows: \(config.rssSizes.map(String.init).joined(separator: " vs ")) small tiles ==")
+print(
+    "\n== peak RSS of tilepack import (child ru_maxrss) as the tree grows: \(config.rssSizes.map(String.init).joined(separator: " vs ")) small tiles =="
+)
 let smallRSS = peakRSS(config.rssSizes.map { ($0, "\(trees)/small-\($0)") }, label: "small")
 for kind in ["mbtiles", "bundle"] {
-    guard let points = smallRSS[kind]?.sorted(by: { $0.count < $1.count }), let first = points.first, let last = points.last, points.count > 1 else { continue }
+    guard let points = smallRSS[kind]?.sorted(by: { $0.count < $1.count }), let first = points.first, let last = points.last,
+        points.count > 1
+    else { continue }
     if kind == "mbtiles" {
-        record(Comparison("peak RSS, \(last.count) small tiles -> MBTiles", value: mib(last.rss), unit: "MiB",
-                          vs: "\(first.count) tiles", referenceValue: mib(first.rss), goal: (1.25, false)))
+        record(
+            Comparison(
+                "peak RSS, \(last.count) small tiles -> MBTiles", value: mib(last.rss), unit: "MiB",
+                vs: "\(first.count) tiles", referenceValue: mib(first.rss), goal: (1.25, false)))
     } else {
         // The issue allows the bundle's in-memory index to grow with the tiles (no goal here): per
         // tile a 16 B tile entry, a 24 B payload entry and a ~16 B hash-table entry, 56 B when
         // packed; arrays and the table grow by doubling, and while one grows its old and new
         // storage coexist, so a peak can reach about 3x that (~168 B per tile).
         let perTile = Double(last.rss - first.rss) / Double(last.count - first.count)
-        record(Comparison("peak RSS growth per added tile, \(first.count) -> \(last.count) small tiles -> bundle", value: perTile, unit: "B",
-                          vs: "the bundle's packed in-memory index per tile", referenceValue: 56))
-        print("  (bundle peak RSS \(String(format: "%.1f", mib(first.rss))) MiB at \(first.count) tiles, \(String(format: "%.1f", mib(last.rss))) MiB at \(last.count) tiles)")
+        record(
+            Comparison(
+                "peak RSS growth per added tile, \(first.count) -> \(last.count) small tiles -> bundle", value: perTile, unit: "B",
+                vs: "the bundle's packed in-memory index per tile", referenceValue: 56))
+        print(
+            "  (bundle peak RSS \(String(format: "%.1f", mib(first.rss))) MiB at \(first.count) tiles, \(String(format: "%.1f", mib(last.rss))) MiB at \(last.count) tiles)"
+        )
     }
 }
 // Large tiles: memory must not follow the bytes read (issue 19: "peak memory flat in the number of tiles").
 print("\n== peak RSS of tilepack import of large tiles: \(largeThird) vs \(config.large) tiles of the large PNG tree ==")
 let largeRSS = peakRSS([(largeThird, largeThirdTree), (config.large, largeTree)], label: "large")
 for kind in ["mbtiles", "bundle"] {
-    guard let points = largeRSS[kind]?.sorted(by: { $0.count < $1.count }), let first = points.first, let last = points.last, points.count > 1 else { continue }
-    record(Comparison("peak RSS, \(last.count) large tiles -> \(kind == "mbtiles" ? "MBTiles" : "bundle")", value: mib(last.rss), unit: "MiB",
-                      vs: "\(first.count) tiles", referenceValue: mib(first.rss), goal: (1.25, false)))
+    guard let points = largeRSS[kind]?.sorted(by: { $0.count < $1.count }), let first = points.first, let last = points.last,
+        points.count > 1
+    else { continue }
+    record(
+        Comparison(
+            "peak RSS, \(last.count) large tiles -> \(kind == "mbtiles" ? "MBTiles" : "bundle")", value: mib(last.rss), unit: "MiB",
+            vs: "\(first.count) tiles", referenceValue: mib(first.rss), goal: (1.25, false)))
 }
 
 // MARK: Verify vs a plain decode loop
 
 if config.verify {
-    print("\n== verify: tilepack verify (\(cores) threads) vs floor-read --decode (C, 1 thread: libpng png_image, or TurboJPEG, to RGBA), \(config.verifyRuns) alternating runs, medians ==")
+    print(
+        "\n== verify: tilepack verify (\(cores) threads) vs floor-read --decode (C, 1 thread: libpng png_image, or TurboJPEG, to RGBA), \(config.verifyRuns) alternating runs, medians =="
+    )
     var verifyCases: [(label: String, tree: String, archive: String, loop: String)] = [
-        ("small-\(config.rssSizes.first!) MBTiles", "\(trees)/small-\(config.rssSizes.first!)", "\(out)/rss-small-\(config.rssSizes.first!).mbtiles", "libpng"),
-        ("small-\(config.rssSizes.first!) bundle", "\(trees)/small-\(config.rssSizes.first!)", "\(out)/rss-small-\(config.rssSizes.first!).tilepack", "libpng"),
+        (
+            "small-\(config.rssSizes.first!) MBTiles", "\(trees)/small-\(config.rssSizes.first!)",
+            "\(out)/rss-small-\(config.rssSizes.first!).mbtiles", "libpng"
+        ),
+        (
+            "small-\(config.rssSizes.first!) bundle", "\(trees)/small-\(config.rssSizes.first!)",
+            "\(out)/rss-small-\(config.rssSizes.first!).tilepack", "libpng"
+        ),
         ("large-\(config.large) MBTiles", largeTree, "\(out)/rss-large-\(config.large).mbtiles", "libpng"),
         ("large-\(config.large) bundle", largeTree, "\(out)/rss-large-\(config.large).tilepack", "libpng"),
     ]
@@ -549,27 +628,42 @@ if config.verify {
     }
     for item in verifyCases {
         let files = treeSize[item.tree]!.files
-        let results = compare(item.tree, [
-            Contender(name: "verify", argv: [tilepack, "verify", item.archive], check: { run in
-                guard run.status == 0 else { return "exit status \(run.status)" }
-                return run.output.contains("OK") && run.output.contains("\(files) decoded") ? nil : "not OK or not every tile decoded"
-            }),
-            Contender(name: "loop", argv: [floorRead, "--decode", item.tree]),
-        ], runs: config.verifyRuns)
+        let results = compare(
+            item.tree,
+            [
+                Contender(
+                    name: "verify", argv: [tilepack, "verify", item.archive],
+                    check: { run in
+                        guard run.status == 0 else { return "exit status \(run.status)" }
+                        return run.output.contains("OK") && run.output.contains("\(files) decoded")
+                            ? nil : "not OK or not every tile decoded"
+                    }),
+                Contender(name: "loop", argv: [floorRead, "--decode", item.tree]),
+            ], runs: config.verifyRuns)
         let verify = Double(files) / median(results["verify"]!.map(\.seconds))
         let loop = Double(files) / median(results["loop"]!.map(\.seconds))
         let verifyCPU = median(results["verify"]!.map(\.cpuSeconds)), loopCPU = median(results["loop"]!.map(\.cpuSeconds))
-        print("  verify runs \(results["verify"]!.map { String(format: "%.3f", $0.seconds) }.joined(separator: " ")) s, CPU \(String(format: "%.2f", verifyCPU)) s; loop runs \(results["loop"]!.map { String(format: "%.3f", $0.seconds) }.joined(separator: " ")) s, CPU \(String(format: "%.2f", loopCPU)) s")
-        record(Comparison("[\(item.label)] tilepack verify, CPU time per tile", value: verifyCPU / Double(files) * 1e3, unit: "ms",
-                          vs: "\(item.loop) decode loop", referenceValue: loopCPU / Double(files) * 1e3))
-        record(Comparison("[\(item.label)] tilepack verify", value: verify, unit: "tiles/s",
-                          vs: "\(item.loop) decode loop (1 thread)", referenceValue: loop, goal: (1.7, true)))
+        print(
+            "  verify runs \(results["verify"]!.map { String(format: "%.3f", $0.seconds) }.joined(separator: " ")) s, CPU \(String(format: "%.2f", verifyCPU)) s; loop runs \(results["loop"]!.map { String(format: "%.3f", $0.seconds) }.joined(separator: " ")) s, CPU \(String(format: "%.2f", loopCPU)) s"
+        )
+        record(
+            Comparison(
+                "[\(item.label)] tilepack verify, CPU time per tile", value: verifyCPU / Double(files) * 1e3, unit: "ms",
+                vs: "\(item.loop) decode loop", referenceValue: loopCPU / Double(files) * 1e3))
+        record(
+            Comparison(
+                "[\(item.label)] tilepack verify", value: verify, unit: "tiles/s",
+                vs: "\(item.loop) decode loop (1 thread)", referenceValue: loop, goal: (1.7, true)))
     }
 }
 
 print("\n== goals ==")
 for (name, met) in goals { print("  \(met ? "met    " : "NOT met") \(name)") }
-print("load average \(loadAverage()) at the end (\(cores) cores shared with other work: a high load skews every contender, which is why runs alternate)")
+print(
+    "load average \(loadAverage()) at the end (\(cores) cores shared with other work: a high load skews every contender, which is why runs alternate)"
+)
 if let autogroup = try? String(contentsOfFile: "/proc/sys/kernel/sched_autogroup_enabled", encoding: .utf8), autogroup.hasPrefix("1") {
-    print("note: scheduler autogroups are on: this session's processes share one fair-share slot against other sessions, so while other sessions keep the cores busy a multi-threaded contender gets no more CPU than a one-thread one; compare CPU times then")
+    print(
+        "note: scheduler autogroups are on: this session's processes share one fair-share slot against other sessions, so while other sessions keep the cores busy a multi-threaded contender gets no more CPU than a one-thread one; compare CPU times then"
+    )
 }

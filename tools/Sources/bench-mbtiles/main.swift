@@ -16,7 +16,6 @@ import TilepackStorage
 /// happens inside the timed write calls).
 let perTransaction = 60_000
 
-
 /// The tiles to write: coordinates and slices of one random byte pool (200...1200 bytes each).
 struct TileSet: @unchecked Sendable {
     var z: [Int32] = [], x: [Int32] = [], y: [Int32] = []
@@ -33,7 +32,9 @@ struct TileSet: @unchecked Sendable {
             for col in 0..<side {
                 for row in 0..<side {
                     if z.count == count { break outer }
-                    z.append(Int32(zoom)); x.append(Int32(col)); y.append(Int32(row))
+                    z.append(Int32(zoom))
+                    x.append(Int32(col))
+                    y.append(Int32(row))
                     let len = Int(200 + rng.next() % 1001)
                     offset.append(Int(rng.next() % UInt64(pool.count - len)))
                     length.append(Int32(len))
@@ -44,7 +45,7 @@ struct TileSet: @unchecked Sendable {
     }
 
     var count: Int { z.count }
-    func bytes(_ i: Int) -> UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: pool[offset[i] ..< offset[i] + Int(length[i])]) }
+    func bytes(_ i: Int) -> UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: pool[offset[i]..<offset[i] + Int(length[i])]) }
     func coordinate(_ i: Int) -> TileCoordinate {
         // The numbers were generated in range.
         TileCoordinate(validatingZoom: Int(z[i]), x: Int(x[i]), y: Int(y[i]))!
@@ -53,8 +54,9 @@ struct TileSet: @unchecked Sendable {
 
 func libraryWrite(_ tiles: TileSet, to path: String) throws -> (insert: Double, finish: Double) {
     let start = now()
-    let writer = try MBTilesWriter(creating: path, metadata: TileMetadata(["name": "bench", "format": "png"]),
-                                   options: MBTilesWriterOptions(overwrite: true, tilesPerTransaction: perTransaction))
+    let writer = try MBTilesWriter(
+        creating: path, metadata: TileMetadata(["name": "bench", "format": "png"]),
+        options: MBTilesWriterOptions(overwrite: true, tilesPerTransaction: perTransaction))
     for i in 0..<tiles.count { try writer.write(tiles.bytes(i), at: tiles.coordinate(i)) }
     let inserted = now()
     try writer.finish()
@@ -88,8 +90,9 @@ func floorRun(_ reader: OpaquePointer, _ picks: Picks, _ range: Range<Int>) -> I
     picks.z.withUnsafeBufferPointer { z in
         picks.x.withUnsafeBufferPointer { x in
             picks.y.withUnsafeBufferPointer { y in
-                mbtiles_floor_reader_run(reader, z.baseAddress! + range.lowerBound, x.baseAddress! + range.lowerBound,
-                                         y.baseAddress! + range.lowerBound, Int64(range.count))
+                mbtiles_floor_reader_run(
+                    reader, z.baseAddress! + range.lowerBound, x.baseAddress! + range.lowerBound,
+                    y.baseAddress! + range.lowerBound, Int64(range.count))
             }
         }
     }
@@ -110,14 +113,18 @@ func run() throws {
 
     let tiles = TileSet(count: tileCount)
     let bytes = tiles.length.reduce(0) { $0 + Int($1) }
-    print("bench-mbtiles: \(tiles.count) tiles (z0-\(tiles.z.last!)), \(bytes / 1_000_000) MB of tile data, \(readCount) random reads per thread")
+    print(
+        "bench-mbtiles: \(tiles.count) tiles (z0-\(tiles.z.last!)), \(bytes / 1_000_000) MB of tile data, \(readCount) random reads per thread"
+    )
 
     // Bulk writes: alternate library and floor, median of 3 each.
     let libraryPath = dir + "/library.mbtiles", floorPath = dir + "/floor.mbtiles"
     var libraryTotals: [Double] = [], libraryInserts: [Double] = [], libraryFinishes: [Double] = [], floorTotals: [Double] = []
     for _ in 0..<3 {
         let (insert, finish) = try libraryWrite(tiles, to: libraryPath)
-        libraryInserts.append(insert); libraryFinishes.append(finish); libraryTotals.append(insert + finish)
+        libraryInserts.append(insert)
+        libraryFinishes.append(finish)
+        libraryTotals.append(insert + finish)
         floorTotals.append(floorWrite(tiles, to: floorPath))
     }
     func median(_ v: [Double]) -> Double { v.sorted()[v.count / 2] }
@@ -131,7 +138,10 @@ func run() throws {
     var picks = Picks()
     for _ in 0..<(readCount * 2) {
         let i = Int(rng.next() % UInt64(tiles.count))
-        picks.coordinates.append(tiles.coordinate(i)); picks.z.append(tiles.z[i]); picks.x.append(tiles.x[i]); picks.y.append(tiles.y[i])
+        picks.coordinates.append(tiles.coordinate(i))
+        picks.z.append(tiles.z[i])
+        picks.x.append(tiles.x[i])
+        picks.y.append(tiles.y[i])
     }
     let uri = "file:" + libraryPath + "?mode=ro&immutable=1"
     // The library maps immutable files (mmap_size 1 GiB); the fair floor does the same, and the
@@ -168,24 +178,35 @@ func run() throws {
         }
     }
     let reads = Double(readCount)
-    report("random point reads (tiles/s, median of 5)", [
-        Comparison("1 thread: MBTilesArchive.withTileBytes", value: reads / libraryOne, unit: "reads/s",
-                   vs: "C sqlite3_step loop, same mmap_size", referenceValue: reads / floorOne, goal: (0.9, true)),
-        Comparison("1 thread: MBTilesArchive.withTileBytes", value: reads / libraryOne, unit: "reads/s",
-                   vs: "C loop, SQLite default settings (no mmap)", referenceValue: reads / plainFloorOne),
-        Comparison("2 threads: MBTilesArchive.withTileBytes", value: 2 * reads / libraryTwo, unit: "reads/s",
-                   vs: "C loop, 2 threads", referenceValue: 2 * reads / floorTwo, goal: (0.9, true)),
-        Comparison("scaling: library 2 threads", value: 2 * reads / libraryTwo, unit: "reads/s",
-                   vs: "library 1 thread", referenceValue: reads / libraryOne, goal: (1.5, true)),
-        Comparison("scaling: C loop 2 threads", value: 2 * reads / floorTwo, unit: "reads/s",
-                   vs: "C loop 1 thread", referenceValue: reads / floorOne),
-    ])
-    report("bulk writes (tiles/s, median of 3)", [
-        Comparison("MBTilesWriter create + write calls (all commits)", value: n / median(libraryInserts), unit: "tiles/s",
-                   vs: "C insert loop incl. commits", referenceValue: n / median(floorTotals), goal: (0.9, true)),
-        Comparison("MBTilesWriter end to end (+ finish)", value: n / median(libraryTotals), unit: "tiles/s",
-                   vs: "C insert loop incl. commits", referenceValue: n / median(floorTotals)),
-    ])
+    report(
+        "random point reads (tiles/s, median of 5)",
+        [
+            Comparison(
+                "1 thread: MBTilesArchive.withTileBytes", value: reads / libraryOne, unit: "reads/s",
+                vs: "C sqlite3_step loop, same mmap_size", referenceValue: reads / floorOne, goal: (0.9, true)),
+            Comparison(
+                "1 thread: MBTilesArchive.withTileBytes", value: reads / libraryOne, unit: "reads/s",
+                vs: "C loop, SQLite default settings (no mmap)", referenceValue: reads / plainFloorOne),
+            Comparison(
+                "2 threads: MBTilesArchive.withTileBytes", value: 2 * reads / libraryTwo, unit: "reads/s",
+                vs: "C loop, 2 threads", referenceValue: 2 * reads / floorTwo, goal: (0.9, true)),
+            Comparison(
+                "scaling: library 2 threads", value: 2 * reads / libraryTwo, unit: "reads/s",
+                vs: "library 1 thread", referenceValue: reads / libraryOne, goal: (1.5, true)),
+            Comparison(
+                "scaling: C loop 2 threads", value: 2 * reads / floorTwo, unit: "reads/s",
+                vs: "C loop 1 thread", referenceValue: reads / floorOne),
+        ])
+    report(
+        "bulk writes (tiles/s, median of 3)",
+        [
+            Comparison(
+                "MBTilesWriter create + write calls (all commits)", value: n / median(libraryInserts), unit: "tiles/s",
+                vs: "C insert loop incl. commits", referenceValue: n / median(floorTotals), goal: (0.9, true)),
+            Comparison(
+                "MBTilesWriter end to end (+ finish)", value: n / median(libraryTotals), unit: "tiles/s",
+                vs: "C insert loop incl. commits", referenceValue: n / median(floorTotals)),
+        ])
     print(String(format: "finish (derive + validate + agg hash + metadata + fsync + rename): median %.3f s", median(libraryFinishes)))
     let hashSeconds = try medianSeconds(runs: 3) { _ = try archive.aggregateTilesHash() }
     print(String(format: "  of which agg_tiles_hash alone (MBTilesArchive.aggregateTilesHash, warm): median %.3f s", hashSeconds))

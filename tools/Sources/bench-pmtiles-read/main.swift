@@ -115,9 +115,13 @@ let lookups = (0..<reads).map { _ in tiles[order.below(tiles.count)] }
 let pread = try measure(PMTilesArchive(source: FileByteSource(path: path, coalescedReadLength: window)))
 let mapped = try measure(PMTilesArchive(source: MappedSource(path: path)))
 let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
-report("PMTiles reads, \(tiles.count) tiles, \(size / 1_000_000) MB, warm, 1 thread", [
-    Comparison("random lookups (pread)", value: pread.lookups, unit: "tiles/s", vs: "memory-mapped", referenceValue: mapped.lookups),
-    Comparison("forEachTile pass (pread)", value: pread.pass, unit: "tiles/s", vs: "memory-mapped", referenceValue: mapped.pass),
-    Comparison("forEachTile pass reading every byte (pread)", value: pread.everyByte, unit: "tiles/s", vs: "memory-mapped", referenceValue: mapped.everyByte),
-])
+report(
+    "PMTiles reads, \(tiles.count) tiles, \(size / 1_000_000) MB, warm, 1 thread",
+    [
+        Comparison("random lookups (pread)", value: pread.lookups, unit: "tiles/s", vs: "memory-mapped", referenceValue: mapped.lookups),
+        Comparison("forEachTile pass (pread)", value: pread.pass, unit: "tiles/s", vs: "memory-mapped", referenceValue: mapped.pass),
+        Comparison(
+            "forEachTile pass reading every byte (pread)", value: pread.everyByte, unit: "tiles/s", vs: "memory-mapped",
+            referenceValue: mapped.everyByte),
+    ])
 try? FileManager.default.removeItem(atPath: folder)

@@ -13,6 +13,7 @@ import BenchSupport
 import Foundation
 import TilepackCore
 @_spi(TilepackInternal) import TilepackStorage
+
 #if TILEPACK_LIBFUZZER
 import CFuzzDriver
 #endif
@@ -67,7 +68,8 @@ func crc(_ b: [UInt8], _ start: Int, _ count: Int) -> UInt32? {
 /// Recomputes payload, metadata, index and header CRCs wherever the header's numbers allow.
 func reseal(_ b: inout [UInt8]) {
     guard b.count >= 128, let metadataLength = u64(b, 32), let indexOffset = u64(b, 40), let indexLength = u64(b, 48),
-          let dataOffset = u64(b, 56), let tiles = u64(b, 72), let payloads = u64(b, 80) else { return }
+        let dataOffset = u64(b, 56), let tiles = u64(b, 72), let payloads = u64(b, 80)
+    else { return }
     let size = UInt64(b.count)
     if tiles < size, payloads < size, indexOffset < size, dataOffset < size {
         let records = (Int(indexOffset) + 248 + 12 * Int(tiles) + 7) & ~7
@@ -101,14 +103,21 @@ func seedBundles() throws -> [[UInt8]] {
         results.append([UInt8](try Data(contentsOf: URL(fileURLWithPath: path))))
     }
     let png: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + (0..<120).map { UInt8($0 / 10) }
-    try make("two.tilepack", .encoded(.json), ["name": "two", "format": "json"],
-             [(tile(1, 0, 0), Array("{\"a\":1}".utf8)), (tile(1, 1, 0), Array("[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]".utf8))])
-    try make("png.tilepack", .encoded(.png), ["name": "p", "format": "png", "bounds": "-180,-85,180,85"],
-             [(tile(0, 0, 0), png), (tile(1, 0, 0), [1, 2, 3, 4, 5]), (tile(1, 1, 1), png), (tile(2, 3, 2), []),
-              (tile(3, 7, 0), (0..<40).map { UInt8(truncatingIfNeeded: $0 &* 97) })])
-    try make("raw.tilepack", .rawBitmap(RawBitmapLayout(pixelFormat: .rgb565, width: 16, height: 16)), ["name": "raw"],
-             [(tile(2, 1, 1), [UInt8](repeating: 7, count: 512)), (tile(2, 1, 2), (0..<512).map { UInt8(truncatingIfNeeded: $0) }),
-              (tile(5, 31, 0), [UInt8](repeating: 7, count: 512))])
+    try make(
+        "two.tilepack", .encoded(.json), ["name": "two", "format": "json"],
+        [(tile(1, 0, 0), Array("{\"a\":1}".utf8)), (tile(1, 1, 0), Array("[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]".utf8))])
+    try make(
+        "png.tilepack", .encoded(.png), ["name": "p", "format": "png", "bounds": "-180,-85,180,85"],
+        [
+            (tile(0, 0, 0), png), (tile(1, 0, 0), [1, 2, 3, 4, 5]), (tile(1, 1, 1), png), (tile(2, 3, 2), []),
+            (tile(3, 7, 0), (0..<40).map { UInt8(truncatingIfNeeded: $0 &* 97) }),
+        ])
+    try make(
+        "raw.tilepack", .rawBitmap(RawBitmapLayout(pixelFormat: .rgb565, width: 16, height: 16)), ["name": "raw"],
+        [
+            (tile(2, 1, 1), [UInt8](repeating: 7, count: 512)), (tile(2, 1, 2), (0..<512).map { UInt8(truncatingIfNeeded: $0) }),
+            (tile(5, 31, 0), [UInt8](repeating: 7, count: 512)),
+        ])
     try make("empty.tilepack", .encoded(.pbf), [:], [])
     return results
 }
@@ -143,7 +152,6 @@ exit(status)
 #else
 
 // MARK: Seeded random-mutation harness
-
 
 var seconds = 60.0
 var seed: UInt64 = 1

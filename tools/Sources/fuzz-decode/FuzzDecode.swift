@@ -1,3 +1,4 @@
+import BenchSupport
 // fuzz-decode: the TilepackImaging decoders (PNG, JPEG, WebP, sniffing, limits) on hostile bytes.
 //
 // Built by tools/fuzz-decode.sh with -sanitize=fuzzer, it runs under libFuzzer (arguments are
@@ -5,7 +6,6 @@
 // random-mutation loop: fuzz-decode [--seconds N] [--seed S] CORPUS_DIR...
 // Either way a crash, trap or hang is the failure; a thrown ImagingError is a pass.
 import CFuzzDriver
-import BenchSupport
 import Foundation
 import TilepackCore
 import TilepackImaging
@@ -19,15 +19,16 @@ func fuzzOne(_ bytes: UnsafeRawBufferPointer) {
     let limit = 1024
     if let bitmap = try? ImageDecoder.decode(bytes, pixelFormat: format, maximumDimension: limit) {
         guard bitmap.width >= 1, bitmap.width <= limit, bitmap.height >= 1, bitmap.height <= limit,
-              bitmap.pixels.count == bitmap.width * bitmap.height * format.bytesPerPixel,
-              let info = try? ImageDecoder.imageInfo(bytes), info.width == bitmap.width, info.height == bitmap.height
+            bitmap.pixels.count == bitmap.width * bitmap.height * format.bytesPerPixel,
+            let info = try? ImageDecoder.imageInfo(bytes), info.width == bitmap.width, info.height == bitmap.height
         else { fatalError("decode succeeded with an inconsistent bitmap") }
         // The caller's-buffer path must agree with the bitmap path, byte for byte.
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: bitmap.pixels.count, alignment: 16)
         defer { buffer.deallocate() }
         do {
-            try ImageDecoder.decode(bytes, into: buffer, pixelFormat: format, expectedWidth: bitmap.width,
-                                    expectedHeight: bitmap.height, maximumDimension: limit)
+            try ImageDecoder.decode(
+                bytes, into: buffer, pixelFormat: format, expectedWidth: bitmap.width,
+                expectedHeight: bitmap.height, maximumDimension: limit)
             guard buffer.elementsEqual(bitmap.pixels) else { fatalError("buffer decode differs from bitmap decode") }
         } catch {
             fatalError("bitmap decode succeeded but buffer decode failed: \(error)")
@@ -45,7 +46,6 @@ let libFuzzerCallback: tilepack_fuzz_callback = { data, size in
     fuzzOne(UnsafeRawBufferPointer(start: data, count: size))
     return 0
 }
-
 
 /// Structure-blind mutations that still reach deep into the decoders: bit flips, interesting
 /// values (including huge big-endian sizes over width/height/length fields), truncation,
@@ -65,7 +65,8 @@ func mutate(_ input: [UInt8], _ other: [UInt8], _ rng: inout SplitMix64) -> [UIn
             let j = Int.random(in: 0..<other.count, using: &rng)
             let n = min(Int.random(in: 1...256, using: &rng), other.count - j, data.count - i)
             data.replaceSubrange(i..<i + n, with: other[j..<j + n])
-        case 5: data.insert(contentsOf: (0..<Int.random(in: 1...64, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }, at: i)
+        case 5:
+            data.insert(contentsOf: (0..<Int.random(in: 1...64, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }, at: i)
         case 6: data.removeSubrange(i..<min(data.count, i + Int.random(in: 1...64, using: &rng)))
         default: data[i] = data[i] &+ UInt8.random(in: 1...3, using: &rng)
         }
@@ -113,7 +114,8 @@ struct FuzzDecode {
         var runs = 0, decoded = 0
         for s in seeds { s.withUnsafeBytes { fuzzOne($0) } }
         while Date().timeIntervalSince(start) < seconds {
-            let input = mutate(seeds[Int.random(in: 0..<seeds.count, using: &rng)], seeds[Int.random(in: 0..<seeds.count, using: &rng)], &rng)
+            let input = mutate(
+                seeds[Int.random(in: 0..<seeds.count, using: &rng)], seeds[Int.random(in: 0..<seeds.count, using: &rng)], &rng)
             if runs % 64 == 0 { _ = FileManager.default.createFile(atPath: crashFile, contents: Data(input)) }
             input.withUnsafeBytes { bytes in
                 fuzzOne(bytes)
@@ -122,6 +124,8 @@ struct FuzzDecode {
             runs += 1
         }
         try? FileManager.default.removeItem(atPath: crashFile)
-        print("fuzz-decode (seeded mutation, seed \(seed)): \(runs) inputs in \(Int(seconds)) s from \(seeds.count) seeds, \(decoded) with readable headers, no crash")
+        print(
+            "fuzz-decode (seeded mutation, seed \(seed)): \(runs) inputs in \(Int(seconds)) s from \(seeds.count) seeds, \(decoded) with readable headers, no crash"
+        )
     }
 }

@@ -35,11 +35,13 @@ do {
 
     // 3. A headless map view over the archive's area, at its lowest zoom level, on a 2x screen.
     let zoom = configuration.visibleZoomLevels?.lowerBound ?? 0
-    let center = configuration.boundingBox.map {
-        GeoCoordinate(latitude: ($0.south + $0.north) / 2, longitude: ($0.west + $0.east) / 2)
-    } ?? GeoCoordinate(latitude: 0, longitude: 0)
-    let view = HeadlessMapView(viewport: ViewportSize(width: 512, height: 512), scale: .x2,
-                               center: center, zoomLevel: Double(zoom + 1))
+    let center =
+        configuration.boundingBox.map {
+            GeoCoordinate(latitude: ($0.south + $0.north) / 2, longitude: ($0.west + $0.east) / 2)
+        } ?? GeoCoordinate(latitude: 0, longitude: 0)
+    let view = HeadlessMapView(
+        viewport: ViewportSize(width: 512, height: 512), scale: .x2,
+        center: center, zoomLevel: Double(zoom + 1))
     view.addMapTileLayer(layer)
 
     // 4. Render: the view requests the tiles; the adapter decodes them off this thread.
