@@ -322,8 +322,12 @@ let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("ben
 try? FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
 defer { try? FileManager.default.removeItem(at: scratch) }
 let smallFile = scratch.appendingPathComponent("256.rgba").path, bigFile = scratch.appendingPathComponent("512.rgba").path
-FileManager.default.createFile(atPath: smallFile, contents: Data(small.pixels))
-FileManager.default.createFile(atPath: bigFile, contents: Data(big.pixels))
+guard FileManager.default.createFile(atPath: smallFile, contents: Data(small.pixels)),
+    FileManager.default.createFile(atPath: bigFile, contents: Data(big.pixels))
+else {
+    print("bench-imaging: cannot write the raw pixel files in \(scratch.path)")
+    exit(1)
+}
 
 /// One Pillow round: microseconds per tile for up, down and overzoom, or nil when Python or Pillow is missing.
 func pillowRound() -> [String: Double]? {
