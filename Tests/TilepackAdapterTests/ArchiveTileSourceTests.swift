@@ -7,7 +7,11 @@ import TilepackImaging
 import TilepackStorage
 import TilepackTestSupport
 
-@Suite struct ArchiveTileSourceTests {
+// Serialized: several of these tests hold archive reads at a gate, and each held read holds one of
+// libdispatch's worker threads for the queue's quality of service, of which there is one per core.
+// Two such tests at once on a 2-core machine starved each other's reads until a deadline passed
+// (requestsForTilesScrolledAwayAreCancelledWithoutBeingRead, in full runs only).
+@Suite(.serialized) struct ArchiveTileSourceTests {
     // MARK: Formats from real archives
 
     @Test(arguments: [
