@@ -46,7 +46,7 @@ let package = Package(
         systemLibrary("CTilepackZlib", pkgConfig: "zlib", apt: ["zlib1g-dev"]),
         // CRC-32 with carry-less multiplication (PCLMUL/ARMv8 CRC): about 6x zlib's crc32 here.
         systemLibrary("CTilepackDeflate", pkgConfig: "libdeflate", apt: ["libdeflate-dev"]),
-        // MD5 for agg_tiles_hash on Linux (OpenSSL's libcrypto); Apple platforms use CryptoKit.
+        // MD5 and SHA-256 on Linux (OpenSSL's libcrypto); Apple platforms use CryptoKit.
         systemLibrary("CTilepackCrypto", pkgConfig: "libcrypto", apt: ["libssl-dev"]),
         // SIMD bilinear scaling for resampling tiles (retina sizes, overzoom, fallback).
         systemLibrary("CTilepackPixman", pkgConfig: "pixman-1", apt: ["libpixman-1-dev"]),
@@ -55,14 +55,18 @@ let package = Package(
         // Floor 1: the vocabulary. Foundation only.
         .target(name: "TilepackCore"),
         // Floor 1: CRC-32, the one implementation (libdeflate), below both Storage and TileLayer.
-        .target(name: "TilepackChecksum", dependencies: ["CTilepackDeflate"]),
+        // Floor 1: CRC-32 (libdeflate) and the digests (MD5, SHA-256, HMAC: libcrypto on Linux,
+        // CryptoKit on Apple platforms), the one implementation of each, below Storage and TileLayer.
+        .target(
+            name: "TilepackChecksum",
+            dependencies: ["CTilepackDeflate", .target(name: "CTilepackCrypto", condition: .when(platforms: [.linux]))]
+        ),
 
         // Floor 2: archives (MBTiles, bundle) and bitmaps.
         .target(
             name: "TilepackStorage",
             dependencies: [
                 "TilepackCore", "TilepackChecksum", "CTilepackSQLite", "CTilepackLZ4", "CTilepackZlib",
-                .target(name: "CTilepackCrypto", condition: .when(platforms: [.linux])),
             ]
         ),
         .target(

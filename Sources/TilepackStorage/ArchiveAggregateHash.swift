@@ -1,4 +1,5 @@
 import TilepackCore
+internal import TilepackChecksum
 
 extension MBTilesAggregateHash {
     /// `agg_tiles_hash` of any archive's tiles: what an MBTiles file holding them stores (MD5 over
@@ -8,7 +9,7 @@ extension MBTilesAggregateHash {
         var tiles: [TileCoordinate] = []
         try archive.forEachTile { tile, _ in tiles.append(tile) }
         tiles.sort { ($0.zoom, $0.x, $0.row(in: .tms)) < ($1.zoom, $1.x, $1.row(in: .tms)) }
-        let md5 = MD5()
+        let md5 = Digest(.md5)
         for tile in tiles {
             var text = "\(tile.zoom)\(tile.x)\(tile.row(in: .tms))"
             text.withUTF8 { md5.update(UnsafeRawBufferPointer($0)) }

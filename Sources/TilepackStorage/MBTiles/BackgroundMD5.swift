@@ -1,4 +1,5 @@
 import Foundation
+internal import TilepackChecksum
 
 /// An MD5 of bytes fed in order, computed on a thread of its own: the feeding thread only copies
 /// small pieces into 1 MiB chunks, and hands over large arrays (tiles of ``sharedLength`` or more)
@@ -95,7 +96,7 @@ final class BackgroundMD5: @unchecked Sendable {
     }
 
     private func run() {
-        let md5 = MD5()
+        let md5 = Digest(.md5)
         condition.lock()
         while true {
             if cancelled { break }

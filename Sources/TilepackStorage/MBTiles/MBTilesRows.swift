@@ -1,6 +1,7 @@
 internal import CTilepackSQLite
 import Foundation
 import TilepackCore
+internal import TilepackChecksum
 
 /// An SQLite value as stored in a row, for reporting rows that are not what they should be.
 package enum MBTilesRawValue: Hashable, Sendable, CustomStringConvertible {
@@ -147,7 +148,7 @@ package enum MBTilesAggregateHash {
             SELECT CAST(zoom_level AS TEXT), CAST(tile_column AS TEXT), CAST(tile_row AS TEXT), tile_data
             FROM tiles ORDER BY zoom_level, tile_column, tile_row
             """)
-        let md5 = MD5()
+        let md5 = Digest(.md5)
         while try statement.step() {
             for column: Int32 in 0..<4 {
                 if let bytes = statement.bytes(column) { md5.update(bytes) }
@@ -158,7 +159,7 @@ package enum MBTilesAggregateHash {
 
     /// The upper-case hex MD5 of `bytes` (martin's `tile_hash`, tilepack's dedup `tile_id`).
     package static func md5Hex(_ bytes: UnsafeRawBufferPointer) -> String {
-        hex(MD5.hash(bytes))
+        hex(Digest.hash(.md5, bytes))
     }
 
     static func hex<D: Sequence>(_ digest: D) -> String where D.Element == UInt8 {
@@ -180,7 +181,7 @@ package enum MBTilesAggregateHash {
 /// text conversion (coordinates that are not integers, `tile_data` that is not a blob or NULL);
 /// the caller then computes the hash with ``MBTilesArchive/aggregateTilesHash()``.
 package struct MBTilesAggregateHasher {
-    private var md5: MD5? = MD5()
+    private var md5: Digest? = Digest(.md5)
     private var last: (Int64, Int64, Int64)?
 
     package init() {}
