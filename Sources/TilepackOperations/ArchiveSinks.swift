@@ -196,6 +196,11 @@ final class PMTilesSink: TileSink {
         try writer.addTile(at: tile, bytes: bytes)
     }
 
+    /// Adds a run of tiles (PMTiles tile ids) sharing `bytes`, kept as a range.
+    func addRun(ids: Range<UInt64>, bytes: UnsafeRawBufferPointer) throws {
+        try writer.addRun(ids: ids, bytes: bytes)
+    }
+
     func add(_ tile: TileCoordinate, prepared: PreparedTile) throws {
         switch prepared {
         case .bytes(let bytes): try writer.addTile(at: tile, bytes: bytes)

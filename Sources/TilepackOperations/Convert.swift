@@ -80,6 +80,15 @@ public enum ArchiveConverter {
         var began = false
         var lastReport = start
         do {
+            if let pmtiles = input as? PMTilesArchive, let runs = sink as? PMTilesSink, options.encode == nil {
+                // PMTiles to PMTiles: runs are carried as ranges, each run's bytes read once, so a
+                // run of billions of ocean tiles costs what one tile costs (a tile-by-tile copy
+                // would write the same file, tile by tile).
+                try copyRuns(from: pmtiles, to: runs, metadata: metadata, report: &report, progress: progress, total: total, start: start)
+                try sink.finish(metadata: metadata)
+                report.seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+                return report
+            }
             try input.forEachTile { tile, bytes in
                 report.bytesIn += bytes.count
                 var payload: [UInt8]?
@@ -142,5 +151,57 @@ public enum ArchiveConverter {
         }
         report.seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
         return report
+    }
+}
+
+extension ArchiveConverter {
+    /// How many runs are announced to the source at once (a remote source fetches them in few
+    /// requests); a bound on the memory the copy holds.
+    static let runsPerBatch = 4096
+
+    /// Copies a PMTiles archive's runs into a PMTiles writer as ranges, in tile-id order, each
+    /// run's bytes read once.
+    fileprivate static func copyRuns(
+        from input: PMTilesArchive, to sink: PMTilesSink, metadata: TileMetadata, report: inout ConvertReport,
+        progress: ProgressHandler?, total: Int?, start: UInt64
+    ) throws {
+        let base = Int(input.header.tileDataOffset)
+        let declared = (try? metadata.format) ?? nil
+        var batch: [(ids: Range<UInt64>, offset: UInt64, length: Int)] = []
+        var began = false
+        var lastReport = start
+        func drain() throws {
+            try input.source.willRead(batch.map { (base + Int($0.offset))..<(base + Int($0.offset) + $0.length) })
+            for run in batch {
+                try input.source.withBytes(offset: base + Int(run.offset), length: run.length) { bytes in
+                    if !began {
+                        guard let format = TileFormat.sniff(bytes) ?? declared else {
+                            let tile = PMTilesFormat.tile(ofID: run.ids.lowerBound).map { "\($0)" } ?? "id \(run.ids.lowerBound)"
+                            throw OperationError(path: report.source, fault: .badInput("tile \(tile) is of no known format"))
+                        }
+                        try sink.begin(content: .encoded(format))
+                        began = true
+                    }
+                    try sink.addRun(ids: run.ids, bytes: bytes)
+                }
+                let tiles = run.ids.count
+                let (bytes, overflow) = tiles.multipliedReportingOverflow(by: run.length)
+                report.tiles += tiles
+                let (sum, over) = report.bytesIn.addingReportingOverflow(bytes)
+                report.bytesIn = overflow || over ? Int.max : sum  // addressed bytes, as a tile-by-tile copy counts them
+                report.bytesOut = report.bytesIn
+            }
+            batch.removeAll(keepingCapacity: true)
+            let now = DispatchTime.now().uptimeNanoseconds
+            if let progress, now - lastReport > 200_000_000 {
+                lastReport = now
+                progress(OperationProgress(done: report.tiles, total: total, bytes: report.bytesIn, elapsed: Double(now - start) / 1e9))
+            }
+        }
+        try input.forEachRun { _, ids, offset, length in
+            batch.append((ids, offset, length))
+            if batch.count >= runsPerBatch { try drain() }
+        }
+        try drain()
     }
 }

@@ -34,6 +34,39 @@ import TilepackTestSupport
         #expect(paris.tiles > 17 && paris.tiles < 200, "\(paris.tiles)")
     }
 
+    /// A PMTiles to PMTiles copy carries runs as ranges: the run of 2^32 - 1 tiles is one entry
+    /// of the output, written in a blink, not four billion tiles one by one.
+    @Test func convertToPMTilesCarriesARunOfBillionsAsARange() throws {
+        let dir = try TemporaryDirectory("hostile-run-copy")
+        let path = try Self.write(HostilePMTiles.billionsRun(), in: dir, "run.pmtiles")
+        let report = try ArchiveConverter.run(source: path, destination: dir.file("copy.pmtiles"), options: ConvertOptions())
+        #expect(report.tiles == Int(UInt32.max))
+        let copy = try PMTilesArchive(path: dir.file("copy.pmtiles"))
+        #expect(copy.header.addressedTiles == UInt64(UInt32.max))
+        #expect(copy.header.tileEntries == 1 && copy.header.tileContents == 1)
+        #expect(copy.header.minZoom == 0 && copy.header.maxZoom == 16)
+        let inside = try #require(PMTilesFormat.tile(ofID: 3_000_000_000))  // at zoom 16, inside the run
+        #expect(try copy.withTileBytes(at: inside) { Array($0) } == HostilePMTiles.pngBytes)
+        #expect(try copy.zoomLevels().reduce(0) { $0 + $1.tileCount } == Int(UInt32.max))
+    }
+
+    /// Runs or tile by tile, the copy of a real archive is the same: the same tiles, entries and
+    /// contents, and the same bytes as a writer fed the tiles one at a time.
+    @Test func aCopyByRunsEqualsATileByTileCopy() throws {
+        let dir = try TemporaryDirectory("run-copy")
+        let source = TestSupport.fixture("pmtiles/stamen_toner_raster_CC-BY+ODbL_z3.pmtiles")
+        _ = try ArchiveConverter.run(source: source, destination: dir.file("runs.pmtiles"), options: ConvertOptions())
+        let input = try PMTilesArchive(path: source)
+        let runs = try PMTilesArchive(path: dir.file("runs.pmtiles"))
+        let writer = try PMTilesWriter(destination: dir.file("tiles.pmtiles"), metadata: try runs.metadata())
+        try input.forEachTile { tile, bytes in try writer.addTile(at: tile, bytes: bytes) }
+        try writer.finish()
+        let runBytes = try Data(contentsOf: URL(fileURLWithPath: dir.file("runs.pmtiles")))
+        let tileBytes = try Data(contentsOf: URL(fileURLWithPath: dir.file("tiles.pmtiles")))
+        #expect(runs.header.addressedTiles == input.header.addressedTiles && runs.header.addressedTiles > 0)
+        #expect(runBytes == tileBytes)
+    }
+
     @Test func verifyFlagsTilesTheHeaderCallsGzipThatAreNot() throws {
         let dir = try TemporaryDirectory("hostile-gzip")
         let root = HostilePMTiles.directory([HostilePMTiles.Entry(tileID: 0, runLength: 1, length: 12, offset: 0)])

@@ -98,8 +98,20 @@ final class NginxServer: @unchecked Sendable {
     }
 
     /// Requests logged so far.
+    /// The requests in the access log once it has settled: nginx logs a request after answering
+    /// it, so a client can be done before its last request is counted (a read 50 ms after the
+    /// previous one that finds no more is taken as settled).
     var requestCount: Int {
-        ((try? String(contentsOfFile: directory.path + "/access.log", encoding: .utf8)) ?? "").split(separator: "\n").count
+        func read() -> Int {
+            ((try? String(contentsOfFile: directory.path + "/access.log", encoding: .utf8)) ?? "").split(separator: "\n").count
+        }
+        var count = read()
+        while true {
+            usleep(50_000)
+            let now = read()
+            if now == count { return count }
+            count = now
+        }
     }
 
     /// SIGKILL to the process this value started (nginx in the foreground may inherit a blocked

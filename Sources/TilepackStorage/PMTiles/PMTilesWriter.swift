@@ -7,7 +7,9 @@ import TilepackCore
 /// directories and metadata gzip-compressed, and leaf directories when the root would not fit in
 /// the first 16 KiB with the header.
 ///
-/// Tiles may come in any order. Their distinct bytes go to a spool file beside the destination
+/// Tiles may come in any order, one at a time or as runs of consecutive tile ids that share their
+/// bytes (``addRun(ids:bytes:)``: a copy of another PMTiles carries its runs as ranges, so a run of
+/// billions of ocean tiles costs what one tile costs). Their distinct bytes go to a spool file beside the destination
 /// (unlinked at once); ``finish()`` writes the archive to a temporary file and renames it into
 /// place, so a writer dropped before `finish` leaves nothing behind. One thread at a time.
 public final class PMTilesWriter {
@@ -23,9 +25,11 @@ public final class PMTilesWriter {
     private static let spoolBufferCapacity = 1 << 20
     private var finished = false
 
+    /// `runLength` consecutive tile ids from `tileID`, sharing one content.
     private struct TileEntry {
         var tileID: UInt64
         var content: UInt32
+        var runLength: UInt32
     }
     private struct Content {
         var spoolOffset: Int
@@ -35,8 +39,10 @@ public final class PMTilesWriter {
     private var contents: [Content] = []
     /// Hash of the bytes (with their length) -> the contents with that hash.
     private var byHash: [Int: [UInt32]] = [:]
-    private var formats: [TileFormat: Int] = [:]
-    private var gzipTiles = 0
+    private var formats: [TileFormat: UInt64] = [:]
+    private var gzipTiles: UInt64 = 0
+    /// The tiles added (a run counts its tiles).
+    private var addressed: UInt64 = 0
     private var compare: [UInt8] = []
 
     /// What ``finish()`` wrote.
@@ -73,17 +79,39 @@ public final class PMTilesWriter {
 
     /// Adds one tile (XYZ); its bytes are copied.
     public func addTile(at tile: TileCoordinate, bytes: UnsafeRawBufferPointer) throws(TileArchiveError) {
+        let id = PMTilesFormat.tileID(of: tile)
+        try add(ids: id..<(id + 1), bytes: bytes)
+    }
+
+    /// Adds the tiles of the tile ids `ids` (in any zooms), all with the same bytes, which are
+    /// copied once: a run, kept as a range however many tiles it holds.
+    /// - Throws: ``TileArchiveError/Fault/invalidTile(tile:reason:)`` for ids past the deepest zoom.
+    package func addRun(ids: Range<UInt64>, bytes: UnsafeRawBufferPointer) throws(TileArchiveError) {
+        guard !ids.isEmpty else { return }
+        guard ids.upperBound <= PMTilesFormat.idLimit else {
+            throw TileArchiveError(
+                path: destination,
+                fault: .invalidTile(
+                    tile: PMTilesFormat.tile(ofID: ids.lowerBound) ?? TileCoordinate(uncheckedZoom: 0, x: 0, y: 0),
+                    reason: "a run of tile ids \(ids) reaches past zoom \(TileCoordinate.maximumZoom)"))
+        }
+        try add(ids: ids, bytes: bytes)
+    }
+
+    private func add(ids: Range<UInt64>, bytes: UnsafeRawBufferPointer) throws(TileArchiveError) {
         guard !finished else { throw TileArchiveError(path: destination, fault: .io(errno: 0, reason: "the writer is already finished")) }
+        let first = PMTilesFormat.tile(ofID: ids.lowerBound) ?? TileCoordinate(uncheckedZoom: 0, x: 0, y: 0)
         guard bytes.count > 0 else {
             throw TileArchiveError(
-                path: destination, fault: .invalidTile(tile: tile, reason: "an empty tile (PMTiles entries have a length above zero)"))
+                path: destination, fault: .invalidTile(tile: first, reason: "an empty tile (PMTiles entries have a length above zero)"))
         }
         guard bytes.count <= PMTilesFormat.maximumTileLength else {
             throw TileArchiveError(
-                path: destination, fault: .tileTooLarge(tile: tile, size: bytes.count, limit: PMTilesFormat.maximumTileLength))
+                path: destination, fault: .tileTooLarge(tile: first, size: bytes.count, limit: PMTilesFormat.maximumTileLength))
         }
-        if let format = TileFormat.sniff(bytes) { formats[format, default: 0] += 1 }
-        if TileFormat.isGzip(bytes) { gzipTiles += 1 }
+        let count = UInt64(ids.count)
+        if let format = TileFormat.sniff(bytes) { formats[format, default: 0] += count }
+        if TileFormat.isGzip(bytes) { gzipTiles += count }
         var hasher = Hasher()
         hasher.combine(bytes.count)
         hasher.combine(bytes: bytes)
@@ -100,7 +128,14 @@ public final class PMTilesWriter {
             byHash[hash, default: []].append(index)
             content = index
         }
-        tiles.append(TileEntry(tileID: PMTilesFormat.tileID(of: tile), content: content!))
+        // Entries of at most UInt32.max tiles, the format's longest run.
+        var start = ids.lowerBound
+        while start < ids.upperBound {
+            let length = min(ids.upperBound - start, UInt64(UInt32.max))
+            tiles.append(TileEntry(tileID: start, content: content!, runLength: UInt32(length)))
+            start += length
+        }
+        addressed += count
     }
 
     public func addTile(at tile: TileCoordinate, bytes: [UInt8]) throws(TileArchiveError) {
@@ -180,7 +215,7 @@ public final class PMTilesWriter {
     private func write() throws(TileArchiveError) -> Summary {
         try flushSpool()
         tiles.sort { $0.tileID < $1.tileID }
-        for i in tiles.indices.dropFirst() where tiles[i].tileID == tiles[i - 1].tileID {
+        for i in tiles.indices.dropFirst() where tiles[i].tileID < tiles[i - 1].tileID + UInt64(tiles[i - 1].runLength) {
             let tile = PMTilesFormat.tile(ofID: tiles[i].tileID) ?? TileCoordinate(uncheckedZoom: 0, x: 0, y: 0)
             throw TileArchiveError(path: destination, fault: .invalidTile(tile: tile, reason: "added twice"))
         }
@@ -199,13 +234,14 @@ public final class PMTilesWriter {
                 order.append(content)
             }
             if var last = entries.last, last.tileID + UInt64(last.runLength) == tile.tileID, last.offset == placed[content],
-                last.runLength < UInt32.max
+                UInt64(last.runLength) + UInt64(tile.runLength) <= UInt64(UInt32.max)
             {
-                last.runLength += 1
+                last.runLength += tile.runLength
                 entries[entries.count - 1] = last
             } else {
                 entries.append(
-                    PMTilesFormat.Entry(tileID: tile.tileID, offset: placed[content], length: contents[content].length, runLength: 1))
+                    PMTilesFormat.Entry(
+                        tileID: tile.tileID, offset: placed[content], length: contents[content].length, runLength: tile.runLength))
             }
         }
 
@@ -216,12 +252,12 @@ public final class PMTilesWriter {
         let tileType = resolvedTileType()
         header.tileType = tileType
         header.tileCompression =
-            tileType == .mvt ? (gzipTiles == tiles.count && !tiles.isEmpty ? .gzip : (gzipTiles == 0 ? .none : .unknown)) : .none
-        header.addressedTiles = UInt64(tiles.count)
+            tileType == .mvt ? (gzipTiles == addressed && addressed > 0 ? .gzip : (gzipTiles == 0 ? .none : .unknown)) : .none
+        header.addressedTiles = addressed
         header.tileEntries = UInt64(entries.count)
         header.tileContents = UInt64(contents.count)
         let minZoom = tiles.first.map { PMTilesFormat.zoom(ofID: $0.tileID) } ?? 0
-        let maxZoom = tiles.last.map { PMTilesFormat.zoom(ofID: $0.tileID) } ?? 0
+        let maxZoom = tiles.last.map { PMTilesFormat.zoom(ofID: $0.tileID + UInt64($0.runLength) - 1) } ?? 0
         header.minZoom = UInt8(minZoom)
         header.maxZoom = UInt8(maxZoom)
         setPlace(&header, minZoom: minZoom, maxZoom: maxZoom)
@@ -258,7 +294,7 @@ public final class PMTilesWriter {
             throw TileArchiveError(path: destination, fault: .io(errno: 0, reason: "wrote \(out.position) bytes, planned \(fileLength)"))
         }
         return Summary(
-            addressedTiles: tiles.count, tileEntries: entries.count, tileContents: contents.count,
+            addressedTiles: Int(addressed), tileEntries: entries.count, tileContents: contents.count,
             leafDirectories: leafCount, fileLength: fileLength, header: header)
     }
 
@@ -275,15 +311,19 @@ public final class PMTilesWriter {
     private func setPlace(_ header: inout PMTilesHeader, minZoom: Int, maxZoom: Int) {
         func e7(_ degrees: Double) -> Int32 { Int32(clamping: Int64((degrees * 1e7).rounded())) }
         var box = (try? metadata.bounds) ?? nil
-        if box == nil, let last = tiles.last {
-            // The extent of the highest zoom's tiles.
+        if box == nil, !tiles.isEmpty {
+            // The extent of the highest zoom's tiles (a run's as the squares it covers).
             var minX = Int.max, maxX = Int.min, minY = Int.max, maxY = Int.min
+            let top = PMTilesFormat.firstID(ofZoom: maxZoom)
             for entry in tiles.reversed() {
-                guard let tile = PMTilesFormat.tile(ofID: entry.tileID), tile.zoom == PMTilesFormat.zoom(ofID: last.tileID) else { break }
-                minX = min(minX, tile.x)
-                maxX = max(maxX, tile.x)
-                minY = min(minY, tile.y)
-                maxY = max(maxY, tile.y)
+                let end = entry.tileID + UInt64(entry.runLength)
+                guard end > top else { break }
+                for square in PMTilesFormat.squares(of: max(entry.tileID, top)..<end) {
+                    minX = min(minX, square.columns.lowerBound)
+                    maxX = max(maxX, square.columns.upperBound)
+                    minY = min(minY, square.rows.lowerBound)
+                    maxY = max(maxY, square.rows.upperBound)
+                }
             }
             let level = TileContentSummary.Level(zoom: maxZoom, tileCount: 0, minX: minX, maxX: maxX, minY: minY, maxY: maxY)
             box = level.extent
