@@ -13,6 +13,8 @@ public struct ConvertOptions: Sendable {
     public var encode: PixelFormat?
     /// MBTiles output: store `agg_tiles_hash` even when the source carries none.
     public var aggregateTilesHash = false
+    /// Re-encode every raster tile (`--format`, `--quality`, `--lossless`).
+    public var format: TileEncoding?
     public init() {}
 }
 
@@ -26,6 +28,8 @@ public struct ConvertReport: Sendable, Codable {
     public var seconds = 0.0
     /// What the converter decided for the user (a name given to an unnamed archive).
     public var notes: [String] = []
+    /// With `--format`: each zoom's bytes before and after, and the PSNR of the new tiles.
+    public var reencoded: [ReencodedZoom]?
 }
 
 /// Copies every tile and the metadata from one archive into a new one: MBTiles <-> bundle, and
@@ -80,6 +84,21 @@ public enum ArchiveConverter {
         var began = false
         var lastReport = start
         do {
+            if let encoding = options.format {
+                guard options.encode == nil, sourceRaw == nil else {
+                    throw OperationError(
+                        path: sourceRaw != nil ? source : destination,
+                        fault: .badInput("--format re-encodes images: it does not go with raw pixels (--encode, or a raw bundle as input)"))
+                }
+                try TileReencoder.run(
+                    input: input, source: source, sink: sink, encoding: encoding, report: &report, total: total, progress: progress,
+                    start: start)
+                metadata[TileMetadata.Key.aggregateTilesHash] = nil
+                metadata[TileMetadata.Key.format] = encoding.format.metadataValue
+                try sink.finish(metadata: metadata)
+                report.seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+                return report
+            }
             if let pmtiles = input as? PMTilesArchive, let runs = sink as? PMTilesSink, options.encode == nil {
                 // PMTiles to PMTiles: runs are carried as ranges, each run's bytes read once, so a
                 // run of billions of ocean tiles costs what one tile costs (a tile-by-tile copy

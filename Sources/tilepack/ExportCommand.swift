@@ -1,5 +1,7 @@
 import ArgumentParser
+import Foundation
 import TilepackCore
+import TilepackImaging
 import TilepackOperations
 import TilepackStorage
 
@@ -49,7 +51,16 @@ struct ConvertCommand: ParsableCommand {
         commandName: "convert",
         abstract: "Convert between archive formats (\(TileArchiveFormat.extensions("and"))), and MBTiles flat <-> deduplicated.",
         discussion:
-            "The output's extension chooses its format. Tile bytes and metadata are kept, so agg_tiles_hash is unchanged, unless --encode stores raw pixels."
+            """
+            The output's extension chooses its format. Tile bytes and metadata are kept, so agg_tiles_hash is unchanged, \
+            unless --encode stores raw pixels or --format re-encodes the images.
+
+            --format re-encodes every raster tile and prints, for each zoom, the bytes before and after and the PSNR \
+            of the new tiles against the originals. Examples:
+              tilepack convert aerial.mbtiles small.mbtiles --format webp --quality 80
+              tilepack convert aerial.mbtiles app.pmtiles --format webp --quality 0-12:85,13-16:70,17-:55
+              tilepack convert map.tilepack map-lossless.tilepack --format webp --lossless
+            """
     )
 
     @Argument(help: "The input archive.")
@@ -66,6 +77,15 @@ struct ConvertCommand: ParsableCommand {
     @Option(help: "Bundle output: store raw pixels: \(RawEncoding.allValueStrings.joined(separator: ", ")).")
     var encode: RawEncoding?
 
+    @Option(help: "Re-encode every raster tile: png, jpeg or webp.")
+    var format: String?
+
+    @Option(help: "With --format jpeg or webp: quality 1-100, or per zoom range: 0-12:85,13-16:70,17-:55 (default 85).")
+    var quality: String?
+
+    @Flag(help: "With --format webp: lossless.")
+    var lossless = false
+
     @Flag(help: "Overwrite an existing output.")
     var force = false
 
@@ -73,6 +93,18 @@ struct ConvertCommand: ParsableCommand {
 
     func run() throws {
         var options = ConvertOptions()
+        if let format {
+            guard let tileFormat = TileFormat(rawValue: format == "jpg" ? "jpeg" : format.lowercased()) else {
+                throw ValidationError("--format is png, jpeg or webp, not '\(format)'")
+            }
+            do {
+                options.format = try TileEncoding(format: tileFormat, quality: quality, lossless: lossless)
+            } catch {
+                throw ValidationError("\(error)")
+            }
+        } else if quality != nil || lossless {
+            throw ValidationError("--quality and --lossless go with --format")
+        }
         options.overwrite = force
         options.deduplicate = dedup
         options.encode = encode?.pixelFormat
@@ -85,6 +117,16 @@ struct ConvertCommand: ParsableCommand {
             try printJSON(report)
         } else {
             for note in report.notes { printError("note: \(note)") }
+            if let zooms = report.reencoded {
+                print("zoom  tiles  bytes before  bytes after  ratio  median PSNR  lowest PSNR")
+                for z in zooms {
+                    let ratio = z.bytesBefore > 0 ? Double(z.bytesAfter) / Double(z.bytesBefore) : 0
+                    func db(_ value: Double?) -> String { value.map { String(format: "%.1f dB", $0) } ?? "-" }
+                    print(
+                        String(format: "%4d %6d %13d %12d %6.2f", z.zoom, z.tiles, z.bytesBefore, z.bytesAfter, ratio)
+                            + "  \(db(z.medianPSNR).padding(toLength: 11, withPad: " ", startingAt: 0))  \(db(z.lowestPSNR))")
+                }
+            }
             print(
                 "converted \(report.tiles) tiles (\(report.bytesIn) -> \(report.bytesOut) bytes) into \(output) in \(String(format: "%.2f", report.seconds)) s"
             )

@@ -1,0 +1,121 @@
+import ArgumentParser
+import Foundation
+import TilepackCore
+import TilepackImaging
+import TilepackTiler
+
+/// `tilepack-tile INPUT OUTPUT`: a georeferenced raster cut into an archive (`tilepack tile` runs it).
+struct TileCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "tilepack-tile",
+        abstract: "Cut a georeferenced raster (GeoTIFF, COG, JPEG 2000, VRT: what GDAL reads) into an archive.",
+        discussion: """
+            Reprojects to Web Mercator with GDAL's warper, cuts the deepest zoom from the raster and makes every \
+            shallower tile from its four children. OUTPUT is a .tilepack bundle, .mbtiles, .pmtiles, or a folder (a z/x/y tree).
+
+            Examples:
+              tilepack tile samples/sample-utm.tif city.tilepack
+              tilepack tile ortho.tif ortho.pmtiles --zoom 12-18 --format webp --quality 0-14:85,15-:70
+              tilepack tile dem16.tif dem.mbtiles --range 0,4000 --resampling bilinear
+            """
+    )
+
+    @Argument(help: "The raster: any file or VRT the system GDAL opens.") var input: String
+    @Argument(help: "The archive to write: .tilepack, .mbtiles, .pmtiles, or a folder.") var output: String
+    @Option(help: "Zooms MIN-MAX (default: the deepest from the raster's resolution, down to where it fits one tile).")
+    var zoom: String?
+    @Option(help: "Only this part, W,S,E,N in degrees.") var bbox: String?
+    @Option(help: "near, bilinear, cubic, lanczos or average (GDAL's names; the default is gdal2tiles').")
+    var resampling: String = Resampling.default.rawValue
+    @Option(name: .customLong("tile-size"), help: "256 or 512.") var tileSize = 256
+    @Option(help: "png, jpeg or webp.") var format = "png"
+    @Option(help: "Lossy quality 1-100, or per zoom range: 0-12:85,13-16:70,17-:55.") var quality: String?
+    @Flag(help: "WebP lossless.") var lossless = false
+    @Flag(name: .customLong("keep-blank"), help: "Write fully transparent tiles too.") var keepBlank = false
+    @Option(help: "For 16-bit or float samples: the values drawn from black to white, MIN,MAX.") var range: String?
+    @Option(help: "Worker threads (default: every core).") var threads = ProcessInfo.processInfo.activeProcessorCount
+    @Flag(help: "Replace OUTPUT if it exists.") var force = false
+
+    func run() throws {
+        guard let tileFormat = TileFormat(rawValue: format == "jpg" ? "jpeg" : format) else {
+            throw ValidationError("--format is png, jpeg or webp, not '\(format)'")
+        }
+        let encoding: TileEncoding
+        do { encoding = try TileEncoding(format: tileFormat, quality: quality, lossless: lossless) } catch {
+            throw ValidationError("\(error)")
+        }
+        var options = TileOptions(input: input, output: output, encoding: encoding)
+        guard let method = Resampling(rawValue: resampling) else {
+            throw ValidationError(
+                "--resampling is one of \(Resampling.allCases.map(\.rawValue).joined(separator: ", ")), not '\(resampling)'")
+        }
+        options.resampling = method
+        options.tileSize = tileSize
+        options.keepBlank = keepBlank
+        options.overwrite = force
+        options.threads = max(1, threads)
+        if let zoom {
+            let parts = zoom.split(separator: "-", omittingEmptySubsequences: false).compactMap { Int($0) }
+            guard parts.count == 1 || parts.count == 2, parts.allSatisfy({ (0...TileCoordinate.maximumZoom).contains($0) }),
+                parts.first! <= parts.last!
+            else {
+                throw ValidationError("--zoom is MIN-MAX (e.g. 10-16) or one zoom within 0...\(TileCoordinate.maximumZoom), not '\(zoom)'")
+            }
+            options.zooms = parts.first!...parts.last!
+        }
+        if let bbox {
+            let v = bbox.split(separator: ",").compactMap { Double($0.trimmingCharacters(in: .whitespaces)) }
+            guard v.count == 4, v[0] < v[2], v[1] < v[3], (-180...180).contains(v[0]), (-180...180).contains(v[2]),
+                (-90...90).contains(v[1]),
+                (-90...90).contains(v[3])
+            else {
+                throw ValidationError("--bbox is W,S,E,N in degrees with W < E and S < N (longitude first), not '\(bbox)'")
+            }
+            options.bounds = GeoBoundingBox(west: v[0], south: v[1], east: v[2], north: v[3])
+        }
+        if let range {
+            let v = range.split(separator: ",").compactMap { Double($0.trimmingCharacters(in: .whitespaces)) }
+            guard v.count == 2, v[0] < v[1] else { throw ValidationError("--range is MIN,MAX with MIN < MAX, not '\(range)'") }
+            options.range = v[0]...v[1]
+        }
+
+        // Ctrl-C: the workers stop, the archive is not written, nothing is left behind.
+        let interrupted = TileInterrupt()
+        signal(SIGINT, SIG_IGN)
+        let source = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
+        source.setEventHandler { interrupted.set() }
+        source.resume()
+        defer { source.cancel() }
+
+        let terminal = isatty(STDERR_FILENO) != 0
+        let progress: TileProgress = { done, total, elapsed in
+            let rate = elapsed > 0 ? Double(done) / elapsed : 0
+            let eta = rate > 0 ? Double(total - done) / rate : 0
+            let line = String(
+                format: "%@ tiles %d/%d (%.0f%%) %.0f tiles/s ETA %.0f s", URL(fileURLWithPath: self.output).lastPathComponent, done, total,
+                total > 0 ? 100 * Double(done) / Double(total) : 100, rate, eta)
+            FileHandle.standardError.write(Data(((terminal ? "\r\u{1B}[K" : "") + line + (terminal ? "" : "\n")).utf8))
+        }
+        let report: TileReport
+        do {
+            report = try Tiler.run(options, progress: progress, cancelled: { interrupted.isSet })
+        } catch {
+            if terminal { FileHandle.standardError.write(Data("\n".utf8)) }
+            FileHandle.standardError.write(Data("error: \(error)\n".utf8))
+            throw ExitCode(interrupted.isSet ? 130 : 1)
+        }
+        if terminal { FileHandle.standardError.write(Data("\n".utf8)) }
+        print(
+            "tiled \(input) into \(output): \(report.tiles) tiles (\(report.blank) blank skipped), zooms \(report.zooms.lowerBound)-\(report.zooms.upperBound), \(report.bytes) bytes, \(String(format: "%.1f", report.seconds)) s"
+        )
+    }
+}
+
+final class TileInterrupt: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = false
+    func set() { lock.withLock { value = true } }
+    var isSet: Bool { lock.withLock { value } }
+}
+
+TileCommand.main()

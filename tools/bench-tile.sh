@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# Issue 32's benchmark: `tilepack tile` against gdal2tiles (+ `tilepack import`) and rio-pmtiles,
+# side by side in one run, release builds.
+#
+#   tools/bench-tile.sh [SIZE]      SIZE: the input's side in pixels (default 20000; 5000 is quick)
+#
+# The input: a SIZE x SIZE synthetic aerial-like RGB image in UTM zone 33N (so it must be
+# reprojected), 1 m pixels, with a nodata border (zeros, -a_nodata 0), as a DEFLATE COG. Printed:
+# the wall time of each contender and the ratio; the PSNR of tilepack's deepest zoom against
+# gdal2tiles' over the pixels both draw opaque (median and lowest); the sets of non-blank tiles;
+# the PNG bytes of both; tilepack's peak RSS at SIZE/4 and at SIZE. Work goes to $BENCH_WORK
+# (default /tmp/tilepack-bench-tile); the input is kept and reused.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+size="${1:-20000}"
+work="${BENCH_WORK:-/tmp/tilepack-bench-tile}"
+mkdir -p "$work"
+
+# What the contenders and the checks need: Debian's GDAL (gdal2tiles.py is python3-gdal's), and a
+# venv with rio-pmtiles (PyPI), Pillow and numpy for the comparison.
+need=()
+for p in libgdal-dev gdal-bin python3-gdal python3-venv time; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || need+=("$p")
+done
+if [ ${#need[@]} -gt 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"; fi
+venv="$work/venv"
+if [ ! -x "$venv/bin/rio" ]; then
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet rio-pmtiles pillow numpy
+fi
+
+swift build -c release --product tilepack
+swift build -c release --package-path tiler --product tilepack-tile
+bin="$(swift build -c release --show-bin-path)"
+tile="$(swift build -c release --package-path tiler --show-bin-path)/tilepack-tile"
+
+# The inputs: SIZE and SIZE/4 squares, 1 m pixels, a border of 5 % nodata.
+make_input() {
+  local side=$1 out=$2
+  [ -s "$out" ] && return
+  python3 tools/make-sample-raster.py "$side" "$side" "$work/raw.ppm"
+  python3 - "$work/raw.ppm" "$side" <<'PY'
+import sys, numpy as np
+path, side = sys.argv[1], int(sys.argv[2])
+with open(path, "r+b") as f:
+    header = f.readline() + f.readline() + f.readline()
+    data = np.memmap(f, dtype=np.uint8, mode="r+", offset=len(header), shape=(side, side, 3))
+    b = side // 20
+    data[:b] = 0; data[-b:] = 0; data[:, :b] = 0; data[:, -b:] = 0
+    # No pixel of the data is exactly the nodata value.
+    inner = data[b:-b, b:-b]
+    inner[inner.sum(axis=2) == 0] = [1, 1, 1]
+    data.flush()
+PY
+  gdal_translate -q -of COG -a_srs EPSG:32633 -a_ullr 600000 $((5340000 + side)) $((600000 + side)) 5340000 -a_nodata 0 \
+    -co COMPRESS=DEFLATE -co NUM_THREADS=2 "$work/raw.ppm" "$out"
+  rm -f "$work/raw.ppm"
+}
+input="$work/input-$size.tif"
+small="$work/input-$((size / 4)).tif"
+make_input "$size" "$input"
+make_input "$((size / 4))" "$small"
+
+# The zooms gdal2tiles chooses for the input (its own output tells), used by every contender.
+seconds() { python3 -c "import time; print(f'{time.time():.3f}')"; }
+rm -rf "$work/g2t" "$work/ref.tilepack" "$work/t.tilepack" "$work/t-tree" "$work/r.pmtiles"
+t0=$(seconds)
+gdal2tiles.py --xyz -r bilinear --processes 2 -q "$input" "$work/g2t"
+"$bin/tilepack" import "$work/g2t" "$work/ref.tilepack" --quiet > /dev/null
+t1=$(seconds)
+zooms=$(ls "$work/g2t" | grep -E '^[0-9]+$' | sort -n)
+zmin=$(echo "$zooms" | head -1); zmax=$(echo "$zooms" | tail -1)
+
+t2=$(seconds)
+/usr/bin/time -f "%M" -o "$work/rss-large" "$tile" "$input" "$work/t.tilepack" --zoom "$zmin-$zmax" --resampling bilinear > /dev/null 2>&1
+t3=$(seconds)
+/usr/bin/time -f "%M" -o "$work/rss-small" "$tile" "$small" "$work/t-small.tilepack" --force --resampling bilinear > /dev/null 2>&1
+"$tile" "$input" "$work/t-tree" --zoom "$zmin-$zmax" --resampling bilinear > /dev/null 2>&1
+
+t4=$(seconds)
+"$venv/bin/rio" pmtiles "$input" "$work/r.pmtiles" --zoom-levels "$zmin..$zmax" -j 2 -f PNG --resampling bilinear --tile-size 256 > /dev/null 2>&1 || echo "rio pmtiles failed"
+t5=$(seconds)
+t6=$(seconds)
+"$tile" "$input" "$work/t.pmtiles" --zoom "$zmin-$zmax" --resampling bilinear --force > /dev/null 2>&1
+t7=$(seconds)
+
+"$venv/bin/python" - "$work/g2t" "$work/t-tree" "$zmax" <<'PY'
+import os, sys, numpy as np
+from PIL import Image
+ref, ours, z = sys.argv[1], sys.argv[2], sys.argv[3]
+def tiles(root):
+    out = {}
+    for x in os.listdir(os.path.join(root, z)):
+        for f in os.listdir(os.path.join(root, z, x)):
+            out[(int(x), int(f.split(".")[0]))] = os.path.join(root, z, x, f)
+    return out
+def size(root):
+    return sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(root) for f in fs if f.endswith(".png"))
+a, b = tiles(ref), tiles(ours)
+def blank(path):
+    return np.asarray(Image.open(path).convert("RGBA"))[..., 3].max() == 0
+ra = {k for k, p in a.items() if not blank(p)}
+rb = set(b)
+psnrs = []
+for k in sorted(ra & rb):
+    x = np.asarray(Image.open(a[k]).convert("RGBA")).astype(np.float64)
+    y = np.asarray(Image.open(b[k]).convert("RGBA")).astype(np.float64)
+    both = (x[..., 3] == 255) & (y[..., 3] == 255)
+    if both.sum() == 0: continue
+    mse = ((x[..., :3] - y[..., :3]) ** 2)[both].mean()
+    psnrs.append(99.0 if mse == 0 else 10 * np.log10(255 ** 2 / mse))
+psnrs.sort()
+print(f"deepest zoom {z}: {len(ra)} non-blank tiles from gdal2tiles, {len(rb)} from tilepack, {len(ra & rb)} in both, "
+      f"{len(ra - rb)} only in gdal2tiles', {len(rb - ra)} only in tilepack's")
+print(f"PSNR against gdal2tiles (opaque in both): median {psnrs[len(psnrs) // 2]:.1f} dB (goal >= 40), lowest {psnrs[0]:.1f} dB (goal >= 33)")
+ga, gb = size(ref), size(ours)
+print(f"PNG bytes: tilepack {gb:,} vs gdal2tiles {ga:,}: {gb / ga:.2f}x (goal <= 1.1x)")
+PY
+
+python3 - "$t0" "$t1" "$t2" "$t3" "$t4" "$t5" "$t6" "$t7" "$(cat "$work/rss-small")" "$(cat "$work/rss-large")" "$size" <<'PY'
+import sys
+t = [float(v) for v in sys.argv[1:9]]
+rss_small, rss_large, size = int(sys.argv[9]), int(sys.argv[10]), int(sys.argv[11])
+g2t, ours, rio, ours_pm = t[1] - t[0], t[3] - t[2], t[5] - t[4], t[7] - t[6]
+print(f"into a bundle: tilepack tile {ours:.1f} s vs gdal2tiles + tilepack import {g2t:.1f} s: {g2t / ours:.2f}x faster (goal >= 4x)")
+print(f"into PMTiles: tilepack tile {ours_pm:.1f} s vs rio pmtiles {rio:.1f} s: {rio / ours_pm:.2f}x faster (goal >= 2x)")
+print(f"peak RSS: {rss_small / 1024:.0f} MiB at {size // 4} px, {rss_large / 1024:.0f} MiB at {size} px: {rss_large / rss_small:.2f}x (goal: under 1 GiB, flat)")
+PY
