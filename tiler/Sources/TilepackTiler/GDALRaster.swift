@@ -70,17 +70,22 @@ final class TileWarper {
     private var bandMap: [Int32]
 
     /// Opens `path` and describes it (the worker's own handles are dropped afterwards).
-    static func describe(path: String, range: ClosedRange<Double>?) throws(TilerError) -> RasterDescription {
-        let warper = try TileWarper(path: path, tileSize: 256, resampling: .near, range: range)
+    static func describe(path: String, range: ClosedRange<Double>?, elevation: Bool) throws(TilerError) -> RasterDescription {
+        let warper = try TileWarper(path: path, tileSize: 256, resampling: .near, range: range, elevation: elevation)
         return try warper.description()
     }
 
     private var info: (bands: Int, alpha: Int, colours: [Int], paletted: Bool, type: String, noData: Double?)
 
-    init(path: String, tileSize: Int, resampling: Resampling, range: ClosedRange<Double>?) throws(TilerError) {
+    /// Whether the tiles are elevations (`--encoding`): band 1 warped as 32-bit floats, NaN
+    /// where there is no data, instead of colours.
+    let elevation: Bool
+
+    init(path: String, tileSize: Int, resampling: Resampling, range: ClosedRange<Double>?, elevation: Bool = false) throws(TilerError) {
         GDAL.initialize()
         self.path = path
         self.tileSize = tileSize
+        self.elevation = elevation
         guard let opened = GDALOpenEx(path, UInt32(GDAL_OF_RASTER | GDAL_OF_READONLY), nil, nil, nil) else {
             throw .gdal(path: path, reason: GDAL.lastError("GDAL cannot open it as a raster"))
         }
@@ -126,7 +131,12 @@ final class TileWarper {
             throw failure!
         }
         var translate: [String] = []
-        if bands.paletted {
+        if elevation {
+            guard !bands.paletted else {
+                failure = .unsupported(path: path, reason: "its first band is paletted (colours), not elevations: --encoding needs a DEM")
+                throw failure!
+            }
+        } else if bands.paletted {
             translate = ["-expand", "rgba"]
         } else if bands.type != "Byte" {
             guard let range else {
@@ -157,7 +167,8 @@ final class TileWarper {
             bands = describeBands(made)
         }
         info = bands
-        let colours = bands.colours.count >= 3 ? Array(bands.colours.prefix(3)) : Array(bands.colours.prefix(1))
+        let colours =
+            elevation ? [1] : bands.colours.count >= 3 ? Array(bands.colours.prefix(3)) : Array(bands.colours.prefix(1))
         guard !colours.isEmpty else {
             failure = .unsupported(path: path, reason: "it has an alpha band and no colour band")
             throw failure!
@@ -181,7 +192,9 @@ final class TileWarper {
         transformer = approx
 
         guard let driver = GDALGetDriverByName("MEM"),
-            let mem = GDALCreate(driver, "", Int32(tileSize), Int32(tileSize), Int32(colours.count + 1), GDT_Byte, nil)
+            let mem = GDALCreate(
+                driver, "", Int32(tileSize), Int32(tileSize), Int32(elevation ? 1 : colours.count + 1), elevation ? GDT_Float32 : GDT_Byte,
+                nil)
         else {
             GDALDestroyApproxTransformer(approx)
             GDALDestroyGenImgProjTransformer(projectionArg)
@@ -201,16 +214,22 @@ final class TileWarper {
             options.pointee.panSrcBands[i] = Int32(band)
             options.pointee.panDstBands[i] = Int32(i + 1)
         }
-        options.pointee.nSrcAlphaBand = Int32(bands.alpha)
-        options.pointee.nDstAlphaBand = Int32(colours.count + 1)
-        if bands.alpha == 0, let noData = bands.noData {
+        options.pointee.nSrcAlphaBand = Int32(elevation ? 0 : bands.alpha)
+        options.pointee.nDstAlphaBand = Int32(elevation ? 0 : colours.count + 1)
+        if elevation {
+            // No data stays NaN in the tile (INIT_DEST=NO_DATA), whatever the source calls it.
+            options.pointee.eWorkingDataType = GDT_Float32
+            options.pointee.padfDstNoDataReal = CPLMalloc(MemoryLayout<Double>.size).assumingMemoryBound(to: Double.self)
+            options.pointee.padfDstNoDataReal[0] = .nan
+        }
+        if bands.alpha == 0 || elevation, let noData = bands.noData {
             options.pointee.padfSrcNoDataReal = CPLMalloc(MemoryLayout<Double>.size * colours.count).assumingMemoryBound(to: Double.self)
             for i in colours.indices { options.pointee.padfSrcNoDataReal[i] = noData }
         }
         options.pointee.eResampleAlg = resampling.gdalAlgorithm
         options.pointee.pfnTransformer = GDALApproxTransform
         options.pointee.pTransformerArg = approx
-        options.pointee.papszWarpOptions = CSLSetNameValue(options.pointee.papszWarpOptions, "INIT_DEST", "0")
+        options.pointee.papszWarpOptions = CSLSetNameValue(options.pointee.papszWarpOptions, "INIT_DEST", elevation ? "NO_DATA" : "0")
         guard let op = GDALCreateWarpOperation(options) else {
             GDALClose(mem)
             GDALDestroyApproxTransformer(approx)
@@ -245,6 +264,24 @@ final class TileWarper {
             width: Int(GDALGetRasterXSize(source)), height: Int(GDALGetRasterYSize(source)), bandCount: info.bands, alphaBand: info.alpha,
             colourBands: info.colours, paletted: info.paletted, dataType: info.type, noData: info.noData,
             extent: (minX, minY, maxX, maxY), pixelSize: transform[1], warpedWidth: Int(pixels), warpedHeight: Int(lines))
+    }
+
+    /// The elevations of the tile whose Web Mercator geotransform is `geoTransform` (NaN where
+    /// there is no data), into `values` (`tileSize`² floats).
+    func warp(geoTransform: [Double], into values: inout [Float]) throws(TilerError) {
+        precondition(elevation)
+        var transform = geoTransform
+        GDALSetGenImgProjTransformerDstGeoTransform(projection, &transform)
+        CPLErrorReset()
+        guard GDALChunkAndWarpImage(operation, 0, 0, Int32(tileSize), Int32(tileSize)) == CE_None else {
+            throw .gdal(path: path, reason: GDAL.lastError("GDAL could not warp a tile"))
+        }
+        let size = Int32(tileSize)
+        var band: Int32 = 1
+        let status = values.withUnsafeMutableBytes { raw in
+            GDALDatasetRasterIO(memory, GF_Read, 0, 0, size, size, raw.baseAddress, size, size, GDT_Float32, 1, &band, 4, size * 4, 0)
+        }
+        guard status == CE_None else { throw .gdal(path: path, reason: GDAL.lastError("GDAL could not read a warped tile")) }
     }
 
     /// The tile whose Web Mercator geotransform is `geoTransform`, as straight RGBA (transparent

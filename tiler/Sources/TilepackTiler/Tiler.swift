@@ -15,6 +15,8 @@ public struct TileOptions: Sendable {
     public var keepBlank = false
     /// Non-8-bit samples: the values drawn from black (MIN) to white (MAX).
     public var range: ClosedRange<Double>?
+    /// A DEM's band 1 as elevations in colours (terrain tiles), in a lossless format.
+    public var elevation: ElevationEncoding?
     public var overwrite = false
     public var threads = ProcessInfo.processInfo.activeProcessorCount
 
@@ -54,7 +56,17 @@ public enum Tiler {
         guard TileSize.isValid(options.tileSize), options.tileSize == 256 || options.tileSize == 512 else {
             throw .badOption("--tile-size is 256 or 512, not \(options.tileSize)")
         }
-        let raster = try TileWarper.describe(path: options.input, range: options.range)
+        if let elevation = options.elevation {
+            guard options.encoding.format == .png || (options.encoding.format == .webp && options.encoding.lossless) else {
+                throw .badOption(
+                    "--encoding \(elevation.rawValue) needs a lossless format (png, or webp with --lossless): the colours are the elevations, and \(options.encoding) would change them"
+                )
+            }
+            guard options.range == nil else {
+                throw .badOption("--range draws samples as grey; --encoding writes them as elevations: give one")
+            }
+        }
+        let raster = try TileWarper.describe(path: options.input, range: options.range, elevation: options.elevation != nil)
         let clip = options.bounds.map(TilePlan.mercator)
         let plan = try TilePlan(
             extent: raster.extent, pixelSize: raster.pixelSize, width: raster.warpedWidth, height: raster.warpedHeight,
@@ -72,6 +84,7 @@ public enum Tiler {
         metadata.entries[TileMetadata.Key.description] =
             "\(URL(fileURLWithPath: options.input).lastPathComponent) cut by tilepack tile (\(options.resampling.rawValue), \(options.encoding))"
         if options.tileSize != 256 { metadata.entries["tileSize"] = "\(options.tileSize)" }
+        if let elevation = options.elevation { metadata.entries["encoding"] = elevation.rawValue }
 
         let output = try TileOutput(
             destination: options.output, format: options.encoding.format, metadata: metadata, overwrite: options.overwrite)
@@ -91,14 +104,15 @@ public enum Tiler {
             let r = plan.range(atZoom: root)
             return r.rows.flatMap { y in r.columns.map { x in (x, y) } }
         }()
-        let roots = Locked<[TileKey: [UInt8]]>([:])
+        let roots = Locked<[TileKey: TilePixels]>([:])
         let next = Locked(0)
         let failure = Locked<TilerError?>(nil)
         let threads = max(1, min(options.threads, jobs.count))
         DispatchQueue.concurrentPerform(iterations: threads) { _ in
             do throws(TilerError) {
                 let warper = try TileWarper(
-                    path: options.input, tileSize: options.tileSize, resampling: options.resampling, range: options.range)
+                    path: options.input, tileSize: options.tileSize, resampling: options.resampling, range: options.range,
+                    elevation: options.elevation != nil)
                 let worker = Worker(plan: plan, options: options, warper: warper, state: state, cancelled: cancelled)
                 while failure.withLock({ $0 == nil }), !cancelled() {
                     let index = next.withLock { n -> Int in
@@ -122,15 +136,14 @@ public enum Tiler {
         var level = roots.withLock { $0 }
         if split > plan.zooms.lowerBound {
             for zoom in stride(from: split - 1, through: plan.zooms.lowerBound, by: -1) {
-                var upper: [TileKey: [UInt8]] = [:]
+                var upper: [TileKey: TilePixels] = [:]
                 let r = plan.range(atZoom: zoom)
                 for y in r.rows {
                     for x in r.columns {
                         let children = [(0, 0), (1, 0), (0, 1), (1, 1)].map {
                             level[TileKey(zoom: zoom + 1, x: 2 * x + $0.0, y: 2 * y + $0.1)]
                         }
-                        let pixels =
-                            children.allSatisfy({ $0 == nil }) ? nil : options.resampling.parent(of: children, side: options.tileSize)
+                        let pixels = TilePixels.parent(of: children, resampling: options.resampling, side: options.tileSize)
                         try state.emit(
                             TileCoordinate(validatingZoom: zoom, x: x, y: y)!, pixels: pixels, options: options)
                         if let pixels { upper[TileKey(zoom: zoom, x: x, y: y)] = pixels }
@@ -147,6 +160,24 @@ public enum Tiler {
         try state.finish(metadata: metadata)
         report.seconds = Date().timeIntervalSince(start)
         return report
+    }
+}
+
+/// A tile's pixels while the pyramid is made: colours (straight RGBA), or elevations (NaN: no data).
+enum TilePixels: Sendable {
+    case colour([UInt8])
+    case elevation([Float])
+
+    /// The parent of four children (nil: nothing there), nil when they all are.
+    static func parent(of children: [TilePixels?], resampling: Resampling, side: Int) -> TilePixels? {
+        guard let first = children.first(where: { $0 != nil }) ?? nil else { return nil }
+        switch first {
+        case .colour:
+            return .colour(resampling.parent(of: children.map { if case .colour(let p) = $0 { p } else { nil } }, side: side))
+        case .elevation:
+            let values = resampling.parent(ofElevations: children.map { if case .elevation(let v) = $0 { v } else { nil } }, side: side)
+            return values.contains { !$0.isNaN } ? .elevation(values) : nil
+        }
     }
 }
 
@@ -187,8 +218,14 @@ final class TilerState: @unchecked Sendable {
     }
 
     /// Encodes `pixels` (nil: blank) and writes the tile, unless it is blank and blanks are skipped.
-    func emit(_ tile: TileCoordinate, pixels: [UInt8]?, options: TileOptions) throws(TilerError) {
+    func emit(_ tile: TileCoordinate, pixels tilePixels: TilePixels?, options: TileOptions) throws(TilerError) {
         var encoded: Data?
+        let pixels: [UInt8]? =
+            switch tilePixels {
+            case .colour(let rgba): rgba
+            case .elevation(let values): options.elevation!.rgba(values)
+            case nil: nil
+            }
         let blank = pixels.map { TileEncoding.everyAlpha(of: $0, is: 0) } ?? true
         if !blank || options.keepBlank {
             let bitmap = Bitmap(
@@ -232,6 +269,7 @@ final class Worker {
     let state: TilerState
     let cancelled: @Sendable () -> Bool
     private var scratch: [UInt8]
+    private var values: [Float]
 
     init(plan: TilePlan, options: TileOptions, warper: TileWarper, state: TilerState, cancelled: @escaping @Sendable () -> Bool) {
         self.plan = plan
@@ -240,25 +278,29 @@ final class Worker {
         self.state = state
         self.cancelled = cancelled
         scratch = [UInt8](repeating: 0, count: options.tileSize * options.tileSize * 4)
+        values = [Float](repeating: .nan, count: options.elevation == nil ? 0 : options.tileSize * options.tileSize)
     }
 
     /// The tile (z, x, y) and, below it, every tile of its subtree, written; its pixels returned
     /// (nil when blank or outside the raster).
-    func build(zoom: Int, x: Int, y: Int) throws(TilerError) -> [UInt8]? {
+    func build(zoom: Int, x: Int, y: Int) throws(TilerError) -> TilePixels? {
         guard !cancelled() else { return nil }
         let deepest = plan.zooms.upperBound
         let range = plan.range(atZoom: zoom)
         guard range.columns.contains(x), range.rows.contains(y) else { return nil }
-        var pixels: [UInt8]?
-        if zoom == deepest {
+        var pixels: TilePixels?
+        if zoom == deepest, warper.elevation {
+            try warper.warp(geoTransform: plan.geoTransform(column: x, row: y), into: &values)
+            pixels = values.contains { !$0.isNaN } ? .elevation(values) : nil
+        } else if zoom == deepest {
             try warper.warp(geoTransform: plan.geoTransform(column: x, row: y), into: &scratch)
-            pixels = TileEncoding.everyAlpha(of: scratch, is: 0) ? nil : scratch
+            pixels = TileEncoding.everyAlpha(of: scratch, is: 0) ? nil : .colour(scratch)
         } else {
-            var children: [[UInt8]?] = []
+            var children: [TilePixels?] = []
             for (dx, dy) in [(0, 0), (1, 0), (0, 1), (1, 1)] {
                 children.append(try build(zoom: zoom + 1, x: 2 * x + dx, y: 2 * y + dy))
             }
-            if !children.allSatisfy({ $0 == nil }) { pixels = options.resampling.parent(of: children, side: options.tileSize) }
+            pixels = TilePixels.parent(of: children, resampling: options.resampling, side: options.tileSize)
         }
         if zoom >= plan.zooms.lowerBound {
             try state.emit(TileCoordinate(validatingZoom: zoom, x: x, y: y)!, pixels: pixels, options: options)

@@ -16,7 +16,8 @@ struct TileCommand: ParsableCommand {
             Examples:
               tilepack tile samples/sample-utm.tif city.tilepack
               tilepack tile ortho.tif ortho.pmtiles --zoom 12-18 --format webp --quality 0-14:85,15-:70
-              tilepack tile dem16.tif dem.mbtiles --range 0,4000 --resampling bilinear
+              tilepack tile scan16.tif scan.mbtiles --range 0,4000 --resampling bilinear
+              tilepack tile dem.tif terrain.pmtiles --encoding terrarium --tile-size 512
             """
     )
 
@@ -33,6 +34,10 @@ struct TileCommand: ParsableCommand {
     @Flag(help: "WebP lossless.") var lossless = false
     @Flag(name: .customLong("keep-blank"), help: "Write fully transparent tiles too.") var keepBlank = false
     @Option(help: "For 16-bit or float samples: the values drawn from black to white, MIN,MAX.") var range: String?
+    @Option(
+        name: .customLong("encoding"),
+        help: "A DEM's band 1 as elevations in colours: terrarium or mapbox (terrain-RGB); png or webp --lossless only.")
+    var elevationEncoding: String?
     @Option(help: "Worker threads (default: every core).") var threads = ProcessInfo.processInfo.activeProcessorCount
     @Flag(help: "Replace OUTPUT if it exists.") var force = false
 
@@ -72,6 +77,12 @@ struct TileCommand: ParsableCommand {
                 throw ValidationError("--bbox is W,S,E,N in degrees with W < E and S < N (longitude first), not '\(bbox)'")
             }
             options.bounds = GeoBoundingBox(west: v[0], south: v[1], east: v[2], north: v[3])
+        }
+        if let elevationEncoding {
+            guard let elevation = ElevationEncoding(rawValue: elevationEncoding) else {
+                throw ValidationError("--encoding is terrarium or mapbox, not '\(elevationEncoding)'")
+            }
+            options.elevation = elevation
         }
         if let range {
             let v = range.split(separator: ",").compactMap { Double($0.trimmingCharacters(in: .whitespaces)) }

@@ -206,3 +206,103 @@ func run(_ program: String, _ arguments: [String]) throws -> Int32 {
         #expect(mixed.bytesPerZoom[14] == ninety.bytesPerZoom[14] && mixed.bytesPerZoom[13] == ninety.bytesPerZoom[13])
     }
 }
+
+/// `--encoding terrarium|mapbox`: elevations in colours, lower zooms from the elevations.
+@Suite(.serialized) struct ElevationTests {
+    @Test func encodingsRoundTrip() {
+        for encoding in ElevationEncoding.allCases {
+            let heights: [Float] = [-412.5, 0, 8848.86, 1234.25, .nan]
+            let rgba = encoding.rgba(heights)
+            for (i, h) in heights.enumerated() {
+                let back = encoding.elevation(r: rgba[i * 4], g: rgba[i * 4 + 1], b: rgba[i * 4 + 2], a: rgba[i * 4 + 3])
+                if h.isNaN { #expect(back.isNaN) } else { #expect(abs(back - Double(h)) <= 0.05 + 1e-6, "\(encoding) \(h) -> \(back)") }
+            }
+        }
+        // Terrarium's published example: 0 m is (128, 0, 0).
+        #expect(Array(ElevationEncoding.terrarium.rgba([0])) == [128, 0, 0, 255])
+        // terrain-RGB: 0 m is 100,000 tenths: (1, 134, 160).
+        #expect(Array(ElevationEncoding.mapbox.rgba([0])) == [1, 134, 160, 255])
+    }
+
+    /// A DEM (float metres with nodata) into terrarium PNG tiles: the deepest zoom holds GDAL's own
+    /// warped elevations (gdalwarp, same tile, bilinear) to terrarium's 1/256 m, and a parent pixel
+    /// is the mean of its four children's elevations; a lossy format is refused with the reason.
+    @Test(.enabled(if: gdalwarpInstalled)) func terrariumFromADEM() throws {
+        let dir = try TemporaryDirectory("tiler-dem")
+        let dem = dir.file("dem.tif")
+        #expect(
+            try run(
+                "/usr/bin/gdal_translate",
+                ["-q", "-ot", "Float32", "-b", "1", "-scale", "0", "255", "-100", "3000", "-a_nodata", "-9999", sample, dem])
+                == 0)
+        var options = TileOptions(input: dem, output: dir.file("dem.mbtiles"), encoding: try TileEncoding(format: .jpeg))
+        options.elevation = .terrarium
+        #expect { try Tiler.run(options) } throws: { "\($0)".contains("lossless") }
+        options.encoding = try TileEncoding(format: .png)
+        options.zooms = 14...15
+        options.resampling = .bilinear
+        options.threads = 2
+        _ = try Tiler.run(options)
+        let archive = try MBTilesArchive(path: dir.file("dem.mbtiles"))
+        #expect(try archive.metadata().entries["encoding"] == "terrarium")
+        var tiles: [TileCoordinate] = []
+        try archive.forEachTile { tile, _ in if tile.zoom == 15 { tiles.append(tile) } }
+        tiles.sort { ($0.y, $0.x) < ($1.y, $1.x) }
+        let tile = tiles[tiles.count / 2]
+        func elevations(_ t: TileCoordinate) throws -> [Double] {
+            let bitmap = try ImageDecoder.decode(try #require(try archive.tileData(at: t)), pixelFormat: .rgba8888)
+            return (0..<(256 * 256)).map { i in
+                ElevationEncoding.terrarium.elevation(
+                    r: bitmap.pixels[i * 4], g: bitmap.pixels[i * 4 + 1], b: bitmap.pixels[i * 4 + 2], a: bitmap.pixels[i * 4 + 3])
+            }
+        }
+        let ours = try elevations(tile)
+        let o = TilePlan.originShift, span = 2 * o / 32768
+        let w = -o + Double(tile.x) * span, n = o - Double(tile.y) * span
+        #expect(
+            try run(
+                "/usr/bin/gdalwarp",
+                [
+                    "-q", "-t_srs", "EPSG:3857", "-te", "\(w)", "\(n - span)", "\(w + span)", "\(n)", "-ts", "256", "256", "-r", "bilinear",
+                    "-ot", "Float32", "-dstnodata", "nan", "-of", "ENVI", dem, dir.file("witness.img"),
+                ]) == 0)
+        let raw = try Data(contentsOf: URL(fileURLWithPath: dir.file("witness.img")))
+        let theirs: [Float] = raw.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
+        #expect(theirs.count == ours.count)
+        var compared = 0
+        for i in ours.indices where !ours[i].isNaN && !theirs[i].isNaN {
+            compared += 1
+            #expect(abs(ours[i] - Double(theirs[i])) < 0.01, "pixel \(i): \(ours[i]) against gdalwarp's \(theirs[i])")
+            if abs(ours[i] - Double(theirs[i])) >= 0.01 { break }
+        }
+        #expect(compared > 30_000)
+        // The parent's pixel (0, 0) of a fully opaque area is its children's 2x2 mean (average): from elevations.
+        var parentOptions = options
+        parentOptions.output = dir.file("avg.mbtiles")
+        parentOptions.resampling = .average
+        _ = try Tiler.run(parentOptions)
+        let averaged = try MBTilesArchive(path: dir.file("avg.mbtiles"))
+        let parent = TileCoordinate(validatingZoom: 14, x: tile.x / 2, y: tile.y / 2)!
+        let child = TileCoordinate(validatingZoom: 15, x: parent.x * 2, y: parent.y * 2)!
+        func decode(_ archive: MBTilesArchive, _ t: TileCoordinate) throws -> [Double] {
+            let bitmap = try ImageDecoder.decode(try #require(try archive.tileData(at: t)), pixelFormat: .rgba8888)
+            return (0..<(256 * 256)).map { i in
+                ElevationEncoding.terrarium.elevation(
+                    r: bitmap.pixels[i * 4], g: bitmap.pixels[i * 4 + 1], b: bitmap.pixels[i * 4 + 2], a: bitmap.pixels[i * 4 + 3])
+            }
+        }
+        let p = try decode(averaged, parent), c = try decode(averaged, child)
+        // A pixel in the child's quarter where all four samples have data.
+        func block(_ k: Int) -> [Double] {
+            let top = 2 * k * 256 + 2 * k, bottom = (2 * k + 1) * 256 + 2 * k
+            return [c[top], c[top + 1], c[bottom], c[bottom + 1]]
+        }
+        if let k = (0..<128).first(where: { block($0).allSatisfy { !$0.isNaN } }) {
+            let mean: Double = block(k).reduce(0, +) / 4
+            let got: Double = p[k * 256 + k]
+            #expect(abs(got - mean) < 0.01, "parent \(got) against the children's mean \(mean)")
+        } else {
+            Issue.record("no child pixel block with data")
+        }
+    }
+}
