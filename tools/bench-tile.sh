@@ -65,7 +65,7 @@ make_input "$((size / 4))" "$small"
 seconds() { python3 -c "import time; print(f'{time.time():.3f}')"; }
 rm -rf "$work/g2t" "$work/ref.tilepack" "$work/t.tilepack" "$work/t-tree" "$work/r.pmtiles"
 t0=$(seconds)
-gdal2tiles.py --xyz -r bilinear --processes 2 -q "$input" "$work/g2t"
+GDAL_PAM_ENABLED=NO gdal2tiles.py --xyz -r bilinear --processes 2 --webviewer none -q "$input" "$work/g2t"
 "$bin/tilepack" import "$work/g2t" "$work/ref.tilepack" --quiet > /dev/null
 t1=$(seconds)
 zooms=$(ls "$work/g2t" | grep -E '^[0-9]+$' | sort -n)
