@@ -4,8 +4,9 @@ import Foundation
 /// GDAL, set up once per process: every driver registered, errors kept for the caller (not
 /// printed), the block cache bounded so that memory stays flat however large the input.
 enum GDAL {
-    /// GDAL's block cache: 256 MiB (its default is 5 % of the machine's memory).
-    static let cacheBytes: Int64 = 256 << 20
+    /// GDAL's block cache: 64 MiB (its default is 5 % of the machine's memory), enough for the source
+    /// blocks of the subtrees the workers walk at once.
+    static let cacheBytes: Int64 = 64 << 20
 
     private static let setUp: Void = {
         GDALAllRegister()
