@@ -131,12 +131,10 @@ final class PatchedArchive: TileArchive, @unchecked Sendable {
                 path: base.path, fault: .badInput(TilePatchError.Fault.wrongTileType(patch: expected, base: found).description))
         }
         if let expected = patch.before, let count = try? base.tileCount(), UInt64(count) != expected.tileCount {
-            var found = ContentIdentity(tileCount: UInt64(count))
-            found.metadata = (try? base.metadata()).map(ContentIdentity.metadataHash) ?? 0
             throw OperationError(
                 path: base.path,
                 fault: .badInput(
-                    TilePatchError.Fault.wrongBase(expected: expected.description, found: "an archive of \(count) tiles").description))
+                    TilePatchError.Fault.wrongBase(expected: expected.description, found: "one of \(count) tiles").description))
         }
     }
 
