@@ -36,7 +36,7 @@ let added = atDeepest.prefix(count / 800).flatMap { t in
 }.sorted()
 
 /// The tile as v2 draws it: the same map with a new road across it (pixels that differ).
-func rerendered(_ tile: TileCoordinate) -> Bitmap {
+@Sendable func rerendered(_ tile: TileCoordinate) -> Bitmap {
     var bitmap = TileSynth.smallTile(tile)
     let bpp = bitmap.pixelFormat.bytesPerPixel
     for y in 100..<108 {
