@@ -63,6 +63,9 @@ let package = Package(
         // Synthetic map-like tiles for the sample tree, tests and benchmarks.
         .target(name: "TileSynth", dependencies: ["BenchSupport", .product(name: "TilepackImaging", package: "tilepack")]),
         .executableTarget(name: "make-samples", dependencies: ["TileSynth"]),
+        // Two versions of a 50,000-tile set for tools/bench-update.sh (diff, patch vs xdelta3, bsdiff, zstd).
+        .executableTarget(
+            name: "make-versions", dependencies: ["TileSynth", .product(name: "TilepackStorage", package: "tilepack")]),
         // The import/verify benchmark of issues 6 and 19 (run it with tools/bench-import.sh) and its C
         // floors: one thread opening and reading every file of a tree once, optionally writing the
         // bytes to one file (then fsync) or decoding each tile (libpng, TurboJPEG); on two threads,

@@ -40,10 +40,12 @@ public struct ConvertReport: Sendable, Codable {
 public enum ArchiveConverter {
     public static func run(
         source: String, destination: String, options: ConvertOptions,
-        progress: ProgressHandler? = nil
+        progress: ProgressHandler? = nil, opened: (any TileArchive)? = nil
     ) throws(OperationError) -> ConvertReport {
         let start = DispatchTime.now().uptimeNanoseconds
-        let input = try ArchiveLocation.open(source)
+        // `opened`: an archive made in memory (a patched base), `source` naming it in messages.
+        let input: any TileArchive
+        if let opened { input = opened } else { input = try ArchiveLocation.open(source) }
         try OutputIsInput.refuse(output: destination, inputs: [source])
         let kind = try ArchiveKind(destinationPath: destination)
         let sourceRaw: RawBitmapLayout? = if case .rawBitmap(let layout) = input.content { layout } else { nil }
@@ -52,6 +54,8 @@ public enum ArchiveConverter {
         let total: Int?
         do {
             metadata = try input.metadata()
+            // Kept only where a patch checks it (an MBTiles file patched in place).
+            metadata[ContentIdentity.metadataKey] = nil
             total = try input.tileCount()
         } catch {
             throw OperationError.wrapping(error, path: source)

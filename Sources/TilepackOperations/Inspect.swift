@@ -30,9 +30,11 @@ public struct ArchiveInfo: Sendable, Encodable {
     public var dedupRatio: Double
     /// The extent of the tiles at the highest zoom; `[west, south, east, north]` in JSON.
     public var bounds: GeoBoundingBox?
+    /// The content identity (Specs/updates.md §1); `nil` for a PMTiles archive counted by runs.
+    public var identity: String?
 
     private enum CodingKeys: String, CodingKey {
-        case path, format, layout, content, fileSize, metadata, levels, tiles, tileBytes, distinctTiles, dedupRatio, bounds
+        case path, format, layout, content, fileSize, metadata, levels, tiles, tileBytes, distinctTiles, dedupRatio, bounds, identity
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -49,6 +51,7 @@ public struct ArchiveInfo: Sendable, Encodable {
         try container.encode(distinctTiles, forKey: .distinctTiles)
         try container.encode(dedupRatio, forKey: .dedupRatio)
         try container.encodeIfPresent(bounds.map { [$0.west, $0.south, $0.east, $0.north] }, forKey: .bounds)
+        try container.encodeIfPresent(identity, forKey: .identity)
     }
 }
 
@@ -84,6 +87,7 @@ public enum ArchiveInspector {
         var distinct = 0
         var tiles = 0
         var bytesTotal = 0
+        var identity: String?
         let metadata: TileMetadata
         do {
             metadata = try archive.metadata()
@@ -124,7 +128,12 @@ public enum ArchiveInspector {
                     }
                 }
             } else {
-                try archive.forEachTile { tile, bytes in take(TileRange(tile: tile), bytes) }
+                var content = ContentIdentity(metadata: ContentIdentity.metadataHash(metadata))
+                try archive.forEachTile { tile, bytes in
+                    take(TileRange(tile: tile), bytes)
+                    content.add(tile, bytes)
+                }
+                identity = content.description
             }
         } catch {
             throw OperationError.wrapping(error, path: path)
@@ -142,6 +151,6 @@ public enum ArchiveInspector {
         return ArchiveInfo(
             path: path, format: format, layout: layout, content: archive.content.map { "\($0)" },
             fileSize: size, metadata: metadata.entries, levels: sorted, tiles: tiles, tileBytes: bytesTotal,
-            distinctTiles: distinct, dedupRatio: distinct > 0 ? Double(tiles) / Double(distinct) : 1, bounds: bounds)
+            distinctTiles: distinct, dedupRatio: distinct > 0 ? Double(tiles) / Double(distinct) : 1, bounds: bounds, identity: identity)
     }
 }

@@ -135,6 +135,7 @@ public enum ArchiveVerifier {
                 path: path, opened: remote as? PMTilesArchive, options: options, pool: pool, collector: &collector, progress: progress,
                 start: start)
         }
+        verifyStoredIdentity(path: path, opened: remote, collector: &collector)
         collector.finishCounting()
         report = collector.report
         report.seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9

@@ -120,6 +120,8 @@ struct InfoCommand: ParsableCommand {
             "  tiles      \(info.tiles) (\(info.tileBytes) bytes, \(info.distinctTiles) distinct, dedup ratio \(String(format: "%.2f", info.dedupRatio)))"
         )
         if let bounds = info.bounds { lines.append("  extent     \(bounds) (at the highest zoom)") }
+        if let version = info.metadata["version"] { lines.append("  version    \(version)") }
+        if let identity = info.identity { lines.append("  identity   \(identity)") }
         lines.append("  zoom levels")
         for level in info.levels {
             lines.append(

@@ -198,3 +198,28 @@ extension URL {
         #expect(line.contains("400/1000 tiles") && line.contains(" 40%") && line.contains("ETA 3s"), "\(line)")
     }
 }
+
+/// `diff` and `patch` as a user runs them: counts and identities printed, martin's patch applied
+/// with a warning on standard error.
+@Suite struct UpdateCommandTests {
+    @Test func diffThenPatchPrintTheIdentities() async throws {
+        let dir = try TemporaryDirectory()
+        let old = TestSupport.fixture("martin/world_cities.mbtiles"), new = TestSupport.fixture("martin/world_cities_modified.mbtiles")
+        let diff = try await Binary.run(["diff", old, new, dir.file("p.tppatch"), "--json"])
+        #expect(diff.status == 0, "\(diff.stderr)")
+        let report = try JSONDecoder().decode(DiffReport.self, from: Data(diff.stdout.utf8))
+        #expect(report.added == 1 && report.deleted == 1 && report.changed == 1 && report.before.hasPrefix("tpid1:196:"))
+        try FileManager.default.copyItem(atPath: old, toPath: dir.file("base.mbtiles"))
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: dir.file("base.mbtiles"))
+        let patch = try await Binary.run(["patch", dir.file("base.mbtiles"), dir.file("p.tppatch")])
+        #expect(patch.status == 0 && patch.stdout.contains("now \(report.after) (checked)"), "\(patch.stdout) \(patch.stderr)")
+        let again = try await Binary.run(["patch", dir.file("base.mbtiles"), dir.file("p.tppatch")])
+        #expect(again.status != 0 && again.stderr.contains("made for another base"), "\(again.stderr)")
+        let info = try await Binary.run(["info", dir.file("base.mbtiles")])
+        #expect(info.stdout.contains("identity   \(report.after)") && info.stdout.contains("version    2"), "\(info.stdout)")
+        try FileManager.default.copyItem(atPath: old, toPath: dir.file("m.mbtiles"))
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: dir.file("m.mbtiles"))
+        let martin = try await Binary.run(["patch", dir.file("m.mbtiles"), TestSupport.fixture("martin/world_cities_diff.mbtiles")])
+        #expect(martin.status == 0 && martin.stderr.contains("warning:") && martin.stderr.contains("nothing could be checked"))
+    }
+}

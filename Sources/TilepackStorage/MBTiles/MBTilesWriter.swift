@@ -126,6 +126,16 @@ public final class MBTilesWriter {
     /// The dedup blob id before collision suffixes: upper-case hex MD5 (replaceable in tests to
     /// force hash collisions).
     var blobID: (UnsafeRawBufferPointer) -> String = MBTilesAggregateHash.md5Hex
+    /// The content identity ``finish()`` stores (`tilepack_content_identity`): set by a patch,
+    /// which checks it in ``beforeCommit``; every other write drops a stored one, which it would
+    /// make stale.
+    package var contentIdentity: ContentIdentity?
+    /// `agg_tiles_hash` known without reading every tile (a patch's after-apply hash, checked by
+    /// its identity), stored instead of computing it.
+    package var knownAggregateTilesHash: String?
+    /// Runs inside the transaction after the metadata is written, before the commit; an error
+    /// rolls everything back.
+    package var beforeCommit: ((SQLiteConnection) throws(TileArchiveError) -> Void)?
 
     // MARK: Opening
 
@@ -552,10 +562,16 @@ public final class MBTilesWriter {
                 runningHash = nil
                 hash = MBTilesAggregateHash.hex(running.finalize())
             } else if storesHash {
-                hash = try MBTilesAggregateHash.compute(connection)
+                if let known = knownAggregateTilesHash {
+                    hash = known
+                } else {
+                    hash = try MBTilesAggregateHash.compute(connection)
+                }
             }
             metadata[TileMetadata.Key.aggregateTilesHash] = hash
+            metadata[ContentIdentity.metadataKey] = contentIdentity?.description
             try connection.replaceMetadata(metadata)
+            try beforeCommit?(connection)
             let tileCount = Int(
                 try connection.scalarInt(
                     countsDistinct

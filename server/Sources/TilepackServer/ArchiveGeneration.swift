@@ -127,12 +127,15 @@ final class ArchiveGeneration: Sendable, AtomicReference {
         let pinned = "/dev/fd/\(descriptor)"
         #endif
         do {
-            // A served file changes only by being replaced (Specs/serve.md, "Replacing an
-            // archive"), so SQLite may skip its per-query locks and journal checks (`immutable`):
-            // two `fcntl` and three `stat` calls less per tile. Not memory-mapped, so that a file
-            // truncated in place against that rule gives read errors, not SIGBUS.
+            // A file nobody may write changes only by being replaced (Specs/serve.md, "Replacing
+            // an archive"), so SQLite may skip its per-query locks and journal checks (`immutable`):
+            // two `fcntl` and three `stat` calls less per tile. A writable MBTiles file may be
+            // patched in place in one transaction (`tilepack patch`, Specs/updates.md §5): it is
+            // read with SQLite's locks, so a request sees the old version or the new, never a mix.
+            // Not memory-mapped, so that a file truncated in place gives read errors, not SIGBUS.
+            let immutable = info.st_mode & 0o222 == 0
             let archive = try openTileArchive(
-                path: pinned, bundleAccess: .positionalReads, mbtiles: MBTilesOpenOptions(immutable: true, memoryMapSize: 0))
+                path: pinned, bundleAccess: .positionalReads, mbtiles: MBTilesOpenOptions(immutable: immutable, memoryMapSize: 0))
             return try ArchiveGeneration(name: name, path: path, archive: archive, identity: FileIdentity(info), descriptor: descriptor)
         } catch let error as TileArchiveError {
             close(descriptor)

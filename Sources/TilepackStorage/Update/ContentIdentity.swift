@@ -1,0 +1,118 @@
+internal import TilepackChecksum
+import TilepackCore
+
+/// What an archive holds, as three numbers that change when any tile or metadata value does
+/// (Specs/updates.md §1): the tile count, the sum modulo 2^128 of every tile's 128-bit hash over
+/// its coordinates and bytes, and a 128-bit hash of the metadata.
+///
+/// The sum does not depend on the order tiles are visited in, so an identity is brought up to date
+/// from the changed tiles alone: subtract what a replaced or deleted tile contributed, add what a
+/// new one does. Two archives of different formats holding the same tiles and metadata have the
+/// same identity.
+public struct ContentIdentity: Hashable, Sendable, CustomStringConvertible {
+    /// The number of tiles.
+    public var tileCount: UInt64
+    /// The sum modulo 2^128 of ``tileHash(_:_:)`` over every tile.
+    public var tiles: UInt128
+    /// ``metadataHash(_:)`` of the metadata.
+    public var metadata: UInt128
+
+    public init(tileCount: UInt64 = 0, tiles: UInt128 = 0, metadata: UInt128 = 0) {
+        self.tileCount = tileCount
+        self.tiles = tiles
+        self.metadata = metadata
+    }
+
+    /// The metadata key under which an MBTiles file patched in place keeps its identity, so that
+    /// the next patch checks its base without reading every tile (`verify` checks it).
+    public static let metadataKey = "tilepack_content_identity"
+
+    /// Metadata keys that describe the tiles or the patch rather than the tileset, left out of
+    /// ``metadataHash(_:)``: they are derived from the tiles, and a patch sets them.
+    public static let derivedKeys: Set<String> = [
+        TileMetadata.Key.aggregateTilesHash, "agg_tiles_hash_before_apply", "agg_tiles_hash_after_apply", metadataKey,
+    ]
+
+    /// `tpid1:<tile count>:<32 hex digits of tiles>:<32 hex digits of metadata>`.
+    public var description: String { "tpid1:\(tileCount):\(Self.hex(tiles)):\(Self.hex(metadata))" }
+
+    /// Parses ``description``; `nil` for anything else.
+    public init?(_ text: String) {
+        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count == 4, parts[0] == "tpid1", parts[2].count == 32, parts[3].count == 32,
+            parts[1].allSatisfy(\.isASCII), let count = UInt64(parts[1]),
+            let tiles = UInt128(parts[2], radix: 16), let metadata = UInt128(parts[3], radix: 16)
+        else { return nil }
+        self.init(tileCount: count, tiles: tiles, metadata: metadata)
+    }
+
+    /// The tiles' part alone (count and sum), for messages that name what differs.
+    public var tilesDescription: String { "\(tileCount) tiles, \(Self.hex(tiles))" }
+
+    /// Adds a tile's contribution.
+    public mutating func add(_ tile: TileCoordinate, _ bytes: UnsafeRawBufferPointer) {
+        tiles &+= Self.tileHash(tile, bytes)
+        tileCount &+= 1
+    }
+
+    /// Takes a tile's contribution away (a tile deleted, or the old bytes of a replaced one).
+    public mutating func remove(_ tile: TileCoordinate, _ bytes: UnsafeRawBufferPointer) {
+        tiles &-= Self.tileHash(tile, bytes)
+        tileCount &-= 1
+    }
+
+    /// SHA-256 over the zoom (1 byte), x and XYZ y (4 bytes each, little-endian) and the tile's
+    /// bytes; its first 16 bytes read as a little-endian integer.
+    public static func tileHash(_ tile: TileCoordinate, _ bytes: UnsafeRawBufferPointer) -> UInt128 {
+        let digest = Digest(.sha256)
+        var prefix = [UInt8](repeating: 0, count: 9)
+        prefix[0] = UInt8(truncatingIfNeeded: tile.zoom)
+        for i in 0..<4 {
+            prefix[1 + i] = UInt8(truncatingIfNeeded: UInt32(truncatingIfNeeded: tile.x) >> (8 * i))
+            prefix[5 + i] = UInt8(truncatingIfNeeded: UInt32(truncatingIfNeeded: tile.y) >> (8 * i))
+        }
+        digest.update(prefix)
+        digest.update(bytes)
+        return littleEndian128(digest.finalize())
+    }
+
+    /// SHA-256 over the metadata's entries but ``derivedKeys``, in ascending order of their keys'
+    /// UTF-8 bytes, each as key length (4 bytes LE), key, value length (4 bytes LE), value; its
+    /// first 16 bytes read as a little-endian integer.
+    public static func metadataHash(_ metadata: TileMetadata) -> UInt128 {
+        let entries = metadata.entries.filter { !derivedKeys.contains($0.key) }
+            .map { (Array($0.key.utf8), Array($0.value.utf8)) }
+            .sorted { $0.0.lexicographicallyPrecedes($1.0) }
+        let digest = Digest(.sha256)
+        for (key, value) in entries {
+            digest.update(lengthBytes(key.count))
+            digest.update(key)
+            digest.update(lengthBytes(value.count))
+            digest.update(value)
+        }
+        return littleEndian128(digest.finalize())
+    }
+
+    /// The identity of an archive: one pass over its tiles.
+    public static func compute(_ archive: any TileArchive) throws -> ContentIdentity {
+        var identity = ContentIdentity(metadata: metadataHash(try archive.metadata()))
+        try archive.forEachTile { tile, bytes in identity.add(tile, bytes) }
+        return identity
+    }
+
+    private static func lengthBytes(_ count: Int) -> [UInt8] {
+        let value = UInt32(truncatingIfNeeded: count)
+        return (0..<4).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) }
+    }
+
+    private static func littleEndian128(_ bytes: [UInt8]) -> UInt128 {
+        var value: UInt128 = 0
+        for i in (0..<16).reversed() { value = value << 8 | UInt128(bytes[i]) }
+        return value
+    }
+
+    static func hex(_ value: UInt128) -> String {
+        let digits = String(value, radix: 16)
+        return String(repeating: "0", count: 32 - digits.count) + digits
+    }
+}

@@ -1,0 +1,136 @@
+import Foundation
+import TilepackCore
+
+/// What applying a patch found and did.
+public struct PatchOutcome: Sendable {
+    /// The base's identity before the patch (`nil` when a martin patch gave no reason to compute it).
+    public var before: ContentIdentity?
+    /// The result's identity, checked against the patch's before it became visible (`nil`: unchecked).
+    public var after: ContentIdentity?
+    /// What could not be checked (a martin patch without hashes).
+    public var warnings: [String] = []
+    public var tilesWritten = 0
+    public var tilesDeleted = 0
+    public var metadataChanges = 0
+
+    public init() {}
+}
+
+/// Applies a patch to an MBTiles file in place, in one SQLite transaction (Specs/updates.md §4).
+///
+/// The base's identity is the one it stores (`tilepack_content_identity`, kept by an earlier
+/// patch, its tile count checked) or is computed; the changed tiles' old bytes are subtracted
+/// from it, the new bytes as written are read back inside the transaction and added, and the
+/// metadata as written is hashed: only when that equals the patch's "after" identity is the
+/// transaction committed. A reader sees the old file or the new one; a kill leaves the old.
+public enum MBTilesPatcher {
+    public static func apply(_ patch: TilePatch, to path: String) throws(TilePatchError) -> PatchOutcome {
+        func fail(_ fault: TilePatchError.Fault) -> TilePatchError { TilePatchError(path: path, fault: fault) }
+        var outcome = PatchOutcome()
+        outcome.metadataChanges = patch.metadataChanges.count
+        // A file with no write bit is meant to stay as it is, even for root (who may write it anyway).
+        guard FileManager.default.isWritableFile(atPath: path), (FileSystem.stat(path)?.st_mode ?? 0) & 0o222 != 0,
+            FileManager.default.isWritableFile(atPath: FileSystem.split(path).0.isEmpty ? "." : FileSystem.split(path).0)
+        else {
+            throw fail(
+                .archive(
+                    TileArchiveError(
+                        path: path,
+                        fault: .io(errno: EACCES, reason: "the file or its folder is read-only: an MBTiles file is patched in place"))))
+        }
+        var remaining: ContentIdentity?
+        do {
+            let reader = try MBTilesArchive(path: path, options: MBTilesOpenOptions(maximumIdleConnections: 1))
+            if let expected = patch.content, let found = reader.content?.description, expected != found {
+                throw fail(.wrongTileType(patch: expected, base: found))
+            }
+            let metadata = try reader.metadata()
+            if let expected = patch.before {
+                var base: ContentIdentity
+                if let stored = metadata[ContentIdentity.metadataKey].flatMap(ContentIdentity.init),
+                    try UInt64(reader.tileCount()) == stored.tileCount
+                {
+                    base = stored
+                    base.metadata = ContentIdentity.metadataHash(metadata)
+                } else {
+                    base = try ContentIdentity.compute(reader)
+                }
+                guard base == expected else { throw fail(.wrongBase(expected: expected.description, found: base.description)) }
+                outcome.before = base
+                // What the changed and deleted tiles contribute now comes out.
+                for tile in patch.deletions {
+                    _ = try reader.withTileBytes(at: tile) { base.remove(tile, $0) }
+                }
+                for tile in patch.tiles {
+                    _ = try reader.withTileBytes(at: tile.coordinate) { base.remove(tile.coordinate, $0) }
+                }
+                remaining = base
+            } else if let expected = patch.aggregateHashBefore {
+                let found: String
+                found = try MBTilesAggregateHash.compute(reader)
+                guard found == expected else {
+                    throw fail(.wrongBase(expected: "agg_tiles_hash \(expected)", found: "agg_tiles_hash \(found)"))
+                }
+            } else {
+                outcome.warnings.append(
+                    "the patch carries no identity and no agg_tiles_hash_before_apply/after_apply (martin's older diff): applied, but nothing could be checked"
+                )
+            }
+        } catch let error as TilePatchError {
+            throw error
+        } catch {
+            throw fail(.archive(asArchiveError(error, path: path)))
+        }
+
+        var mismatch: String?
+        do throws(TileArchiveError) {
+            let writer = try MBTilesWriter(updating: path, options: MBTilesWriterOptions(derivation: .none, aggregateTilesHash: false))
+            for tile in patch.deletions where try writer.removeTile(at: tile) { outcome.tilesDeleted += 1 }
+            for tile in patch.tiles { try writer.write(tile.bytes, at: tile.coordinate) }
+            outcome.tilesWritten = patch.tiles.count
+            patch.apply(to: &writer.metadata)
+            if remaining != nil {
+                writer.contentIdentity = patch.after
+                writer.knownAggregateTilesHash = patch.aggregateHashAfter
+            }
+            writer.beforeCommit = { (connection) throws(TileArchiveError) in
+                if var result = remaining, let expected = patch.after {
+                    let select = try connection.prepare(
+                        "SELECT tile_data FROM tiles WHERE zoom_level = ?1 AND tile_column = ?2 AND tile_row = ?3")
+                    for tile in patch.tiles {
+                        select.bind(1, tile.coordinate.zoom)
+                        select.bind(2, tile.coordinate.x)
+                        select.bind(3, tile.coordinate.row(in: .tms))
+                        if try select.step(), let bytes = select.bytes(0) { result.add(tile.coordinate, bytes) }
+                        select.reset()
+                    }
+                    let written = TileMetadata(try MBTilesArchive.readMetadataRows(connection, path: path, strict: false))
+                    result.metadata = ContentIdentity.metadataHash(written)
+                    if result != expected {
+                        mismatch = result.description
+                        throw TileArchiveError(path: path, fault: .corrupt("the patched content is not the patch's"))
+                    }
+                    outcome.after = result
+                } else if let expected = patch.aggregateHashAfter {
+                    let found = try MBTilesAggregateHash.compute(connection)
+                    if found != expected {
+                        mismatch = "agg_tiles_hash \(found)"
+                        throw TileArchiveError(path: path, fault: .corrupt("the patched content is not the patch's"))
+                    }
+                }
+            }
+            try writer.finish()
+        } catch {
+            if let mismatch {
+                let expected = patch.after?.description ?? "agg_tiles_hash \(patch.aggregateHashAfter ?? "")"
+                throw fail(.resultMismatch(expected: expected, found: mismatch))
+            }
+            throw fail(.archive(error))
+        }
+        return outcome
+    }
+
+    static func asArchiveError(_ error: any Error, path: String) -> TileArchiveError {
+        (error as? TileArchiveError) ?? TileArchiveError(path: path, fault: .io(errno: 0, reason: "\(error)"))
+    }
+}

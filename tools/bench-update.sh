@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Issue 30's update benchmark: two versions of a 50,000-tile set (tools/Sources/make-versions:
+# v2 re-renders 2% of the tiles in one region, deletes 0.5% in another, adds a deeper zoom over a
+# small area), in each format (MBTiles, bundle, PMTiles):
+#   - patch size: `tilepack diff` (tilepack's patch file; and martin's MBTiles layout) against the
+#     smallest of xdelta3 -9 -S djw, bsdiff and zstd -19 --long=27 --patch-from between the two
+#     archive files (Debian packages, installed here), and against the changed tiles' bytes;
+#   - apply time: `tilepack patch` (MBTiles in place, bundle/PMTiles rewritten) against
+#     `tilepack convert v2.X out.X`, best of 3 runs each.
+# Release builds; everything under $BENCH_WORK (default /tmp/tilepack-bench/update).
+#
+#   tools/bench-update.sh [--tiles N]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+work="${BENCH_WORK:-/tmp/tilepack-bench}/update"
+tiles=50000
+if [ "${1:-}" = "--tiles" ]; then tiles="$2"; fi
+mkdir -p "$work"
+
+need=()
+command -v xdelta3 >/dev/null || need+=(xdelta3)
+command -v bsdiff >/dev/null || need+=(bsdiff)
+command -v zstd >/dev/null || need+=(zstd)
+if [ ${#need[@]} -gt 0 ]; then
+    sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
+    $sudo apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+
+swift build -c release --product tilepack
+swift build -c release --package-path tools --product make-versions
+tilepack="$(swift build -c release --show-bin-path)/tilepack"
+make_versions="$(swift build -c release --package-path tools --show-bin-path)/make-versions"
+
+if [ ! -f "$work/v2-$tiles.mbtiles" ]; then
+    "$make_versions" "$work/gen" --tiles "$tiles"
+    mv "$work/gen/v1.mbtiles" "$work/v1-$tiles.mbtiles"
+    mv "$work/gen/v2.mbtiles" "$work/v2-$tiles.mbtiles"
+fi
+cd "$work"
+for v in v1 v2; do
+    cp "$v-$tiles.mbtiles" "$v.mbtiles"
+    for ext in tilepack pmtiles; do "$tilepack" convert "$v.mbtiles" "$v.$ext" --force --quiet >/dev/null; done
+done
+
+size() { stat -c %s "$1"; }
+# Best of 3 wall-clock seconds of "$@" (after the setup command $1, untimed).
+best() {
+    local setup="$1"; shift
+    local best=""
+    for _ in 1 2 3; do
+        eval "$setup"
+        local t0 t1
+        t0=$(date +%s.%N); "$@" >/dev/null 2>&1; t1=$(date +%s.%N)
+        local t; t=$(echo "$t1 - $t0" | bc -l)
+        if [ -z "$best" ] || (( $(echo "$t < $best" | bc -l) )); then best=$t; fi
+    done
+    echo "$best"
+}
+
+printf '%s\n' "tiles: $tiles; $( "$tilepack" diff v1.mbtiles v2.mbtiles p-counts.tppatch --force --json | python3 -c 'import json,sys; r=json.load(sys.stdin); print("added %d, changed %d, deleted %d; changed+added tile bytes %d" % (r["added"], r["changed"], r["deleted"], r["tileBytes"]))')"
+printf '\n%-9s %10s %10s %10s %10s %10s %12s %s\n' format archive tilepack xdelta3 bsdiff zstd "vs smallest" "mbtiles patch vs 1.2x tiles+64KiB"
+for ext in mbtiles tilepack pmtiles; do
+    json=$("$tilepack" diff "v1.$ext" "v2.$ext" "p-$ext.tppatch" --force --json)
+    ours=$(size "p-$ext.tppatch")
+    tilebytes=$(echo "$json" | python3 -c 'import json,sys; print(json.load(sys.stdin)["tileBytes"])')
+    xdelta3 -f -9 -S djw -e -s "v1.$ext" "v2.$ext" "x-$ext.vcdiff"
+    bsdiff "v1.$ext" "v2.$ext" "b-$ext.bsdiff"
+    zstd -q -f -19 --long=27 --patch-from="v1.$ext" "v2.$ext" -o "z-$ext.zst"
+    x=$(size "x-$ext.vcdiff"); b=$(size "b-$ext.bsdiff"); z=$(size "z-$ext.zst")
+    smallest=$(printf '%s\n' "$x" "$b" "$z" | sort -n | head -1)
+    extra=""
+    if [ "$ext" = mbtiles ]; then
+        "$tilepack" diff v1.mbtiles v2.mbtiles p-martin.mbtiles --force >/dev/null
+        m=$(size p-martin.mbtiles)
+        extra="$m bytes = $(echo "scale=3; $m / (1.2 * $tilebytes + 65536)" | bc -l)x"
+    fi
+    printf '%-9s %10s %10s %10s %10s %10s %11.3fx %s\n' "$ext" "$(size "v2.$ext")" "$ours" "$x" "$b" "$z" \
+        "$(echo "$ours / $smallest" | bc -l)" "$extra"
+done
+
+printf '\n%-9s %12s %12s %8s\n' format "patch (s)" "convert (s)" ratio
+# MBTiles twice: a base that stores its identity (any base tilepack patched before; here v1 given
+# an empty patch, v1 to v1), whose check reads only the changed tiles, and a fresh base, whose
+# identity is computed from every tile first.
+"$tilepack" diff v1.mbtiles v1.mbtiles noop.tppatch --force >/dev/null
+cp v1.mbtiles v1-stamped.mbtiles && "$tilepack" patch v1-stamped.mbtiles noop.tppatch >/dev/null
+p=$(best "cp v1-stamped.mbtiles base.mbtiles" "$tilepack" patch base.mbtiles p-mbtiles.tppatch)
+c=$(best "rm -f out.mbtiles" "$tilepack" convert v2.mbtiles out.mbtiles --force --quiet)
+printf '%-9s %12.3f %12.3f %7.3fx %s\n' mbtiles "$p" "$c" "$(echo "$p / $c" | bc -l)" "(in place, base stores its identity)"
+for ext in mbtiles tilepack pmtiles; do
+    p=$(best "cp v1.$ext base.$ext" "$tilepack" patch "base.$ext" "p-$ext.tppatch")
+    cmp -s "base.$ext" "v2.$ext" && same="(byte-identical to v2)" || same=""
+    [ "$ext" = mbtiles ] && same="(in place, identity computed from every tile)"
+    c=$(best "rm -f out.$ext" "$tilepack" convert "v2.$ext" "out.$ext" --force --quiet)
+    printf '%-9s %12.3f %12.3f %7.3fx %s\n' "$ext" "$p" "$c" "$(echo "$p / $c" | bc -l)" "$same"
+done
