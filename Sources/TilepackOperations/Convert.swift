@@ -26,6 +26,8 @@ public struct ConvertReport: Sendable, Codable {
     public var seconds = 0.0
     /// What the converter decided for the user (a name given to an unnamed archive).
     public var notes: [String] = []
+    /// Metadata values the output's format cannot hold, each mapped or dropped (see ``MetadataMapping``).
+    public var warnings: [String] = []
 }
 
 /// Copies every tile and the metadata from one archive into a new one: MBTiles <-> bundle, and
@@ -59,6 +61,8 @@ public enum ArchiveConverter {
             metadata.name = name
             notes.append("\(source) has no name in its metadata: named '\(name)' after its file")
         }
+        let fitted = MetadataMapping.fitted(metadata, for: kind)
+        metadata = fitted.metadata
         let sink = try ArchiveSinks.make(
             kind: kind, destination: destination, metadata: metadata,
             options: ArchiveSinks.Options(
@@ -77,6 +81,7 @@ public enum ArchiveConverter {
         }
         var report = ConvertReport(source: source, destination: destination)
         report.notes = notes
+        report.warnings = fitted.notes
         var began = false
         var lastReport = start
         do {

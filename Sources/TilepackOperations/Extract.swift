@@ -21,6 +21,8 @@ public struct ExtractReport: Sendable, Codable {
     public var tiles = 0
     public var bytes = 0
     public var seconds = 0.0
+    /// Metadata values the output's format cannot hold, each mapped or dropped (see ``MetadataMapping``).
+    public var warnings: [String] = []
 }
 
 /// Copies a region of any archive (local or remote) into a new archive of any format, reading only
@@ -60,7 +62,9 @@ public enum TileExtractor {
             throw OperationError(
                 path: destination, fault: .badInput("raw-bitmap tiles can only be extracted into a .tilepack bundle (convert them first)"))
         }
-        if metadata.name == nil { metadata.name = ArchiveLocation.baseName(source) }
+        if metadata.name?.isEmpty ?? true { metadata.name = ArchiveLocation.baseName(source) }
+        let fitted = MetadataMapping.fitted(metadata, for: kind)
+        metadata = fitted.metadata
         // The subset has its own extent and hash: the writers derive zooms and center again, and
         // an MBTiles writer the hash when the source carried one (or when asked).
         let carriesHash = options.aggregateTilesHash || metadata[TileMetadata.Key.aggregateTilesHash] != nil
@@ -86,6 +90,7 @@ public enum TileExtractor {
             return true
         }
         var report = ExtractReport(source: source, destination: destination)
+        report.warnings = fitted.notes
         var began = false
         var lastReport = start
         func add(_ tile: TileCoordinate, _ bytes: UnsafeRawBufferPointer) throws {

@@ -85,6 +85,7 @@ struct ConvertCommand: ParsableCommand {
             try printJSON(report)
         } else {
             for note in report.notes { printError("note: \(note)") }
+            for warning in report.warnings { printError("warning: \(warning)") }
             print(
                 "converted \(report.tiles) tiles (\(report.bytesIn) -> \(report.bytesOut) bytes) into \(output) in \(String(format: "%.2f", report.seconds)) s"
             )

@@ -59,6 +59,7 @@ struct ExtractCommand: ParsableCommand {
         if outputOptions.json {
             try printJSON(report)
         } else {
+            for warning in report.warnings { printError("warning: \(warning)") }
             print("extracted \(report.tiles) tiles (\(report.bytes) bytes) into \(output) in \(String(format: "%.2f", report.seconds)) s")
         }
     }
@@ -105,6 +106,7 @@ struct MergeCommand: ParsableCommand {
         if outputOptions.json {
             try printJSON(report)
         } else {
+            for warning in report.warnings { printError("warning: \(warning)") }
             print(
                 "merged \(report.tiles) tiles from \(report.inputs.count) archives into \(report.destination) (\(report.duplicates) duplicates) in \(String(format: "%.2f", report.seconds)) s"
             )

@@ -543,6 +543,7 @@ public final class MBTilesWriter {
             // What readers refuse is not written (agg_tiles_hash adds 48 bytes).
             var limited = metadata
             limited[TileMetadata.Key.aggregateTilesHash] = MBTilesAggregateHash.empty
+            limited[TileMetadata.Key.hashAlgorithm] = TileMetadata.computedHashAlgorithm
             if let violation = MetadataLimits.violation(limited) {
                 throw TileArchiveError(path: path, fault: .invalidMetadata(violation))
             }
@@ -555,6 +556,14 @@ public final class MBTilesWriter {
                 hash = try MBTilesAggregateHash.compute(connection)
             }
             metadata[TileMetadata.Key.aggregateTilesHash] = hash
+            // Which function made the hashes (martin's hash_algorithm): MD5 for agg_tiles_hash and
+            // for the ids of a deduplicated file tilepack creates; a new file with no hash at all
+            // names none (a source's fnv1a would describe hashes that are not there).
+            if hash != nil || (!isUpdate && schemaKind == .normalized) {
+                metadata[TileMetadata.Key.hashAlgorithm] = TileMetadata.computedHashAlgorithm
+            } else if !isUpdate {
+                metadata[TileMetadata.Key.hashAlgorithm] = nil
+            }
             try connection.replaceMetadata(metadata)
             let tileCount = Int(
                 try connection.scalarInt(
