@@ -152,3 +152,18 @@ struct OutputOptions: ParsableArguments {
     @Flag(help: "Print the result as JSON on standard output.")
     var json = false
 }
+
+/// `--region AREA.geojson`: a GeoJSON Polygon or MultiPolygon, or a FeatureCollection of them.
+struct RegionArgument {
+    let path: String
+    let region: GeoRegion
+
+    static func parse(_ path: String) throws -> RegionArgument {
+        guard let data = FileManager.default.contents(atPath: path) else { throw ValidationError("cannot read the region file \(path)") }
+        do {
+            return RegionArgument(path: path, region: try GeoRegion(geoJSON: data))
+        } catch {
+            throw ValidationError("\(path): \(error)")
+        }
+    }
+}

@@ -22,6 +22,13 @@ struct ExtractCommand: ParsableCommand {
         transform: BoundingBoxArgument.parse)
     var bbox: BoundingBoxArgument?
 
+    @Option(
+        help: ArgumentHelp(
+            "Only tiles sharing area with this GeoJSON Polygon or MultiPolygon (or a FeatureCollection of them); holes and the antimeridian are handled.",
+            valueName: "area.geojson"),
+        transform: RegionArgument.parse)
+    var region: RegionArgument?
+
     @Option(name: .customLong("min-zoom"), help: "Lowest zoom to extract.")
     var minZoom: Int?
 
@@ -36,6 +43,7 @@ struct ExtractCommand: ParsableCommand {
     @OptionGroup var outputOptions: OutputOptions
 
     func validate() throws {
+        if bbox != nil && region != nil { throw ValidationError("give --bbox or --region, not both") }
         if let minZoom, let maxZoom, minZoom > maxZoom {
             throw ValidationError("--min-zoom \(minZoom) is above --max-zoom \(maxZoom)")
         }
@@ -47,6 +55,7 @@ struct ExtractCommand: ParsableCommand {
     func run() throws {
         var options = ExtractOptions()
         options.bounds = bbox?.box
+        options.region = region?.region
         options.minZoom = minZoom
         options.maxZoom = maxZoom
         options.overwrite = force
