@@ -92,7 +92,7 @@ public struct GeoRegion: Hashable, Sendable {
 /// has area on one side of it, in the tile), or else when a point inside it is inside the region
 /// (even-odd rule per polygon, so holes are holes; the polygons are joined). Work is proportional
 /// to the rows each edge spans plus the rows of the region; rows are kept as column ranges.
-package struct RegionCover: Hashable, Sendable, Sequence {
+package struct RegionCover: Hashable, Sendable, RowCover {
     package let zoom: Int
     /// For each XYZ row that holds tiles, in ascending order, its columns as sorted, disjoint ranges.
     package let rows: [RouteCover.Row]
@@ -197,27 +197,6 @@ package struct RegionCover: Hashable, Sendable, Sequence {
         let whole = value.rounded()
         return abs(value - whole) <= Double(n) * WebMercator.edgeTolerance ? whole : value
     }
-
-    package var count: Int { rows.reduce(0) { total, row in row.columns.reduce(total) { $0 + $1.count } } }
-
-    package func contains(_ tile: TileCoordinate) -> Bool {
-        guard tile.zoom == zoom else { return false }
-        var low = 0, high = rows.count
-        while low < high {
-            let middle = (low + high) / 2
-            if rows[middle].row < tile.y { low = middle + 1 } else { high = middle }
-        }
-        guard low < rows.count, rows[low].row == tile.y else { return false }
-        return rows[low].columns.contains { $0.contains(tile.x) }
-    }
-
-    package var ranges: [TileRange] {
-        rows.flatMap { row in row.columns.map { TileRange(uncheckedZoom: zoom, columns: $0, rows: row.row...row.row) } }
-    }
-
-    package var underestimatedCount: Int { count }
-
-    package func makeIterator() -> TileCover.Iterator { TileCover.Iterator(ranges: ranges) }
 }
 
 extension GeoRegion {

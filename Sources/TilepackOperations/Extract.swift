@@ -53,14 +53,8 @@ public enum TileExtractor {
         }
         let kind = try ArchiveKind(destinationPath: destination)
         let options = try Self.boxOfRegion(options)
-        var metadata: TileMetadata
-        let levels: [ZoomLevelSummary]
-        do {
-            metadata = try input.metadata()
-            levels = try input.zoomLevels()
-        } catch {
-            throw OperationError.wrapping(error, path: source)
-        }
+        let (read, levels) = try Self.metadataAndLevels(input, path: source)
+        var metadata = read
         if case .rawBitmap = input.content, kind != .bundle {
             throw OperationError(
                 path: destination, fault: .badInput("raw-bitmap tiles can only be extracted into a .tilepack bundle (convert them first)"))
@@ -154,6 +148,15 @@ public enum TileExtractor {
         }
         report.seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
         return report
+    }
+
+    /// The metadata and zoom levels of an archive being read; a fault names the archive.
+    static func metadataAndLevels(_ input: any TileArchive, path: String) throws(OperationError) -> (TileMetadata, [ZoomLevelSummary]) {
+        do {
+            return (try input.metadata(), try input.zoomLevels())
+        } catch {
+            throw OperationError.wrapping(error, path: path)
+        }
     }
 
     /// With a region, its box as the bounds: the box selects, the region's cover decides.

@@ -52,14 +52,7 @@ public enum MapLibreOfflineExporter {
             throw OperationError(path: "", fault: .badInput("give a box (--bbox) or a region (--region), not both"))
         }
         let input = try ArchiveLocation.open(source)
-        let metadata: TileMetadata
-        let levels: [ZoomLevelSummary]
-        do {
-            metadata = try input.metadata()
-            levels = try input.zoomLevels()
-        } catch {
-            throw OperationError.wrapping(error, path: source)
-        }
+        let (metadata, levels) = try TileExtractor.metadataAndLevels(input, path: source)
         guard case .encoded(let format) = input.content ?? .encoded((try? metadata.format) ?? .png) else {
             throw OperationError(path: source, fault: .badInput("raw-bitmap tiles are not images MapLibre reads (convert them to PNG)"))
         }

@@ -1,7 +1,7 @@
 import Foundation
 import TilepackCore
 
-/// How ``ArchiveMetadataEditor`` changed a file.
+/// How `tilepack meta set` and `meta delete` changed a file.
 public enum MetadataEditMethod: String, Sendable, Codable {
     /// MBTiles: one SQLite transaction on the `metadata` table.
     case transaction

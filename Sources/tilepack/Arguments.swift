@@ -167,3 +167,22 @@ struct RegionArgument {
         }
     }
 }
+
+/// `--bbox` or `--region`: the area `extract` and `export --maplibre-offline` keep.
+struct AreaOptions: ParsableArguments {
+    @Option(
+        help: ArgumentHelp("Only tiles touching this box: west,south,east,north in degrees.", valueName: "w,s,e,n"),
+        transform: BoundingBoxArgument.parse)
+    var bbox: BoundingBoxArgument?
+
+    @Option(
+        help: ArgumentHelp(
+            "Only tiles sharing area with this GeoJSON Polygon or MultiPolygon (or a FeatureCollection of them); holes and the antimeridian are handled.",
+            valueName: "area.geojson"),
+        transform: RegionArgument.parse)
+    var region: RegionArgument?
+
+    func validate() throws {
+        if bbox != nil && region != nil { throw ValidationError("give --bbox or --region, not both") }
+    }
+}

@@ -42,15 +42,8 @@ struct ExportCommand: ParsableCommand {
     @Option(name: .customLong("pixel-ratio"), help: "With --maplibre-offline: the pixel ratio (1, 2 or 3).")
     var pixelRatio = 1
 
-    @Option(
-        help: ArgumentHelp("With --maplibre-offline: only tiles touching this box.", valueName: "w,s,e,n"),
-        transform: BoundingBoxArgument.parse)
-    var bbox: BoundingBoxArgument?
-
-    @Option(
-        help: ArgumentHelp("With --maplibre-offline: only tiles sharing area with this GeoJSON area.", valueName: "area.geojson"),
-        transform: RegionArgument.parse)
-    var region: RegionArgument?
+    /// With --maplibre-offline: the box or the region.
+    @OptionGroup var area: AreaOptions
 
     @Option(name: .customLong("min-zoom"), help: "With --maplibre-offline: the lowest zoom.")
     var minZoom: Int?
@@ -62,7 +55,7 @@ struct ExportCommand: ParsableCommand {
 
     func validate() throws {
         if mapLibreOffline && styleURL == nil { throw ValidationError("--maplibre-offline needs --style-url URL") }
-        let offlineOnly = styleURL != nil || style != nil || bbox != nil || region != nil || minZoom != nil || maxZoom != nil
+        let offlineOnly = styleURL != nil || style != nil || area.bbox != nil || area.region != nil || minZoom != nil || maxZoom != nil
         if !mapLibreOffline && offlineOnly {
             throw ValidationError("--style-url, --style, --bbox, --region and the zooms go with --maplibre-offline")
         }
@@ -94,8 +87,8 @@ struct ExportCommand: ParsableCommand {
         }
         options.sourceName = source
         options.pixelRatio = pixelRatio
-        options.bounds = bbox?.box
-        options.region = region?.region
+        options.bounds = area.bbox?.box
+        options.region = area.region?.region
         options.minZoom = minZoom
         options.maxZoom = maxZoom
         options.overwrite = force

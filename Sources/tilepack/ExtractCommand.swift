@@ -17,17 +17,7 @@ struct ExtractCommand: ParsableCommand {
     @Argument(help: "The archive to write (\(TileArchiveFormat.extensions())).")
     var output: String
 
-    @Option(
-        help: ArgumentHelp("Only tiles touching this box: west,south,east,north in degrees.", valueName: "w,s,e,n"),
-        transform: BoundingBoxArgument.parse)
-    var bbox: BoundingBoxArgument?
-
-    @Option(
-        help: ArgumentHelp(
-            "Only tiles sharing area with this GeoJSON Polygon or MultiPolygon (or a FeatureCollection of them); holes and the antimeridian are handled.",
-            valueName: "area.geojson"),
-        transform: RegionArgument.parse)
-    var region: RegionArgument?
+    @OptionGroup var area: AreaOptions
 
     @Option(name: .customLong("min-zoom"), help: "Lowest zoom to extract.")
     var minZoom: Int?
@@ -43,7 +33,6 @@ struct ExtractCommand: ParsableCommand {
     @OptionGroup var outputOptions: OutputOptions
 
     func validate() throws {
-        if bbox != nil && region != nil { throw ValidationError("give --bbox or --region, not both") }
         if let minZoom, let maxZoom, minZoom > maxZoom {
             throw ValidationError("--min-zoom \(minZoom) is above --max-zoom \(maxZoom)")
         }
@@ -54,13 +43,13 @@ struct ExtractCommand: ParsableCommand {
 
     func run() throws {
         var options = ExtractOptions()
-        options.bounds = bbox?.box
-        options.region = region?.region
+        options.bounds = area.bbox?.box
+        options.region = area.region?.region
         options.minZoom = minZoom
         options.maxZoom = maxZoom
         options.overwrite = force
         options.aggregateTilesHash = aggregateHash.enabled
-        if let note = bbox?.box.antimeridianNote { printError("note: \(note)") }
+        if let note = area.bbox?.box.antimeridianNote { printError("note: \(note)") }
         let bar = ProgressBar.start(label: "extract", quiet: outputOptions.quiet)
         defer { bar?.finish() }
         let report = try TileExtractor.run(source: source, destination: output, options: options, progress: bar?.handler)

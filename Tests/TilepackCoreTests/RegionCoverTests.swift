@@ -7,16 +7,7 @@ import TilepackTestSupport
 /// The tiles sharing area with a polygon region (`--region`), checked tile for tile against an
 /// independent cover: `tools/region/cover.py`, on mercantile's tile bounds and shapely's areas.
 @Suite struct RegionCoverTests {
-    static let witnessAvailable: Bool = {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", "import mercantile, shapely"]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return false }
-        process.waitUntilExit()
-        return process.terminationStatus == 0
-    }()
+    static let witnessAvailable = TestSupport.pythonImports("mercantile, shapely")
 
     static let witness = Testing.ConditionTrait.enabled(
         if: witnessAvailable || ProcessInfo.processInfo.environment["CI"] != nil,
@@ -27,21 +18,13 @@ import TilepackTestSupport
     static func witnessCover(_ geoJSON: String, zooms: ClosedRange<Int>) throws -> [Int: Set<[Int]>] {
         let dir = try TemporaryDirectory()
         try Data(geoJSON.utf8).write(to: URL(fileURLWithPath: dir.file("area.geojson")))
-        let script = TestSupport.packageRoot.appendingPathComponent("tools/region/cover.py").path
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", script, dir.file("area.geojson"), "\(zooms.lowerBound)", "\(zooms.upperBound)"]
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        let errors = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            Issue.record("cover.py failed: \(String(decoding: errors, as: UTF8.self))")
+        let run = try TestSupport.runPython(
+            script: "tools/region/cover.py", [dir.file("area.geojson"), "\(zooms.lowerBound)", "\(zooms.upperBound)"])
+        guard run.status == 0 else {
+            Issue.record("cover.py failed: \(run.errors)")
             return [:]
         }
+        let data = run.output
         let object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: [[Int]]])
         return Dictionary(uniqueKeysWithValues: object.map { (Int($0.key)!, Set($0.value)) })
     }

@@ -10,21 +10,12 @@ import TilepackTestSupport
 /// a reader written from maplibre-native's schema and database code.
 @Suite struct MapLibreOfflineTests {
     static func read(_ path: String) throws -> [String: Any]? {
-        let script = TestSupport.packageRoot.appendingPathComponent("tools/maplibre/read_offline.py").path
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", script, path]
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        let errors = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            Issue.record("read_offline.py: \(String(decoding: errors, as: UTF8.self))")
+        let run = try TestSupport.runPython(script: "tools/maplibre/read_offline.py", [path])
+        guard run.status == 0 else {
+            Issue.record("read_offline.py: \(run.errors)")
             return nil
         }
+        let data = run.output
         return try JSONSerialization.jsonObject(with: data) as? [String: Any]
     }
 
