@@ -16,6 +16,8 @@ public enum GeometryError: Error, Hashable, Sendable, CustomStringConvertible {
     case invalidRadius(Double)
     /// A route without a single coordinate.
     case emptyRoute
+    /// An area (`--region`) that is not one: what is wrong and where.
+    case invalidRegion(String)
 
     public var description: String {
         switch self {
@@ -35,6 +37,8 @@ public enum GeometryError: Error, Hashable, Sendable, CustomStringConvertible {
             "route radius \(radius) m is not a finite, non-negative number of metres"
         case .emptyRoute:
             "the route has no coordinates"
+        case .invalidRegion(let reason):
+            "the region is not an area: \(reason)"
         }
     }
 }

@@ -30,7 +30,7 @@ import Foundation
 /// ## Cost
 /// Work is proportional to the rows of tiles each segment's buffer crosses plus the tiles returned
 /// when enumerated; a row's tiles are kept as column ranges, so ``count`` never enumerates.
-package struct RouteCover: Hashable, Sendable, Sequence {
+package struct RouteCover: Hashable, Sendable, RowCover {
     /// `1 / (1 - e²)` for WGS 84: no distance on the ellipsoid is shorter than the same path on
     /// the sphere of radius `a` divided by this factor.
     package static let ellipsoidFactor = 1 / (1 - 0.00669437999014)
@@ -71,35 +71,6 @@ package struct RouteCover: Hashable, Sendable, Sequence {
         self.radius = radius
         self.rows = builder.mergedRows()
     }
-
-    /// The number of tiles, without enumerating them.
-    package var count: Int {
-        rows.reduce(0) { total, row in row.columns.reduce(total) { $0 + $1.count } }
-    }
-
-    /// Whether `tile` is one of the cover's tiles.
-    package func contains(_ tile: TileCoordinate) -> Bool {
-        guard tile.zoom == zoom else { return false }
-        var low = 0, high = rows.count
-        while low < high {
-            let middle = (low + high) / 2
-            if rows[middle].row < tile.y { low = middle + 1 } else { high = middle }
-        }
-        guard low < rows.count, rows[low].row == tile.y else { return false }
-        return rows[low].columns.contains { $0.contains(tile.x) }
-    }
-
-    /// The cover as one-row ``TileRange``s, north to south, west to east.
-    package var ranges: [TileRange] {
-        rows.flatMap { row in
-            row.columns.map { TileRange(uncheckedZoom: zoom, columns: $0, rows: row.row...row.row) }
-        }
-    }
-
-    package var underestimatedCount: Int { count }
-
-    /// Visits the tiles row by row, north to south, each row west to east.
-    package func makeIterator() -> TileCover.Iterator { TileCover.Iterator(ranges: ranges) }
 }
 
 extension RouteCover {
@@ -252,4 +223,39 @@ extension RouteCover {
             }
         }
     }
+}
+
+/// The tiles at one zoom as rows of column ranges (a route's or a region's cover).
+package protocol RowCover: Sequence where Iterator == TileCover.Iterator {
+    /// The zoom of the tiles.
+    var zoom: Int { get }
+    /// For each XYZ row that holds tiles, in ascending order, its columns as sorted, disjoint ranges.
+    var rows: [RouteCover.Row] { get }
+}
+
+extension RowCover {
+    /// The number of tiles, without enumerating them.
+    package var count: Int { rows.reduce(0) { total, row in row.columns.reduce(total) { $0 + $1.count } } }
+
+    /// Whether `tile` is one of the cover's tiles.
+    package func contains(_ tile: TileCoordinate) -> Bool {
+        guard tile.zoom == zoom else { return false }
+        var low = 0, high = rows.count
+        while low < high {
+            let middle = (low + high) / 2
+            if rows[middle].row < tile.y { low = middle + 1 } else { high = middle }
+        }
+        guard low < rows.count, rows[low].row == tile.y else { return false }
+        return rows[low].columns.contains { $0.contains(tile.x) }
+    }
+
+    /// The cover as one-row ``TileRange``s, north to south, west to east.
+    package var ranges: [TileRange] {
+        rows.flatMap { row in row.columns.map { TileRange(uncheckedZoom: zoom, columns: $0, rows: row.row...row.row) } }
+    }
+
+    package var underestimatedCount: Int { count }
+
+    /// Visits the tiles row by row, north to south, each row west to east.
+    package func makeIterator() -> TileCover.Iterator { TileCover.Iterator(ranges: ranges) }
 }

@@ -28,6 +28,19 @@ public struct TileMetadata: Hashable, Sendable {
         public static let json = "json"
         /// martin's aggregate hash of the tiles table.
         public static let aggregateTilesHash = "agg_tiles_hash"
+        /// The function of `agg_tiles_hash` and the per-tile hashes (martin): absent means `md5`.
+        public static let hashAlgorithm = "hash_algorithm"
+    }
+
+    /// The one hash function tilepack computes for `agg_tiles_hash` and per-tile hashes, as
+    /// `hash_algorithm` names it.
+    public static let computedHashAlgorithm = "md5"
+
+    /// `hash_algorithm` when it names a function other than MD5 (compared without case or
+    /// surrounding spaces, as martin reads it); `nil` when absent or MD5, whose hashes tilepack checks.
+    public var unsupportedHashAlgorithm: String? {
+        guard let text = entries[Key.hashAlgorithm] else { return nil }
+        return text.trimmingCharacters(in: .whitespaces).lowercased() == Self.computedHashAlgorithm ? nil : text
     }
 
     public subscript(key: String) -> String? {

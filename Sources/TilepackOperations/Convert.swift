@@ -30,6 +30,8 @@ public struct ConvertReport: Sendable, Codable {
     public var notes: [String] = []
     /// With `--format`: each zoom's bytes before and after, and the PSNR of the new tiles.
     public var reencoded: [ReencodedZoom]?
+    /// Metadata values the output's format cannot hold, each mapped or dropped (see ``MetadataMapping``).
+    public var warnings: [String] = []
 }
 
 /// Copies every tile and the metadata from one archive into a new one: MBTiles <-> bundle, and
@@ -67,6 +69,8 @@ public enum ArchiveConverter {
             metadata.name = name
             notes.append("\(source) has no name in its metadata: named '\(name)' after its file")
         }
+        let fitted = MetadataMapping.fitted(metadata, for: kind)
+        metadata = fitted.metadata
         let sink = try ArchiveSinks.make(
             kind: kind, destination: destination, metadata: metadata,
             options: ArchiveSinks.Options(
@@ -85,6 +89,7 @@ public enum ArchiveConverter {
         }
         var report = ConvertReport(source: source, destination: destination)
         report.notes = notes
+        report.warnings = fitted.notes
         var began = false
         var lastReport = start
         do {

@@ -6,6 +6,8 @@ import TilepackStorage
 public struct ExtractOptions: Sendable {
     /// The region; `nil` for the whole archive.
     public var bounds: GeoBoundingBox?
+    /// An area of polygons instead of a box (`--region`): the tiles sharing area with it.
+    public var region: GeoRegion?
     public var minZoom: Int?
     public var maxZoom: Int?
     public var overwrite = false
@@ -21,6 +23,8 @@ public struct ExtractReport: Sendable, Codable {
     public var tiles = 0
     public var bytes = 0
     public var seconds = 0.0
+    /// Metadata values the output's format cannot hold, each mapped or dropped (see ``MetadataMapping``).
+    public var warnings: [String] = []
 }
 
 /// Copies a region of any archive (local or remote) into a new archive of any format, reading only
@@ -48,19 +52,16 @@ public enum TileExtractor {
             throw OperationError(path: "", fault: .badInput("--min-zoom \(minZoom) is above --max-zoom \(maxZoom)"))
         }
         let kind = try ArchiveKind(destinationPath: destination)
-        var metadata: TileMetadata
-        let levels: [ZoomLevelSummary]
-        do {
-            metadata = try input.metadata()
-            levels = try input.zoomLevels()
-        } catch {
-            throw OperationError.wrapping(error, path: source)
-        }
+        let options = try Self.boxOfRegion(options)
+        let (read, levels) = try Self.metadataAndLevels(input, path: source)
+        var metadata = read
         if case .rawBitmap = input.content, kind != .bundle {
             throw OperationError(
                 path: destination, fault: .badInput("raw-bitmap tiles can only be extracted into a .tilepack bundle (convert them first)"))
         }
-        if metadata.name == nil { metadata.name = ArchiveLocation.baseName(source) }
+        if metadata.name?.isEmpty ?? true { metadata.name = ArchiveLocation.baseName(source) }
+        let fitted = MetadataMapping.fitted(metadata, for: kind)
+        metadata = fitted.metadata
         // The subset has its own extent and hash: the writers derive zooms and center again, and
         // an MBTiles writer the hash when the source carried one (or when asked).
         let carriesHash = options.aggregateTilesHash || metadata[TileMetadata.Key.aggregateTilesHash] != nil
@@ -79,13 +80,24 @@ public enum TileExtractor {
         let zooms = levels.map(\.zoom).filter { zoom in
             (options.minZoom.map { zoom >= $0 } ?? true) && (options.maxZoom.map { zoom <= $0 } ?? true)
         }
+        var covers: [Int: RegionCover]?
+        if let region = options.region {
+            do {
+                covers = try Dictionary(uniqueKeysWithValues: zooms.map { ($0, try RegionCover(region: region, zoom: $0)) })
+            } catch {
+                throw OperationError(path: "", fault: .badInput("\(error)"))
+            }
+        }
+        let regionCovers = covers
         let wanted: @Sendable (TileCoordinate) -> Bool = { tile in
             if let minZoom = options.minZoom, tile.zoom < minZoom { return false }
             if let maxZoom = options.maxZoom, tile.zoom > maxZoom { return false }
             if let box = options.bounds, (try? box.intersects(tile)) != true { return false }
+            if let regionCovers, regionCovers[tile.zoom]?.contains(tile) != true { return false }
             return true
         }
         var report = ExtractReport(source: source, destination: destination)
+        report.warnings = fitted.notes
         var began = false
         var lastReport = start
         func add(_ tile: TileCoordinate, _ bytes: UnsafeRawBufferPointer) throws {
@@ -110,7 +122,7 @@ public enum TileExtractor {
                     zooms: (options.minZoom ?? 0)...max(options.minZoom ?? 0, options.maxZoom ?? TileCoordinate.maximumZoom),
                     bounds: options.bounds)
                 try selective.forEachTile(in: selection, where: wanted, add)
-            } else if let candidates = try candidates(zooms: zooms, levels: levels, bounds: options.bounds) {
+            } else if let candidates = try candidates(zooms: zooms, levels: levels, bounds: options.bounds, covers: regionCovers) {
                 for tile in candidates {
                     try input.withTileBytes(at: tile) { try add(tile, $0) }
                 }
@@ -138,17 +150,41 @@ public enum TileExtractor {
         return report
     }
 
+    /// The metadata and zoom levels of an archive being read; a fault names the archive.
+    static func metadataAndLevels(_ input: any TileArchive, path: String) throws(OperationError) -> (TileMetadata, [ZoomLevelSummary]) {
+        do {
+            return (try input.metadata(), try input.zoomLevels())
+        } catch {
+            throw OperationError.wrapping(error, path: path)
+        }
+    }
+
+    /// With a region, its box as the bounds: the box selects, the region's cover decides.
+    static func boxOfRegion(_ options: ExtractOptions) throws(OperationError) -> ExtractOptions {
+        guard let region = options.region else { return options }
+        if options.bounds != nil {
+            throw OperationError(path: "", fault: .badInput("give a box (--bbox) or a region (--region), not both"))
+        }
+        var boxed = options
+        boxed.bounds = region.boundingBox
+        return boxed
+    }
+
     /// Why an extract found nothing to copy: the filters, and where the archive's tiles are.
     static func nothingSelected(options: ExtractOptions, levels: [ZoomLevelSummary], declared: GeoBoundingBox?) -> String {
         var filters: [String] = []
-        if let box = options.bounds { filters.append("the box \(box) (west,south,east,north)") }
+        if options.region != nil {
+            filters.append("the region")
+        } else if let box = options.bounds {
+            filters.append("the box \(box) (west,south,east,north)")
+        }
         if let minZoom = options.minZoom { filters.append("--min-zoom \(minZoom)") }
         if let maxZoom = options.maxZoom { filters.append("--max-zoom \(maxZoom)") }
         let zooms = levels.map(\.zoom)
         var holds = ["zooms \(zooms.min() ?? 0)-\(zooms.max() ?? 0)"]
         if let declared { holds.append("bounds \(declared)") }
         var text = "no tile of the archive lies in \(filters.joined(separator: " and ")); it holds \(holds.joined(separator: ", "))."
-        if let box = options.bounds,
+        if options.region == nil, let box = options.bounds,
             let swapped = try? GeoBoundingBox(validatingWest: box.south, south: box.west, east: box.north, north: box.east),
             declared.map({ Self.intersection($0, swapped) != nil }) ?? false
         {
@@ -159,13 +195,15 @@ public enum TileExtractor {
 
     /// The tiles of the region, in (zoom, x, y) order, when looking each up costs less than reading
     /// the archive: at most as many as the archive holds at those zooms. `nil` otherwise.
-    static func candidates(zooms: [Int], levels: [ZoomLevelSummary], bounds: GeoBoundingBox?) throws -> [TileCoordinate]? {
+    static func candidates(zooms: [Int], levels: [ZoomLevelSummary], bounds: GeoBoundingBox?, covers: [Int: RegionCover]? = nil) throws
+        -> [TileCoordinate]?
+    {
         guard let bounds else { return nil }
         let held = levels.filter { zooms.contains($0.zoom) }.reduce(0) { $0 + $1.tileCount }
         var ranges: [TileRange] = []
         var count = 0
         for zoom in zooms {
-            for range in try bounds.tileRanges(atZoom: zoom) {
+            for range in try covers?[zoom]?.ranges ?? bounds.tileRanges(atZoom: zoom) {
                 count += range.count
                 if count > held { return nil }
                 ranges.append(range)

@@ -30,6 +30,8 @@ public struct MergeReport: Sendable, Codable {
     /// Tiles held by more than one input (identical, or resolved by the rule).
     public var duplicates = 0
     public var seconds = 0.0
+    /// Metadata values the output's format cannot hold, each mapped or dropped (see ``MetadataMapping``).
+    public var warnings: [String] = []
 }
 
 /// Merges archives of one tile content (the shards of a build, or any disjoint archives) into one.
@@ -74,11 +76,15 @@ public enum ArchiveMerger {
         } catch {
             throw OperationError.wrapping(error, path: inputs[0])
         }
+        if metadata.name?.isEmpty ?? true { metadata.name = ArchiveLocation.baseName(destination) }
+        let fitted = MetadataMapping.fitted(metadata, for: kind)
+        metadata = fitted.metadata
         let sink = try ArchiveSinks.make(
             kind: kind, destination: destination, metadata: metadata,
             options: ArchiveSinks.Options(
                 overwrite: options.overwrite, aggregateTilesHash: carriesHash))
         var report = MergeReport(inputs: inputs, destination: destination)
+        report.warnings = fitted.notes
         var lastReport = start
         do {
             if let content = contents.first { try sink.begin(content: content) }

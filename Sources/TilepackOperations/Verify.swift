@@ -168,7 +168,16 @@ public enum ArchiveVerifier {
         // checks (as the pool's first job, so the threads stay as many as the cores). The
         // aggregate hash is computed from the rows as they are read when they come in its order,
         // else by a pass of its own at the end.
-        let storedHash = (try? archive.readMetadata())?[TileMetadata.Key.aggregateTilesHash]
+        let storedMetadata = try? archive.readMetadata()
+        // Hashes of a function tilepack does not compute (tippecanoe's fnv1a, xxh64) are not checked.
+        let unsupportedAlgorithm = storedMetadata?.unsupportedHashAlgorithm
+        if let unsupportedAlgorithm {
+            collector.add(
+                VerifyFinding(
+                    .warning, "hash", "unsupported hash algorithm \(unsupportedAlgorithm), not checked", key: TileMetadata.Key.hashAlgorithm
+                ))
+        }
+        let storedHash = unsupportedAlgorithm == nil ? storedMetadata?[TileMetadata.Key.aggregateTilesHash] : nil
         let integrity = Locked<Result<[String], TileArchiveError>?>(nil)
         let integrityDone = DispatchGroup()
         integrityDone.enter()
@@ -267,14 +276,16 @@ public enum ArchiveVerifier {
         checker.finish(collector: &collector)
 
         do {
-            try archive.checkTileHashes { mismatch in
-                let tile = TileReference(mismatch.zoomLevel, mismatch.tileColumn, mismatch.tileRow)
-                let stored = tile == nil ? " (stored as \(mismatch.zoomLevel)/\(mismatch.tileColumn)/\(mismatch.tileRow))" : ""
-                collector.add(
-                    VerifyFinding(
-                        .error, "hash",
-                        "tile_hash is \(mismatch.declared ?? "NULL"), the MD5 of tile_data is \(mismatch.computed ?? "NULL")\(stored)",
-                        tile: tile))
+            if unsupportedAlgorithm == nil {
+                try archive.checkTileHashes { mismatch in
+                    let tile = TileReference(mismatch.zoomLevel, mismatch.tileColumn, mismatch.tileRow)
+                    let stored = tile == nil ? " (stored as \(mismatch.zoomLevel)/\(mismatch.tileColumn)/\(mismatch.tileRow))" : ""
+                    collector.add(
+                        VerifyFinding(
+                            .error, "hash",
+                            "tile_hash is \(mismatch.declared ?? "NULL"), the MD5 of tile_data is \(mismatch.computed ?? "NULL")\(stored)",
+                            tile: tile))
+                }
             }
         } catch {
             collector.add(VerifyFinding(.error, "hash", "checking tile_hash failed: \(error)"))

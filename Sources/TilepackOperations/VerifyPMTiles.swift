@@ -35,6 +35,17 @@ extension ArchiveVerifier {
         collector.report.layout =
             "v3, \(header.tileType) tiles, tile compression \(header.tileCompression), internal compression \(header.internalCompression), \(header.clustered ? "clustered" : "not clustered")"
 
+        // MapLibre Native reads directories and tiles compressed with gzip or not at all, and
+        // refuses the file at its header otherwise (unknown included).
+        let readable: Set<PMTilesFormat.Compression> = [.none, .gzip]
+        if !readable.contains(header.internalCompression) || !readable.contains(header.tileCompression) {
+            collector.add(
+                VerifyFinding(
+                    .warning, "container",
+                    "MapLibre Native could not read this file: its directories are compressed with \(header.internalCompression) and its tiles with \(header.tileCompression), and MapLibre Native reads only gzip or none for each"
+                ))
+        }
+
         // The directories: every entry, counted as the header counts them.
         var addressed: UInt64 = 0
         var entries: UInt64 = 0
@@ -149,7 +160,11 @@ extension ArchiveVerifier {
             return
         }
         // A hash carried over from MBTiles (convert keeps it): the tiles must still hash to it.
-        if metadata[TileMetadata.Key.aggregateTilesHash] != nil, addressed > Self.maximumTilesVisited {
+        if let algorithm = metadata.unsupportedHashAlgorithm {
+            collector.add(
+                VerifyFinding(.warning, "hash", "unsupported hash algorithm \(algorithm), not checked", key: TileMetadata.Key.hashAlgorithm)
+            )
+        } else if metadata[TileMetadata.Key.aggregateTilesHash] != nil, addressed > Self.maximumTilesVisited {
             collector.add(
                 VerifyFinding(
                     .warning, "hash",

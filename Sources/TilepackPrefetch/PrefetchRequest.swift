@@ -9,6 +9,8 @@ public enum PrefetchArea: Hashable, Sendable {
     /// The tiles within `radius` metres of the polyline (the union of circles along the route,
     /// `RouteCover`'s rule). The radius must be at least ``PrefetchRequest/minimumRouteRadius``.
     case route([GeoCoordinate], radius: Double)
+    /// The tiles sharing area with the polygons (`RegionCover`'s rule: holes, the antimeridian).
+    case region(GeoRegion)
 }
 
 /// One area over a range of zooms: what ``MapDataPrefetcher`` estimates and fetches.
@@ -56,6 +58,10 @@ public struct PrefetchRequest: Hashable, Sendable {
             {
                 return "the route point \(point) is not a coordinate"
             }
+        case .region(let region):
+            guard region.polygons.reduce(0, { $0 + $1.rings.reduce(0) { $0 + $1.count } }) <= Self.maximumRoutePoints else {
+                return "the region has more than \(Self.maximumRoutePoints) points"
+            }
         }
         return nil
     }
@@ -70,6 +76,8 @@ public struct PrefetchRequest: Hashable, Sendable {
             for zoom in zooms { levels.append(cover.ranges(atZoom: zoom)) }
         case .route(let points, let radius):
             for zoom in zooms { levels.append(try RouteCover(route: points, radius: radius, zoom: zoom).ranges) }
+        case .region(let region):
+            for zoom in zooms { levels.append(try RegionCover(region: region, zoom: zoom).ranges) }
         }
         return PrefetchCover(zooms: zooms, levels: levels)
     }
@@ -89,6 +97,12 @@ extension PrefetchArea {
             return "bbox:" + [box.west, box.south, box.east, box.north].map(number).joined(separator: ",")
         case .route(let points, let radius):
             return "route:\(number(radius)):" + points.map { number($0.latitude) + " " + number($0.longitude) }.joined(separator: ",")
+        case .region(let region):
+            return "region:"
+                + region.polygons.map { polygon in
+                    polygon.rings.map { ring in ring.map { number($0.latitude) + " " + number($0.longitude) }.joined(separator: ",") }
+                        .joined(separator: ";")
+                }.joined(separator: "|")
         }
     }
 }
@@ -154,6 +168,14 @@ extension PrefetchRequest {
         case .route(let points, let radius):
             let route = "[" + points.map { pair([$0.latitude, $0.longitude]) }.joined(separator: ",") + "]"
             return "{\(zoomFields),\"radius\":\(number(radius)),\"route\":\(route)}"
+        case .region(let region):
+            // GeoJSON's order, [longitude, latitude], as the file gave it.
+            let polygons = region.polygons.map { polygon in
+                "["
+                    + polygon.rings.map { ring in "[" + ring.map { pair([$0.longitude, $0.latitude]) }.joined(separator: ",") + "]" }
+                    .joined(separator: ",") + "]"
+            }
+            return "{\(zoomFields),\"region\":[\(polygons.joined(separator: ","))]}"
         }
     }
 
@@ -172,6 +194,11 @@ extension PrefetchRequest {
         {
             self.init(
                 area: .route(route.map { GeoCoordinate(latitude: $0[0], longitude: $0[1]) }, radius: radius), zooms: minZoom...maxZoom)
+        } else if let polygons = object["region"] as? [[[[Double]]]],
+            polygons.allSatisfy({ $0.allSatisfy { $0.allSatisfy { $0.count == 2 } } }),
+            let region = try? GeoRegion(polygons: polygons.map { $0.map { $0.map { GeoCoordinate(latitude: $0[1], longitude: $0[0]) } } })
+        {
+            self.init(area: .region(region), zooms: minZoom...maxZoom)
         } else {
             return nil
         }

@@ -152,3 +152,37 @@ struct OutputOptions: ParsableArguments {
     @Flag(help: "Print the result as JSON on standard output.")
     var json = false
 }
+
+/// `--region AREA.geojson`: a GeoJSON Polygon or MultiPolygon, or a FeatureCollection of them.
+struct RegionArgument {
+    let path: String
+    let region: GeoRegion
+
+    static func parse(_ path: String) throws -> RegionArgument {
+        guard let data = FileManager.default.contents(atPath: path) else { throw ValidationError("cannot read the region file \(path)") }
+        do {
+            return RegionArgument(path: path, region: try GeoRegion(geoJSON: data))
+        } catch {
+            throw ValidationError("\(path): \(error)")
+        }
+    }
+}
+
+/// `--bbox` or `--region`: the area `extract` and `export --maplibre-offline` keep.
+struct AreaOptions: ParsableArguments {
+    @Option(
+        help: ArgumentHelp("Only tiles touching this box: west,south,east,north in degrees.", valueName: "w,s,e,n"),
+        transform: BoundingBoxArgument.parse)
+    var bbox: BoundingBoxArgument?
+
+    @Option(
+        help: ArgumentHelp(
+            "Only tiles sharing area with this GeoJSON Polygon or MultiPolygon (or a FeatureCollection of them); holes and the antimeridian are handled.",
+            valueName: "area.geojson"),
+        transform: RegionArgument.parse)
+    var region: RegionArgument?
+
+    func validate() throws {
+        if bbox != nil && region != nil { throw ValidationError("give --bbox or --region, not both") }
+    }
+}

@@ -26,9 +26,44 @@ struct ExportCommand: ParsableCommand {
     @Flag(help: "Write into a folder that already holds files (existing tiles are replaced, never written through).")
     var force = false
 
+    @Flag(
+        name: .customLong("maplibre-offline"),
+        help: "Write a MapLibre Native offline database (the second argument is its file) instead of a tree (Specs/maplibre-offline.md).")
+    var mapLibreOffline = false
+
+    @Option(name: .customLong("style-url"), help: "With --maplibre-offline: the style URL the app opens; the style is stored under it.")
+    var styleURL: String?
+
+    @Option(help: "With --maplibre-offline: the style to store (JSON); default: a raster style for the archive.")
+    var style: String?
+
+    @Option(help: "With --maplibre-offline: the style's source the archive fills.")
+    var source = "tilepack"
+
+    @Option(name: .customLong("pixel-ratio"), help: "With --maplibre-offline: the pixel ratio (1, 2 or 3).")
+    var pixelRatio = 1
+
+    /// With --maplibre-offline: the box or the region.
+    @OptionGroup var area: AreaOptions
+
+    @Option(name: .customLong("min-zoom"), help: "With --maplibre-offline: the lowest zoom.")
+    var minZoom: Int?
+
+    @Option(name: .customLong("max-zoom"), help: "With --maplibre-offline: the highest zoom.")
+    var maxZoom: Int?
+
     @OptionGroup var output: OutputOptions
 
+    func validate() throws {
+        if mapLibreOffline && styleURL == nil { throw ValidationError("--maplibre-offline needs --style-url URL") }
+        let offlineOnly = styleURL != nil || style != nil || area.bbox != nil || area.region != nil || minZoom != nil || maxZoom != nil
+        if !mapLibreOffline && offlineOnly {
+            throw ValidationError("--style-url, --style, --bbox, --region and the zooms go with --maplibre-offline")
+        }
+    }
+
     func run() throws {
+        if mapLibreOffline { return try runOffline() }
         let input = try ArchiveLocation.open(archive)
         var options = ExportOptions()
         options.layout = layout
@@ -42,6 +77,29 @@ struct ExportCommand: ParsableCommand {
             try printJSON(report)
         } else {
             print("exported \(report.exported) tiles (\(report.bytes) bytes) to \(folder) in \(String(format: "%.2f", report.seconds)) s")
+        }
+    }
+
+    private func runOffline() throws {
+        var options = MapLibreOfflineOptions(styleURL: styleURL ?? "")
+        if let style {
+            guard let data = FileManager.default.contents(atPath: style) else { throw ValidationError("cannot read the style \(style)") }
+            options.style = data
+        }
+        options.sourceName = source
+        options.pixelRatio = pixelRatio
+        options.bounds = area.bbox?.box
+        options.region = area.region?.region
+        options.minZoom = minZoom
+        options.maxZoom = maxZoom
+        options.overwrite = force
+        let report = try MapLibreOfflineExporter.run(source: archive, destination: folder, options: options)
+        if output.json {
+            try printJSON(report)
+        } else {
+            print(
+                "wrote \(report.tiles) tiles (\(report.bytes) bytes) as \(report.tileURLTemplate) into the MapLibre offline database \(folder) in \(String(format: "%.2f", report.seconds)) s"
+            )
         }
     }
 }
@@ -117,6 +175,7 @@ struct ConvertCommand: ParsableCommand {
             try printJSON(report)
         } else {
             for note in report.notes { printError("note: \(note)") }
+            for warning in report.warnings { printError("warning: \(warning)") }
             if let zooms = report.reencoded {
                 print("zoom  tiles  bytes before  bytes after  ratio  median PSNR  lowest PSNR")
                 for z in zooms {

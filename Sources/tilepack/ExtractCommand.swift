@@ -17,10 +17,7 @@ struct ExtractCommand: ParsableCommand {
     @Argument(help: "The archive to write (\(TileArchiveFormat.extensions())).")
     var output: String
 
-    @Option(
-        help: ArgumentHelp("Only tiles touching this box: west,south,east,north in degrees.", valueName: "w,s,e,n"),
-        transform: BoundingBoxArgument.parse)
-    var bbox: BoundingBoxArgument?
+    @OptionGroup var area: AreaOptions
 
     @Option(name: .customLong("min-zoom"), help: "Lowest zoom to extract.")
     var minZoom: Int?
@@ -46,12 +43,13 @@ struct ExtractCommand: ParsableCommand {
 
     func run() throws {
         var options = ExtractOptions()
-        options.bounds = bbox?.box
+        options.bounds = area.bbox?.box
+        options.region = area.region?.region
         options.minZoom = minZoom
         options.maxZoom = maxZoom
         options.overwrite = force
         options.aggregateTilesHash = aggregateHash.enabled
-        if let note = bbox?.box.antimeridianNote { printError("note: \(note)") }
+        if let note = area.bbox?.box.antimeridianNote { printError("note: \(note)") }
         let bar = ProgressBar.start(label: "extract", quiet: outputOptions.quiet)
         defer { bar?.finish() }
         let report = try TileExtractor.run(source: source, destination: output, options: options, progress: bar?.handler)
@@ -59,6 +57,7 @@ struct ExtractCommand: ParsableCommand {
         if outputOptions.json {
             try printJSON(report)
         } else {
+            for warning in report.warnings { printError("warning: \(warning)") }
             print("extracted \(report.tiles) tiles (\(report.bytes) bytes) into \(output) in \(String(format: "%.2f", report.seconds)) s")
         }
     }
@@ -105,6 +104,7 @@ struct MergeCommand: ParsableCommand {
         if outputOptions.json {
             try printJSON(report)
         } else {
+            for warning in report.warnings { printError("warning: \(warning)") }
             print(
                 "merged \(report.tiles) tiles from \(report.inputs.count) archives into \(report.destination) (\(report.duplicates) duplicates) in \(String(format: "%.2f", report.seconds)) s"
             )

@@ -26,7 +26,7 @@ struct ZoomRangeArgument: CheckedArgument {
 struct FetchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "fetch",
-        abstract: "Download the tiles of a box or a route corridor from a tile server into an MBTiles archive.",
+        abstract: "Download the tiles of a box, a route corridor or a polygon region from a tile server into an MBTiles archive.",
         discussion: """
             The URL template takes {z} {x} {y} (or {-y} for TMS rows), {scale} and {s} (subdomains), as MKTileOverlay and \
             Leaflet do. Every body is checked before it is stored: an HTML error page, an empty body, \
@@ -56,6 +56,13 @@ struct FetchCommand: AsyncParsableCommand {
 
     @Option(help: "With --route: the corridor's radius in metres (at least 500).")
     var radius: Double?
+
+    @Option(
+        help: ArgumentHelp(
+            "An area: a GeoJSON Polygon or MultiPolygon (or a FeatureCollection of them); the tiles sharing area with it.",
+            valueName: "area.geojson"),
+        transform: RegionArgument.parse)
+    var region: RegionArgument?
 
     @Option(help: "The zooms, MIN-MAX or Z.", transform: ZoomRangeArgument.parse)
     var zoom: ZoomRangeArgument
@@ -112,7 +119,9 @@ struct FetchCommand: AsyncParsableCommand {
     @OptionGroup var outputOptions: OutputOptions
 
     func validate() throws {
-        if (bbox == nil) == (route == nil) { throw ValidationError("give exactly one of --bbox and --route") }
+        if [bbox != nil, route != nil, region != nil].filter({ $0 }).count != 1 {
+            throw ValidationError("give exactly one of --bbox, --route and --region")
+        }
         if route != nil && radius == nil { throw ValidationError("--route needs --radius METRES") }
         if route == nil && radius != nil { throw ValidationError("--radius goes with --route") }
         if !(1...256).contains(concurrency) { throw ValidationError("--concurrency must be 1-256") }
@@ -135,8 +144,10 @@ struct FetchCommand: AsyncParsableCommand {
             if let note = bbox.box.antimeridianNote { printError("note: \(note)") }
         } else if let route, let radius {
             area = .route(try RouteFile.read(path: route), radius: radius)
+        } else if let region {
+            area = .region(region.region)
         } else {
-            throw ValidationError("give exactly one of --bbox and --route")
+            throw ValidationError("give exactly one of --bbox, --route and --region")
         }
         let request = PrefetchRequest(area: area, zooms: zoom.zooms)
         var configuration = PrefetchConfiguration()

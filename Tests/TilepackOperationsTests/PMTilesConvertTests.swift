@@ -80,16 +80,7 @@ import TilepackTestSupport
     /// Whether Python's `pmtiles` (the witness) imports here. The witness checks run when it does,
     /// and in CI (`CI` set), where a missing package fails them; elsewhere the runner reports them
     /// skipped, with how to get it.
-    static let witnessAvailable: Bool = {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", "import pmtiles"]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return false }
-        process.waitUntilExit()
-        return process.terminationStatus == 0
-    }()
+    static let witnessAvailable = TestSupport.pythonImports("pmtiles")
 
     static let witness = Testing.ConditionTrait.enabled(
         if: witnessAvailable || ProcessInfo.processInfo.environment["CI"] != nil,
@@ -98,22 +89,12 @@ import TilepackTestSupport
     /// `tools/pmtiles/reference.py`, or `nil` when it failed (an issue recorded; the checks that
     /// call it run only where Python's `pmtiles` imports, or in CI: see ``witness``).
     static func reference(_ arguments: [String]) throws -> Data? {
-        let script = TestSupport.packageRoot.appendingPathComponent("tools/pmtiles/reference.py").path
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", script] + arguments
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        let errors = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            let message = String(decoding: errors, as: UTF8.self)
-            Issue.record("reference.py \(arguments.joined(separator: " ")) failed: \(message)")
+        let run = try TestSupport.runPython(script: "tools/pmtiles/reference.py", arguments)
+        guard run.status == 0 else {
+            Issue.record("reference.py \(arguments.joined(separator: " ")) failed: \(run.errors)")
             return nil
         }
+        let data = run.output
         return data
     }
 

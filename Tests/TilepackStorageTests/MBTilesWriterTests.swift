@@ -60,8 +60,11 @@ func directoryEntries(_ dir: TemporaryDirectory) -> [String] {
         #expect(plain.aggregateTilesHash == nil)
         #expect(try MBTilesArchive(path: dir.file("plain.mbtiles")).readMetadata()["agg_tiles_hash"] == nil)
         #expect(hashed.aggregateTilesHash == "4680E34640468BC9D0954F23ACBC9CB1")
+        // The hash and the algorithm that made it (martin's hash_algorithm), nothing else differs.
+        #expect(hashed.metadata["hash_algorithm"] == "md5" && plain.metadata["hash_algorithm"] == nil)
         var withoutHash = hashed.metadata
         withoutHash["agg_tiles_hash"] = nil
+        withoutHash["hash_algorithm"] = nil
         #expect(plain.metadata == withoutHash)
 
         for (name, carries) in [("plain.mbtiles", false), ("hashed.mbtiles", true)] {

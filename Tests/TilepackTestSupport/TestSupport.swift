@@ -105,3 +105,34 @@ public func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) as
         Thread { continuation.resume(with: Result { try body() }) }.start()
     }
 }
+
+extension TestSupport {
+    /// Whether `python3 -c "import MODULES"` succeeds here: a Python witness (pmtiles, mercantile,
+    /// shapely) is installed.
+    public static func pythonImports(_ modules: String) -> Bool {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", "-c", "import \(modules)"]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        guard (try? process.run()) != nil else { return false }
+        process.waitUntilExit()
+        return process.terminationStatus == 0
+    }
+
+    /// Runs `python3 SCRIPT ARGUMENTS`, the script given by its path in the package
+    /// (`tools/region/cover.py`), and returns its exit status, standard output and standard error.
+    public static func runPython(script: String, _ arguments: [String]) throws -> (status: Int32, output: Data, errors: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", packageRoot.appendingPathComponent(script).path] + arguments
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        let errors = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, data, String(decoding: errors, as: UTF8.self))
+    }
+}

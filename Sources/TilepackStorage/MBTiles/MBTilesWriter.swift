@@ -553,6 +553,7 @@ public final class MBTilesWriter {
             // What readers refuse is not written (agg_tiles_hash adds 48 bytes).
             var limited = metadata
             limited[TileMetadata.Key.aggregateTilesHash] = MBTilesAggregateHash.empty
+            limited[TileMetadata.Key.hashAlgorithm] = TileMetadata.computedHashAlgorithm
             if let violation = MetadataLimits.violation(limited) {
                 throw TileArchiveError(path: path, fault: .invalidMetadata(violation))
             }
@@ -570,6 +571,14 @@ public final class MBTilesWriter {
             }
             metadata[TileMetadata.Key.aggregateTilesHash] = hash
             metadata[ContentIdentity.metadataKey] = contentIdentity?.description
+            // Which function made the hashes (martin's hash_algorithm): MD5 for agg_tiles_hash and
+            // for the ids of a deduplicated file tilepack creates; a new file with no hash at all
+            // names none (a source's fnv1a would describe hashes that are not there).
+            if hash != nil || (!isUpdate && schemaKind == .normalized) {
+                metadata[TileMetadata.Key.hashAlgorithm] = TileMetadata.computedHashAlgorithm
+            } else if !isUpdate {
+                metadata[TileMetadata.Key.hashAlgorithm] = nil
+            }
             try connection.replaceMetadata(metadata)
             try beforeCommit?(connection)
             let tileCount = Int(

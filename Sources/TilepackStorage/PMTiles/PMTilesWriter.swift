@@ -16,6 +16,11 @@ public final class PMTilesWriter {
     public let destination: String
     /// The metadata written as the JSON metadata (``finish()`` fills what the tiles tell).
     public var metadata: TileMetadata
+    /// Vector tiles some of which are gzip-compressed and some not: by default the others are
+    /// gzip-compressed too, so that the header can say gzip, as MapLibre Native needs (it reads
+    /// only gzip or none; the spec's `unknown` it refuses), and `agg_tiles_hash`, which described
+    /// the old bytes, is dropped. True keeps every tile's bytes and says `unknown`.
+    public var keepsMixedTileCompression = false
 
     private let file: AtomicFile
     private let spool: Int32
@@ -53,6 +58,8 @@ public final class PMTilesWriter {
         public var leafDirectories: Int
         public var fileLength: Int
         public var header: PMTilesHeader
+        /// Distinct vector tiles gzip-compressed by the writer (see ``PMTilesWriter/keepsMixedTileCompression``).
+        public var gzippedContents = 0
     }
 
     /// Prepares to write at `destination`.
@@ -220,6 +227,11 @@ public final class PMTilesWriter {
             throw TileArchiveError(path: destination, fault: .invalidTile(tile: tile, reason: "added twice"))
         }
 
+        var gzipped = 0
+        if resolvedTileType() == .mvt, gzipTiles > 0, gzipTiles < addressed, !keepsMixedTileCompression {
+            gzipped = try gzipPlainContents()
+        }
+
         // Clustered: each content placed where its first tile (in tile-id order) needs it.
         var placed = [UInt64](repeating: .max, count: contents.count)
         var order: [Int] = []
@@ -295,7 +307,37 @@ public final class PMTilesWriter {
         }
         return Summary(
             addressedTiles: Int(addressed), tileEntries: entries.count, tileContents: contents.count,
-            leafDirectories: leafCount, fileLength: fileLength, header: header)
+            leafDirectories: leafCount, fileLength: fileLength, header: header, gzippedContents: gzipped)
+    }
+
+    /// Gzip-compresses every spooled content that is not gzip (appended to the spool, the content
+    /// pointed at the new bytes); drops `agg_tiles_hash`, which hashed the old bytes. Returns how
+    /// many contents it compressed.
+    private func gzipPlainContents() throws(TileArchiveError) -> Int {
+        var count = 0
+        for index in contents.indices {
+            let packed: [UInt8]? = try withSpooled(index) { (bytes) throws(TileArchiveError) in
+                TileFormat.isGzip(bytes) ? nil : Gzip.compress(bytes)
+            }
+            guard let packed else { continue }
+            guard packed.count <= PMTilesFormat.maximumTileLength else {
+                let tile = tiles.first { $0.content == index }.flatMap { PMTilesFormat.tile(ofID: $0.tileID) }
+                throw TileArchiveError(
+                    path: destination,
+                    fault: .tileTooLarge(
+                        tile: tile ?? TileCoordinate(uncheckedZoom: 0, x: 0, y: 0), size: packed.count,
+                        limit: PMTilesFormat.maximumTileLength))
+            }
+            let offset = spoolLength
+            try packed.withUnsafeBytes { raw in Result { () throws(TileArchiveError) in try appendSpool(raw) } }.get()
+            contents[index] = Content(spoolOffset: offset, length: UInt32(packed.count))
+            count += 1
+        }
+        try flushSpool()
+        gzipTiles = addressed
+        metadata[TileMetadata.Key.aggregateTilesHash] = nil
+        metadata[TileMetadata.Key.hashAlgorithm] = nil
+        return count
     }
 
     /// The tile type: the metadata's `format` when it names one, else the tiles' most common format.
