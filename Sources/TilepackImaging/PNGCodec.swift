@@ -1,3 +1,4 @@
+#if canImport(CTilepackPNG)
 internal import CTilepackPNG
 import Foundation
 import TilepackCore
@@ -179,3 +180,4 @@ public enum PNGEncoder {
 
     static func message(_ image: png_image) -> String { PNGCodec.message(image) }
 }
+#endif
