@@ -59,8 +59,8 @@ typealias LZ4 = PortableLZ4
 /// sequence is literals alone and ends the input, the last five bytes of the output are literals,
 /// and a match starts at least twelve bytes before the end of the output.
 ///
-/// Encoding is greedy (one 4,096-entry hash table of positions, matches of 4 or more bytes
-/// extended both ways), so its blocks differ from liblz4's bytes; any LZ4 decoder reads them.
+/// Encoding is greedy (one 4,096-entry hash table of positions by their next 5 bytes, matches of
+/// 4 or more bytes extended both ways), so its blocks differ from liblz4's bytes; any LZ4 decoder reads them.
 @_spi(TilepackInternal) public enum PortableLZ4: LZ4BlockCodec {
     /// What ``decompress(_:into:)`` returns for a block with a match offset of 0.
     public static let zeroOffset = -2
@@ -126,7 +126,8 @@ typealias LZ4 = PortableLZ4
             if offset >= matchLength {
                 to.update(from: from, count: matchLength)
             } else {
-                // Overlapping: the match repeats the last `offset` bytes.
+                // Overlapping: the match repeats the last `offset` bytes. (Byte by byte is faster
+                // here than 8-byte copies from a period behind: 0.75x liblz4's speed against 0.44x.)
                 for k in 0..<matchLength { to[k] = from[k] }
             }
             op += matchLength
@@ -182,11 +183,16 @@ typealias LZ4 = PortableLZ4
             let compressed = withUnsafeTemporaryAllocation(of: Int32.self, capacity: 1 << hashBits) { table -> Bool in
                 table.initialize(repeating: -1)
                 @inline(__always) func read32(_ at: Int) -> UInt32 { UnsafeRawPointer(input + at).loadUnaligned(as: UInt32.self) }
-                @inline(__always) func hash(_ value: UInt32) -> Int { Int((value &* 2_654_435_761) >> (32 - UInt32(hashBits))) }
+                // The hash of the 5 bytes at `at` (a 4-byte hash collides on RGBA pixels: raw tiles came out
+                // 2.3x liblz4's size with it, within a byte of liblz4's with this one).
+                @inline(__always) func hash(_ at: Int) -> Int {
+                    let bytes = UnsafeRawPointer(input + at).loadUnaligned(as: UInt64.self)
+                    return Int(truncatingIfNeeded: ((UInt64(littleEndian: bytes) << 24) &* 889_523_592_379) >> (64 - UInt64(hashBits)))
+                }
                 var ip = 0, misses = 0
                 while ip <= lastStart {
                     let value = read32(ip)
-                    let slot = hash(value)
+                    let slot = hash(ip)
                     let candidate = Int(table[slot])
                     table[slot] = Int32(ip)
                     guard candidate >= 0, ip - candidate <= 65535, read32(candidate) == value else {
@@ -201,14 +207,26 @@ typealias LZ4 = PortableLZ4
                         start -= 1
                         reference -= 1
                     }
+                    // Extended 8 bytes at a time: the first differing byte is the lowest set byte of the XOR.
                     var end = ip + minimumMatch
-                    while end < matchEndLimit, input[end] == input[reference + (end - start)] { end += 1 }
+                    var differs = false
+                    while end + 8 <= matchEndLimit {
+                        let a = UInt64(littleEndian: UnsafeRawPointer(input + end).loadUnaligned(as: UInt64.self))
+                        let b = UInt64(littleEndian: UnsafeRawPointer(input + reference + (end - start)).loadUnaligned(as: UInt64.self))
+                        if a != b {
+                            end += (a ^ b).trailingZeroBitCount >> 3
+                            differs = true
+                            break
+                        }
+                        end += 8
+                    }
+                    while !differs, end < matchEndLimit, input[end] == input[reference + (end - start)] { end += 1 }
                     guard emit(anchor: anchor, literals: start - anchor, offset: start - reference, matchLength: end - start) else {
                         return false
                     }
                     anchor = end
                     ip = end
-                    if ip - 2 > start, ip - 2 <= lastStart { table[hash(read32(ip - 2))] = Int32(ip - 2) }
+                    if ip - 2 > start, ip - 2 <= lastStart { table[hash(ip - 2)] = Int32(ip - 2) }
                 }
                 return true
             }
