@@ -44,6 +44,19 @@ let package = Package(
             name: "fuzz-decode",
             dependencies: ["BenchSupport", "CFuzzDriver", .product(name: "TilepackImaging", package: "tilepack")]
         ),
+        // The portable LZ4 block codec (Apple platforms') against liblz4, differentially (tools/fuzz-lz4.sh).
+        .executableTarget(
+            name: "fuzz-lz4",
+            dependencies: ["BenchSupport", "CFuzzDriver", .product(name: "TilepackStorage", package: "tilepack")]
+        ),
+        // The portable LZ4 codec against liblz4 on raw RGBA tiles: compress, decompress, size.
+        .executableTarget(
+            name: "bench-lz4",
+            dependencies: [
+                "BenchSupport", .product(name: "TilepackImaging", package: "tilepack"),
+                .product(name: "TilepackStorage", package: "tilepack"),
+            ]
+        ),
         // The .tilepack bundle against MBTiles: open, memory, random reads, size.
         .executableTarget(
             name: "bench-bundle",

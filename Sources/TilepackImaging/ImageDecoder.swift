@@ -168,6 +168,18 @@ enum SystemRasterDecoder: RasterDecoder {
 typealias PlatformRasterDecoder = ImageIORasterDecoder
 #endif
 
+extension PNGEncoder {
+    /// What either platform's PNG encoder can write: at least one pixel, at most 2^24 a side.
+    static func checkEncodable(_ bitmap: Bitmap) throws(ImagingError) {
+        guard bitmap.width > 0, bitmap.height > 0 else {
+            throw .encodingFailed(reason: "a PNG needs at least one pixel, the bitmap is \(bitmap.size)")
+        }
+        guard bitmap.width <= 1 << 24, bitmap.height <= 1 << 24 else {
+            throw .encodingFailed(reason: "bitmap of \(bitmap.size) is too large to encode")
+        }
+    }
+}
+
 /// Runs `body` on the bytes of `data` with a typed error.
 func withBytes<T>(_ data: Data, _ body: (UnsafeRawBufferPointer) throws(ImagingError) -> T) throws(ImagingError) -> T {
     let result: Result<T, ImagingError> = data.withUnsafeBytes { bytes in

@@ -111,12 +111,7 @@ public enum PNGEncoder {
     /// The bitmap as a PNG file: 8-bit RGBA for formats with alpha (premultiplied ones are
     /// unpremultiplied first), 8-bit RGB for `rgb888` and `rgb565`.
     public static func encode(_ bitmap: Bitmap) throws(ImagingError) -> Data {
-        guard bitmap.width > 0, bitmap.height > 0 else {
-            throw .encodingFailed(reason: "a PNG needs at least one pixel, the bitmap is \(bitmap.size)")
-        }
-        guard bitmap.width <= 1 << 24, bitmap.height <= 1 << 24 else {
-            throw .encodingFailed(reason: "bitmap of \(bitmap.size) is too large to encode")
-        }
+        try checkEncodable(bitmap)
         let source = bitmap.pixelFormat.hasAlpha ? bitmap.converted(to: .rgba8888) : bitmap.converted(to: .rgb888)
         let alpha: CGImageAlphaInfo = source.pixelFormat == .rgba8888 ? .last : .none
         let pixels = Data(source.pixels)
