@@ -18,7 +18,7 @@ let package = Package(
     ],
     targets: [
         // Timing, medians, peak RSS and the ratio table every benchmark prints.
-        .target(name: "BenchSupport"),
+        .target(name: "BenchSupport", dependencies: ["CFuzzDriver"]),
 
         // MBTiles: the library against a plain C sqlite3_step floor (reads, 2 threads, bulk writes).
         .target(name: "MBTilesFloor", linkerSettings: [.linkedLibrary("sqlite3")]),

@@ -26,7 +26,7 @@ guard !tiles.isEmpty else {
 }
 let rawBytes = Double(tiles.reduce(0) { $0 + $1.count })
 
-func blocks<C: LZ4BlockCodec>(_ codec: C.Type) -> [[UInt8]] {
+@MainActor func blocks<C: LZ4BlockCodec>(_ codec: C.Type) -> [[UInt8]] {
     tiles.map { tile in
         var out = [UInt8](repeating: 0, count: tile.count + tile.count / 255 + 16)
         let n = tile.withUnsafeBytes { src in out.withUnsafeMutableBytes { codec.compress(src, into: $0) } }
@@ -35,7 +35,7 @@ func blocks<C: LZ4BlockCodec>(_ codec: C.Type) -> [[UInt8]] {
     }
 }
 
-func compressSeconds<C: LZ4BlockCodec>(_ codec: C.Type) -> Double {
+@MainActor func compressSeconds<C: LZ4BlockCodec>(_ codec: C.Type) -> Double {
     var out = [UInt8](repeating: 0, count: 300_000)
     return medianSeconds {
         for tile in tiles {
@@ -45,7 +45,7 @@ func compressSeconds<C: LZ4BlockCodec>(_ codec: C.Type) -> Double {
     }
 }
 
-func decompressSeconds<C: LZ4BlockCodec>(_ codec: C.Type, _ blocks: [[UInt8]]) -> Double {
+@MainActor func decompressSeconds<C: LZ4BlockCodec>(_ codec: C.Type, _ blocks: [[UInt8]]) -> Double {
     var out = [UInt8](repeating: 0, count: tiles[0].count)
     return medianSeconds {
         for (block, tile) in zip(blocks, tiles) {
