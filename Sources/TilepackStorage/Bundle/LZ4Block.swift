@@ -53,11 +53,13 @@ typealias LZ4 = PortableLZ4
 /// 4-bit lengths, literals, a 16-bit little-endian offset, length bytes of 255 continuing a length
 /// of 15): the Apple platforms' codec, built and tested on Linux too.
 ///
-/// Decoding accepts exactly the blocks liblz4's `LZ4_decompress_safe` accepts, with the same
-/// result, except one: a match offset of 0, which the format calls invalid, is refused (liblz4
-/// 1.9.4 copies whatever the output held). The end-of-block rules are the format's: the last
-/// sequence is literals alone and ends the input, the last five bytes of the output are literals,
-/// and a match starts at least twelve bytes before the end of the output.
+/// Decoding into a buffer of exactly the block's length (as a bundle decodes into rawLength)
+/// accepts the blocks liblz4's `LZ4_decompress_safe` accepts, with the same bytes, except a match
+/// offset of 0, which the format calls invalid (liblz4 1.9.4 copies whatever the output held).
+/// Into a larger buffer liblz4's fast loop also takes blocks whose end breaks the format's rules,
+/// which this decoder refuses: the last sequence is literals alone and ends the input, the last
+/// five bytes of the output are literals, and a match starts at least twelve bytes before the end
+/// of the output; whatever it takes, liblz4 takes with the same bytes.
 ///
 /// Encoding is greedy (one 4,096-entry hash table of positions by their next 5 bytes, matches of
 /// 4 or more bytes extended both ways), so its blocks differ from liblz4's bytes; any LZ4 decoder reads them.

@@ -1,9 +1,11 @@
 // fuzz-lz4: tilepack's portable LZ4 block codec (Apple platforms' codec) against liblz4, differentially.
 //
 // An input is two bytes of output capacity (little-endian) and a block. Both decoders decompress
-// the block into buffers of that capacity, filled alike: they must agree, byte for byte, on the
-// bytes produced or both refuse (the one allowed difference: the portable decoder refuses a
-// match offset of 0, which the format calls invalid and liblz4 1.9.4 copies). Then the whole input
+// the block into buffers of that capacity, filled alike: what the portable decoder takes, liblz4
+// takes with the same bytes; what liblz4 takes into exactly the length it produces (as a bundle
+// decodes into rawLength), the portable decoder takes too. The allowed differences: a match offset
+// of 0 (the format calls it invalid; liblz4 1.9.4 copies), and blocks liblz4's fast loop takes
+// only into a larger buffer although their end breaks the format's end-of-block rules. Then the whole input
 // is compressed by each codec and decompressed by the other, which must give it back exactly.
 //
 // Built by tools/fuzz-lz4.sh with -sanitize=fuzzer it runs under libFuzzer; built normally, a
@@ -33,13 +35,23 @@ func fuzzOne(_ bytes: UnsafeRawBufferPointer) {
         let block = UnsafeRawBufferPointer(rebasing: bytes[2...])
         let (systemCount, system) = decompress(SystemLZ4.self, block, capacity: capacity)
         let (portableCount, portable) = decompress(PortableLZ4.self, block, capacity: capacity)
-        let agree =
-            (systemCount >= 0 && portableCount == systemCount && portable == system)
-            || (systemCount < 0 && portableCount < 0)
-            || (systemCount >= 0 && portableCount == PortableLZ4.zeroOffset)
-        if !agree {
+        if portableCount >= 0, portableCount != systemCount || portable != system {
             fatalError(
                 "a \(block.count)-byte block into \(capacity) bytes: liblz4 gives \(systemCount), the portable decoder \(portableCount)")
+        }
+        if systemCount >= 0, portableCount < 0, portableCount != PortableLZ4.zeroOffset {
+            // Into more room than it fills, liblz4's fast loop also takes blocks whose end breaks
+            // the format's end-of-block rules; into exactly its length (a bundle's rawLength) the
+            // two must agree.
+            let (exactSystemCount, exactSystem) = decompress(SystemLZ4.self, block, capacity: systemCount)
+            let (exactPortableCount, exactPortable) = decompress(PortableLZ4.self, block, capacity: systemCount)
+            if exactSystemCount >= 0, exactPortableCount != PortableLZ4.zeroOffset,
+                exactPortableCount != exactSystemCount || exactPortable != exactSystem
+            {
+                fatalError(
+                    "a \(block.count)-byte block into its \(systemCount) bytes: liblz4 gives \(exactSystemCount), the portable decoder \(exactPortableCount)"
+                )
+            }
         }
     }
     // Each codec's block read back by the other.
