@@ -1,4 +1,4 @@
-// swift-tools-version: 6.1
+// swift-tools-version: 6.2
 // tilepack: package map tiles into MBTiles and LZ4 bundles and serve them to a tile layer.
 import PackageDescription
 
@@ -7,8 +7,18 @@ func systemLibrary(_ name: String, pkgConfig: String, apt: [String]) -> Target {
     .systemLibrary(name: name, path: "Sources/\(name)", pkgConfig: pkgConfig, providers: [.apt(apt)])
 }
 
+/// A system library no Apple SDK ships (liblz4, libdeflate, libpng, libturbojpeg, libwebp, pixman,
+/// libcrypto): linked on Linux only. On Apple platforms the code that imports it takes the
+/// framework or portable branch beside it (`#if canImport(...)`), so the `Tilepack` product stands
+/// on the SDK alone: SQLite, zlib and frameworks (tools/check-lean-library.sh checks it).
+func linuxOnly(_ name: String) -> Target.Dependency {
+    .target(name: name, condition: .when(platforms: [.linux]))
+}
+
 let package = Package(
     name: "tilepack",
+    // Xcode 26 (Swift 6.2: `nonisolated(nonsending)`); macOS 15 / iOS 18 for Synchronization's
+    // `Atomic`, `String(validating:as:)` and task executors (README, "The library").
     platforms: [.macOS(.v15), .iOS(.v18)],
     products: [
         // What an app links: `import Tilepack` re-exports Core, Storage, Imaging, TileLayer, the
@@ -31,6 +41,15 @@ let package = Package(
         // `Tilepack` library does not contain it (its HTTP is URLSession).
         .library(name: "TilepackCurl", targets: ["TilepackCore", "TilepackHTTP", "TilepackCurl"]),
     ],
+    traits: [
+        // The Apple platforms' portable code paths on Linux: tilepack's own LZ4 block codec instead
+        // of liblz4, zlib's CRC-32 instead of libdeflate's, the Swift resampler instead of pixman
+        // (only the framework calls, ImageIO and CryptoKit, stay Apple's). CI runs the storage and
+        // imaging tests with it: `swift test --traits PortableCodecs`.
+        .trait(
+            name: "PortableCodecs",
+            description: "Use the codecs Apple platforms use (portable Swift LZ4, zlib CRC-32, Swift resampler) on Linux too")
+    ],
     dependencies: [
         // The command line, and nothing else: the library depends on no package (it stands on the
         // platform), and the server's packages are server/'s (tools/check-lean-library.sh).
@@ -44,6 +63,10 @@ let package = Package(
         systemLibrary("CTilepackWebP", pkgConfig: "libwebp", apt: ["libwebp-dev"]),
         systemLibrary("CTilepackLZ4", pkgConfig: "liblz4", apt: ["liblz4-dev"]),
         systemLibrary("CTilepackZlib", pkgConfig: "zlib", apt: ["zlib1g-dev"]),
+        // zlib's crc32 for TilepackChecksum: CRC-32 on Apple platforms (the SDK's zlib), and on
+        // Linux the reference the libdeflate CRC is tested against (a module of its own, so that
+        // each C module keeps one importer).
+        systemLibrary("CTilepackZlibCRC", pkgConfig: "zlib", apt: ["zlib1g-dev"]),
         // CRC-32 with carry-less multiplication (PCLMUL/ARMv8 CRC): about 6x zlib's crc32 here.
         systemLibrary("CTilepackDeflate", pkgConfig: "libdeflate", apt: ["libdeflate-dev"]),
         // MD5 and SHA-256 on Linux (OpenSSL's libcrypto); Apple platforms use CryptoKit.
@@ -54,24 +77,26 @@ let package = Package(
 
         // Floor 1: the vocabulary. Foundation only.
         .target(name: "TilepackCore"),
-        // Floor 1: CRC-32, the one implementation (libdeflate), below both Storage and TileLayer.
-        // Floor 1: CRC-32 (libdeflate) and the digests (MD5, SHA-256, HMAC: libcrypto on Linux,
-        // CryptoKit on Apple platforms), the one implementation of each, below Storage and TileLayer.
+        // Floor 1: CRC-32 (libdeflate on Linux, the SDK's zlib on Apple platforms) and the digests
+        // (MD5, SHA-256, HMAC: libcrypto on Linux, CryptoKit on Apple platforms), below Storage and TileLayer.
         .target(
             name: "TilepackChecksum",
-            dependencies: ["CTilepackDeflate", .target(name: "CTilepackCrypto", condition: .when(platforms: [.linux]))]
+            dependencies: [linuxOnly("CTilepackDeflate"), linuxOnly("CTilepackCrypto"), "CTilepackZlibCRC"]
         ),
 
         // Floor 2: archives (MBTiles, bundle) and bitmaps.
         .target(
             name: "TilepackStorage",
             dependencies: [
-                "TilepackCore", "TilepackChecksum", "CTilepackSQLite", "CTilepackLZ4", "CTilepackZlib",
+                "TilepackCore", "TilepackChecksum", "CTilepackSQLite", linuxOnly("CTilepackLZ4"), "CTilepackZlib",
             ]
         ),
         .target(
             name: "TilepackImaging",
-            dependencies: ["TilepackCore", "CTilepackPNG", "CTilepackTurboJPEG", "CTilepackWebP", "CTilepackPixman"]
+            dependencies: [
+                "TilepackCore", linuxOnly("CTilepackPNG"), linuxOnly("CTilepackTurboJPEG"), linuxOnly("CTilepackWebP"),
+                linuxOnly("CTilepackPixman"),
+            ]
         ),
 
         // Floor 2: HTTP(S) through URLSession (FoundationNetworking on Linux): deadlines, bounded
@@ -123,13 +148,15 @@ let package = Package(
             dependencies: ["TilepackCore", "TilepackStorage", "TileLayer", "TilepackAdapter", "TilepackOperations"]
         ),
 
-        // The `Tilepack` product's module: one import for an app.
+        // The `Tilepack` product's module: one import for an app. Its privacy manifest declares the
+        // file-timestamp APIs the library calls (stat, fstat: file versions, the disk cache).
         .target(
             name: "Tilepack",
             dependencies: [
                 "TilepackCore", "TilepackStorage", "TilepackImaging", "TileLayer", "TilepackAdapter", "TilepackPrefetch",
                 "TilepackURLSession",
-            ]
+            ],
+            resources: [.copy("PrivacyInfo.xcprivacy")]
         ),
 
         // Floor 5: the command-line tool, thin.

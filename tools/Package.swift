@@ -18,7 +18,7 @@ let package = Package(
     ],
     targets: [
         // Timing, medians, peak RSS and the ratio table every benchmark prints.
-        .target(name: "BenchSupport"),
+        .target(name: "BenchSupport", dependencies: ["CFuzzDriver"]),
 
         // MBTiles: the library against a plain C sqlite3_step floor (reads, 2 threads, bulk writes).
         .target(name: "MBTilesFloor", linkerSettings: [.linkedLibrary("sqlite3")]),
@@ -43,6 +43,19 @@ let package = Package(
         .executableTarget(
             name: "fuzz-decode",
             dependencies: ["BenchSupport", "CFuzzDriver", .product(name: "TilepackImaging", package: "tilepack")]
+        ),
+        // The portable LZ4 block codec (Apple platforms') against liblz4, differentially (tools/fuzz-lz4.sh).
+        .executableTarget(
+            name: "fuzz-lz4",
+            dependencies: ["BenchSupport", "CFuzzDriver", .product(name: "TilepackStorage", package: "tilepack")]
+        ),
+        // The portable LZ4 codec against liblz4 on raw RGBA tiles: compress, decompress, size.
+        .executableTarget(
+            name: "bench-lz4",
+            dependencies: [
+                "BenchSupport", .product(name: "TilepackImaging", package: "tilepack"),
+                .product(name: "TilepackStorage", package: "tilepack"),
+            ]
         ),
         // The .tilepack bundle against MBTiles: open, memory, random reads, size.
         .executableTarget(

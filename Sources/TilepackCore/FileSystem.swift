@@ -46,7 +46,15 @@ package enum FileSystem {
         return PathBytes.string(from: UnsafeRawBufferPointer(start: pointer, count: strlen(pointer)))
     }
 
-    package static func opendir(_ path: String) -> OpaquePointer? {
+    #if os(Linux)
+    /// What `opendir` returns: Glibc's `DIR` is incomplete, so Swift sees an opaque pointer.
+    package typealias DirectoryStream = OpaquePointer
+    #else
+    /// What `opendir` returns: Darwin's `DIR` is a complete struct.
+    package typealias DirectoryStream = UnsafeMutablePointer<DIR>
+    #endif
+
+    package static func opendir(_ path: String) -> DirectoryStream? {
         withPath(path) { Foundation.opendir($0) }
     }
 

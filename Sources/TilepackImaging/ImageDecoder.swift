@@ -13,13 +13,7 @@ public enum ImageDecoder {
 
     /// The image's format and size, from its headers only (no pixels are decoded).
     public static func imageInfo(_ bytes: UnsafeRawBufferPointer) throws(ImagingError) -> ImageInfo {
-        let format = try rasterFormat(bytes)
-        switch format {
-        case .png: return try PNGCodec.info(bytes)
-        case .jpeg: return try JPEGCodec.info(bytes)
-        case .webp: return try WebPCodec.info(bytes)
-        default: throw .unsupportedFormat(format)
-        }
+        try PlatformRasterDecoder.info(bytes, format: rasterFormat(bytes))
     }
 
     /// The image's format and size, from its headers only.
@@ -114,12 +108,7 @@ public enum ImageDecoder {
         _ bytes: UnsafeRawBufferPointer, info: ImageInfo,
         into buffer: UnsafeMutableRawBufferPointer, pixelFormat: PixelFormat
     ) throws(ImagingError) {
-        switch info.format {
-        case .png: try PNGCodec.decode(bytes, info: info, into: buffer, pixelFormat: pixelFormat)
-        case .jpeg: try JPEGCodec.decode(bytes, info: info, into: buffer, pixelFormat: pixelFormat)
-        case .webp: try WebPCodec.decode(bytes, info: info, into: buffer, pixelFormat: pixelFormat)
-        default: throw .unsupportedFormat(info.format)
-        }
+        try PlatformRasterDecoder.decode(bytes, info: info, into: buffer, pixelFormat: pixelFormat)
     }
 
     /// Decodes through an intermediate buffer in `via`, then converts into `buffer` in `pixelFormat`
@@ -133,6 +122,61 @@ public enum ImageDecoder {
         defer { temp.deallocate() }
         try body(UnsafeMutableRawBufferPointer(rebasing: temp[0..<(count * via.bytesPerPixel)]))
         PixelCodec.convert(UnsafeRawPointer(temp.baseAddress!), from: via, buffer.baseAddress!, to: pixelFormat, count: count)
+    }
+}
+
+/// One platform's PNG, JPEG and WebP decoders: an image's size from its headers, then its pixels
+/// into the caller's buffer in the requested format. On Linux the system libraries (libpng,
+/// TurboJPEG, libwebp: ``SystemRasterDecoder``); on Apple platforms ImageIO and vImage
+/// (`ImageIORasterDecoder`, compiled only there).
+protocol RasterDecoder {
+    /// The size from the headers of an image `ImageDecoder.rasterFormat` recognised as `format`.
+    static func info(_ bytes: UnsafeRawBufferPointer, format: TileFormat) throws(ImagingError) -> ImageInfo
+
+    /// Decodes the image whose checked headers are `info` into `buffer` (exactly its pixels in `pixelFormat`).
+    static func decode(
+        _ bytes: UnsafeRawBufferPointer, info: ImageInfo, into buffer: UnsafeMutableRawBufferPointer, pixelFormat: PixelFormat
+    ) throws(ImagingError)
+}
+
+#if canImport(CTilepackPNG)
+typealias PlatformRasterDecoder = SystemRasterDecoder
+
+/// libpng, TurboJPEG and libwebp (Linux).
+enum SystemRasterDecoder: RasterDecoder {
+    static func info(_ bytes: UnsafeRawBufferPointer, format: TileFormat) throws(ImagingError) -> ImageInfo {
+        switch format {
+        case .png: return try PNGCodec.info(bytes)
+        case .jpeg: return try JPEGCodec.info(bytes)
+        case .webp: return try WebPCodec.info(bytes)
+        default: throw .unsupportedFormat(format)
+        }
+    }
+
+    static func decode(
+        _ bytes: UnsafeRawBufferPointer, info: ImageInfo, into buffer: UnsafeMutableRawBufferPointer, pixelFormat: PixelFormat
+    ) throws(ImagingError) {
+        switch info.format {
+        case .png: try PNGCodec.decode(bytes, info: info, into: buffer, pixelFormat: pixelFormat)
+        case .jpeg: try JPEGCodec.decode(bytes, info: info, into: buffer, pixelFormat: pixelFormat)
+        case .webp: try WebPCodec.decode(bytes, info: info, into: buffer, pixelFormat: pixelFormat)
+        default: throw .unsupportedFormat(info.format)
+        }
+    }
+}
+#else
+typealias PlatformRasterDecoder = ImageIORasterDecoder
+#endif
+
+extension PNGEncoder {
+    /// What either platform's PNG encoder can write: at least one pixel, at most 2^24 a side.
+    static func checkEncodable(_ bitmap: Bitmap) throws(ImagingError) {
+        guard bitmap.width > 0, bitmap.height > 0 else {
+            throw .encodingFailed(reason: "a PNG needs at least one pixel, the bitmap is \(bitmap.size)")
+        }
+        guard bitmap.width <= 1 << 24, bitmap.height <= 1 << 24 else {
+            throw .encodingFailed(reason: "bitmap of \(bitmap.size) is too large to encode")
+        }
     }
 }
 

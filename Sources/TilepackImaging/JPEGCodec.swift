@@ -1,3 +1,4 @@
+#if canImport(CTilepackTurboJPEG)
 internal import CTilepackTurboJPEG
 import TilepackCore
 
@@ -81,3 +82,4 @@ enum JPEGCodec {
         }
     }
 }
+#endif

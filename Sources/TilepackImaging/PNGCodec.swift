@@ -1,3 +1,4 @@
+#if canImport(CTilepackPNG)
 internal import CTilepackPNG
 import Foundation
 import TilepackCore
@@ -122,12 +123,7 @@ public enum PNGEncoder {
     /// The bitmap as a PNG file: 8-bit RGBA for formats with alpha (premultiplied ones are
     /// unpremultiplied first), 8-bit RGB for `rgb888` and `rgb565`.
     public static func encode(_ bitmap: Bitmap) throws(ImagingError) -> Data {
-        guard bitmap.width > 0, bitmap.height > 0 else {
-            throw .encodingFailed(reason: "a PNG needs at least one pixel, the bitmap is \(bitmap.size)")
-        }
-        guard bitmap.width <= 1 << 24, bitmap.height <= 1 << 24 else {
-            throw .encodingFailed(reason: "bitmap of \(bitmap.size) is too large to encode")
-        }
+        try checkEncodable(bitmap)
         let source: Bitmap
         let format: UInt32
         switch bitmap.pixelFormat {
@@ -179,3 +175,4 @@ public enum PNGEncoder {
 
     static func message(_ image: png_image) -> String { PNGCodec.message(image) }
 }
+#endif

@@ -1,5 +1,8 @@
-internal import CTilepackPixman
 import TilepackCore
+
+#if canImport(CTilepackPixman)
+internal import CTilepackPixman
+#endif
 
 /// Premultiplied RGBA with 8 bits a channel, one `UInt32` per pixel (bytes R, G, B, A in memory):
 /// the working space for resampling. Interpolating premultiplied values keeps the colour of
@@ -101,11 +104,12 @@ struct PremultipliedImage {
     private static func fixed(_ value: Double) -> Int32 { Int32((value * 65536).rounded()) }
 
     /// Bilinear sampling through pixman (`PIXMAN_OP_SRC` with a scaling transform); `nil` if pixman
-    /// refuses an image.
+    /// refuses an image, or is not there (Apple platforms: the portable sampler then does it all).
     private func sampledByPixman(
         x0: Double, y0: Double, sx: Double, sy: Double,
         outputWidth: Int, outputHeight: Int
     ) -> PremultipliedImage? {
+        #if canImport(CTilepackPixman) && !PortableCodecs
         #if _endian(little)
         let format = PIXMAN_a8b8g8r8  // bytes R, G, B, A in memory
         #else
@@ -143,6 +147,9 @@ struct PremultipliedImage {
             }
         }
         return done ? PremultipliedImage(width: outputWidth, height: outputHeight, pixels: out) : nil
+        #else
+        return nil
+        #endif
     }
 
     /// Nearest sampling, and bilinear sampling (with float weights) where pixman cannot place samples.

@@ -1,3 +1,4 @@
+#if canImport(CTilepackWebP)
 internal import CTilepackWebP
 import TilepackCore
 
@@ -55,3 +56,4 @@ enum WebPCodec {
         }
     }
 }
+#endif

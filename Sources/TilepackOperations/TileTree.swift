@@ -385,6 +385,6 @@ struct FileIdentity: Hashable {
     /// `stat(2)` following links; `nil` when the entry cannot be stat'ed (dangling link, no access).
     static func lookup(_ path: String) -> FileIdentity? {
         guard let info = FileSystem.stat(path) else { return nil }
-        return FileIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino), mode: info.st_mode)
+        return FileIdentity(device: UInt64(truncatingIfNeeded: info.st_dev), inode: UInt64(info.st_ino), mode: info.st_mode)
     }
 }

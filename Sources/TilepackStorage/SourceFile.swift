@@ -16,7 +16,8 @@ import TilepackCore
     public let changedNanoseconds: Int64
 
     public init(_ info: stat) {
-        device = UInt64(info.st_dev)
+        // Darwin's dev_t is a signed Int32 (a negative one kept as its bit pattern), Glibc's a UInt64.
+        device = UInt64(truncatingIfNeeded: info.st_dev)
         inode = UInt64(info.st_ino)
         size = Int64(info.st_size)
         #if canImport(Darwin)

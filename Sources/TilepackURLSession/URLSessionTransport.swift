@@ -168,6 +168,17 @@ private final class Exchange: @unchecked Sendable {
     }
 }
 
+#if canImport(FoundationNetworking)
+// swift-corelibs-foundation's delegate protocols take plain completion handlers.
+private typealias DispositionHandler = (URLSession.ResponseDisposition) -> Void
+private typealias RedirectionHandler = (URLRequest?) -> Void
+#else
+// Apple's SDK declares them @Sendable: a method without it would not be the delegate's (the
+// optional Objective-C requirement is matched by its exact type), and would never be called.
+private typealias DispositionHandler = @Sendable (URLSession.ResponseDisposition) -> Void
+private typealias RedirectionHandler = @Sendable (URLRequest?) -> Void
+#endif
+
 /// Routes the session's callbacks to their exchanges.
 private final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendable {
     private let exchanges = Locked<[Int: Exchange]>([:])
@@ -178,7 +189,7 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecke
 
     func urlSession(
         _ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
-        completionHandler: @escaping (URLSession.ResponseDisposition) -> Void
+        completionHandler: @escaping DispositionHandler
     ) {
         guard let exchange = exchange(dataTask), exchange.receive(response) else {
             completionHandler(.cancel)
@@ -199,7 +210,7 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecke
     /// Redirects are not followed here: `HTTPClient` follows them, the same way for every transport.
     func urlSession(
         _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
-        newRequest request: URLRequest, completionHandler: @escaping (URLRequest?) -> Void
+        newRequest request: URLRequest, completionHandler: @escaping RedirectionHandler
     ) {
         completionHandler(nil)
     }

@@ -1,4 +1,3 @@
-internal import CTilepackLZ4
 import Foundation
 import TilepackCore
 
@@ -69,12 +68,25 @@ public struct BundleArchive: TileArchive {
     /// The payload length every tile of a raw-bitmap bundle has.
     private let rawTileLength: Int?
 
-    /// Opens the bundle at `path` by memory-mapping it.
+    /// Opens the bundle at `path` by memory-mapping it (``Options/access``). When the map fails
+    /// (an iOS app's address space may hold no map of a multi-GB file), the bundle is read as with
+    /// `.positionalReads` instead.
     public init(path: String, options: Options = Options()) throws(TileArchiveError) {
+        try self.init(path: path, options: options, map: MappedBytes.init(mapping:))
+    }
+
+    /// Opens the bundle at `path`, mapping it with `map` (the tests' stand-in for a map that fails).
+    init(
+        path: String, options: Options, map: (String) throws(TileArchiveError) -> MappedBytes?
+    ) throws(TileArchiveError) {
         let bytes: MappedBytes
         switch options.access {
         case .memoryMap:
-            bytes = try MappedBytes(mapping: path)
+            if let mapped = try map(path) {
+                bytes = mapped
+            } else {
+                bytes = try MappedBytes(reading: path, residentLength: Self.residentLength)
+            }
         case .positionalReads:
             bytes = try MappedBytes(reading: path, residentLength: Self.residentLength)
         }
@@ -647,13 +659,11 @@ public struct BundleArchive: TileArchive {
     private func decompress(
         _ payload: Payload, _ stored: UnsafeRawBufferPointer, into buffer: UnsafeMutableRawBufferPointer, tile: TileCoordinate?
     ) throws(TileArchiveError) {
-        guard let source = stored.baseAddress, let destination = buffer.baseAddress, buffer.count >= payload.rawLength else {
+        guard stored.baseAddress != nil, let destination = buffer.baseAddress, buffer.count >= payload.rawLength else {
             throw TileArchiveError(path: path, fault: .corrupt("payload \(payload.number): nothing to decompress"))
         }
-        let produced = LZ4_decompress_safe(
-            source.assumingMemoryBound(to: CChar.self), destination.assumingMemoryBound(to: CChar.self),
-            Int32(stored.count), Int32(payload.rawLength))
-        guard produced == Int32(payload.rawLength) else {
+        let produced = LZ4.decompress(stored, into: UnsafeMutableRawBufferPointer(start: destination, count: payload.rawLength))
+        guard produced == payload.rawLength else {
             let what = tile.map { "tile \($0) (payload \(payload.number))" } ?? "payload \(payload.number)"
             let detail =
                 produced < 0

@@ -1,4 +1,3 @@
-internal import CTilepackLZ4
 import Foundation
 import TilepackCore
 
@@ -223,10 +222,7 @@ public final class BundleWriter {
         let capacity = sampleLength - saving
         return withUnsafeTemporaryAllocation(byteCount: capacity, alignment: 16) { buffer in
             for start in [(raw.count - sampleLength) / 3, 2 * (raw.count - sampleLength) / 3] {
-                let produced = LZ4_compress_default(
-                    (source + start).assumingMemoryBound(to: CChar.self),
-                    buffer.baseAddress?.assumingMemoryBound(to: CChar.self),
-                    Int32(sampleLength), Int32(capacity))
+                let produced = LZ4.compress(UnsafeRawBufferPointer(start: source + start, count: sampleLength), into: buffer)
                 if produced > 0 { return true }
             }
             return false
@@ -244,11 +240,8 @@ public final class BundleWriter {
         // Compressed into a temporary buffer, then copied at its exact size: the payload may wait
         // in a batch for a while, and should not hold the raw size.
         let stored: [UInt8] = withUnsafeTemporaryAllocation(byteCount: capacity, alignment: 16) { buffer in
-            let produced = LZ4_compress_default(
-                source.assumingMemoryBound(to: CChar.self),
-                buffer.baseAddress?.assumingMemoryBound(to: CChar.self),
-                Int32(raw.count), Int32(capacity))
-            return produced > 0 ? Array(UnsafeRawBufferPointer(rebasing: buffer[0..<Int(produced)])) : []
+            let produced = LZ4.compress(UnsafeRawBufferPointer(start: source, count: raw.count), into: buffer)
+            return produced > 0 ? Array(UnsafeRawBufferPointer(rebasing: buffer[0..<produced])) : []
         }
         guard !stored.isEmpty else { return nil }
         let crc = stored.withUnsafeBytes { BundleFormat.crc32($0) }

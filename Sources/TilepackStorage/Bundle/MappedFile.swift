@@ -151,8 +151,10 @@ final class MappedBytes: @unchecked Sendable {
         return UnsafeRawBufferPointer(target)
     }
 
-    /// Maps `path` read-only.
-    init(mapping path: String) throws(TileArchiveError) {
+    /// Maps `path` read-only; `nil` when the map itself fails (an iOS app's address space may hold
+    /// no map of a multi-GB bundle: ENOMEM), for the caller to read the file instead. A file that
+    /// cannot be opened or read is an error.
+    init?(mapping path: String) throws(TileArchiveError) {
         #if canImport(Darwin) || canImport(Glibc) || canImport(Musl)
         let (fd, info) = try RegularFile.openForReading(path)
         defer { close(fd) }
@@ -167,10 +169,7 @@ final class MappedBytes: @unchecked Sendable {
             return
         }
         let address = mmap(nil, size, PROT_READ, MAP_PRIVATE, fd, 0)
-        guard let address, address != MAP_FAILED else {
-            let code = errno
-            throw TileArchiveError(path: path, fault: .io(errno: code, reason: "mmap: \(String(cString: strerror(code)))"))
-        }
+        guard let address, address != MAP_FAILED else { return nil }
         base = UnsafeRawPointer(address)
         count = size
         release = .unmap

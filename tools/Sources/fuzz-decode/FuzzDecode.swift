@@ -78,36 +78,14 @@ func mutate(_ input: [UInt8], _ other: [UInt8], _ rng: inout SplitMix64) -> [UIn
 @main
 struct FuzzDecode {
     static func main() {
-        var argc = CommandLine.argc
-        var argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = CommandLine.unsafeArgv
-        let status = withUnsafeMutablePointer(to: &argv) { argvPointer in
-            tilepack_fuzz_run_libfuzzer(&argc, argvPointer, libFuzzerCallback)
-        }
-        if status != -1 { exit(status) }
+        runLibFuzzerIfBuilt(libFuzzerCallback)
         seededLoop()
     }
 
     /// The fallback harness (no libFuzzer): mutates seeds for a bounded time.
     static func seededLoop() {
-        var seconds = 60.0, seed: UInt64 = 1, dirs: [String] = []
-        var args = CommandLine.arguments.dropFirst()
-        while let arg = args.popFirst() {
-            switch arg {
-            case "--seconds": seconds = Double(args.popFirst() ?? "") ?? seconds
-            case "--seed": seed = UInt64(args.popFirst() ?? "") ?? seed
-            default: dirs.append(arg)
-            }
-        }
-        var seeds: [[UInt8]] = []
-        for dir in dirs {
-            for name in (try? FileManager.default.contentsOfDirectory(atPath: dir))?.sorted() ?? [] {
-                if let data = FileManager.default.contents(atPath: dir + "/" + name) { seeds.append([UInt8](data)) }
-            }
-        }
-        guard !seeds.isEmpty else {
-            print("fuzz-decode: no seed files in \(dirs)")
-            exit(2)
-        }
+        let run = SeededFuzzRun(target: "fuzz-decode")
+        let (seconds, seed, seeds) = (run.seconds, run.seed, run.seeds)
         let crashFile = FileManager.default.currentDirectoryPath + "/fuzz-decode-last-input"
         var rng = SplitMix64(seed: seed)
         let start = Date()
