@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""moto's S3 server on loopback with authentication enforced, for tilepack's s3:// tests.
+
+  moto-s3.py serve PORT META_PORT
+      Starts moto on 127.0.0.1:PORT, creates an IAM user with an S3 policy, its access key, a
+      role and session credentials of that role (STS AssumeRole), the bucket `tiles`, then
+      enforces authentication (every later request must be signed with a known key: moto checks
+      the signature with botocore). On META_PORT it serves what the credential chain asks, each
+      answering the role's session credentials: STS AssumeRoleWithWebIdentity (GET /?Action=...,
+      the token must be `web-identity-token`), container credentials (GET /container, header
+      `Authorization: container-token`) and IMDSv2 (PUT /latest/api/token, then
+      /latest/meta-data/iam/security-credentials/[role]). Prints one JSON line with the keys,
+      then runs until its standard input closes (the test process ends), and stops.
+
+  moto-s3.py sign
+      Reads a request as JSON on standard input ({method, url, headers, access, secret, token,
+      region}; headers hold X-Amz-Date and X-Amz-Content-SHA256) and prints botocore's
+      S3SigV4Auth canonical request, string to sign and signature for it, as JSON.
+"""
+import json
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
+
+
+def sign():
+    from botocore.auth import S3SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    spec = json.load(sys.stdin)
+    auth = S3SigV4Auth(Credentials(spec["access"], spec["secret"], spec.get("token")), "s3", spec["region"])
+    request = AWSRequest(method=spec["method"], url=spec["url"], headers=spec["headers"], data=b"")
+    request.context["timestamp"] = spec["headers"]["X-Amz-Date"]
+    canonical = auth.canonical_request(request)
+    string_to_sign = auth.string_to_sign(request, canonical)
+    print(json.dumps({"canonical": canonical, "stringToSign": string_to_sign, "signature": auth.signature(string_to_sign, request)}))
+
+
+def serve(port, meta_port):
+    import boto3
+    import requests
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    endpoint = f"http://127.0.0.1:{port}"
+    session = dict(endpoint_url=endpoint, region_name="us-east-1", aws_access_key_id="setup", aws_secret_access_key="setup")
+    iam = boto3.client("iam", **session)
+    policy = json.dumps({"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}]})
+    iam.create_user(UserName="tilepack")
+    iam.put_user_policy(UserName="tilepack", PolicyName="s3", PolicyDocument=policy)
+    key = iam.create_access_key(UserName="tilepack")["AccessKey"]
+    iam.create_user(UserName="nobody")
+    denied = iam.create_access_key(UserName="nobody")["AccessKey"]
+    trust = json.dumps({"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"AWS": "*"}, "Action": "sts:AssumeRole"}]})
+    role = iam.create_role(RoleName="tiles-reader", AssumeRolePolicyDocument=trust)["Role"]
+    iam.put_role_policy(RoleName="tiles-reader", PolicyName="s3", PolicyDocument=policy)
+    assumed = boto3.client("sts", **session).assume_role(RoleArn=role["Arn"], RoleSessionName="tests", DurationSeconds=3600)["Credentials"]
+    boto3.client("s3", **session).create_bucket(Bucket="tiles")
+    requests.post(f"{endpoint}/moto-api/reset-auth", data=b"0").raise_for_status()
+
+    expiration = assumed["Expiration"].strftime("%Y-%m-%dT%H:%M:%SZ")
+    answer = {"AccessKeyId": assumed["AccessKeyId"], "SecretAccessKey": assumed["SecretAccessKey"], "Token": assumed["SessionToken"],
+              "Expiration": expiration}
+
+    class Meta(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def reply(self, status, body, kind="application/json"):
+            data = body.encode()
+            self.send_response(status)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_PUT(self):
+            if self.path == "/latest/api/token" and self.headers.get("X-aws-ec2-metadata-token-ttl-seconds"):
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                return self.reply(200, "imds-token", "text/plain")
+            self.reply(400, "bad token request")
+
+        def do_GET(self):
+            parts = urlsplit(self.path)
+            query = parse_qs(parts.query)
+            if parts.path == "/" and query.get("Action") == ["AssumeRoleWithWebIdentity"]:
+                if query.get("WebIdentityToken") != ["web-identity-token"] or query.get("RoleArn") != [role["Arn"]]:
+                    return self.reply(403, "<ErrorResponse><Error><Code>InvalidIdentityToken</Code><Message>bad token</Message></Error></ErrorResponse>", "text/xml")
+                xml = ("<AssumeRoleWithWebIdentityResponse><AssumeRoleWithWebIdentityResult><Credentials>"
+                       f"<AccessKeyId>{answer['AccessKeyId']}</AccessKeyId><SecretAccessKey>{answer['SecretAccessKey']}</SecretAccessKey>"
+                       f"<SessionToken>{answer['Token']}</SessionToken><Expiration>{expiration}</Expiration>"
+                       "</Credentials></AssumeRoleWithWebIdentityResult></AssumeRoleWithWebIdentityResponse>")
+                return self.reply(200, xml, "text/xml")
+            if parts.path == "/container":
+                if self.headers.get("Authorization") != "container-token":
+                    return self.reply(401, "{}")
+                return self.reply(200, json.dumps(answer))
+            if parts.path.startswith("/latest/meta-data/iam/security-credentials/"):
+                if self.headers.get("X-aws-ec2-metadata-token") != "imds-token":
+                    return self.reply(401, "")
+                name = parts.path.rsplit("/", 1)[1]
+                return self.reply(200, "tiles-reader", "text/plain") if name == "" else self.reply(200, json.dumps(answer))
+            self.reply(404, "{}")
+
+    meta = ThreadingHTTPServer(("127.0.0.1", meta_port), Meta)
+    threading.Thread(target=meta.serve_forever, daemon=True).start()
+    print(json.dumps({"port": port, "metaPort": meta_port, "accessKeyId": key["AccessKeyId"], "secretAccessKey": key["SecretAccessKey"],
+                      "deniedAccessKeyId": denied["AccessKeyId"], "deniedSecretAccessKey": denied["SecretAccessKey"],
+                      "roleArn": role["Arn"], "session": answer}), flush=True)
+    sys.stdin.read()
+    meta.shutdown()
+    server.stop()
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "sign":
+        sign()
+    else:
+        serve(int(sys.argv[2]), int(sys.argv[3]))
