@@ -38,10 +38,43 @@ def sign():
     print(json.dumps({"canonical": canonical, "stringToSign": string_to_sign, "signature": auth.signature(string_to_sign, request)}))
 
 
+def check_signatures_on_the_request_as_sent():
+    """moto checks a signature against the URL as werkzeug re-quotes it, which decodes a `%2F` in
+    the query to `/` (so a signed ListObjectsV2 with `prefix=a%2F` is refused, botocore's own
+    included); S3 checks the query as sent. Here moto checks the request line as it arrived."""
+    from moto.core.authorization import ActionAuthenticatorMixin
+    from moto.core.responses import BaseResponse
+
+    setup = BaseResponse.setup_class
+
+    def setup_class(self, request, full_url, headers, *args, **kwargs):
+        setup(self, request, full_url, headers, *args, **kwargs)
+        raw = getattr(request, "environ", {}).get("RAW_URI") if self.is_werkzeug_request else None
+        self._tilepack_raw_uri = raw
+
+    authenticate = ActionAuthenticatorMixin._authenticate_and_authorize_action
+
+    def authenticate_as_sent(self, iam_request_cls, resource="*"):
+        raw = getattr(self, "_tilepack_raw_uri", None)
+        if raw:
+            uri = self.uri
+            self.uri = "http://moto" + raw
+            try:
+                return authenticate(self, iam_request_cls, resource)
+            finally:
+                self.uri = uri
+        return authenticate(self, iam_request_cls, resource)
+
+    BaseResponse.setup_class = setup_class
+    ActionAuthenticatorMixin._authenticate_and_authorize_action = authenticate_as_sent
+
+
 def serve(port, meta_port):
     import boto3
     import requests
     from moto.server import ThreadedMotoServer
+
+    check_signatures_on_the_request_as_sent()
 
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
