@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """moto's S3 server on loopback with authentication enforced, for tilepack's s3:// tests.
 
-  moto-s3.py serve PORT META_PORT
+  moto-s3.py serve PORT META_PORT PROXY_PORT
       Starts moto on 127.0.0.1:PORT, creates an IAM user with an S3 policy, its access key, a
       role and session credentials of that role (STS AssumeRole), the bucket `tiles`, then
       enforces authentication (every later request must be signed with a known key: moto checks
@@ -9,7 +9,8 @@
       answering the role's session credentials: STS AssumeRoleWithWebIdentity (GET /?Action=...,
       the token must be `web-identity-token`), container credentials (GET /container, header
       `Authorization: container-token`) and IMDSv2 (PUT /latest/api/token, then
-      /latest/meta-data/iam/security-credentials/[role]). Prints one JSON line with the keys,
+      /latest/meta-data/iam/security-credentials/[role]). On PROXY_PORT a fault-injecting proxy
+      stands in front of moto (see fault_proxy). Prints one JSON line with the keys,
       then runs until its standard input closes (the test process ends), and stops.
 
   moto-s3.py sign
@@ -69,7 +70,98 @@ def check_signatures_on_the_request_as_sent():
     ActionAuthenticatorMixin._authenticate_and_authorize_action = authenticate_as_sent
 
 
-def serve(port, meta_port):
+def fault_proxy(upstream):
+    """A proxy in front of moto that passes requests on byte for byte (the Host header kept, so
+    signatures still hold) unless a fault set with `POST /_fault` matches the request line:
+    {"match": "PUT /tiles/k?partNumber=2", "fault": KIND, "times": N}, KIND one of
+      slowdown   503 SlowDown with Retry-After: 1;
+      drop       half the request body read, then the connection closed without an answer;
+      signature  403 SignatureDoesNotMatch;
+      skew       403 RequestTimeTooSkewed with a Date 20 minutes ahead.
+    `GET /_fault` answers how many faults were injected."""
+    import http.client
+    import email.utils
+    import time as clock
+
+    faults = []
+    injected = [0]
+    lock = threading.Lock()
+
+    class Proxy(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args):
+            pass
+
+        def answer(self, status, body, headers=()):
+            data = body.encode()
+            self.send_response_only(status)
+            if not any(name == "Date" for name, _ in headers):
+                self.send_header("Date", self.date_time_string())
+            for name, value in headers:
+                self.send_header(name, value)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def error(self, status, code, message, headers=()):
+            self.answer(status, f"<?xml version='1.0' encoding='UTF-8'?><Error><Code>{code}</Code><Message>{message}</Message></Error>",
+                        [("Content-Type", "application/xml")] + list(headers))
+
+        def handle_any(self):
+            length = int(self.headers.get("Content-Length") or 0)
+            if self.path == "/_fault":
+                if self.command == "POST":
+                    with lock:
+                        faults.append(json.loads(self.rfile.read(length)))
+                    return self.answer(200, "{}")
+                with lock:
+                    return self.answer(200, json.dumps({"injected": injected[0]}))
+            line = f"{self.command} {self.path}"
+            fault = None
+            with lock:
+                for candidate in faults:
+                    if candidate["times"] > 0 and candidate["match"] in line:
+                        candidate["times"] -= 1
+                        injected[0] += 1
+                        fault = candidate["fault"]
+                        break
+            if fault == "drop":
+                self.rfile.read(length // 2)
+                self.close_connection = True
+                return
+            body = self.rfile.read(length) if length else b""
+            if fault == "slowdown":
+                return self.error(503, "SlowDown", "Please reduce your request rate.", [("Retry-After", "1")])
+            if fault == "signature":
+                return self.error(403, "SignatureDoesNotMatch", "The request signature we calculated does not match the signature you provided.")
+            if fault == "skew":
+                ahead = email.utils.formatdate(clock.time() + 1200, usegmt=True)
+                return self.error(403, "RequestTimeTooSkewed", "The difference between the request time and the current time is too large.",
+                                  [("Date", ahead)])
+            connection = http.client.HTTPConnection("127.0.0.1", upstream, timeout=60)
+            connection.putrequest(self.command, self.path, skip_host=True, skip_accept_encoding=True)
+            for name, value in self.headers.items():
+                connection.putheader(name, value)
+            connection.endheaders(body)
+            response = connection.getresponse()
+            data = response.read()
+            self.send_response(response.status)
+            for name, value in response.getheaders():
+                if name.lower() not in ("content-length", "transfer-encoding", "connection", "date", "server"):
+                    self.send_header(name, value)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(data)
+            connection.close()
+
+        do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = handle_any
+
+    return Proxy
+
+
+def serve(port, meta_port, proxy_port):
     import boto3
     import requests
     from moto.server import ThreadedMotoServer
@@ -140,11 +232,14 @@ def serve(port, meta_port):
 
     meta = ThreadingHTTPServer(("127.0.0.1", meta_port), Meta)
     threading.Thread(target=meta.serve_forever, daemon=True).start()
-    print(json.dumps({"port": port, "metaPort": meta_port, "accessKeyId": key["AccessKeyId"], "secretAccessKey": key["SecretAccessKey"],
+    proxy = ThreadingHTTPServer(("127.0.0.1", proxy_port), fault_proxy(port))
+    threading.Thread(target=proxy.serve_forever, daemon=True).start()
+    print(json.dumps({"port": port, "metaPort": meta_port, "proxyPort": proxy_port, "accessKeyId": key["AccessKeyId"], "secretAccessKey": key["SecretAccessKey"],
                       "deniedAccessKeyId": denied["AccessKeyId"], "deniedSecretAccessKey": denied["SecretAccessKey"],
                       "roleArn": role["Arn"], "session": answer}), flush=True)
     sys.stdin.read()
     meta.shutdown()
+    proxy.shutdown()
     server.stop()
 
 
@@ -152,4 +247,4 @@ if __name__ == "__main__":
     if sys.argv[1] == "sign":
         sign()
     else:
-        serve(int(sys.argv[2]), int(sys.argv[3]))
+        serve(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]))

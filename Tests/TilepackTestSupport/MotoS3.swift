@@ -10,6 +10,7 @@ public final class MotoS3: @unchecked Sendable {
     public struct Keys: Decodable, Sendable {
         public var port: Int
         public var metaPort: Int
+        public var proxyPort: Int
         public var accessKeyId: String
         public var secretAccessKey: String
         public var deniedAccessKeyId: String
@@ -26,6 +27,8 @@ public final class MotoS3: @unchecked Sendable {
     public let keys: Keys
     public var endpoint: String { "http://127.0.0.1:\(keys.port)" }
     public var metaEndpoint: String { "http://127.0.0.1:\(keys.metaPort)" }
+    /// The fault-injecting proxy in front of moto (``injectFault(_:matching:times:)``).
+    public var proxyEndpoint: String { "http://127.0.0.1:\(keys.proxyPort)" }
     private let process: Process
     private let input: Pipe
 
@@ -52,10 +55,10 @@ public final class MotoS3: @unchecked Sendable {
     }
 
     init() throws {
-        let ports = try (TestSupport.freeLoopbackPort(), TestSupport.freeLoopbackPort())
+        let ports = try (TestSupport.freeLoopbackPort(), TestSupport.freeLoopbackPort(), TestSupport.freeLoopbackPort())
         process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", Self.script, "serve", String(ports.0), String(ports.1)]
+        process.arguments = ["python3", Self.script, "serve", String(ports.0), String(ports.1), String(ports.2)]
         input = Pipe()
         let output = Pipe()
         process.standardInput = input
@@ -84,6 +87,21 @@ public final class MotoS3: @unchecked Sendable {
             throw POSIXError(.ETIMEDOUT)
         }
         self.keys = keys
+    }
+
+    /// Has the proxy answer the next `times` requests whose request line (`METHOD TARGET`) contains
+    /// `match` with `fault`: `slowdown` (503 SlowDown, Retry-After: 1), `drop` (the connection closed
+    /// halfway through the request body), `signature` (403 SignatureDoesNotMatch), `skew` (403
+    /// RequestTimeTooSkewed, the server's Date 20 minutes ahead).
+    public func injectFault(_ fault: String, matching match: String, times: Int = 1) throws {
+        let curl = Process()
+        curl.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+        let body = String(
+            decoding: try JSONSerialization.data(withJSONObject: ["fault": fault, "match": match, "times": times]), as: UTF8.self)
+        curl.arguments = ["-sf", "-o", "/dev/null", "--max-time", "10", "-X", "POST", "--data-binary", body, "\(proxyEndpoint)/_fault"]
+        try curl.run()
+        curl.waitUntilExit()
+        guard curl.terminationStatus == 0 else { throw POSIXError(.EIO) }
     }
 
     /// botocore's canonical request, string to sign and signature for a request (`tools/moto-s3.py sign`).

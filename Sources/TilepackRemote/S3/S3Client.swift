@@ -203,12 +203,21 @@ public final class S3Client: Sendable {
 
     // MARK: Objects
 
-    /// The object's size and ETag, `nil` when there is none.
+    /// The object's size and ETag, `nil` when there is none. Asked as its first byte (a range GET,
+    /// whose `Content-Range` carries the size whatever the transport makes of a `HEAD`).
     public func head(_ location: S3Location) async throws(S3Error) -> (size: Int, etag: String?)? {
-        let response = try await send("HEAD", location)
-        if response.status == 404 { return nil }
-        try check(response, location: location)
-        return (Int(response.header("content-length") ?? "") ?? 0, response.etag)
+        let response = try await send("GET", location, headers: ["Range": "bytes=0-0"], maximumBodyBytes: 64 << 10)
+        switch response.status {
+        case 404 where S3XML(response.body).first("Code") ?? "NoSuchKey" == "NoSuchKey": return nil
+        case 206:
+            let size = response.header("content-range").flatMap(HTTPByteSource.parseContentRange)?.size
+            return (size ?? 0, response.etag)
+        case 200: return (response.body.count, response.etag)
+        case 416: return (0, response.etag)
+        default:
+            try check(response, location: location)
+            return nil
+        }
     }
 
     /// The objects under `prefix` (ListObjectsV2, every page), keys and sizes in key order.
