@@ -123,16 +123,23 @@ struct S3WriteTests {
         let tree = TestSupport.packageRoot.appendingPathComponent("samples/tiles").path
         let folder = "build/\(UUID().uuidString)"
         let dir = try TemporaryDirectory("s3-build")
-        for shard in 0..<3 {
-            let run = try await TestSupport.run(
-                binary,
-                [
-                    "import", tree, "s3://tiles/\(folder)/parts/part-\(shard).tilepack", "--shard", "\(shard)/3", "--quiet", "--tmpdir",
-                    dir.path,
-                ],
-                environment: environment)
-            #expect(run.status == 0, "\(run.stderr)")
+        // The shard jobs run in parallel, as README's xargs -P runs them.
+        let environment = self.environment
+        let runs = try await withThrowingTaskGroup(of: CommandOutput.self) { group in
+            for shard in 0..<3 {
+                group.addTask {
+                    try await TestSupport.run(
+                        binary,
+                        [
+                            "import", tree, "s3://tiles/\(folder)/parts/part-\(shard).tilepack", "--shard", "\(shard)/3", "--quiet",
+                            "--tmpdir",
+                            dir.path,
+                        ], environment: environment)
+                }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
         }
+        for run in runs { #expect(run.status == 0, "\(run.stderr)") }
         let whole = try await TestSupport.run(binary, ["import", tree, dir.file("whole.tilepack"), "--quiet"])
         #expect(whole.status == 0, "\(whole.stderr)")
         let expected = try Data(contentsOf: URL(fileURLWithPath: dir.file("whole.tilepack")))
