@@ -11,12 +11,12 @@ import TilepackTestSupport
 /// clock and injects nothing): SlowDown and a dropped connection are retried, refused signatures
 /// and a skewed clock are errors that say why, an object replaced mid-read is named, and an upload
 /// that fails leaves nothing behind.
-@Suite(.enabled(if: MotoS3.available, "needs moto's server (pip install 'moto[server]')"))
+@Suite(.serialized, .enabled(if: MotoS3.available, "needs moto's server (pip install 'moto[server]')"))
 struct S3FaultTests {
     static let sample = TestSupport.packageRoot.appendingPathComponent("samples/sample.tilepack").path
 
     let moto: MotoS3
-    init() throws { moto = try MotoS3.shared.get() }
+    init() async throws { moto = try await MotoS3.shared() }
 
     func client(throughProxy: Bool = true, attempts: Int) -> S3Client {
         let keys = S3Credentials(accessKeyId: moto.keys.accessKeyId, secretAccessKey: moto.keys.secretAccessKey)
@@ -28,9 +28,7 @@ struct S3FaultTests {
 
     func bigFile() throws -> (TemporaryDirectory, String) {
         let dir = try TemporaryDirectory("s3-faults")
-        var random = SplitMix64(seed: 7)
-        let data = Data((0..<((11 << 20) / 8)).flatMap { _ in withUnsafeBytes(of: random.next()) { Array($0) } })
-        try data.write(to: URL(fileURLWithPath: dir.file("big.bin")))
+        _ = try S3WriteTests.randomFile(dir.file("big.bin"), bytes: 11 << 20)
         return (dir, dir.file("big.bin"))
     }
 
@@ -62,7 +60,8 @@ struct S3FaultTests {
         let read = S3Location(bucket: "tiles", key: "faults/\(UUID().uuidString)/sample.tilepack")
         try await client(attempts: 1).put(try Data(contentsOf: URL(fileURLWithPath: Self.sample)), at: read)
         try moto.injectFault("slowdown", matching: "GET /tiles/\(read.key)")
-        #expect(try RemoteArchive.open(s3: read, client: client(attempts: 1)).tileCount() == 341)
+        let reader = client(attempts: 1)
+        #expect(try await onThread { try RemoteArchive.open(s3: read, client: reader).tileCount() } == 341)
     }
 
     @Test func aConnectionDroppedMidPartIsRetriedOrTheUploadIsAbortedWhole() async throws {
@@ -89,22 +88,25 @@ struct S3FaultTests {
     @Test func refusedSignaturesAndASkewedClockSayWhy() async throws {
         let location = S3Location(bucket: "tiles", key: "faults/\(UUID().uuidString)/sample.tilepack")
         try await client(attempts: 1).put(try Data(contentsOf: URL(fileURLWithPath: Self.sample)), at: location)
-        func message() -> String {
-            do {
-                _ = try RemoteArchive.open(s3: location, client: client(attempts: 1))
-                return "opened"
-            } catch { return error.description }
+        let reader = client(attempts: 1)
+        func message() async throws -> String {
+            try await onThread {
+                do {
+                    _ = try RemoteArchive.open(s3: location, client: reader)
+                    return "opened"
+                } catch { return "\(error)" }
+            }
         }
         try moto.injectFault("signature", matching: location.key)
-        let signature = message()
+        let signature = try await message()
         #expect(
             signature.contains("SignatureDoesNotMatch") && signature.contains("likely causes") && signature.contains("clock"),
             "\(signature)")
         #expect(signature.contains("bucket tiles, key \(location.key)"), "\(signature)")
         try moto.injectFault("skew", matching: location.key)
-        let skew = message()
+        let skew = try await message()
         #expect(skew.contains("RequestTimeTooSkewed") && skew.contains("clock is off by 1"), "\(skew)")
-        #expect(message() == "opened")
+        #expect(try await message() == "opened")
     }
 
     @Test func anObjectReplacedWhileItIsReadIsAnErrorNotAMix() async throws {
@@ -112,11 +114,13 @@ struct S3FaultTests {
         let client = client(throughProxy: false, attempts: 1)
         var bytes = try Data(contentsOf: URL(fileURLWithPath: Self.sample))
         try await client.put(bytes, at: location)
-        let archive = try RemoteArchive.open(s3: location, client: client)
+        let archive = try await onThread { try RemoteArchive.open(s3: location, client: client) }
         bytes[bytes.count - 1] ^= 0xFF
         try await client.put(bytes, at: location)
-        var failure: String?
-        do { try archive.forEachTile { _, _ in } } catch { failure = "\(error)" }
+        let failure: String? = try await onThread {
+            do { try archive.forEachTile { _, _ in } } catch { return "\(error)" }
+            return nil
+        }
         #expect(failure?.contains("the object changed while it was read") == true, "\(failure ?? "read without error")")
     }
 }

@@ -14,13 +14,13 @@ import TilepackTestSupport
 struct SigV4Tests {
     static let date = Date(timeIntervalSince1970: 1_764_158_400)  // 2025-11-26T12:00:00Z
 
-    func compare(_ request: HTTPRequest, _ credentials: S3Credentials, region: String = "us-east-1") throws {
+    func compare(_ request: HTTPRequest, _ credentials: S3Credentials, region: String = "us-east-1") async throws {
         let signer = SigV4Signer(credentials: credentials, region: region)
         let signed = signer.sign(request, date: Self.date)
         var headers = signed.headers
         headers["Authorization"] = nil
         let ours = signer.signature(method: signed.method, url: signed.url, headers: headers)
-        let theirs = try MotoS3.botocoreSignature(
+        let theirs = try await MotoS3.botocoreSignature(
             method: signed.method, url: signed.url.absoluteString, headers: headers, accessKeyId: credentials.accessKeyId,
             secretAccessKey: credentials.secretAccessKey, sessionToken: credentials.sessionToken, region: region)
         #expect(ours.canonicalRequest == theirs.canonical)
@@ -29,7 +29,7 @@ struct SigV4Tests {
         #expect(signed.headers["Authorization"]?.hasSuffix("Signature=\(theirs.signature)") == true)
     }
 
-    @Test func signaturesEqualBotocoresForTheRequestsTilepackMakes() throws {
+    @Test func signaturesEqualBotocoresForTheRequestsTilepackMakes() async throws {
         let user = S3Credentials(accessKeyId: "AKIDEXAMPLE", secretAccessKey: "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY")
         let session = S3Credentials(accessKeyId: "ASIAEXAMPLE", secretAccessKey: "secret/with+chars", sessionToken: "FQoG//token+=")
         let path = S3Configuration(
@@ -39,19 +39,19 @@ struct SigV4Tests {
         // A range read pinned by its ETag, path-style, a key that needs encoding.
         var get = HTTPRequest(url: path.url(for: odd), headers: ["If-Match": "\"abc\""])
         get.setRange(16384..<20000)
-        try compare(get, user, region: "eu-west-3")
+        try await compare(get, user, region: "eu-west-3")
         // The same virtual-hosted on AWS, with a session token.
         var hosted = HTTPRequest(url: aws.url(for: odd))
         hosted.setRange(0..<16384)
-        try compare(hosted, session, region: "eu-west-3")
+        try await compare(hosted, session, region: "eu-west-3")
         // Multipart upload: create (empty body), a part (a body), ListObjectsV2 with a query to sort.
         let object = S3Location(bucket: "tiles", key: "world.tilepack")
-        try compare(HTTPRequest(url: path.url(for: object, query: "uploads="), method: "POST", body: Data()), user)
+        try await compare(HTTPRequest(url: path.url(for: object, query: "uploads="), method: "POST", body: Data()), user)
         let part = HTTPRequest(
             url: path.url(for: object, query: S3Client.query([("uploadId", "2~x/y+z"), ("partNumber", "3")])), method: "PUT",
             headers: ["Content-Type": "application/octet-stream", "Expect": ""], body: Data((0..<5000).map { UInt8($0 & 255) }))
-        try compare(part, session)
-        try compare(
+        try await compare(part, session)
+        try await compare(
             HTTPRequest(
                 url: path.url(
                     for: S3Location(bucket: "tiles", key: ""), query: S3Client.query([("prefix", "parts/p *"), ("list-type", "2")]))),
@@ -100,7 +100,7 @@ struct S3ReadTests {
     static let pmtiles = TestSupport.fixture("pmtiles/test_fixture_1.pmtiles")
 
     let moto: MotoS3
-    init() throws { moto = try MotoS3.shared.get() }
+    init() async throws { moto = try await MotoS3.shared() }
 
     func client(_ credentials: S3Credentials? = nil, retry: RetryPolicy = RetryPolicy(maximumAttempts: 2)) -> S3Client {
         let keys = credentials ?? S3Credentials(accessKeyId: moto.keys.accessKeyId, secretAccessKey: moto.keys.secretAccessKey)
@@ -127,41 +127,55 @@ struct S3ReadTests {
 
     @Test func aBundleAndAPMTilesReadFromS3MatchTheLocalFiles() async throws {
         let bundle = try await upload(Self.sample, as: "sample.tilepack")
-        let remote = try RemoteArchive.open(s3: bundle, client: client())
-        #expect(remote is BundleArchive)
-        #expect(try Self.sameTiles(remote, try openTileArchive(path: Self.sample)) == 341)
+        // Blocking reads (a request per tile) on a thread of their own, not the cooperative pool's.
+        let client = client()
+        let bundleTiles = try await onThread {
+            let remote = try RemoteArchive.open(s3: bundle, client: client)
+            #expect(remote is BundleArchive)
+            return try Self.sameTiles(remote, try openTileArchive(path: Self.sample))
+        }
+        #expect(bundleTiles == 341)
         if TestSupport.fixturesAvailable {
             let pmtiles = try await upload(Self.pmtiles, as: "fixture.pmtiles")
-            let remote = try RemoteArchive.open(s3: pmtiles, client: client())
-            #expect(remote is PMTilesArchive)
-            #expect(try Self.sameTiles(remote, try openTileArchive(path: Self.pmtiles)) > 0)
-            #expect(try remote.metadata() == openTileArchive(path: Self.pmtiles).metadata())
+            let tiles = try await onThread {
+                let remote = try RemoteArchive.open(s3: pmtiles, client: client)
+                #expect(remote is PMTilesArchive)
+                #expect(try remote.metadata() == openTileArchive(path: Self.pmtiles).metadata())
+                return try Self.sameTiles(remote, try openTileArchive(path: Self.pmtiles))
+            }
+            #expect(tiles > 0)
         }
     }
 
     @Test func authenticationIsEnforcedSoUnsignedReadsAreRefused() async throws {
         let bundle = try await upload(Self.sample, as: "sample.tilepack")
         let url = URL(string: "\(moto.endpoint)/\(bundle.bucket)/\(bundle.key)")!
-        #expect(throws: TileArchiveError.self) { _ = try RemoteArchive.open(url: url) }
+        let refused = try await onThread { () -> Bool in
+            do { _ = try RemoteArchive.open(url: url) } catch { return error is TileArchiveError }
+            return false
+        }
+        #expect(refused)
     }
 
     @Test func errorsNameTheBucketTheKeyAndWhatS3Said() async throws {
         let bundle = try await upload(Self.sample, as: "sample.tilepack")
-        func message(_ client: S3Client, _ location: S3Location) -> String {
-            do {
-                _ = try RemoteArchive.open(s3: location, client: client)
-                return "opened"
-            } catch { return error.description }
+        func message(_ client: S3Client, _ location: S3Location) async throws -> String {
+            try await onThread {
+                do {
+                    _ = try RemoteArchive.open(s3: location, client: client)
+                    return "opened"
+                } catch { return "\(error)" }
+            }
         }
         let missing = S3Location(bucket: "tiles", key: "read/none.pmtiles")
-        let noKey = message(client(), missing)
+        let noKey = try await message(client(), missing)
         #expect(noKey.contains("NoSuchKey") && noKey.contains("bucket tiles, key read/none.pmtiles"), "\(noKey)")
-        let denied = message(
+        let denied = try await message(
             client(S3Credentials(accessKeyId: moto.keys.deniedAccessKeyId, secretAccessKey: moto.keys.deniedSecretAccessKey)), bundle)
         #expect(denied.contains("AccessDenied") && denied.contains("key \(bundle.key)"), "\(denied)")
-        let wrongSecret = message(client(S3Credentials(accessKeyId: moto.keys.accessKeyId, secretAccessKey: "wrong")), bundle)
+        let wrongSecret = try await message(client(S3Credentials(accessKeyId: moto.keys.accessKeyId, secretAccessKey: "wrong")), bundle)
         #expect(wrongSecret.contains("SignatureDoesNotMatch") && wrongSecret.contains("region"), "\(wrongSecret)")
-        let unknown = message(client(S3Credentials(accessKeyId: "AKIAUNKNOWN", secretAccessKey: "x")), bundle)
+        let unknown = try await message(client(S3Credentials(accessKeyId: "AKIAUNKNOWN", secretAccessKey: "x")), bundle)
         #expect(unknown.contains("InvalidAccessKeyId"), "\(unknown)")
     }
 
@@ -215,18 +229,19 @@ struct S3ReadTests {
         for (source, variables) in cases {
             let environment = base.merging(variables) { $1 }
             let configuration = S3Configuration.environment(environment)
-            let archive = try RemoteArchive.open(s3: bundle, client: S3Client(configuration: configuration))
-            #expect(try archive.tileCount() == 341, "\(source)")
+            let count = try await onThread {
+                try RemoteArchive.open(s3: bundle, client: S3Client(configuration: configuration)).tileCount()
+            }
+            #expect(count == 341, "\(source)")
             #expect((configuration.credentials as? S3CredentialChain)?.source == source)
         }
         // Nothing anywhere: an error that lists where it looked.
         let none = S3Configuration.environment(base)
-        do {
-            _ = try RemoteArchive.open(s3: bundle, client: S3Client(configuration: none))
-            Issue.record("opened without credentials")
-        } catch {
-            #expect(error.description.contains("no credentials found") && error.description.contains("AWS_ACCESS_KEY_ID"), "\(error)")
+        let refusal = try await onThread { () -> String in
+            do { _ = try RemoteArchive.open(s3: bundle, client: S3Client(configuration: none)) } catch { return "\(error)" }
+            return "opened without credentials"
         }
+        #expect(refusal.contains("no credentials found") && refusal.contains("AWS_ACCESS_KEY_ID"), "\(refusal)")
     }
 
     /// The command reads s3:// wherever it reads a URL, configured by the environment.

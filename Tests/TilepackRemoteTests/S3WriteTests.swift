@@ -25,10 +25,10 @@ struct PartFailingTransport: HTTPTransport {
 /// Outputs in moto's S3 (authentication enforced): multipart uploads in parallel parts over both
 /// transports, stale uploads aborted first, a failed upload aborted, `--force`, and a sharded
 /// build merged from a prefix and from a glob.
-@Suite(.enabled(if: MotoS3.available, "needs moto's server (pip install 'moto[server]')"))
+@Suite(.serialized, .enabled(if: MotoS3.available, "needs moto's server (pip install 'moto[server]')"))
 struct S3WriteTests {
     let moto: MotoS3
-    init() throws { moto = try MotoS3.shared.get() }
+    init() async throws { moto = try await MotoS3.shared() }
 
     var environment: [String: String] {
         [
@@ -52,9 +52,13 @@ struct S3WriteTests {
         return S3XML(response.body).blocks("Upload").compactMap { $0.first("Key") }
     }
 
+    /// `bytes` (a multiple of 8) of seeded noise written to `path`.
     static func randomFile(_ path: String, bytes: Int) throws -> Data {
         var random = SplitMix64(seed: 33)
-        let data = Data((0..<(bytes / 8)).flatMap { _ in withUnsafeBytes(of: random.next()) { Array($0) } })
+        var data = Data(count: bytes)
+        data.withUnsafeMutableBytes { buffer in
+            for index in 0..<(bytes / 8) { buffer.storeBytes(of: random.next(), toByteOffset: index * 8, as: UInt64.self) }
+        }
         try data.write(to: URL(fileURLWithPath: path))
         return data
     }
@@ -70,12 +74,13 @@ struct S3WriteTests {
         options.concurrency = 2
         let etag = try await client.upload(file: dir.file("big.bin"), to: location, options: options)
         #expect(etag?.hasSuffix("-3\"") == true, "a multipart ETag of 3 parts: \(etag ?? "none")")
-        let source = try HTTPByteSource(s3: location, client: client)
-        #expect(source.count == data.count)
-        for offset in [0, (5 << 20) - 10, 10 << 20, data.count - 100] {
-            let bytes = try source.withBytes(offset: offset, length: 100) { Data($0) }
-            #expect(bytes == data[offset..<(offset + 100)], "bytes at \(offset)")
+        let offsets = [0, (5 << 20) - 10, 10 << 20, data.count - 100]
+        let (count, read) = try await onThread {
+            let source = try HTTPByteSource(s3: location, client: client)
+            return (source.count, try offsets.map { try source.withBytes(offset: $0, length: 100) { Data($0) } })
         }
+        #expect(count == data.count)
+        for (offset, bytes) in zip(offsets, read) { #expect(bytes == data[offset..<(offset + 100)], "bytes at \(offset)") }
         #expect(try await uploadsInProgress(client, prefix: location.key).isEmpty)
     }
 
@@ -149,8 +154,12 @@ struct S3WriteTests {
                 binary, ["merge", input, output.description, "--quiet", "--json"], environment: environment)
             #expect(merge.status == 0, "\(merge.stderr)")
             #expect(merge.stdout.contains("part-2.tilepack"), "\(merge.stdout)")
-            let source = try HTTPByteSource(s3: output, client: client())
-            #expect(try source.withBytes(offset: 0, length: source.count) { Data($0) } == expected, "\(name)")
+            let reader = client()
+            let stored = try await onThread {
+                let source = try HTTPByteSource(s3: output, client: reader)
+                return try source.withBytes(offset: 0, length: source.count) { Data($0) }
+            }
+            #expect(stored == expected, "\(name)")
         }
         let again = try await TestSupport.run(
             binary, ["merge", "s3://tiles/\(folder)/parts/", "s3://tiles/\(folder)/prefix/world.tilepack", "--quiet"],

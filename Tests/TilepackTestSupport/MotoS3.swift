@@ -34,24 +34,41 @@ public final class MotoS3: @unchecked Sendable {
 
     static let script = TestSupport.packageRoot.appendingPathComponent("tools/moto-s3.py").path
 
-    /// Whether python3 has moto's server and botocore (PyPI `moto[server]`; `.ci/run` installs it).
-    public static let available: Bool = python(["-c", "import moto.server, boto3, botocore, flask"]) == 0
-
-    /// Whether botocore alone is there (for comparing signatures).
-    public static let botocoreAvailable: Bool = python(["-c", "import botocore"]) == 0
-
-    /// The server of this test process, or the error that kept it from starting.
-    public static let shared: Result<MotoS3, any Error> = Result { try MotoS3() }
-
-    static func python(_ arguments: [String]) -> Int32 {
+    /// What python3 can import, asked once: 2 for moto's server and botocore (PyPI `moto[server]`;
+    /// `.ci/run` installs it), 1 for botocore alone, 0 for neither.
+    static let installed: Int32 = {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3"] + arguments
+        process.arguments = [
+            "python3", "-c",
+            "import sys\ntry:\n import botocore\nexcept ImportError: sys.exit(0)\ntry:\n import moto.server, boto3, flask\nexcept ImportError: sys.exit(1)\nsys.exit(2)",
+        ]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return -1 }
+        guard (try? process.run()) != nil else { return 0 }
         process.waitUntilExit()
         return process.terminationStatus
+    }()
+
+    /// Whether moto's server and botocore are there.
+    public static var available: Bool { installed == 2 }
+
+    /// Whether botocore is there (for comparing signatures).
+    public static var botocoreAvailable: Bool { installed >= 1 }
+
+    private static let starting = Locked<Task<MotoS3, any Error>?>(nil)
+
+    /// The server of this test process, started by the first caller on a thread of its own (its
+    /// start takes seconds: a test waiting for it holds no thread of the cooperative pool, which
+    /// the other tests running beside it need).
+    public static func shared() async throws -> MotoS3 {
+        let task = starting.withLock { task in
+            if let task { return task }
+            let started = Task { try await onThread { try MotoS3() } }
+            task = started
+            return started
+        }
+        return try await task.value
     }
 
     init() throws {
@@ -106,6 +123,17 @@ public final class MotoS3: @unchecked Sendable {
 
     /// botocore's canonical request, string to sign and signature for a request (`tools/moto-s3.py sign`).
     public static func botocoreSignature(
+        method: String, url: String, headers: [String: String], accessKeyId: String, secretAccessKey: String, sessionToken: String?,
+        region: String
+    ) async throws -> (canonical: String, stringToSign: String, signature: String) {
+        try await onThread {
+            try botocoreSignatureWaiting(
+                method: method, url: url, headers: headers, accessKeyId: accessKeyId, secretAccessKey: secretAccessKey,
+                sessionToken: sessionToken, region: region)
+        }
+    }
+
+    static func botocoreSignatureWaiting(
         method: String, url: String, headers: [String: String], accessKeyId: String, secretAccessKey: String, sessionToken: String?,
         region: String
     ) throws -> (canonical: String, stringToSign: String, signature: String) {

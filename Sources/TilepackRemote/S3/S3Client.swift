@@ -90,16 +90,7 @@ struct S3XML {
     func first(_ name: String) -> String? { all(name).first }
 
     /// The texts of every `<name>` element, in order.
-    func all(_ name: String) -> [String] {
-        var found: [String] = []
-        var rest = text[...]
-        while let open = rest.range(of: "<\(name)>") {
-            guard let close = rest[open.upperBound...].range(of: "</\(name)>") else { break }
-            found.append(Self.unescape(String(rest[open.upperBound..<close.lowerBound])))
-            rest = rest[close.upperBound...]
-        }
-        return found
-    }
+    func all(_ name: String) -> [String] { blocks(name).map { Self.unescape($0.text) } }
 
     /// The inner XML of every `<name>` block (for lists of records).
     func blocks(_ name: String) -> [S3XML] {
