@@ -19,9 +19,14 @@ public final class MotoS3: @unchecked Sendable {
         public var session: Session
     }
     public struct Session: Decodable, Sendable {
-        public var AccessKeyId: String
-        public var SecretAccessKey: String
-        public var Token: String
+        public var accessKeyId: String
+        public var secretAccessKey: String
+        public var token: String
+        enum CodingKeys: String, CodingKey {
+            case accessKeyId = "AccessKeyId"
+            case secretAccessKey = "SecretAccessKey"
+            case token = "Token"
+        }
     }
 
     public let keys: Keys

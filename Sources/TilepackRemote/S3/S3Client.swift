@@ -26,11 +26,11 @@ public struct S3Error: Error, Sendable, Hashable, CustomStringConvertible {
     }
 
     public var description: String {
-        var where_ = ""
-        if let bucket { where_ = key.map { $0.isEmpty ? "s3://\(bucket)/: " : "s3://\(bucket)/\($0): " } ?? "s3://\(bucket): " }
+        var place = ""
+        if let bucket { place = key.map { $0.isEmpty ? "s3://\(bucket)/: " : "s3://\(bucket)/\($0): " } ?? "s3://\(bucket): " }
         let status = self.status.map { " (HTTP \($0))" } ?? ""
         let names = bucket.map { b in " [bucket \(b)\(key.map { ", key \($0)" } ?? "")]" } ?? ""
-        return "\(where_)\(code)\(status): \(message)\(names)\(hint.map { "; \($0)" } ?? "")"
+        return "\(place)\(code)\(status): \(message)\(names)\(hint.map { "; \($0)" } ?? "")"
     }
 
     /// The error of a non-2xx answer from S3, its XML body read for `Code` and `Message`.

@@ -192,10 +192,16 @@ public final class S3CredentialChain: S3CredentialsProvider {
     /// `{"AccessKeyId", "SecretAccessKey", "Token", "Expiration"}`, as ECS and EC2 answer.
     static func parseJSONCredentials(_ response: HTTPResponse, from source: String) throws(S3Error) -> S3Credentials {
         struct Answer: Decodable {
-            var AccessKeyId: String
-            var SecretAccessKey: String
-            var Token: String?
-            var Expiration: String?
+            var accessKeyId: String
+            var secretAccessKey: String
+            var token: String?
+            var expiration: String?
+            enum CodingKeys: String, CodingKey {
+                case accessKeyId = "AccessKeyId"
+                case secretAccessKey = "SecretAccessKey"
+                case token = "Token"
+                case expiration = "Expiration"
+            }
         }
         guard response.status == 200, let answer = try? JSONDecoder().decode(Answer.self, from: response.body) else {
             throw S3Error(
@@ -205,8 +211,8 @@ public final class S3CredentialChain: S3CredentialsProvider {
             )
         }
         return S3Credentials(
-            accessKeyId: answer.AccessKeyId, secretAccessKey: answer.SecretAccessKey, sessionToken: answer.Token,
-            expiration: answer.Expiration.flatMap(parseDate))
+            accessKeyId: answer.accessKeyId, secretAccessKey: answer.secretAccessKey, sessionToken: answer.token,
+            expiration: answer.expiration.flatMap(parseDate))
     }
 
     /// ISO 8601 with or without fractional seconds.
