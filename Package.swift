@@ -121,7 +121,7 @@ let package = Package(
 
         // Floor 3: what the command-line tool does, as a library.
         // Floor 3: archives over HTTP(S) range requests, behind Storage's byte-source protocol.
-        .target(name: "TilepackRemote", dependencies: ["TilepackCore", "TilepackStorage", "TilepackHTTP"]),
+        .target(name: "TilepackRemote", dependencies: ["TilepackCore", "TilepackChecksum", "TilepackStorage", "TilepackHTTP"]),
 
         .target(
             name: "TilepackOperations",

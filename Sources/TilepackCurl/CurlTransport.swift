@@ -264,6 +264,15 @@ final class CurlLoop: @unchecked Sendable {
         } else {
             ok = ok && tilepack_curl_set_pointer(easy, CURLOPT_CUSTOMREQUEST, nil) == CURLE_OK
         }
+        if let body = request.body {
+            // The body is copied into the handle (the request's bytes need not outlive this call);
+            // the handle is reset when the transfer ends, so the next request is no upload.
+            ok =
+                ok && tilepack_curl_set_long(easy, CURLOPT_POSTFIELDSIZE, body.count) == CURLE_OK
+                && (body.isEmpty
+                    ? tilepack_curl_set_pointer(easy, CURLOPT_COPYPOSTFIELDS, "")
+                    : body.withUnsafeBytes { tilepack_curl_set_pointer(easy, CURLOPT_COPYPOSTFIELDS, $0.baseAddress) }) == CURLE_OK
+        }
         if let userAgent {
             ok = ok && userAgent.withCString { tilepack_curl_set_pointer(easy, CURLOPT_USERAGENT, $0) } == CURLE_OK
         } else {
@@ -331,6 +340,9 @@ final class CurlLoop: @unchecked Sendable {
             else { continue }
             if name.utf8.count == 10 && name.lowercased() == "user-agent" {
                 userAgent = value
+            } else if value.isEmpty {
+                // "Name:" with nothing after it stops curl sending a field of its own (`Expect:`).
+                list = tilepack_curl_slist_append(list, "\(name):")
             } else {
                 list = tilepack_curl_slist_append(list, "\(name): \(value)")
             }
@@ -349,7 +361,7 @@ final class CurlLoop: @unchecked Sendable {
         tilepack_curl_multi_remove_handle(multi, easy)
         // A handle that ended a transfer cleanly keeps its options for the next one; after a
         // fault it starts afresh.
-        release(transfer, reset: fault != nil)
+        release(transfer, reset: fault != nil || transfer.request.body != nil)
         end(transfer, fault)
     }
 

@@ -3,7 +3,7 @@ import Foundation
 /// One HTTP request: a URL, a method, headers, and the bounds it runs within.
 public struct HTTPRequest: Sendable, Hashable {
     public var url: URL
-    /// `GET` or `HEAD`.
+    /// `GET` or `HEAD`; `PUT`, `POST` or `DELETE` (object-store writes, with ``body``).
     public var method: String
     /// Extra header fields (`Range`, `If-None-Match`, ...). `User-Agent` overrides the client's.
     public var headers: [String: String]
@@ -12,16 +12,19 @@ public struct HTTPRequest: Sendable, Hashable {
     public var timeout: Duration
     /// The largest body accepted; a longer one (declared or received) gives ``HTTPError/Fault/tooLarge(limit:)``.
     public var maximumBodyBytes: Int
+    /// The bytes sent with the request (a `PUT` or `POST`), `nil` for none.
+    public var body: Data?
 
     public init(
         url: URL, method: String = "GET", headers: [String: String] = [:],
-        timeout: Duration = .seconds(30), maximumBodyBytes: Int = 16 << 20
+        timeout: Duration = .seconds(30), maximumBodyBytes: Int = 16 << 20, body: Data? = nil
     ) {
         self.url = url
         self.method = method
         self.headers = headers
         self.timeout = timeout
         self.maximumBodyBytes = maximumBodyBytes
+        self.body = body
     }
 
     /// Asks for the bytes `range` (`Range: bytes=first-last`) of the resource.

@@ -40,7 +40,8 @@ public final class HTTPByteSource: ByteSource, @unchecked Sendable {
     }
 
     public let url: URL
-    public var name: String { url.absoluteString }
+    /// The URL, or `s3://BUCKET/KEY` for an object in S3.
+    public let name: String
     public let count: Int
     /// The `ETag` the object was pinned by (`nil` when the server sends none).
     public let etag: String?
@@ -60,6 +61,7 @@ public final class HTTPByteSource: ByteSource, @unchecked Sendable {
     public let options: Options
 
     private let client: HTTPClient
+    private let authority: (any RangeRequestAuthority)?
     private let head: Data
     private struct State {
         /// Cached chunks by their first byte, with a use stamp for eviction.
@@ -76,18 +78,34 @@ public final class HTTPByteSource: ByteSource, @unchecked Sendable {
     public var requestCount: Int { state.withLock { $0.requests } }
 
     /// Opens `url`: one request, for the first ``Options/initialLength`` bytes.
-    public init(url: URL, client: HTTPClient = .shared, options: Options = Options()) throws(TileArchiveError) {
+    public convenience init(url: URL, client: HTTPClient = .shared, options: Options = Options()) throws(TileArchiveError) {
+        try self.init(url: url, client: client, options: options, authority: nil)
+    }
+
+    /// Opens the object at `location` in S3 (or an S3-compatible store): every request signed
+    /// by `client`'s credentials, every error answer named with S3's code.
+    public convenience init(s3 location: S3Location, client: S3Client = .environment, options: Options = Options()) throws(TileArchiveError)
+    {
+        try self.init(
+            url: client.configuration.url(for: location), client: client.http, options: options,
+            authority: S3RangeAuthority(client: client, location: location))
+    }
+
+    init(url: URL, client: HTTPClient, options: Options, authority: (any RangeRequestAuthority)?) throws(TileArchiveError) {
         self.url = url
+        self.name = authority?.name ?? url.absoluteString
         self.client = client
         self.options = options
+        self.authority = authority
         let first = try Self.fetch(
-            url: url, range: 0..<options.initialLength, etag: nil, client: client, options: options, expectedSize: nil)
+            url: url, range: 0..<options.initialLength, etag: nil, client: client, options: options, expectedSize: nil,
+            authority: authority)
         state.withLock { $0.requests += first.attempts }
         count = first.size
         etag = first.etag
         lastModified = first.etag == nil ? first.lastModified : nil
         head = first.body
-        if etag == nil, count > head.count, let note = Self.notes.withLock({ $0 }) { note("\(url.absoluteString) is pinned by \(pin)") }
+        if etag == nil, count > head.count, let note = Self.notes.withLock({ $0 }) { note("\(name) is pinned by \(pin)") }
     }
 
     // MARK: ByteSource
@@ -141,7 +159,7 @@ public final class HTTPByteSource: ByteSource, @unchecked Sendable {
     private func fetch(_ range: Range<Int>) throws(TileArchiveError) -> Data {
         let result = try Self.fetch(
             url: url, range: range, etag: etag, client: client, options: options, expectedSize: count,
-            lastModified: lastModified)
+            lastModified: lastModified, authority: authority)
         state.withLock { state in
             state.requests += result.attempts
             state.clock += 1
@@ -168,9 +186,9 @@ public final class HTTPByteSource: ByteSource, @unchecked Sendable {
     /// One range request, retried as the options say, with every answer checked.
     static func fetch(
         url: URL, range: Range<Int>, etag: String?, client: HTTPClient, options: Options, expectedSize: Int?,
-        lastModified: String? = nil
+        lastModified: String? = nil, authority: (any RangeRequestAuthority)? = nil
     ) throws(TileArchiveError) -> Fetched {
-        let name = url.absoluteString
+        let name = authority?.name ?? url.absoluteString
         func fail(_ fault: TileArchiveError.Fault) -> TileArchiveError { TileArchiveError(path: name, fault: fault) }
         var request = HTTPRequest(url: url, timeout: options.timeout, maximumBodyBytes: max(range.count, 1) + 1024)
         request.setRange(UInt64(range.lowerBound)..<UInt64(range.upperBound))
@@ -180,13 +198,20 @@ public final class HTTPByteSource: ByteSource, @unchecked Sendable {
         if etag == nil, let lastModified { request.headers["If-Unmodified-Since"] = lastModified }
         let attempts = Locked(1)
         let prepared = request
-        let outcome = RemoteExecutor.shared.run { () async throws(HTTPError) -> HTTPResponse in
-            try await client.send(prepared, retry: options.retry) { _, _, _ in attempts.withLock { $0 += 1 } }
+        let outcome = RemoteExecutor.shared.run { () async throws(RangeRequestFailure) -> HTTPResponse in
+            var signed = prepared
+            if let authority {
+                signed = try await authority.prepare(prepared)
+            }
+            do throws(HTTPError) {
+                return try await client.send(signed, retry: options.retry) { _, _, _ in attempts.withLock { $0 += 1 } }
+            } catch { throw .http(error) }
         }
         let response: HTTPResponse
         switch outcome {
         case .success(let value): response = value
-        case .failure(let error):
+        case .failure(.refused(let reason)): throw fail(.cannotOpen(errno: 0, reason: reason))
+        case .failure(.http(let error)):
             if case .tooLarge = error.fault {
                 throw fail(
                     .io(
@@ -248,7 +273,7 @@ public final class HTTPByteSource: ByteSource, @unchecked Sendable {
                     "the object changed while it was read (If-Match \(etag ?? "") or If-Unmodified-Since \(lastModified ?? "") failed); open it again"
                 ))
         default:
-            throw fail(.cannotOpen(errno: 0, reason: "HTTP status \(response.status)"))
+            throw fail(.cannotOpen(errno: 0, reason: authority?.explain(response) ?? "HTTP status \(response.status)"))
         }
     }
 
@@ -287,5 +312,37 @@ final class RemoteExecutor: TaskExecutor, @unchecked Sendable {
         }
         done.wait()
         return result.withLock { $0 }!
+    }
+}
+
+/// What signs the range requests of an ``HTTPByteSource`` and explains the store's error answers
+/// (S3: SigV4 and its XML errors); plain http(s) has none.
+protocol RangeRequestAuthority: Sendable {
+    /// How the object is named in errors (`s3://BUCKET/KEY`).
+    var name: String { get }
+    /// The request, signed; throws the reason it cannot be (no credentials).
+    func prepare(_ request: HTTPRequest) async throws(RangeRequestFailure) -> HTTPRequest
+    /// An error answer in words.
+    func explain(_ response: HTTPResponse) -> String
+}
+
+enum RangeRequestFailure: Error {
+    case refused(String)
+    case http(HTTPError)
+}
+
+/// S3's signing and error words for a byte source.
+struct S3RangeAuthority: RangeRequestAuthority {
+    let client: S3Client
+    let location: S3Location
+
+    var name: String { location.description }
+
+    func prepare(_ request: HTTPRequest) async throws(RangeRequestFailure) -> HTTPRequest {
+        do { return try await client.sign(request, location: location) } catch { throw .refused(error.description) }
+    }
+
+    func explain(_ response: HTTPResponse) -> String {
+        S3Error.answer(response, location: location, region: client.configuration.region).description
     }
 }

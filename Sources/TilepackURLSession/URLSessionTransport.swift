@@ -40,6 +40,7 @@ public final class URLSessionTransport: PlatformHTTPTransport {
         urlRequest.cachePolicy = .reloadIgnoringLocalCacheData
         urlRequest.timeoutInterval = HTTPClient.seconds(request.timeout)
         for (name, value) in request.headers { urlRequest.setValue(value, forHTTPHeaderField: name) }
+        urlRequest.httpBody = request.body
 
         let task = session.dataTask(with: urlRequest)
         let exchange = Exchange(response)

@@ -145,6 +145,12 @@ struct AggregateHashOption: ParsableArguments {
     var enabled = false
 }
 
+/// Where an `s3://` output is built before it is uploaded.
+struct UploadOptions: ParsableArguments {
+    @Option(help: "An s3:// output: the folder it is built in before the upload (default: the system's temporary folder).")
+    var tmpdir: String?
+}
+
 struct OutputOptions: ParsableArguments {
     @Flag(name: .shortAndLong, help: "No progress bar.")
     var quiet = false

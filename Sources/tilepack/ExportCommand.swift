@@ -149,6 +149,8 @@ struct ConvertCommand: ParsableCommand {
 
     @OptionGroup var outputOptions: OutputOptions
 
+    @OptionGroup var upload: UploadOptions
+
     func run() throws {
         var options = ConvertOptions()
         if let format {
@@ -169,7 +171,9 @@ struct ConvertCommand: ParsableCommand {
         options.aggregateTilesHash = aggregateHash.enabled
         let bar = ProgressBar.start(label: "convert", quiet: outputOptions.quiet)
         defer { bar?.finish() }
-        let report = try ArchiveConverter.run(source: input, destination: output, options: options, progress: bar?.handler)
+        let report = try RemoteOutput.write(to: output, overwrite: force, temporaryFolder: upload.tmpdir) { local in
+            try ArchiveConverter.run(source: input, destination: local, options: options, progress: bar?.handler)
+        }
         bar?.finish()
         if outputOptions.json {
             try printJSON(report)

@@ -32,6 +32,8 @@ struct ExtractCommand: ParsableCommand {
 
     @OptionGroup var outputOptions: OutputOptions
 
+    @OptionGroup var upload: UploadOptions
+
     func validate() throws {
         if let minZoom, let maxZoom, minZoom > maxZoom {
             throw ValidationError("--min-zoom \(minZoom) is above --max-zoom \(maxZoom)")
@@ -52,7 +54,9 @@ struct ExtractCommand: ParsableCommand {
         if let note = area.bbox?.box.antimeridianNote { printError("note: \(note)") }
         let bar = ProgressBar.start(label: "extract", quiet: outputOptions.quiet)
         defer { bar?.finish() }
-        let report = try TileExtractor.run(source: source, destination: output, options: options, progress: bar?.handler)
+        let report = try RemoteOutput.write(to: output, overwrite: force, temporaryFolder: upload.tmpdir) { local in
+            try TileExtractor.run(source: source, destination: local, options: options, progress: bar?.handler)
+        }
         bar?.finish()
         if outputOptions.json {
             try printJSON(report)
@@ -86,6 +90,8 @@ struct MergeCommand: ParsableCommand {
 
     @OptionGroup var outputOptions: OutputOptions
 
+    @OptionGroup var upload: UploadOptions
+
     func validate() throws {
         if paths.count < 2 { throw ValidationError("give at least one input and the output") }
     }
@@ -97,9 +103,10 @@ struct MergeCommand: ParsableCommand {
         options.aggregateTilesHash = aggregateHash.enabled
         let bar = ProgressBar.start(label: "merge", quiet: outputOptions.quiet)
         defer { bar?.finish() }
-        let report = try ArchiveMerger.run(
-            inputs: Array(paths.dropLast()), destination: paths.last!, options: options,
-            progress: bar?.handler)
+        let inputs = try RemoteInputs.expand(Array(paths.dropLast()))
+        let report = try RemoteOutput.write(to: paths.last!, overwrite: force, temporaryFolder: upload.tmpdir) { local in
+            try ArchiveMerger.run(inputs: inputs, destination: local, options: options, progress: bar?.handler)
+        }
         bar?.finish()
         if outputOptions.json {
             try printJSON(report)

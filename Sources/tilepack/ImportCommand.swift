@@ -84,6 +84,8 @@ struct ImportCommand: ParsableCommand {
 
     @OptionGroup var output: OutputOptions
 
+    @OptionGroup var upload: UploadOptions
+
     func validate() throws {
         if let minZoom, let maxZoom, minZoom > maxZoom {
             throw ValidationError("--min-zoom \(minZoom) is above --max-zoom \(maxZoom)")
@@ -95,6 +97,7 @@ struct ImportCommand: ParsableCommand {
             throw ValidationError("--type must be overlay or baselayer")
         }
         if append && force { throw ValidationError("--append and --force exclude each other") }
+        if append && archive.lowercased().hasPrefix("s3://") { throw ValidationError("--append cannot add to an object in S3") }
         if encode != nil && !archive.lowercased().hasSuffix(".tilepack") {
             throw ValidationError("--encode stores raw pixels, which only a .tilepack bundle can hold")
         }
@@ -121,7 +124,9 @@ struct ImportCommand: ParsableCommand {
         }
         let bar = ProgressBar.start(label: "import", quiet: output.quiet)
         defer { bar?.finish() }
-        let result = try TileImporter.run(source: tree, destination: archive, options: options, progress: bar?.handler)
+        let result = try RemoteOutput.write(to: archive, overwrite: force, temporaryFolder: upload.tmpdir) { local in
+            try TileImporter.run(source: tree, destination: local, options: options, progress: bar?.handler)
+        }
         bar?.finish()
         if output.json {
             try printJSON(result)

@@ -13,20 +13,7 @@ func toolMissing(_ tool: String) -> Bool {
 }
 
 /// A free TCP port on 127.0.0.1 (bound, read, released).
-func freePort() throws -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    address.sin_port = 0
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let bound = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-    }
-    guard bound else { throw POSIXError(.EADDRNOTAVAIL) }
-    return Int(UInt16(bigEndian: address.sin_port))
-}
+func freePort() throws -> Int { try TestSupport.freeLoopbackPort() }
 
 /// Waits until something accepts connections on the port (at most `seconds`).
 func waitForPort(_ port: Int, seconds: Double = 10) -> Bool {

@@ -1,0 +1,92 @@
+import Foundation
+import TilepackCore
+import TilepackRemote
+
+/// An operation's output at an `s3://` URL: the archive is built in a temporary folder on this
+/// machine and uploaded by multipart upload (``S3Client/upload(file:to:options:)``), so the object
+/// appears whole or not at all; an output that is a path is written where it is.
+public enum RemoteOutput {
+    /// Runs `build` with the path to write: `destination` itself, or for `s3://BUCKET/KEY` a file
+    /// of the same name in a new folder under `temporaryFolder` (else the system's), uploaded once
+    /// `build` returns, the folder removed however it ends. An existing object is an error unless
+    /// `overwrite`, checked before anything is built.
+    public static func write<R>(
+        to destination: String, overwrite: Bool, temporaryFolder: String? = nil, client: S3Client? = nil,
+        _ build: (String) throws -> R
+    ) throws -> R {
+        guard S3Location.isS3(destination) else { return try build(destination) }
+        guard let location = S3Location(destination), !location.isPrefix, !location.isGlob else {
+            throw OperationError(path: destination, fault: .badInput("an output in S3 is s3://BUCKET/KEY, a key naming one object"))
+        }
+        let client = client ?? S3Client.environment
+        if !overwrite {
+            let existing = try s3(destination) { () async throws(S3Error) in try await client.head(location) }
+            if let existing {
+                throw OperationError(
+                    path: destination, fault: .badInput("the object exists (\(existing.size) bytes): use --force to replace it"))
+            }
+        }
+        let base = temporaryFolder ?? NSTemporaryDirectory()
+        let folder = (base as NSString).appendingPathComponent("tilepack-upload-\(UUID().uuidString)")
+        do {
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        } catch {
+            throw OperationError(path: folder, fault: .io("cannot make the temporary folder for the upload: \(error.localizedDescription)"))
+        }
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let local = (folder as NSString).appendingPathComponent(location.fileName)
+        let result = try build(local)
+        _ = try s3(destination) { () async throws(S3Error) in try await client.upload(file: local, to: location) }
+        return result
+    }
+
+    /// Waits for an S3 exchange; its error as the operation's.
+    static func s3<T: Sendable>(_ destination: String, _ body: @escaping @Sendable () async throws(S3Error) -> T) throws(OperationError)
+        -> T
+    {
+        do {
+            return try S3Client.wait(body)
+        } catch {
+            throw OperationError(path: destination, fault: .io(error.description))
+        }
+    }
+}
+
+/// Inputs named by an S3 prefix (`s3://BUCKET/parts/`) or a glob in the key's last segment
+/// (`s3://BUCKET/parts/part-*.tilepack`), listed with ListObjectsV2.
+public enum RemoteInputs {
+    /// `inputs` with each prefix or glob replaced by the archives it names (`.tilepack`,
+    /// `.pmtiles`, `.mbtiles` keys, in key order); one that names none is an error.
+    public static func expand(_ inputs: [String], client: S3Client? = nil) throws(OperationError) -> [String] {
+        var expanded: [String] = []
+        for input in inputs {
+            guard let location = S3Location(input), location.isPrefix || location.isGlob else {
+                expanded.append(input)
+                continue
+            }
+            let client = client ?? S3Client.environment
+            let slash = location.key.lastIndex(of: "/").map { location.key.index(after: $0) } ?? location.key.startIndex
+            let folder = String(location.key[..<slash])
+            let pattern = location.isGlob ? String(location.key[slash...]) : nil
+            let listed = try RemoteOutput.s3(input) { () async throws(S3Error) in
+                try await client.list(bucket: location.bucket, prefix: pattern == nil ? location.key : folder)
+            }
+            let archives = listed.map(\.key).filter { key in
+                let name = String(key.dropFirst(folder.count))
+                if let pattern {
+                    return !name.contains("/") && fnmatch(pattern, name, 0) == 0
+                }
+                let lower = key.lowercased()
+                return lower.hasSuffix(".tilepack") || lower.hasSuffix(".pmtiles") || lower.hasSuffix(".mbtiles")
+            }
+            guard !archives.isEmpty else {
+                throw OperationError(
+                    path: input,
+                    fault: .badInput(
+                        pattern == nil ? "no archive (.tilepack, .pmtiles, .mbtiles) under this prefix" : "no object matches this pattern"))
+            }
+            expanded += archives.map { "s3://\(location.bucket)/\($0)" }
+        }
+        return expanded
+    }
+}

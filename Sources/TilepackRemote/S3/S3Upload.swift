@@ -1,0 +1,150 @@
+import Foundation
+import TilepackCore
+import TilepackHTTP
+
+extension S3Client {
+    /// How a file goes up.
+    public struct UploadOptions: Sendable {
+        /// The bytes of a part (S3 takes 5 MiB at least, but for the last; 10,000 parts at most:
+        /// larger files get larger parts).
+        public var partSize = 8 << 20
+        /// Parts in flight at once (memory: about twice this many parts).
+        public var concurrency = 4
+        public init() {}
+    }
+
+    /// Puts the file at `path` at `location` by multipart upload in parallel parts, so the object
+    /// appears whole or not at all: the upload is completed only when every part is up, and
+    /// aborted when any fails. First, the stale multipart uploads of the same key (left by a
+    /// killed process, which could not abort its own) are listed (ListMultipartUploads) and
+    /// aborted. Returns the object's ETag.
+    @discardableResult
+    public func upload(file path: String, to location: S3Location, options: UploadOptions = UploadOptions()) async throws(S3Error)
+        -> String?
+    {
+        let fd = open(path, O_RDONLY)
+        guard fd >= 0 else {
+            throw S3Error(
+                bucket: location.bucket, key: location.key, code: "LocalFile",
+                message: "cannot read \(path): \(String(cString: strerror(errno)))")
+        }
+        defer { close(fd) }
+        var info = stat()
+        fstat(fd, &info)
+        let size = Int(info.st_size)
+        try await abortStaleUploads(of: location)
+        let created = try await send("POST", location, query: "uploads=", body: Data())
+        try check(created, location: location)
+        guard let uploadId = S3XML(created.body).first("UploadId") else {
+            throw S3Error(
+                bucket: location.bucket, key: location.key, status: created.status, code: "InvalidResponse",
+                message: "CreateMultipartUpload answered no UploadId")
+        }
+        do throws(S3Error) {
+            let partSize = max(options.partSize, (size + 9999) / 10000, 5 << 20)
+            let parts = max(1, (size + partSize - 1) / partSize)
+            let etags = try await uploadParts(
+                fd: fd, size: size, partSize: partSize, parts: parts, uploadId: uploadId, location: location,
+                concurrency: options.concurrency)
+            var xml = "<CompleteMultipartUpload>"
+            for (number, etag) in etags.enumerated() {
+                xml += "<Part><PartNumber>\(number + 1)</PartNumber><ETag>\(S3XML.escape(etag))</ETag></Part>"
+            }
+            xml += "</CompleteMultipartUpload>"
+            let completed = try await send(
+                "POST", location, query: S3Client.query([("uploadId", uploadId)]), headers: ["Content-Type": "application/xml"],
+                body: Data(xml.utf8), timeout: .seconds(600))
+            try check(completed, location: location)
+            // S3 may answer 200 and report the failure in the body.
+            let answer = S3XML(completed.body)
+            if answer.first("Code") != nil, answer.first("ETag") == nil {
+                throw S3Error.answer(
+                    HTTPResponse(url: completed.url, status: 500, fields: completed.fields, body: completed.body), location: location,
+                    region: configuration.region)
+            }
+            return answer.first("ETag")
+        } catch {
+            // Nothing half-written: the parts go away with the upload. A failed abort is left to
+            // the next upload of this key, and to the bucket's lifecycle rule.
+            _ = try? await abort(uploadId: uploadId, location: location)
+            throw error
+        }
+    }
+
+    /// Aborts every multipart upload of exactly `location`'s key; returns how many.
+    @discardableResult
+    public func abortStaleUploads(of location: S3Location) async throws(S3Error) -> Int {
+        let bucket = S3Location(bucket: location.bucket, key: "")
+        let response = try await send("GET", bucket, query: S3Client.query([("prefix", location.key), ("uploads", "")]))
+        try check(response, location: location)
+        var aborted = 0
+        for upload in S3XML(response.body).blocks("Upload") where upload.first("Key") == location.key {
+            guard let id = upload.first("UploadId") else { continue }
+            try await abort(uploadId: id, location: location)
+            aborted += 1
+        }
+        return aborted
+    }
+
+    func abort(uploadId: String, location: S3Location) async throws(S3Error) {
+        let response = try await send("DELETE", location, query: S3Client.query([("uploadId", uploadId)]))
+        try check(response, [200, 204, 404], location: location)
+    }
+
+    /// The parts, `concurrency` at a time, read with `pread`; their ETags in part order.
+    private func uploadParts(
+        fd: Int32, size: Int, partSize: Int, parts: Int, uploadId: String, location: S3Location, concurrency: Int
+    ) async throws(S3Error) -> [String] {
+        let outcome: Result<[String], S3Error> = await withTaskGroup(of: Result<(Int, String), S3Error>.self) { group in
+            var etags = [String](repeating: "", count: parts)
+            var next = 0
+            func add() {
+                let number = next
+                next += 1
+                group.addTask {
+                    do throws(S3Error) {
+                        let offset = number * partSize
+                        let length = min(partSize, size - offset)
+                        var body = Data(count: length)
+                        let read = body.withUnsafeMutableBytes { pread(fd, $0.baseAddress, length, off_t(offset)) }
+                        guard read == length else {
+                            throw S3Error(
+                                bucket: location.bucket, key: location.key, code: "LocalFile",
+                                message: "the file changed while it was uploaded (part \(number + 1))")
+                        }
+                        let response = try await self.send(
+                            "PUT", location, query: S3Client.query([("partNumber", String(number + 1)), ("uploadId", uploadId)]),
+                            body: body,
+                            timeout: .seconds(600), maximumBodyBytes: 1 << 20)
+                        try self.check(response, location: location)
+                        guard let etag = response.etag else {
+                            throw S3Error(
+                                bucket: location.bucket, key: location.key, status: response.status, code: "InvalidResponse",
+                                message: "UploadPart \(number + 1) answered no ETag")
+                        }
+                        return .success((number, etag))
+                    } catch { return .failure(error) }
+                }
+            }
+            for _ in 0..<min(max(1, concurrency), parts) { add() }
+            while let result = await group.next() {
+                switch result {
+                case .success(let (number, etag)):
+                    etags[number] = etag
+                    if next < parts { add() }
+                case .failure(let error):
+                    group.cancelAll()
+                    return .failure(error)
+                }
+            }
+            return .success(etags)
+        }
+        return try outcome.get()
+    }
+
+    /// Runs `body` to its end for a caller that blocks (the command's operations), on threads of
+    /// TilepackRemote's own executor.
+    package static func wait<T: Sendable>(_ body: @escaping @Sendable () async throws(S3Error) -> T) throws(S3Error) -> T {
+        try RemoteExecutor.shared.run(body).get()
+    }
+}

@@ -1,0 +1,178 @@
+import Foundation
+import Testing
+import TilepackCore
+import TilepackHTTP
+import TilepackOperations
+import TilepackStorage
+import TilepackTestSupport
+
+@testable import TilepackRemote
+
+/// A transport that fails every exchange whose URL contains `failing` (a part of an upload),
+/// passing the rest to `inner`.
+struct PartFailingTransport: HTTPTransport {
+    let inner: any HTTPTransport
+    let failing: String
+
+    nonisolated(nonsending) func exchange(_ request: HTTPRequest, _ response: HTTPIncomingResponse) async -> HTTPIncomingResponse {
+        guard request.url.absoluteString.contains(failing) else { return await inner.exchange(request, response) }
+        var response = response
+        response.end(.connectionLost("dropped by the test"))
+        return response
+    }
+}
+
+/// Outputs in moto's S3 (authentication enforced): multipart uploads in parallel parts over both
+/// transports, stale uploads aborted first, a failed upload aborted, `--force`, and a sharded
+/// build merged from a prefix and from a glob.
+@Suite(.serialized, .enabled(if: MotoS3.available, "needs moto's server (pip install 'moto[server]')"))
+struct S3WriteTests {
+    let moto: MotoS3
+    init() async throws { moto = try await MotoS3.shared() }
+
+    var environment: [String: String] {
+        [
+            "AWS_ACCESS_KEY_ID": moto.keys.accessKeyId, "AWS_SECRET_ACCESS_KEY": moto.keys.secretAccessKey,
+            "AWS_ENDPOINT_URL": moto.endpoint, "AWS_REGION": "us-east-1",
+        ]
+    }
+
+    func client(http: HTTPClient = .shared) -> S3Client {
+        let keys = S3Credentials(accessKeyId: moto.keys.accessKeyId, secretAccessKey: moto.keys.secretAccessKey)
+        return S3Client(
+            configuration: S3Configuration(endpoint: URL(string: moto.endpoint), credentials: StaticS3Credentials(keys)), http: http,
+            retry: RetryPolicy(maximumAttempts: 1))
+    }
+
+    /// The keys of the multipart uploads in progress under `prefix`.
+    func uploadsInProgress(_ client: S3Client, prefix: String) async throws -> [String] {
+        let response = try await client.send(
+            "GET", S3Location(bucket: "tiles", key: ""), query: S3Client.query([("prefix", prefix), ("uploads", "")]))
+        try client.check(response, location: S3Location(bucket: "tiles", key: prefix))
+        return S3XML(response.body).blocks("Upload").compactMap { $0.first("Key") }
+    }
+
+    /// `bytes` (a multiple of 8) of seeded noise written to `path`.
+    static func randomFile(_ path: String, bytes: Int) throws -> Data {
+        var random = SplitMix64(seed: 33)
+        var data = Data(count: bytes)
+        data.withUnsafeMutableBytes { buffer in
+            for index in 0..<(bytes / 8) { buffer.storeBytes(of: random.next(), toByteOffset: index * 8, as: UInt64.self) }
+        }
+        try data.write(to: URL(fileURLWithPath: path))
+        return data
+    }
+
+    @Test(arguments: TestTransport.available)
+    func aFileGoesUpInParallelPartsAndReadsBackEqual(_ transport: TestTransport) async throws {
+        let client = client(http: transport.client())
+        let dir = try TemporaryDirectory("s3-upload")
+        let data = try Self.randomFile(dir.file("big.bin"), bytes: 12 << 20)
+        let location = S3Location(bucket: "tiles", key: "write/\(UUID().uuidString)/big.bin")
+        var options = S3Client.UploadOptions()
+        options.partSize = 5 << 20
+        options.concurrency = 2
+        let etag = try await client.upload(file: dir.file("big.bin"), to: location, options: options)
+        #expect(etag?.hasSuffix("-3\"") == true, "a multipart ETag of 3 parts: \(etag ?? "none")")
+        let offsets = [0, (5 << 20) - 10, 10 << 20, data.count - 100]
+        let (count, read) = try await onThread {
+            let source = try HTTPByteSource(s3: location, client: client)
+            return (source.count, try offsets.map { try source.withBytes(offset: $0, length: 100) { Data($0) } })
+        }
+        #expect(count == data.count)
+        for (offset, bytes) in zip(offsets, read) { #expect(bytes == data[offset..<(offset + 100)], "bytes at \(offset)") }
+        #expect(try await uploadsInProgress(client, prefix: location.key).isEmpty)
+    }
+
+    @Test func staleUploadsOfTheSameKeyAreAbortedFirstAndNoOthers() async throws {
+        let client = client()
+        let folder = "write/\(UUID().uuidString)"
+        let target = S3Location(bucket: "tiles", key: "\(folder)/world.tilepack")
+        let other = S3Location(bucket: "tiles", key: "\(folder)/world.tilepack.old")
+        for location in [target, target, other] {
+            let created = try await client.send("POST", location, query: "uploads=", body: Data())
+            try client.check(created, location: location)
+        }
+        #expect(try await uploadsInProgress(client, prefix: folder).count == 3)
+        let dir = try TemporaryDirectory("s3-stale")
+        _ = try Self.randomFile(dir.file("small.bin"), bytes: 4096)
+        try await client.upload(file: dir.file("small.bin"), to: target)
+        #expect(try await uploadsInProgress(client, prefix: folder) == [other.key])
+        #expect(try await client.head(target)?.size == 4096)
+    }
+
+    @Test func aFailedUploadIsAbortedAndLeavesNoObject() async throws {
+        let client = client(http: HTTPClient(transport: PartFailingTransport(inner: TestTransport.curl.make(), failing: "partNumber=2")))
+        let dir = try TemporaryDirectory("s3-failed")
+        _ = try Self.randomFile(dir.file("big.bin"), bytes: 11 << 20)
+        let location = S3Location(bucket: "tiles", key: "write/\(UUID().uuidString)/big.bin")
+        var options = S3Client.UploadOptions()
+        options.partSize = 5 << 20
+        do {
+            try await client.upload(file: dir.file("big.bin"), to: location, options: options)
+            Issue.record("the upload succeeded")
+        } catch {
+            #expect(error.description.contains("dropped by the test") && error.key == location.key, "\(error)")
+        }
+        #expect(try await client.head(location) == nil)
+        #expect(try await uploadsInProgress(client, prefix: location.key).isEmpty)
+    }
+
+    /// README's sharded build with its parts in S3: shards imported to s3://, merged from a prefix
+    /// and from a glob into s3://, byte-identical to one import; an existing output needs --force.
+    @Test func aShardedBuildWritesItsPartsToS3AndMergesFromAPrefixAndAGlob() async throws {
+        guard let binary = TestSupport.tilepackBinary else {
+            Issue.record("tilepack is not built")
+            return
+        }
+        let tree = TestSupport.packageRoot.appendingPathComponent("samples/tiles").path
+        let folder = "build/\(UUID().uuidString)"
+        let dir = try TemporaryDirectory("s3-build")
+        // The shard jobs run in parallel, as README's xargs -P runs them.
+        let environment = self.environment
+        let runs = try await withThrowingTaskGroup(of: CommandOutput.self) { group in
+            for shard in 0..<3 {
+                group.addTask {
+                    try await TestSupport.run(
+                        binary,
+                        [
+                            "import", tree, "s3://tiles/\(folder)/parts/part-\(shard).tilepack", "--shard", "\(shard)/3", "--quiet",
+                            "--tmpdir",
+                            dir.path,
+                        ], environment: environment)
+                }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        for run in runs { #expect(run.status == 0, "\(run.stderr)") }
+        let whole = try await TestSupport.run(binary, ["import", tree, dir.file("whole.tilepack"), "--quiet"])
+        #expect(whole.status == 0, "\(whole.stderr)")
+        let expected = try Data(contentsOf: URL(fileURLWithPath: dir.file("whole.tilepack")))
+        for (input, name) in [("s3://tiles/\(folder)/parts/", "prefix"), ("s3://tiles/\(folder)/parts/part-*.tilepack", "glob")] {
+            let output = S3Location(bucket: "tiles", key: "\(folder)/\(name)/world.tilepack")
+            let merge = try await TestSupport.run(
+                binary, ["merge", input, output.description, "--quiet", "--json"], environment: environment)
+            #expect(merge.status == 0, "\(merge.stderr)")
+            #expect(merge.stdout.contains("part-2.tilepack"), "\(merge.stdout)")
+            let reader = client()
+            let stored = try await onThread {
+                let source = try HTTPByteSource(s3: output, client: reader)
+                return try source.withBytes(offset: 0, length: source.count) { Data($0) }
+            }
+            #expect(stored == expected, "\(name)")
+        }
+        let again = try await TestSupport.run(
+            binary, ["merge", "s3://tiles/\(folder)/parts/", "s3://tiles/\(folder)/prefix/world.tilepack", "--quiet"],
+            environment: environment)
+        #expect(again.status != 0 && again.stderr.contains("--force"), "\(again.stderr)")
+        let forced = try await TestSupport.run(
+            binary, ["merge", "s3://tiles/\(folder)/parts/", "s3://tiles/\(folder)/prefix/world.tilepack", "--quiet", "--force"],
+            environment: environment)
+        #expect(forced.status == 0, "\(forced.stderr)")
+        let none = try await TestSupport.run(
+            binary, ["merge", "s3://tiles/\(folder)/parts/nothing-*.tilepack", dir.file("x.tilepack")], environment: environment)
+        #expect(none.status != 0 && none.stderr.contains("no object matches"), "\(none.stderr)")
+        // Nothing left behind in the temporary folder.
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted() == ["whole.tilepack"])
+    }
+}
