@@ -5,15 +5,15 @@ import TilepackStorage
 /// What `tilepack meta set` or `meta delete` did.
 public struct MetadataEditReport: Sendable, Codable {
     public var path: String
-    /// `transaction` (MBTiles), `inPlace` or `rewrite` (bundle, PMTiles).
+    /// `transaction` (MBTiles), `inPlace` (PMTiles) or `rewrite` (bundle, PMTiles).
     public var method: MetadataEditMethod
     public var set: [String: String] = [:]
     public var deleted: [String] = []
 }
 
 /// Reads and changes an archive's metadata (`tilepack meta`), in every format: MBTiles in one
-/// transaction; a bundle or PMTiles in place when the new metadata fits the room the file has,
-/// else by an atomic rewrite that copies the tile data without decoding it. Values are checked by
+/// transaction; a PMTiles in place when the new metadata fits the room the file has (crash-safe:
+/// staged past the end of the file first), a bundle and any other PMTiles by an atomic rewrite that copies the tile data without decoding it. Values are checked by
 /// the rules `import` holds them to (Specs/mbtiles.md §4) before anything is written, and the
 /// tiles, `agg_tiles_hash` and every checksum stay true (the tiles do not change; a bundle's
 /// metadata CRC is written with the metadata).

@@ -5,8 +5,8 @@ import TilepackCore
 public enum MetadataEditMethod: String, Sendable, Codable {
     /// MBTiles: one SQLite transaction on the `metadata` table.
     case transaction
-    /// Bundle, PMTiles: the new metadata fitted the room the file has; it and the header were
-    /// written over the old ones.
+    /// PMTiles: the new metadata fitted the room the file has; it was written there through a copy
+    /// past the end of the file, so that a crash at any point leaves a whole file.
     case inPlace
     /// Bundle, PMTiles: the file written again beside itself with the new metadata, the
     /// directories or index and the tile data copied byte for byte, and renamed over the old one.
@@ -81,20 +81,12 @@ package enum ArchiveMetadataEditor {
     /// at align8(128 + metadataLength)); else written again.
     private static func rewriteBundle(path: String, metadata block: [UInt8]) throws(TileArchiveError) -> MetadataEditMethod {
         let file = try ReadWriteFile(path: path, writable: true)
-        var header = BundleHeader(decoding: try file.read(offset: 0, length: BundleFormat.headerLength).withUnsafeBytes { $0 })
+        let header = BundleHeader(decoding: try file.read(offset: 0, length: BundleFormat.headerLength).withUnsafeBytes { $0 })
         let newIndexOffset = UInt64(BundleFormat.aligned(BundleFormat.headerLength + block.count))
         let metadataCRC = block.withUnsafeBytes { BundleFormat.crc32($0) }
-        if newIndexOffset == header.indexOffset {
-            var padded = block
-            padded.append(contentsOf: [UInt8](repeating: 0, count: Int(header.indexOffset) - BundleFormat.headerLength - block.count))
-            try file.write(padded, offset: BundleFormat.headerLength)
-            try file.sync()
-            header.metadataLength = UInt64(block.count)
-            header.metadataCRC = metadataCRC
-            try file.write(header.encoded(), offset: 0)
-            try file.sync()
-            return .inPlace
-        }
+        // Always written again beside the file and renamed: the metadata sits between the header
+        // and the index, so a write over it could not be made whole by one write of the header
+        // (a crash between the two would leave a block that fails its CRC).
         let shift = Int64(newIndexOffset) - Int64(header.indexOffset)
         var moved = header
         moved.metadataLength = UInt64(block.count)
@@ -160,12 +152,25 @@ package enum ArchiveMetadataEditor {
                 path: path, fault: .invalidMetadata("the metadata is over the limit of \(PMTilesFormat.maximumMetadataLength) bytes"))
         }
         if UInt64(block.count) <= header.metadataLength {
-            // The room the old metadata had: the new block, its length in the header (the rest
-            // of the room is left as it is; no directory points into it).
+            // The room the old metadata had, written so that a crash at any point leaves a whole
+            // file (the header, 127 bytes at offset 0, is the one place that commits): the new
+            // block first goes past the end of the file and the header points at it; then it is
+            // written into the old room, the header points there, and the copy is cut off. Every
+            // step is synced before the next; the result is what one write into the room gives.
+            let end = try file.length()
+            try file.write(block, offset: end)
+            try file.sync()
+            var staged = header
+            staged.metadataOffset = UInt64(end)
+            staged.metadataLength = UInt64(block.count)
+            try file.write(staged.encoded(), offset: 0)
+            try file.sync()
             try file.write(block, offset: Int(header.metadataOffset))
             try file.sync()
             header.metadataLength = UInt64(block.count)
             try file.write(header.encoded(), offset: 0)
+            try file.sync()
+            try file.truncate(to: end)
             try file.sync()
             return .inPlace
         }
@@ -277,6 +282,18 @@ final class ReadWriteFile {
 
     func sync() throws(TileArchiveError) {
         guard fsync(fd) == 0 else { throw Self.error(path, "fsync") }
+    }
+
+    /// The file's length now.
+    func length() throws(TileArchiveError) -> Int {
+        let end = lseek(fd, 0, SEEK_END)
+        guard end >= 0 else { throw Self.error(path, "seek") }
+        return Int(end)
+    }
+
+    /// Cuts the file to `length` bytes.
+    func truncate(to length: Int) throws(TileArchiveError) {
+        guard ftruncate(fd, off_t(length)) == 0 else { throw Self.error(path, "truncate") }
     }
 
     /// Copies `length` bytes from `offset` into `out`, a megabyte at a time.

@@ -30,7 +30,8 @@ public struct ContentIdentity: Hashable, Sendable, CustomStringConvertible {
     /// Metadata keys that describe the tiles or the patch rather than the tileset, left out of
     /// ``metadataHash(_:)``: they are derived from the tiles, and a patch sets them.
     public static let derivedKeys: Set<String> = [
-        TileMetadata.Key.aggregateTilesHash, "agg_tiles_hash_before_apply", "agg_tiles_hash_after_apply", metadataKey,
+        TileMetadata.Key.aggregateTilesHash, TileMetadata.Key.hashAlgorithm, "agg_tiles_hash_before_apply", "agg_tiles_hash_after_apply",
+        metadataKey,
     ]
 
     /// `tpid1:<tile count>:<32 hex digits of tiles>:<32 hex digits of metadata>`.
