@@ -81,9 +81,16 @@ enum MBTilesRecovery {
     /// its last write left it. Returns a note naming the journal when there is one; the file is
     /// then read `immutable` (SQLite does not look at the journal), and the journal left alone.
     static func foreignJournal(path: String) -> String? {
-        let journal = path + "-journal"
+        // SQLite names the journal after the file's real path (it follows links, such as the
+        // server's `/dev/fd/N`), so the journal looked at here is that one.
+        var resolved = path
+        if let real = realpath(path, nil) {
+            resolved = String(cString: real)
+            free(real)
+        }
+        let journal = resolved + "-journal"
         guard (fileSize(journal) ?? 0) > 0, !startsWithJournalMagic(journal),
-            let first = try? RegularFile.read(journal, limit: Int.max, prefix: 1), first.first != 0, isSQLite(path)
+            let first = try? RegularFile.read(journal, limit: Int.max, prefix: 1), first.first != 0, isSQLite(resolved)
         else { return nil }
         return "\(journal) is beside the file but is not a SQLite rollback journal (it has no journal header): "
             + "the file was read as it is, ignoring it; remove \(FileSystem.split(journal).name) unless another program put it there"

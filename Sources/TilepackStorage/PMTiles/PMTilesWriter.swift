@@ -8,7 +8,7 @@ import TilepackCore
 /// the first 16 KiB with the header.
 ///
 /// Tiles may come in any order, one at a time or as runs of consecutive tile ids that share their
-/// bytes (``addRun(ids:bytes:)``: a copy of another PMTiles carries its runs as ranges, so a run of
+/// bytes (`addRun(ids:bytes:)`, for the package: a copy of another PMTiles carries its runs as ranges, so a run of
 /// billions of ocean tiles costs what one tile costs). Their distinct bytes go to a spool file beside the destination
 /// (unlinked at once); ``finish()`` writes the archive to a temporary file and renames it into
 /// place, so a writer dropped before `finish` leaves nothing behind. One thread at a time.
