@@ -175,7 +175,7 @@ extension PNGEncoder {
             throw .encodingFailed(reason: "a PNG needs at least one pixel, the bitmap is \(bitmap.size)")
         }
         guard bitmap.width <= 1 << 24, bitmap.height <= 1 << 24 else {
-            throw .encodingFailed(reason: "bitmap of \(bitmap.size) is too large to encode")
+            throw .encodingFailed(reason: "a bitmap of \(bitmap.size) is too large for a PNG")
         }
     }
 }

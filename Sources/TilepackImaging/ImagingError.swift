@@ -57,7 +57,7 @@ public enum ImagingError: Error, Hashable, Sendable, CustomStringConvertible {
         case .invalidArgument(let message):
             "invalid argument: \(message)"
         case .encodingFailed(let reason):
-            "PNG encoding failed: \(reason)"
+            "image encoding failed: \(reason)"
         }
     }
 }

@@ -165,12 +165,12 @@ public enum PNGEncoder {
                 result = Data(out[0..<Int(size)])
                 return result
             }
-            guard Int(size) > capacity else { throw .encodingFailed(reason: message(image)) }
+            guard Int(size) > capacity else { throw .encodingFailed(reason: "libpng: \(message(image))") }
             capacity = Int(size)
             image.warning_or_error = 0
             image.message = png_image().message
         }
-        throw .encodingFailed(reason: message(image))
+        throw .encodingFailed(reason: "libpng: \(message(image))")
     }
 
     static func message(_ image: png_image) -> String { PNGCodec.message(image) }

@@ -40,17 +40,17 @@ public struct TileEncoding: Hashable, Sendable, CustomStringConvertible {
     /// - Throws: ``ImagingError/encodingFailed(reason:)`` naming what is wrong in the text.
     public init(format: TileFormat, quality: String? = nil, lossless: Bool = false) throws(ImagingError) {
         guard [.png, .jpeg, .webp].contains(format) else {
-            throw .encodingFailed(reason: "tilepack encodes tiles as png, jpeg or webp, not \(format)")
+            throw .invalidArgument("tilepack encodes tiles as png, jpeg or webp, not \(format)")
         }
         guard !lossless || format == .webp else {
-            throw .encodingFailed(reason: "--lossless is for webp (png is always lossless, jpeg never)")
+            throw .invalidArgument("--lossless is for webp (png is always lossless, jpeg never)")
         }
         self.format = format
         self.lossless = lossless
         qualities = try Self.parseQualities(quality ?? "\(Self.defaultQuality)")
         if quality != nil, format == .png || lossless {
-            throw .encodingFailed(
-                reason: "--quality is for the lossy encodings (jpeg, webp without --lossless), not \(self.describedFormat)")
+            throw .invalidArgument(
+                "--quality is for the lossy encodings (jpeg, webp without --lossless), not \(self.describedFormat)")
         }
     }
 
@@ -58,7 +58,7 @@ public struct TileEncoding: Hashable, Sendable, CustomStringConvertible {
     static func parseQualities(_ text: String) throws(ImagingError) -> [(zooms: ClosedRange<Int>, quality: Int)] {
         func quality(_ s: Substring) throws(ImagingError) -> Int {
             guard let q = Int(s.trimmingCharacters(in: .whitespaces)), (1...100).contains(q) else {
-                throw .encodingFailed(reason: "quality '\(s)' is not a whole number from 1 to 100")
+                throw .invalidArgument("quality '\(s)' is not a whole number from 1 to 100")
             }
             return q
         }
@@ -67,7 +67,7 @@ public struct TileEncoding: Hashable, Sendable, CustomStringConvertible {
         for part in text.split(separator: ",") {
             let pieces = part.split(separator: ":", omittingEmptySubsequences: false)
             guard pieces.count == 2 else {
-                throw .encodingFailed(reason: "'\(part)' in --quality is not ZOOMS:QUALITY (e.g. 0-12:85,13-16:70,17-:55)")
+                throw .invalidArgument("'\(part)' in --quality is not ZOOMS:QUALITY (e.g. 0-12:85,13-16:70,17-:55)")
             }
             let bounds = pieces[0].split(separator: "-", omittingEmptySubsequences: false).map {
                 Int($0.trimmingCharacters(in: .whitespaces))
@@ -79,11 +79,11 @@ public struct TileEncoding: Hashable, Sendable, CustomStringConvertible {
             default: (low, high) = (nil, nil)
             }
             guard let low, let high, low >= 0, low <= high, high <= TileCoordinate.maximumZoom else {
-                throw .encodingFailed(
-                    reason: "'\(pieces[0])' in --quality is not a zoom range within 0...\(TileCoordinate.maximumZoom) (e.g. 13-16 or 17-)")
+                throw .invalidArgument(
+                    "'\(pieces[0])' in --quality is not a zoom range within 0...\(TileCoordinate.maximumZoom) (e.g. 13-16 or 17-)")
             }
             if let last = result.last, low <= last.zooms.upperBound {
-                throw .encodingFailed(reason: "zoom ranges in --quality overlap or are out of order at '\(part)'")
+                throw .invalidArgument("zoom ranges in --quality overlap or are out of order at '\(part)'")
             }
             result.append((low...high, try quality(pieces[1])))
         }
