@@ -53,13 +53,15 @@ typealias LZ4 = PortableLZ4
 /// 4-bit lengths, literals, a 16-bit little-endian offset, length bytes of 255 continuing a length
 /// of 15): the Apple platforms' codec, built and tested on Linux too.
 ///
-/// Decoding into a buffer of exactly the block's length (as a bundle decodes into rawLength)
-/// accepts the blocks liblz4's `LZ4_decompress_safe` accepts, with the same bytes, except a match
-/// offset of 0, which the format calls invalid (liblz4 1.9.4 copies whatever the output held).
-/// Into a larger buffer liblz4's fast loop also takes blocks whose end breaks the format's rules,
-/// which this decoder refuses: the last sequence is literals alone and ends the input, the last
-/// five bytes of the output are literals, and a match starts at least twelve bytes before the end
-/// of the output; whatever it takes, liblz4 takes with the same bytes.
+/// Decoding accepts every block that keeps the format's end-of-block rules, with liblz4's
+/// `LZ4_decompress_safe` bytes: the last sequence is literals alone and ends the input, the last
+/// five bytes of the output are literals, and every match starts at least twelve bytes before the
+/// end of the output (``endOfBlockFault(_:decodedLength:)`` states them). It refuses a block that
+/// breaks them even where liblz4 takes it (its fast loop into a larger buffer, and its two-stage
+/// shortcut while 32 bytes of room remain, skip the checks), and a match offset of 0, which the
+/// format calls invalid (liblz4 1.9.4 copies whatever the output held). Every LZ4 encoder keeps
+/// the rules, liblz4's and this one's included; whatever this decoder takes, liblz4 takes with the
+/// same bytes.
 ///
 /// Encoding is greedy (one 4,096-entry hash table of positions by their next 5 bytes, matches of
 /// 4 or more bytes extended both ways), so its blocks differ from liblz4's bytes; any LZ4 decoder reads them.
@@ -134,6 +136,45 @@ typealias LZ4 = PortableLZ4
             }
             op += matchLength
         }
+    }
+
+    /// The end-of-block rule `block` breaks when it decodes to `decodedLength` bytes, or nil when
+    /// it keeps them all: the rules of the LZ4 block format, stated apart from the decoder so the
+    /// tests and `tools/fuzz-lz4.sh` can tell a refusal the format asks for from a decoder's fault.
+    public static func endOfBlockFault(_ block: UnsafeRawBufferPointer, decodedLength: Int) -> String? {
+        let end = block.count
+        guard end > 0 else { return "an empty block" }
+        var ip = 0, op = 0
+        func length(_ initial: Int) -> Int? {
+            var value = initial
+            guard initial == 15 else { return value }
+            while ip < end {
+                let byte = block[ip]
+                ip += 1
+                value += Int(byte)
+                if byte != 255 { return value }
+            }
+            return nil
+        }
+        while ip < end {
+            let token = block[ip]
+            ip += 1
+            guard let literals = length(Int(token >> 4)), literals <= end - ip else { return "literals run past the block" }
+            ip += literals
+            op += literals
+            if ip == end { return nil }  // the last sequence: literals alone, ending the input
+            guard end - ip >= 2 else { return "the block ends inside a match offset" }
+            ip += 2
+            guard let matchLength = length(Int(token & 15)) else { return "a match length runs past the block" }
+            if op > decodedLength - matchStartLimit {
+                return "a match starts \(decodedLength - op) bytes before the end, not at least \(matchStartLimit)"
+            }
+            if op + matchLength + minimumMatch > decodedLength - lastLiterals {
+                return "a match ends \(decodedLength - op - matchLength - minimumMatch) bytes before the end, not at least \(lastLiterals)"
+            }
+            op += matchLength + minimumMatch
+        }
+        return "the last sequence has a match"
     }
 
     public static func compress(_ source: UnsafeRawBufferPointer, into destination: UnsafeMutableRawBufferPointer) -> Int {
