@@ -125,7 +125,7 @@ let package = Package(
 
         .target(
             name: "TilepackOperations",
-            dependencies: ["TilepackCore", "TilepackChecksum", "TilepackStorage", "TilepackImaging", "TilepackRemote"]
+            dependencies: ["TilepackCore", "TilepackChecksum", "TilepackStorage", "TilepackImaging", "TilepackHTTP", "TilepackRemote"]
         ),
 
         // Floor 4: the bitmap data source serving any archive (MBTiles, bundle) to a tile layer.

@@ -11,6 +11,8 @@ enum ArchiveSinks {
         var encode: PixelFormat?
         /// MBTiles: store `agg_tiles_hash` (an appended file that carries one keeps it anyway).
         var aggregateTilesHash = false
+        /// PMTiles: keep mixed gzip and plain vector tiles as they are (``PMTilesWriter/keepsMixedTileCompression``).
+        var keepsMixedTileCompression = false
     }
 
     static func make(kind: ArchiveKind, destination: String, metadata: TileMetadata, options: Options) throws(OperationError)
@@ -44,7 +46,9 @@ enum ArchiveSinks {
                             "a PMTiles archive cannot be appended to: it is written in one pass (import into MBTiles with --append, then convert)"
                         ))
                 }
-                return try PMTilesSink(destination: destination, metadata: metadata, overwrite: options.overwrite)
+                let sink = try PMTilesSink(destination: destination, metadata: metadata, overwrite: options.overwrite)
+                sink.writer.keepsMixedTileCompression = options.keepsMixedTileCompression
+                return sink
             }
         } catch let error as OperationError {
             throw error
@@ -176,7 +180,7 @@ final class BundleSink: TileSink {
 
 /// Writes a new PMTiles archive (tiles in any order; deduplicated and clustered at the end).
 final class PMTilesSink: TileSink {
-    private let writer: PMTilesWriter
+    let writer: PMTilesWriter
 
     init(destination: String, metadata: TileMetadata, overwrite: Bool) throws(TileArchiveError) {
         writer = try PMTilesWriter(destination: destination, metadata: metadata, overwrite: overwrite)

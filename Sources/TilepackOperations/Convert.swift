@@ -13,6 +13,9 @@ public struct ConvertOptions: Sendable {
     public var encode: PixelFormat?
     /// MBTiles output: store `agg_tiles_hash` even when the source carries none.
     public var aggregateTilesHash = false
+    /// PMTiles output of vector tiles that mix gzip and plain ones: keep every tile's bytes and
+    /// say compression `unknown` (which MapLibre Native cannot read) instead of gzipping the plain ones.
+    public var keepsMixedTileCompression = false
     /// Re-encode every raster tile (`--format`, `--quality`, `--lossless`).
     public var format: TileEncoding?
     public init() {}
@@ -75,7 +78,8 @@ public enum ArchiveConverter {
             kind: kind, destination: destination, metadata: metadata,
             options: ArchiveSinks.Options(
                 overwrite: options.overwrite, deduplicate: options.deduplicate, encode: kind == .bundle ? options.encode : nil,
-                aggregateTilesHash: options.aggregateTilesHash || metadata[TileMetadata.Key.aggregateTilesHash] != nil))
+                aggregateTilesHash: options.aggregateTilesHash || metadata[TileMetadata.Key.aggregateTilesHash] != nil,
+                keepsMixedTileCompression: options.keepsMixedTileCompression))
         if options.encode != nil && kind == .mbtiles {
             throw OperationError(path: destination, fault: .badInput("raw pixels (--encode) can only be stored in a .tilepack bundle"))
         }

@@ -13,6 +13,9 @@ public struct ExtractOptions: Sendable {
     public var overwrite = false
     /// MBTiles output: store `agg_tiles_hash` even when the source carries none.
     public var aggregateTilesHash = false
+    /// PMTiles output of vector tiles that mix gzip and plain ones: keep every tile's bytes and
+    /// say compression `unknown` (which MapLibre Native cannot read) instead of gzipping the plain ones.
+    public var keepsMixedTileCompression = false
     public init() {}
 }
 
@@ -75,7 +78,8 @@ public enum TileExtractor {
         let sink = try ArchiveSinks.make(
             kind: kind, destination: destination, metadata: metadata,
             options: ArchiveSinks.Options(
-                overwrite: options.overwrite, aggregateTilesHash: carriesHash))
+                overwrite: options.overwrite, aggregateTilesHash: carriesHash,
+                keepsMixedTileCompression: options.keepsMixedTileCompression))
 
         let zooms = levels.map(\.zoom).filter { zoom in
             (options.minZoom.map { zoom >= $0 } ?? true) && (options.maxZoom.map { zoom <= $0 } ?? true)

@@ -27,6 +27,9 @@ public struct ImportOptions: Sendable {
     /// For MBTiles: compute and store `agg_tiles_hash` (off by default: the MD5 is one serial pass
     /// over every byte; an archive appended to keeps the hash it carries, recomputed).
     public var aggregateTilesHash = false
+    /// PMTiles output of vector tiles that mix gzip and plain ones: keep every tile's bytes and
+    /// say compression `unknown` (which MapLibre Native cannot read) instead of gzipping the plain ones.
+    public var keepsMixedTileCompression = false
     /// Import only this part of the tree (see ``TreeShards``); `nil` for the whole tree.
     public var shard: ShardSpec?
     /// Files read at once.
@@ -133,7 +136,8 @@ public enum TileImporter {
             kind: kind, destination: destination, metadata: metadata,
             options: ArchiveSinks.Options(
                 overwrite: options.overwrite, append: options.append, deduplicate: options.deduplicate, encode: options.encode,
-                aggregateTilesHash: options.aggregateTilesHash))
+                aggregateTilesHash: options.aggregateTilesHash,
+                keepsMixedTileCompression: options.keepsMixedTileCompression))
 
         var archiveFormat: TileFormat?
         var rawSize: Int?

@@ -17,6 +17,9 @@ public struct MapLibreOfflineOptions: Sendable {
     public var minZoom: Int?
     public var maxZoom: Int?
     public var overwrite = false
+    /// The style's glyph ranges and sprite files (``MapLibreStyleResources/load(_:files:client:retry:)``),
+    /// stored as resources under the URLs MapLibre asks for them.
+    public var styleAssets = MapLibreStyleResources.Loaded()
 
     public init(styleURL: String) { self.styleURL = styleURL }
 }
@@ -28,6 +31,10 @@ public struct MapLibreOfflineReport: Sendable, Codable {
     public var bytes = 0
     public var tileURLTemplate = ""
     public var tileJSONURL: String?
+    /// Glyph ranges and sprite files stored, and the glyph ranges the font lacks.
+    public var glyphRanges = 0
+    public var spriteFiles = 0
+    public var missingGlyphRanges = 0
     public var seconds = 0.0
 }
 
@@ -141,6 +148,11 @@ public enum MapLibreOfflineExporter {
                 let regionID = try db.scalarInt("SELECT last_insert_rowid()") ?? 1
                 var resources: [(String, Int, [UInt8])] = [(options.styleURL, 1, json(style))]
                 if let tileJSONURL { resources.append((tileJSONURL, 2, json(tileJSON))) }
+                for (asset, bytes) in options.styleAssets.resources {
+                    resources.append((asset.url, asset.kind.rawValue, bytes))
+                    if asset.kind == .glyphs { report.glyphRanges += 1 } else { report.spriteFiles += 1 }
+                }
+                report.missingGlyphRanges = options.styleAssets.missingGlyphRanges.count
                 let resource = try db.prepare(
                     "INSERT INTO resources (url, kind, data, compressed, accessed) VALUES (?1, ?2, ?3, 0, ?4)")
                 let link = try db.prepare("INSERT INTO region_resources (region_id, resource_id) VALUES (?1, last_insert_rowid())")

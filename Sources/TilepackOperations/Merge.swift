@@ -19,6 +19,9 @@ public struct MergeOptions: Sendable {
     public var overwrite = false
     /// MBTiles output: store `agg_tiles_hash` even when no input carries one.
     public var aggregateTilesHash = false
+    /// PMTiles output of vector tiles that mix gzip and plain ones: keep every tile's bytes and
+    /// say compression `unknown` (which MapLibre Native cannot read) instead of gzipping the plain ones.
+    public var keepsMixedTileCompression = false
     public init() {}
 }
 
@@ -82,7 +85,8 @@ public enum ArchiveMerger {
         let sink = try ArchiveSinks.make(
             kind: kind, destination: destination, metadata: metadata,
             options: ArchiveSinks.Options(
-                overwrite: options.overwrite, aggregateTilesHash: carriesHash))
+                overwrite: options.overwrite, aggregateTilesHash: carriesHash,
+                keepsMixedTileCompression: options.keepsMixedTileCompression))
         var report = MergeReport(inputs: inputs, destination: destination)
         report.warnings = fitted.notes
         var lastReport = start

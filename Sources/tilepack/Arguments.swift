@@ -138,11 +138,19 @@ struct ThreadOptions: ParsableArguments {
     }
 }
 
-struct AggregateHashOption: ParsableArguments {
+/// What a command that writes a new archive may add to it.
+struct ArchiveOutputOptions: ParsableArguments {
     @Flag(
         name: .customLong("agg-tiles-hash"),
         help: "MBTiles output: compute and store agg_tiles_hash (an MD5 of every tile; kept anyway when the input carries one).")
-    var enabled = false
+    var aggregateTilesHash = false
+
+    @Flag(
+        name: .customLong("keep-mixed-compression"),
+        help:
+            "PMTiles output of vector tiles some gzipped and some not: keep every tile's bytes and write compression 'unknown', which MapLibre Native cannot read (default: gzip the plain ones)."
+    )
+    var keepsMixedTileCompression = false
 }
 
 /// Where an `s3://` output is built before it is uploaded.

@@ -5,7 +5,7 @@ import TilepackImaging
 import TilepackOperations
 import TilepackStorage
 
-struct ExportCommand: ParsableCommand {
+struct ExportCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "export",
         abstract: "Write an archive's tiles back as a directory tree, with a metadata.json.",
@@ -37,6 +37,18 @@ struct ExportCommand: ParsableCommand {
     @Option(help: "With --maplibre-offline: the style to store (JSON); default: a raster style for the archive.")
     var style: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "With --maplibre-offline and --style: read the style's glyphs from local files instead of its glyphs URL.",
+            valueName: "fonts/{fontstack}/{range}.pbf"))
+    var glyphs: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "With --maplibre-offline and --style: read the style's sprite from local files (PATH.json, PATH.png, PATH@2x...) instead of its URL.",
+            valueName: "PATH"))
+    var sprite: String?
+
     @Option(help: "With --maplibre-offline: the style's source the archive fills.")
     var source = "tilepack"
 
@@ -60,10 +72,14 @@ struct ExportCommand: ParsableCommand {
         if !mapLibreOffline && offlineOnly {
             throw ValidationError("--style-url, --style, --bbox, --region and the zooms go with --maplibre-offline")
         }
+        if (glyphs != nil || sprite != nil) && style == nil { throw ValidationError("--glyphs and --sprite go with --style FILE") }
+        if let glyphs, !glyphs.contains("{fontstack}") || !glyphs.contains("{range}") {
+            throw ValidationError("--glyphs needs {fontstack} and {range} in its path, e.g. fonts/{fontstack}/{range}.pbf")
+        }
     }
 
-    func run() throws {
-        if mapLibreOffline { return try runOffline() }
+    func run() async throws {
+        if mapLibreOffline { return try await runOffline() }
         let input = try ArchiveLocation.open(archive)
         var options = ExportOptions()
         options.layout = layout
@@ -80,11 +96,18 @@ struct ExportCommand: ParsableCommand {
         }
     }
 
-    private func runOffline() throws {
+    private func runOffline() async throws {
         var options = MapLibreOfflineOptions(styleURL: styleURL ?? "")
         if let style {
             guard let data = FileManager.default.contents(atPath: style) else { throw ValidationError("cannot read the style \(style)") }
             options.style = data
+            // Its glyphs and sprites, as MapLibre's own offline download takes them.
+            if let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] {
+                let (assets, warnings) = MapLibreStyleResources.list(style: object, pixelRatio: pixelRatio)
+                for warning in warnings { printError("warning: \(style): \(warning)") }
+                options.styleAssets = try await MapLibreStyleResources.load(
+                    assets, files: MapLibreAssetFiles(glyphs: glyphs, sprite: sprite))
+            }
         }
         options.sourceName = source
         options.pixelRatio = pixelRatio
@@ -100,6 +123,12 @@ struct ExportCommand: ParsableCommand {
             print(
                 "wrote \(report.tiles) tiles (\(report.bytes) bytes) as \(report.tileURLTemplate) into the MapLibre offline database \(folder) in \(String(format: "%.2f", report.seconds)) s"
             )
+            if report.glyphRanges + report.spriteFiles + report.missingGlyphRanges > 0 {
+                print(
+                    "with \(report.glyphRanges) glyph ranges and \(report.spriteFiles) sprite files"
+                        + (report.missingGlyphRanges > 0 ? " (\(report.missingGlyphRanges) glyph ranges the fonts lack were left out)" : "")
+                )
+            }
         }
     }
 }
@@ -127,7 +156,7 @@ struct ConvertCommand: ParsableCommand {
     @Argument(help: "The output (\(TileArchiveFormat.extensions())).")
     var output: String
 
-    @OptionGroup var aggregateHash: AggregateHashOption
+    @OptionGroup var archiveOutput: ArchiveOutputOptions
 
     @Flag(help: "MBTiles output: store identical tiles once (map + images schema).")
     var dedup = false
@@ -168,7 +197,8 @@ struct ConvertCommand: ParsableCommand {
         options.overwrite = force
         options.deduplicate = dedup
         options.encode = encode?.pixelFormat
-        options.aggregateTilesHash = aggregateHash.enabled
+        options.aggregateTilesHash = archiveOutput.aggregateTilesHash
+        options.keepsMixedTileCompression = archiveOutput.keepsMixedTileCompression
         let bar = ProgressBar.start(label: "convert", quiet: outputOptions.quiet)
         defer { bar?.finish() }
         let report = try RemoteOutput.write(to: output, overwrite: force, temporaryFolder: upload.tmpdir) { local in

@@ -25,7 +25,7 @@ struct ExtractCommand: ParsableCommand {
     @Option(name: .customLong("max-zoom"), help: "Highest zoom to extract.")
     var maxZoom: Int?
 
-    @OptionGroup var aggregateHash: AggregateHashOption
+    @OptionGroup var archiveOutput: ArchiveOutputOptions
 
     @Flag(help: "Overwrite an existing output.")
     var force = false
@@ -50,7 +50,8 @@ struct ExtractCommand: ParsableCommand {
         options.minZoom = minZoom
         options.maxZoom = maxZoom
         options.overwrite = force
-        options.aggregateTilesHash = aggregateHash.enabled
+        options.aggregateTilesHash = archiveOutput.aggregateTilesHash
+        options.keepsMixedTileCompression = archiveOutput.keepsMixedTileCompression
         if let note = area.bbox?.box.antimeridianNote { printError("note: \(note)") }
         let bar = ProgressBar.start(label: "extract", quiet: outputOptions.quiet)
         defer { bar?.finish() }
@@ -83,7 +84,7 @@ struct MergeCommand: ParsableCommand {
     @Option(name: .customLong("on-duplicate"), help: "A tile in several inputs with different bytes: error, first or last.")
     var onDuplicate: DuplicateRule = .error
 
-    @OptionGroup var aggregateHash: AggregateHashOption
+    @OptionGroup var archiveOutput: ArchiveOutputOptions
 
     @Flag(help: "Overwrite an existing output.")
     var force = false
@@ -100,7 +101,8 @@ struct MergeCommand: ParsableCommand {
         var options = MergeOptions()
         options.onDuplicate = onDuplicate
         options.overwrite = force
-        options.aggregateTilesHash = aggregateHash.enabled
+        options.aggregateTilesHash = archiveOutput.aggregateTilesHash
+        options.keepsMixedTileCompression = archiveOutput.keepsMixedTileCompression
         let bar = ProgressBar.start(label: "merge", quiet: outputOptions.quiet)
         defer { bar?.finish() }
         let inputs = try RemoteInputs.expand(Array(paths.dropLast()))

@@ -61,7 +61,7 @@ struct ImportCommand: ParsableCommand {
     @Flag(help: "MBTiles: store identical tiles once (map + images schema).")
     var dedup = false
 
-    @OptionGroup var aggregateHash: AggregateHashOption
+    @OptionGroup var archiveOutput: ArchiveOutputOptions
 
     @Flag(name: .customLong("allow-mixed-formats"), help: "Import a tree whose tiles are of more than one format.")
     var allowMixedFormats = false
@@ -115,7 +115,8 @@ struct ImportCommand: ParsableCommand {
         options.overwrite = force
         options.encode = encode?.pixelFormat
         options.deduplicate = dedup
-        options.aggregateTilesHash = aggregateHash.enabled
+        options.aggregateTilesHash = archiveOutput.aggregateTilesHash
+        options.keepsMixedTileCompression = archiveOutput.keepsMixedTileCompression
         options.shard = shard?.spec
         if let threads = threading.threads { options.threads = threads }
         options.reportPath = report

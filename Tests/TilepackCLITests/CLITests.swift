@@ -45,18 +45,23 @@ func message(_ body: () throws -> Any) -> String? {
     /// `--agg-tiles-hash` reaches the options of every command that writes MBTiles; off by default.
     @Test func aggTilesHashFlagIsOffUnlessGiven() throws {
         let plain = try #require(try CommandLineArguments.parse(["import", "tree", "out.mbtiles"]) as? ImportCommand)
-        #expect(!plain.aggregateHash.enabled)
+        #expect(!plain.archiveOutput.aggregateTilesHash)
         let asked = try #require(try CommandLineArguments.parse(["import", "tree", "out.mbtiles", "--agg-tiles-hash"]) as? ImportCommand)
-        #expect(asked.aggregateHash.enabled)
+        #expect(asked.archiveOutput.aggregateTilesHash)
         #expect(
-            (try CommandLineArguments.parse(["convert", "a.tilepack", "b.mbtiles", "--agg-tiles-hash"]) as? ConvertCommand)?.aggregateHash
-                .enabled == true)
+            (try CommandLineArguments.parse(["convert", "a.tilepack", "b.mbtiles", "--agg-tiles-hash"]) as? ConvertCommand)?.archiveOutput
+                .aggregateTilesHash == true)
         #expect(
-            (try CommandLineArguments.parse(["extract", "a.tilepack", "b.mbtiles", "--agg-tiles-hash"]) as? ExtractCommand)?.aggregateHash
-                .enabled == true)
+            (try CommandLineArguments.parse(["extract", "a.tilepack", "b.mbtiles", "--agg-tiles-hash"]) as? ExtractCommand)?.archiveOutput
+                .aggregateTilesHash == true)
         #expect(
             (try CommandLineArguments.parse(["merge", "a.mbtiles", "b.mbtiles", "c.mbtiles", "--agg-tiles-hash"]) as? MergeCommand)?
-                .aggregateHash.enabled == true)
+                .archiveOutput.aggregateTilesHash == true)
+        // --keep-mixed-compression likewise, for PMTiles outputs.
+        #expect(!plain.archiveOutput.keepsMixedTileCompression)
+        #expect(
+            (try CommandLineArguments.parse(["merge", "a.pmtiles", "b.pmtiles", "c.pmtiles", "--keep-mixed-compression"]) as? MergeCommand)?
+                .archiveOutput.keepsMixedTileCompression == true)
     }
 
     @Test func centerTakesALeadingMinusInLonLatOrder() throws {

@@ -363,6 +363,24 @@ import TilepackTestSupport
         #expect(report.findings.contains { $0.message.hasPrefix("MapLibre Native could not read this file") } == keep, "\(report.findings)")
     }
 
+    /// The commands' `--keep-mixed-compression` reaches the writer: a convert of mixed vector
+    /// tiles keeps their bytes (and says `unknown`) only when asked.
+    @Test(arguments: [false, true])
+    func convertKeepsMixedCompressionOnlyWhenAsked(_ keep: Bool) throws {
+        let dir = try TemporaryDirectory()
+        let writer = try PMTilesWriter(destination: dir.file("mixed.pmtiles"), metadata: TileMetadata(["name": "m", "format": "pbf"]))
+        writer.keepsMixedTileCompression = true
+        let tiles = try Self.mixedVectorTiles()
+        for (tile, bytes) in tiles { try writer.addTile(at: tile, bytes: bytes) }
+        _ = try writer.finish()
+        var options = ConvertOptions()
+        options.keepsMixedTileCompression = keep
+        _ = try ArchiveConverter.run(source: dir.file("mixed.pmtiles"), destination: dir.file("out.pmtiles"), options: options)
+        let archive = try PMTilesArchive(path: dir.file("out.pmtiles"))
+        #expect(archive.header.tileCompression == (keep ? .unknown : .gzip))
+        #expect(try archive.tileData(at: tiles[1].0).map { [UInt8]($0) } == (keep ? tiles[1].1 : nil) || !keep)
+    }
+
     /// A fixture's header rewritten to say its tiles are brotli, zstd or unknown: verify says MapLibre Native could not read it
     /// (directories in those tilepack cannot read either, and says so).
     @Test(arguments: [(98, 3), (98, 4), (98, 0)] as [(Int, UInt8)])

@@ -11,6 +11,15 @@ resource (kind 1) under the region's style_url; for each source of the style, it
 resource (kind 2) when it has a url, and its tiles template; every tile of the region keyed by a
 template the style reaches. Tiles are reported as "z/x/y" -> sha256 of the data (inflated with
 zlib when `compressed` is 1, as util::decompress does).
+
+Glyphs and sprites, as offline_download.cpp asks for them: for the style's `glyphs` template, each
+font stack of a symbol layer with a `text-field` (its `text-font`, the literal stacks of an
+expression, or "Open Sans Regular,Arial Unicode MS Regular"), every 256-glyph range but the CJK
+ideograph and Hangul ones when `include_ideographs` is false, the stack percent-encoded as
+util::percentEncode does; for each sprite, `<base>[@2x].json` (kind 6) and `.png` (kind 5), the
+suffix before a query. Each stored one must hold what its kind says (a glyph PBF starting with its
+fontstack field, a JSON object, a PNG); reported as "glyphs" / "sprites": url -> sha256, and the
+glyph URLs not stored as "missing_glyphs".
 """
 import hashlib
 import json
@@ -83,8 +92,71 @@ def main():
         if ratio != definition["pixel_ratio"]:
             fail(f"tile {z}/{x}/{y} has pixel ratio {ratio}, the region {definition['pixel_ratio']}")
         tiles[f"{z}/{x}/{y}"] = hashlib.sha256(body(data, compressed)).hexdigest()
+    glyphs, sprites, missing = assets(style, definition, resources)
     json.dump({"definition": definition, "style": style, "tilejsons": tilejsons, "templates": sorted(templates),
-               "description": description.decode() if description else None, "tiles": tiles}, sys.stdout)
+               "description": description.decode() if description else None, "tiles": tiles,
+               "glyphs": glyphs, "sprites": sprites, "missing_glyphs": missing}, sys.stdout)
+
+
+# The style specification's expression operators that can begin a text-font value.
+OPERATORS = {"literal", "array", "at", "case", "coalesce", "concat", "config", "downcase", "feature-state", "format",
+             "geometry-type", "get", "global-state", "has", "id", "in", "index-of", "interpolate", "let", "match",
+             "properties", "slice", "step", "string", "to-string", "upcase", "var", "zoom"}
+
+
+def font_stacks(value):
+    """A text-font value's font stacks: an array of names, else the ["literal", [names]] of an expression."""
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value) and value[0] not in OPERATORS:
+        return {",".join(value)}
+
+    def literals(node):
+        if isinstance(node, list) and len(node) == 2 and node[0] == "literal" and isinstance(node[1], list):
+            return {",".join(node[1])}
+        return set().union(*(literals(child) for child in node[1:])) if isinstance(node, list) else set()
+    return literals(value)
+
+
+def percent_encode(text):
+    unreserved = set(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.~")
+    return "".join(chr(b) if b in unreserved else "%%%02X" % b for b in text.encode())
+
+
+def assets(style, definition, resources):
+    glyphs, sprites, missing = {}, {}, []
+    if "glyphs" in style:
+        stacks = set()
+        for layer in style.get("layers", []):
+            layout = layer.get("layout", {})
+            if layer.get("type") == "symbol" and "text-field" in layout:
+                stacks |= font_stacks(layout["text-font"]) if "text-font" in layout else {
+                    "Open Sans Regular,Arial Unicode MS Regular"}
+        for stack in stacks:
+            for i in range(256):
+                first = i * 256
+                ideographs = (first <= 0x9FFF and first + 255 >= 0x4E00) or (first <= 0xD7AF and first + 255 >= 0xAC00)
+                if ideographs and not definition.get("include_ideographs", False):
+                    continue
+                url = style["glyphs"].replace("{fontstack}", percent_encode(stack)).replace("{range}", f"{first}-{first + 255}")
+                if url not in resources:
+                    missing.append(url)
+                    continue
+                kind, data = resources[url]
+                if kind != 4 or (data and data[0] != 0x0A):
+                    fail(f"glyphs {url} are kind {kind} or not a glyph PBF")
+                glyphs[url] = hashlib.sha256(data).hexdigest()
+    bases = [style["sprite"]] if isinstance(style.get("sprite"), str) else [s["url"] for s in style.get("sprite", [])]
+    scale = "@2x" if definition["pixel_ratio"] > 1 else ""
+    for base in bases:
+        path, _, query = base.partition("?")
+        for suffix, kind in ((".json", 6), (".png", 5)):
+            url = path + scale + suffix + ("?" + query if query else "")
+            if url not in resources or resources[url][0] != kind:
+                fail(f"sprite {url} is not stored as kind {kind}")
+            data = resources[url][1]
+            if kind == 6 and not isinstance(json.loads(data), dict) or kind == 5 and not data.startswith(b"\x89PNG\r\n\x1a\n"):
+                fail(f"sprite {url} does not hold what its kind says")
+            sprites[url] = hashlib.sha256(data).hexdigest()
+    return glyphs, sprites, missing
 
 
 main()
