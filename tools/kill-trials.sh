@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# kill -9 trials: tilepack is killed at random moments during import, import --append, convert
-# and export (5 trials each, 20 in all), and what it leaves must be usable at once:
+# kill -9 trials: tilepack is killed at random moments during import, import --append, convert,
+# export (5 trials each) and patch (5 trials per format: MBTiles in place, bundle, PMTiles; 35 in
+# all), and what it leaves must be usable at once:
 #   import / convert: the destination is absent, or a complete archive that `verify --quick`
 #     passes; no temporary file survives the next run;
 #   append: the archive reads at once (read-only commands included) and holds either the old
 #     tiles or the old and the new ones, never a mix;
-#   export: every tile file present is complete (byte-identical to a finished export).
+#   export: every tile file present is complete (byte-identical to a finished export);
+#   patch: BASE is the old version or the new one (its content identity is one of the two, and
+#     `verify --quick` passes); a bundle or PMTiles is then byte-identical to that version; no
+#     temporary file survives the next run.
 #
 #   tools/kill-trials.sh [path/to/tilepack]     (default: the debug build, built if missing)
 # Exits non-zero at the first trial that leaves something unusable. Takes about 30-60 s.
@@ -30,6 +34,12 @@ for name, x0 in (("tree", 0), ("tree2", 500)):
         folder = f"{work}/{name}/10/{x}"
         os.makedirs(folder, exist_ok=True)
         os.link(tiles[i % len(tiles)], f"{folder}/{y}.png")
+# Another image over 1,000 of the first tree's tiles: a new version's changed tiles.
+for i in range(1000):
+    x, y = 30 + i // 100, i % 100
+    folder = f"{work}/tree3/10/{x}"
+    os.makedirs(folder, exist_ok=True)
+    os.link(tiles[(i + 7) % len(tiles)], f"{folder}/{y}.png")
 PY
 
 fail() { echo "kill-trials: FAILED: $*" >&2; exit 1; }
@@ -49,6 +59,33 @@ cp "$work/base.mbtiles" "$work/append.mbtiles"
 t_append=$(timed "$bin" import -q --append "$work/tree2" "$work/append.mbtiles")
 t_convert=$(timed "$bin" convert -q "$work/base.mbtiles" "$work/base-done.tilepack")
 t_export=$(timed "$bin" export -q "$work/base.mbtiles" "$work/export-done")
+# Two versions for patch: v2 = v1 with 1,000 tiles changed, 4,000 added and 100 deleted.
+cp "$work/base.mbtiles" "$work/v2.mbtiles"
+"$bin" import -q --append "$work/tree3" "$work/v2.mbtiles" >/dev/null
+"$bin" import -q --append "$work/tree2" "$work/v2.mbtiles" >/dev/null
+python3 - "$work/v2.mbtiles" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+view = db.execute("SELECT type FROM sqlite_master WHERE name = 'tiles'").fetchone()[0] == "view"
+db.execute(f"DELETE FROM {'map' if view else 'tiles'} WHERE zoom_level = 10 AND tile_column = 70")
+db.execute("INSERT OR REPLACE INTO metadata (name, value) VALUES ('version', '2')")
+db.commit()
+PY
+for ext in tilepack pmtiles; do
+  "$bin" convert -q "$work/base.mbtiles" "$work/v1.$ext" >/dev/null
+  "$bin" convert -q "$work/v2.mbtiles" "$work/v2.$ext" >/dev/null
+done
+identity() { "$bin" info --json "$1" | python3 -c 'import json,sys; print(json.load(sys.stdin)["identity"])'; }
+id_old=$(identity "$work/base.mbtiles")
+id_new=$(identity "$work/v2.mbtiles")
+[ "$id_old" != "$id_new" ] || fail "patch setup: v1 and v2 have the same identity"
+"$bin" diff "$work/base.mbtiles" "$work/v2.mbtiles" "$work/p.tppatch" >/dev/null
+declare -A t_patch
+for ext in mbtiles tilepack pmtiles; do
+  if [ "$ext" = mbtiles ]; then cp "$work/base.mbtiles" "$work/pb.$ext"; else cp "$work/v1.$ext" "$work/pb.$ext"; fi
+  t_patch[$ext]=$(timed "$bin" patch "$work/pb.$ext" "$work/p.tppatch")
+  [ "$(identity "$work/pb.$ext")" = "$id_new" ] || fail "patch setup: patching the $ext base does not give v2"
+done
 trials=0
 
 # One trial of a command that writes a new archive at $3 (what: $1, measured duration: $2 ms):
@@ -97,5 +134,27 @@ for i in 1 2 3 4 5; do
     [ "$(find "$work/export" -name '.*.tmp-*' | wc -l)" = 0 ] || fail "export trial $i: temporary files survive the next run"
   fi
   trials=$((trials + 1))
+
+  # patch, in each format: BASE stays the old version or becomes the new one, nothing between.
+  for ext in mbtiles tilepack pmtiles; do
+    if [ "$ext" = mbtiles ]; then cp "$work/base.mbtiles" "$work/pb.$ext"; else cp "$work/v1.$ext" "$work/pb.$ext"; fi
+    "$bin" patch "$work/pb.$ext" "$work/p.tppatch" >/dev/null 2>&1 & pid=$!
+    pause "${t_patch[$ext]}"; kill -9 $pid 2>/dev/null || true; wait $pid 2>/dev/null || true
+    found=$(identity "$work/pb.$ext") || fail "patch ($ext) trial $i: info cannot read the base"
+    if [ "$found" = "$id_old" ]; then
+      interrupted=$((interrupted + 1))
+      if [ "$ext" != mbtiles ]; then cmp -s "$work/pb.$ext" "$work/v1.$ext" || fail "patch ($ext) trial $i: old identity but not the old file"; fi
+    elif [ "$found" = "$id_new" ]; then
+      if [ "$ext" != mbtiles ]; then cmp -s "$work/pb.$ext" "$work/v2.$ext" || fail "patch ($ext) trial $i: new identity but not the new file"; fi
+    else
+      fail "patch ($ext) trial $i: the base is neither version: $found"
+    fi
+    "$bin" verify --quick "$work/pb.$ext" >/dev/null || fail "patch ($ext) trial $i: the base does not verify"
+    # Whatever was left, patching again (or finding the base already patched) ends at v2 with no temporary file.
+    if [ "$found" = "$id_old" ]; then "$bin" patch "$work/pb.$ext" "$work/p.tppatch" >/dev/null; fi
+    [ "$(identity "$work/pb.$ext")" = "$id_new" ] || fail "patch ($ext) trial $i: patching again does not give v2"
+    [ "$(leftovers "$work")" = 0 ] || fail "patch ($ext) trial $i: temporary files survive the next run: $(ls -a "$work")"
+    trials=$((trials + 1))
+  done
 done
-echo "kill-trials: $trials kill -9 trials (import, append, convert, export; $interrupted of them caught the command before it finished) all left usable results"
+echo "kill-trials: $trials kill -9 trials (import, append, convert, export, patch in 3 formats; $interrupted of them caught the command before it finished) all left usable results"

@@ -58,6 +58,17 @@ public enum ArchivePatcher {
         if output != nil && !sameFile && !overwrite && FileSystem.stat(destination) != nil {
             throw OperationError(path: destination, fault: .archive(TileArchiveError(path: destination, fault: .alreadyExists)))
         }
+        // BASE replaced (in place, or renamed over): a file with no write bit is meant to stay as
+        // it is, even for root. (OUT elsewhere leaves BASE alone: then it may be read-only.)
+        if output == nil || sameFile, let info = FileSystem.stat(base), info.st_mode & 0o222 == 0 {
+            throw OperationError(
+                path: base,
+                fault: .archive(
+                    TileArchiveError(
+                        path: base,
+                        fault: .io(errno: EACCES, reason: "the file is read-only: patching would replace it (give OUT to write elsewhere)"))
+                ))
+        }
         if baseFormat == .mbtiles && (output == nil || sameFile) {
             let outcome: PatchOutcome
             do { outcome = try MBTilesPatcher.apply(patch, to: base) } catch {

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import TilepackCore
+import TilepackHTTP
 import TilepackStorage
 
 /// One fetch: workers take the area's tiles in order, skip what the store has, download the
@@ -13,7 +14,8 @@ final class FetchJob: RequestJob, @unchecked Sendable {
     let options: PrefetchOptions
     let regionId: Int
     let source: PrefetchSource
-    let template: TemplateURLs
+    /// The URLs of the version being fetched (`{version}` replaced).
+    private let template: Locked<TemplateURLs>
 
     private let state = Locked(Counters())
     private let feed: Locked<Feed>
@@ -44,7 +46,14 @@ final class FetchJob: RequestJob, @unchecked Sendable {
         var lastEmit = 0.0
         var started = Date().timeIntervalSince1970
         var storeError: String?
+        /// The source's version (``PrefetchSource/versionURL``), and how often a refresh
+        /// started again because it changed.
+        var version: String?
+        var restarts = 0
     }
+
+    /// How often a refresh starts again after the source's version changed before it ends as a failure.
+    static let maximumRestarts = 3
 
     /// The tiles still to take.
     enum Feed {
@@ -76,7 +85,7 @@ final class FetchJob: RequestJob, @unchecked Sendable {
         self.options = options
         self.regionId = regionId
         source = prefetcher.source
-        template = TemplateURLs(source: prefetcher.source)
+        template = Locked(TemplateURLs(source: prefetcher.source))
         feed = Locked(.cover(cover.makeIterator()))
     }
 
@@ -98,6 +107,98 @@ final class FetchJob: RequestJob, @unchecked Sendable {
     private var isCancelled: Bool { cancelled.load(ordering: .relaxed) || Task.isCancelled }
 
     func run() async {
+        repeat { await fetchOnce() } while await !switchInRefresh()
+        finish()
+    }
+
+    /// The source's version now: its TileJSON's `version`, else the document's ETag; `nil` when
+    /// the source names no version URL. Throws a message when it cannot be read.
+    private func readVersion() async throws(VersionFault) -> String? {
+        guard let text = source.versionURL else { return nil }
+        guard let url = URL(string: text), let client = prefetcher.clients.first else { throw VersionFault("not a URL: \(text)") }
+        let request = HTTPRequest(
+            url: url, headers: ["User-Agent": client.userAgent],
+            timeout: .milliseconds(Int64(prefetcher.configuration.requestTimeout * 1000)),
+            maximumBodyBytes: 1 << 20)
+        let response: HTTPResponse
+        do { response = try await client.send(request) } catch {
+            throw VersionFault("reading the source's version at \(text) failed: \(error)")
+        }
+        guard response.status == 200 else { throw VersionFault("reading the source's version at \(text) failed: HTTP \(response.status)") }
+        if let object = try? JSONSerialization.jsonObject(with: response.body) as? [String: Any] {
+            if let version = object["version"] as? String, !version.isEmpty { return version }
+            if let version = object["version"] as? NSNumber { return version.stringValue }
+        }
+        if let etag = response.etag, !etag.isEmpty { return "etag " + etag }
+        throw VersionFault("the source's version document \(text) has no `version` and no ETag")
+    }
+
+    struct VersionFault: Error, CustomStringConvertible {
+        var description: String
+        init(_ description: String) { self.description = description }
+    }
+
+    /// After a refresh's tiles are in: when the source's version is what it was when the
+    /// refresh began, the staged tiles are switched in (one transaction with the metadata and
+    /// the region's status, committed by ``finish()``) and this returns true; when it changed,
+    /// the staged tiles are dropped and this returns false (the refresh starts again), unless
+    /// it did so ``maximumRestarts`` times. A fetch that is not a complete refresh changes nothing here.
+    private func switchInRefresh() async -> Bool {
+        guard options.refresh else { return true }
+        let (complete, version) = state.withLock { counters in
+            (counters.storeError == nil && counters.failed == 0 && counters.done >= counters.total, counters.version)
+        }
+        guard complete, !isCancelled else { return true }
+        if source.versionURL != nil {
+            let now: String?
+            do { now = try await readVersion() } catch {
+                fail(with: error.description)
+                return true
+            }
+            if now != version {
+                do { try store.discardRefresh() } catch {
+                    fail(with: "dropping the staged refresh failed: \(error)")
+                    return true
+                }
+                let again = state.withLock { counters -> Bool in
+                    guard counters.restarts < Self.maximumRestarts else { return false }
+                    counters.restarts += 1
+                    counters.total += cover.count
+                    return true
+                }
+                guard again else {
+                    fail(
+                        with:
+                            "the source's version changed during each of \(Self.maximumRestarts + 1) refreshes (last \(version ?? "none") to \(now ?? "none"))"
+                    )
+                    return true
+                }
+                return false
+            }
+        }
+        do { try store.publishRefresh() } catch { fail(with: "switching in the refreshed tiles failed: \(error)") }
+        return true
+    }
+
+    /// One pass over the area (a refresh that starts again makes another).
+    private func fetchOnce() async {
+        feed.withLock { $0 = .cover(cover.makeIterator()) }
+        if source.versionURL != nil {
+            do {
+                let version = try await readVersion()
+                state.withLock { $0.version = version }
+                template.withLock { $0 = TemplateURLs(source: source, version: version) }
+            } catch {
+                fail(with: error.description)
+                return
+            }
+        }
+        if options.refresh {
+            do { try store.beginRefresh(key: "region \(regionId)", version: state.withLock { $0.version }) } catch {
+                fail(with: "staging the refresh failed: \(error)")
+                return
+            }
+        }
         if options.onlyFailed {
             let failed = (try? store.records(withOutcome: .failed)) ?? []
             let tiles = failed.map(\.tile).filter { cover.contains($0) }
@@ -138,7 +239,6 @@ final class FetchJob: RequestJob, @unchecked Sendable {
             }
         }
         await writer.flush()
-        finish()
     }
 
     private nonisolated(nonsending) func process(
@@ -158,6 +258,18 @@ final class FetchJob: RequestJob, @unchecked Sendable {
             fail(with: "reading the store failed: \(error)")
             return
         }
+        if options.refresh {
+            // A refresh resumed: what it staged before is not asked again.
+            do {
+                if try store.isStaged(tile) {
+                    settle { $0.alreadyPresent += 1 }
+                    return
+                }
+            } catch {
+                fail(with: "reading the store failed: \(error)")
+                return
+            }
+        }
         var validators: (etag: String?, lastModified: String?)?
         if let storedSize {
             guard options.refresh else {
@@ -172,7 +284,7 @@ final class FetchJob: RequestJob, @unchecked Sendable {
             settle { $0.absent += 1 }
             return
         }
-        guard let url = template.url(for: tile) else {
+        guard let url = template.withLock({ $0 }).url(for: tile) else {
             settle { $0.failed += 1 }
             return
         }
@@ -184,11 +296,11 @@ final class FetchJob: RequestJob, @unchecked Sendable {
             state.withLock { $0.requests += attempts }
             return
         case .tile(let data, _, let etag, let lastModified):
-            await writer.submit(
-                .record(
-                    TileStateRecord(
-                        tile: tile, outcome: .stored, httpStatus: 200, attempts: attempts, bytes: data.count,
-                        etag: etag, lastModified: lastModified, fetchedAt: now), data))
+            let record = TileStateRecord(
+                tile: tile, outcome: .stored, httpStatus: 200, attempts: attempts, bytes: data.count,
+                etag: etag, lastModified: lastModified, fetchedAt: now)
+            // A refresh stages what it downloads: the store switches to it in one transaction at the end.
+            await writer.submit(options.refresh ? .stage(record, data) : .record(record, data))
             settle(attempts: attempts, at: now) { counters in
                 counters.downloaded += 1
                 counters.bytes += data.count
@@ -204,8 +316,8 @@ final class FetchJob: RequestJob, @unchecked Sendable {
                 counters.notModified += 1
             }
         case .absent(let status):
-            await writer.submit(
-                .record(TileStateRecord(tile: tile, outcome: .absent, httpStatus: status, attempts: attempts, fetchedAt: now), nil))
+            let record = TileStateRecord(tile: tile, outcome: .absent, httpStatus: status, attempts: attempts, fetchedAt: now)
+            await writer.submit(options.refresh ? .stage(record, nil) : .record(record, nil))
             settle(attempts: attempts) { $0.absent += 1 }
         case .failed(let fault):
             // A stored tile whose refresh failed stays as it was.
@@ -286,7 +398,7 @@ final class FetchJob: RequestJob, @unchecked Sendable {
                     alreadyPresent: counters.alreadyPresent, notModified: counters.notModified, absent: counters.absent,
                     failed: counters.failed, bytes: counters.bytes, requests: counters.requests,
                     seconds: Date().timeIntervalSince1970 - counters.started, failures: counters.failures, evicted: counters.evicted,
-                    error: counters.storeError)
+                    error: counters.storeError, version: counters.version, restarts: counters.restarts)
             }
         }
         let expected = report(storeError: nil).status

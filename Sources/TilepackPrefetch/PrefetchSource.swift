@@ -23,6 +23,12 @@ public struct PrefetchSource: Hashable, Sendable {
     /// `.jpg`, `.webp`, `.pbf`, `.mvt`, ...), else the store's format, else the first tile's
     /// (an archive holds one format). So a JSON error page is refused from a `.png` template.
     public var format: TileFormat?
+    /// Where the server names the version of its tiles: a TileJSON (its `version`) or any
+    /// document whose ETag changes with the tiles (used when it has no `version`). Read when a
+    /// fetch begins and again before a refresh is switched in: a refresh that saw the version
+    /// change starts again, so the store never holds tiles of two versions. `{version}` in the
+    /// template is replaced by it. `nil`: the server names no version (Specs/prefetch.md).
+    public var versionURL: String?
 
     public init(
         urlTemplate: String, scheme: TileScheme = .xyz, scale: Int = 1, subdomains: [String] = ["a", "b", "c"],
@@ -35,6 +41,9 @@ public struct PrefetchSource: Hashable, Sendable {
         self.tileSize = tileSize
         self.format = format
     }
+
+    /// The template's placeholder for the version named at ``versionURL``.
+    public static let versionPlaceholder = "{version}"
 
     /// The format named by the template's file extension, if any.
     public var formatFromExtension: TileFormat? {
@@ -56,7 +65,14 @@ public struct PrefetchSource: Hashable, Sendable {
     /// Why the source is unusable (invalid parameters), or `nil`.
     public var invalidReason: String? {
         guard (1...3).contains(scale) else { return "the scale \(scale) is not 1, 2 or 3" }
-        if let fault = template.fault { return fault }
+        if let versionURL {
+            guard let url = URL(string: versionURL), let scheme = url.scheme?.lowercased(), ["http", "https"].contains(scheme),
+                url.host != nil
+            else { return "the version URL is not an http(s) URL: \(versionURL)" }
+        } else if urlTemplate.contains(Self.versionPlaceholder) {
+            return "the URL template has \(Self.versionPlaceholder) but no version URL names the version"
+        }
+        if let fault = template(version: nil).fault { return fault }
         if let tileSize, let reason = TileSize.invalidReason(tileSize) { return reason }
         if subdomains.isEmpty || subdomains.contains(where: \.isEmpty) { return "a subdomain is empty" }
         guard let url = url(for: TileCoordinate(uncheckedZoom: 0, x: 0, y: 0)),
@@ -87,10 +103,21 @@ public struct PrefetchSource: Hashable, Sendable {
         return result
     }
 
-    /// The URL of `tile` (XYZ).
-    public func url(for tile: TileCoordinate) -> URL? { TemplateURLs(source: self).url(for: tile) }
+    /// The URL of `tile` (XYZ); `{version}` is given `version` ("0" when `nil`, to check the template).
+    public func url(for tile: TileCoordinate, version: String? = nil) -> URL? {
+        TemplateURLs(source: self, version: version).url(for: tile)
+    }
 
     var template: TileURLTemplate { TileURLTemplate(urlTemplate) }
+
+    /// The template with `{version}` replaced by `version`, percent-encoded as a path segment.
+    func template(version: String?) -> TileURLTemplate {
+        guard urlTemplate.contains(Self.versionPlaceholder) else { return template }
+        let value =
+            (version ?? "0").addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(CharacterSet(charactersIn: "/?#")))
+            ?? "0"
+        return TileURLTemplate(urlTemplate.replacingOccurrences(of: Self.versionPlaceholder, with: value))
+    }
 
     var key: String { "\(urlTemplate)|\(scheme)|\(scale)" }
 }
@@ -100,9 +127,9 @@ struct TemplateURLs: Sendable {
     let source: PrefetchSource
     let template: TileURLTemplate
 
-    init(source: PrefetchSource) {
+    init(source: PrefetchSource, version: String? = nil) {
         self.source = source
-        template = source.template
+        template = source.template(version: version)
     }
 
     func url(for tile: TileCoordinate) -> URL? {

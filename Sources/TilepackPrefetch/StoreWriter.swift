@@ -21,6 +21,8 @@ final class StoreWriter: Sendable {
         case record(TileStateRecord, Data?)
         /// A 304: the tile marked used now, or recorded as `otherwise` when it has no bookkeeping row.
         case touch(TileCoordinate, attempts: Int, at: Double, otherwise: TileStateRecord)
+        /// A refresh's outcome, staged until the refresh is switched in.
+        case stage(TileStateRecord, Data?)
     }
 
     static let maximumQueuedBytes = 32 << 20
@@ -67,7 +69,10 @@ final class StoreWriter: Sendable {
     /// Hands a write over; waits only while the writer is too far behind.
     nonisolated(nonsending) func submit(_ write: Write) async {
         let bytes: Int
-        if case .record(_, let data?) = write { bytes = data.count } else { bytes = 0 }
+        switch write {
+        case .record(_, let data?), .stage(_, let data?): bytes = data.count
+        default: bytes = 0
+        }
         let (start, arm, full) = state.withLock { state -> (Bool, Bool, Bool) in
             guard !state.failed else { return (false, false, false) }
             state.pending.append(write)
@@ -147,6 +152,8 @@ final class StoreWriter: Sendable {
                     case .record(let record, let data):
                         try store.record(record, data: data)
                         if data != nil { stored += 1 }
+                    case .stage(let record, let data):
+                        try store.stage(record, data: data)
                     case .touch(let tile, let attempts, let time, let otherwise):
                         if try !store.touch(tile, attempts: attempts, at: time) {
                             try store.record(otherwise, data: nil)

@@ -110,8 +110,18 @@ struct FetchCommand: AsyncParsableCommand {
     @Option(help: "The store's capacity in MB; tiles of no kept region are evicted past it.")
     var capacity: Int = 256
 
-    @Flag(help: "Revalidate stored tiles (If-None-Match / If-Modified-Since) and ask again for absent ones.")
+    @Flag(
+        help:
+            "Revalidate stored tiles (If-None-Match / If-Modified-Since) and ask again for absent ones; what changed is switched in in one transaction at the end."
+    )
     var refresh = false
+
+    @Option(
+        name: .customLong("version-url"),
+        help:
+            "A TileJSON (its version, else its ETag) naming the tiles' version: {version} in the template takes it, and a refresh that sees it change starts again."
+    )
+    var versionURL: String?
 
     @Flag(name: .customLong("retry-failed"), help: "Request only the tiles recorded as failed.")
     var retryFailed = false
@@ -158,9 +168,10 @@ struct FetchCommand: AsyncParsableCommand {
         #endif
         configuration.capacity = capacity * 1024 * 1024
         if let userAgent { configuration.userAgent = userAgent }
-        let source = PrefetchSource(
+        var source = PrefetchSource(
             urlTemplate: urlTemplate, scheme: scheme, scale: scale,
             subdomains: subdomains.split(separator: ",").map { String($0) }, tileSize: tileSize)
+        source.versionURL = versionURL
         // A refused fetch leaves nothing: a store this run creates is removed when the fetch is
         // refused before its first request (a store being resumed is the user's and stays).
         let storeExisted = estimate || FileSystem.lstat(output) != nil

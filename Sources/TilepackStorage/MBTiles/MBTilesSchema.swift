@@ -66,7 +66,10 @@ package struct MBTilesSchema: Hashable, Sendable {
     package static let mbtilesApplicationID: Int32 = 0x4d50_4258
     /// The tables TilepackPrefetch's store (`MBTilesTileStore`) adds to an MBTiles file (lower
     /// case, as SQLite compares names): readers tell them apart from foreign tables.
-    package static let prefetchBookkeepingTables: Set<String> = ["tilepack_regions", "tilepack_tile_state"]
+    /// (`tilepack_refresh` and `tilepack_refresh_tiles` exist only while a refresh is staged.)
+    package static let prefetchBookkeepingTables: Set<String> = [
+        "tilepack_regions", "tilepack_tile_state", "tilepack_refresh", "tilepack_refresh_tiles",
+    ]
 
     /// Detects the schema on an open connection.
     package static func detect(_ connection: SQLiteConnection, path: String) throws(TileArchiveError) -> MBTilesSchema {
