@@ -150,7 +150,9 @@ def fault_proxy(upstream):
             for name, value in response.getheaders():
                 if name.lower() not in ("content-length", "transfer-encoding", "connection", "date", "server"):
                     self.send_header(name, value)
-            self.send_header("Content-Length", str(len(data)))
+            # A HEAD answer has no body but the length a GET would send: moto's, passed on.
+            length = response.getheader("Content-Length") if self.command == "HEAD" else None
+            self.send_header("Content-Length", length or str(len(data)))
             self.end_headers()
             if self.command != "HEAD":
                 self.wfile.write(data)

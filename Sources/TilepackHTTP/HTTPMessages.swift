@@ -66,6 +66,8 @@ public struct HTTPResponse: Sendable {
     public var etag: String? { fields.value(lowercasedName: "etag") }
     public var lastModified: String? { fields.value(lowercasedName: "last-modified") }
     public var contentType: String? { fields.value(lowercasedName: "content-type") }
+    /// The declared `Content-Length` (of a `HEAD` answer: the length a `GET` would send).
+    public var contentLength: Int? { fields.value(lowercasedName: "content-length").flatMap { Int(HTTPIncomingResponse.trimmed($0)) } }
 
     /// The delay a `Retry-After` field asks for (delta-seconds or an HTTP date), if any.
     public func retryAfter(now: Date = Date()) -> Duration? {

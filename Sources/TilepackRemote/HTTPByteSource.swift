@@ -346,3 +346,73 @@ struct S3RangeAuthority: RangeRequestAuthority {
         S3Error.answer(response, location: location, region: client.configuration.region).description
     }
 }
+
+/// What tells one version of a remote object from the next: its size and the `ETag` (else the
+/// `Last-Modified`) the server gives it.
+public struct RemoteObjectVersion: Sendable, Hashable, CustomStringConvertible {
+    public var size: Int
+    public var etag: String?
+    public var lastModified: String?
+
+    public init(size: Int, etag: String?, lastModified: String?) {
+        self.size = size
+        self.etag = etag
+        // The ETag pins the object when there is one; the date only without it.
+        self.lastModified = etag == nil ? lastModified : nil
+    }
+
+    public var description: String {
+        if let etag { return "ETag \(etag)" }
+        if let lastModified { return "Last-Modified \(lastModified), \(size) bytes" }
+        return "\(size) bytes"
+    }
+}
+
+extension HTTPByteSource {
+    /// The version this source reads (pinned when it was opened).
+    public var version: RemoteObjectVersion { RemoteObjectVersion(size: count, etag: etag, lastModified: lastModified) }
+
+    /// The version of the object at `url` now, asked with a `HEAD` (no body). A presigned URL
+    /// (`X-Amz-Signature` in its query) is signed for `GET` alone, so it is asked with a range
+    /// `GET` of its first byte instead, sent as it is.
+    public static func currentVersion(url: URL, client: HTTPClient = .shared, options: Options = Options()) throws(TileArchiveError)
+        -> RemoteObjectVersion
+    {
+        let query = url.query?.lowercased() ?? ""
+        if query.contains("x-amz-signature=") || query.contains("signature=") {
+            let first = try fetch(url: url, range: 0..<1, etag: nil, client: client, options: options, expectedSize: nil)
+            return RemoteObjectVersion(size: first.size, etag: first.etag, lastModified: first.lastModified)
+        }
+        let request = HTTPRequest(url: url, method: "HEAD", timeout: options.timeout)
+        let outcome = RemoteExecutor.shared.run { () async throws(HTTPError) -> HTTPResponse in
+            try await client.send(request, retry: options.retry)
+        }
+        let fail = { (reason: String) in TileArchiveError(path: url.absoluteString, fault: .cannotOpen(errno: 0, reason: reason)) }
+        switch outcome {
+        case .failure(let error): throw fail(error.reason)
+        case .success(let response):
+            guard response.status == 200 else { throw fail("HTTP status \(response.status) to a HEAD") }
+            guard let size = response.contentLength else { throw fail("a HEAD answer without a Content-Length") }
+            return RemoteObjectVersion(size: size, etag: response.etag, lastModified: response.lastModified)
+        }
+    }
+
+    /// The version of the object at `location` in S3 now (a signed `HEAD`); an object that is
+    /// not there is an error naming it.
+    public static func currentVersion(s3 location: S3Location, client: S3Client = .environment) throws(TileArchiveError)
+        -> RemoteObjectVersion
+    {
+        let outcome = RemoteExecutor.shared.run { () async throws(S3Error) -> (size: Int, etag: String?, lastModified: String?)? in
+            try await client.headVersion(location)
+        }
+        switch outcome {
+        case .failure(let error):
+            throw TileArchiveError(path: location.description, fault: .cannotOpen(errno: 0, reason: error.description))
+        case .success(nil):
+            throw TileArchiveError(
+                path: location.description, fault: .cannotOpen(errno: ENOENT, reason: "NoSuchKey: the object is not there"))
+        case .success(let found?):
+            return RemoteObjectVersion(size: found.size, etag: found.etag, lastModified: found.lastModified)
+        }
+    }
+}

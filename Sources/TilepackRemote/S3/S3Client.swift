@@ -194,17 +194,24 @@ public final class S3Client: Sendable {
 
     // MARK: Objects
 
-    /// The object's size and ETag, `nil` when there is none. Asked as its first byte (a range GET,
-    /// whose `Content-Range` carries the size whatever the transport makes of a `HEAD`).
+    /// The object's size and ETag, `nil` when there is none (a `HEAD`).
     public func head(_ location: S3Location) async throws(S3Error) -> (size: Int, etag: String?)? {
-        let response = try await send("GET", location, headers: ["Range": "bytes=0-0"], maximumBodyBytes: 64 << 10)
+        try await headVersion(location).map { ($0.size, $0.etag) }
+    }
+
+    /// The object's size, ETag and Last-Modified, `nil` when there is none: a `HEAD`, whose
+    /// answer has no body, so an error is known by its status alone.
+    func headVersion(_ location: S3Location) async throws(S3Error) -> (size: Int, etag: String?, lastModified: String?)? {
+        let response = try await send("HEAD", location)
         switch response.status {
-        case 404 where S3XML(response.body).first("Code") ?? "NoSuchKey" == "NoSuchKey": return nil
-        case 206:
-            let size = response.header("content-range").flatMap(HTTPByteSource.parseContentRange)?.size
-            return (size ?? 0, response.etag)
-        case 200: return (response.body.count, response.etag)
-        case 416: return (0, response.etag)
+        case 404: return nil
+        case 200:
+            guard let size = response.contentLength else {
+                throw S3Error(
+                    bucket: location.bucket, key: location.key, status: 200, code: "NoContentLength",
+                    message: "the HEAD answer has no Content-Length")
+            }
+            return (size, response.etag, response.lastModified)
         default:
             try check(response, location: location)
             return nil
