@@ -6,15 +6,24 @@
 #     smallest of xdelta3 -9 -S djw, bsdiff and zstd -19 --long=27 --patch-from between the two
 #     archive files (Debian packages, installed here), and against the changed tiles' bytes;
 #   - apply time: `tilepack patch` (MBTiles in place, bundle/PMTiles rewritten) against
-#     `tilepack convert v2.X out.X`, best of 3 runs each.
+#     `tilepack convert v2.X out.X`, best of 3 runs each, and each one's peak RSS
+#     (/usr/bin/time -v's maximum resident set size) beside the archive's size.
 # Release builds; everything under $BENCH_WORK (default /tmp/tilepack-bench/update).
 #
-#   tools/bench-update.sh [--tiles N]
+#   tools/bench-update.sh [--tiles N] [--apply-only]   (--apply-only: the apply times alone;
+#                                       TILEPACK_BIN=path: use that release build of tilepack)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 work="${BENCH_WORK:-/tmp/tilepack-bench}/update"
 tiles=50000
-if [ "${1:-}" = "--tiles" ]; then tiles="$2"; fi
+apply_only=0
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --tiles) tiles="$2"; shift 2 ;;
+        --apply-only) apply_only=1; shift ;;
+        *) echo "usage: $0 [--tiles N] [--apply-only]" >&2; exit 2 ;;
+    esac
+done
 mkdir -p "$work"
 
 need=()
@@ -26,12 +35,17 @@ if [ ${#need[@]} -gt 0 ]; then
     $sudo apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 
-swift build -c release --product tilepack
-swift build -c release --package-path tools --product make-versions
-tilepack="$(swift build -c release --show-bin-path)/tilepack"
-make_versions="$(swift build -c release --package-path tools --show-bin-path)/make-versions"
+# TILEPACK_BIN: a release tilepack already built (e.g. with --scratch-path); else built here.
+if [ -n "${TILEPACK_BIN:-}" ]; then
+    tilepack="$TILEPACK_BIN"
+else
+    swift build -c release --product tilepack
+    tilepack="$(swift build -c release --show-bin-path)/tilepack"
+fi
 
 if [ ! -f "$work/v2-$tiles.mbtiles" ]; then
+    swift build -c release --package-path tools --product make-versions
+    make_versions="$(swift build -c release --package-path tools --show-bin-path)/make-versions"
     "$make_versions" "$work/gen" --tiles "$tiles"
     mv "$work/gen/v1.mbtiles" "$work/v1-$tiles.mbtiles"
     mv "$work/gen/v2.mbtiles" "$work/v2-$tiles.mbtiles"
@@ -58,8 +72,9 @@ best() {
 }
 
 printf '%s\n' "tiles: $tiles; $( "$tilepack" diff v1.mbtiles v2.mbtiles p-counts.tppatch --force --json | python3 -c 'import json,sys; r=json.load(sys.stdin); print("added %d, changed %d, deleted %d; changed+added tile bytes %d" % (r["added"], r["changed"], r["deleted"], r["tileBytes"]))')"
-printf '\n%-9s %10s %10s %10s %10s %10s %12s %s\n' format archive tilepack xdelta3 bsdiff zstd "vs smallest" "mbtiles patch vs 1.2x tiles+64KiB"
+[ "$apply_only" = 1 ] || printf '\n%-9s %10s %10s %10s %10s %10s %12s %s\n' format archive tilepack xdelta3 bsdiff zstd "vs smallest" "mbtiles patch vs 1.2x tiles+64KiB"
 for ext in mbtiles tilepack pmtiles; do
+    if [ "$apply_only" = 1 ]; then "$tilepack" diff "v1.$ext" "v2.$ext" "p-$ext.tppatch" --force >/dev/null; continue; fi
     json=$("$tilepack" diff "v1.$ext" "v2.$ext" "p-$ext.tppatch" --force --json)
     ours=$(size "p-$ext.tppatch")
     tilebytes=$(echo "$json" | python3 -c 'import json,sys; print(json.load(sys.stdin)["tileBytes"])')
@@ -78,7 +93,16 @@ for ext in mbtiles tilepack pmtiles; do
         "$(echo "$ours / $smallest" | bc -l)" "$extra"
 done
 
-printf '\n%-9s %12s %12s %8s\n' format "patch (s)" "convert (s)" ratio
+# Peak resident set size in MiB of "$@" (after the setup command $1).
+peak() {
+    local setup="$1"; shift
+    eval "$setup"
+    /usr/bin/time -f %M -o "$work/rss.txt" "$@" >/dev/null 2>&1
+    echo "scale=1; $(tail -1 "$work/rss.txt") / 1024" | bc -l
+}
+mib() { echo "scale=1; $(size "$1") / 1048576" | bc -l; }
+
+printf '\n%-9s %12s %12s %8s %14s %14s %12s %s\n' format "patch (s)" "convert (s)" ratio "patch RSS MiB" "conv. RSS MiB" "archive MiB" ""
 # MBTiles twice: a base that stores its identity (any base tilepack patched before; here v1 given
 # an empty patch, v1 to v1), whose check reads only the changed tiles, and a fresh base, whose
 # identity is computed from every tile first.
@@ -86,11 +110,16 @@ printf '\n%-9s %12s %12s %8s\n' format "patch (s)" "convert (s)" ratio
 cp v1.mbtiles v1-stamped.mbtiles && "$tilepack" patch v1-stamped.mbtiles noop.tppatch >/dev/null
 p=$(best "cp v1-stamped.mbtiles base.mbtiles" "$tilepack" patch base.mbtiles p-mbtiles.tppatch)
 c=$(best "rm -f out.mbtiles" "$tilepack" convert v2.mbtiles out.mbtiles --force --quiet)
-printf '%-9s %12.3f %12.3f %7.3fx %s\n' mbtiles "$p" "$c" "$(echo "$p / $c" | bc -l)" "(in place, base stores its identity)"
+pr=$(peak "cp v1-stamped.mbtiles base.mbtiles" "$tilepack" patch base.mbtiles p-mbtiles.tppatch)
+cr=$(peak "rm -f out.mbtiles" "$tilepack" convert v2.mbtiles out.mbtiles --force --quiet)
+printf '%-9s %12.3f %12.3f %7.3fx %14s %14s %12s %s\n' mbtiles "$p" "$c" "$(echo "$p / $c" | bc -l)" "$pr" "$cr" "$(mib v1.mbtiles)" \
+    "(in place, base stores its identity)"
 for ext in mbtiles tilepack pmtiles; do
     p=$(best "cp v1.$ext base.$ext" "$tilepack" patch "base.$ext" "p-$ext.tppatch")
     cmp -s "base.$ext" "v2.$ext" && same="(byte-identical to v2)" || same=""
     [ "$ext" = mbtiles ] && same="(in place, identity computed from every tile)"
     c=$(best "rm -f out.$ext" "$tilepack" convert "v2.$ext" "out.$ext" --force --quiet)
-    printf '%-9s %12.3f %12.3f %7.3fx %s\n' "$ext" "$p" "$c" "$(echo "$p / $c" | bc -l)" "$same"
+    pr=$(peak "cp v1.$ext base.$ext" "$tilepack" patch "base.$ext" "p-$ext.tppatch")
+    cr=$(peak "rm -f out.$ext" "$tilepack" convert "v2.$ext" "out.$ext" --force --quiet)
+    printf '%-9s %12.3f %12.3f %7.3fx %14s %14s %12s %s\n' "$ext" "$p" "$c" "$(echo "$p / $c" | bc -l)" "$pr" "$cr" "$(mib "v1.$ext")" "$same"
 done

@@ -179,13 +179,17 @@ final class PatchedArchive: TileArchive, @unchecked Sendable {
 
     func forEachTile(_ body: (TileCoordinate, UnsafeRawBufferPointer) throws -> Void) throws {
         var before = ContentIdentity(metadata: ContentIdentity.metadataHash(try base.metadata()))
-        var after = ContentIdentity(metadata: ContentIdentity.metadataHash(try metadata()))
+        // The result's identity follows from the base's and the changed tiles alone (each base
+        // tile is hashed once): what replaced and deleted tiles contributed comes out, the
+        // patch's tiles go in.
+        var removed = ContentIdentity()
+        var added = ContentIdentity()
         var next = 0
         var deletedCount = 0
         let tiles = patch.tiles
         func emitPatchTile() throws {
             try tiles[next].bytes.withUnsafeBytes { bytes in
-                after.add(tiles[next].coordinate, bytes)
+                added.add(tiles[next].coordinate, bytes)
                 try body(tiles[next].coordinate, bytes)
             }
             next += 1
@@ -195,20 +199,28 @@ final class PatchedArchive: TileArchive, @unchecked Sendable {
             while next < tiles.count, limit.map({ tiles[next].coordinate < $0 }) ?? true { try emitPatchTile() }
         }
         try base.forEachTile { tile, bytes in
-            before.add(tile, bytes)
+            let hash = ContentIdentity.tileHash(tile, bytes)
+            before.tiles &+= hash
+            before.tileCount &+= 1
             try emitPatchTiles(upTo: tile)
             if next < tiles.count, tiles[next].coordinate == tile {
+                removed.tiles &+= hash
+                removed.tileCount &+= 1
                 try emitPatchTile()
                 return
             }
             if deleted.contains(tile) {
+                removed.tiles &+= hash
+                removed.tileCount &+= 1
                 deletedCount += 1
                 return
             }
-            after.add(tile, bytes)
             try body(tile, bytes)
         }
         try emitPatchTiles(upTo: nil)
+        let after = ContentIdentity(
+            tileCount: before.tileCount &- removed.tileCount &+ added.tileCount, tiles: before.tiles &- removed.tiles &+ added.tiles,
+            metadata: ContentIdentity.metadataHash(try metadata()))
         let failure: TilePatchError? =
             if let expected = patch.before, expected != before {
                 TilePatchError(path: base.path, fault: .wrongBase(expected: expected.description, found: before.description))

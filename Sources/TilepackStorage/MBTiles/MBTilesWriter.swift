@@ -100,6 +100,8 @@ public final class MBTilesWriter {
     private var insertMap: SQLiteStatement?
     private var insertImage: SQLiteStatement?
     private var findImage: SQLiteStatement?
+    /// `SELECT tile_data` of one tile, made on first use (``withStoredTile(at:_:)``).
+    private var findStored: SQLiteStatement?
     private var begin: SQLiteStatement?
     private var commit: SQLiteStatement?
     private var pending = 0
@@ -107,6 +109,10 @@ public final class MBTilesWriter {
     private var pendingBytes = 0
     /// Whether tile counts must count a tile stored in several rows once (no unique index).
     private var countsDistinct = false
+    /// Whether the content summary of an updated file is taken by seeks along its index (a flat
+    /// `tiles` with an index in coordinate order): a patch that changes a few tiles then costs no
+    /// pass over every row.
+    private var summarizesByColumns = false
     private var failure: TileArchiveError?
     private var finished = false
     private var isUpdate: Bool { atomicFile == nil }
@@ -234,6 +240,7 @@ public final class MBTilesWriter {
         }
         schemaKind = schema.kind
         countsDistinct = !schema.tilesAreUnique
+        summarizesByColumns = schema.kind == .flat && schema.hasIndexInCoordinateOrder && schema.tilesAreUnique
         metadata = TileMetadata()
         try prepareStatements(connection, beginSQL: "BEGIN IMMEDIATE")
         try beginTransaction()
@@ -478,6 +485,39 @@ public final class MBTilesWriter {
         return connection.changes > 0
     }
 
+    /// Runs `body` with the stored bytes of `tile` as the open transaction sees them (`nil` when
+    /// there is none): what an update replaces, read before it does.
+    package func withStoredTile<R>(at tile: TileCoordinate, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R? {
+        guard let connection else { throw TileArchiveError(path: path, fault: .io(errno: 0, reason: "writer closed")) }
+        if findStored == nil {
+            findStored = try connection.prepare("SELECT tile_data FROM tiles WHERE zoom_level = ?1 AND tile_column = ?2 AND tile_row = ?3")
+        }
+        guard let find = findStored else { return nil }
+        find.bind(1, tile.zoom)
+        find.bind(2, tile.x)
+        find.bind(3, tile.row(in: .tms))
+        defer { find.reset() }
+        guard try find.step() else { return nil }
+        return try body(find.bytes(0) ?? UnsafeRawBufferPointer(start: nil, count: 0))
+    }
+
+    /// The tiles the open transaction sees (a tile stored in several rows counted once).
+    package func storedTileCount() throws(TileArchiveError) -> Int {
+        try withConnection { (connection) throws(TileArchiveError) in
+            Int(
+                try connection.scalarInt(
+                    countsDistinct
+                        ? "SELECT COUNT(*) FROM (SELECT DISTINCT zoom_level, tile_column, tile_row FROM tiles)" : "SELECT COUNT(*) FROM tiles")
+                    ?? 0)
+        }
+    }
+
+    /// Runs `body` on the connection, inside the open transaction.
+    package func withConnection<R>(_ body: (SQLiteConnection) throws(TileArchiveError) -> R) throws(TileArchiveError) -> R {
+        guard let connection else { throw TileArchiveError(path: path, fault: .io(errno: 0, reason: "writer closed")) }
+        return try body(connection)
+    }
+
     /// Stores a blob once: its id is the upper-case hex MD5; on a hash hit the bytes are
     /// compared, and a different blob with the same hash gets the id `<md5>-1`, `-2`, ...
     private func storeImage(_ bytes: UnsafeRawBufferPointer) throws(TileArchiveError) -> String {
@@ -542,7 +582,10 @@ public final class MBTilesWriter {
             }
             // Known from the writes when they came in order; otherwise asked of the table.
             var content =
-                inOrder ? TileContentSummary(levels: writtenLevels) : try TileContentSummary.query(connection, distinct: countsDistinct)
+                inOrder
+                ? TileContentSummary(levels: writtenLevels)
+                : summarizesByColumns
+                    ? try TileContentSummary.queryByColumns(connection) : try TileContentSummary.query(connection, distinct: countsDistinct)
             let sniff = try connection.prepare("SELECT tile_data FROM tiles WHERE tile_data IS NOT NULL LIMIT 1")
             if try sniff.step(), let bytes = sniff.bytes(0) { content.sniffedFormat = TileFormat.sniff(bytes) }
             sniff.reset()
@@ -623,6 +666,7 @@ public final class MBTilesWriter {
         insertMap = nil
         insertImage = nil
         findImage = nil
+        findStored = nil
         begin = nil
         commit = nil
         connection = nil

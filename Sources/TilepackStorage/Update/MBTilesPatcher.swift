@@ -19,7 +19,7 @@ public struct PatchOutcome: Sendable {
 /// Applies a patch to an MBTiles file in place, in one SQLite transaction (Specs/updates.md §4).
 ///
 /// The base's identity is the one it stores (`tilepack_content_identity`, kept by an earlier
-/// patch, its tile count checked) or is computed; the changed tiles' old bytes are subtracted
+/// patch, its tile count checked) or is computed, inside the write transaction; the changed tiles' old bytes are subtracted
 /// from it, the new bytes as written are read back inside the transaction and added, and the
 /// metadata as written is hashed: only when that equals the patch's "after" identity is the
 /// transaction committed. A reader sees the old file or the new one; a kill leaves the old.
@@ -38,17 +38,31 @@ public enum MBTilesPatcher {
                         path: path,
                         fault: .io(errno: EACCES, reason: "the file or its folder is read-only: an MBTiles file is patched in place"))))
         }
+        // The write transaction (BEGIN IMMEDIATE) is opened first: the base is checked, and the
+        // replaced tiles' old bytes read, as the patch will change it, with no writer between;
+        // readers go on reading the old version meanwhile.
+        let reader: MBTilesArchive
+        let writer: MBTilesWriter
+        do throws(TileArchiveError) {
+            reader = try MBTilesArchive(path: path, options: MBTilesOpenOptions(maximumIdleConnections: 1))
+        } catch {
+            throw fail(.archive(error))
+        }
+        if let expected = patch.content, let found = reader.content?.description, expected != found {
+            throw fail(.wrongTileType(patch: expected, base: found))
+        }
+        do throws(TileArchiveError) {
+            writer = try MBTilesWriter(updating: path, options: MBTilesWriterOptions(derivation: .none, aggregateTilesHash: false))
+        } catch {
+            throw fail(.archive(error))
+        }
         var remaining: ContentIdentity?
         do {
-            let reader = try MBTilesArchive(path: path, options: MBTilesOpenOptions(maximumIdleConnections: 1))
-            if let expected = patch.content, let found = reader.content?.description, expected != found {
-                throw fail(.wrongTileType(patch: expected, base: found))
-            }
-            let metadata = try reader.metadata()
             if let expected = patch.before {
+                let metadata = writer.metadata
                 var base: ContentIdentity
                 if let stored = metadata[ContentIdentity.metadataKey].flatMap(ContentIdentity.init),
-                    try UInt64(reader.tileCount()) == stored.tileCount
+                    try UInt64(writer.storedTileCount()) == stored.tileCount
                 {
                     base = stored
                     base.metadata = ContentIdentity.metadataHash(metadata)
@@ -59,15 +73,16 @@ public enum MBTilesPatcher {
                 outcome.before = base
                 // What the changed and deleted tiles contribute now comes out.
                 for tile in patch.deletions {
-                    _ = try reader.withTileBytes(at: tile) { base.remove(tile, $0) }
+                    _ = try writer.withStoredTile(at: tile) { base.remove(tile, $0) }
                 }
                 for tile in patch.tiles {
-                    _ = try reader.withTileBytes(at: tile.coordinate) { base.remove(tile.coordinate, $0) }
+                    _ = try writer.withStoredTile(at: tile.coordinate) { base.remove(tile.coordinate, $0) }
                 }
                 remaining = base
             } else if let expected = patch.aggregateHashBefore {
-                let found: String
-                found = try MBTilesAggregateHash.compute(reader)
+                let found = try writer.withConnection { (connection) throws(TileArchiveError) in
+                    try MBTilesAggregateHash.compute(connection)
+                }
                 guard found == expected else {
                     throw fail(.wrongBase(expected: "agg_tiles_hash \(expected)", found: "agg_tiles_hash \(found)"))
                 }
@@ -77,14 +92,15 @@ public enum MBTilesPatcher {
                 )
             }
         } catch let error as TilePatchError {
+            writer.cancel()
             throw error
         } catch {
+            writer.cancel()
             throw fail(.archive(asArchiveError(error, path: path)))
         }
 
         var mismatch: String?
         do throws(TileArchiveError) {
-            let writer = try MBTilesWriter(updating: path, options: MBTilesWriterOptions(derivation: .none, aggregateTilesHash: false))
             for tile in patch.deletions where try writer.removeTile(at: tile) { outcome.tilesDeleted += 1 }
             for tile in patch.tiles { try writer.write(tile.bytes, at: tile.coordinate) }
             outcome.tilesWritten = patch.tiles.count
@@ -121,6 +137,7 @@ public enum MBTilesPatcher {
             }
             try writer.finish()
         } catch {
+            writer.cancel()
             if let mismatch {
                 let expected = patch.after?.description ?? "agg_tiles_hash \(patch.aggregateHashAfter ?? "")"
                 throw fail(.resultMismatch(expected: expected, found: mismatch))
