@@ -41,6 +41,8 @@ let package = Package(
                 .product(name: "TilepackStorage", package: "tilepack"),
                 .product(name: "TilepackImaging", package: "tilepack"),
                 .product(name: "TilepackHTTP", package: "tilepack"),
+                // Remote archives (http(s)://, s3://) read by range requests.
+                .product(name: "TilepackRemote", package: "tilepack"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -57,7 +59,12 @@ let package = Package(
         // Floor 5: the server program, thin (`tilepack serve` runs it).
         .executableTarget(
             name: "tilepack-serve",
-            dependencies: ["TilepackServer", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: [
+                "TilepackServer", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                // Remote archives' bytes through libcurl on Linux, as the command's.
+                .product(name: "TilepackHTTP", package: "tilepack"),
+                .product(name: "TilepackCurl", package: "tilepack", condition: .when(platforms: [.linux])),
+            ]
         ),
 
         // Fuzz target for the request-head parser: libFuzzer when built with -sanitize=fuzzer
@@ -80,6 +87,7 @@ let package = Package(
                 .product(name: "TilepackImaging", package: "tilepack"),
                 .product(name: "TilepackTestSupport", package: "tilepack"),
                 .product(name: "TilepackHTTP", package: "tilepack"),
+                .product(name: "TilepackRemote", package: "tilepack"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
             ]

@@ -71,6 +71,9 @@ public final class HTTPByteSource: ByteSource, @unchecked Sendable {
         /// Coalesced ranges announced by `willRead`, ascending and disjoint.
         var planned: [Range<Int>] = []
         var requests = 0
+        /// Fetches of a planned range wider than their read: while there were any, a read that
+        /// finds no chunk starting where it does looks for one that spans it.
+        var widerChunks = 0
     }
     private let state = Locked(State())
 
@@ -123,7 +126,7 @@ public final class HTTPByteSource: ByteSource, @unchecked Sendable {
         let range =
             state.withLock { state in state.planned.first { $0.contains(offset) && $0.upperBound >= offset + length } }
             ?? offset..<(offset + length)
-        let data = try fetch(range)
+        let data = try fetch(range, wider: range != offset..<(offset + length))
         let start = offset - range.lowerBound
         return try data.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[start..<(start + length)])) }
     }
@@ -145,10 +148,18 @@ public final class HTTPByteSource: ByteSource, @unchecked Sendable {
 
     // MARK: Fetching and caching
 
+    /// A cached chunk that holds the bytes: first the one that starts at `offset` (a tile read
+    /// again: one lookup, whatever the cache holds), then, when some chunk was fetched for a wider
+    /// planned range, any that spans them.
     private func cached(offset: Int, length: Int) -> (data: Data, start: Int)? {
         state.withLock { state in
+            state.clock += 1
+            if let chunk = state.chunks[offset], length <= chunk.data.count {
+                state.chunks[offset]?.used = state.clock
+                return (chunk.data, 0)
+            }
+            guard state.widerChunks > 0 else { return nil }
             for (start, chunk) in state.chunks where start <= offset && offset + length <= start + chunk.data.count {
-                state.clock += 1
                 state.chunks[start]?.used = state.clock
                 return (chunk.data, offset - start)
             }
@@ -156,20 +167,27 @@ public final class HTTPByteSource: ByteSource, @unchecked Sendable {
         }
     }
 
-    private func fetch(_ range: Range<Int>) throws(TileArchiveError) -> Data {
+    /// Fetches `range` and keeps it; `wider` when it spans more than the read that asked for it.
+    /// Past the budget, the least recently used chunks go, a tenth of the budget at a time (one
+    /// sort per batch, not a scan of the whole cache per fetch).
+    private func fetch(_ range: Range<Int>, wider: Bool) throws(TileArchiveError) -> Data {
         let result = try Self.fetch(
             url: url, range: range, etag: etag, client: client, options: options, expectedSize: count,
             lastModified: lastModified, authority: authority)
         state.withLock { state in
             state.requests += result.attempts
             state.clock += 1
-            state.chunks[range.lowerBound] = (result.body, state.clock)
+            if let replaced = state.chunks.updateValue((result.body, state.clock), forKey: range.lowerBound) {
+                state.cachedBytes -= replaced.data.count
+            }
             state.cachedBytes += result.body.count
-            while state.cachedBytes > options.cacheBytes, state.chunks.count > 1,
-                let oldest = state.chunks.min(by: { $0.value.used < $1.value.used })
-            {
-                state.chunks[oldest.key] = nil
-                state.cachedBytes -= oldest.value.data.count
+            if wider { state.widerChunks += 1 }
+            guard state.cachedBytes > options.cacheBytes, state.chunks.count > 1 else { return }
+            let target = options.cacheBytes - options.cacheBytes / 10
+            for (start, chunk) in state.chunks.sorted(by: { $0.value.used < $1.value.used }) {
+                guard state.cachedBytes > target, state.chunks.count > 1 else { break }
+                state.chunks[start] = nil
+                state.cachedBytes -= chunk.data.count
             }
         }
         return result.body
@@ -220,6 +238,8 @@ public final class HTTPByteSource: ByteSource, @unchecked Sendable {
                             "the server ignored the Range header (it sent more than the \(range.count) bytes asked for): remote archives need a server that answers range requests (206)"
                     ))
             }
+            // A store that does not answer in time says ETIMEDOUT (a server's 504, not its 502).
+            if case .timedOut = error.fault { throw fail(.io(errno: ETIMEDOUT, reason: error.reason)) }
             throw fail(.io(errno: 0, reason: error.reason))
         }
         let tries = attempts.withLock { $0 }

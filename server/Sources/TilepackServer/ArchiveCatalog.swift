@@ -9,21 +9,29 @@ final class ArchiveCatalog: Sendable {
     let slots: [ArchiveSlot]
     private let byName: [String: ArchiveSlot]
 
-    /// Opens every archive; a name given twice, reserved or empty is an error, as is a file that
-    /// does not open.
-    init(paths: [String]) throws(TileServerError) {
+    /// Opens every archive; a name given twice, reserved or empty is an error, as is a file or
+    /// remote object that does not open.
+    init(paths: [String], remote: RemoteSettings = RemoteSettings()) throws(TileServerError) {
         guard !paths.isEmpty else { throw TileServerError("no archive to serve: give one or more .mbtiles or .tilepack files") }
         var slots: [ArchiveSlot] = []
         var byName: [String: ArchiveSlot] = [:]
         for path in paths {
-            let name = Self.name(of: path)
+            let location = try RemoteLocation(path)
+            let name = Self.name(of: location?.fileName ?? path)
             guard !name.isEmpty, name != ".", name != "..", name != "_" else {
                 throw TileServerError("\(path): the name '\(name)' cannot be served (rename the file)")
             }
             if let other = byName[name] {
                 throw TileServerError("\(path) and \(other.path) would both be served as '\(name)': rename one of them")
             }
-            let slot = ArchiveSlot(name: name, path: path, generation: try ArchiveGeneration.open(name: name, path: path))
+            let slot: ArchiveSlot
+            if let location {
+                slot = ArchiveSlot(
+                    name: name, path: path, remote: location, settings: remote,
+                    generation: try ArchiveGeneration.open(name: name, remote: location, settings: remote))
+            } else {
+                slot = ArchiveSlot(name: name, path: path, generation: try ArchiveGeneration.open(name: name, path: path))
+            }
             slots.append(slot)
             byName[name] = slot
         }
@@ -41,10 +49,26 @@ final class ArchiveCatalog: Sendable {
     }
 }
 
-/// One served archive: its current generation, replaced when the file is.
+/// How remote archives are read and rechecked.
+struct RemoteSettings: Sendable {
+    var store = RemoteStore()
+    /// Bytes of each remote archive's ranges kept (directories, tiles).
+    var cacheBytes = 64 << 20
+    /// Seconds between looks at each remote object's version.
+    var recheckInterval = 60.0
+    /// How long one request to the store may take (each is tried twice).
+    var timeout: Duration = .seconds(10)
+}
+
+/// One served archive: its current generation, replaced when the file (or remote object) is.
 final class ArchiveSlot: Sendable {
     let name: String
     let path: String
+    /// Where a remote archive is, and how it is read; `nil` for a file.
+    let remote: RemoteLocation?
+    let settings: RemoteSettings
+    /// When the remote object is looked at next (uptime, ns).
+    private let nextRemoteCheck = ManagedAtomic<UInt64>(0)
 
     /// What the last check of the file found.
     struct Status: Sendable {
@@ -66,11 +90,22 @@ final class ArchiveSlot: Sendable {
     /// lock each time `status.generation` changes.
     private let published: ManagedAtomic<ArchiveGeneration>
 
-    init(name: String, path: String, generation: ArchiveGeneration) {
+    init(
+        name: String, path: String, remote: RemoteLocation? = nil, settings: RemoteSettings = RemoteSettings(),
+        generation: ArchiveGeneration
+    ) {
         self.name = name
         self.path = path
+        self.remote = remote
+        self.settings = settings
         self.status = Locked(Status(generation: generation))
         self.published = ManagedAtomic(generation)
+        scheduleRemoteCheck()
+    }
+
+    private func scheduleRemoteCheck() {
+        let interval = UInt64(max(settings.recheckInterval, 0) * 1e9)
+        nextRemoteCheck.store(DispatchTime.now().uptimeNanoseconds &+ interval, ordering: .relaxed)
     }
 
     /// The generation requests starting now use.
@@ -90,9 +125,17 @@ final class ArchiveSlot: Sendable {
     func replacement(of old: ArchiveGeneration) -> ArchiveGeneration? {
         let now = current
         if now !== old { return now }
-        guard case .success(let identity) = FileIdentity.of(path: path), identity != old.identity,
-            let generation = try? ArchiveGeneration.open(name: name, path: path)
-        else { return nil }
+        let opened: ArchiveGeneration?
+        if let remote {
+            guard let version = try? remote.currentVersion(settings),
+                .object(version) != old.identity
+            else { return nil }
+            opened = try? ArchiveGeneration.open(name: name, remote: remote, settings: settings)
+        } else {
+            guard case .success(let identity) = FileIdentity.of(path: path), .file(identity) != old.identity else { return nil }
+            opened = try? ArchiveGeneration.open(name: name, path: path)
+        }
+        guard let generation = opened else { return nil }
         return status.withLock { status in
             // Another request or the watcher may have swapped meanwhile: keep the first one in.
             if status.generation === old {
@@ -117,6 +160,7 @@ final class ArchiveSlot: Sendable {
     /// the current generation. Called by the watcher, off the request threads (opening may take a
     /// while). When the file is gone or does not open, the last good generation stays served.
     func check() -> CheckResult {
+        if let remote { return checkRemote(remote) }
         let snapshot = self.snapshot
         switch FileIdentity.of(path: path) {
         case .failure(let error):
@@ -127,7 +171,7 @@ final class ArchiveSlot: Sendable {
             }
             return snapshot.problem == problem ? .unchanged : .failed(problem)
         case .success(let identity):
-            if identity == snapshot.generation.identity {
+            if .file(identity) == snapshot.generation.identity {
                 status.withLock {
                     $0.pendingIdentity = nil
                     $0.problem = nil
@@ -160,5 +204,40 @@ final class ArchiveSlot: Sendable {
                 return .failed(problem)
             }
         }
+    }
+    /// Looks at the remote object's version when its interval is up: another version is opened
+    /// at once (an object in a store is replaced whole, never written in place) and becomes the
+    /// current generation. When the store does not answer or the new version does not open, the
+    /// last good generation stays served.
+    private func checkRemote(_ remote: RemoteLocation) -> CheckResult {
+        guard DispatchTime.now().uptimeNanoseconds >= nextRemoteCheck.load(ordering: .relaxed) else { return .unchanged }
+        defer { scheduleRemoteCheck() }
+        let snapshot = self.snapshot
+        let problem: String
+        do {
+            let version = try remote.currentVersion(settings)
+            if .object(version) == snapshot.generation.identity {
+                status.withLock { $0.problem = nil }
+                return .unchanged
+            }
+            let generation = try ArchiveGeneration.open(name: name, remote: remote, settings: settings)
+            status.withLock {
+                // A request that found the object replaced may have swapped it in already.
+                if $0.generation === snapshot.generation {
+                    publish(generation, in: &$0)
+                    $0.reloads += 1
+                }
+                $0.problem = nil
+            }
+            return .reloaded
+        } catch let error as TileArchiveError {
+            problem = "\(remote.text): cannot be checked now (\(error.fault)); serving the version opened before"
+        } catch let error as TileServerError {
+            problem = "\(error.message); serving the version opened before"
+        } catch {
+            problem = "\(remote.text): \(error); serving the version opened before"
+        }
+        status.withLock { $0.problem = problem }
+        return snapshot.problem == problem ? .unchanged : .failed(problem)
     }
 }

@@ -1,6 +1,7 @@
 import Atomics
 import Foundation
 import TilepackCore
+import TilepackRemote
 @_spi(TilepackInternal) import TilepackStorage
 
 /// What says a file on disk is still the one that was opened: Storage's ``FileVersion`` (device,
@@ -32,15 +33,37 @@ extension FileVersion {
     }
 }
 
+/// What says the version served is still the one at its place: a file's identity, or a remote
+/// object's version (its ETag, else its Last-Modified and size).
+enum ArchiveIdentity: Hashable, Sendable {
+    case file(FileIdentity)
+    case object(RemoteObjectVersion)
+
+    /// 64 bits standing for the identity, for ETags that must change with it.
+    var hash: UInt64 {
+        switch self {
+        case .file(let version): return version.hash
+        case .object(let version):
+            var value: UInt64 = 0xCBF2_9CE4_8422_2325
+            for byte in "\(version.size) \(version.etag ?? "") \(version.lastModified ?? "")".utf8 {
+                value = (value ^ UInt64(byte)) &* 0x100_0000_01B3
+            }
+            return value
+        }
+    }
+}
+
 /// An errno.
 struct SystemError: Error, Hashable, Sendable, CustomStringConvertible {
     var code: Int32
     var description: String { "errno \(code): \(String(cString: strerror(code)))" }
 }
 
-/// One opened version of an archive file, immutable. Requests take the generation current when
-/// they start and finish on it, even when the file is replaced meanwhile: the generation holds
-/// the file open (its inode) until the last request using it lets go.
+/// One opened version of an archive file or remote object, immutable. Requests take the
+/// generation current when they start and finish on it, even when the file is replaced
+/// meanwhile: the generation holds the file open (its inode) until the last request using it lets
+/// go. A remote generation reads its object pinned by its ETag (``HTTPByteSource``): once the
+/// object is replaced, its reads fail rather than mix two versions.
 final class ArchiveGeneration: Sendable, AtomicReference {
     /// The name it is served under.
     let name: String
@@ -49,7 +72,9 @@ final class ArchiveGeneration: Sendable, AtomicReference {
     let archive: any TileArchive
     /// The same archive when it is a bundle: ETags come from its payload signatures.
     let bundle: BundleArchive?
-    let identity: FileIdentity
+    let identity: ArchiveIdentity
+    /// The byte source of a remote archive (`nil` for a file).
+    let remote: HTTPByteSource?
     let metadata: TileMetadata
     let content: TileContent?
     /// The zooms and box inside which a missing tile is empty (204) rather than absent (404).
@@ -66,15 +91,20 @@ final class ArchiveGeneration: Sendable, AtomicReference {
     let isVector: Bool
     /// `Content-Type` of the tiles.
     let tileContentType: String
-    /// The descriptor that keeps the opened inode alive (closed when the generation goes).
+    /// The descriptor that keeps the opened inode alive (closed when the generation goes); -1 for
+    /// a remote archive.
     private let descriptor: Int32
 
-    private init(name: String, path: String, archive: any TileArchive, identity: FileIdentity, descriptor: Int32) throws {
+    private init(
+        name: String, path: String, archive: any TileArchive, identity: ArchiveIdentity, descriptor: Int32,
+        remote: HTTPByteSource? = nil
+    ) throws {
         self.name = name
         self.path = path
         self.archive = archive
         self.bundle = archive as? BundleArchive
         self.identity = identity
+        self.remote = remote
         self.descriptor = descriptor
         self.content = archive.content
         self.servedFormat = Self.servedFormat(of: archive.content)
@@ -100,7 +130,22 @@ final class ArchiveGeneration: Sendable, AtomicReference {
         self.identityTag = String(identity.hash, radix: 16)
     }
 
-    deinit { close(descriptor) }
+    deinit { if descriptor >= 0 { close(descriptor) } }
+
+    /// Opens the remote archive at `location` as it is now: its first bytes fetched and the
+    /// object pinned by the version they came with, as much of its ranges kept as `settings` say.
+    static func open(name: String, remote location: RemoteLocation, settings: RemoteSettings) throws(TileServerError) -> ArchiveGeneration {
+        do {
+            let source = try location.open(settings)
+            let archive = try openTileArchive(source: source)
+            return try ArchiveGeneration(
+                name: name, path: location.text, archive: archive, identity: .object(source.version), descriptor: -1, remote: source)
+        } catch let error as TileArchiveError {
+            throw TileServerError("\(location.text): \(error.fault)")
+        } catch {
+            throw TileServerError("\(location.text): \(error)")
+        }
+    }
 
     /// Opens the file at `path` as it is now. The file is opened once and the archive reads that
     /// very inode (through `/proc/self/fd` or `/dev/fd`), so a rename between looking and opening
@@ -136,7 +181,8 @@ final class ArchiveGeneration: Sendable, AtomicReference {
             let immutable = info.st_mode & 0o222 == 0
             let archive = try openTileArchive(
                 path: pinned, bundleAccess: .positionalReads, mbtiles: MBTilesOpenOptions(immutable: immutable, memoryMapSize: 0))
-            return try ArchiveGeneration(name: name, path: path, archive: archive, identity: FileIdentity(info), descriptor: descriptor)
+            return try ArchiveGeneration(
+                name: name, path: path, archive: archive, identity: .file(FileIdentity(info)), descriptor: descriptor)
         } catch let error as TileArchiveError {
             close(descriptor)
             throw TileServerError("\(path): \(error.fault)")

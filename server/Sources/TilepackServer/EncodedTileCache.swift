@@ -6,8 +6,8 @@ import TilepackCore
 final class EncodedTileCache: Sendable {
     struct Key: Hashable, Sendable {
         var name: String
-        /// The file version the tile was read from: a replaced archive never serves old pixels.
-        var identity: FileIdentity
+        /// The version the tile was read from: a replaced archive never serves old pixels.
+        var identity: ArchiveIdentity
         var tile: TileCoordinate
     }
 

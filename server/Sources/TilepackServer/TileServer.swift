@@ -23,7 +23,11 @@ public final class TileServer: Sendable {
 
     /// Opens every archive (each must open, and names must be distinct) and reads Leaflet.
     /// - Parameter log: where problems go (a tile that cannot be read, a replaced file that does not open).
-    public init(options: TileServerOptions, log: @escaping @Sendable (String) -> Void = TileServer.standardError) throws(TileServerError) {
+    /// - Parameter store: where remote archives are read from (the environment's by default).
+    public init(
+        options: TileServerOptions, store: RemoteStore = RemoteStore(),
+        log: @escaping @Sendable (String) -> Void = TileServer.standardError
+    ) throws(TileServerError) {
         guard (0...65535).contains(options.port) else { throw TileServerError("--port must be 0-65535, not \(options.port)") }
         if let publicURL = options.publicURL, !(publicURL.hasPrefix("http://") || publicURL.hasPrefix("https://")) {
             throw TileServerError("--public-url must start with http:// or https://, not '\(publicURL)'")
@@ -33,7 +37,10 @@ public final class TileServer: Sendable {
         }
         self.options = options
         self.log = log
-        self.service = try TileService(options: options, log: log)
+        guard options.remoteCacheBytes >= 0, options.recheckInterval > 0 else {
+            throw TileServerError("--cache-size must not be negative and --recheck must be positive")
+        }
+        self.service = try TileService(options: options, store: store, log: log)
     }
 
     /// Writes one line to standard error.

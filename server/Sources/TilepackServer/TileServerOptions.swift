@@ -2,7 +2,8 @@ import Foundation
 
 /// How `tilepack serve` serves its archives (see `Specs/serve.md`).
 public struct TileServerOptions: Sendable, Hashable {
-    /// The archive files, each served under its file name without the extension.
+    /// The archive files and URLs (`http(s)://`, `s3://BUCKET/KEY`), each served under its file
+    /// name (a URL's last path segment, a key's) without the extension.
     public var archivePaths: [String]
     /// The address to listen on: loopback unless said otherwise.
     public var host: String
@@ -33,6 +34,15 @@ public struct TileServerOptions: Sendable, Hashable {
     public var headerTimeout: Double
     /// Event-loop threads reading requests and answering them; ``defaultEventLoops`` unless set.
     public var eventLoops: Int
+    /// Bytes of each remote archive (`http(s)://`, `s3://`) kept in memory: its directories and
+    /// tiles as fetched by range, the least recently used going first (go-pmtiles' 64 MB).
+    public var remoteCacheBytes: Int
+    /// Seconds between looks at each remote archive's version (its ETag): a republished object
+    /// is served from the next look on (or as soon as a read finds it replaced).
+    public var recheckInterval: Double
+    /// Seconds one request to the store of a remote archive may take (tried twice); a store that
+    /// does not answer in time gives 504.
+    public var remoteTimeout: Double
 
     /// `no-cache`: caches keep tiles but ask again each time, and the strong ETag turns the question
     /// into a 304 without a body. A replaced archive is seen on the next view. See `Specs/serve.md`.
@@ -52,7 +62,8 @@ public struct TileServerOptions: Sendable, Hashable {
         cacheControl: String? = nil, corsOrigins: [String] = [], token: String? = nil,
         leafletPath: String = TileServerOptions.defaultLeafletPath, reloadInterval: Double = 0.25,
         encodedTileCacheBytes: Int = 64 << 20, maximumConnections: Int = 1024, idleTimeout: Double = 30,
-        eventLoops: Int = TileServerOptions.defaultEventLoops, headerTimeout: Double = 60
+        eventLoops: Int = TileServerOptions.defaultEventLoops, headerTimeout: Double = 60, remoteCacheBytes: Int = 64 << 20,
+        recheckInterval: Double = 60, remoteTimeout: Double = 10
     ) {
         self.archivePaths = archivePaths
         self.host = host
@@ -68,6 +79,9 @@ public struct TileServerOptions: Sendable, Hashable {
         self.idleTimeout = idleTimeout
         self.headerTimeout = headerTimeout
         self.eventLoops = eventLoops
+        self.remoteCacheBytes = remoteCacheBytes
+        self.recheckInterval = recheckInterval
+        self.remoteTimeout = remoteTimeout
     }
 
     /// The `Cache-Control` value tiles go out with.

@@ -40,9 +40,15 @@ final class TileService: Sendable {
     /// The largest tile a gzip-stored vector tile may inflate to for a client that does not accept gzip.
     static let maximumInflatedTileSize = 64 << 20
 
-    init(options: TileServerOptions, log: @escaping @Sendable (String) -> Void = { _ in }) throws(TileServerError) {
+    init(options: TileServerOptions, store: RemoteStore = RemoteStore(), log: @escaping @Sendable (String) -> Void = { _ in })
+        throws(TileServerError)
+    {
         self.options = options
-        self.catalog = try ArchiveCatalog(paths: options.archivePaths)
+        self.catalog = try ArchiveCatalog(
+            paths: options.archivePaths,
+            remote: RemoteSettings(
+                store: store, cacheBytes: options.remoteCacheBytes, recheckInterval: options.recheckInterval,
+                timeout: .nanoseconds(Int64(max(options.remoteTimeout, 0.001) * 1e9))))
         self.leaflet = LeafletAssets(folder: options.leafletPath)
         self.metrics = ServerMetrics()
         self.encodedTiles = EncodedTileCache(capacity: options.encodedTileCacheBytes)
@@ -133,13 +139,19 @@ final class TileService: Sendable {
             // The file was replaced while this request ran, and the old version can no longer give
             // what it needs (a new database connection to a file that is gone): answer from the
             // new version, whole, rather than fail or mix.
-            if let newer = slot.replacement(of: generation),
+            // A remote object is looked at again only when a read found it replaced (its ETag
+            // changed): a store that fails is not asked twice per request.
+            if generation.remote == nil || Self.objectChanged(error), let newer = slot.replacement(of: generation),
                 let retried = try? tileResponse(request, generation: newer, tile: coordinate)
             {
                 return retried
             }
             let message = "tile \(coordinate) of '\(generation.name)': \(generation.describe(error))"
             log(message)
+            // The store failed, not this server: 504 when it did not answer in time, else 502.
+            if generation.remote != nil {
+                return text(Self.timedOut(error) ? .gatewayTimeout : .badGateway, message + "\n")
+            }
             return text(.internalServerError, message + "\n")
         }
     }
@@ -200,6 +212,18 @@ final class TileService: Sendable {
         case .failure(let failure)?:
             throw TileServerError("the stored gzip tile cannot be sent to a client without gzip: \(failure)")
         }
+    }
+
+    /// Whether a remote read failed because the object was replaced since it was opened.
+    static func objectChanged(_ error: any Error) -> Bool {
+        guard case .corrupt(let reason)? = (error as? TileArchiveError)?.fault else { return false }
+        return reason.contains("the object changed")
+    }
+
+    /// Whether a remote read failed for want of an answer in time.
+    static func timedOut(_ error: any Error) -> Bool {
+        guard case .io(let code, _)? = (error as? TileArchiveError)?.fault else { return false }
+        return code == ETIMEDOUT
     }
 
     /// `"b<crc32>-<length>"` in hex, `-i` added for the inflated variant: a bundle tile's ETag,
@@ -288,6 +312,10 @@ final class TileService: Sendable {
                 "tiles": status.generation.tileCount, "reloads": status.reloads,
                 "file": String(status.generation.identity.hash, radix: 16),
             ]
+            if let remote = status.generation.remote {
+                entry["version"] = remote.version.description
+                entry["storeRequests"] = remote.requestCount
+            }
             if let problem = status.problem {
                 entry["problem"] = problem
                 problems += 1

@@ -1,6 +1,11 @@
 import ArgumentParser
 import Foundation
+import TilepackHTTP
 import TilepackServer
+
+#if os(Linux)
+import TilepackCurl
+#endif
 
 /// `tilepack-serve` (also run as `tilepack serve`): archives over HTTP. A program of its own so
 /// that `tilepack` builds without the server's dependencies (Hummingbird, SwiftNIO).
@@ -8,16 +13,19 @@ import TilepackServer
 struct TilepackServe: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tilepack-serve",
-        abstract: "Serve MBTiles files and .tilepack bundles over HTTP: tiles, TileJSON, a preview map, health and metrics.",
+        abstract:
+            "Serve MBTiles, PMTiles and .tilepack archives, local or at http(s):// and s3:// URLs, over HTTP: tiles, TileJSON, a preview map, health and metrics.",
         discussion: """
             Each archive is served under its file name without the extension: /NAME/{z}/{x}/{y}.EXT, \
             /NAME.json (TileJSON 3.0.0), /NAME/ (a preview map). The first line on standard output is \
             the base URL ("serving http://127.0.0.1:PORT/"). An archive replaced by rename is picked up \
-            without a restart. See Specs/serve.md for the whole HTTP contract.
+            without a restart; a remote one (http(s)://, s3://BUCKET/KEY, named after the URL's or key's \
+            file name) is read by range requests, and its ETag looked at every --recheck seconds: a \
+            republished object is served without a restart. See Specs/serve.md for the whole HTTP contract.
             """
     )
 
-    @Argument(help: "The archives to serve (.mbtiles, .tilepack; recognised by their bytes).")
+    @Argument(help: "The archives to serve (.mbtiles, .pmtiles, .tilepack; recognised by their bytes): files, http(s):// or s3:// URLs.")
     var archives: [String] = []
 
     @Option(help: "The address to listen on (loopback by default; 0.0.0.0 for every interface).")
@@ -72,15 +80,41 @@ struct TilepackServe: AsyncParsableCommand {
     @Option(name: .customLong("png-cache-mb"), help: "MiB of PNG tiles encoded from raw-bitmap bundles kept in memory.")
     var pngCacheMB = 64
 
+    @Option(
+        name: .customLong("cache-size"),
+        help: "MiB of each remote archive kept in memory (its directories and tiles as fetched, least recently used first out).")
+    var cacheSizeMB = 64
+
+    @Option(
+        help: "How often each remote archive's version (its ETag) is looked at: seconds, or a number with s or m (60s, 5m).",
+        transform: TilepackServe.seconds)
+    var recheck = 60.0
+
+    @Option(
+        name: .customLong("store-timeout"),
+        help: "Seconds a request to a remote archive's store may take (tried twice; then 504).")
+    var storeTimeout = 10.0
+
+    /// `60`, `60s`, `1.5m` in seconds.
+    static func seconds(_ text: String) throws -> Double {
+        let (number, scale): (Substring, Double) =
+            text.hasSuffix("m") ? (text.dropLast(), 60) : text.hasSuffix("s") ? (text.dropLast(), 1) : (Substring(text), 1)
+        guard let value = Double(number), value > 0, value.isFinite else {
+            throw ValidationError("--recheck takes a positive number of seconds (60, 60s, 5m), not '\(text)'")
+        }
+        return value * scale
+    }
+
     func validate() throws {
         guard !archives.isEmpty else { throw ValidationError("give one or more archives to serve") }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0-65535, not \(port)") }
-        guard reloadInterval > 0, idleTimeout > 0, headerTimeout > 0 else {
-            throw ValidationError("--reload-interval, --idle-timeout and --header-timeout must be positive")
+        guard reloadInterval > 0, idleTimeout > 0, headerTimeout > 0, storeTimeout > 0 else {
+            throw ValidationError("--reload-interval, --idle-timeout, --header-timeout and --store-timeout must be positive")
         }
         guard maxConnections > 0 else { throw ValidationError("--max-connections must be positive") }
         guard (1...1024).contains(threads) else { throw ValidationError("--threads must be 1-1024, not \(threads)") }
         guard (0...65536).contains(pngCacheMB) else { throw ValidationError("--png-cache-mb must be 0-65536") }
+        guard (0...65536).contains(cacheSizeMB) else { throw ValidationError("--cache-size must be 0-65536 (MiB)") }
     }
 
     func run() async throws {
@@ -88,7 +122,13 @@ struct TilepackServe: AsyncParsableCommand {
             archivePaths: archives, host: host, port: port, publicURL: publicURL, cacheControl: cacheControl,
             corsOrigins: corsOrigins, token: token, leafletPath: leafletPath, reloadInterval: reloadInterval,
             encodedTileCacheBytes: pngCacheMB << 20, maximumConnections: maxConnections, idleTimeout: idleTimeout,
-            eventLoops: threads, headerTimeout: headerTimeout)
+            eventLoops: threads, headerTimeout: headerTimeout, remoteCacheBytes: cacheSizeMB << 20, recheckInterval: recheck,
+            remoteTimeout: storeTimeout)
+        #if os(Linux)
+        // Remote archives' range requests through libcurl (kept-alive connections, HTTP/2 on
+        // https), not FoundationNetworking's URLSession.
+        HTTPTransportSystem.bootstrap { connections in CurlTransport(maximumConnectionsPerHost: connections) }
+        #endif
         let server = try TileServer(options: options)
         try await server.run { url in
             FileHandle.standardOutput.write(Data("serving \(url)\n".utf8))

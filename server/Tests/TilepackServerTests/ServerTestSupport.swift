@@ -179,11 +179,13 @@ final class RunningServer: Sendable {
         self.task = task
     }
 
-    static func start(_ options: TileServerOptions) async throws -> RunningServer {
+    static func start(
+        _ options: TileServerOptions, store: RemoteStore = RemoteStore(), log: @escaping @Sendable (String) -> Void = { _ in }
+    ) async throws -> RunningServer {
         var options = options
         options.port = 0
         options.host = "127.0.0.1"
-        let server = try TileServer(options: options, log: { _ in })
+        let server = try TileServer(options: options, store: store, log: log)
         let (stream, continuation) = AsyncStream<String>.makeStream()
         let task = Task { try await server.run(handlingSignals: false) { continuation.yield($0) } }
         let deadline = Task {
