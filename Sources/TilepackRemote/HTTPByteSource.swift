@@ -60,10 +60,11 @@ public final class HTTPByteSource: ByteSource, @unchecked Sendable {
     public static let notes = Locked<(@Sendable (String) -> Void)?>(nil)
     public let options: Options
 
-    private let client: HTTPClient
-    private let authority: (any RangeRequestAuthority)?
-    private let head: Data
-    private struct State {
+    let client: HTTPClient
+    let authority: (any RangeRequestAuthority)?
+    /// The first request's bytes.
+    let head: Data
+    struct State {
         /// Cached chunks by their first byte, with a use stamp for eviction.
         var chunks: [Int: (data: Data, used: UInt64)] = [:]
         var cachedBytes = 0
@@ -71,8 +72,12 @@ public final class HTTPByteSource: ByteSource, @unchecked Sendable {
         /// Coalesced ranges announced by `willRead`, ascending and disjoint.
         var planned: [Range<Int>] = []
         var requests = 0
+        /// Body bytes received by every request but the first.
+        var receivedBytes = 0
+        /// Whether the server answers several ranges in one request (`nil`: not asked yet).
+        var multipleRanges: Bool?
     }
-    private let state = Locked(State())
+    let state = Locked(State())
 
     /// The requests made so far (the first included).
     public var requestCount: Int { state.withLock { $0.requests } }
@@ -100,7 +105,10 @@ public final class HTTPByteSource: ByteSource, @unchecked Sendable {
         let first = try Self.fetch(
             url: url, range: 0..<options.initialLength, etag: nil, client: client, options: options, expectedSize: nil,
             authority: authority)
-        state.withLock { $0.requests += first.attempts }
+        state.withLock {
+            $0.requests += first.attempts
+            $0.receivedBytes += first.body.count
+        }
         count = first.size
         etag = first.etag
         lastModified = first.etag == nil ? first.lastModified : nil
@@ -162,6 +170,7 @@ public final class HTTPByteSource: ByteSource, @unchecked Sendable {
             lastModified: lastModified, authority: authority)
         state.withLock { state in
             state.requests += result.attempts
+            state.receivedBytes += result.body.count
             state.clock += 1
             state.chunks[range.lowerBound] = (result.body, state.clock)
             state.cachedBytes += result.body.count

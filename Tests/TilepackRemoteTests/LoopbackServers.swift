@@ -35,7 +35,8 @@ func waitForPort(_ port: Int, seconds: Double = 10) -> Bool {
 }
 
 /// Debian's nginx on a free loopback port, serving `root` (`/norange/` serves it without range
-/// support), counting requests in its access log. Stopped (by its own pid) when released.
+/// support, `/onerange/` with one range a request: `max_ranges 1`), counting requests in its
+/// access log. Stopped (by its own pid) when released.
 final class NginxServer: @unchecked Sendable {
     let port: Int
     let root: URL
@@ -68,6 +69,7 @@ final class NginxServer: @unchecked Sendable {
                     listen 127.0.0.1:\(port);
                     root \(root.path);
                     location /norange/ { alias \(root.path)/; max_ranges 0; }
+                    location /onerange/ { alias \(root.path)/; max_ranges 1; }
                 }
             }
             """
