@@ -7,14 +7,22 @@
 #     archive files (Debian packages, installed here), and against the changed tiles' bytes;
 #   - apply time: `tilepack patch` (MBTiles in place, bundle/PMTiles rewritten) against
 #     `tilepack convert v2.X out.X`, best of 3 runs each.
+#   - sync: `tilepack sync` from nginx on loopback, with and without multi-range answers (below).
 # Release builds; everything under $BENCH_WORK (default /tmp/tilepack-bench/update).
 #
-#   tools/bench-update.sh [--tiles N]
+#   tools/bench-update.sh [--tiles N] [--sync-only]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 work="${BENCH_WORK:-/tmp/tilepack-bench}/update"
 tiles=50000
-if [ "${1:-}" = "--tiles" ]; then tiles="$2"; fi
+sync_only=""
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --tiles) tiles="$2"; shift 2 ;;
+        --sync-only) sync_only=1; shift ;;
+        *) echo "usage: $0 [--tiles N] [--sync-only]" >&2; exit 2 ;;
+    esac
+done
 mkdir -p "$work"
 
 need=()
@@ -27,11 +35,11 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 
 swift build -c release --product tilepack
-swift build -c release --package-path tools --product make-versions
 tilepack="$(swift build -c release --show-bin-path)/tilepack"
-make_versions="$(swift build -c release --package-path tools --show-bin-path)/make-versions"
 
 if [ ! -f "$work/v2-$tiles.mbtiles" ]; then
+    swift build -c release --package-path tools --product make-versions
+    make_versions="$(swift build -c release --package-path tools --show-bin-path)/make-versions"
     "$make_versions" "$work/gen" --tiles "$tiles"
     mv "$work/gen/v1.mbtiles" "$work/v1-$tiles.mbtiles"
     mv "$work/gen/v2.mbtiles" "$work/v2-$tiles.mbtiles"
@@ -57,6 +65,7 @@ best() {
     echo "$best"
 }
 
+if [ -z "$sync_only" ]; then
 printf '%s\n' "tiles: $tiles; $( "$tilepack" diff v1.mbtiles v2.mbtiles p-counts.tppatch --force --json | python3 -c 'import json,sys; r=json.load(sys.stdin); print("added %d, changed %d, deleted %d; changed+added tile bytes %d" % (r["added"], r["changed"], r["deleted"], r["tileBytes"]))')"
 printf '\n%-9s %10s %10s %10s %10s %10s %12s %s\n' format archive tilepack xdelta3 bsdiff zstd "vs smallest" "mbtiles patch vs 1.2x tiles+64KiB"
 for ext in mbtiles tilepack pmtiles; do
@@ -94,6 +103,7 @@ for ext in mbtiles tilepack pmtiles; do
     c=$(best "rm -f out.$ext" "$tilepack" convert "v2.$ext" "out.$ext" --force --quiet)
     printf '%-9s %12.3f %12.3f %7.3fx %s\n' "$ext" "$p" "$c" "$(echo "$p / $c" | bc -l)" "$same"
 done
+fi
 
 # Sync from nginx on loopback: v1 local, v2 published with its tile hash index (tilepack index);
 # bytes on the wire are nginx's $bytes_sent for every request of the sync (status lines, headers,

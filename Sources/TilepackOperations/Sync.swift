@@ -86,7 +86,8 @@ public enum ArchiveSync {
                 report.mode = "full"
                 report.fullReason = "\(text) has no tile index (\(indexURL.absoluteString): HTTP \(status)): synced by a full download"
                 try fullDownload(archive: archive, staging: staging, local: local, source: text, report: &report)
-            case .index(let bytes):
+            case .index(let bytes, let multipleRanges):
+                if let multipleRanges { remote.assumeMultipleRanges(multipleRanges) }
                 report.indexBytes = bytes.count
                 report.bytesReceived += bytes.count
                 let index = try TileHashIndex.decode(bytes, name: indexURL.absoluteString)

@@ -8,6 +8,9 @@ extension HTTPByteSource {
     /// `nil` until ``fetch(ranges:maximumRangesPerRequest:_:)`` asked.
     package var answersMultipleRanges: Bool? { state.withLock { $0.multipleRanges } }
 
+    /// Sets what the server is known to do with several ranges (learnt from another request to it).
+    package func assumeMultipleRanges(_ answers: Bool) { state.withLock { $0.multipleRanges = answers } }
+
     /// The body bytes received by range requests, the first (which opening makes) included.
     package var receivedBytes: Int { state.withLock { $0.receivedBytes } }
 
@@ -128,7 +131,7 @@ extension HTTPByteSource {
             guard let boundary = Self.boundary(of: contentType) else {
                 throw fail(.corrupt("a multipart/byteranges answer without a boundary (\(contentType))"))
             }
-            parts = try Self.parseMultipart(response.body, boundary: boundary, size: count, name: name)
+            parts = try Self.parseMultipart(response.body, boundary: boundary, size: count, name: name).map { ($0.range, $0.data) }
         } else {
             // One part: the server may answer only the first range, or merge them all into one.
             guard let contentRange = response.header("content-range"), let parsed = Self.parseContentRange(contentRange),
@@ -173,8 +176,8 @@ extension HTTPByteSource {
 
     /// The parts of a `multipart/byteranges` body (RFC 9110 §14.6): each part's bytes are as long
     /// as its `Content-Range` says, so a boundary inside the data is never mistaken for one.
-    static func parseMultipart(_ body: Data, boundary: String, size: Int, name: String) throws(TileArchiveError) -> [(
-        range: Range<Int>, data: Data
+    static func parseMultipart(_ body: Data, boundary: String, size: Int?, name: String) throws(TileArchiveError) -> [(
+        range: Range<Int>, data: Data, size: Int
     )] {
         func fail(_ text: String) -> TileArchiveError {
             TileArchiveError(path: name, fault: .corrupt("a multipart/byteranges answer: \(text)"))
@@ -190,7 +193,7 @@ extension HTTPByteSource {
             p += 1
             if p > 1024 { throw fail("no boundary in its first 1 KiB") }
         }
-        var parts: [(range: Range<Int>, data: Data)] = []
+        var parts: [(range: Range<Int>, data: Data, size: Int)] = []
         while true {
             guard starts(delimiter, at: p) else { throw fail("a part does not end with its boundary at byte \(p)") }
             p += delimiter.count
@@ -214,11 +217,12 @@ extension HTTPByteSource {
             guard let contentRange, let parsed = parseContentRange(contentRange) else {
                 throw fail("a part without a usable Content-Range")
             }
-            guard parsed.size == size else { throw fail("a part of an object of \(parsed.size) bytes, not \(size)") }
+            let expected = size ?? parts.first?.size ?? parsed.size
+            guard parsed.size == expected else { throw fail("a part of an object of \(parsed.size) bytes, not \(expected)") }
             guard parsed.range.count <= bytes.count - p else {
                 throw fail("the part for bytes \(parsed.range.lowerBound)-\(parsed.range.upperBound - 1) is truncated")
             }
-            parts.append((parsed.range, Data(bytes[p..<(p + parsed.range.count)])))
+            parts.append((parsed.range, Data(bytes[p..<(p + parsed.range.count)]), parsed.size))
             p += parsed.range.count
             guard starts([13, 10], at: p) else { throw fail("a part's data is not followed by CRLF at byte \(p)") }
             p += 2

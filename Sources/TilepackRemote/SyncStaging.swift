@@ -250,37 +250,85 @@ package final class StagedByteSource: ByteSource, @unchecked Sendable {
 /// The tile hash index published beside a remote archive, fetched whole.
 package enum RemoteTileIndex {
     package enum Answer: Sendable {
-        case index([UInt8])
+        /// The index's bytes, and whether the server answered the two ranges they were asked in
+        /// with a multipart answer (`nil`: it merged them, so nothing was learnt).
+        case index([UInt8], multipleRanges: Bool?)
         /// No index there: the status (404, 403, 410).
         case absent(status: Int)
     }
 
-    /// GETs `url` (an archive's URL with `.tpindex` appended): its bytes, or `absent` for a 404,
-    /// 403 or 410; any other status, an answer over `limit` bytes or a transport failure is an
-    /// error naming the URL.
+    /// GETs `url` (an archive's URL with `.tpindex` appended) as two ranges, `bytes=0-7,8-`: a
+    /// server that answers several ranges sends both parts (multipart/byteranges), one that does
+    /// not sends the whole index (200), so the index also tells, at no cost, how to ask for tiles.
+    /// Its bytes, or `absent` for a 404, 403 or 410; any other status, an answer over `limit`
+    /// bytes or a transport failure is an error naming the URL.
     package static func fetch(url: URL, limit: Int, client: HTTPClient = .shared, options: HTTPByteSource.Options = .init())
         throws(TileArchiveError) -> Answer
     {
-        let request = HTTPRequest(url: url, timeout: options.timeout, maximumBodyBytes: limit)
+        let name = url.absoluteString
+        var request = HTTPRequest(url: url, timeout: options.timeout, maximumBodyBytes: limit + 1024)
+        request.headers["Range"] = "bytes=0-7,8-"
+        let prepared = request
         let retry = options.retry
         let outcome = RemoteExecutor.shared.run { () async throws(HTTPError) -> HTTPResponse in
-            try await client.send(request, retry: retry) { _, _, _ in }
+            try await client.send(prepared, retry: retry) { _, _, _ in }
         }
+        let response: HTTPResponse
         switch outcome {
         case .failure(let error):
             if case .tooLarge = error.fault {
                 throw TileArchiveError(
-                    path: url.absoluteString,
-                    fault: .corrupt("the index is larger than the \(limit) bytes an index of the archive's tiles can have"))
+                    path: name, fault: .corrupt("the index is larger than the \(limit) bytes an index of the archive's tiles can have"))
             }
-            throw TileArchiveError(path: url.absoluteString, fault: .io(errno: 0, reason: error.reason))
-        case .success(let response):
-            switch response.status {
-            case 200: return .index([UInt8](response.body))
-            case 403, 404, 410: return .absent(status: response.status)
-            default:
-                throw TileArchiveError(path: url.absoluteString, fault: .cannotOpen(errno: 0, reason: "HTTP status \(response.status)"))
-            }
+            throw TileArchiveError(path: name, fault: .io(errno: 0, reason: error.reason))
+        case .success(let value): response = value
         }
+        switch response.status {
+        case 200: return .index([UInt8](response.body), multipleRanges: false)
+        case 206: break
+        case 403, 404, 410: return .absent(status: response.status)
+        default: throw TileArchiveError(path: name, fault: .cannotOpen(errno: 0, reason: "HTTP status \(response.status)"))
+        }
+        let contentType = response.contentType ?? ""
+        if contentType.lowercased().hasPrefix("multipart/byteranges") {
+            guard let boundary = HTTPByteSource.boundary(of: contentType) else {
+                throw TileArchiveError(path: name, fault: .corrupt("a multipart/byteranges answer without a boundary (\(contentType))"))
+            }
+            let parts = try HTTPByteSource.parseMultipart(response.body, boundary: boundary, size: nil, name: name)
+            var bytes: [UInt8] = []
+            for part in parts.sorted(by: { $0.range.lowerBound < $1.range.lowerBound }) {
+                guard part.range.lowerBound == bytes.count else {
+                    throw TileArchiveError(path: name, fault: .corrupt("the multipart answer's parts leave a hole at byte \(bytes.count)"))
+                }
+                bytes += part.data
+            }
+            guard bytes.count <= limit else {
+                throw TileArchiveError(
+                    path: name, fault: .corrupt("the index is larger than the \(limit) bytes an index of the archive's tiles can have"))
+            }
+            return .index(bytes, multipleRanges: parts.count > 1 ? true : nil)
+        }
+        // One part: the two ranges merged (which says nothing), or the first alone (one range a request).
+        guard let field = response.header("content-range"), let parsed = HTTPByteSource.parseContentRange(field),
+            response.body.count == parsed.range.count
+        else {
+            throw TileArchiveError(
+                path: name, fault: .corrupt("a 206 answer without a usable Content-Range (\(response.header("content-range") ?? "none"))"))
+        }
+        if parsed.range == 0..<parsed.size { return .index([UInt8](response.body), multipleRanges: nil) }
+        guard parsed.range.lowerBound == 0 else {
+            throw TileArchiveError(path: name, fault: .corrupt("asked for the index from byte 0, the server sent \(field)"))
+        }
+        // Only the first range: the rest in one more request.
+        var rest = HTTPRequest(url: url, timeout: options.timeout, maximumBodyBytes: limit)
+        rest.setRange(UInt64(parsed.range.upperBound)..<UInt64(parsed.size))
+        let second = rest
+        let more = RemoteExecutor.shared.run { () async throws(HTTPError) -> HTTPResponse in
+            try await client.send(second, retry: retry) { _, _, _ in }
+        }
+        guard case .success(let tail) = more, tail.status == 206, tail.body.count == parsed.size - parsed.range.upperBound else {
+            throw TileArchiveError(path: name, fault: .corrupt("the rest of the index did not arrive whole"))
+        }
+        return .index([UInt8](response.body) + [UInt8](tail.body), multipleRanges: false)
     }
 }
