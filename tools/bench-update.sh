@@ -8,20 +8,24 @@
 #   - apply time: `tilepack patch` (MBTiles in place, bundle/PMTiles rewritten) against
 #     `tilepack convert v2.X out.X`, best of 3 runs each, and each one's peak RSS
 #     (/usr/bin/time -v's maximum resident set size) beside the archive's size.
+#   - sync: `tilepack sync` from nginx on loopback, with and without multi-range answers (below).
 # Release builds; everything under $BENCH_WORK (default /tmp/tilepack-bench/update).
 #
-#   tools/bench-update.sh [--tiles N] [--apply-only]   (--apply-only: the apply times alone;
-#                                       TILEPACK_BIN=path: use that release build of tilepack)
+#   tools/bench-update.sh [--tiles N] [--apply-only | --sync-only]
+#                         (--apply-only: the apply times alone; --sync-only: the sync counts alone;
+#                          TILEPACK_BIN=path: use that release build of tilepack)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 work="${BENCH_WORK:-/tmp/tilepack-bench}/update"
 tiles=50000
 apply_only=0
+sync_only=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --tiles) tiles="$2"; shift 2 ;;
         --apply-only) apply_only=1; shift ;;
-        *) echo "usage: $0 [--tiles N] [--apply-only]" >&2; exit 2 ;;
+        --sync-only) sync_only=1; shift ;;
+        *) echo "usage: $0 [--tiles N] [--apply-only | --sync-only]" >&2; exit 2 ;;
     esac
 done
 mkdir -p "$work"
@@ -71,6 +75,7 @@ best() {
     echo "$best"
 }
 
+if [ -z "$sync_only" ]; then
 printf '%s\n' "tiles: $tiles; $( "$tilepack" diff v1.mbtiles v2.mbtiles p-counts.tppatch --force --json | python3 -c 'import json,sys; r=json.load(sys.stdin); print("added %d, changed %d, deleted %d; changed+added tile bytes %d" % (r["added"], r["changed"], r["deleted"], r["tileBytes"]))')"
 [ "$apply_only" = 1 ] || printf '\n%-9s %10s %10s %10s %10s %10s %12s %s\n' format archive tilepack xdelta3 bsdiff zstd "vs smallest" "mbtiles patch vs 1.2x tiles+64KiB"
 for ext in mbtiles tilepack pmtiles; do
@@ -122,4 +127,47 @@ for ext in mbtiles tilepack pmtiles; do
     pr=$(peak "cp v1.$ext base.$ext" "$tilepack" patch "base.$ext" "p-$ext.tppatch")
     cr=$(peak "rm -f out.$ext" "$tilepack" convert "v2.$ext" "out.$ext" --force --quiet)
     printf '%-9s %12.3f %12.3f %7.3fx %14s %14s %12s %s\n' "$ext" "$p" "$c" "$(echo "$p / $c" | bc -l)" "$pr" "$cr" "$(mib "v1.$ext")" "$same"
+done
+fi
+[ "$apply_only" = 1 ] && exit 0
+
+# Sync from nginx on loopback: v1 local, v2 published with its tile hash index (tilepack index);
+# bytes on the wire are nginx's $bytes_sent for every request of the sync (status lines, headers,
+# multipart boundaries, the index, directories, gaps: everything), against the added and changed
+# tiles' bytes plus the index; requests against one per 64 changed tiles. Twice: nginx as it is
+# (multi-range answers) and with max_ranges 1 (one range a request, as S3 and most CDNs).
+printf '\n%-9s %-12s %10s %14s %8s %9s %10s %8s\n' format server wire "tiles+index" ratio requests "changed/64" ratio
+www="$work/www"; ng="$work/nginx"
+rm -rf "$www" "$ng"; mkdir -p "$www" "$ng"
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+cat > "$ng/nginx.conf" <<CONF
+daemon on; master_process off; worker_processes 1; pid $ng/nginx.pid; error_log $ng/error.log;
+events { worker_connections 64; }
+http {
+    log_format wire '\$bytes_sent \$status \$request';
+    access_log $ng/access.log wire;
+    client_body_temp_path $ng/b; proxy_temp_path $ng/p; fastcgi_temp_path $ng/f; uwsgi_temp_path $ng/u; scgi_temp_path $ng/s;
+    server { listen 127.0.0.1:$port; root $www; location /onerange/ { alias $www/; max_ranges 1; } }
+}
+CONF
+/usr/sbin/nginx -p "$ng" -c "$ng/nginx.conf" -e "$ng/error.log"
+trap 'kill "$(cat "$ng/nginx.pid")" 2>/dev/null || true' EXIT
+for ext in tilepack pmtiles; do
+    cp "v2.$ext" "$www/v2.$ext"
+    "$tilepack" index "$www/v2.$ext" >/dev/null
+    indexbytes=$(size "$www/v2.$ext.tpindex")
+    for server in nginx max_ranges_1; do
+        path="v2.$ext"; [ "$server" = max_ranges_1 ] && path="onerange/v2.$ext"
+        cp "v1.$ext" "mine.$ext"; rm -f "mine.$ext.tpsync"
+        : > "$ng/access.log"
+        json=$("$tilepack" sync "mine.$ext" "http://127.0.0.1:$port/$path" --json)
+        sleep 0.2
+        wire=$(awk '{s += $1} END {print s}' "$ng/access.log")
+        fetched=$(echo "$json" | python3 -c 'import json,sys; print(json.load(sys.stdin)["tilesFetched"])')
+        requests=$(wc -l < "$ng/access.log")
+        tilebytes=$("$tilepack" diff "v1.$ext" "v2.$ext" p-sync.tppatch --force --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["tileBytes"])')
+        denominator=$((tilebytes + indexbytes))
+        printf '%-9s %-12s %10s %14s %7.3fx %9s %10.1f %7.3fx\n' "$ext" "$server" "$wire" "$denominator" \
+            "$(echo "$wire / $denominator" | bc -l)" "$requests" "$(echo "$fetched / 64" | bc -l)" "$(echo "$requests / ($fetched / 64)" | bc -l)"
+    done
 done

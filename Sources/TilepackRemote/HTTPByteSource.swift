@@ -60,10 +60,11 @@ public final class HTTPByteSource: ByteSource, @unchecked Sendable {
     public static let notes = Locked<(@Sendable (String) -> Void)?>(nil)
     public let options: Options
 
-    private let client: HTTPClient
-    private let authority: (any RangeRequestAuthority)?
-    private let head: Data
-    private struct State {
+    let client: HTTPClient
+    let authority: (any RangeRequestAuthority)?
+    /// The first request's bytes.
+    let head: Data
+    struct State {
         /// Cached chunks by their first byte, with a use stamp for eviction.
         var chunks: [Int: (data: Data, used: UInt64)] = [:]
         var cachedBytes = 0
@@ -74,8 +75,12 @@ public final class HTTPByteSource: ByteSource, @unchecked Sendable {
         /// Fetches of a planned range wider than their read: while there were any, a read that
         /// finds no chunk starting where it does looks for one that spans it.
         var widerChunks = 0
+        /// Body bytes received by every request but the first.
+        var receivedBytes = 0
+        /// Whether the server answers several ranges in one request (`nil`: not asked yet).
+        var multipleRanges: Bool?
     }
-    private let state = Locked(State())
+    let state = Locked(State())
 
     /// The requests made so far (the first included).
     public var requestCount: Int { state.withLock { $0.requests } }
@@ -103,7 +108,10 @@ public final class HTTPByteSource: ByteSource, @unchecked Sendable {
         let first = try Self.fetch(
             url: url, range: 0..<options.initialLength, etag: nil, client: client, options: options, expectedSize: nil,
             authority: authority)
-        state.withLock { $0.requests += first.attempts }
+        state.withLock {
+            $0.requests += first.attempts
+            $0.receivedBytes += first.body.count
+        }
         count = first.size
         etag = first.etag
         lastModified = first.etag == nil ? first.lastModified : nil
@@ -176,6 +184,7 @@ public final class HTTPByteSource: ByteSource, @unchecked Sendable {
             lastModified: lastModified, authority: authority)
         state.withLock { state in
             state.requests += result.attempts
+            state.receivedBytes += result.body.count
             state.clock += 1
             if let replaced = state.chunks.updateValue((result.body, state.clock), forKey: range.lowerBound) {
                 state.cachedBytes -= replaced.data.count

@@ -75,3 +75,64 @@ struct PatchCommand: ParsableCommand {
         }
     }
 }
+
+struct IndexCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "index",
+        abstract: "Write an archive's tile hash index beside it (ARCHIVE.tpindex), for `tilepack sync`.",
+        discussion:
+            "The index holds a 64-bit hash of every tile's bytes and the archive's length and content identity (Specs/updates.md). Publish it beside the archive, after it: a client's `tilepack sync` then fetches only the tiles whose bytes it lacks."
+    )
+
+    @Argument(help: "A bundle or PMTiles file (any archive tilepack reads).")
+    var archive: String
+
+    @Option(name: .shortAndLong, help: "Where to write the index (default: ARCHIVE.tpindex).")
+    var output: String?
+
+    @Flag(help: "Print what was written as JSON on standard output.")
+    var json = false
+
+    func run() throws {
+        let report = try ArchiveIndexer.run(archive: archive, output: output)
+        if json {
+            try printJSON(report)
+        } else {
+            print("\(report.index): \(report.tiles) tiles, \(report.indexBytes) bytes, \(report.identity)")
+        }
+    }
+}
+
+struct SyncCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sync",
+        abstract: "Bring a local archive to the version published at an http(s):// URL, downloading only the tiles that differ.",
+        discussion:
+            "With the tile hash index published beside the archive (URL.tpindex, written by `tilepack index`), only the tiles whose bytes LOCAL lacks are fetched, several ranges a request where the server answers them, pinned by the object's ETag and staged in LOCAL.tpsync (an interrupted sync resumes from it); the result's content identity is checked against the index's before it is renamed over LOCAL. Without an index the archive is downloaded whole, and the report says so. LOCAL keeps its format (by its extension); it need not exist yet."
+    )
+
+    @Argument(help: "The local archive to bring up to date (created when missing).")
+    var local: String
+
+    @Argument(help: "The http(s):// URL of the published bundle or PMTiles archive.")
+    var url: String
+
+    @Flag(help: "Print what was done as JSON on standard output.")
+    var json = false
+
+    func run() throws {
+        let report = try ArchiveSync.run(local: local, url: url)
+        if json {
+            try printJSON(report)
+            return
+        }
+        if let reason = report.fullReason { printError("note: \(reason)") }
+        for note in report.notes { printError("note: \(note)") }
+        let ranges =
+            report.multipleRanges.map { $0 ? ", several ranges a request" : ", one range a request (the server answers no more)" } ?? ""
+        print(
+            "synced \(local) from \(url): \(report.tiles) tiles, \(report.tilesFetched) fetched (\(report.fetchedTileBytes) bytes of tiles), \(report.tilesReused) kept; \(report.bytesReceived) bytes received in \(report.requests) requests\(ranges)\(report.resumedBytes > 0 ? ", \(report.resumedBytes) bytes resumed" : "") in \(String(format: "%.2f", report.seconds)) s"
+        )
+        if let identity = report.identity { print("  now \(identity) (checked)") }
+    }
+}

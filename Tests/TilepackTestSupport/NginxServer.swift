@@ -19,8 +19,9 @@ public func waitForPort(_ port: Int, seconds: Double = 10) -> Bool {
     return false
 }
 
-/// Debian's nginx (`/usr/sbin/nginx`) on a free loopback port, serving `root` (`/norange/` serves it without range
-/// support), counting requests in its access log. Stopped (by its own pid) when released.
+/// Debian's nginx (`/usr/sbin/nginx`) on a free loopback port, serving `root` (`/norange/` serves
+/// it without range support, `/onerange/` with one range a request: `max_ranges 1`), counting
+/// requests in its access log. Stopped (by its own pid) when released.
 public final class NginxServer: @unchecked Sendable {
     public let port: Int
     public let root: URL
@@ -53,6 +54,7 @@ public final class NginxServer: @unchecked Sendable {
                     listen 127.0.0.1:\(port);
                     root \(root.path);
                     location /norange/ { alias \(root.path)/; max_ranges 0; }
+                    location /onerange/ { alias \(root.path)/; max_ranges 1; }
                 }
             }
             """

@@ -279,6 +279,12 @@ public struct PMTilesArchive: TileArchive {
         }
     }
 
+    /// Every tile's coordinates in (zoom, x, y) order (as ``forEachTile(_:)`` visits them), from the
+    /// directories alone.
+    public func forEachTileCoordinate(_ body: (TileCoordinate) throws -> Void) throws {
+        try forEachLocatedTile { tile, _, _ in try body(tile) }
+    }
+
     /// The most tiles of one zoom sorted by (x, y) in memory (24 bytes each); a zoom holding more
     /// (a run of billions of ocean tiles) is visited in tile-id order instead, in bounded memory.
     static let maximumSortedLevel = 1 << 22

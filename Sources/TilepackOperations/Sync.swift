@@ -1,0 +1,357 @@
+import Foundation
+import TilepackCore
+import TilepackRemote
+import TilepackStorage
+
+/// What `sync` did.
+public struct SyncReport: Sendable, Codable {
+    public var local: String
+    public var url: String
+    /// `index` (only the tiles whose hash differs were fetched) or `full` (no index: the whole
+    /// archive was downloaded).
+    public var mode = "index"
+    /// Why the archive was downloaded whole, when it was.
+    public var fullReason: String?
+    /// The identity of the result, checked against the index's (`nil` for a full download).
+    public var identity: String?
+    public var tiles = 0
+    /// Remote tiles whose bytes the local copy had (by hash), and tiles fetched.
+    public var tilesReused = 0
+    public var tilesFetched = 0
+    /// The bytes of the fetched tiles (as the archive stores them).
+    public var fetchedTileBytes = 0
+    /// The index's length.
+    public var indexBytes = 0
+    /// Body bytes received: ranges (tiles, gaps merged across, directories) and the index.
+    public var bytesReceived = 0
+    /// Bytes an interrupted sync had staged that this one used.
+    public var resumedBytes = 0
+    /// HTTP requests made (the first, for the header, and the index's included; retries counted).
+    public var requests = 0
+    /// Whether the server answered several ranges in one request (`nil`: never asked).
+    public var multipleRanges: Bool?
+    public var notes: [String] = []
+    public var seconds = 0.0
+}
+
+/// Brings a local archive to the version published at an `http(s)://` URL (Specs/updates.md §8):
+/// with the tile hash index published beside it (`URL.tpindex`), only the tiles whose bytes the
+/// local copy lacks are fetched, in coalesced (multi-)range requests pinned by the object's ETag
+/// and staged beside LOCAL (`LOCAL.tpsync`) so that an interrupted sync resumes; the result is
+/// written beside LOCAL, its identity checked against the index's, and renamed over LOCAL. Without
+/// an index the archive is downloaded whole (said so in the report).
+public enum ArchiveSync {
+    /// Merging two ranges of a multipart request across a gap of this many bytes costs less than
+    /// the part's own boundary and headers (about 100 bytes) twice.
+    public static let multipartGap = 192
+    /// One request's headers (about 300 bytes both ways) against a gap's bytes.
+    public static let singleRangeGap = 1024
+
+    public static func run(local: String, url text: String, options: HTTPByteSource.Options = .init()) throws(OperationError) -> SyncReport
+    {
+        let start = DispatchTime.now().uptimeNanoseconds
+        var report = SyncReport(local: local, url: text)
+        let lower = text.lowercased()
+        guard lower.hasPrefix("http://") || lower.hasPrefix("https://"), let url = URL(string: text) else {
+            throw OperationError(path: text, fault: .badInput("sync takes an http:// or https:// URL of a bundle or PMTiles archive"))
+        }
+        let remote: HTTPByteSource
+        do { remote = try HTTPByteSource(url: url, options: options) } catch { throw OperationError(path: text, fault: .archive(error)) }
+        let staging: StagedByteSource
+        do { staging = try StagedByteSource(remote: remote, path: local + ".tpsync") } catch {
+            throw OperationError(path: local, fault: .archive(error))
+        }
+        if let discarded = staging.discarded { report.notes.append(discarded) }
+        report.resumedBytes = staging.resumedBytes
+        let archive: any TileArchive
+        do { archive = try openTileArchive(source: staging) } catch { throw OperationError(path: text, fault: .archive(error)) }
+        do {
+            let indexURL = URL(string: TileHashIndex.sidecarName(of: text))!
+            if let pmtiles = archive as? PMTilesArchive {
+                // The metadata and the leaf directories, which lie together, in one request.
+                let header = pmtiles.header
+                let sections = [
+                    Int(header.metadataOffset)..<Int(header.metadataOffset + header.metadataLength),
+                    Int(header.leafOffset)..<Int(header.leafOffset + header.leafLength),
+                ]
+                try staging.stage(sections.filter { !$0.isEmpty }, gap: 64 << 10, maximumRangesPerRequest: 1)
+            }
+            // Coordinates first: the index can be no longer than 8 bytes a tile.
+            var tiles: [TileCoordinate] = []
+            try forEachTileCoordinate(of: archive) { tiles.append($0) }
+            tiles.sort()
+            let limit = TileHashIndex.headerLength + 8 * tiles.count + 4
+            switch try RemoteTileIndex.fetch(url: indexURL, limit: limit, options: options) {
+            case .absent(let status):
+                report.mode = "full"
+                report.fullReason = "\(text) has no tile index (\(indexURL.absoluteString): HTTP \(status)): synced by a full download"
+                try fullDownload(archive: archive, staging: staging, local: local, source: text, report: &report)
+            case .index(let bytes, let multipleRanges):
+                if let multipleRanges { remote.assumeMultipleRanges(multipleRanges) }
+                report.indexBytes = bytes.count
+                report.bytesReceived += bytes.count
+                let index = try TileHashIndex.decode(bytes, name: indexURL.absoluteString)
+                try indexedSync(
+                    archive: archive, tiles: tiles, index: index, indexName: indexURL.absoluteString, staging: staging, local: local,
+                    source: text, report: &report)
+            }
+        } catch let error as OperationError {
+            throw error
+        } catch {
+            throw OperationError.wrapping(error, path: text)
+        }
+        report.bytesReceived += remote.receivedBytes
+        report.requests = remote.requestCount + 1  // and the index's
+        report.multipleRanges = remote.answersMultipleRanges
+        report.seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        return report
+    }
+
+    /// Only the tiles whose hash the local copy lacks.
+    static func indexedSync(
+        archive: any TileArchive, tiles: [TileCoordinate], index: TileHashIndex, indexName: String, staging: StagedByteSource,
+        local: String, source: String, report: inout SyncReport
+    ) throws {
+        func mismatch(_ what: String) -> OperationError {
+            OperationError(
+                path: indexName,
+                fault: .badInput(
+                    "the index is not the index of \(source): \(what) (they are of different versions: the publisher may be replacing them; sync again later)"
+                ))
+        }
+        guard index.archiveLength == UInt64(staging.count) else {
+            throw mismatch("it was made for an archive of \(index.archiveLength) bytes, the archive has \(staging.count)")
+        }
+        guard index.hashes.count == tiles.count else {
+            throw mismatch("it lists \(index.hashes.count) tiles, the archive has \(tiles.count)")
+        }
+        let metadata = try archive.metadata()
+        guard ContentIdentity.metadataHash(metadata) == index.identity.metadata else {
+            throw mismatch("its identity's metadata hash is not the archive's metadata's")
+        }
+        report.tiles = tiles.count
+        // What the local copy holds, by hash.
+        let localArchive: (any TileArchive)? = FileSystem.stat(local) != nil ? try ArchiveLocation.open(local) : nil
+        var held: [UInt64: TileCoordinate] = [:]
+        if let localArchive {
+            try localArchive.forEachTile { tile, bytes in
+                let h = TileHashIndex.hash(bytes)
+                if held[h] == nil { held[h] = tile }
+            }
+        }
+        // One remote tile for each hash the local copy lacks.
+        var expected: [TileCoordinate: UInt64] = [:]
+        var wanted: [TileCoordinate: UInt64] = [:]
+        var seen = Set<UInt64>()
+        for (tile, h) in zip(tiles, index.hashes) {
+            if held[h] == nil {
+                report.tilesFetched += 1
+                if seen.insert(h).inserted { wanted[tile] = h }
+            } else {
+                report.tilesReused += 1
+            }
+            expected[tile] = h
+        }
+        // Fetch them, staged, each checked against its hash as it is read.
+        let gap = staging.remote.answersMultipleRanges == false ? singleRangeGap : multipartGap
+        var fetched: [UInt64: TileCoordinate] = [:]
+        let planner = StagingPlanner(staging: staging, gap: gap)
+        var fetchedBytes = 0
+        func check(_ tile: TileCoordinate, _ bytes: UnsafeRawBufferPointer) throws {
+            let h = TileHashIndex.hash(bytes)
+            guard h == wanted[tile] else {
+                staging.remove()
+                throw OperationError(
+                    path: source,
+                    fault: .badInput(
+                        "tile \(tile)'s bytes (hash \(String(h, radix: 16))) are not what the index says (\(String(wanted[tile] ?? 0, radix: 16))): the server sent other bytes; nothing was changed"
+                    ))
+            }
+            fetchedBytes += bytes.count
+            fetched[h] = tile
+        }
+        let rangesArchive = try openTileArchive(source: planner)
+        if let bundle = rangesArchive as? BundleArchive {
+            try bundle.forEachTile(where: { wanted[$0] != nil }, check)
+        } else if let pmtiles = rangesArchive as? PMTilesArchive {
+            try pmtiles.forEachTile(where: { wanted[$0] != nil }, check)
+        } else {
+            try rangesArchive.forEachTile { tile, bytes in if wanted[tile] != nil { try check(tile, bytes) } }
+        }
+        report.fetchedTileBytes = fetchedBytes
+        // The new version: the local tiles that stay, the fetched ones, the remote metadata.
+        let synced = SyncedArchive(
+            remote: archive, local: localArchive, tiles: tiles, hashes: index.hashes, held: held, fetched: fetched, metadata: metadata)
+        let identity = try writeAndSwap(synced, local: local, source: source, expected: index.identity, staging: staging, report: &report)
+        report.identity = identity?.description
+    }
+
+    /// The whole archive, in ranges of at most 8 MiB, staged, then written as LOCAL's format.
+    static func fullDownload(
+        archive: any TileArchive, staging: StagedByteSource, local: String, source: String, report: inout SyncReport
+    ) throws {
+        let step = staging.remote.options.maximumRequestBytes
+        let chunks = stride(from: 0, to: staging.count, by: step).map { $0..<min($0 + step, staging.count) }
+        try staging.stage(chunks, gap: 0, maximumRangesPerRequest: 1)
+        report.tiles = try archive.tileCount()
+        report.tilesFetched = report.tiles
+        report.fetchedTileBytes = staging.count
+        _ = try writeAndSwap(archive, local: local, source: source, expected: nil, staging: staging, report: &report)
+    }
+
+    /// Writes `archive` beside LOCAL (in LOCAL's format, by its extension), checks the written
+    /// file's identity against `expected`, and renames it over LOCAL; the staging file is removed.
+    static func writeAndSwap(
+        _ archive: any TileArchive, local: String, source: String, expected: ContentIdentity?, staging: StagedByteSource,
+        report: inout SyncReport
+    ) throws -> ContentIdentity? {
+        let (folder, name) = FileSystem.split(local)
+        let ext = URL(fileURLWithPath: name).pathExtension
+        let temporary = (folder.isEmpty ? "" : folder + "/") + ".\(name).sync-new" + (ext.isEmpty ? "" : "." + ext)
+        defer { _ = FileSystem.unlink(temporary) }
+        var options = ConvertOptions()
+        options.overwrite = true
+        let converted = try ArchiveConverter.run(source: source, destination: temporary, options: options, opened: archive)
+        report.notes += converted.notes
+        let written = try ArchiveLocation.open(temporary)
+        let identity = try ContentIdentity.compute(written)
+        if let expected, identity.tileCount != expected.tileCount || identity.tiles != expected.tiles {
+            staging.remove()
+            throw OperationError(
+                path: local,
+                fault: .badInput(
+                    "the synced archive's tiles are \(identity.tilesDescription), the index of \(source) says \(expected.tilesDescription): \(local) was left as it was"
+                ))
+        }
+        if let expected, identity.metadata != expected.metadata {
+            // The publisher's metadata was checked against the index before it was written; the
+            // writer of LOCAL's format fills keys of its own (bounds, zooms, a name).
+            report.notes.append(
+                "\(local)'s metadata is the publisher's with the keys \(ext.isEmpty ? "its" : ext) writer fills (its identity \(identity), the publisher's \(expected))"
+            )
+        }
+        if FileSystem.rename(temporary, local) != 0 {
+            let code = errno
+            throw OperationError(path: local, fault: .io("cannot rename the synced archive over it: \(String(cString: strerror(code)))"))
+        }
+        staging.remove()
+        return expected == nil ? nil : identity
+    }
+}
+
+/// The staged source read by the fetching pass: the archive announces the ranges of the tiles it
+/// is about to read (``willRead(_:)``), which are staged (fetched where missing) before it reads.
+final class StagingPlanner: ByteSource, @unchecked Sendable {
+    let staging: StagedByteSource
+    let gap: Int
+    init(staging: StagedByteSource, gap: Int) {
+        self.staging = staging
+        self.gap = gap
+    }
+    var name: String { staging.name }
+    var count: Int { staging.count }
+    func withBytes<R>(offset: Int, length: Int, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
+        try staging.withBytes(offset: offset, length: length, body)
+    }
+    func willRead(_ ranges: [Range<Int>]) throws { try staging.stage(ranges, gap: gap) }
+}
+
+/// The remote version as it will be written: every remote tile, in (zoom, x, y) order, its bytes
+/// from the local copy (by hash) or from the staged remote object; the remote metadata.
+final class SyncedArchive: TileArchive, @unchecked Sendable {
+    let remote: any TileArchive
+    let local: (any TileArchive)?
+    let tiles: [TileCoordinate]
+    let hashes: [UInt64]
+    let held: [UInt64: TileCoordinate]
+    let fetched: [UInt64: TileCoordinate]
+    let storedMetadata: TileMetadata
+    private let positions: [TileCoordinate: Int]
+
+    init(
+        remote: any TileArchive, local: (any TileArchive)?, tiles: [TileCoordinate], hashes: [UInt64], held: [UInt64: TileCoordinate],
+        fetched: [UInt64: TileCoordinate], metadata: TileMetadata
+    ) {
+        self.remote = remote
+        self.local = local
+        self.tiles = tiles
+        self.hashes = hashes
+        self.held = held
+        self.fetched = fetched
+        self.storedMetadata = metadata
+        var positions: [TileCoordinate: Int] = [:]
+        for (i, tile) in tiles.enumerated() { positions[tile] = i }
+        self.positions = positions
+    }
+
+    var path: String { remote.path }
+    var content: TileContent? { remote.content }
+    func metadata() throws -> TileMetadata { storedMetadata }
+    func containsTile(at tile: TileCoordinate) throws -> Bool { positions[tile] != nil }
+
+    func withTileBytes<R>(at tile: TileCoordinate, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R? {
+        guard let i = positions[tile] else { return nil }
+        let h = hashes[i]
+        if let local, let there = held[h] { return try local.withTileBytes(at: there, body) }
+        guard let there = fetched[h] else {
+            throw TileArchiveError(path: remote.path, fault: .corrupt("tile \(tile) was neither held locally nor fetched"))
+        }
+        return try remote.withTileBytes(at: there, body)
+    }
+
+    func zoomLevels() throws -> [ZoomLevelSummary] {
+        var counts: [Int: Int] = [:]
+        for tile in tiles { counts[tile.zoom, default: 0] += 1 }
+        return counts.keys.sorted().map { ZoomLevelSummary(zoom: $0, tileCount: counts[$0]!) }
+    }
+
+    func forEachTile(_ body: (TileCoordinate, UnsafeRawBufferPointer) throws -> Void) throws {
+        for tile in tiles {
+            _ = try withTileBytes(at: tile) { try body(tile, $0) }
+        }
+    }
+}
+
+/// What `index` wrote.
+public struct IndexReport: Sendable, Codable {
+    public var archive: String
+    public var index: String
+    public var tiles = 0
+    public var indexBytes = 0
+    public var identity = ""
+    public var seconds = 0.0
+}
+
+/// Writes the tile hash index of a local archive beside it (`ARCHIVE.tpindex`, Specs/updates.md
+/// §7), to be published with it for `sync`.
+public enum ArchiveIndexer {
+    public static func run(archive path: String, output: String? = nil, overwrite: Bool = true) throws(OperationError) -> IndexReport {
+        let start = DispatchTime.now().uptimeNanoseconds
+        let destination = output ?? TileHashIndex.sidecarName(of: path)
+        try OutputIsInput.refuse(output: destination, inputs: [path])
+        let archive = try ArchiveLocation.open(path)
+        guard let size = FileSystem.stat(path)?.st_size else {
+            throw OperationError(path: path, fault: .badInput("an index is made of a local archive file"))
+        }
+        let index: TileHashIndex
+        do {
+            let count = try archive.tileCount()
+            guard count <= TileHashIndex.maximumTiles else {
+                throw OperationError(
+                    path: path,
+                    fault: .badInput(
+                        "\(count) tiles: an index holds at most \(TileHashIndex.maximumTiles) (such an archive is synced whole)"))
+            }
+            index = try TileHashIndex.build(archive, archiveLength: UInt64(size))
+            try index.write(to: destination, overwrite: overwrite)
+        } catch {
+            throw OperationError.wrapping(error, path: path)
+        }
+        var report = IndexReport(archive: path, index: destination)
+        report.tiles = index.hashes.count
+        report.indexBytes = Int(FileSystem.stat(destination)?.st_size ?? 0)
+        report.identity = index.identity.description
+        report.seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        return report
+    }
+}

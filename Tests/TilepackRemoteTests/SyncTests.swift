@@ -1,0 +1,401 @@
+import Foundation
+import Testing
+import TilepackCore
+import TilepackOperations
+import TilepackRemote
+import TilepackStorage
+import TilepackTestSupport
+
+/// `tilepack index` and `tilepack sync` (Specs/updates.md §7-8): the index format, a sync from
+/// nginx that fetches only what changed (several ranges a request, or one where nginx answers no
+/// more), a full download without an index, a resumed sync that fetches no byte twice, and
+/// servers that change the object, lie or break off, each leaving LOCAL as it was.
+@Suite struct SyncTests {
+    /// The boundary ``Publisher`` separates the parts of its multipart answers with.
+    static let boundary = "sync-boundary-0001"
+
+    /// A tile of version `v` (1 or 2): PNG-signed random bytes, the same in both versions except
+    /// where v2 re-renders it.
+    static func bytes(_ tile: TileCoordinate, version: Int) -> [UInt8] {
+        let changed = version == 2 && (tile.x + tile.y) % 9 == 0
+        var random = SplitMix64(seed: UInt64(tile.zoom) << 40 | UInt64(tile.x) << 20 | UInt64(tile.y) &+ (changed ? 7_777_777 : 0))
+        let length = 800 + Int(random.next() % 1200)
+        // A re-rendered tile holds what a multipart answer's boundary line looks like.
+        let boundary = changed ? Array("\r\n--\(Self.boundary)\r\nContent-Range: bytes 0-1/2\r\n\r\n".utf8) : []
+        return [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + boundary
+            + (0..<length).map { _ in UInt8(truncatingIfNeeded: random.next()) }
+    }
+
+    /// The tiles of version `v`: zoom 5 whole and 1,976 tiles of zoom 6; v2 re-renders every tile
+    /// whose x + y is a multiple of 9 (scattered through the file), deletes zoom 6's column 0 and
+    /// adds 16 tiles at zoom 7.
+    static func tiles(version: Int) -> [TileCoordinate] {
+        var tiles: [TileCoordinate] = []
+        for x in 0..<32 { for y in 0..<32 { tiles.append(TileCoordinate(uncheckedZoom: 5, x: x, y: y)) } }
+        var count = 0
+        for x in 0..<64 {
+            for y in 0..<64 where count < 1976 {
+                count += 1
+                if version == 2 && x == 0 { continue }
+                tiles.append(TileCoordinate(uncheckedZoom: 6, x: x, y: y))
+            }
+        }
+        if version == 2 { for x in 0..<4 { for y in 0..<4 { tiles.append(TileCoordinate(uncheckedZoom: 7, x: x, y: y)) } } }
+        return tiles
+    }
+
+    /// Version `v` as `name.tilepack` and `name.pmtiles` in `dir`.
+    static func make(version: Int, name: String, in dir: TemporaryDirectory) throws -> (bundle: String, pmtiles: String) {
+        // Written raw, then converted as a publisher's tilepack would (which fills bounds and zooms).
+        let raw = dir.file("raw-\(name).tilepack")
+        let bundle = dir.file("\(name).tilepack")
+        let writer = try BundleWriter(
+            destination: raw, content: .encoded(.png),
+            metadata: TileMetadata(["name": "sync test", "format": "png", "version": "\(version)"]))
+        for tile in tiles(version: version) {
+            try bytes(tile, version: version).withUnsafeBytes { try writer.addTile(at: tile, bytes: $0) }
+        }
+        _ = try writer.finish()
+        _ = try ArchiveConverter.run(source: raw, destination: bundle, options: ConvertOptions())
+        try FileManager.default.removeItem(atPath: raw)
+        let pmtiles = dir.file("\(name).pmtiles")
+        _ = try ArchiveConverter.run(source: bundle, destination: pmtiles, options: ConvertOptions())
+        return (bundle, pmtiles)
+    }
+
+    static func identity(_ path: String) throws -> ContentIdentity { try ContentIdentity.compute(openTileArchive(path: path)) }
+    static func fileBytes(_ path: String) -> Data? { FileManager.default.contents(atPath: path) }
+
+    /// The local v1 copies in `dir`, the published v2 (with indexes) in `dir/www`.
+    struct Setup {
+        let dir: TemporaryDirectory
+        let www: TemporaryDirectory
+        let v1: (bundle: String, pmtiles: String)
+        let v2: (bundle: String, pmtiles: String)
+        init(indexed: Bool = true) throws {
+            dir = try TemporaryDirectory("sync")
+            www = try TemporaryDirectory("sync-www")
+            v1 = try SyncTests.make(version: 1, name: "v1", in: dir)
+            v2 = try SyncTests.make(version: 2, name: "v2", in: www)
+            if indexed {
+                _ = try ArchiveIndexer.run(archive: v2.bundle)
+                _ = try ArchiveIndexer.run(archive: v2.pmtiles)
+            }
+        }
+    }
+
+    // MARK: The index
+
+    @Test func theIndexListsEveryTilesHashAndIsTheSameForEveryFormat() throws {
+        let setup = try Setup()
+        let bundle = try TileHashIndex.decode(Array(Self.fileBytes(setup.v2.bundle + ".tpindex")!), name: "b")
+        let pmtiles = try TileHashIndex.decode(Array(Self.fileBytes(setup.v2.pmtiles + ".tpindex")!), name: "p")
+        let tiles = Self.tiles(version: 2).sorted()
+        #expect(bundle.hashes == pmtiles.hashes && bundle.identity.tiles == pmtiles.identity.tiles)
+        let identity = try Self.identity(setup.v2.bundle)
+        #expect(bundle.hashes.count == tiles.count && bundle.identity == identity)
+        #expect(bundle.archiveLength == UInt64(Self.fileBytes(setup.v2.bundle)!.count))
+        #expect(pmtiles.archiveLength == UInt64(Self.fileBytes(setup.v2.pmtiles)!.count))
+        // The hash of a tile: the first 8 bytes of SHA-256 of its bytes, little-endian, as sha256sum says.
+        let tile = tiles[1234]
+        let file = setup.dir.file("tile.png")
+        try Data(Self.bytes(tile, version: 2)).write(to: URL(fileURLWithPath: file))
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/sha256sum")
+        process.arguments = [file]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        process.waitUntilExit()
+        let hex = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).prefix(16)
+        let littleEndian = stride(from: 14, through: 0, by: -2).map { i in hex.dropFirst(i).prefix(2) }.joined()
+        #expect(String(bundle.hashes[1234], radix: 16).leftPadded(16) == littleEndian)
+        // The file: 56 header bytes, 8 a tile, a CRC-32.
+        #expect(Self.fileBytes(setup.v2.bundle + ".tpindex")!.count == 56 + 8 * tiles.count + 4)
+    }
+
+    @Test func aDamagedIndexIsRefusedNamingItsFault() throws {
+        let setup = try Setup()
+        let good = Array(Self.fileBytes(setup.v2.bundle + ".tpindex")!)
+        var flipped = good
+        flipped[100] ^= 0x10
+        #expect(throws: TileArchiveError.self) { try TileHashIndex.decode(flipped, name: "x.tpindex") }
+        do { _ = try TileHashIndex.decode(flipped, name: "x.tpindex") } catch {
+            #expect(error.description.contains("x.tpindex") && error.description.contains("CRC-32"), "\(error)")
+        }
+        do { _ = try TileHashIndex.decode(Array(good.dropLast(9)), name: "x.tpindex") } catch {
+            #expect(error.description.contains("truncated"), "\(error)")
+        }
+        do { _ = try TileHashIndex.decode(Array("<html>Not here</html>".utf8), name: "x.tpindex") } catch {
+            #expect(error.description.contains("not a tilepack tile index"), "\(error)")
+        }
+    }
+
+    // MARK: Sync from nginx
+
+    @Test(arguments: ["tilepack", "pmtiles"])
+    func syncFetchesOnlyTheChangedTilesInFewMultiRangeRequests(_ ext: String) throws {
+        guard !toolMissing("nginx") else { return }
+        let setup = try Setup()
+        let server = try NginxServer(root: setup.www.url)
+        defer { server.stop() }
+        let local = ext == "tilepack" ? setup.v1.bundle : setup.v1.pmtiles
+        let published = ext == "tilepack" ? setup.v2.bundle : setup.v2.pmtiles
+        let report = try ArchiveSync.run(local: local, url: "\(server.baseURL)/v2.\(ext)")
+        #expect(try Self.identity(local) == Self.identity(published))
+        let identity = try Self.identity(published)
+        #expect(report.identity == identity.description)
+        #expect(!FileManager.default.fileExists(atPath: local + ".tpsync"))
+        // The re-rendered tiles and the added ones, each fetched once; the rest kept.
+        let v1 = Set(Self.tiles(version: 1))
+        let changed = Self.tiles(version: 2).filter { !v1.contains($0) || Self.bytes($0, version: 1) != Self.bytes($0, version: 2) }
+        #expect(report.tilesFetched == changed.count && report.tilesReused == Self.tiles(version: 2).count - changed.count)
+        #expect(report.multipleRanges == true)
+        // Requests: the header, the index, one per 64 changed tiles at most (and a leaf directory).
+        #expect(report.requests <= 3 + changed.count / 64, "\(report.requests) requests for \(changed.count) tiles")
+        #expect(server.requestCount == report.requests)
+        let changedBytes = changed.reduce(0) { $0 + Self.bytes($1, version: 2).count }
+        // Bytes: at most 1.15x the changed tiles and the index, besides the first request's 16 KiB and
+        // the directories (a bundle's index: 36 bytes a tile; PMTiles' leaves, compressed).
+        let directories = ext == "tilepack" ? 36 * (Self.tiles(version: 2).count + 1) : 8192
+        #expect(
+            Double(report.bytesReceived) <= 1.15 * Double(changedBytes + report.indexBytes) + Double(16384 + directories),
+            "\(report.bytesReceived) bytes received for \(changedBytes) bytes of tiles and \(report.indexBytes) of index")
+        // A second sync finds nothing to fetch.
+        let again = try ArchiveSync.run(local: local, url: "\(server.baseURL)/v2.\(ext)")
+        #expect(again.tilesFetched == 0)
+    }
+
+    @Test func aServerAnsweringOneRangeARequestIsAskedOneAtATime() throws {
+        guard !toolMissing("nginx") else { return }
+        let setup = try Setup()
+        let server = try NginxServer(root: setup.www.url)
+        defer { server.stop() }
+        let report = try ArchiveSync.run(local: setup.v1.pmtiles, url: "\(server.baseURL)/onerange/v2.pmtiles")
+        #expect(report.multipleRanges == false)
+        #expect(try Self.identity(setup.v1.pmtiles) == Self.identity(setup.v2.pmtiles))
+        // Learnt from the index's answer (200, not multipart): no multipart request was refused,
+        // so the bytes are at most 1.5x the tiles and the index besides the head and directories.
+        let v1 = Set(Self.tiles(version: 1))
+        let changed = Self.tiles(version: 2).filter { !v1.contains($0) || Self.bytes($0, version: 1) != Self.bytes($0, version: 2) }
+        let changedBytes = changed.reduce(0) { $0 + Self.bytes($1, version: 2).count }
+        #expect(
+            Double(report.bytesReceived) <= 1.5 * Double(changedBytes + report.indexBytes) + Double(16384 + 8192),
+            "\(report.bytesReceived) bytes received for \(changedBytes) bytes of tiles and \(report.indexBytes) of index")
+        #expect(server.requestCount == report.requests)
+    }
+
+    @Test func withoutAnIndexTheArchiveIsDownloadedWholeAndSaysSo() throws {
+        guard !toolMissing("nginx") else { return }
+        let setup = try Setup(indexed: false)
+        let server = try NginxServer(root: setup.www.url)
+        defer { server.stop() }
+        let fresh = setup.dir.file("fresh.pmtiles")
+        let report = try ArchiveSync.run(local: fresh, url: "\(server.baseURL)/v2.tilepack")
+        #expect(report.mode == "full" && report.fullReason?.contains("no tile index") == true)
+        #expect(try Self.identity(fresh).tiles == Self.identity(setup.v2.bundle).tiles)
+        // The whole object once: the first request's bytes are not fetched again.
+        #expect(report.bytesReceived == Self.fileBytes(setup.v2.bundle)!.count)
+    }
+
+    // MARK: Interruptions and hostile servers
+
+    /// A file server with an ETag, single ranges only (several ranges get the whole file, 200),
+    /// whose replies `fault` may change; it records the ranges it answered in full.
+    final class Publisher: @unchecked Sendable {
+        let files: Locked<[String: Data]>
+        let etag = Locked("\"v2\"")
+        let served = Locked<[Range<Int>]>([])
+        /// Whether several ranges get a multipart answer (else the whole file, as `max_ranges 1`).
+        let multipart = Locked(false)
+        let fault: Locked<(@Sendable (LoopbackHTTPServer.Request, Range<Int>?, Data) -> LoopbackHTTPServer.Reply?)?> = Locked(nil)
+        var server: LoopbackHTTPServer!
+
+        init(files: [String: Data]) throws {
+            self.files = Locked(files)
+            server = try LoopbackHTTPServer { [unowned self] request in self.answer(request) }
+        }
+
+        func url(_ name: String) -> String { "\(server.baseURL)/\(name)" }
+
+        func answer(_ request: LoopbackHTTPServer.Request) -> LoopbackHTTPServer.Reply {
+            guard let data = files.withLock({ $0[String(request.path.dropFirst())] }) else { return .status(404, "not found") }
+            let tag = etag.withLock { $0 }
+            if let match = request.header("if-match"), match != tag { return .status(412, "changed") }
+            var range: Range<Int>?
+            if let field = request.header("range"), field.hasPrefix("bytes="), !field.contains(",") {
+                let bounds = field.dropFirst(6).split(separator: "-").compactMap { Int($0) }
+                if bounds.count == 2 { range = bounds[0]..<min(bounds[1] + 1, data.count) }
+            }
+            if let fault = fault.withLock({ $0 }), let reply = fault(request, range, data) { return reply }
+            if multipart.withLock({ $0 }), let field = request.header("range"), field.contains(",") {
+                // Several ranges: a multipart/byteranges answer, as nginx sends.
+                var body = Data()
+                for spec in field.dropFirst(6).split(separator: ",") {
+                    let bounds = spec.split(separator: "-", omittingEmptySubsequences: false).map { Int($0) }
+                    guard bounds.count == 2, let first = bounds[0] else { return .status(416) }
+                    let part = first..<min((bounds[1] ?? data.count - 1) + 1, data.count)
+                    served.withLock { $0.append(part) }
+                    body.append(
+                        Data(
+                            "\r\n--\(SyncTests.boundary)\r\nContent-Type: application/octet-stream\r\nContent-Range: bytes \(part.lowerBound)-\(part.upperBound - 1)/\(data.count)\r\n\r\n"
+                                .utf8))
+                    body.append(data.subdata(in: part))
+                }
+                body.append(Data("\r\n--\(SyncTests.boundary)--\r\n".utf8))
+                return .respond(
+                    status: 206, headers: ["ETag": tag, "Content-Type": "multipart/byteranges; boundary=\(SyncTests.boundary)"], body: body)
+            }
+            guard let range else { return .respond(status: 200, headers: ["ETag": tag], body: data) }
+            served.withLock { $0.append(range) }
+            return .respond(
+                status: 206, headers: ["ETag": tag, "Content-Range": "bytes \(range.lowerBound)-\(range.upperBound - 1)/\(data.count)"],
+                body: data.subdata(in: range))
+        }
+    }
+
+    static func noRetry() -> HTTPByteSource.Options {
+        var options = HTTPByteSource.Options()
+        options.retry = .none
+        options.timeout = .seconds(10)
+        return options
+    }
+
+    /// A publisher of v2's PMTiles and its index.
+    static func publisher(_ setup: Setup) throws -> Publisher {
+        try Publisher(files: [
+            "v2.pmtiles": fileBytes(setup.v2.pmtiles)!, "v2.pmtiles.tpindex": fileBytes(setup.v2.pmtiles + ".tpindex")!,
+        ])
+    }
+
+    @Test func aMultipartAnswerWhoseTilesHoldItsBoundaryIsReadByItsContentRanges() throws {
+        let setup = try Setup()
+        let publisher = try Self.publisher(setup)
+        defer { publisher.server.stop() }
+        publisher.multipart.withLock { $0 = true }
+        let report = try ArchiveSync.run(local: setup.v1.pmtiles, url: publisher.url("v2.pmtiles"), options: Self.noRetry())
+        #expect(report.multipleRanges == true)
+        #expect(try Self.identity(setup.v1.pmtiles) == Self.identity(setup.v2.pmtiles))
+        // Few requests: the header, the index, the directories and the tiles' few batches.
+        #expect(report.requests <= 6, "\(report.requests)")
+    }
+
+    @Test func anInterruptedSyncResumesWithoutFetchingAByteTwice() throws {
+        let setup = try Setup()
+        let publisher = try Self.publisher(setup)
+        defer { publisher.server.stop() }
+        let before = Self.fileBytes(setup.v1.pmtiles)
+        // The connection drops after five tile ranges.
+        let answered = Locked(0)
+        publisher.fault.withLock {
+            $0 = { request, range, _ in
+                guard let range, range.lowerBound > 0 else { return nil }
+                return answered.withLock { n in
+                    n += 1
+                    return n > 5 ? .close : nil
+                }
+            }
+        }
+        #expect(throws: OperationError.self) {
+            try ArchiveSync.run(local: setup.v1.pmtiles, url: publisher.url("v2.pmtiles"), options: Self.noRetry())
+        }
+        #expect(Self.fileBytes(setup.v1.pmtiles) == before)
+        #expect(FileManager.default.fileExists(atPath: setup.v1.pmtiles + ".tpsync"))
+        let first = publisher.served.withLock { $0 }.filter { $0.lowerBound > 0 }
+        #expect(first.count == 5)
+        publisher.served.withLock { $0 = [] }
+        publisher.fault.withLock { $0 = nil }
+        let report = try ArchiveSync.run(local: setup.v1.pmtiles, url: publisher.url("v2.pmtiles"), options: Self.noRetry())
+        #expect(report.resumedBytes > 0)
+        #expect(try Self.identity(setup.v1.pmtiles) == Self.identity(setup.v2.pmtiles))
+        let second = publisher.served.withLock { $0 }.filter { $0.lowerBound > 0 }
+        let twice = second.filter { range in first.contains { $0.overlaps(range) } }
+        #expect(twice.isEmpty, "fetched again: \(twice)")
+        #expect(!FileManager.default.fileExists(atPath: setup.v1.pmtiles + ".tpsync"))
+    }
+
+    @Test func aPublisherReplacingTheObjectMidSyncIsNamed() throws {
+        let setup = try Setup()
+        let publisher = try Self.publisher(setup)
+        defer { publisher.server.stop() }
+        let before = Self.fileBytes(setup.v1.pmtiles)
+        // Replaced after the index was read: the tile requests' If-Match fails.
+        publisher.fault.withLock {
+            $0 = { [publisher] request, range, _ in
+                if request.path.hasSuffix(".tpindex") { publisher.etag.withLock { $0 = "\"v3\"" } }
+                return nil
+            }
+        }
+        do {
+            _ = try ArchiveSync.run(local: setup.v1.pmtiles, url: publisher.url("v2.pmtiles"), options: Self.noRetry())
+            Issue.record("a replaced object was synced")
+        } catch {
+            #expect(error.description.contains(publisher.url("v2.pmtiles")) && error.description.contains("changed"), "\(error)")
+        }
+        #expect(Self.fileBytes(setup.v1.pmtiles) == before)
+    }
+
+    @Test func hostileServersGetTypedErrorsAndLOCALStaysAsItWas() throws {
+        let setup = try Setup()
+        let publisher = try Self.publisher(setup)
+        defer { publisher.server.stop() }
+        let before = Self.fileBytes(setup.v1.pmtiles)
+        let url = publisher.url("v2.pmtiles")
+        let pmtilesLength = Self.fileBytes(setup.v2.pmtiles)!.count
+        typealias Fault = @Sendable (LoopbackHTTPServer.Request, Range<Int>?, Data) -> LoopbackHTTPServer.Reply?
+        let cases: [(String, Fault, String)] = [
+            (
+                "a 200 error page for the index",
+                { request, _, _ in
+                    request.path.hasSuffix(".tpindex") ? .respond(status: 200, headers: [:], body: Data("<html>Welcome</html>".utf8)) : nil
+                }, "not a tilepack tile index"
+            ),
+            (
+                "a lie: a tile's bytes changed in flight",
+                { _, range, data in
+                    guard let range, range.lowerBound > 16384 else { return nil }
+                    var body = data.subdata(in: range)
+                    body[body.count / 2] ^= 0xFF
+                    return .respond(
+                        status: 206,
+                        headers: ["ETag": "\"v2\"", "Content-Range": "bytes \(range.lowerBound)-\(range.upperBound - 1)/\(data.count)"],
+                        body: body)
+                }, "not what the index says"
+            ),
+            (
+                "a truncated body",
+                { _, range, data in
+                    guard let range, range.lowerBound > 16384 else { return nil }
+                    return .truncated(
+                        status: 206,
+                        headers: ["ETag": "\"v2\"", "Content-Range": "bytes \(range.lowerBound)-\(range.upperBound - 1)/\(data.count)"],
+                        body: data.subdata(in: range), sent: range.count / 2)
+                }, url
+            ),
+            (
+                "an index of another version",
+                { request, _, _ in
+                    guard request.path.hasSuffix(".tpindex") else { return nil }
+                    var index = try! TileHashIndex.decode(Array(SyncTests.fileBytes(setup.v2.pmtiles + ".tpindex")!), name: "")
+                    index.archiveLength = UInt64(pmtilesLength + 10)
+                    return .respond(status: 200, headers: [:], body: Data(index.encoded()))
+                }, "is not the index of"
+            ),
+        ]
+        for (what, fault, expected) in cases {
+            publisher.fault.withLock { $0 = fault }
+            do {
+                _ = try ArchiveSync.run(local: setup.v1.pmtiles, url: url, options: Self.noRetry())
+                Issue.record("\(what): synced")
+            } catch {
+                #expect(error.description.contains(expected), "\(what): \(error)")
+            }
+            #expect(Self.fileBytes(setup.v1.pmtiles) == before, "\(what)")
+            try? FileManager.default.removeItem(atPath: setup.v1.pmtiles + ".tpsync")
+        }
+    }
+}
+
+extension String {
+    fileprivate func leftPadded(_ width: Int) -> String { String(repeating: "0", count: max(0, width - count)) + self }
+}
