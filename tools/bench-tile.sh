@@ -65,14 +65,14 @@ make_input "$((size / 4))" "$small"
 seconds() { python3 -c "import time; print(f'{time.time():.3f}')"; }
 rm -rf "$work/g2t" "$work/ref.tilepack" "$work/t.tilepack" "$work/t-tree" "$work/r.pmtiles"
 t0=$(seconds)
-GDAL_PAM_ENABLED=NO gdal2tiles.py --xyz -r bilinear --processes 2 --webviewer none -q "$input" "$work/g2t"
-"$bin/tilepack" import "$work/g2t" "$work/ref.tilepack" --quiet > /dev/null
+GDAL_PAM_ENABLED=NO /usr/bin/time -f "%U %S" -o "$work/cpu-g2t" gdal2tiles.py --xyz -r bilinear --processes 2 --webviewer none -q "$input" "$work/g2t"
+/usr/bin/time -f "%U %S" -o "$work/cpu-import" "$bin/tilepack" import "$work/g2t" "$work/ref.tilepack" --quiet > /dev/null
 t1=$(seconds)
 zooms=$(ls "$work/g2t" | grep -E '^[0-9]+$' | sort -n)
 zmin=$(echo "$zooms" | head -1); zmax=$(echo "$zooms" | tail -1)
 
 t2=$(seconds)
-/usr/bin/time -f "%M" -o "$work/rss-large" "$tile" "$input" "$work/t.tilepack" --zoom "$zmin-$zmax" --resampling bilinear > /dev/null 2>&1
+/usr/bin/time -f "%M %U %S" -o "$work/rss-large" "$tile" "$input" "$work/t.tilepack" --zoom "$zmin-$zmax" --resampling bilinear > /dev/null 2>&1
 t3=$(seconds)
 /usr/bin/time -f "%M" -o "$work/rss-small" "$tile" "$small" "$work/t-small.tilepack" --force --resampling bilinear > /dev/null 2>&1
 "$tile" "$input" "$work/t-tree" --zoom "$zmin-$zmax" --resampling bilinear > /dev/null 2>&1
@@ -117,12 +117,16 @@ ga, gb = size(ref), size(ours)
 print(f"PNG bytes: tilepack {gb:,} vs gdal2tiles {ga:,}: {gb / ga:.2f}x (goal <= 1.1x)")
 PY
 
-python3 - "$t0" "$t1" "$t2" "$t3" "$t4" "$t5" "$t6" "$t7" "$(cat "$work/rss-small")" "$(cat "$work/rss-large")" "$size" <<'PY'
+python3 - "$t0" "$t1" "$t2" "$t3" "$t4" "$t5" "$t6" "$t7" "$(cat "$work/rss-small")" "$(cat "$work/rss-large")" "$size" \
+  "$(cat "$work/cpu-g2t" "$work/cpu-import")" <<'PY'
 import sys
 t = [float(v) for v in sys.argv[1:9]]
-rss_small, rss_large, size = int(sys.argv[9]), int(sys.argv[10]), int(sys.argv[11])
+rss_small, (rss_large, user, system), size = int(sys.argv[9]), sys.argv[10].split(), int(sys.argv[11])
+rss_large, ours_cpu = int(rss_large), float(user) + float(system)
+g2t_cpu = sum(float(v) for v in sys.argv[12].split())
 g2t, ours, rio, ours_pm = t[1] - t[0], t[3] - t[2], t[5] - t[4], t[7] - t[6]
 print(f"into a bundle: tilepack tile {ours:.1f} s vs gdal2tiles + tilepack import {g2t:.1f} s: {g2t / ours:.2f}x faster (goal >= 4x)")
+print(f"  CPU time (user + system): tilepack tile {ours_cpu:.1f} s vs gdal2tiles + tilepack import {g2t_cpu:.1f} s: {g2t_cpu / ours_cpu:.2f}x less")
 print(f"into PMTiles: tilepack tile {ours_pm:.1f} s vs rio pmtiles {rio:.1f} s: {rio / ours_pm:.2f}x faster (goal >= 2x)")
 print(f"peak RSS: {rss_small / 1024:.0f} MiB at {size // 4} px, {rss_large / 1024:.0f} MiB at {size} px: {rss_large / rss_small:.2f}x (goal: under 1 GiB, flat)")
 PY
