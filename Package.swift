@@ -94,7 +94,7 @@ let package = Package(
         .target(
             name: "TilepackImaging",
             dependencies: [
-                "TilepackCore", linuxOnly("CTilepackPNG"), linuxOnly("CTilepackTurboJPEG"), linuxOnly("CTilepackWebP"),
+                "TilepackCore", "TilepackChecksum", linuxOnly("CTilepackPNG"), linuxOnly("CTilepackTurboJPEG"), linuxOnly("CTilepackWebP"),
                 linuxOnly("CTilepackPixman"),
             ]
         ),

@@ -118,7 +118,8 @@ enum PNGCodec {
     }
 }
 
-/// Encodes bitmaps as PNG through libpng's simplified writer.
+/// Encodes bitmaps as PNG: by ``PNGWriter`` (libdeflate) where libdeflate is linked and the image
+/// is not huge, else through libpng's simplified writer.
 public enum PNGEncoder {
     /// The bitmap as a PNG file: 8-bit RGBA for formats with alpha (premultiplied ones are
     /// unpremultiplied first), 8-bit RGB for `rgb888` and `rgb565`.
@@ -142,6 +143,14 @@ public enum PNGEncoder {
         case .rgb565:
             source = bitmap.converted(to: .rgb888)
             format = CTILEPACK_PNG_FORMAT_RGB
+        }
+        // tilepack's own writer (libdeflate) where it is linked; BGRA is reordered for it.
+        let ordered = source.pixelFormat == .bgra8888 ? source.converted(to: .rgba8888) : source
+        if let file = ordered.pixels.withUnsafeBytes({
+            PNGWriter.encode(
+                $0, width: ordered.width, height: ordered.height, channels: ordered.pixelFormat.bytesPerPixel, stride: ordered.stride)
+        }) {
+            return file
         }
         var image = png_image()
         image.version = UInt32(CTILEPACK_PNG_IMAGE_VERSION)
