@@ -234,6 +234,12 @@ public enum ArchiveSync {
             let code = errno
             throw OperationError(path: local, fault: .io("cannot rename the synced archive over it: \(String(cString: strerror(code)))"))
         }
+        // The rename made durable (the written file was flushed by its writer's commit).
+        let directory = FileSystem.open(folder.isEmpty ? "." : folder, O_RDONLY | O_CLOEXEC)
+        if directory >= 0 {
+            _ = fsync(directory)
+            close(directory)
+        }
         staging.remove()
         return expected == nil ? nil : identity
     }
