@@ -49,6 +49,12 @@ public enum ArchiveSync {
 
     public static func run(local: String, url text: String, options: HTTPByteSource.Options = .init()) throws(OperationError) -> SyncReport
     {
+        try run(local: local, url: text, options: options, request: nil)
+    }
+
+    static func run(local: String, url text: String, options: HTTPByteSource.Options, request: SyncRequest?) throws(OperationError)
+        -> SyncReport
+    {
         let start = DispatchTime.now().uptimeNanoseconds
         var report = SyncReport(local: local, url: text)
         let lower = text.lowercased()
@@ -85,7 +91,7 @@ public enum ArchiveSync {
             case .absent(let status):
                 report.mode = "full"
                 report.fullReason = "\(text) has no tile index (\(indexURL.absoluteString): HTTP \(status)): synced by a full download"
-                try fullDownload(archive: archive, staging: staging, local: local, source: text, report: &report)
+                try fullDownload(archive: archive, staging: staging, local: local, source: text, request: request, report: &report)
             case .index(let bytes, let multipleRanges):
                 if let multipleRanges { remote.assumeMultipleRanges(multipleRanges) }
                 report.indexBytes = bytes.count
@@ -93,7 +99,7 @@ public enum ArchiveSync {
                 let index = try TileHashIndex.decode(bytes, name: indexURL.absoluteString)
                 try indexedSync(
                     archive: archive, tiles: tiles, index: index, indexName: indexURL.absoluteString, staging: staging, local: local,
-                    source: text, report: &report)
+                    source: text, request: request, report: &report)
             }
         } catch let error as OperationError {
             throw error
@@ -110,7 +116,7 @@ public enum ArchiveSync {
     /// Only the tiles whose hash the local copy lacks.
     static func indexedSync(
         archive: any TileArchive, tiles: [TileCoordinate], index: TileHashIndex, indexName: String, staging: StagedByteSource,
-        local: String, source: String, report: inout SyncReport
+        local: String, source: String, request: SyncRequest?, report: inout SyncReport
     ) throws {
         func mismatch(_ what: String) -> OperationError {
             OperationError(
@@ -155,7 +161,7 @@ public enum ArchiveSync {
         // Fetch them, staged, each checked against its hash as it is read.
         let gap = staging.remote.answersMultipleRanges == false ? singleRangeGap : multipartGap
         var fetched: [UInt64: TileCoordinate] = [:]
-        let planner = StagingPlanner(staging: staging, gap: gap)
+        let planner = StagingPlanner(staging: staging, gap: gap, request: request)
         var fetchedBytes = 0
         func check(_ tile: TileCoordinate, _ bytes: UnsafeRawBufferPointer) throws {
             let h = TileHashIndex.hash(bytes)
@@ -181,18 +187,22 @@ public enum ArchiveSync {
         report.fetchedTileBytes = fetchedBytes
         // The new version: the local tiles that stay, the fetched ones, the remote metadata.
         let synced = SyncedArchive(
-            remote: archive, local: localArchive, tiles: tiles, hashes: index.hashes, held: held, fetched: fetched, metadata: metadata)
+            remote: archive, local: localArchive, tiles: tiles, hashes: index.hashes, held: held, fetched: fetched, metadata: metadata,
+            request: request)
         let identity = try writeAndSwap(synced, local: local, source: source, expected: index.identity, staging: staging, report: &report)
         report.identity = identity?.description
     }
 
     /// The whole archive, in ranges of at most 8 MiB, staged, then written as LOCAL's format.
     static func fullDownload(
-        archive: any TileArchive, staging: StagedByteSource, local: String, source: String, report: inout SyncReport
+        archive: any TileArchive, staging: StagedByteSource, local: String, source: String, request: SyncRequest?,
+        report: inout SyncReport
     ) throws {
         let step = staging.remote.options.maximumRequestBytes
         let chunks = stride(from: 0, to: staging.count, by: step).map { $0..<min($0 + step, staging.count) }
-        try staging.stage(chunks, gap: 0, maximumRangesPerRequest: 1)
+        try staging.stage(chunks, gap: 0, maximumRangesPerRequest: 1) { total, staged in
+            try request?.advance(0.9 * Double(staged) / Double(max(total, 1)))
+        }
         report.tiles = try archive.tileCount()
         report.tilesFetched = report.tiles
         report.fetchedTileBytes = staging.count
@@ -234,6 +244,12 @@ public enum ArchiveSync {
             let code = errno
             throw OperationError(path: local, fault: .io("cannot rename the synced archive over it: \(String(cString: strerror(code)))"))
         }
+        // The rename made durable (the written file was flushed by its writer's commit).
+        let directory = FileSystem.open(folder.isEmpty ? "." : folder, O_RDONLY | O_CLOEXEC)
+        if directory >= 0 {
+            _ = fsync(directory)
+            close(directory)
+        }
         staging.remove()
         return expected == nil ? nil : identity
     }
@@ -244,16 +260,22 @@ public enum ArchiveSync {
 final class StagingPlanner: ByteSource, @unchecked Sendable {
     let staging: StagedByteSource
     let gap: Int
-    init(staging: StagedByteSource, gap: Int) {
+    let request: SyncRequest?
+    init(staging: StagedByteSource, gap: Int, request: SyncRequest?) {
         self.staging = staging
         self.gap = gap
+        self.request = request
     }
     var name: String { staging.name }
     var count: Int { staging.count }
     func withBytes<R>(offset: Int, length: Int, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
         try staging.withBytes(offset: offset, length: length, body)
     }
-    func willRead(_ ranges: [Range<Int>]) throws { try staging.stage(ranges, gap: gap) }
+    func willRead(_ ranges: [Range<Int>]) throws {
+        try staging.stage(ranges, gap: gap) { [request] total, staged in
+            try request?.advance(0.9 * Double(staged) / Double(max(total, 1)))
+        }
+    }
 }
 
 /// The remote version as it will be written: every remote tile, in (zoom, x, y) order, its bytes
@@ -266,12 +288,14 @@ final class SyncedArchive: TileArchive, @unchecked Sendable {
     let held: [UInt64: TileCoordinate]
     let fetched: [UInt64: TileCoordinate]
     let storedMetadata: TileMetadata
+    let request: SyncRequest?
     private let positions: [TileCoordinate: Int]
 
     init(
         remote: any TileArchive, local: (any TileArchive)?, tiles: [TileCoordinate], hashes: [UInt64], held: [UInt64: TileCoordinate],
-        fetched: [UInt64: TileCoordinate], metadata: TileMetadata
+        fetched: [UInt64: TileCoordinate], metadata: TileMetadata, request: SyncRequest?
     ) {
+        self.request = request
         self.remote = remote
         self.local = local
         self.tiles = tiles
@@ -306,8 +330,9 @@ final class SyncedArchive: TileArchive, @unchecked Sendable {
     }
 
     func forEachTile(_ body: (TileCoordinate, UnsafeRawBufferPointer) throws -> Void) throws {
-        for tile in tiles {
+        for (i, tile) in tiles.enumerated() {
             _ = try withTileBytes(at: tile) { try body(tile, $0) }
+            if i % 256 == 255 { try request?.advance(0.9 + 0.1 * Double(i + 1) / Double(tiles.count)) }
         }
     }
 }
@@ -353,5 +378,96 @@ public enum ArchiveIndexer {
         report.identity = index.identity.description
         report.seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
         return report
+    }
+}
+
+/// A sync running in the background, for an app (Specs/updates.md §8): an id, a progress in
+/// [0, 1] that never decreases (0.9 when the tiles are fetched, 1 when LOCAL is replaced), a
+/// status, cancel, and a typed error. Cancelled, it leaves LOCAL as it was and its staging file in
+/// place, so the next sync of the same version resumes from it.
+public final class SyncRequest: @unchecked Sendable {
+    public enum Status: Sendable, Equatable {
+        case inProgress, success, failure, cancelled
+    }
+
+    public let id = UUID()
+    public let local: String
+    public let url: String
+    private struct State {
+        var status = Status.inProgress
+        var progress = 0.0
+        var cancelled = false
+        var report: SyncReport?
+        var error: OperationError?
+    }
+    private let state = Locked(State())
+    private let done = DispatchSemaphore(value: 0)
+    private let onChange: (@Sendable (SyncRequest) -> Void)?
+
+    public var status: Status { state.withLock { $0.status } }
+    public var progress: Double { state.withLock { $0.progress } }
+    /// What the sync did, once it succeeded.
+    public var report: SyncReport? { state.withLock { $0.report } }
+    /// Why it failed, once it did.
+    public var error: OperationError? { state.withLock { $0.error } }
+
+    init(local: String, url: String, onChange: (@Sendable (SyncRequest) -> Void)?) {
+        self.local = local
+        self.url = url
+        self.onChange = onChange
+    }
+
+    /// Starts syncing `local` from `url` on a thread of its own; `onChange` is told of every
+    /// change of progress or status (on that thread).
+    public static func start(
+        local: String, url: String, options: HTTPByteSource.Options = .init(), onChange: (@Sendable (SyncRequest) -> Void)? = nil
+    ) -> SyncRequest {
+        let request = SyncRequest(local: local, url: url, onChange: onChange)
+        let thread = Thread {
+            let outcome: Result<SyncReport, OperationError>
+            do throws(OperationError) {
+                outcome = .success(try ArchiveSync.run(local: local, url: url, options: options, request: request))
+            } catch { outcome = .failure(error) }
+            request.finish(outcome)
+        }
+        thread.start()
+        return request
+    }
+
+    /// Stops the sync at its next range or tile; LOCAL stays as it was.
+    public func cancel() { state.withLock { $0.cancelled = true } }
+
+    /// Blocks until the sync ends; its status.
+    @discardableResult public func wait() -> Status {
+        done.wait()
+        done.signal()
+        return status
+    }
+
+    /// Moves the progress forward (never back); throws when the request was cancelled.
+    func advance(_ value: Double) throws(OperationError) {
+        let (cancelled, changed) = state.withLock { state -> (Bool, Bool) in
+            let next = min(1, max(state.progress, value))
+            defer { state.progress = next }
+            return (state.cancelled, next > state.progress)
+        }
+        if cancelled { throw OperationError(path: local, fault: .conflict("the sync was cancelled; \(local) was left as it was")) }
+        if changed { onChange?(self) }
+    }
+
+    private func finish(_ outcome: Result<SyncReport, OperationError>) {
+        state.withLock { state in
+            switch outcome {
+            case .success(let report):
+                state.report = report
+                state.progress = 1
+                state.status = .success
+            case .failure(let error):
+                state.error = error
+                state.status = state.cancelled ? .cancelled : .failure
+            }
+        }
+        onChange?(self)
+        done.signal()
     }
 }

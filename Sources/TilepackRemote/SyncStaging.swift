@@ -130,11 +130,21 @@ package final class StagedByteSource: ByteSource, @unchecked Sendable {
 
     /// Fetches the parts of `ranges` not staged yet and appends them to the staging file (flushed
     /// to disk before this returns). `gap`: neighbours closer than this are fetched as one range.
-    package func stage(_ ranges: [Range<Int>], gap: Int, maximumRangesPerRequest: Int = 256) throws {
+    /// `progress` is told the bytes of the ranges to fetch first, then each range's as it is staged;
+    /// what it throws stops the fetch (what was staged stays).
+    package func stage(
+        _ ranges: [Range<Int>], gap: Int, maximumRangesPerRequest: Int = 256,
+        progress: ((_ total: Int, _ staged: Int) throws -> Void)? = nil
+    ) throws {
         let wanted = missing(ranges, gap: gap)
         guard !wanted.isEmpty else { return }
+        let total = wanted.reduce(0) { $0 + $1.count }
+        var staged = 0
+        try progress?(total, 0)
         try remote.fetch(ranges: wanted, maximumRangesPerRequest: maximumRangesPerRequest) { range, data in
             try append(range, data)
+            staged += data.count
+            try progress?(total, staged)
         }
         _ = fsync(descriptor)
     }

@@ -261,6 +261,12 @@ import TilepackTestSupport
         return options
     }
 
+    /// v1 locally, a publisher of v2's PMTiles and its index, and v1's bytes as they were.
+    static func published() throws -> (Setup, Publisher, Data?) {
+        let setup = try Setup()
+        return (setup, try publisher(setup), fileBytes(setup.v1.pmtiles))
+    }
+
     /// A publisher of v2's PMTiles and its index.
     static func publisher(_ setup: Setup) throws -> Publisher {
         try Publisher(files: [
@@ -281,10 +287,8 @@ import TilepackTestSupport
     }
 
     @Test func anInterruptedSyncResumesWithoutFetchingAByteTwice() throws {
-        let setup = try Setup()
-        let publisher = try Self.publisher(setup)
+        let (setup, publisher, before) = try Self.published()
         defer { publisher.server.stop() }
-        let before = Self.fileBytes(setup.v1.pmtiles)
         // The connection drops after five tile ranges.
         let answered = Locked(0)
         publisher.fault.withLock {
@@ -314,11 +318,48 @@ import TilepackTestSupport
         #expect(!FileManager.default.fileExists(atPath: setup.v1.pmtiles + ".tpsync"))
     }
 
-    @Test func aPublisherReplacingTheObjectMidSyncIsNamed() throws {
-        let setup = try Setup()
-        let publisher = try Self.publisher(setup)
+    @Test func aBackgroundSyncReportsProgressAndCancelsLeavingLOCALResumable() throws {
+        let (setup, publisher, before) = try Self.published()
         defer { publisher.server.stop() }
-        let before = Self.fileBytes(setup.v1.pmtiles)
+        // Slow tile ranges (one range a request: the publisher answers no more), so there is time to cancel.
+        publisher.fault.withLock {
+            $0 = { _, range, data in
+                guard let range, range.lowerBound > 16384 else { return nil }
+                return .delayed(
+                    .milliseconds(40),
+                    .respond(
+                        status: 206,
+                        headers: ["ETag": "\"v2\"", "Content-Range": "bytes \(range.lowerBound)-\(range.upperBound - 1)/\(data.count)"],
+                        body: data.subdata(in: range)))
+            }
+        }
+        let seen = Locked<[Double]>([])
+        let first = SyncRequest.start(local: setup.v1.pmtiles, url: publisher.url("v2.pmtiles"), options: Self.noRetry()) { request in
+            seen.withLock { $0.append(request.progress) }
+        }
+        let deadline = Date().addingTimeInterval(60)
+        while first.progress < 0.2, first.status == .inProgress, Date() < deadline { usleep(10_000) }
+        first.cancel()
+        #expect(first.wait() == .cancelled, "\(String(describing: first.error))")
+        #expect(first.error?.description.contains("cancelled") == true)
+        #expect(Self.fileBytes(setup.v1.pmtiles) == before)
+        #expect(FileManager.default.fileExists(atPath: setup.v1.pmtiles + ".tpsync"))
+        // Again, to the end: it resumes, progress never goes back and ends at 1.
+        publisher.fault.withLock { $0 = nil }
+        seen.withLock { $0 = [] }
+        let second = SyncRequest.start(local: setup.v1.pmtiles, url: publisher.url("v2.pmtiles"), options: Self.noRetry()) { request in
+            seen.withLock { $0.append(request.progress) }
+        }
+        #expect(second.wait() == .success, "\(String(describing: second.error))")
+        #expect(second.id != first.id && second.progress == 1 && (second.report?.resumedBytes ?? 0) > 0)
+        let values = seen.withLock { $0 }
+        #expect(values.count > 2 && zip(values, values.dropFirst()).allSatisfy { $0 <= $1 } && values.last == 1, "\(values)")
+        #expect(try Self.identity(setup.v1.pmtiles) == Self.identity(setup.v2.pmtiles))
+    }
+
+    @Test func aPublisherReplacingTheObjectMidSyncIsNamed() throws {
+        let (setup, publisher, before) = try Self.published()
+        defer { publisher.server.stop() }
         // Replaced after the index was read: the tile requests' If-Match fails.
         publisher.fault.withLock {
             $0 = { [publisher] request, range, _ in
@@ -336,10 +377,8 @@ import TilepackTestSupport
     }
 
     @Test func hostileServersGetTypedErrorsAndLOCALStaysAsItWas() throws {
-        let setup = try Setup()
-        let publisher = try Self.publisher(setup)
+        let (setup, publisher, before) = try Self.published()
         defer { publisher.server.stop() }
-        let before = Self.fileBytes(setup.v1.pmtiles)
         let url = publisher.url("v2.pmtiles")
         let pmtilesLength = Self.fileBytes(setup.v2.pmtiles)!.count
         typealias Fault = @Sendable (LoopbackHTTPServer.Request, Range<Int>?, Data) -> LoopbackHTTPServer.Reply?
