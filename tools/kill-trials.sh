@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # kill -9 trials: tilepack is killed at random moments during import, import --append, convert,
-# export (5 trials each) and patch (5 trials per format: MBTiles in place, bundle, PMTiles; 35 in
-# all), and what it leaves must be usable at once:
+# export (5 trials each), patch (5 trials per format: MBTiles in place, bundle, PMTiles) and
+# fetch --refresh (5 trials; 40 in all), and what it leaves must be usable at once:
 #   import / convert: the destination is absent, or a complete archive that `verify --quick`
 #     passes; no temporary file survives the next run;
 #   append: the archive reads at once (read-only commands included) and holds either the old
@@ -9,7 +9,9 @@
 #   export: every tile file present is complete (byte-identical to a finished export);
 #   patch: BASE is the old version or the new one (its content identity is one of the two, and
 #     `verify --quick` passes); a bundle or PMTiles is then byte-identical to that version; no
-#     temporary file survives the next run.
+#     temporary file survives the next run;
+#   fetch --refresh: the prefetch store's tiles are the old version whole or the new one whole,
+#     and the next refresh ends at the new one.
 #
 #   tools/kill-trials.sh [path/to/tilepack]     (default: the debug build, built if missing)
 # Exits non-zero at the first trial that leaves something unusable. Takes about 30-60 s.
@@ -157,4 +159,53 @@ for i in 1 2 3 4 5; do
     trials=$((trials + 1))
   done
 done
-echo "kill-trials: $trials kill -9 trials (import, append, convert, export, patch in 3 formats; $interrupted of them caught the command before it finished) all left usable results"
+# fetch --refresh: a store of 400 tiles from a local server's version 1, refreshed to version 2
+# (200 tiles changed) and killed at random: its tiles are version 1 whole or version 2 whole
+# (the tiles' part of the content identity), and the next refresh ends at version 2.
+python3 - "$work" <<'PY'
+import os, shutil, sys
+work = sys.argv[1]
+for version in (1, 2):
+    for x in range(25, 45):
+        for y in range(20):
+            source = f"{work}/tree3/10/{x}/{y}.png" if version == 2 and 30 <= x < 40 else f"{work}/tree/10/{x}/{y}.png"
+            folder = f"{work}/srv/{version}/10/{x}"
+            os.makedirs(folder, exist_ok=True)
+            # Copies, dated by version: the server's Last-Modified must say version 2 is newer.
+            shutil.copyfile(source, f"{folder}/{y}.png")
+            os.utime(f"{folder}/{y}.png", (1e9 * version, 1e9 * version))
+PY
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+python3 -m http.server "$port" --bind 127.0.0.1 --directory "$work/srv" >/dev/null 2>&1 & server=$!
+trap 'kill $server 2>/dev/null; rm -rf "$work"' EXIT
+for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$port/1/10/25/0.png" && break; sleep 0.05; done
+# The box of columns 25-44, rows 0-19 at zoom 10 (inset from the tiles' edges).
+box=$(python3 -c 'import math
+def lon(x): return x / 1024 * 360 - 180
+def lat(y): return math.degrees(math.atan(math.sinh(math.pi * (1 - 2 * y / 1024))))
+print(f"{lon(25.01)},{lat(19.99)},{lon(44.99)},{lat(0.01)}")')
+fetch() { "$bin" fetch "http://127.0.0.1:$port/$1/{z}/{x}/{y}.png" "$work/store.mbtiles" --bbox "$box" --zoom 10 --quiet "${@:2}"; }
+tiles_id() { identity "$1" | cut -d: -f1-3; }
+rm -f "$work/store.mbtiles"
+fetch 2 >/dev/null || fail "refresh setup: fetching version 2 failed"
+id_v2=$(tiles_id "$work/store.mbtiles")
+rm -f "$work/store.mbtiles"
+fetch 1 >/dev/null || fail "refresh setup: fetching version 1 failed"
+id_v1=$(tiles_id "$work/store.mbtiles")
+[ "$id_v1" != "$id_v2" ] || fail "refresh setup: the two versions' stores are not two versions"
+cp "$work/store.mbtiles" "$work/store-v1.mbtiles"
+t_refresh=$(timed fetch 2 --refresh)
+for i in 1 2 3 4 5; do
+  cp "$work/store-v1.mbtiles" "$work/store.mbtiles"
+  fetch 2 --refresh >/dev/null 2>&1 & pid=$!
+  pause "$t_refresh"; kill -9 $pid 2>/dev/null || true; wait $pid 2>/dev/null || true
+  found=$(tiles_id "$work/store.mbtiles") || fail "refresh trial $i: info cannot read the store"
+  if [ "$found" = "$id_v1" ]; then interrupted=$((interrupted + 1)); elif [ "$found" != "$id_v2" ]; then
+    fail "refresh trial $i: the store's tiles are neither version: $found"
+  fi
+  "$bin" verify --quick "$work/store.mbtiles" >/dev/null || fail "refresh trial $i: the store does not verify"
+  fetch 2 --refresh >/dev/null || fail "refresh trial $i: the next refresh failed"
+  [ "$(tiles_id "$work/store.mbtiles")" = "$id_v2" ] || fail "refresh trial $i: the next refresh does not end at version 2"
+  trials=$((trials + 1))
+done
+echo "kill-trials: $trials kill -9 trials (import, append, convert, export, patch in 3 formats, fetch --refresh; $interrupted of them caught the command before it finished) all left usable results"

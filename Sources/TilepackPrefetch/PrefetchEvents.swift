@@ -108,7 +108,7 @@ public struct PrefetchReport: Hashable, Sendable, Codable {
     public var evicted: Int
     /// Why the fetch failed as a whole (a store fault), when it did.
     public var error: String?
-    /// The source's version the store now holds (``PrefetchSource/versionURL``), when it names one.
+    /// The source's version the store now holds (`PrefetchSource.versionURL`), when it names one.
     public var version: String? = nil
     /// How often a refresh started again because the source's version changed under it.
     public var restarts: Int? = nil

@@ -507,7 +507,8 @@ public final class MBTilesWriter {
             Int(
                 try connection.scalarInt(
                     countsDistinct
-                        ? "SELECT COUNT(*) FROM (SELECT DISTINCT zoom_level, tile_column, tile_row FROM tiles)" : "SELECT COUNT(*) FROM tiles")
+                        ? "SELECT COUNT(*) FROM (SELECT DISTINCT zoom_level, tile_column, tile_row FROM tiles)"
+                        : "SELECT COUNT(*) FROM tiles")
                     ?? 0)
         }
     }
@@ -624,11 +625,7 @@ public final class MBTilesWriter {
             }
             try connection.replaceMetadata(metadata)
             try beforeCommit?(connection)
-            let tileCount = Int(
-                try connection.scalarInt(
-                    countsDistinct
-                        ? "SELECT COUNT(*) FROM (SELECT DISTINCT zoom_level, tile_column, tile_row FROM tiles)"
-                        : "SELECT COUNT(*) FROM tiles") ?? 0)
+            let tileCount = try storedTileCount()
             var blobCount = tileCount
             if schemaKind == .normalized { blobCount = Int(try connection.scalarInt("SELECT COUNT(*) FROM images") ?? 0) }
             try commitTransaction()
