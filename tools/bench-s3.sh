@@ -16,6 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 size_mb="${SIZE_MB:-1024}"; duration="${DURATION:-10}"; connections="${CONNECTIONS:-8}"; rounds="${ROUNDS:-3}"
 command -v aws >/dev/null || python3 -m pip install -q awscli   # the peer of the upload
+command -v wrk >/dev/null || apt-get install -y -q wrk >/dev/null   # Debian's wrk
 for tool in nginx wrk python3 aws moto_server curl bc; do command -v "$tool" >/dev/null || { echo "bench-s3 needs $tool (moto[server], awscli: pip)"; exit 1; }; done
 work="$(mktemp -d /tmp/bench-s3.XXXXXX)"; chmod 755 "$work"
 echo "machine: $(nproc) cores; load before: $(uptime | sed 's/.*load average: //')"
@@ -101,8 +102,9 @@ request = function()
 end
 LUA
 # The served names: tiles_tilepack and tiles_pmtiles (copies of the keys under those names).
-aws s3 cp s3://tiles/serve/tiles.tilepack s3://tiles/serve/tiles_tilepack.tilepack >/dev/null
-aws s3 cp s3://tiles/serve/tiles.pmtiles s3://tiles/serve/tiles_pmtiles.pmtiles >/dev/null
+# Readable without a signature, for wrk (moto refuses some unsigned reads of private objects).
+aws s3 cp --acl public-read s3://tiles/serve/tiles.tilepack s3://tiles/serve/tiles_tilepack.tilepack >/dev/null
+aws s3 cp --acl public-read s3://tiles/serve/tiles.pmtiles s3://tiles/serve/tiles_pmtiles.pmtiles >/dev/null
 sed -i 's|/tiles/serve/tiles.tilepack |/tiles/serve/tiles_tilepack.tilepack |' "$work/ranges-tilepack.txt"
 sed -i 's|/tiles/serve/tiles.pmtiles |/tiles/serve/tiles_pmtiles.pmtiles |' "$work/ranges-pmtiles.txt"
 
