@@ -17,21 +17,8 @@ swift build -c release --product tilepack >/dev/null
 bin="$(swift build -c release --show-bin-path)"
 serve_bin="$(swift build -c release --package-path server --show-bin-path)"
 
-# 5461 tiles, zooms 0-6, from the sample tiles (zooms 5 and 6 reuse zoom 4's images, with a
-# different trailing comment chunk each so that no two tiles share bytes).
-python3 - "$work/tree" <<'PY'
-import os, struct, sys, zlib
-root = sys.argv[1]
-for z in range(7):
-    source_zoom = min(z, 4)
-    for x in range(1 << z):
-        for y in range(1 << z):
-            src = open(f"samples/tiles/{source_zoom}/{x % (1 << source_zoom)}/{y % (1 << source_zoom)}.png", "rb").read()
-            text = b"tEXt" + f"tile\0{z}/{x}/{y}".encode()
-            chunk = struct.pack(">I", len(text) - 4) + text + struct.pack(">I", zlib.crc32(text) & 0xffffffff)
-            os.makedirs(f"{root}/{z}/{x}", exist_ok=True)
-            open(f"{root}/{z}/{x}/{y}.png", "wb").write(src[:-12] + chunk + src[-12:])
-PY
+source tools/bench-lib.sh
+make_bench_tree "$work/tree"
 "$bin/tilepack" import "$work/tree" "$work/tiles.tilepack" --force --quiet >/dev/null
 "$bin/tilepack" import "$work/tree" "$work/tiles_mb.mbtiles" --force --quiet >/dev/null
 "$bin/tilepack" export "$work/tiles.tilepack" "$work/static" >/dev/null
@@ -93,12 +80,7 @@ run() {  # name url-prefix base-url pid... -> "requests/s p99-ms cpu-us-per-requ
   out="$(TILE_PATHS="$work/paths.txt" TILE_PREFIX="$2" wrk -t2 -c"$connections" -d"${duration}s" --latency -s "$work/random.lua" "$3" 2>&1)"
   after="$(ticks "${@:4}")"
   requests="$(echo "$out" | awk '/requests in/ {print $1}')"
-  local rps p99 errors
-  rps="$(echo "$out" | awk '/Requests\/sec/ {print $2}')"
-  p99="$(echo "$out" | awk '$1 == "99%" {v=$2; if (v ~ /us$/) {sub(/us/,"",v); v=v/1000} else if (v ~ /ms$/) {sub(/ms/,"",v)} else if (v ~ /s$/) {sub(/s/,"",v); v=v*1000}; print v}')"
-  errors="$(echo "$out" | awk '/Non-2xx|Socket errors/ {print}' | tr '\n' ' ')"
-  [ -n "$errors" ] && echo "  $1: $errors" >&2
-  echo "$rps $p99 $(echo "($after - $before) * 1000000 / $hz / $requests" | bc -l)"
+  echo "$(echo "$out" | wrk_figures "$1") $(echo "($after - $before) * 1000000 / $hz / $requests" | bc -l)"
 }
 
 echo "tilepack-serve memory before load: $(rss) KiB"
@@ -122,7 +104,6 @@ for r in $(seq "$rounds"); do
   done
   echo "  tilepack-serve memory after round $r: $(rss) KiB"
 done
-median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 echo "medians over $rounds rounds ($duration s each, $connections connections, wrk -t2):"
 n_rps="$(for v in ${all[nginx]}; do echo "${v%,*}"; done | median)"; n_p99="$(for v in ${all[nginx]}; do echo "${v#*,}"; done | median)"
 printf "  %-8s %10.0f requests/s   p99 %7.2f ms\n" nginx "$n_rps" "$n_p99"
