@@ -21,16 +21,10 @@ mkdir -p "$work"
 
 # What the contenders and the checks need: Debian's GDAL (gdal2tiles.py is python3-gdal's, which
 # also reads the tiles for the comparison, with numpy), and a venv with rio-pmtiles (PyPI).
-need=()
-for p in libgdal-dev gdal-bin python3-gdal python3-numpy python3-venv time; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || need+=("$p")
-done
-if [ ${#need[@]} -gt 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"; fi
+. tools/bench-deps.sh
+apt_need libgdal-dev gdal-bin python3-gdal python3-numpy python3-venv time
 venv="$work/venv"
-if [ ! -x "$venv/bin/rio" ]; then
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet rio-pmtiles
-fi
+pip_venv "$venv" rio rio-pmtiles
 
 swift build -c release --product tilepack
 swift build -c release --package-path tiler --product tilepack-tile

@@ -15,16 +15,10 @@ count="${1:-3000}"
 work="${BENCH_WORK:-/tmp/tilepack-bench}"
 mkdir -p "$work"
 
-need=()
-for p in webp parallel python3-venv; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || need+=("$p")
-done
-if [ ${#need[@]} -gt 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"; fi
+. tools/bench-deps.sh
+apt_need webp parallel python3-venv
 venv="$work/venv-webp"
-if [ ! -x "$venv/bin/python" ]; then
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet pillow numpy
-fi
+pip_venv "$venv" python pillow numpy
 
 swift build -c release --product tilepack
 bin="$(swift build -c release --show-bin-path)"
