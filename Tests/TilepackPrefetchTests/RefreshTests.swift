@@ -132,6 +132,8 @@ struct PrefetchRefreshTests {
             transport: TestTransport.curl.forPrefetch)
         _ = try #require(await prefetcher.fetch(Self.request).1)
         server.version = 2
+        // Slow enough that the cancel, sent from a progress event, lands before the last tile.
+        server.delay.withLock { $0 = .milliseconds(25) }
         let half = cover.count / 2
         let cancel = CancelAfter(tiles: half)
         prefetcher.addListener(cancel)
@@ -196,6 +198,7 @@ struct PrefetchRefreshTests {
         let next = try MapDataPrefetcher(
             storePath: path, source: changed, configuration: testConfiguration { $0.connectionsPerHost = 1 },
             transport: TestTransport.curl.forPrefetch)
+        server.delay.withLock { $0 = .milliseconds(25) }  // the cancel lands before the last tile
         let cancel = CancelAfter(tiles: cover.count / 2)
         next.addListener(cancel)
         let cut = try #require(await next.fetch(Self.request, options: PrefetchOptions(refresh: true)).1)
