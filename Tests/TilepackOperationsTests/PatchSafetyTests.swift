@@ -9,44 +9,6 @@ import TilepackTestSupport
 /// mid-apply gives a typed error and leaves the base as it was, in every format; a read-only base
 /// is refused in every format before anything is written.
 @Suite(.serialized) struct PatchSafetyTests {
-    /// A tmpfs of `megabytes` mounted at a new folder; `nil` where mounting is not allowed.
-    final class SmallDisk {
-        let dir: TemporaryDirectory
-        var path: String { dir.path }
-
-        init?(megabytes: Int) {
-            guard getuid() == 0, let dir = try? TemporaryDirectory("tilepack-full"),
-                Self.run(["mount", "-t", "tmpfs", "-o", "size=\(megabytes)m", "tmpfs", dir.path])
-            else { return nil }
-            self.dir = dir
-        }
-
-        deinit { _ = Self.run(["umount", "-l", path]) }
-
-        /// Whether a tmpfs can be mounted here (root with CAP_SYS_ADMIN), tried once.
-        static let canMount: Bool = SmallDisk(megabytes: 1) != nil
-
-        /// Fills the disk until `free` bytes are left (within a page).
-        func fill(leaving free: Int) throws {
-            var info = statvfs()
-            guard statvfs(path, &info) == 0 else { throw POSIXError(.EIO) }
-            let available = Int(info.f_bavail) * Int(info.f_frsize)
-            let filler = max(0, available - free)
-            try Data(count: filler).write(to: URL(fileURLWithPath: path + "/filler"))
-        }
-
-        @discardableResult
-        static func run(_ arguments: [String]) -> Bool {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = arguments
-            process.standardError = FileHandle.nullDevice
-            guard (try? process.run()) != nil else { return false }
-            process.waitUntilExit()
-            return process.terminationStatus == 0
-        }
-    }
-
     /// A pair of versions whose patch writes well over 64 KiB: 300 tiles of 2 KB, 120 of them changed.
     static func versions(in dir: TemporaryDirectory) throws -> (old: String, new: String, patch: String) {
         func bytes(_ i: Int, _ version: Int) -> [UInt8] {
@@ -68,10 +30,10 @@ import TilepackTestSupport
     static func bytes(_ path: String) throws -> Data { try Data(contentsOf: URL(fileURLWithPath: path)) }
 
     @Test(
-        .enabled(if: SmallDisk.canMount, "mounts a small tmpfs: needs root with CAP_SYS_ADMIN"),
+        .enabled(if: TmpfsMount.canMount, "mounts a small tmpfs: needs root with CAP_SYS_ADMIN"),
         arguments: ["mbtiles", "tilepack", "pmtiles"])
     func aFullDiskMidApplyIsATypedErrorAndLosesNothing(_ ext: String) throws {
-        let disk = try #require(SmallDisk(megabytes: 4))
+        let disk = try #require(TmpfsMount(megabytes: 4))
         let dir = try TemporaryDirectory()
         let (old, new, patch) = try Self.versions(in: dir)
         let base = disk.path + "/base.\(ext)"

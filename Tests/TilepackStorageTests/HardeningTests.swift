@@ -5,38 +5,6 @@ import TilepackTestSupport
 
 @_spi(TilepackInternal) @testable import TilepackStorage
 
-/// A tmpfs mounted at a new folder, made read-only on demand; `nil` where mounting is not
-/// allowed (not root, no CAP_SYS_ADMIN): the tests that need one then say so and return.
-final class ScratchMount {
-    let dir: TemporaryDirectory
-    var path: String { dir.path }
-
-    init?() {
-        guard getuid() == 0, let dir = try? TemporaryDirectory("tilepack-mount"),
-            ScratchMount.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", dir.path])
-        else {
-            print("skipped: cannot mount a tmpfs here (needs root with CAP_SYS_ADMIN)")
-            return nil
-        }
-        self.dir = dir
-    }
-
-    func makeReadOnly() -> Bool { Self.run(["mount", "-o", "remount,ro", path]) }
-
-    deinit { _ = Self.run(["umount", "-l", path]) }
-
-    @discardableResult
-    static func run(_ arguments: [String]) -> Bool {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = arguments
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return false }
-        process.waitUntilExit()
-        return process.terminationStatus == 0
-    }
-}
-
 private func tile(_ z: Int, _ x: Int, _ y: Int) -> TileCoordinate { BundleFixtures.tile(z, x, y) }
 
 /// A small flat MBTiles file with `count` tiles at zoom 8.
@@ -184,8 +152,9 @@ private func makeMBTiles(_ path: String, count: Int = 20, bytes: Int = 100, meta
         withExtendedLifetime(connection) {}
     }
 
-    @Test func aLeftoverWALInAReadOnlyFolderIsExplained() throws {
-        guard let mount = ScratchMount() else { return }
+    @Test(.enabled(if: TmpfsMount.canMount, "mounts a tmpfs: needs root with CAP_SYS_ADMIN"))
+    func aLeftoverWALInAReadOnlyFolderIsExplained() throws {
+        let mount = try #require(TmpfsMount())
         let dir = try TemporaryDirectory()
         let path = dir.file("w.mbtiles")
         try makeMBTiles(path, count: 5)
@@ -201,8 +170,9 @@ private func makeMBTiles(_ path: String, count: Int = 20, bytes: Int = 100, meta
         }
     }
 
-    @Test func aHotJournalInAReadOnlyFolderIsExplained() throws {
-        guard let mount = ScratchMount() else { return }
+    @Test(.enabled(if: TmpfsMount.canMount, "mounts a tmpfs: needs root with CAP_SYS_ADMIN"))
+    func aHotJournalInAReadOnlyFolderIsExplained() throws {
+        let mount = try #require(TmpfsMount())
         let dir = try TemporaryDirectory()
         let path = dir.file("a.mbtiles")
         try makeMBTiles(path, count: 20, bytes: 2000)
@@ -264,8 +234,9 @@ private func makeMBTiles(_ path: String, count: Int = 20, bytes: Int = 100, meta
 
     // MARK: 19. Read-only file systems named
 
-    @Test func aReadOnlyFileSystemIsNamed() throws {
-        guard let mount = ScratchMount() else { return }
+    @Test(.enabled(if: TmpfsMount.canMount, "mounts a tmpfs: needs root with CAP_SYS_ADMIN"))
+    func aReadOnlyFileSystemIsNamed() throws {
+        let mount = try #require(TmpfsMount())
         #expect(mount.makeReadOnly())
         for write in [
             { _ = try MBTilesWriter(creating: mount.path + "/x.mbtiles", metadata: TileMetadata(["name": "x"])) },
