@@ -202,6 +202,38 @@ public final class HTTPByteSource: ByteSource, @unchecked Sendable {
         return result.body
     }
 
+    /// Pins `request` to one version of the object: If-Match on a strong ETag (the server answers
+    /// 412 when it changed), else If-Unmodified-Since on its Last-Modified.
+    static func pin(_ request: inout HTTPRequest, etag: String?, lastModified: String?) {
+        if let etag, !etag.hasPrefix("W/") { request.headers["If-Match"] = etag }
+        if etag == nil, let lastModified { request.headers["If-Unmodified-Since"] = lastModified }
+    }
+
+    /// Why `response` is not of the version `etag` (else `lastModified`) names, or nil.
+    static func versionChange(_ response: HTTPResponse, etag: String?, lastModified: String?) -> String? {
+        if let etag, let now = response.etag, now != etag {
+            return "the object changed while it was read (ETag \(etag), now \(now)); open it again"
+        }
+        if etag == nil, let lastModified, response.header("last-modified") != lastModified {
+            return
+                "the object changed while it was read (Last-Modified \(lastModified), now \(response.header("last-modified") ?? "none")); open it again"
+        }
+        return nil
+    }
+
+    /// Sends `request`, signed by `authority`, with `retry`, for a blocking caller; counts the attempts.
+    static func send(
+        _ request: HTTPRequest, client: HTTPClient, retry: RetryPolicy, authority: (any RangeRequestAuthority)?, attempts: Locked<Int>
+    ) -> Result<HTTPResponse, RangeRequestFailure> {
+        RemoteExecutor.shared.run { () async throws(RangeRequestFailure) -> HTTPResponse in
+            var signed = request
+            if let authority { signed = try await authority.prepare(request) }
+            do throws(HTTPError) {
+                return try await client.send(signed, retry: retry) { _, _, _ in attempts.withLock { $0 += 1 } }
+            } catch { throw .http(error) }
+        }
+    }
+
     struct Fetched {
         var body: Data
         var size: Int
@@ -219,21 +251,9 @@ public final class HTTPByteSource: ByteSource, @unchecked Sendable {
         func fail(_ fault: TileArchiveError.Fault) -> TileArchiveError { TileArchiveError(path: name, fault: fault) }
         var request = HTTPRequest(url: url, timeout: options.timeout, maximumBodyBytes: max(range.count, 1) + 1024)
         request.setRange(UInt64(range.lowerBound)..<UInt64(range.upperBound))
-        // A strong ETag pins the object: the server answers 412 when it changed.
-        if let etag, !etag.hasPrefix("W/") { request.headers["If-Match"] = etag }
-        // Without one, its Last-Modified: the server answers 412 when it changed since.
-        if etag == nil, let lastModified { request.headers["If-Unmodified-Since"] = lastModified }
+        pin(&request, etag: etag, lastModified: lastModified)
         let attempts = Locked(1)
-        let prepared = request
-        let outcome = RemoteExecutor.shared.run { () async throws(RangeRequestFailure) -> HTTPResponse in
-            var signed = prepared
-            if let authority {
-                signed = try await authority.prepare(prepared)
-            }
-            do throws(HTTPError) {
-                return try await client.send(signed, retry: options.retry) { _, _, _ in attempts.withLock { $0 += 1 } }
-            } catch { throw .http(error) }
-        }
+        let outcome = send(request, client: client, retry: options.retry, authority: authority, attempts: attempts)
         let response: HTTPResponse
         switch outcome {
         case .success(let value): response = value
@@ -252,15 +272,7 @@ public final class HTTPByteSource: ByteSource, @unchecked Sendable {
             throw fail(.io(errno: 0, reason: error.reason))
         }
         let tries = attempts.withLock { $0 }
-        if let etag, let now = response.etag, now != etag {
-            throw fail(.corrupt("the object changed while it was read (ETag \(etag), now \(now)); open it again"))
-        }
-        if etag == nil, let lastModified, response.header("last-modified") != lastModified {
-            throw fail(
-                .corrupt(
-                    "the object changed while it was read (Last-Modified \(lastModified), now \(response.header("last-modified") ?? "none")); open it again"
-                ))
-        }
+        if let change = versionChange(response, etag: etag, lastModified: lastModified) { throw fail(.corrupt(change)) }
         switch response.status {
         case 206:
             guard let contentRange = response.header("content-range"), let parsed = parseContentRange(contentRange) else {

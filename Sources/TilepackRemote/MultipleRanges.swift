@@ -73,20 +73,9 @@ extension HTTPByteSource {
         // Room for each part's boundary and headers; the whole object (status 200) is refused.
         var request = HTTPRequest(url: url, timeout: options.timeout, maximumBodyBytes: total + 256 * ranges.count + 1024)
         request.headers["Range"] = "bytes=" + ranges.map { "\($0.lowerBound)-\($0.upperBound - 1)" }.joined(separator: ",")
-        if let etag, !etag.hasPrefix("W/") { request.headers["If-Match"] = etag }
-        if etag == nil, let lastModified { request.headers["If-Unmodified-Since"] = lastModified }
+        Self.pin(&request, etag: etag, lastModified: lastModified)
         let attempts = Locked(1)
-        let prepared = request
-        let client = self.client
-        let authority = self.authority
-        let retry = options.retry
-        let outcome = RemoteExecutor.shared.run { () async throws(RangeRequestFailure) -> HTTPResponse in
-            var signed = prepared
-            if let authority { signed = try await authority.prepare(prepared) }
-            do throws(HTTPError) {
-                return try await client.send(signed, retry: retry) { _, _, _ in attempts.withLock { $0 += 1 } }
-            } catch { throw .http(error) }
-        }
+        let outcome = Self.send(request, client: client, retry: options.retry, authority: authority, attempts: attempts)
         let response: HTTPResponse
         switch outcome {
         case .success(let value): response = value
@@ -102,15 +91,7 @@ extension HTTPByteSource {
             state.requests += attempts.withLock { $0 }
             state.receivedBytes += response.body.count
         }
-        if let etag, let now = response.etag, now != etag {
-            throw fail(.corrupt("the object changed while it was read (ETag \(etag), now \(now)); open it again"))
-        }
-        if etag == nil, let lastModified, response.header("last-modified") != lastModified {
-            throw fail(
-                .corrupt(
-                    "the object changed while it was read (Last-Modified \(lastModified), now \(response.header("last-modified") ?? "none")); open it again"
-                ))
-        }
+        if let change = Self.versionChange(response, etag: etag, lastModified: lastModified) { throw fail(.corrupt(change)) }
         switch response.status {
         case 206: break
         case 200:
