@@ -118,7 +118,7 @@ enum PNGCodec {
     }
 }
 
-/// Encodes bitmaps as PNG: by ``PNGWriter`` (libdeflate) where libdeflate is linked and the image
+/// Encodes bitmaps as PNG: by `PNGWriter` (libdeflate) where libdeflate is linked and the image
 /// is not huge, else through libpng's simplified writer.
 public enum PNGEncoder {
     /// The bitmap as a PNG file: 8-bit RGBA for formats with alpha (premultiplied ones are
