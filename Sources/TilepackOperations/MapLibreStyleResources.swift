@@ -157,16 +157,16 @@ public enum MapLibreStyleResources {
         _ resources: [MapLibreStyleResource], files: MapLibreAssetFiles, client: HTTPClient = .shared,
         retry: RetryPolicy = RetryPolicy(maximumAttempts: 4)
     ) async throws(OperationError) -> Loaded {
-        var loaded = Loaded()
-        for resource in resources {
-            let bytes: [UInt8]?
-            let name: String
+        // Where each one is read: local files at once, URLs afterwards, several at a time.
+        var found: [(name: String, bytes: [UInt8]?)] = []
+        var remote: [Int] = []
+        for (index, resource) in resources.enumerated() {
             if resource.kind == .glyphs, let template = files.glyphs, let stack = resource.fontStack, let range = resource.range {
                 guard !stack.contains("/"), !stack.contains("\0"), stack != "..", stack != "." else {
                     throw OperationError(path: template, fault: .badInput("the font stack '\(stack)' is not a folder name under --glyphs"))
                 }
-                name = template.replacingOccurrences(of: "{fontstack}", with: stack).replacingOccurrences(of: "{range}", with: range)
-                bytes = try readFile(name, optional: true)
+                let name = template.replacingOccurrences(of: "{fontstack}", with: stack).replacingOccurrences(of: "{range}", with: range)
+                found.append((name, try readFile(name, optional: true)))
             } else if resource.kind != .glyphs, let base = files.sprite, let suffix = resource.spriteSuffix {
                 let id = resource.spriteID ?? "default"
                 guard base.contains("{id}") || id == "default" else {
@@ -176,12 +176,19 @@ public enum MapLibreStyleResources {
                 guard !id.contains("/"), id != "..", id != "." else {
                     throw OperationError(path: base, fault: .badInput("the sprite id '\(id)' is not a file name under --sprite"))
                 }
-                name = base.replacingOccurrences(of: "{id}", with: id) + suffix
-                bytes = try readFile(name, optional: false)
+                let name = base.replacingOccurrences(of: "{id}", with: id) + suffix
+                found.append((name, try readFile(name, optional: false)))
             } else {
-                name = resource.url
-                bytes = try await download(resource.url, client: client, retry: retry)
+                found.append((resource.url, nil))
+                remote.append(index)
             }
+        }
+        for (index, bytes) in try await downloadAll(remote.map { resources[$0].url }, client: client, retry: retry).enumerated() {
+            found[remote[index]].bytes = bytes
+        }
+
+        var loaded = Loaded()
+        for (resource, (name, bytes)) in zip(resources, found) {
             guard let bytes else {
                 guard resource.kind == .glyphs else {
                     throw OperationError(path: name, fault: .badInput("the style's sprite \(resource.url) was not found"))
@@ -195,6 +202,36 @@ public enum MapLibreStyleResources {
             loaded.resources.append((resource, bytes))
         }
         return loaded
+    }
+
+    /// Requests in flight at once: a style of four font stacks is 520 glyph ranges, which one at a
+    /// time would cost 520 round trips.
+    static let concurrentDownloads = 6
+
+    /// Downloads `urls` (``download(_:client:retry:)`` each), at most ``concurrentDownloads`` at a
+    /// time; the answers in the order of `urls`. The first error stops the rest.
+    static func downloadAll(_ urls: [String], client: HTTPClient, retry: RetryPolicy) async throws(OperationError) -> [[UInt8]?] {
+        var answers = [[UInt8]?](repeating: nil, count: urls.count)
+        do {
+            try await withThrowingTaskGroup(of: (Int, [UInt8]?).self) { group in
+                var next = 0
+                func start() {
+                    let index = next, url = urls[index]
+                    next += 1
+                    group.addTask { (index, try await download(url, client: client, retry: retry)) }
+                }
+                while next < min(urls.count, concurrentDownloads) { start() }
+                while let (index, bytes) = try await group.next() {
+                    answers[index] = bytes
+                    if next < urls.count { start() }
+                }
+            }
+        } catch let error as OperationError {
+            throw error
+        } catch {
+            throw OperationError(path: "", fault: .io("\(error)"))
+        }
+        return answers
     }
 
     static func readFile(_ path: String, optional: Bool) throws(OperationError) -> [UInt8]? {
