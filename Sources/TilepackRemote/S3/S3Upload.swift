@@ -64,9 +64,13 @@ extension S3Client {
             }
             return answer.first("ETag")
         } catch {
-            // Nothing half-written: the parts go away with the upload. A failed abort is left to
-            // the next upload of this key, and to the bucket's lifecycle rule.
-            _ = try? await abort(uploadId: uploadId, location: location)
+            // Nothing half-written: the parts go away with the upload. The abort is tried three
+            // times whatever the client's retry policy (its parts would stay stored, and billed);
+            // one that still fails is left to the next upload of this key, and to the bucket's
+            // lifecycle rule.
+            for _ in 0..<3 {
+                if (try? await abort(uploadId: uploadId, location: location)) != nil { break }
+            }
             throw error
         }
     }
