@@ -89,7 +89,7 @@ struct DataSourceTests {
         view.addMapTileLayer(layer)
         for _ in 0..<5 {
             view.update()
-            _ = await view.waitUntilIdle()
+            _ = await view.waitUntilIdle(timeout: TestSupport.settleSeconds)
             clock.advance(120)
         }
         let calls = source.snapshot
@@ -230,7 +230,7 @@ struct TileRequestTests {
         // 200 updates without the clock moving: one request.
         for _ in 0..<200 {
             view.update()
-            _ = await view.waitUntilIdle()
+            _ = await view.waitUntilIdle(timeout: TestSupport.settleSeconds)
         }
         #expect(source.count.load(ordering: .relaxed) == 1)
         // Delays 0.5, 1, 2, 4 s: just before each, nothing; at it, one more request.
@@ -238,11 +238,11 @@ struct TileRequestTests {
         for delay in [0.5, 1, 2, 4] {
             clock.advance(delay - 0.01)
             view.update()
-            _ = await view.waitUntilIdle()
+            _ = await view.waitUntilIdle(timeout: TestSupport.settleSeconds)
             #expect(source.count.load(ordering: .relaxed) == expected)
             clock.advance(0.01)
             view.update()
-            _ = await view.waitUntilIdle()
+            _ = await view.waitUntilIdle(timeout: TestSupport.settleSeconds)
             expected += 1
             #expect(source.count.load(ordering: .relaxed) == expected)
         }
@@ -250,7 +250,7 @@ struct TileRequestTests {
         for _ in 0..<10 {
             clock.advance(HeadlessMapView.maximumRetryDelay)
             view.update()
-            _ = await view.waitUntilIdle()
+            _ = await view.waitUntilIdle(timeout: TestSupport.settleSeconds)
         }
         #expect(source.count.load(ordering: .relaxed) == expected + 10)
     }
@@ -266,11 +266,11 @@ struct TileRequestTests {
         let clock = ManualClock()
         let view = worldView(makeLayer(Flaky()), clock: clock)
         view.update()
-        _ = await view.waitUntilIdle()
+        _ = await view.waitUntilIdle(timeout: TestSupport.settleSeconds)
         #expect(view.renderFrame().drawn.isEmpty)
         clock.advance(1)
         view.update()
-        _ = await view.waitUntilIdle()
+        _ = await view.waitUntilIdle(timeout: TestSupport.settleSeconds)
         #expect(view.renderFrame().bitmap.pixel(x: 5, y: 5) == green)
     }
 }

@@ -290,7 +290,7 @@ struct MapViewTests {
             background: RGBA8(r: 255, g: 255, b: 255, a: 255), clock: clock.function)
         view.addMapTileLayer(layer)
         view.update()
-        _ = await view.waitUntilIdle()
+        _ = await view.waitUntilIdle(timeout: TestSupport.settleSeconds)
         var opacities: [Double] = []
         var reds: [UInt8] = []
         for _ in 0..<4 {
@@ -306,7 +306,7 @@ struct MapViewTests {
         let still = makeLayer(RecordingSource(ways: [.synchronous]))
         let plain = worldView(still, clock: clock)
         plain.update()
-        _ = await plain.waitUntilIdle()
+        _ = await plain.waitUntilIdle(timeout: TestSupport.settleSeconds)
         #expect(plain.renderFrame().drawn.first?.opacity == 1)
     }
 

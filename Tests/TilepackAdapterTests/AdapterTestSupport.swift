@@ -148,10 +148,10 @@ final class InstrumentedArchive: TileArchive, @unchecked Sendable {
 final class Gate: Sendable {
     private let open = Atomic<Bool>(false)
     /// Waits for ``release()``. The deadline only keeps a broken test from hanging: it is longer
-    /// than any `eventually` a test waits for the gated state (30 s), so a loaded machine never
-    /// sees a read slip through on its own.
+    /// than any `eventually` a test waits for the gated state (`TestSupport.settleSeconds`), so a
+    /// loaded machine never sees a read slip through on its own.
     func pass() {
-        let deadline = Date().addingTimeInterval(120)
+        let deadline = Date().addingTimeInterval(2 * TestSupport.settleSeconds)
         while !open.load(ordering: .acquiring), Date() < deadline { usleep(500) }
     }
     func release() { open.store(true, ordering: .releasing) }

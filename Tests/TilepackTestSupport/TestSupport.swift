@@ -88,7 +88,9 @@ public struct SplitMix64: RandomNumberGenerator, Sendable {
 }
 
 /// Waits (polling every 2 ms) until `condition` holds or `seconds` pass; false on the timeout.
-public func eventually(_ seconds: Double = 30, _ condition: () -> Bool) async -> Bool {
+/// The default bound is ``TestSupport/settleSeconds``: what a test waits for often runs on the
+/// cooperative pool too, which a full run keeps busy for minutes; the bound only ends a hang.
+public func eventually(_ seconds: Double = TestSupport.settleSeconds, _ condition: () -> Bool) async -> Bool {
     let deadline = Date().addingTimeInterval(seconds)
     while !condition() {
         if Date() > deadline { return false }

@@ -17,7 +17,7 @@ import TilepackTestSupport
         let layer = source.makeLayer(pixelFormat: .rgba8888)
         let view = HeadlessMapView(viewport: ViewportSize(width: 256, height: 256), zoomLevel: 0)
         view.addMapTileLayer(layer)
-        let frame = await view.render()
+        let frame = await view.render(timeout: TestSupport.settleSeconds)
         #expect(frame.drawn.count == 1)
         let tile = try #require(try source.archive.bitmap(at: TileCoordinate(zoom: 0, x: 0, y: 0), pixelFormat: .rgba8888))
         #expect(frame.bitmap.pixel(x: 17, y: 200) == tile.pixel(x: 17, y: 200))

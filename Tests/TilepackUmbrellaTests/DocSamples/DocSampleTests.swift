@@ -21,7 +21,7 @@ import TilepackTestSupport
     }
 
     @Test func showingAnArchiveDrawsItsTilesAtTheScreensScale() async throws {
-        let frame = try await showArchive(path: Self.sampleArchive)
+        let frame = try await showArchive(path: Self.sampleArchive, timeout: TestSupport.settleSeconds)
         #expect(frame.bitmap.width == 1024 && frame.bitmap.height == 1024)
         #expect(!frame.drawn.isEmpty)
         #expect(frame.drawn.allSatisfy { !$0.isApproximate })

@@ -5,8 +5,9 @@
 import Tilepack
 
 /// Shows the archive at `path` in a tile layer of a 512x512-point view on a 2x screen, centred
-/// on the archive's area one zoom level above its lowest, and renders one frame.
-func showArchive(path: String) async throws -> MapFrame {
+/// on the archive's area one zoom level above its lowest, and renders one frame, waiting for its
+/// tiles at most `timeout` seconds.
+func showArchive(path: String, timeout: Double = 60) async throws -> MapFrame {
     // The archive as a data source; a tile that fails is reported once, naming archive and tile.
     let source = try ArchiveTileSource(path: path) { failure in
         print("warning: \(failure)")
@@ -25,6 +26,6 @@ func showArchive(path: String) async throws -> MapFrame {
     view.addMapTileLayer(layer)
 
     // The view asks the layer for its tiles; the source decodes them off this thread.
-    return await view.render()
+    return await view.render(timeout: timeout)
 }
 // docs:end
