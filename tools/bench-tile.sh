@@ -8,11 +8,12 @@
 # The input: a SIZE x SIZE synthetic aerial-like RGB image in UTM zone 33N (so it must be
 # reprojected), 1 m pixels, with a nodata border (zeros, -a_nodata 0), as a DEFLATE COG. Printed:
 # the wall time of each contender and the ratio (and the CPU time: wall times swing on a shared
-# machine); the PSNR of tilepack's deepest zoom against
-# gdal2tiles' over the pixels both draw opaque (median and lowest), and of both against GDAL's
-# -r average warp of the same tiles (see below why they differ); the sets of non-blank tiles;
-# the PNG bytes of both; tilepack's peak RSS at SIZE/4 and at SIZE. Work goes to $BENCH_WORK
-# (default /tmp/tilepack-bench-tile); the input is kept and reused.
+# machine); tilepack's peak RSS at SIZE/4 and at SIZE; then (tools/bench-tile-pixels.py) the sets
+# of non-blank tiles of the deepest zoom, the PSNR of tilepack's deepest zoom over the pixels both
+# draw opaque (median and lowest) against gdal2tiles' tiles, against gdal2tiles' own resampling on
+# the tile's grid and against GDAL's -r average warp (that script says why three), and the PNG
+# bytes of both. Work goes to $BENCH_WORK (default /tmp/tilepack-bench-tile); the input and the
+# last run's trees (g2t, t-tree) are kept.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 size="${1:-20000}"
@@ -85,73 +86,6 @@ if [ "${BENCH_TILE_RIO:-1}" != 0 ]; then
   t7=$(seconds)
 fi
 
-# The pixels, read by GDAL (python3-gdal). Against gdal2tiles' tiles, as the issue asks; and, for
-# up to 40 tiles spread over the deepest zoom, against a reference neither tiler made: GDAL's warp
-# of the tile with -r average (each pixel the area-weighted mean of the source pixels under it).
-# gdal2tiles reads, for each tile, a window of its nearest-neighbour warped VRT rounded to whole
-# source pixels, then resizes it by nearest neighbour to 2x the tile and halves it bilinearly: its
-# tiles are shifted by up to half a source pixel and scaled by up to one. The last figure is
-# tilepack's warp (GDAL bilinear, one pass) of exactly that rounded window, against gdal2tiles.
-/usr/bin/python3 - "$input" "$work/g2t" "$work/t-tree" "$zmax" <<'PY'
-import os, sys, numpy as np
-from osgeo import gdal, osr
-gdal.UseExceptions()
-source, ref, ours, z = gdal.Open(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4])
-E = 20037508.342789244
-res = 2 * E / (256 * 2**z)
-def tiles(root):
-    out = {}
-    for x in os.listdir(os.path.join(root, str(z))):
-        for f in os.listdir(os.path.join(root, str(z), x)):
-            out[(int(x), int(f.split(".")[0]))] = os.path.join(root, str(z), x, f)
-    return out
-def rgba(path):
-    a = gdal.Open(path).ReadAsArray().astype(np.float64)
-    return np.concatenate([a, np.full((1,) + a.shape[1:], 255.0)]) if a.shape[0] == 3 else a
-def size(root):
-    return sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(root) for f in fs if f.endswith(".png"))
-def psnr(x, y):
-    both = (x[3] == 255) & (y[3] == 255)
-    if both.sum() == 0: return None
-    mse = ((np.round(x[:3]) - np.round(y[:3])) ** 2)[:, both].mean()
-    return 99.0 if mse == 0 else 10 * np.log10(255**2 / mse)
-def warp(bounds, alg):
-    d = gdal.Warp("", source, format="MEM", dstSRS="EPSG:3857", outputBounds=bounds, width=256, height=256,
-                  resampleAlg=alg, dstAlpha=True)
-    return d.ReadAsArray().astype(np.float64)
-a, b = tiles(ref), tiles(ours)
-ra = {k for k, p in a.items() if rgba(p)[3].max() > 0}
-rb = set(b)
-common = sorted(ra & rb)
-pairs = [(k, psnr(rgba(a[k]), rgba(b[k]))) for k in common]
-psnrs = sorted(p for _, p in pairs if p is not None)
-print(f"deepest zoom {z}: {len(ra)} non-blank tiles from gdal2tiles, {len(rb)} from tilepack, {len(common)} in both, "
-      f"{len(ra - rb)} only in gdal2tiles', {len(rb - ra)} only in tilepack's")
-print(f"PSNR against gdal2tiles (opaque in both): median {psnrs[len(psnrs) // 2]:.1f} dB (goal >= 40), lowest {psnrs[0]:.1f} dB (goal >= 33)")
-opaque = [k for k, p in pairs if p is not None and rgba(a[k])[3].min() == 255 and rgba(b[k])[3].min() == 255]
-sample = opaque[:: max(1, len(opaque) // 40)][:40]
-mercator = osr.SpatialReference()
-mercator.ImportFromEPSG(3857)
-vrt = gdal.AutoCreateWarpedVRT(source, None, mercator.ExportToWkt())
-gt = vrt.GetGeoTransform()
-rows = []
-for x, y in sample:
-    ulx, uly, lrx, lry = -E + x * 256 * res, E - y * 256 * res, -E + (x + 1) * 256 * res, E - (y + 1) * 256 * res
-    reference = warp((ulx, lry, lrx, uly), "average")
-    # gdal2tiles' geo_query: the window of its warped VRT it reads for this tile.
-    rx, ry = int((ulx - gt[0]) / gt[1] + 0.001), int((uly - gt[3]) / gt[5] + 0.001)
-    rxsize, rysize = max(1, int((lrx - ulx) / gt[1] + 0.5)), max(1, int((lry - uly) / gt[5] + 0.5))
-    window = (gt[0] + rx * gt[1], gt[3] + (ry + rysize) * gt[5], gt[0] + (rx + rxsize) * gt[1], gt[3] + ry * gt[5])
-    g, t = rgba(a[(x, y)]), rgba(b[(x, y)])
-    rows.append((psnr(t, reference), psnr(g, reference), psnr(warp(window, "bilinear"), g)))
-m = np.median(np.array(rows), axis=0)
-print(f"PSNR against GDAL's -r average warp of the tile ({len(rows)} opaque tiles): tilepack median {m[0]:.1f} dB, "
-      f"gdal2tiles {m[1]:.1f} dB: {m[0] - m[1]:+.1f} dB")
-print(f"tilepack's warp of the window gdal2tiles reads (whole source pixels), against gdal2tiles: median {m[2]:.1f} dB")
-ga, gb = size(ref), size(ours)
-print(f"PNG bytes: tilepack {gb:,} vs gdal2tiles {ga:,}: {gb / ga:.2f}x (goal <= 1.1x)")
-PY
-
 python3 - "$t0" "$t1" "$t2" "$t3" "$t4" "$t5" "$t6" "$t7" "$(cat "$work/rss-small")" "$(cat "$work/rss-large")" "$size" \
   "$(cat "$work/cpu-g2t" "$work/cpu-import")" <<'PY'
 import sys
@@ -168,3 +102,8 @@ else:
     print("into PMTiles: not run (BENCH_TILE_RIO=0)")
 print(f"peak RSS: {rss_small / 1024:.0f} MiB at {size // 4} px, {rss_large / 1024:.0f} MiB at {size} px: {rss_large / rss_small:.2f}x (goal: under 1 GiB, flat)")
 PY
+
+# The pixels, read by GDAL (python3-gdal): tilepack's deepest zoom against gdal2tiles' tiles and
+# against GDAL's warper on each tile's own grid (tools/bench-tile-pixels.py says why; it runs alone
+# on the trees a run keeps in $work).
+/usr/bin/python3 tools/bench-tile-pixels.py "$input" "$work/g2t" "$work/t-tree" "$zmax"
