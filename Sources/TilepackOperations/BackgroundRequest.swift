@@ -8,7 +8,7 @@ public enum BackgroundStatus: Sendable, Equatable {
 
 /// An operation running on a thread of its own for an app, with the prefetcher's semantics
 /// (Specs/updates.md §8): an id, a progress in [0, 1] that never decreases and is 1 on success,
-/// a status, cancel, a typed error, and a callback told of every change. ``SyncRequest`` and
+/// a status, cancel, a typed error, and a callback told of every change. `SyncRequest` and
 /// ``PatchRequest`` are its two kinds; a cancelled one leaves its file as it was.
 public class BackgroundRequest<Report: Sendable>: @unchecked Sendable {
     public typealias Status = BackgroundStatus
