@@ -154,7 +154,7 @@ let package = Package(
             name: "Tilepack",
             dependencies: [
                 "TilepackCore", "TilepackStorage", "TilepackImaging", "TileLayer", "TilepackAdapter", "TilepackPrefetch",
-                "TilepackURLSession",
+                "TilepackURLSession", "TilepackOperations",
             ],
             resources: [.copy("PrivacyInfo.xcprivacy")]
         ),
@@ -187,7 +187,7 @@ let package = Package(
         .testTarget(
             name: "TilepackHTTPTests", dependencies: ["TilepackHTTP", "TilepackURLSession", "TilepackCurl", "TilepackTestSupport"]),
         .testTarget(name: "TileLayerTests", dependencies: ["TileLayer", "TilepackImaging", "TilepackTestSupport"]),
-        .testTarget(name: "TilepackUmbrellaTests", dependencies: ["Tilepack", "TilepackTestSupport"]),
+        .testTarget(name: "TilepackUmbrellaTests", dependencies: ["Tilepack", "TilepackOperations", "TilepackTestSupport"]),
         .testTarget(
             name: "TilepackAdapterTests",
             dependencies: ["TilepackAdapter", "TilepackStorage", "TilepackImaging", "TileLayer", "TilepackTestSupport"]

@@ -128,6 +128,20 @@ for ext in mbtiles tilepack pmtiles; do
     cr=$(peak "rm -f out.$ext" "$tilepack" convert "v2.$ext" "out.$ext" --force --quiet)
     printf '%-9s %12.3f %12.3f %7.3fx %14s %14s %12s %s\n' "$ext" "$p" "$c" "$(echo "$p / $c" | bc -l)" "$pr" "$cr" "$(mib "v1.$ext")" "$same"
 done
+# Bundle and PMTiles bases with their tile hash index beside them (`tilepack index`, as a
+# publisher writes it for sync; copied after the base, so not older than it): checked by the
+# index's identity, the changed tiles alone hashed.
+for ext in tilepack pmtiles; do
+    rm -f "v1.$ext.tpindex" && "$tilepack" index "v1.$ext" >/dev/null
+    setup="cp v1.$ext base.$ext && cp v1.$ext.tpindex base.$ext.tpindex"
+    p=$(best "$setup" "$tilepack" patch "base.$ext" "p-$ext.tppatch")
+    cmp -s "base.$ext" "v2.$ext" && same="(byte-identical to v2; base with its tile index)" || same="(base with its tile index)"
+    c=$(best "rm -f out.$ext" "$tilepack" convert "v2.$ext" "out.$ext" --force --quiet)
+    pr=$(peak "$setup" "$tilepack" patch "base.$ext" "p-$ext.tppatch")
+    cr=$(peak "rm -f out.$ext" "$tilepack" convert "v2.$ext" "out.$ext" --force --quiet)
+    printf '%-9s %12.3f %12.3f %7.3fx %14s %14s %12s %s\n' "$ext" "$p" "$c" "$(echo "$p / $c" | bc -l)" "$pr" "$cr" "$(mib "v1.$ext")" "$same"
+    rm -f "base.$ext.tpindex"
+done
 fi
 [ "$apply_only" = 1 ] && exit 0
 

@@ -45,7 +45,8 @@ done
 swift build --build-tests
 bin=.build/debug  # SwiftPM's link to the debug build's folder
 swift_bin=$(dirname "$(readlink -f "$(command -v swift)")")
-reexported=$(sed -n 's/^@_exported import \([A-Za-z]*\)$/\1/p' Sources/Tilepack/Tilepack.swift | paste -sd, -)
+# (whole modules, and the modules of the declarations re-exported one by one: `import class M.T`)
+reexported=$(sed -n 's/^@_exported import \(\(class\|struct\|enum\) \)\{0,1\}\([A-Za-z]*\).*$/\3/p' Sources/Tilepack/Tilepack.swift | sort -u | paste -sd, -)
 rm -rf "$out" && mkdir -p "$out/symbol-graphs"
 # The C modules' module maps, for the Swift modules that import them.
 cflags=()

@@ -374,8 +374,10 @@ public final class HeadlessMapView: Sendable {
             let runtime = planned.entry.runtime
             let layer = planned.entry.layer
             let settings = planned.settings
+            runtime.follow(generation: layer.contentGeneration)
             let (wanted, standIns) = wantedTiles(planned)
             let keep = Set(wanted)
+            runtime.dropStale(keeping: keep)
             runtime.cancelLoads(keeping: keep)
             runtime.trim(keeping: keep, limit: Self.memoryTileLimit)
             for tile in wanted {

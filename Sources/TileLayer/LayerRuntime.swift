@@ -9,6 +9,9 @@ final class LayerRuntime: Sendable {
     struct Loaded {
         var bitmap: Bitmap
         var lastUsed: UInt64
+        /// The layer's content generation its load started in; an older one is drawn until its
+        /// reload arrives.
+        var generation = 0
     }
 
     struct Failure {
@@ -30,6 +33,10 @@ final class LayerRuntime: Sendable {
         var firstShown: [TileCoordinate: Double] = [:]
         var useCounter: UInt64 = 0
         var detached = false
+        /// The layer's content generation (``MapTileLayer/reloadTiles()``), and the generation
+        /// each running load started in.
+        var generation = 0
+        var loadGeneration: [TileCoordinate: Int] = [:]
     }
 
     /// The most `hasTile == false` answers remembered; past it the set restarts (tiles are asked again).
@@ -52,15 +59,40 @@ final class LayerRuntime: Sendable {
         return exists
     }
 
+    /// Takes the layer's content generation: when it moved on, what `hasTile` said and what
+    /// failed is forgotten, and every loaded tile is stale (drawn until its reload arrives).
+    func follow(generation: Int) {
+        state.withLock { s in
+            guard generation != s.generation else { return }
+            s.generation = generation
+            s.absent.removeAll()
+            s.failures.removeAll()
+        }
+    }
+
+    /// Drops the stale loaded tiles not in `keeping`: after a reload, a tile that no longer
+    /// exists (or left the view) is not drawn from the old content.
+    func dropStale(keeping: Set<TileCoordinate>) {
+        state.withLock { s in
+            for (tile, entry) in s.loaded where entry.generation != s.generation && !keeping.contains(tile) {
+                s.loaded[tile] = nil
+                s.firstShown[tile] = nil
+            }
+        }
+    }
+
     /// Starts the load of `tile` (the task `load` makes) when it should be requested now: not
-    /// loaded, not loading, known to exist, and past its retry time if it failed. Returns whether
-    /// it started.
+    /// loaded (or loaded before the last reload), not loading, known to exist, and past its
+    /// retry time if it failed. Returns whether it started.
     func startIfNeeded(_ tile: TileCoordinate, now: Double, quiet: Bool = false, load: () -> Task<Void, Never>) -> Bool {
         state.withLock { s in
-            guard !s.detached, s.loaded[tile] == nil, s.inFlight[tile] == nil, !s.absent.contains(tile) else { return false }
+            guard !s.detached, s.loaded[tile].map({ $0.generation != s.generation }) ?? true, s.inFlight[tile] == nil,
+                !s.absent.contains(tile)
+            else { return false }
             if let failure = s.failures[tile], failure.retryAt > now { return false }
             if quiet { s.quiet.insert(tile) } else { s.quiet.remove(tile) }
             // The task records its end under this lock, so it cannot finish before it is registered.
+            s.loadGeneration[tile] = s.generation
             s.inFlight[tile] = load()
             return true
         }
@@ -95,12 +127,13 @@ final class LayerRuntime: Sendable {
         let failed: (String, Int, Double)? = state.withLock { s in
             guard !s.detached else { return nil }
             s.inFlight[tile] = nil
+            let generation = s.loadGeneration.removeValue(forKey: tile) ?? s.generation
             let wasCancelled = s.cancelled.remove(tile) != nil
             let isQuiet = s.quiet.remove(tile) != nil
             switch result {
             case .loaded(let bitmap):
                 s.useCounter += 1
-                s.loaded[tile] = Loaded(bitmap: bitmap, lastUsed: s.useCounter)
+                s.loaded[tile] = Loaded(bitmap: bitmap, lastUsed: s.useCounter, generation: generation)
                 s.failures[tile] = nil
                 return nil
             case .cancelled:

@@ -428,6 +428,21 @@ public final class MapTileLayer: Sendable, CustomStringConvertible {
         try cache.clear()
     }
 
+    // MARK: - Reloading
+
+    private let contentVersion = Locked(0)
+
+    /// How many times ``reloadTiles()`` was called: a view asks again for tiles it loaded before.
+    var contentGeneration: Int { contentVersion.withLock { $0 } }
+
+    /// Tells the views showing the layer that its data source's tiles changed (a patched or
+    /// synced archive): at their next update they ask for every tile in view again, and for the
+    /// tiles `hasTile` had said were absent, while drawing the tiles they hold until each new one
+    /// arrives, so that no frame goes blank; a tile that no longer exists is no longer drawn.
+    /// Allowed while the layer is in a view (it changes no setting); the disk cache is not
+    /// cleared (``clearCache()``).
+    public func reloadTiles() { contentVersion.withLock { $0 += 1 } }
+
     // MARK: - Diagnostics
 
     /// What the layer noticed and ignored, oldest first (at most ``diagnosticLimit``).

@@ -8,6 +8,8 @@
 // - TilepackAdapter: any archive served to a tile layer as a raw-bitmap data source.
 // - TilepackPrefetch: offline prefetch of a box or a route corridor from a tile server.
 // - TilepackURLSession: URLSession, the HTTP transport of every client made without one.
+// - TilepackOperations: only what applies a patch in the background (`PatchRequest`), not the
+//   command-line operations.
 @_exported import TileLayer
 @_exported import TilepackAdapter
 @_exported import TilepackCore
@@ -15,3 +17,9 @@
 @_exported import TilepackPrefetch
 @_exported import TilepackStorage
 @_exported import TilepackURLSession
+
+@_exported import class TilepackOperations.BackgroundRequest
+@_exported import enum TilepackOperations.BackgroundStatus
+@_exported import struct TilepackOperations.OperationError
+@_exported import struct TilepackOperations.PatchReport
+@_exported import class TilepackOperations.PatchRequest

@@ -41,8 +41,10 @@ public final class ArchiveTileSource: MapTileLayerDataSource, CustomStringConver
         }
     }
 
-    /// The synchronous reader behind the source (also usable on its own).
-    public let reader: ArchiveTileReader
+    /// The synchronous reader behind the source (also usable on its own); a new one after
+    /// ``reopen(reloading:)``.
+    public var reader: ArchiveTileReader { current.withLock { $0 } }
+    private let current: Locked<ArchiveTileReader>
     /// The executor the tiles are read on.
     package let workQueue: TileWorkQueue
 
@@ -54,7 +56,8 @@ public final class ArchiveTileSource: MapTileLayerDataSource, CustomStringConver
         archive: any TileArchive, options: Options = Options(),
         onFailure: (@Sendable (ArchiveTileFailure) -> Void)? = nil
     ) {
-        self.reader = ArchiveTileReader(archive: archive, options: options.reader, onFailure: onFailure)
+        self.current = Locked(ArchiveTileReader(archive: archive, options: options.reader, onFailure: onFailure))
+        self.onFailure = onFailure
         self.workQueue = TileWorkQueue(maximumConcurrency: options.maximumConcurrency)
     }
 
@@ -66,8 +69,25 @@ public final class ArchiveTileSource: MapTileLayerDataSource, CustomStringConver
         self.init(archive: try openTileArchive(path: path), options: options, onFailure: onFailure)
     }
 
+    private let onFailure: (@Sendable (ArchiveTileFailure) -> Void)?
+
     /// The archive served.
     public var archive: any TileArchive { reader.archive }
+
+    // MARK: - A new version
+
+    /// Serves the archive now at the path of the one served (a patched or synced archive: a
+    /// bundle or PMTiles renamed over it, an MBTiles file changed in place), with a new reader
+    /// (its decoded tiles and failures forgotten), and reloads `layers`: they keep drawing the
+    /// tiles they hold until each new one arrives (``MapTileLayer/reloadTiles()``). Requests
+    /// already running finish from the old archive. Throws, and goes on serving the old one,
+    /// when the path cannot be opened.
+    public func reopen(reloading layers: [MapTileLayer] = []) throws(TileArchiveError) {
+        let old = reader
+        let next = ArchiveTileReader(archive: try openTileArchive(path: old.archive.path), options: old.options, onFailure: onFailure)
+        current.withLock { $0 = next }
+        for layer in layers { layer.reloadTiles() }
+    }
 
     /// Every tile that failed permanently.
     public var failures: [ArchiveTileFailure] { reader.failures }

@@ -1,6 +1,6 @@
 import Foundation
 import TilepackCore
-import TilepackStorage
+@_spi(TilepackInternal) import TilepackStorage
 
 /// What `patch` did.
 public struct PatchReport: Sendable, Codable {
@@ -45,6 +45,24 @@ public enum ArchivePatcher {
     public static func run(base: String, patch patchPath: String, output: String? = nil, overwrite: Bool = false) throws(OperationError)
         -> PatchReport
     {
+        try run(base: base, patch: patchPath, output: output, overwrite: overwrite, request: nil)
+    }
+
+    static func run(base: String, patch patchPath: String, output: String?, overwrite: Bool, request: PatchRequest?) throws(OperationError)
+        -> PatchReport
+    {
+        do throws(OperationError) {
+            return try apply(base: base, patch: patchPath, output: output, overwrite: overwrite, request: request)
+        } catch {
+            // However far down the cancellation was noticed, it is said as one.
+            if let request, request.isCancelled { throw request.cancellation }
+            throw error
+        }
+    }
+
+    private static func apply(base: String, patch patchPath: String, output: String?, overwrite: Bool, request: PatchRequest?)
+        throws(OperationError) -> PatchReport
+    {
         let start = DispatchTime.now().uptimeNanoseconds
         let destination = output ?? base
         let patch = try readPatch(patchPath)
@@ -71,7 +89,16 @@ public enum ArchivePatcher {
         }
         if baseFormat == .mbtiles && (output == nil || sameFile) {
             let outcome: PatchOutcome
-            do { outcome = try MBTilesPatcher.apply(patch, to: base) } catch {
+            var progress: (@Sendable (Double) -> Bool)?
+            if let request {
+                progress = { value in
+                    do throws(OperationError) {
+                        try request.advance(0.95 * value)
+                        return true
+                    } catch { return false }
+                }
+            }
+            do { outcome = try MBTilesPatcher.apply(patch, to: base, progress: progress) } catch {
                 throw OperationError(path: base, fault: .badInput(error.fault.description))
             }
             report.inPlace = true
@@ -83,8 +110,13 @@ public enum ArchivePatcher {
             report.metadataChanges = outcome.metadataChanges
         } else {
             let archive = try ArchiveLocation.open(base)
-            let patched = PatchedArchive(base: archive, patch: patch)
+            let patched = PatchedArchive(
+                base: archive, patch: patch, storedBefore: patch.before == nil ? nil : PatchedArchive.storedIdentity(of: base, archive))
             try patched.checkBeforeWriting()
+            if let request {
+                let total = max(1, (try? archive.tileCount()) ?? 1)
+                patched.onTiles = { (done) throws(OperationError) in try request.advance(0.95 * Double(done) / Double(total)) }
+            }
             var options = ConvertOptions()
             options.overwrite = true
             do {
@@ -120,14 +152,23 @@ final class PatchedArchive: TileArchive, @unchecked Sendable {
     private let state = Locked<(failure: TilePatchError?, before: ContentIdentity, after: ContentIdentity, deleted: Int)>(
         (nil, ContentIdentity(), ContentIdentity(), 0))
 
-    init(base: any TileArchive, patch: TilePatch) {
+    /// The base's identity as its tile hash index states it, when it has one (then only the
+    /// tiles the patch replaces or deletes are hashed).
+    let storedBefore: ContentIdentity?
+
+    init(base: any TileArchive, patch: TilePatch, storedBefore: ContentIdentity? = nil) {
         self.base = base
         self.patch = patch
+        self.storedBefore = storedBefore
         var index: [TileCoordinate: Int] = [:]
         for (i, tile) in patch.tiles.enumerated() { index[tile.coordinate] = i }
         patchedTiles = index
         deleted = Set(patch.deletions)
     }
+
+    /// Told how many base tiles the tile pass has read, every 256; what it throws ends the pass
+    /// (a cancelled ``PatchRequest``).
+    var onTiles: ((Int) throws(OperationError) -> Void)?
 
     var path: String { base.path }
     var content: TileContent? { base.content }
@@ -140,6 +181,11 @@ final class PatchedArchive: TileArchive, @unchecked Sendable {
         if let expected = patch.content, let found = base.content?.description, expected != found {
             throw OperationError(
                 path: base.path, fault: .badInput(TilePatchError.Fault.wrongTileType(patch: expected, base: found).description))
+        }
+        if let expected = patch.before, let stored = storedBefore, stored != expected {
+            throw OperationError(
+                path: base.path,
+                fault: .badInput(TilePatchError.Fault.wrongBase(expected: expected.description, found: stored.description).description))
         }
         if let expected = patch.before, let count = try? base.tileCount(), UInt64(count) != expected.tileCount {
             throw OperationError(
@@ -178,7 +224,8 @@ final class PatchedArchive: TileArchive, @unchecked Sendable {
     }
 
     func forEachTile(_ body: (TileCoordinate, UnsafeRawBufferPointer) throws -> Void) throws {
-        var before = ContentIdentity(metadata: ContentIdentity.metadataHash(try base.metadata()))
+        var before = try storedBefore ?? ContentIdentity(metadata: ContentIdentity.metadataHash(base.metadata()))
+        let hashesEveryTile = storedBefore == nil
         // The result's identity follows from the base's and the changed tiles alone (each base
         // tile is hashed once): what replaced and deleted tiles contributed comes out, the
         // patch's tiles go in.
@@ -198,24 +245,31 @@ final class PatchedArchive: TileArchive, @unchecked Sendable {
         func emitPatchTiles(upTo limit: TileCoordinate?) throws {
             while next < tiles.count, limit.map({ tiles[next].coordinate < $0 }) ?? true { try emitPatchTile() }
         }
+        var seen = 0
         try base.forEachTile { tile, bytes in
-            let hash = ContentIdentity.tileHash(tile, bytes)
-            before.tiles &+= hash
-            before.tileCount &+= 1
+            seen += 1
+            if seen % 256 == 0, let onTiles { try onTiles(seen) }
             try emitPatchTiles(upTo: tile)
-            if next < tiles.count, tiles[next].coordinate == tile {
-                removed.tiles &+= hash
-                removed.tileCount &+= 1
+            let replaced = next < tiles.count && tiles[next].coordinate == tile
+            let dropped = !replaced && deleted.contains(tile)
+            if hashesEveryTile || replaced || dropped {
+                let hash = ContentIdentity.tileHash(tile, bytes)
+                if hashesEveryTile {
+                    before.tiles &+= hash
+                    before.tileCount &+= 1
+                }
+                if replaced || dropped {
+                    removed.tiles &+= hash
+                    removed.tileCount &+= 1
+                }
+            }
+            if replaced {
                 try emitPatchTile()
-                return
-            }
-            if deleted.contains(tile) {
-                removed.tiles &+= hash
-                removed.tileCount &+= 1
+            } else if dropped {
                 deletedCount += 1
-                return
+            } else {
+                try body(tile, bytes)
             }
-            try body(tile, bytes)
         }
         try emitPatchTiles(upTo: nil)
         let after = ContentIdentity(
@@ -229,5 +283,56 @@ final class PatchedArchive: TileArchive, @unchecked Sendable {
             } else { nil }
         state.withLock { $0 = (failure, before, after, deletedCount) }
         if let failure { throw failure }
+    }
+}
+
+extension PatchedArchive {
+    /// The identity of the archive at `path` as its tile hash index beside it states it
+    /// (`PATH.tpindex`, Specs/updates.md §7), when that index is this file's: the archive's
+    /// length, tile count and metadata hash are the index's, and the archive was last changed no
+    /// later than the index. `nil` otherwise (no index, or one of another version).
+    static func storedIdentity(of path: String, _ archive: any TileArchive) -> ContentIdentity? {
+        let sidecar = TileHashIndex.sidecarName(of: path)
+        guard let file = FileSystem.stat(path), let indexFile = FileSystem.stat(sidecar),
+            case (let changed, let indexed) = (FileVersion(file), FileVersion(indexFile)),
+            (changed.modifiedSeconds, changed.modifiedNanoseconds) <= (indexed.modifiedSeconds, indexed.modifiedNanoseconds),
+            let count = try? archive.tileCount(), Int(indexFile.st_size) == TileHashIndex.headerLength + 8 * count + 4,
+            let data = FileManager.default.contents(atPath: sidecar),
+            let index = try? TileHashIndex.decode(Array(data), name: sidecar),
+            index.archiveLength == UInt64(file.st_size), index.identity.tileCount == UInt64(count),
+            let metadata = try? archive.metadata(), index.identity.metadata == ContentIdentity.metadataHash(metadata)
+        else { return nil }
+        return index.identity
+    }
+}
+
+/// A patch applied in the background, for an app (Specs/updates.md §4): an id, a progress in
+/// [0, 1] that never decreases (the base's tiles read, or an MBTiles base's changed tiles
+/// written, then 1 when the result is in place), a status, cancel and a typed error
+/// (``BackgroundRequest``). The base stays readable, as the old version, until the new one
+/// replaces it whole; cancelled or failed, it is left as it was.
+public final class PatchRequest: BackgroundRequest<PatchReport>, @unchecked Sendable {
+    /// The archive patched, the patch file, and where the result goes (`nil`: over the base).
+    public let base: String
+    public let patch: String
+    public let output: String?
+
+    init(base: String, patch: String, output: String?, onChange: (@Sendable (PatchRequest) -> Void)?) {
+        self.base = base
+        self.patch = patch
+        self.output = output
+        super.init(subject: output ?? base, verb: "patch", onChange: PatchRequest.relay(onChange))
+    }
+
+    /// Starts applying `patch` to `base` (into `output` when given, replacing it) on a thread of
+    /// its own; `onChange` is told of every change of progress or status (on that thread).
+    public static func start(
+        base: String, patch: String, output: String? = nil, onChange: (@Sendable (PatchRequest) -> Void)? = nil
+    ) -> PatchRequest {
+        let request = PatchRequest(base: base, patch: patch, output: output, onChange: onChange)
+        request.run { () throws(OperationError) in
+            try ArchivePatcher.run(base: base, patch: patch, output: output, overwrite: output != nil, request: request)
+        }
+        return request
     }
 }

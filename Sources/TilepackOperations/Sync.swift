@@ -383,38 +383,16 @@ public enum ArchiveIndexer {
 
 /// A sync running in the background, for an app (Specs/updates.md §8): an id, a progress in
 /// [0, 1] that never decreases (0.9 when the tiles are fetched, 1 when LOCAL is replaced), a
-/// status, cancel, and a typed error. Cancelled, it leaves LOCAL as it was and its staging file in
-/// place, so the next sync of the same version resumes from it.
-public final class SyncRequest: @unchecked Sendable {
-    public enum Status: Sendable, Equatable {
-        case inProgress, success, failure, cancelled
-    }
-
-    public let id = UUID()
+/// status, cancel, and a typed error (``BackgroundRequest``). Cancelled, it leaves LOCAL as it was
+/// and its staging file in place, so the next sync of the same version resumes from it.
+public final class SyncRequest: BackgroundRequest<SyncReport>, @unchecked Sendable {
     public let local: String
     public let url: String
-    private struct State {
-        var status = Status.inProgress
-        var progress = 0.0
-        var cancelled = false
-        var report: SyncReport?
-        var error: OperationError?
-    }
-    private let state = Locked(State())
-    private let done = DispatchSemaphore(value: 0)
-    private let onChange: (@Sendable (SyncRequest) -> Void)?
-
-    public var status: Status { state.withLock { $0.status } }
-    public var progress: Double { state.withLock { $0.progress } }
-    /// What the sync did, once it succeeded.
-    public var report: SyncReport? { state.withLock { $0.report } }
-    /// Why it failed, once it did.
-    public var error: OperationError? { state.withLock { $0.error } }
 
     init(local: String, url: String, onChange: (@Sendable (SyncRequest) -> Void)?) {
         self.local = local
         self.url = url
-        self.onChange = onChange
+        super.init(subject: local, verb: "sync", onChange: SyncRequest.relay(onChange))
     }
 
     /// Starts syncing `local` from `url` on a thread of its own; `onChange` is told of every
@@ -423,51 +401,7 @@ public final class SyncRequest: @unchecked Sendable {
         local: String, url: String, options: HTTPByteSource.Options = .init(), onChange: (@Sendable (SyncRequest) -> Void)? = nil
     ) -> SyncRequest {
         let request = SyncRequest(local: local, url: url, onChange: onChange)
-        let thread = Thread {
-            let outcome: Result<SyncReport, OperationError>
-            do throws(OperationError) {
-                outcome = .success(try ArchiveSync.run(local: local, url: url, options: options, request: request))
-            } catch { outcome = .failure(error) }
-            request.finish(outcome)
-        }
-        thread.start()
+        request.run { () throws(OperationError) in try ArchiveSync.run(local: local, url: url, options: options, request: request) }
         return request
-    }
-
-    /// Stops the sync at its next range or tile; LOCAL stays as it was.
-    public func cancel() { state.withLock { $0.cancelled = true } }
-
-    /// Blocks until the sync ends; its status.
-    @discardableResult public func wait() -> Status {
-        done.wait()
-        done.signal()
-        return status
-    }
-
-    /// Moves the progress forward (never back); throws when the request was cancelled.
-    func advance(_ value: Double) throws(OperationError) {
-        let (cancelled, changed) = state.withLock { state -> (Bool, Bool) in
-            let next = min(1, max(state.progress, value))
-            defer { state.progress = next }
-            return (state.cancelled, next > state.progress)
-        }
-        if cancelled { throw OperationError(path: local, fault: .conflict("the sync was cancelled; \(local) was left as it was")) }
-        if changed { onChange?(self) }
-    }
-
-    private func finish(_ outcome: Result<SyncReport, OperationError>) {
-        state.withLock { state in
-            switch outcome {
-            case .success(let report):
-                state.report = report
-                state.progress = 1
-                state.status = .success
-            case .failure(let error):
-                state.error = error
-                state.status = state.cancelled ? .cancelled : .failure
-            }
-        }
-        onChange?(self)
-        done.signal()
     }
 }

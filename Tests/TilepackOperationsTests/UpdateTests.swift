@@ -129,6 +129,46 @@ import TilepackTestSupport
         #expect(try Self.bytes(dir.file("out.\(other)")) == (try Self.bytes(dir.file("conv.\(other)"))))
     }
 
+    /// A bundle or PMTiles base with its tile hash index beside it (`tilepack index`) is checked
+    /// by the index's identity instead of a pass over its tiles: the result is the same file; an
+    /// index that states another identity gets the base refused with that identity (so it is what
+    /// was checked); an index older than the base is not trusted.
+    @Test(arguments: ["tilepack", "pmtiles"])
+    func aBaseWithItsTileIndexBesideItIsCheckedByTheIndex(_ ext: String) throws {
+        let dir = try TemporaryDirectory()
+        let old = dir.file("v1.\(ext)"), new = dir.file("v2.\(ext)"), patch = dir.file("p.tppatch")
+        _ = try ArchiveConverter.run(source: Self.v1, destination: old, options: ConvertOptions())
+        _ = try ArchiveConverter.run(source: Self.v2, destination: new, options: ConvertOptions())
+        _ = try ArchiveDiff.run(old: old, new: new, patch: patch)
+        let original = try Self.bytes(old)
+        _ = try ArchiveIndexer.run(archive: old)
+        let sidecar = TileHashIndex.sidecarName(of: old)
+        let index = try TileHashIndex.decode(Array(try Self.bytes(sidecar)), name: sidecar)
+        // The index states another identity: refused, naming it.
+        var other = index
+        other.identity.tiles &+= 1
+        try Data(other.encoded()).write(to: URL(fileURLWithPath: sidecar))
+        #expect(throws: OperationError.self) { try ArchivePatcher.run(base: old, patch: patch) }
+        do {
+            _ = try ArchivePatcher.run(base: old, patch: patch)
+        } catch {
+            #expect(error.description.contains(other.identity.description), "\(error)")
+        }
+        #expect(try Self.bytes(old) == original)
+        // The right index: applied, the same file as converting NEW.
+        try Data(index.encoded()).write(to: URL(fileURLWithPath: sidecar))
+        let report = try ArchivePatcher.run(base: old, patch: patch)
+        #expect(report.before == index.identity.description)
+        #expect(try Self.bytes(old) == (try Self.bytes(new)))
+        // A base changed after its index was written: the index is not trusted (a wrong one
+        // would refuse the base otherwise).
+        try original.write(to: URL(fileURLWithPath: old))
+        try Data(other.encoded()).write(to: URL(fileURLWithPath: sidecar))
+        try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(60)], ofItemAtPath: old)
+        _ = try ArchivePatcher.run(base: old, patch: patch)
+        #expect(try Self.bytes(old) == (try Self.bytes(new)))
+    }
+
     /// v1 -> v2 -> v3 in place; the second patch checks its base from the stored identity; a
     /// patch for another version is refused naming both identities.
     @Test func mbtilesChainAppliesInOrderAndRefusesAnotherBase() throws {

@@ -24,8 +24,20 @@ public struct PatchOutcome: Sendable {
 /// metadata as written is hashed: only when that equals the patch's "after" identity is the
 /// transaction committed. A reader sees the old file or the new one; a kill leaves the old.
 public enum MBTilesPatcher {
-    public static func apply(_ patch: TilePatch, to path: String) throws(TilePatchError) -> PatchOutcome {
+    /// - Parameter progress: told how far the patch is, in [0, 1); returning false stops it (the
+    ///   transaction rolled back, the base as it was).
+    public static func apply(_ patch: TilePatch, to path: String, progress: (@Sendable (Double) -> Bool)? = nil) throws(TilePatchError)
+        -> PatchOutcome
+    {
         func fail(_ fault: TilePatchError.Fault) -> TilePatchError { TilePatchError(path: path, fault: fault) }
+        let changes = max(1, patch.deletions.count + patch.tiles.count)
+        /// Half the progress is the base's check, half the changes written.
+        func step(_ value: Double) throws(TileArchiveError) {
+            if let progress, !progress(value) {
+                throw TileArchiveError(
+                    path: path, fault: .io(errno: ECANCELED, reason: "the patch was stopped; the file was left as it was"))
+            }
+        }
         var outcome = PatchOutcome()
         outcome.metadataChanges = patch.metadataChanges.count
         // A file with no write bit is meant to stay as it is, even for root (who may write it anyway).
@@ -70,6 +82,7 @@ public enum MBTilesPatcher {
                     base = try ContentIdentity.compute(reader)
                 }
                 guard base == expected else { throw fail(.wrongBase(expected: expected.description, found: base.description)) }
+                try step(0.5)
                 outcome.before = base
                 // What the changed and deleted tiles contribute now comes out.
                 for tile in patch.deletions {
@@ -101,8 +114,15 @@ public enum MBTilesPatcher {
 
         var mismatch: String?
         do throws(TileArchiveError) {
-            for tile in patch.deletions where try writer.removeTile(at: tile) { outcome.tilesDeleted += 1 }
-            for tile in patch.tiles { try writer.write(tile.bytes, at: tile.coordinate) }
+            for (i, tile) in patch.deletions.enumerated() {
+                if try writer.removeTile(at: tile) { outcome.tilesDeleted += 1 }
+                if i % 64 == 63 { try step(0.5 + 0.5 * Double(i + 1) / Double(changes)) }
+            }
+            for (i, tile) in patch.tiles.enumerated() {
+                try writer.write(tile.bytes, at: tile.coordinate)
+                let done = patch.deletions.count + i + 1
+                if done % 64 == 0 { try step(0.5 + 0.5 * Double(done) / Double(changes)) }
+            }
             outcome.tilesWritten = patch.tiles.count
             patch.apply(to: &writer.metadata)
             if remaining != nil {

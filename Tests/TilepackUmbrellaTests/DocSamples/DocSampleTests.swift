@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import Tilepack
+import TilepackOperations
 import TilepackTestSupport
 
 /// Runs the code of each DocC article (the files beside this one) against the sample archive and
@@ -12,8 +13,9 @@ import TilepackTestSupport
         let bitmap = try #require(try readOneTile(path: Self.sampleArchive))
         #expect(bitmap.width == 256 && bitmap.height == 256 && bitmap.pixelFormat == .bgra8888Premultiplied)
         // The same pixels as the tile decoded on its own (the sample tiles are opaque).
-        let rgba = try #require(try openTileArchive(path: Self.sampleArchive)
-            .bitmap(at: TileCoordinate(zoom: 1, x: 1, y: 0), pixelFormat: .rgba8888))
+        let rgba = try #require(
+            try openTileArchive(path: Self.sampleArchive)
+                .bitmap(at: TileCoordinate(zoom: 1, x: 1, y: 0), pixelFormat: .rgba8888))
         for (x, y) in [(0, 0), (17, 200), (128, 128), (255, 255)] {
             #expect(bitmap.pixel(x: x, y: y) == rgba.pixel(x: x, y: y))
         }
@@ -64,5 +66,46 @@ import TilepackTestSupport
         let tile = try TileCoordinate(zoom: 4, x: 8, y: 5)
         let served = try Data(contentsOf: tiles.appendingPathComponent("4/8/5.png"))
         #expect(try archive.tileData(at: tile) == served)
+    }
+
+    @Test func applyingAPatchToAShownArchiveSwitchesItsLayerToTheNewVersion() async throws {
+        let directory = try TemporaryDirectory("doc-patch")
+        let base = directory.file("map.tilepack")
+        try FileManager.default.copyItem(atPath: Self.sampleArchive, toPath: base)
+        // The new version: the sample with tile 1/1/0 re-rendered in one blue.
+        let changed = try TileCoordinate(zoom: 1, x: 1, y: 0)
+        let blue = RGBA8(r: 20, g: 60, b: 200)
+        let old = try openTileArchive(path: base)
+        let new = directory.file("v2.tilepack")
+        let writer = try BundleWriter(destination: new, content: try #require(old.content), metadata: try old.metadata())
+        try old.forEachTile { tile, bytes in
+            if tile == changed {
+                let png = try PNGEncoder.encode(Bitmap(width: 256, height: 256, pixelFormat: .rgba8888, fill: blue))
+                try Array(png).withUnsafeBytes { try writer.addTile(at: tile, bytes: $0) }
+            } else {
+                try writer.addTile(at: tile, bytes: bytes)
+            }
+        }
+        _ = try writer.finish()
+        let patch = directory.file("v1-v2.tppatch")
+        _ = try ArchiveDiff.run(old: base, new: new, patch: patch)
+
+        let source = try ArchiveTileSource(path: base)
+        let layer = source.makeLayer(pixelFormat: .rgba8888)
+        let view = HeadlessMapView(viewport: ViewportSize(width: 512, height: 512), zoomLevel: 1)
+        view.addMapTileLayer(layer)
+        // Tile 1/1/0 is the view's north-east quarter.
+        #expect(await view.render().bitmap.pixel(x: 384, y: 128) != blue)
+        let seen = Locked<[Double]>([])
+        let report = try await applyPatch(patch, to: base, shownBy: source, in: layer) { value in seen.withLock { $0.append(value) } }
+        #expect(report.tilesWritten == 1)
+        let values = seen.withLock { $0 }
+        #expect(zip(values, values.dropFirst()).allSatisfy { $0 <= $1 } && values.last == 1, "\(values)")
+        #expect(await view.render().bitmap.pixel(x: 384, y: 128) == blue)
+        #expect(try ContentIdentity.compute(openTileArchive(path: base)) == ContentIdentity.compute(openTileArchive(path: new)))
+        // A patch for another version fails naming the archive, which stays as it is.
+        await #expect(throws: OperationError.self) {
+            _ = try await applyPatch(patch, to: base, shownBy: source, in: layer) { _ in }
+        }
     }
 }

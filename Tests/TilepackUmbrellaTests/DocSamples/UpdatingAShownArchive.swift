@@ -1,0 +1,31 @@
+// The code of the article "Updating an archive while it is shown" (Sources/Tilepack/Tilepack.docc),
+// compiled here and run by DocSampleTests. tools/check-docs.sh checks that the article shows the
+// lines between the markers, unchanged.
+// docs:begin
+import Tilepack
+
+/// Applies the patch at `patchPath` to the archive at `path`, which `source` serves to `layer`,
+/// in the background; `progress` hears how far it is. When the new version is in place, the
+/// source opens it and the layer reloads, drawing the old tiles until each new one arrives.
+func applyPatch(
+    _ patchPath: String, to path: String, shownBy source: ArchiveTileSource, in layer: MapTileLayer,
+    progress: @escaping @Sendable (Double) -> Void
+) async throws -> PatchReport {
+    // The patch runs on a thread of its own; the callback hears every step forward (the
+    // progress never goes back) and the end. request.cancel() stops it.
+    let request = PatchRequest.start(base: path, patch: patchPath) { request in
+        progress(request.progress)
+    }
+
+    // Meanwhile the layer draws the archive as it was: the new version replaces it whole.
+    guard await request.finished() == .success, let report = request.report else {
+        // .failure or .cancelled: the archive is as it was, and the error names the file and
+        // the fault (a patch for another version, a damaged patch, a full disk, a cancel).
+        throw request.error ?? OperationError(path: path, fault: .io("the patch ended without a report"))
+    }
+
+    // The new version, drawn tile by tile over the old one: no blank frame.
+    try source.reopen(reloading: [layer])
+    return report
+}
+// docs:end
