@@ -69,8 +69,13 @@ public enum ArchiveSync {
         }
         if let discarded = staging.discarded { report.notes.append(discarded) }
         report.resumedBytes = staging.resumedBytes
+        // A bundle is opened without its whole index (36 bytes a tile): its keys now, the entries
+        // of the tiles to fetch when they are known.
         let archive: any TileArchive
-        do { archive = try openTileArchive(source: staging) } catch { throw OperationError(path: text, fault: .archive(error)) }
+        do {
+            archive =
+                SparseBundleArchive.isBundle(staging) ? try SparseBundleArchive(source: staging) : try openTileArchive(source: staging)
+        } catch { throw OperationError(path: text, fault: .archive(error)) }
         do {
             let indexURL = URL(string: TileHashIndex.sidecarName(of: text))!
             if let pmtiles = archive as? PMTilesArchive {
@@ -84,8 +89,12 @@ public enum ArchiveSync {
             }
             // Coordinates first: the index can be no longer than 8 bytes a tile.
             var tiles: [TileCoordinate] = []
-            try forEachTileCoordinate(of: archive) { tiles.append($0) }
-            tiles.sort()
+            if let bundle = archive as? SparseBundleArchive {
+                tiles = try bundle.tileCoordinates()
+            } else {
+                try forEachTileCoordinate(of: archive) { tiles.append($0) }
+                tiles.sort()
+            }
             let limit = TileHashIndex.headerLength + 8 * tiles.count + 4
             switch try RemoteTileIndex.fetch(url: indexURL, limit: limit, options: options) {
             case .absent(let status):
@@ -176,13 +185,15 @@ public enum ArchiveSync {
             fetchedBytes += bytes.count
             fetched[h] = tile
         }
-        let rangesArchive = try openTileArchive(source: planner)
-        if let bundle = rangesArchive as? BundleArchive {
-            try bundle.forEachTile(where: { wanted[$0] != nil }, check)
-        } else if let pmtiles = rangesArchive as? PMTilesArchive {
+        if archive is SparseBundleArchive {
+            // The payload numbers and records of the tiles to fetch, then their payloads; only the
+            // payloads' bytes count in the progress.
+            let entries = StagingPlanner(staging: staging, gap: gap, request: nil)
+            try SparseBundleArchive(source: planner, entries: entries).forEachTile(where: { wanted[$0] != nil }, check)
+        } else if let pmtiles = try openTileArchive(source: planner) as? PMTilesArchive {
             try pmtiles.forEachTile(where: { wanted[$0] != nil }, check)
         } else {
-            try rangesArchive.forEachTile { tile, bytes in if wanted[tile] != nil { try check(tile, bytes) } }
+            try archive.forEachTile { tile, bytes in if wanted[tile] != nil { try check(tile, bytes) } }
         }
         report.fetchedTileBytes = fetchedBytes
         // The new version: the local tiles that stay, the fetched ones, the remote metadata.
@@ -203,10 +214,12 @@ public enum ArchiveSync {
         try staging.stage(chunks, gap: 0, maximumRangesPerRequest: 1) { total, staged in
             try request?.advance(0.9 * Double(staged) / Double(max(total, 1)))
         }
-        report.tiles = try archive.tileCount()
+        // Everything is staged: opened whole (a bundle's index checked by its CRC).
+        let whole = try openTileArchive(source: staging)
+        report.tiles = try whole.tileCount()
         report.tilesFetched = report.tiles
         report.fetchedTileBytes = staging.count
-        _ = try writeAndSwap(archive, local: local, source: source, expected: nil, staging: staging, report: &report)
+        _ = try writeAndSwap(whole, local: local, source: source, expected: nil, staging: staging, report: &report)
     }
 
     /// Writes `archive` beside LOCAL (in LOCAL's format, by its extension), checks the written

@@ -45,7 +45,9 @@ import TilepackTestSupport
     }
 
     /// Version `v` as `name.tilepack` and `name.pmtiles` in `dir`.
-    static func make(version: Int, name: String, in dir: TemporaryDirectory) throws -> (bundle: String, pmtiles: String) {
+    static func make(
+        version: Int, name: String, in dir: TemporaryDirectory, edit: (TileCoordinate, inout [UInt8]) -> Void = { _, _ in }
+    ) throws -> (bundle: String, pmtiles: String) {
         // Written raw, then converted as a publisher's tilepack would (which fills bounds and zooms).
         let raw = dir.file("raw-\(name).tilepack")
         let bundle = dir.file("\(name).tilepack")
@@ -53,7 +55,9 @@ import TilepackTestSupport
             destination: raw, content: .encoded(.png),
             metadata: TileMetadata(["name": "sync test", "format": "png", "version": "\(version)"]))
         for tile in tiles(version: version) {
-            try bytes(tile, version: version).withUnsafeBytes { try writer.addTile(at: tile, bytes: $0) }
+            var tileBytes = bytes(tile, version: version)
+            edit(tile, &tileBytes)
+            try tileBytes.withUnsafeBytes { try writer.addTile(at: tile, bytes: $0) }
         }
         _ = try writer.finish()
         _ = try ArchiveConverter.run(source: raw, destination: bundle, options: ConvertOptions())
@@ -164,6 +168,35 @@ import TilepackTestSupport
         // A second sync finds nothing to fetch.
         let again = try ArchiveSync.run(local: local, url: "\(server.baseURL)/v2.\(ext)")
         #expect(again.tilesFetched == 0)
+    }
+
+    /// A bundle's index is 36 bytes a tile; a sync reads its keys (8 bytes a tile) and the
+    /// payload numbers and records of the changed tiles alone (Specs/updates.md §8.1).
+    @Test(arguments: [false, true])
+    func aBundleSyncReadsOnlyTheIndexEntriesOfTheChangedTiles(_ oneRange: Bool) throws {
+        guard !toolMissing("nginx") else { return }
+        let dir = try TemporaryDirectory("sync-entries")
+        let www = try TemporaryDirectory("sync-entries-www")
+        let v1 = try Self.make(version: 1, name: "v1", in: dir)
+        // 64 neighbouring tiles of zoom 6 re-rendered (one column), the rest as v1.
+        let edited = { (tile: TileCoordinate) in tile.zoom == 6 && tile.x == 10 }
+        let v2 = try Self.make(version: 1, name: "v2", in: www) { tile, bytes in if edited(tile) { bytes[bytes.count - 1] ^= 0xFF } }
+        _ = try ArchiveIndexer.run(archive: v2.bundle)
+        let server = try NginxServer(root: www.url)
+        defer { server.stop() }
+        let report = try ArchiveSync.run(local: v1.bundle, url: "\(server.baseURL)/\(oneRange ? "onerange/" : "")v2.tilepack")
+        #expect(try Self.identity(v1.bundle) == Self.identity(v2.bundle))
+        let count = Self.tiles(version: 1).count
+        #expect(report.tilesFetched == 64 && report.tiles == count)
+        #expect(report.multipleRanges == !oneRange)
+        // Besides the tiles and the hash index: the first request's 16 KiB, the zoom table and the
+        // keys, and a few KiB for the 64 tiles' entries and the answers' part headers. The whole
+        // index would be 36 bytes a tile.
+        let overhead = report.bytesReceived - report.fetchedTileBytes - report.indexBytes
+        #expect(overhead <= 16384 + 248 + 8 * count + 4096, "\(overhead) bytes besides the tiles and the index, for \(count) tiles")
+        // One range a request: the tiles' payloads lie apart (in Hilbert order), one request each at most.
+        #expect(report.requests <= (oneRange ? 6 + 64 : 6), "\(report.requests) requests")
+        #expect(server.requestCount == report.requests)
     }
 
     @Test func aServerAnsweringOneRangeARequestIsAskedOneAtATime() throws {
