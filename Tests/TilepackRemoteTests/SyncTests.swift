@@ -118,6 +118,48 @@ import TilepackTestSupport
         #expect(Self.fileBytes(setup.v2.bundle + ".tpindex")!.count == 56 + 8 * tiles.count + 4)
     }
 
+    /// A build asked for the index (`--index`: import, convert, extract and merge, through their
+    /// shared output) writes the one `tilepack index` writes beside a bundle or PMTiles output; a
+    /// build without it over an indexed archive removes the index that no longer describes it.
+    @Test func aBuildWritesTheIndexOnRequestAndRemovesAStaleOne() throws {
+        let setup = try Setup(indexed: false)
+        func index(_ path: String) throws -> TileHashIndex? {
+            try Self.fileBytes(path + ".tpindex").map { try TileHashIndex.decode(Array($0), name: path) }
+        }
+        func built(_ path: String) throws -> TileHashIndex {
+            try TileHashIndex.build(openTileArchive(path: path), archiveLength: UInt64(Self.fileBytes(path)!.count))
+        }
+        for ext in ["tilepack", "pmtiles"] {
+            let out = setup.dir.file("built.\(ext)")
+            var convert = ConvertOptions()
+            convert.tileIndex = true
+            _ = try ArchiveConverter.run(source: setup.v2.bundle, destination: out, options: convert)
+            #expect(try index(out) == built(out))
+            // Replaced by v1 without the index: v2's index goes with v2.
+            convert.tileIndex = false
+            convert.overwrite = true
+            _ = try ArchiveConverter.run(source: setup.v1.bundle, destination: out, options: convert)
+            #expect(try index(out) == nil)
+
+            let extracted = setup.dir.file("extracted.\(ext)")
+            var extract = ExtractOptions()
+            extract.maxZoom = 5
+            extract.tileIndex = true
+            _ = try TileExtractor.run(source: setup.v2.pmtiles, destination: extracted, options: extract)
+            #expect(try index(extracted) == built(extracted) && built(extracted).hashes.count == 32 * 32)
+
+            let merged = setup.dir.file("merged.\(ext)")
+            var merge = MergeOptions()
+            merge.onDuplicate = .first
+            merge.tileIndex = true
+            _ = try ArchiveMerger.run(inputs: [extracted, setup.v1.pmtiles], destination: merged, options: merge)
+            #expect(try index(merged) == built(merged))
+        }
+        // Nothing else beside them: no temporary file of the archive or the index.
+        let left = try FileManager.default.contentsOfDirectory(atPath: setup.dir.url.path).filter { $0.hasPrefix(".") }
+        #expect(left.isEmpty, "\(left)")
+    }
+
     @Test func aDamagedIndexIsRefusedNamingItsFault() throws {
         let setup = try Setup()
         let good = Array(Self.fileBytes(setup.v2.bundle + ".tpindex")!)
