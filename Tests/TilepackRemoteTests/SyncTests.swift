@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TilepackCore
+import TilepackHTTP
 import TilepackOperations
 import TilepackRemote
 import TilepackStorage
@@ -512,4 +513,61 @@ import TilepackTestSupport
 
 extension String {
     fileprivate func leftPadded(_ width: Int) -> String { String(repeating: "0", count: max(0, width - count)) + self }
+}
+
+/// `sync` from `s3://BUCKET/KEY` (moto's S3 on loopback, authentication enforced): the object
+/// and its index read by signed requests, only the changed tiles fetched; without an index, a
+/// full download said so; credentials that are refused, an error naming the object.
+@Suite(.enabled(if: MotoS3.available, "needs moto's server (pip install 'moto[server]')"))
+struct S3SyncTests {
+    @Test func syncFromAnS3ObjectFetchesOnlyTheChangedTilesBySignedRequests() async throws {
+        let moto = try await MotoS3.shared()
+        func client(_ id: String, _ secret: String) -> S3Client {
+            S3Client(
+                configuration: S3Configuration(
+                    endpoint: URL(string: moto.endpoint),
+                    credentials: StaticS3Credentials(S3Credentials(accessKeyId: id, secretAccessKey: secret))),
+                retry: RetryPolicy(maximumAttempts: 2))
+        }
+        let s3 = client(moto.keys.accessKeyId, moto.keys.secretAccessKey)
+        let setup = try SyncTests.Setup()
+        let prefix = "sync/\(UUID().uuidString)"
+        for name in ["v2.tilepack", "v2.tilepack.tpindex", "v2.pmtiles", "v2.pmtiles.tpindex"] {
+            _ = try await s3.put(
+                Data(contentsOf: setup.www.url.appendingPathComponent(name)), at: S3Location(bucket: "tiles", key: "\(prefix)/\(name)"))
+        }
+        let v1 = Set(SyncTests.tiles(version: 1))
+        let changed = SyncTests.tiles(version: 2).filter {
+            !v1.contains($0) || SyncTests.bytes($0, version: 1) != SyncTests.bytes($0, version: 2)
+        }
+        for ext in ["tilepack", "pmtiles"] {
+            let local = ext == "tilepack" ? setup.v1.bundle : setup.v1.pmtiles
+            let published = ext == "tilepack" ? setup.v2.bundle : setup.v2.pmtiles
+            let url = "s3://tiles/\(prefix)/v2.\(ext)"
+            let report = try await onThread { try ArchiveSync.run(local: local, url: url, s3: s3) }
+            #expect(report.mode == "index" && report.tilesFetched == changed.count, "\(report)")
+            #expect(try SyncTests.identity(local) == SyncTests.identity(published))
+            // The changed tiles are about an eighth of the bytes: far from a download of the whole.
+            let size = SyncTests.fileBytes(published)!.count
+            #expect(report.bytesReceived < size / 2, "\(report.bytesReceived) bytes received of an archive of \(size)")
+        }
+        // No index beside the bundle: downloaded whole, said so, naming the index's key.
+        let fresh = setup.dir.file("fresh.tilepack")
+        _ = try await s3.put(
+            Data(contentsOf: URL(fileURLWithPath: setup.v2.bundle)), at: S3Location(bucket: "tiles", key: "\(prefix)/bare.tilepack"))
+        let full = try await onThread { try ArchiveSync.run(local: fresh, url: "s3://tiles/\(prefix)/bare.tilepack", s3: s3) }
+        #expect(full.mode == "full" && full.fullReason?.contains("s3://tiles/\(prefix)/bare.tilepack.tpindex") == true, "\(full)")
+        #expect(try SyncTests.identity(fresh) == SyncTests.identity(setup.v2.bundle))
+        // Credentials S3 refuses: an error naming the object, LOCAL as it was.
+        let before = SyncTests.fileBytes(setup.v1.bundle)
+        let denied = client(moto.keys.deniedAccessKeyId, moto.keys.deniedSecretAccessKey)
+        let message = try await onThread { () -> String in
+            do {
+                _ = try ArchiveSync.run(local: setup.v1.bundle, url: "s3://tiles/\(prefix)/v2.tilepack", s3: denied)
+                return "no error"
+            } catch { return "\(error)" }
+        }
+        #expect(message.contains("s3://tiles/\(prefix)/v2.tilepack") && message.contains("AccessDenied"), "\(message)")
+        #expect(SyncTests.fileBytes(setup.v1.bundle) == before)
+    }
 }
