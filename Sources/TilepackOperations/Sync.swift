@@ -48,7 +48,7 @@ public enum ArchiveSync {
     public static let singleRangeGap = 1024
 
     /// - Parameter s3: for an `s3://BUCKET/KEY` URL, the client whose configuration and credentials
-    ///   sign the requests (`nil`: the environment's, ``S3Client/environment``).
+    ///   sign the requests (`nil`: the environment's, `S3Client.environment`).
     public static func run(local: String, url text: String, options: HTTPByteSource.Options = .init(), s3: S3Client? = nil)
         throws(OperationError) -> SyncReport
     {

@@ -636,16 +636,7 @@ public struct BundleArchive: TileArchive {
 
     /// The index entry of `tile`: a binary search over the keys of its zoom level.
     private func entry(of tile: TileCoordinate) -> Int? {
-        let target = BundleFormat.key(of: tile)
-        var low = zoomStarts[tile.zoom]
-        var high = zoomStarts[tile.zoom + 1]
-        while low < high {
-            let middle = low + (high - low) / 2
-            let key = key(atEntry: middle)
-            if key == target { return middle }
-            if key < target { low = middle + 1 } else { high = middle }
-        }
-        return nil
+        BundleFormat.entry(of: tile, zoomStarts: zoomStarts) { key(atEntry: $0) }
     }
 
     struct Payload {

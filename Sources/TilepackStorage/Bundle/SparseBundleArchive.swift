@@ -94,16 +94,7 @@ package final class SparseBundleArchive: TileArchive, @unchecked Sendable {
     }
 
     private func entry(of tile: TileCoordinate) -> Int? {
-        let target = BundleFormat.key(of: tile)
-        var low = zoomStarts[tile.zoom]
-        var high = zoomStarts[tile.zoom + 1]
-        while low < high {
-            let middle = low + (high - low) / 2
-            let key = key(atEntry: middle)
-            if key == target { return middle }
-            if key < target { low = middle + 1 } else { high = middle }
-        }
-        return nil
+        BundleFormat.entry(of: tile, zoomStarts: zoomStarts) { key(atEntry: $0) }
     }
 
     /// The checked payload record of index entry `entry`.
