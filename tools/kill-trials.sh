@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # kill -9 trials: tilepack is killed at random moments during import, import --append, convert,
-# export (5 trials each), patch (5 trials per format: MBTiles in place, bundle, PMTiles) and
-# fetch --refresh (5 trials; 40 in all), and what it leaves must be usable at once:
+# export (5 trials each), patch (5 trials per format: MBTiles in place, bundle, PMTiles),
+# fetch --refresh (5 trials) and sync (3 trials per format: bundle, PMTiles; 46 in all), and what
+# it leaves must be usable at once:
 #   import / convert: the destination is absent, or a complete archive that `verify --quick`
 #     passes; no temporary file survives the next run;
 #   append: the archive reads at once (read-only commands included) and holds either the old
@@ -11,7 +12,10 @@
 #     `verify --quick` passes); a bundle or PMTiles is then byte-identical to that version; no
 #     temporary file survives the next run;
 #   fetch --refresh: the prefetch store's tiles are the old version whole or the new one whole,
-#     and the next refresh ends at the new one.
+#     and the next refresh ends at the new one;
+#   sync: LOCAL is the old version or the new one byte for byte, and the next sync resumes from
+#     what was staged (it reports the staged bytes it used) and ends at the new one with no
+#     staging or temporary file left.
 #
 #   tools/kill-trials.sh [path/to/tilepack]     (default: the debug build, built if missing)
 # Exits non-zero at the first trial that leaves something unusable. Takes about 30-60 s.
@@ -208,4 +212,54 @@ for i in 1 2 3 4 5; do
   [ "$(tiles_id "$work/store.mbtiles")" = "$id_v2" ] || fail "refresh trial $i: the next refresh does not end at version 2"
   trials=$((trials + 1))
 done
-echo "kill-trials: $trials kill -9 trials (import, append, convert, export, patch in 3 formats, fetch --refresh; $interrupted of them caught the command before it finished) all left usable results"
+# sync (3 trials per format): LOCAL, a copy of v1, synced from nginx on loopback serving v2 with
+# its tile hash index, killed at random: LOCAL is v1 or v2 byte for byte, and the next sync
+# resumes from what was staged and ends at v2 with no staging or temporary file left.
+if [ -x /usr/sbin/nginx ]; then
+  ng="$work/nginx"; mkdir -p "$ng" "$work/www"
+  ngport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  cat > "$ng/nginx.conf" <<CONF
+daemon on; master_process off; worker_processes 1; pid $ng/nginx.pid; error_log $ng/error.log;
+events { worker_connections 64; }
+http {
+    access_log off;
+    client_body_temp_path $ng/b; proxy_temp_path $ng/p; fastcgi_temp_path $ng/f; uwsgi_temp_path $ng/u; scgi_temp_path $ng/s;
+    server { listen 127.0.0.1:$ngport; root $work/www; }
+}
+CONF
+  /usr/sbin/nginx -p "$ng" -c "$ng/nginx.conf" -e "$ng/error.log"
+  trap 'kill $server 2>/dev/null; kill "$(cat "$work/nginx/nginx.pid")" 2>/dev/null; rm -rf "$work"' EXIT
+  sync_resumed=0
+  for ext in tilepack pmtiles; do
+    cp "$work/v2.$ext" "$work/www/v2.$ext"
+    "$bin" index "$work/www/v2.$ext" >/dev/null
+    url="http://127.0.0.1:$ngport/v2.$ext"
+    cp "$work/v1.$ext" "$work/sync.$ext"
+    t_sync=$(timed "$bin" sync "$work/sync.$ext" "$url")
+    cmp -s "$work/sync.$ext" "$work/v2.$ext" || fail "sync setup: the synced $ext is not v2 byte for byte"
+    for i in 1 2 3; do
+      cp "$work/v1.$ext" "$work/sync.$ext"
+      "$bin" sync "$work/sync.$ext" "$url" >/dev/null 2>&1 & pid=$!
+      pause "$t_sync"; kill -9 $pid 2>/dev/null || true; wait $pid 2>/dev/null || true
+      if cmp -s "$work/sync.$ext" "$work/v1.$ext"; then
+        interrupted=$((interrupted + 1))
+      else
+        cmp -s "$work/sync.$ext" "$work/v2.$ext" || fail "sync ($ext) trial $i: LOCAL is neither v1 nor v2 byte for byte"
+      fi
+      staged=$( [ -e "$work/sync.$ext.tpsync" ] && stat -c %s "$work/sync.$ext.tpsync" || echo 0)
+      resumed=$("$bin" sync "$work/sync.$ext" "$url" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["resumedBytes"])') \
+        || fail "sync ($ext) trial $i: the next sync failed"
+      # A staging file holding more than its header and the first request's 16 KiB is resumed from.
+      if [ "$staged" -gt 17000 ] && [ "$resumed" = 0 ]; then fail "sync ($ext) trial $i: the next sync did not resume from $staged staged bytes"; fi
+      [ "$resumed" = 0 ] || sync_resumed=$((sync_resumed + 1))
+      cmp -s "$work/sync.$ext" "$work/v2.$ext" || fail "sync ($ext) trial $i: the next sync does not end at v2"
+      left=$(find "$work" -maxdepth 1 \( -name 'sync.*.tpsync' -o -name '.sync.*' \) | wc -l)
+      [ "$left" = 0 ] || fail "sync ($ext) trial $i: files survive the next sync: $(ls -a "$work")"
+      trials=$((trials + 1))
+    done
+  done
+  echo "kill-trials: sync: $sync_resumed of 6 next syncs resumed from what the killed one had staged"
+else
+  echo "kill-trials: nginx not installed (/usr/sbin/nginx): the sync trials are skipped"
+fi
+echo "kill-trials: $trials kill -9 trials (import, append, convert, export, patch in 3 formats, fetch --refresh, sync in 2 formats; $interrupted of them caught the command before it finished) all left usable results"

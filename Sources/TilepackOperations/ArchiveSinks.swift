@@ -13,6 +13,8 @@ enum ArchiveSinks {
         var aggregateTilesHash = false
         /// PMTiles: keep mixed gzip and plain vector tiles as they are (``PMTilesWriter/keepsMixedTileCompression``).
         var keepsMixedTileCompression = false
+        /// A bundle or PMTiles: write its tile hash index beside it (``TileIndexSidecar``).
+        var tileIndex = false
     }
 
     static func make(kind: ArchiveKind, destination: String, metadata: TileMetadata, options: Options) throws(OperationError)
@@ -33,7 +35,7 @@ enum ArchiveSinks {
                         fault: .badInput(
                             "a bundle cannot be appended to: it is written in one pass (import into MBTiles with --append, then convert)"))
                 }
-                return try BundleSink(destination: destination, overwrite: options.overwrite)
+                return try BundleSink(destination: destination, overwrite: options.overwrite, tileIndex: options.tileIndex)
             case .pmtiles:
                 if options.encode != nil {
                     throw OperationError(
@@ -46,7 +48,8 @@ enum ArchiveSinks {
                             "a PMTiles archive cannot be appended to: it is written in one pass (import into MBTiles with --append, then convert)"
                         ))
                 }
-                let sink = try PMTilesSink(destination: destination, metadata: metadata, overwrite: options.overwrite)
+                let sink = try PMTilesSink(
+                    destination: destination, metadata: metadata, overwrite: options.overwrite, tileIndex: options.tileIndex)
                 sink.writer.keepsMixedTileCompression = options.keepsMixedTileCompression
                 return sink
             }
@@ -126,6 +129,7 @@ final class MBTilesSink: TileSink {
 final class BundleSink: TileSink {
     private let destination: String
     private let overwrite: Bool
+    private let tileIndex: Bool
     private var writer: BundleWriter?
     private static let options = BundleWriter.Options(derivation: .fillMissing)
 
@@ -140,9 +144,10 @@ final class BundleSink: TileSink {
     }
     let usesCRC = true
 
-    init(destination: String, overwrite: Bool) throws(TileArchiveError) {
+    init(destination: String, overwrite: Bool, tileIndex: Bool) throws(TileArchiveError) {
         self.destination = destination
         self.overwrite = overwrite
+        self.tileIndex = tileIndex
         // Fail before reading any tile when the destination is taken.
         _ = try AtomicFile(destination: destination, overwrite: overwrite)
     }
@@ -175,15 +180,18 @@ final class BundleSink: TileSink {
         guard let writer else { return }
         writer.metadata = metadata
         try writer.finish()
+        try TileIndexSidecar.update(destination, writes: tileIndex)
     }
 }
 
 /// Writes a new PMTiles archive (tiles in any order; deduplicated and clustered at the end).
 final class PMTilesSink: TileSink {
     let writer: PMTilesWriter
+    private let tileIndex: Bool
 
-    init(destination: String, metadata: TileMetadata, overwrite: Bool) throws(TileArchiveError) {
+    init(destination: String, metadata: TileMetadata, overwrite: Bool, tileIndex: Bool) throws(TileArchiveError) {
         writer = try PMTilesWriter(destination: destination, metadata: metadata, overwrite: overwrite)
+        self.tileIndex = tileIndex
     }
 
     let prepare: @Sendable (consuming TileBytes, UInt32?, SourceFile?) -> PreparedTile = { bytes, _, _ in .bytes(bytes.array()) }
@@ -215,5 +223,22 @@ final class PMTilesSink: TileSink {
     func finish(metadata: TileMetadata) throws {
         writer.metadata = metadata
         try writer.finish()
+        try TileIndexSidecar.update(writer.destination, writes: tileIndex)
+    }
+}
+
+/// The tile hash index beside a bundle or PMTiles output (`ARCHIVE.tpindex`, Specs/updates.md
+/// §7.4), which `sync` reads beside a published archive.
+enum TileIndexSidecar {
+    /// After `archive` was committed: writes its index beside it (a new file renamed over an older
+    /// one) when `writes`, else removes an index left beside the archive it replaced, which no
+    /// longer describes it.
+    static func update(_ archive: String, writes: Bool) throws {
+        if writes {
+            _ = try ArchiveIndexer.run(archive: archive)
+        } else {
+            let sidecar = TileHashIndex.sidecarName(of: archive)
+            if FileSystem.stat(sidecar) != nil { _ = FileSystem.unlink(sidecar) }
+        }
     }
 }

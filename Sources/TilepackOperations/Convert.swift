@@ -16,6 +16,9 @@ public struct ConvertOptions: Sendable {
     /// PMTiles output of vector tiles that mix gzip and plain ones: keep every tile's bytes and
     /// say compression `unknown` (which MapLibre Native cannot read) instead of gzipping the plain ones.
     public var keepsMixedTileCompression = false
+    /// A bundle or PMTiles output: write its tile hash index beside it (`ARCHIVE.tpindex`, for
+    /// `sync`; Specs/updates.md §7.4). Without it, an index left beside the archive replaced is removed.
+    public var tileIndex = false
     /// Re-encode every raster tile (`--format`, `--quality`, `--lossless`).
     public var format: TileEncoding?
     public init() {}
@@ -79,7 +82,7 @@ public enum ArchiveConverter {
             options: ArchiveSinks.Options(
                 overwrite: options.overwrite, deduplicate: options.deduplicate, encode: kind == .bundle ? options.encode : nil,
                 aggregateTilesHash: options.aggregateTilesHash || metadata[TileMetadata.Key.aggregateTilesHash] != nil,
-                keepsMixedTileCompression: options.keepsMixedTileCompression))
+                keepsMixedTileCompression: options.keepsMixedTileCompression, tileIndex: options.tileIndex))
         if options.encode != nil && kind == .mbtiles {
             throw OperationError(path: destination, fault: .badInput("raw pixels (--encode) can only be stored in a .tilepack bundle"))
         }

@@ -16,6 +16,9 @@ public struct ExtractOptions: Sendable {
     /// PMTiles output of vector tiles that mix gzip and plain ones: keep every tile's bytes and
     /// say compression `unknown` (which MapLibre Native cannot read) instead of gzipping the plain ones.
     public var keepsMixedTileCompression = false
+    /// A bundle or PMTiles output: write its tile hash index beside it (`ARCHIVE.tpindex`, for
+    /// `sync`; Specs/updates.md §7.4). Without it, an index left beside the archive replaced is removed.
+    public var tileIndex = false
     public init() {}
 }
 
@@ -79,7 +82,7 @@ public enum TileExtractor {
             kind: kind, destination: destination, metadata: metadata,
             options: ArchiveSinks.Options(
                 overwrite: options.overwrite, aggregateTilesHash: carriesHash,
-                keepsMixedTileCompression: options.keepsMixedTileCompression))
+                keepsMixedTileCompression: options.keepsMixedTileCompression, tileIndex: options.tileIndex))
 
         let zooms = levels.map(\.zoom).filter { zoom in
             (options.minZoom.map { zoom >= $0 } ?? true) && (options.maxZoom.map { zoom <= $0 } ?? true)

@@ -30,6 +30,9 @@ public struct ImportOptions: Sendable {
     /// PMTiles output of vector tiles that mix gzip and plain ones: keep every tile's bytes and
     /// say compression `unknown` (which MapLibre Native cannot read) instead of gzipping the plain ones.
     public var keepsMixedTileCompression = false
+    /// A bundle or PMTiles output: write its tile hash index beside it (`ARCHIVE.tpindex`, for
+    /// `sync`; Specs/updates.md §7.4). Without it, an index left beside the archive replaced is removed.
+    public var tileIndex = false
     /// Import only this part of the tree (see ``TreeShards``); `nil` for the whole tree.
     public var shard: ShardSpec?
     /// Files read at once.
@@ -137,7 +140,7 @@ public enum TileImporter {
             options: ArchiveSinks.Options(
                 overwrite: options.overwrite, append: options.append, deduplicate: options.deduplicate, encode: options.encode,
                 aggregateTilesHash: options.aggregateTilesHash,
-                keepsMixedTileCompression: options.keepsMixedTileCompression))
+                keepsMixedTileCompression: options.keepsMixedTileCompression, tileIndex: options.tileIndex))
 
         var archiveFormat: TileFormat?
         var rawSize: Int?

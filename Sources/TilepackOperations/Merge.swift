@@ -22,6 +22,9 @@ public struct MergeOptions: Sendable {
     /// PMTiles output of vector tiles that mix gzip and plain ones: keep every tile's bytes and
     /// say compression `unknown` (which MapLibre Native cannot read) instead of gzipping the plain ones.
     public var keepsMixedTileCompression = false
+    /// A bundle or PMTiles output: write its tile hash index beside it (`ARCHIVE.tpindex`, for
+    /// `sync`; Specs/updates.md §7.4). Without it, an index left beside the archive replaced is removed.
+    public var tileIndex = false
     public init() {}
 }
 
@@ -86,7 +89,7 @@ public enum ArchiveMerger {
             kind: kind, destination: destination, metadata: metadata,
             options: ArchiveSinks.Options(
                 overwrite: options.overwrite, aggregateTilesHash: carriesHash,
-                keepsMixedTileCompression: options.keepsMixedTileCompression))
+                keepsMixedTileCompression: options.keepsMixedTileCompression, tileIndex: options.tileIndex))
         var report = MergeReport(inputs: inputs, destination: destination)
         report.warnings = fitted.notes
         var lastReport = start

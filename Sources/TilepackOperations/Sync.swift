@@ -47,32 +47,63 @@ public enum ArchiveSync {
     /// One request's headers (about 300 bytes both ways) against a gap's bytes.
     public static let singleRangeGap = 1024
 
-    public static func run(local: String, url text: String, options: HTTPByteSource.Options = .init()) throws(OperationError) -> SyncReport
+    /// - Parameter s3: for an `s3://BUCKET/KEY` URL, the client whose configuration and credentials
+    ///   sign the requests (`nil`: the environment's, `S3Client.environment`).
+    public static func run(local: String, url text: String, options: HTTPByteSource.Options = .init(), s3: S3Client? = nil)
+        throws(OperationError) -> SyncReport
     {
-        try run(local: local, url: text, options: options, request: nil)
+        try run(local: local, url: text, options: options, s3: s3, request: nil)
     }
 
-    static func run(local: String, url text: String, options: HTTPByteSource.Options, request: SyncRequest?) throws(OperationError)
+    static func run(local: String, url text: String, options: HTTPByteSource.Options, s3: S3Client? = nil, request: SyncRequest?)
+        throws(OperationError)
         -> SyncReport
     {
         let start = DispatchTime.now().uptimeNanoseconds
         var report = SyncReport(local: local, url: text)
         let lower = text.lowercased()
-        guard lower.hasPrefix("http://") || lower.hasPrefix("https://"), let url = URL(string: text) else {
-            throw OperationError(path: text, fault: .badInput("sync takes an http:// or https:// URL of a bundle or PMTiles archive"))
-        }
+        // The archive and its index beside it: by URL, or as S3 objects (signed requests).
         let remote: HTTPByteSource
-        do { remote = try HTTPByteSource(url: url, options: options) } catch { throw OperationError(path: text, fault: .archive(error)) }
+        let fetchIndex: (_ limit: Int) throws(TileArchiveError) -> RemoteTileIndex.Answer
+        let indexName = TileHashIndex.sidecarName(of: text)
+        if S3Location.isS3(text) {
+            guard let location = S3Location(text), !location.key.isEmpty else {
+                throw OperationError(path: text, fault: .badInput("not an s3://BUCKET/KEY URL of a bundle or PMTiles archive"))
+            }
+            let client = s3 ?? .environment
+            do { remote = try HTTPByteSource(s3: location, client: client, options: options) } catch {
+                throw OperationError(path: text, fault: .archive(error))
+            }
+            let indexLocation = S3Location(bucket: location.bucket, key: TileHashIndex.sidecarName(of: location.key))
+            fetchIndex = { limit throws(TileArchiveError) in
+                try RemoteTileIndex.fetch(s3: indexLocation, client: client, limit: limit, options: options)
+            }
+        } else {
+            guard lower.hasPrefix("http://") || lower.hasPrefix("https://"), let url = URL(string: text),
+                let indexURL = URL(string: indexName)
+            else {
+                throw OperationError(
+                    path: text, fault: .badInput("sync takes an http://, https:// or s3:// URL of a bundle or PMTiles archive"))
+            }
+            do { remote = try HTTPByteSource(url: url, options: options) } catch {
+                throw OperationError(path: text, fault: .archive(error))
+            }
+            fetchIndex = { limit throws(TileArchiveError) in try RemoteTileIndex.fetch(url: indexURL, limit: limit, options: options) }
+        }
         let staging: StagedByteSource
         do { staging = try StagedByteSource(remote: remote, path: local + ".tpsync") } catch {
             throw OperationError(path: local, fault: .archive(error))
         }
         if let discarded = staging.discarded { report.notes.append(discarded) }
         report.resumedBytes = staging.resumedBytes
+        // A bundle is opened without its whole index (36 bytes a tile): its keys now, the entries
+        // of the tiles to fetch when they are known.
         let archive: any TileArchive
-        do { archive = try openTileArchive(source: staging) } catch { throw OperationError(path: text, fault: .archive(error)) }
         do {
-            let indexURL = URL(string: TileHashIndex.sidecarName(of: text))!
+            archive =
+                SparseBundleArchive.isBundle(staging) ? try SparseBundleArchive(source: staging) : try openTileArchive(source: staging)
+        } catch { throw OperationError(path: text, fault: .archive(error)) }
+        do {
             if let pmtiles = archive as? PMTilesArchive {
                 // The metadata and the leaf directories, which lie together, in one request.
                 let header = pmtiles.header
@@ -84,21 +115,25 @@ public enum ArchiveSync {
             }
             // Coordinates first: the index can be no longer than 8 bytes a tile.
             var tiles: [TileCoordinate] = []
-            try forEachTileCoordinate(of: archive) { tiles.append($0) }
-            tiles.sort()
+            if let bundle = archive as? SparseBundleArchive {
+                tiles = try bundle.tileCoordinates()
+            } else {
+                try forEachTileCoordinate(of: archive) { tiles.append($0) }
+                tiles.sort()
+            }
             let limit = TileHashIndex.headerLength + 8 * tiles.count + 4
-            switch try RemoteTileIndex.fetch(url: indexURL, limit: limit, options: options) {
+            switch try fetchIndex(limit) {
             case .absent(let status):
                 report.mode = "full"
-                report.fullReason = "\(text) has no tile index (\(indexURL.absoluteString): HTTP \(status)): synced by a full download"
+                report.fullReason = "\(text) has no tile index (\(indexName): HTTP \(status)): synced by a full download"
                 try fullDownload(archive: archive, staging: staging, local: local, source: text, request: request, report: &report)
             case .index(let bytes, let multipleRanges):
                 if let multipleRanges { remote.assumeMultipleRanges(multipleRanges) }
                 report.indexBytes = bytes.count
                 report.bytesReceived += bytes.count
-                let index = try TileHashIndex.decode(bytes, name: indexURL.absoluteString)
+                let index = try TileHashIndex.decode(bytes, name: indexName)
                 try indexedSync(
-                    archive: archive, tiles: tiles, index: index, indexName: indexURL.absoluteString, staging: staging, local: local,
+                    archive: archive, tiles: tiles, index: index, indexName: indexName, staging: staging, local: local,
                     source: text, request: request, report: &report)
             }
         } catch let error as OperationError {
@@ -176,13 +211,15 @@ public enum ArchiveSync {
             fetchedBytes += bytes.count
             fetched[h] = tile
         }
-        let rangesArchive = try openTileArchive(source: planner)
-        if let bundle = rangesArchive as? BundleArchive {
-            try bundle.forEachTile(where: { wanted[$0] != nil }, check)
-        } else if let pmtiles = rangesArchive as? PMTilesArchive {
+        if archive is SparseBundleArchive {
+            // The payload numbers and records of the tiles to fetch, then their payloads; only the
+            // payloads' bytes count in the progress.
+            let entries = StagingPlanner(staging: staging, gap: gap, request: nil)
+            try SparseBundleArchive(source: planner, entries: entries).forEachTile(where: { wanted[$0] != nil }, check)
+        } else if let pmtiles = try openTileArchive(source: planner) as? PMTilesArchive {
             try pmtiles.forEachTile(where: { wanted[$0] != nil }, check)
         } else {
-            try rangesArchive.forEachTile { tile, bytes in if wanted[tile] != nil { try check(tile, bytes) } }
+            try archive.forEachTile { tile, bytes in if wanted[tile] != nil { try check(tile, bytes) } }
         }
         report.fetchedTileBytes = fetchedBytes
         // The new version: the local tiles that stay, the fetched ones, the remote metadata.
@@ -203,10 +240,12 @@ public enum ArchiveSync {
         try staging.stage(chunks, gap: 0, maximumRangesPerRequest: 1) { total, staged in
             try request?.advance(0.9 * Double(staged) / Double(max(total, 1)))
         }
-        report.tiles = try archive.tileCount()
+        // Everything is staged: opened whole (a bundle's index checked by its CRC).
+        let whole = try openTileArchive(source: staging)
+        report.tiles = try whole.tileCount()
         report.tilesFetched = report.tiles
         report.fetchedTileBytes = staging.count
-        _ = try writeAndSwap(archive, local: local, source: source, expected: nil, staging: staging, report: &report)
+        _ = try writeAndSwap(whole, local: local, source: source, expected: nil, staging: staging, report: &report)
     }
 
     /// Writes `archive` beside LOCAL (in LOCAL's format, by its extension), checks the written

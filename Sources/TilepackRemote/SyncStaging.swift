@@ -275,17 +275,31 @@ package enum RemoteTileIndex {
     package static func fetch(url: URL, limit: Int, client: HTTPClient = .shared, options: HTTPByteSource.Options = .init())
         throws(TileArchiveError) -> Answer
     {
-        let name = url.absoluteString
+        try fetch(url: url, limit: limit, client: client, options: options, authority: nil)
+    }
+
+    /// The index as the object `location` in S3, every request signed by `client` (a missing
+    /// object: S3's 404, or 403 where the credentials may not list the bucket).
+    package static func fetch(s3 location: S3Location, client: S3Client, limit: Int, options: HTTPByteSource.Options = .init())
+        throws(TileArchiveError) -> Answer
+    {
+        try fetch(
+            url: client.configuration.url(for: location), limit: limit, client: client.http, options: options,
+            authority: S3RangeAuthority(client: client, location: location))
+    }
+
+    static func fetch(url: URL, limit: Int, client: HTTPClient, options: HTTPByteSource.Options, authority: (any RangeRequestAuthority)?)
+        throws(TileArchiveError) -> Answer
+    {
+        let name = authority?.name ?? url.absoluteString
         var request = HTTPRequest(url: url, timeout: options.timeout, maximumBodyBytes: limit + 1024)
         request.headers["Range"] = "bytes=0-7,8-"
-        let prepared = request
         let retry = options.retry
-        let outcome = RemoteExecutor.shared.run { () async throws(HTTPError) -> HTTPResponse in
-            try await client.send(prepared, retry: retry) { _, _, _ in }
-        }
+        let outcome = HTTPByteSource.send(request, client: client, retry: retry, authority: authority, attempts: Locked(1))
         let response: HTTPResponse
         switch outcome {
-        case .failure(let error):
+        case .failure(.refused(let reason)): throw TileArchiveError(path: name, fault: .cannotOpen(errno: 0, reason: reason))
+        case .failure(.http(let error)):
             if case .tooLarge = error.fault {
                 throw TileArchiveError(
                     path: name, fault: .corrupt("the index is larger than the \(limit) bytes an index of the archive's tiles can have"))
@@ -297,7 +311,9 @@ package enum RemoteTileIndex {
         case 200: return .index([UInt8](response.body), multipleRanges: false)
         case 206: break
         case 403, 404, 410: return .absent(status: response.status)
-        default: throw TileArchiveError(path: name, fault: .cannotOpen(errno: 0, reason: "HTTP status \(response.status)"))
+        default:
+            throw TileArchiveError(
+                path: name, fault: .cannotOpen(errno: 0, reason: authority?.explain(response) ?? "HTTP status \(response.status)"))
         }
         let contentType = response.contentType ?? ""
         if contentType.lowercased().hasPrefix("multipart/byteranges") {
@@ -332,10 +348,7 @@ package enum RemoteTileIndex {
         // Only the first range: the rest in one more request.
         var rest = HTTPRequest(url: url, timeout: options.timeout, maximumBodyBytes: limit)
         rest.setRange(UInt64(parsed.range.upperBound)..<UInt64(parsed.size))
-        let second = rest
-        let more = RemoteExecutor.shared.run { () async throws(HTTPError) -> HTTPResponse in
-            try await client.send(second, retry: retry) { _, _, _ in }
-        }
+        let more = HTTPByteSource.send(rest, client: client, retry: retry, authority: authority, attempts: Locked(1))
         guard case .success(let tail) = more, tail.status == 206, tail.body.count == parsed.size - parsed.range.upperBound else {
             throw TileArchiveError(path: name, fault: .corrupt("the rest of the index did not arrive whole"))
         }

@@ -151,6 +151,13 @@ struct ArchiveOutputOptions: ParsableArguments {
             "PMTiles output of vector tiles some gzipped and some not: keep every tile's bytes and write compression 'unknown', which MapLibre Native cannot read (default: gzip the plain ones)."
     )
     var keepsMixedTileCompression = false
+
+    @Flag(
+        name: .customLong("index"),
+        help:
+            "A .tilepack or .pmtiles output: also write its tile hash index beside it (ARCHIVE.tpindex, as `tilepack index` does), to publish with it for `tilepack sync`."
+    )
+    var tileIndex = false
 }
 
 /// Where an `s3://` output is built before it is uploaded.

@@ -199,6 +199,7 @@ struct ConvertCommand: ParsableCommand {
         options.encode = encode?.pixelFormat
         options.aggregateTilesHash = archiveOutput.aggregateTilesHash
         options.keepsMixedTileCompression = archiveOutput.keepsMixedTileCompression
+        options.tileIndex = archiveOutput.tileIndex
         let bar = ProgressBar.start(label: "convert", quiet: outputOptions.quiet)
         defer { bar?.finish() }
         let report = try RemoteOutput.write(to: output, overwrite: force, temporaryFolder: upload.tmpdir) { local in

@@ -52,6 +52,7 @@ struct ExtractCommand: ParsableCommand {
         options.overwrite = force
         options.aggregateTilesHash = archiveOutput.aggregateTilesHash
         options.keepsMixedTileCompression = archiveOutput.keepsMixedTileCompression
+        options.tileIndex = archiveOutput.tileIndex
         if let note = area.bbox?.box.antimeridianNote { printError("note: \(note)") }
         let bar = ProgressBar.start(label: "extract", quiet: outputOptions.quiet)
         defer { bar?.finish() }
@@ -103,6 +104,7 @@ struct MergeCommand: ParsableCommand {
         options.overwrite = force
         options.aggregateTilesHash = archiveOutput.aggregateTilesHash
         options.keepsMixedTileCompression = archiveOutput.keepsMixedTileCompression
+        options.tileIndex = archiveOutput.tileIndex
         let bar = ProgressBar.start(label: "merge", quiet: outputOptions.quiet)
         defer { bar?.finish() }
         let inputs = try RemoteInputs.expand(Array(paths.dropLast()))

@@ -117,6 +117,7 @@ struct ImportCommand: ParsableCommand {
         options.deduplicate = dedup
         options.aggregateTilesHash = archiveOutput.aggregateTilesHash
         options.keepsMixedTileCompression = archiveOutput.keepsMixedTileCompression
+        options.tileIndex = archiveOutput.tileIndex
         options.shard = shard?.spec
         if let threads = threading.threads { options.threads = threads }
         options.reportPath = report

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TilepackCore
+import TilepackHTTP
 import TilepackOperations
 import TilepackRemote
 import TilepackStorage
@@ -45,7 +46,9 @@ import TilepackTestSupport
     }
 
     /// Version `v` as `name.tilepack` and `name.pmtiles` in `dir`.
-    static func make(version: Int, name: String, in dir: TemporaryDirectory) throws -> (bundle: String, pmtiles: String) {
+    static func make(
+        version: Int, name: String, in dir: TemporaryDirectory, edit: (TileCoordinate, inout [UInt8]) -> Void = { _, _ in }
+    ) throws -> (bundle: String, pmtiles: String) {
         // Written raw, then converted as a publisher's tilepack would (which fills bounds and zooms).
         let raw = dir.file("raw-\(name).tilepack")
         let bundle = dir.file("\(name).tilepack")
@@ -53,7 +56,9 @@ import TilepackTestSupport
             destination: raw, content: .encoded(.png),
             metadata: TileMetadata(["name": "sync test", "format": "png", "version": "\(version)"]))
         for tile in tiles(version: version) {
-            try bytes(tile, version: version).withUnsafeBytes { try writer.addTile(at: tile, bytes: $0) }
+            var tileBytes = bytes(tile, version: version)
+            edit(tile, &tileBytes)
+            try tileBytes.withUnsafeBytes { try writer.addTile(at: tile, bytes: $0) }
         }
         _ = try writer.finish()
         _ = try ArchiveConverter.run(source: raw, destination: bundle, options: ConvertOptions())
@@ -114,6 +119,48 @@ import TilepackTestSupport
         #expect(Self.fileBytes(setup.v2.bundle + ".tpindex")!.count == 56 + 8 * tiles.count + 4)
     }
 
+    /// A build asked for the index (`--index`: import, convert, extract and merge, through their
+    /// shared output) writes the one `tilepack index` writes beside a bundle or PMTiles output; a
+    /// build without it over an indexed archive removes the index that no longer describes it.
+    @Test func aBuildWritesTheIndexOnRequestAndRemovesAStaleOne() throws {
+        let setup = try Setup(indexed: false)
+        func index(_ path: String) throws -> TileHashIndex? {
+            try Self.fileBytes(path + ".tpindex").map { try TileHashIndex.decode(Array($0), name: path) }
+        }
+        func built(_ path: String) throws -> TileHashIndex {
+            try TileHashIndex.build(openTileArchive(path: path), archiveLength: UInt64(Self.fileBytes(path)!.count))
+        }
+        for ext in ["tilepack", "pmtiles"] {
+            let out = setup.dir.file("built.\(ext)")
+            var convert = ConvertOptions()
+            convert.tileIndex = true
+            _ = try ArchiveConverter.run(source: setup.v2.bundle, destination: out, options: convert)
+            #expect(try index(out) == built(out))
+            // Replaced by v1 without the index: v2's index goes with v2.
+            convert.tileIndex = false
+            convert.overwrite = true
+            _ = try ArchiveConverter.run(source: setup.v1.bundle, destination: out, options: convert)
+            #expect(try index(out) == nil)
+
+            let extracted = setup.dir.file("extracted.\(ext)")
+            var extract = ExtractOptions()
+            extract.maxZoom = 5
+            extract.tileIndex = true
+            _ = try TileExtractor.run(source: setup.v2.pmtiles, destination: extracted, options: extract)
+            #expect(try index(extracted) == built(extracted) && built(extracted).hashes.count == 32 * 32)
+
+            let merged = setup.dir.file("merged.\(ext)")
+            var merge = MergeOptions()
+            merge.onDuplicate = .first
+            merge.tileIndex = true
+            _ = try ArchiveMerger.run(inputs: [extracted, setup.v1.pmtiles], destination: merged, options: merge)
+            #expect(try index(merged) == built(merged))
+        }
+        // Nothing else beside them: no temporary file of the archive or the index.
+        let left = try FileManager.default.contentsOfDirectory(atPath: setup.dir.url.path).filter { $0.hasPrefix(".") }
+        #expect(left.isEmpty, "\(left)")
+    }
+
     @Test func aDamagedIndexIsRefusedNamingItsFault() throws {
         let setup = try Setup()
         let good = Array(Self.fileBytes(setup.v2.bundle + ".tpindex")!)
@@ -164,6 +211,35 @@ import TilepackTestSupport
         // A second sync finds nothing to fetch.
         let again = try ArchiveSync.run(local: local, url: "\(server.baseURL)/v2.\(ext)")
         #expect(again.tilesFetched == 0)
+    }
+
+    /// A bundle's index is 36 bytes a tile; a sync reads its keys (8 bytes a tile) and the
+    /// payload numbers and records of the changed tiles alone (Specs/updates.md §8.1).
+    @Test(arguments: [false, true])
+    func aBundleSyncReadsOnlyTheIndexEntriesOfTheChangedTiles(_ oneRange: Bool) throws {
+        guard !toolMissing("nginx") else { return }
+        let dir = try TemporaryDirectory("sync-entries")
+        let www = try TemporaryDirectory("sync-entries-www")
+        let v1 = try Self.make(version: 1, name: "v1", in: dir)
+        // 64 neighbouring tiles of zoom 6 re-rendered (one column), the rest as v1.
+        let edited = { (tile: TileCoordinate) in tile.zoom == 6 && tile.x == 10 }
+        let v2 = try Self.make(version: 1, name: "v2", in: www) { tile, bytes in if edited(tile) { bytes[bytes.count - 1] ^= 0xFF } }
+        _ = try ArchiveIndexer.run(archive: v2.bundle)
+        let server = try NginxServer(root: www.url)
+        defer { server.stop() }
+        let report = try ArchiveSync.run(local: v1.bundle, url: "\(server.baseURL)/\(oneRange ? "onerange/" : "")v2.tilepack")
+        #expect(try Self.identity(v1.bundle) == Self.identity(v2.bundle))
+        let count = Self.tiles(version: 1).count
+        #expect(report.tilesFetched == 64 && report.tiles == count)
+        #expect(report.multipleRanges == !oneRange)
+        // Besides the tiles and the hash index: the first request's 16 KiB, the zoom table and the
+        // keys, and a few KiB for the 64 tiles' entries and the answers' part headers. The whole
+        // index would be 36 bytes a tile.
+        let overhead = report.bytesReceived - report.fetchedTileBytes - report.indexBytes
+        #expect(overhead <= 16384 + 248 + 8 * count + 4096, "\(overhead) bytes besides the tiles and the index, for \(count) tiles")
+        // One range a request: the tiles' payloads lie apart (in Hilbert order), one request each at most.
+        #expect(report.requests <= (oneRange ? 6 + 64 : 6), "\(report.requests) requests")
+        #expect(server.requestCount == report.requests)
     }
 
     @Test func aServerAnsweringOneRangeARequestIsAskedOneAtATime() throws {
@@ -437,4 +513,61 @@ import TilepackTestSupport
 
 extension String {
     fileprivate func leftPadded(_ width: Int) -> String { String(repeating: "0", count: max(0, width - count)) + self }
+}
+
+/// `sync` from `s3://BUCKET/KEY` (moto's S3 on loopback, authentication enforced): the object
+/// and its index read by signed requests, only the changed tiles fetched; without an index, a
+/// full download said so; credentials that are refused, an error naming the object.
+@Suite(.enabled(if: MotoS3.available, "needs moto's server (pip install 'moto[server]')"))
+struct S3SyncTests {
+    @Test func syncFromAnS3ObjectFetchesOnlyTheChangedTilesBySignedRequests() async throws {
+        let moto = try await MotoS3.shared()
+        func client(_ id: String, _ secret: String) -> S3Client {
+            S3Client(
+                configuration: S3Configuration(
+                    endpoint: URL(string: moto.endpoint),
+                    credentials: StaticS3Credentials(S3Credentials(accessKeyId: id, secretAccessKey: secret))),
+                retry: RetryPolicy(maximumAttempts: 2))
+        }
+        let s3 = client(moto.keys.accessKeyId, moto.keys.secretAccessKey)
+        let setup = try SyncTests.Setup()
+        let prefix = "sync/\(UUID().uuidString)"
+        for name in ["v2.tilepack", "v2.tilepack.tpindex", "v2.pmtiles", "v2.pmtiles.tpindex"] {
+            _ = try await s3.put(
+                Data(contentsOf: setup.www.url.appendingPathComponent(name)), at: S3Location(bucket: "tiles", key: "\(prefix)/\(name)"))
+        }
+        let v1 = Set(SyncTests.tiles(version: 1))
+        let changed = SyncTests.tiles(version: 2).filter {
+            !v1.contains($0) || SyncTests.bytes($0, version: 1) != SyncTests.bytes($0, version: 2)
+        }
+        for ext in ["tilepack", "pmtiles"] {
+            let local = ext == "tilepack" ? setup.v1.bundle : setup.v1.pmtiles
+            let published = ext == "tilepack" ? setup.v2.bundle : setup.v2.pmtiles
+            let url = "s3://tiles/\(prefix)/v2.\(ext)"
+            let report = try await onThread { try ArchiveSync.run(local: local, url: url, s3: s3) }
+            #expect(report.mode == "index" && report.tilesFetched == changed.count, "\(report)")
+            #expect(try SyncTests.identity(local) == SyncTests.identity(published))
+            // The changed tiles are about an eighth of the bytes: far from a download of the whole.
+            let size = SyncTests.fileBytes(published)!.count
+            #expect(report.bytesReceived < size / 2, "\(report.bytesReceived) bytes received of an archive of \(size)")
+        }
+        // No index beside the bundle: downloaded whole, said so, naming the index's key.
+        let fresh = setup.dir.file("fresh.tilepack")
+        _ = try await s3.put(
+            Data(contentsOf: URL(fileURLWithPath: setup.v2.bundle)), at: S3Location(bucket: "tiles", key: "\(prefix)/bare.tilepack"))
+        let full = try await onThread { try ArchiveSync.run(local: fresh, url: "s3://tiles/\(prefix)/bare.tilepack", s3: s3) }
+        #expect(full.mode == "full" && full.fullReason?.contains("s3://tiles/\(prefix)/bare.tilepack.tpindex") == true, "\(full)")
+        #expect(try SyncTests.identity(fresh) == SyncTests.identity(setup.v2.bundle))
+        // Credentials S3 refuses: an error naming the object, LOCAL as it was.
+        let before = SyncTests.fileBytes(setup.v1.bundle)
+        let denied = client(moto.keys.deniedAccessKeyId, moto.keys.deniedSecretAccessKey)
+        let message = try await onThread { () -> String in
+            do {
+                _ = try ArchiveSync.run(local: setup.v1.bundle, url: "s3://tiles/\(prefix)/v2.tilepack", s3: denied)
+                return "no error"
+            } catch { return "\(error)" }
+        }
+        #expect(message.contains("s3://tiles/\(prefix)/v2.tilepack") && message.contains("AccessDenied"), "\(message)")
+        #expect(SyncTests.fileBytes(setup.v1.bundle) == before)
+    }
 }

@@ -131,17 +131,93 @@ public struct BundleArchive: TileArchive {
         func fail(_ fault: TileArchiveError.Fault) -> TileArchiveError { TileArchiveError(path: path, fault: fault) }
         let file = bytes.buffer
         let size = bytes.fileSize
+        let head = try Self.checkHead(file, size: size, path: path)
+        let tileCount = head.tileCount
+        let payloadCount = head.payloadCount
+        guard file.count >= head.dataOffset else {
+            throw fail(.truncated("the file has \(file.count) bytes before its data section, the layout needs \(head.dataOffset)"))
+        }
+        guard file[head.metadataEnd..<head.indexOffset].allSatisfy({ $0 == 0 }),
+            file[head.indexEnd..<head.dataOffset].allSatisfy({ $0 == 0 })
+        else {
+            throw fail(.corrupt("alignment padding between sections is not zero"))
+        }
+
+        // Index: checksum, then the structure every lookup relies on.
+        let indexCRC = BundleFormat.crc32(UnsafeRawBufferPointer(rebasing: file[head.indexOffset..<head.indexEnd]))
+        guard indexCRC == head.header.indexCRC else {
+            throw fail(
+                .checksumMismatch(
+                    region: "index (bytes \(head.indexOffset)..<\(head.indexEnd))", declared: Self.hex(head.header.indexCRC),
+                    computed: Self.hex(indexCRC))
+            )
+        }
+        guard file[(head.refsOffset + 4 * tileCount)..<head.recordsOffset].allSatisfy({ $0 == 0 }) else {
+            throw fail(.corrupt("the padding after the payload numbers is not zero"))
+        }
+        let zoomStarts = try Self.checkKeys(
+            UnsafeRawBufferPointer(rebasing: file[head.indexOffset..<head.refsOffset]), head: head, path: path)
+        for i in 0..<tileCount {
+            let ref = UInt32(littleEndian: file.loadUnaligned(fromByteOffset: head.refsOffset + 4 * i, as: UInt32.self))
+            guard Int(ref) < payloadCount else {
+                throw fail(.corrupt("index entry \(i): payload \(ref) is not one of the \(payloadCount) payloads"))
+            }
+        }
+
+        self.path = path
+        self.content = head.content
+        self.options = options
+        self.indexedTileCount = tileCount
+        self.payloadCount = payloadCount
+        self.maximumTileLength = head.maximumTileLength
+        self.bytes = bytes
+        self.storedMetadata = head.metadata
+        self.keysOffset = head.keysOffset
+        self.refsOffset = head.refsOffset
+        self.recordsOffset = head.recordsOffset
+        self.dataOffset = head.dataOffset
+        self.dataLength = head.dataLength
+        self.zoomStarts = zoomStarts
+        self.rawTileLength = head.rawTileLength
+    }
+
+    /// What the header and metadata block of a bundle say, checked: the sections' places, the
+    /// limits a payload record is checked against, the metadata.
+    struct Head {
+        var header: BundleHeader
+        var content: TileContent
+        var metadata: TileMetadata
+        var tileCount: Int
+        var payloadCount: Int
+        var metadataEnd: Int
+        var indexOffset: Int
+        var keysOffset: Int
+        var refsOffset: Int
+        var recordsOffset: Int
+        var indexEnd: Int
+        var dataOffset: Int
+        var dataLength: Int
+        var maximumTileLength: Int
+        /// The payload length every tile of a raw-bitmap bundle has.
+        var rawTileLength: Int?
+    }
+
+    /// Checks the magic, the header (version, checksum, the sections' places) and the metadata
+    /// block (checksum, coding) of a bundle of `size` bytes whose first bytes `file` holds (at
+    /// least the header and metadata, else the error says what is missing).
+    static func checkHead(_ file: UnsafeRawBufferPointer, size: Int, path: String) throws(TileArchiveError) -> Head {
+        func fail(_ fault: TileArchiveError.Fault) -> TileArchiveError { TileArchiveError(path: path, fault: fault) }
         let magic = BundleFormat.magic
         let headerLength = BundleFormat.headerLength
 
         // Magic, then the header's version and checksum.
-        guard size >= magic.count, zip(file.prefix(magic.count), magic).allSatisfy({ $0 == $1 }) else {
+        guard size >= magic.count, file.count >= magic.count, zip(file.prefix(magic.count), magic).allSatisfy({ $0 == $1 }) else {
             if size < magic.count, size > 0, zip(file, magic).allSatisfy({ $0 == $1 }) {
                 throw fail(.truncated("the file is \(size) bytes, shorter than the \(headerLength)-byte header"))
             }
             throw fail(.notAnArchive(detected: Self.describe(file)))
         }
-        guard size >= headerLength else {
+        guard size >= headerLength, file.count >= headerLength else {
             throw fail(.truncated("the file is \(size) bytes, shorter than the \(headerLength)-byte header"))
         }
         let major = UInt16(littleEndian: file.loadUnaligned(fromByteOffset: 8, as: UInt16.self))
@@ -218,12 +294,6 @@ public struct BundleArchive: TileArchive {
                     "the data length is \(header.dataLength), the file leaves \(header.fileLength - UInt64(dataOffset)) bytes after the index"
                 ))
         }
-        guard file.count >= dataOffset else {
-            throw fail(.truncated("the file has \(file.count) bytes before its data section, the layout needs \(dataOffset)"))
-        }
-        guard file[metadataEnd..<indexOffset].allSatisfy({ $0 == 0 }), file[indexEnd..<dataOffset].allSatisfy({ $0 == 0 }) else {
-            throw fail(.corrupt("alignment padding between sections is not zero"))
-        }
         guard Int(header.maxRawLength) <= BundleFormat.maximumTileLength else {
             throw fail(
                 .corrupt(
@@ -242,6 +312,9 @@ public struct BundleArchive: TileArchive {
         }
 
         // Metadata: checksum, then parse.
+        guard file.count >= metadataEnd else {
+            throw fail(.truncated("\(file.count) bytes were read, the header and metadata take \(metadataEnd)"))
+        }
         let metadataBytes = UnsafeRawBufferPointer(rebasing: file[headerLength..<metadataEnd])
         let metadataCRC = BundleFormat.crc32(metadataBytes)
         guard metadataCRC == header.metadataCRC else {
@@ -256,23 +329,29 @@ public struct BundleArchive: TileArchive {
         case .failure(let fault): throw fail(.corrupt("metadata block: \(fault.reason)"))
         }
 
-        // Index: checksum, then the structure every lookup relies on.
-        let indexCRC = BundleFormat.crc32(UnsafeRawBufferPointer(rebasing: file[indexOffset..<indexEnd]))
-        guard indexCRC == header.indexCRC else {
-            throw fail(
-                .checksumMismatch(
-                    region: "index (bytes \(indexOffset)..<\(indexEnd))", declared: Self.hex(header.indexCRC), computed: Self.hex(indexCRC))
-            )
-        }
-        guard file[(refsOffset + 4 * tileCount)..<recordsOffset].allSatisfy({ $0 == 0 }) else {
-            throw fail(.corrupt("the padding after the payload numbers is not zero"))
+        return Head(
+            header: header, content: content, metadata: metadata, tileCount: tileCount, payloadCount: payloadCount,
+            metadataEnd: metadataEnd, indexOffset: indexOffset, keysOffset: indexOffset + BundleFormat.zoomTableLength,
+            refsOffset: refsOffset, recordsOffset: recordsOffset, indexEnd: indexEnd, dataOffset: dataOffset,
+            dataLength: Int(header.dataLength), maximumTileLength: Int(header.maxRawLength), rawTileLength: rawTileLength)
+    }
+
+    /// Checks the zoom table and the keys (`table`: the index's first bytes, the zoom table then
+    /// `head.tileCount` keys): each zoom's count within its level and the whole, the header's zooms,
+    /// keys strictly ascending and each of its zoom. The first entry of each zoom and one past the
+    /// last (32 values).
+    static func checkKeys(_ table: UnsafeRawBufferPointer, head: Head, path: String) throws(TileArchiveError) -> [Int] {
+        func fail(_ fault: TileArchiveError.Fault) -> TileArchiveError { TileArchiveError(path: path, fault: fault) }
+        let tileCount = head.tileCount
+        guard table.count >= BundleFormat.zoomTableLength + 8 * tileCount else {
+            throw fail(.truncated("the index's keys end past the \(table.count) bytes read"))
         }
         var zoomStarts = [Int](repeating: 0, count: BundleFormat.zoomLevelCount + 1)
         var total = 0
         var minZoom: Int?
         var maxZoom = 0
         for zoom in 0..<BundleFormat.zoomLevelCount {
-            let count = UInt64(littleEndian: file.loadUnaligned(fromByteOffset: indexOffset + 8 * zoom, as: UInt64.self))
+            let count = UInt64(littleEndian: table.loadUnaligned(fromByteOffset: 8 * zoom, as: UInt64.self))
             guard count <= UInt64(tileCount - total) else {
                 throw fail(.corrupt("the zoom table counts more than the \(tileCount) tiles of the index (at zoom \(zoom))"))
             }
@@ -289,18 +368,19 @@ public struct BundleArchive: TileArchive {
         guard total == tileCount else {
             throw fail(.corrupt("the zoom table counts \(total) tiles, the header \(tileCount)"))
         }
-        guard Int(header.minZoom) == (minZoom ?? 0), Int(header.maxZoom) == maxZoom else {
+        guard Int(head.header.minZoom) == (minZoom ?? 0), Int(head.header.maxZoom) == maxZoom else {
             throw fail(
                 .corrupt(
-                    "the header's zooms \(header.minZoom)...\(header.maxZoom) disagree with the zoom table (\(minZoom ?? 0)...\(maxZoom))"))
+                    "the header's zooms \(head.header.minZoom)...\(head.header.maxZoom) disagree with the zoom table (\(minZoom ?? 0)...\(maxZoom))"
+                ))
         }
-        let keysOffset = indexOffset + BundleFormat.zoomTableLength
+        let keysOffset = BundleFormat.zoomTableLength
         var previous: UInt64? = nil
         for zoom in 0..<BundleFormat.zoomLevelCount where zoomStarts[zoom] < zoomStarts[zoom + 1] {
             let low = BundleFormat.zoomBase(zoom)
             let high = BundleFormat.zoomBase(zoom + 1)
             for i in zoomStarts[zoom]..<zoomStarts[zoom + 1] {
-                let key = UInt64(littleEndian: file.loadUnaligned(fromByteOffset: keysOffset + 8 * i, as: UInt64.self))
+                let key = UInt64(littleEndian: table.loadUnaligned(fromByteOffset: keysOffset + 8 * i, as: UInt64.self))
                 guard key >= low, key < high else {
                     throw fail(.corrupt("index entry \(i): key \(key) is not a zoom \(zoom) tile, as the zoom table says"))
                 }
@@ -308,28 +388,10 @@ public struct BundleArchive: TileArchive {
                     throw fail(.corrupt("index entry \(i): keys are not strictly ascending"))
                 }
                 previous = key
-                let ref = UInt32(littleEndian: file.loadUnaligned(fromByteOffset: refsOffset + 4 * i, as: UInt32.self))
-                guard Int(ref) < payloadCount else {
-                    throw fail(.corrupt("index entry \(i): payload \(ref) is not one of the \(payloadCount) payloads"))
-                }
             }
         }
 
-        self.path = path
-        self.content = content
-        self.options = options
-        self.indexedTileCount = tileCount
-        self.payloadCount = payloadCount
-        self.maximumTileLength = Int(header.maxRawLength)
-        self.bytes = bytes
-        self.storedMetadata = metadata
-        self.keysOffset = keysOffset
-        self.refsOffset = refsOffset
-        self.recordsOffset = recordsOffset
-        self.dataOffset = dataOffset
-        self.dataLength = Int(header.dataLength)
-        self.zoomStarts = zoomStarts
-        self.rawTileLength = rawTileLength
+        return zoomStarts
     }
 
     // MARK: TileArchive
@@ -574,19 +636,10 @@ public struct BundleArchive: TileArchive {
 
     /// The index entry of `tile`: a binary search over the keys of its zoom level.
     private func entry(of tile: TileCoordinate) -> Int? {
-        let target = BundleFormat.key(of: tile)
-        var low = zoomStarts[tile.zoom]
-        var high = zoomStarts[tile.zoom + 1]
-        while low < high {
-            let middle = low + (high - low) / 2
-            let key = key(atEntry: middle)
-            if key == target { return middle }
-            if key < target { low = middle + 1 } else { high = middle }
-        }
-        return nil
+        BundleFormat.entry(of: tile, zoomStarts: zoomStarts) { key(atEntry: $0) }
     }
 
-    private struct Payload {
+    struct Payload {
         var codec: BundleFormat.Codec
         /// Where the stored bytes start in the data section.
         var offset: Int
@@ -607,6 +660,11 @@ public struct BundleArchive: TileArchive {
     }
 
     private func checkCRC(_ payload: Payload, _ stored: UnsafeRawBufferPointer, tile: TileCoordinate?) throws(TileArchiveError) {
+        try Self.checkCRC(payload, stored, tile: tile, path: path)
+    }
+
+    static func checkCRC(_ payload: Payload, _ stored: UnsafeRawBufferPointer, tile: TileCoordinate?, path: String) throws(TileArchiveError)
+    {
         let computed = BundleFormat.crc32(stored)
         guard computed == payload.crc else {
             let what = tile.map { "tile \($0) (payload \(payload.number))" } ?? "payload \(payload.number)"
@@ -617,19 +675,29 @@ public struct BundleArchive: TileArchive {
 
     /// Reads and checks payload record `number` (not its bytes); `tile` names the tile in errors.
     private func payload(number: Int, tile: TileCoordinate?) throws(TileArchiveError) -> Payload {
-        let file = bytes.buffer
-        let record = recordsOffset + BundleFormat.payloadRecordLength * number
-        let offset = UInt64(littleEndian: file.loadUnaligned(fromByteOffset: record, as: UInt64.self))
-        let storedLength = Int(UInt32(littleEndian: file.loadUnaligned(fromByteOffset: record + 8, as: UInt32.self)))
-        let rawLength = Int(UInt32(littleEndian: file.loadUnaligned(fromByteOffset: record + 12, as: UInt32.self)))
-        let crc = UInt32(littleEndian: file.loadUnaligned(fromByteOffset: record + 16, as: UInt32.self))
-        let codecByte = file[record + 20]
+        try Self.payload(
+            record: UnsafeRawBufferPointer(rebasing: bytes.buffer[(recordsOffset + BundleFormat.payloadRecordLength * number)...]),
+            number: number, tile: tile, limits: (maximumTileLength, rawTileLength, dataLength), path: path)
+    }
+
+    /// Checks the payload record at the start of `record` against the bundle's `limits` (its largest
+    /// tile, its raw tiles' length, its data section's length).
+    static func payload(
+        record file: UnsafeRawBufferPointer, number: Int, tile: TileCoordinate?,
+        limits: (maximumTileLength: Int, rawTileLength: Int?, dataLength: Int), path: String
+    ) throws(TileArchiveError) -> Payload {
+        let (maximumTileLength, rawTileLength, dataLength) = limits
+        let offset = UInt64(littleEndian: file.loadUnaligned(fromByteOffset: 0, as: UInt64.self))
+        let storedLength = Int(UInt32(littleEndian: file.loadUnaligned(fromByteOffset: 8, as: UInt32.self)))
+        let rawLength = Int(UInt32(littleEndian: file.loadUnaligned(fromByteOffset: 12, as: UInt32.self)))
+        let crc = UInt32(littleEndian: file.loadUnaligned(fromByteOffset: 16, as: UInt32.self))
+        let codecByte = file[20]
         // Built only on failure: the read path formats no text.
         func what() -> String { tile.map { "tile \($0) (payload \(number))" } ?? "payload \(number)" }
         func fail(_ text: String) -> TileArchiveError { TileArchiveError(path: path, fault: .corrupt("\(what()): \(text)")) }
 
         guard let codec = BundleFormat.Codec(rawValue: codecByte) else { throw fail("unknown codec \(codecByte)") }
-        guard file[record + 21] == 0, file[record + 22] == 0, file[record + 23] == 0 else {
+        guard file[21] == 0, file[22] == 0, file[23] == 0 else {
             throw fail("reserved bytes of the payload record are not zero")
         }
         guard rawLength <= maximumTileLength else {
@@ -658,6 +726,13 @@ public struct BundleArchive: TileArchive {
     /// Decompresses an LZ4 payload into `buffer` (exactly `rawLength` bytes), checking its size.
     private func decompress(
         _ payload: Payload, _ stored: UnsafeRawBufferPointer, into buffer: UnsafeMutableRawBufferPointer, tile: TileCoordinate?
+    ) throws(TileArchiveError) {
+        try Self.decompress(payload, stored, into: buffer, tile: tile, path: path)
+    }
+
+    static func decompress(
+        _ payload: Payload, _ stored: UnsafeRawBufferPointer, into buffer: UnsafeMutableRawBufferPointer, tile: TileCoordinate?,
+        path: String
     ) throws(TileArchiveError) {
         guard stored.baseAddress != nil, let destination = buffer.baseAddress, buffer.count >= payload.rawLength else {
             throw TileArchiveError(path: path, fault: .corrupt("payload \(payload.number): nothing to decompress"))

@@ -149,6 +149,22 @@ import TilepackCore
         }
     }
 
+    /// The index entry of `tile`: a binary search over the keys of its zoom level (`zoomStarts`:
+    /// the first entry of each zoom and one past the last; `key`: an entry's key).
+    @inline(__always)
+    static func entry(of tile: TileCoordinate, zoomStarts: [Int], key: (Int) -> UInt64) -> Int? {
+        let target = BundleFormat.key(of: tile)
+        var low = zoomStarts[tile.zoom]
+        var high = zoomStarts[tile.zoom + 1]
+        while low < high {
+            let middle = low + (high - low) / 2
+            let found = key(middle)
+            if found == target { return middle }
+            if found < target { low = middle + 1 } else { high = middle }
+        }
+        return nil
+    }
+
     /// `value` rounded up to a multiple of ``alignment``.
     @inlinable
     static func aligned(_ value: Int) -> Int { (value + alignment - 1) & ~(alignment - 1) }
