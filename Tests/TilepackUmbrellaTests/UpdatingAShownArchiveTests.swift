@@ -76,7 +76,7 @@ import TilepackTestSupport
     /// Shows `path` in a layer, runs `update` (which starts a request and returns it), draws
     /// frames while it runs, reopens the source when it succeeded, and draws until the frames
     /// show v2; checks every frame.
-    func check(_ path: String, update: (@escaping @Sendable () -> Void) -> BackgroundStatus) async throws {
+    func check(_ path: String, update: (@escaping @Sendable () -> Void) async -> BackgroundStatus) async throws {
         let source = try ArchiveTileSource(path: path)
         let layer = source.makeLayer()
         let view = HeadlessMapView(
@@ -92,7 +92,7 @@ import TilepackTestSupport
             let frame = view.renderFrame(settled: true)
             frames.withLock { $0.append(Self.versions(in: frame)) }
         }
-        let status = update(draw)
+        let status = await update(draw)
         #expect(status == .success)
         let during = frames.withLock { $0.count }
         try source.reopen(reloading: [layer])
@@ -127,7 +127,7 @@ import TilepackTestSupport
                 seen.withLock { $0.append(request.progress) }
                 if request.status == .inProgress { draw() }
             }
-            let status = request.wait()
+            let status = await request.finished()
             let values = seen.withLock { $0 }
             #expect(zip(values, values.dropFirst()).allSatisfy { $0 <= $1 } && values.last == 1, "\(values)")
             #expect(request.error == nil && request.report?.tilesWritten ?? 0 > 250, "\(String(describing: request.error))")
@@ -154,19 +154,19 @@ import TilepackTestSupport
             let request = SyncRequest.start(local: local, url: "\(server.baseURL)/v2.\(ext)") { request in
                 if request.status == .inProgress { draw() }
             }
-            let status = request.wait()
+            let status = await request.finished()
             #expect(request.error == nil && request.report?.tilesFetched ?? 0 > 250, "\(String(describing: request.error))")
             return status
         }
     }
 
-    @Test func aCancelledPatchLeavesTheBaseAsItWasAndSaysSo() throws {
+    @Test func aCancelledPatchLeavesTheBaseAsItWasAndSaysSo() async throws {
         let (dir, base, new, patch) = try Self.patched("tilepack", "shown-cancel")
         let before = FileManager.default.contents(atPath: base)
         let request = PatchRequest.start(base: base, patch: patch) { request in
             if request.progress > 0.2 { request.cancel() }
         }
-        #expect(request.wait() == .cancelled)
+        #expect(await request.finished() == .cancelled)
         #expect(request.error?.description.contains("the patch was cancelled") == true, "\(String(describing: request.error))")
         #expect(request.progress < 1 && request.report == nil)
         #expect(FileManager.default.contents(atPath: base) == before)
@@ -174,7 +174,7 @@ import TilepackTestSupport
             try FileManager.default.contentsOfDirectory(atPath: dir.url.path).sorted() == ["map.tilepack", "v1-v2.tppatch", "v2.tilepack"])
         // A patch that does not fit fails with the patch's typed error, not as cancelled.
         let other = PatchRequest.start(base: new, patch: patch)
-        #expect(other.wait() == .failure)
+        #expect(await other.finished() == .failure)
         #expect(other.error?.description.contains(new) == true, "\(String(describing: other.error))")
     }
 }

@@ -95,13 +95,13 @@ import TilepackTestSupport
         let view = HeadlessMapView(viewport: ViewportSize(width: 512, height: 512), zoomLevel: 1)
         view.addMapTileLayer(layer)
         // Tile 1/1/0 is the view's north-east quarter.
-        #expect(await view.render().bitmap.pixel(x: 384, y: 128) != blue)
+        #expect(await view.render(timeout: TestSupport.settleSeconds).bitmap.pixel(x: 384, y: 128) != blue)
         let seen = Locked<[Double]>([])
         let report = try await applyPatch(patch, to: base, shownBy: source, in: layer) { value in seen.withLock { $0.append(value) } }
         #expect(report.tilesWritten == 1)
         let values = seen.withLock { $0 }
         #expect(zip(values, values.dropFirst()).allSatisfy { $0 <= $1 } && values.last == 1, "\(values)")
-        #expect(await view.render().bitmap.pixel(x: 384, y: 128) == blue)
+        #expect(await view.render(timeout: TestSupport.settleSeconds).bitmap.pixel(x: 384, y: 128) == blue)
         #expect(try ContentIdentity.compute(openTileArchive(path: base)) == ContentIdentity.compute(openTileArchive(path: new)))
         // A patch for another version fails naming the archive, which stays as it is.
         await #expect(throws: OperationError.self) {
