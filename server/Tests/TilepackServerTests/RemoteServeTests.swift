@@ -247,6 +247,47 @@ import TilepackTestSupport
         await server.stop()
     }
 
+    /// A tile whose bytes are in the store is answered off the event loop: with one loop, a read
+    /// the store takes 4 s to answer does not hold up a local tile or a cached remote tile asked
+    /// meanwhile on other connections (before, both waited for it on the loop).
+    @Test func aSlowStoreReadDoesNotHoldUpOtherRequestsOnItsEventLoop() async throws {
+        let dir = try TemporaryDirectory("remote-slow")
+        try Self.write(dir.file("live.tilepack"), version: 1)
+        let slow = Locked(false)
+        let files = LoopbackHTTPServer.fileHandler(root: dir.url)
+        let origin = try LoopbackHTTPServer { request in
+            slow.withLock { $0 } ? .delayed(.seconds(4), files(request)) : files(request)
+        }
+        defer { origin.stop() }
+        let server = try await RunningServer.start(
+            TileServerOptions(
+                archivePaths: [origin.baseURL + "/live.tilepack", ServerFixtures.sampleBundle], eventLoops: 1, remoteTimeout: 30),
+            store: RemoteStore(http: TestTransport.curl.client()))
+        #expect(server.server.archiveNames == ["live", "sample"])
+        let cachedTile = try TileCoordinate(zoom: 2, x: 3, y: 1)
+        #expect(try await server.get("/live/2/3/1.json").body == Self.bytes(cachedTile, version: 1))
+        slow.withLock { $0 = true }
+        let before = origin.requests(to: "/live.tilepack")
+        // Each request on a thread of its own, the time its answer came taken there (not in a
+        // task, which may wait for the cooperative pool).
+        let port = server.port
+        func timed(_ target: String) async throws -> (answer: RawHTTP.Answer, at: UInt64) {
+            try await onThread { (try RawHTTP.send(port: port, target: target), DispatchTime.now().uptimeNanoseconds) }
+        }
+        let slowAnswer = Task { try await timed("/live/2/2/1.json") }
+        // The slow read is at the store.
+        for _ in 0..<500 where origin.requests(to: "/live.tilepack") == before { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(origin.requests(to: "/live.tilepack") > before)
+        let local = try await timed("/sample/0/0/0.png")
+        let cached = try await timed("/live/2/3/1.json")
+        let slowest = try await slowAnswer.value
+        #expect(local.at < slowest.at && cached.at < slowest.at, "the local and cached tiles were answered only after the slow read")
+        #expect(local.answer.status == 200 && cached.answer.body == Self.bytes(cachedTile, version: 1))
+        let slowTile = try TileCoordinate(zoom: 2, x: 2, y: 1)
+        #expect(slowest.answer.status == 200 && slowest.answer.body == Self.bytes(slowTile, version: 1), "\(slowest.answer.text)")
+        await server.stop()
+    }
+
     /// A presigned `GET` URL (SigV4 query authentication, botocore's) of `key` in the bucket
     /// `tiles` at `endpoint`, valid for an hour.
     static func presignedURL(endpoint: String, key: String) async throws -> String {
