@@ -98,6 +98,10 @@ CURLcode tilepack_curl_set_callback(CURL *handle, CURLoption option, tilepack_cu
     return curl.easy_setopt(handle, option, value);
 }
 
+CURLcode tilepack_curl_set_seek_callback(CURL *handle, tilepack_curl_seek_callback value) {
+    return curl.easy_setopt(handle, CURLOPT_SEEKFUNCTION, value);
+}
+
 CURLcode tilepack_curl_response_code(CURL *handle, long *code) {
     return curl.easy_getinfo(handle, CURLINFO_RESPONSE_CODE, code);
 }

@@ -76,6 +76,8 @@ final class CurlTransfer: @unchecked Sendable {
     /// lower-cased byte by byte as they arrive.
     @exclusivity(unchecked) var fields = HTTPFields()
     var headDelivered = false
+    /// How much of the request's body curl has read (``curlRead``).
+    var bodyOffset = 0
     var easy: UnsafeMutableRawPointer?
     /// The request's own header list, when it is not the loop's shared one (freed with the transfer).
     var headerList: UnsafeMutablePointer<curl_slist>?
@@ -265,13 +267,20 @@ final class CurlLoop: @unchecked Sendable {
             ok = ok && tilepack_curl_set_pointer(easy, CURLOPT_CUSTOMREQUEST, nil) == CURLE_OK
         }
         if let body = request.body {
-            // The body is copied into the handle (the request's bytes need not outlive this call);
-            // the handle is reset when the transfer ends, so the next request is no upload.
+            // curl reads the body from the request's own bytes as it sends them (a read callback,
+            // rewound by a seek callback when curl sends it again), not from a copy made first:
+            // the part of a multipart upload is megabytes. The handle is reset when the transfer
+            // ends, so the next request is no upload.
+            transfer.bodyOffset = 0
             ok =
-                ok && tilepack_curl_set_long(easy, CURLOPT_POSTFIELDSIZE, body.count) == CURLE_OK
-                && (body.isEmpty
-                    ? tilepack_curl_set_pointer(easy, CURLOPT_COPYPOSTFIELDS, "")
-                    : body.withUnsafeBytes { tilepack_curl_set_pointer(easy, CURLOPT_COPYPOSTFIELDS, $0.baseAddress) }) == CURLE_OK
+                ok && tilepack_curl_set_long(easy, CURLOPT_POST, 1) == CURLE_OK
+                && tilepack_curl_set_long(easy, CURLOPT_POSTFIELDSIZE, body.count) == CURLE_OK
+                && tilepack_curl_set_callback(easy, CURLOPT_READFUNCTION, curlRead) == CURLE_OK
+                && tilepack_curl_set_pointer(easy, CURLOPT_READDATA, context) == CURLE_OK
+                && tilepack_curl_set_seek_callback(easy, curlSeek) == CURLE_OK
+                && tilepack_curl_set_pointer(easy, CURLOPT_SEEKDATA, context) == CURLE_OK
+            // Large bodies go out in larger writes (curl's default buffer is 64 KiB).
+            if body.count > 1 << 20 { ok = ok && tilepack_curl_set_long(easy, CURLOPT_UPLOAD_BUFFERSIZE, 1 << 20) == CURLE_OK }
         }
         if let userAgent {
             ok = ok && userAgent.withCString { tilepack_curl_set_pointer(easy, CURLOPT_USERAGENT, $0) } == CURLE_OK
@@ -419,6 +428,30 @@ private let curlWrite: tilepack_curl_data_callback = { data, size, count, contex
     let length = size * count
     guard transfer.deliverHead(), transfer.response.receiveBody(UnsafeRawBufferPointer(start: data, count: length)) else { return 0 }
     return length
+}
+
+/// curl's read callback: the next bytes of the request's body, copied into curl's send buffer.
+private let curlRead: tilepack_curl_data_callback = { buffer, size, count, context in
+    guard let context, let buffer else { return Int(CURL_READFUNC_ABORT) }
+    let transfer = Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
+    guard let body = transfer.request.body else { return 0 }
+    let offset = transfer.bodyOffset
+    let length = min(size * count, body.count - offset)
+    guard length > 0 else { return 0 }
+    body.withUnsafeBytes { bytes in
+        UnsafeMutableRawPointer(buffer).copyMemory(from: bytes.baseAddress! + offset, byteCount: length)
+    }
+    transfer.bodyOffset = offset + length
+    return length
+}
+
+/// curl's seek callback: the body read again from `offset` (a request curl sends again).
+private let curlSeek: tilepack_curl_seek_callback = { context, offset, origin in
+    guard let context, origin == SEEK_SET else { return CURL_SEEKFUNC_CANTSEEK }
+    let transfer = Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
+    guard let body = transfer.request.body, offset >= 0, offset <= body.count else { return CURL_SEEKFUNC_FAIL }
+    transfer.bodyOffset = Int(offset)
+    return CURL_SEEKFUNC_OK
 }
 
 /// curl's header callback: one header line; a status line starts a new response (after a

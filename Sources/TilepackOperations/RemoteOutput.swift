@@ -15,6 +15,43 @@ public enum RemoteOutput {
         _ build: (String) throws -> R
     ) throws -> R {
         guard S3Location.isS3(destination) else { return try build(destination) }
+        let (location, client) = try target(destination, overwrite: overwrite, client: client)
+        let base = temporaryFolder ?? NSTemporaryDirectory()
+        let folder = (base as NSString).appendingPathComponent("tilepack-upload-\(UUID().uuidString)")
+        do {
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        } catch {
+            throw OperationError(path: folder, fault: .io("cannot make the temporary folder for the upload: \(error.localizedDescription)"))
+        }
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let local = (folder as NSString).appendingPathComponent(location.fileName)
+        let result = try build(local)
+        let options = uploadOptions
+        _ = try s3(destination) { () async throws(S3Error) in try await client.upload(file: local, to: location, options: options) }
+        return result
+    }
+
+    /// Uploads the file at `path` as it is to `destination` (`s3://BUCKET/KEY`) by multipart
+    /// upload (``S3Client/upload(file:to:options:)``): the object appears whole or not at all. An
+    /// existing object is an error unless `overwrite`. Returns the object's ETag.
+    @discardableResult
+    public static func upload(file path: String, to destination: String, overwrite: Bool, client: S3Client? = nil) throws -> String? {
+        let (location, client) = try target(destination, overwrite: overwrite, client: client)
+        let options = uploadOptions
+        return try s3(destination) { () async throws(S3Error) in try await client.upload(file: path, to: location, options: options) }
+    }
+
+    /// How the command uploads: part checksums unless `AWS_REQUEST_CHECKSUM_CALCULATION` is
+    /// `when_required` (the AWS tools' setting, for stores that refuse them).
+    static var uploadOptions: S3Client.UploadOptions {
+        var options = S3Client.UploadOptions()
+        options.partChecksums = ProcessInfo.processInfo.environment["AWS_REQUEST_CHECKSUM_CALCULATION"]?.lowercased() != "when_required"
+        return options
+    }
+
+    /// The object `destination` names and the client to write it with, after checking that it
+    /// names one object and, unless `overwrite`, that there is none.
+    static func target(_ destination: String, overwrite: Bool, client: S3Client?) throws -> (S3Location, S3Client) {
         guard let location = S3Location(destination), !location.isPrefix, !location.isGlob else {
             throw OperationError(path: destination, fault: .badInput("an output in S3 is s3://BUCKET/KEY, a key naming one object"))
         }
@@ -26,18 +63,7 @@ public enum RemoteOutput {
                     path: destination, fault: .badInput("the object exists (\(existing.size) bytes): use --force to replace it"))
             }
         }
-        let base = temporaryFolder ?? NSTemporaryDirectory()
-        let folder = (base as NSString).appendingPathComponent("tilepack-upload-\(UUID().uuidString)")
-        do {
-            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        } catch {
-            throw OperationError(path: folder, fault: .io("cannot make the temporary folder for the upload: \(error.localizedDescription)"))
-        }
-        defer { try? FileManager.default.removeItem(atPath: folder) }
-        let local = (folder as NSString).appendingPathComponent(location.fileName)
-        let result = try build(local)
-        _ = try s3(destination) { () async throws(S3Error) in try await client.upload(file: local, to: location) }
-        return result
+        return (location, client)
     }
 
     /// Waits for an S3 exchange; its error as the operation's.

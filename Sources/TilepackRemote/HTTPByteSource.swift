@@ -130,6 +130,13 @@ public final class HTTPByteSource: ByteSource, @unchecked Sendable {
         if let hit = cached(offset: offset, length: length) {
             return try hit.data.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[hit.start..<(hit.start + length)])) }
         }
+        if Self.waitingForbidden {
+            throw TileArchiveError(
+                path: name,
+                fault: .io(
+                    errno: EWOULDBLOCK, reason: "bytes \(offset)-\(offset + length - 1) are not held, and this caller may not wait for them"
+                ))
+        }
         // A planned range that holds this one is fetched whole; otherwise just these bytes.
         let range =
             state.withLock { state in state.planned.first { $0.contains(offset) && $0.upperBound >= offset + length } }
@@ -152,6 +159,26 @@ public final class HTTPByteSource: ByteSource, @unchecked Sendable {
             }
         }
         state.withLock { $0.planned = merged }
+    }
+
+    // MARK: Callers that may not wait
+
+    /// Whether reads in this task (or on this thread, outside a task) may use only the bytes
+    /// held: set by ``withoutWaiting(_:)``.
+    @TaskLocal public static var waitingForbidden = false
+
+    /// Runs `body` with every read of an `HTTPByteSource` answered only from the bytes it holds
+    /// (its first request's bytes, its cache): a read that needs the store throws a
+    /// ``TileArchiveError`` with `io(EWOULDBLOCK)` (``wouldWait(_:)``) instead of waiting. For a
+    /// caller that must not block (a server's event loop), which then asks again where it may wait.
+    public static func withoutWaiting<R>(_ body: () throws -> R) rethrows -> R {
+        try $waitingForbidden.withValue(true, operation: body)
+    }
+
+    /// Whether `error` is a read that ``withoutWaiting(_:)`` refused.
+    public static func wouldWait(_ error: any Error) -> Bool {
+        guard case .io(let code, _)? = (error as? TileArchiveError)?.fault else { return false }
+        return code == EWOULDBLOCK
     }
 
     // MARK: Fetching and caching

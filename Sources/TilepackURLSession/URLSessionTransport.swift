@@ -38,7 +38,11 @@ public final class URLSessionTransport: PlatformHTTPTransport {
         var urlRequest = URLRequest(url: request.url)
         urlRequest.httpMethod = request.method
         urlRequest.cachePolicy = .reloadIgnoringLocalCacheData
-        urlRequest.timeoutInterval = HTTPClient.seconds(request.timeout)
+        // URLSession's own timeout is only a backstop behind the exchange's deadline (the timer
+        // below), so it is the deadline rounded up to whole seconds: FoundationNetworking on Linux
+        // arms its timer with `Int(timeoutInterval) * 1000` milliseconds, which makes 0.5 s a
+        // time-out of 0 ms, at once (swift-corelibs-foundation, HTTPURLProtocol.configureEasyHandle).
+        urlRequest.timeoutInterval = max(1, HTTPClient.seconds(request.timeout).rounded(.up))
         for (name, value) in request.headers { urlRequest.setValue(value, forHTTPHeaderField: name) }
         urlRequest.httpBody = request.body
 

@@ -145,6 +145,19 @@ import TilepackTestSupport
         #expect(server.abandonedTrickles.allSatisfy { $0 < .seconds(10) }, "\(server.abandonedTrickles)")
     }
 
+    /// A deadline under a second lets an answer that comes within it through. FoundationNetworking
+    /// arms URLSession's own timer with `Int(timeoutInterval) * 1000` ms, so a 0.9 s deadline
+    /// handed to it as it is timed out at once (the test above cannot tell: its error is the same).
+    @Test(arguments: TestTransport.available) func aDeadlineUnderASecondLetsAnAnswerWithinItThrough(_ transport: TestTransport)
+        async throws
+    {
+        let client = transport.client()
+        let server = try LoopbackHTTPServer { _ in .delayed(.milliseconds(50), .status(200, "in time")) }
+        defer { server.stop() }
+        let response = try await client.send(HTTPRequest(url: url(server, "/quick"), timeout: .milliseconds(900)))
+        #expect(response.status == 200 && response.body == Data("in time".utf8))
+    }
+
     @Test(arguments: TestTransport.available) func retriesHonourRetryAfterAndStopOnSuccess(_ transport: TestTransport) async throws {
         let client = transport.client()
         let calls = Locked(0)

@@ -82,6 +82,14 @@ struct S3WriteTests {
         #expect(count == data.count)
         for (offset, bytes) in zip(offsets, read) { #expect(bytes == data[offset..<(offset + 100)], "bytes at \(offset)") }
         #expect(try await uploadsInProgress(client, prefix: location.key).isEmpty)
+        // Each part went with its CRC-32, which the store checked and composed: the CRC-32 of the
+        // parts' CRC-32s (S3 adds their count, `-3`; moto does not).
+        let parts = [0..<(5 << 20), (5 << 20)..<(10 << 20), (10 << 20)..<data.count]
+        let partCRCs = Data(parts.flatMap { Data(base64Encoded: S3Client.base64CRC32(data[$0]))! })
+        let head = try await client.send("HEAD", location, headers: ["x-amz-checksum-mode": "ENABLED"])
+        let composite = S3Client.base64CRC32(partCRCs)
+        let stored = head.header("x-amz-checksum-crc32")
+        #expect(stored == composite || stored == composite + "-3", "\(head.fields)")
     }
 
     @Test func staleUploadsOfTheSameKeyAreAbortedFirstAndNoOthers() async throws {
@@ -116,6 +124,42 @@ struct S3WriteTests {
         }
         #expect(try await client.head(location) == nil)
         #expect(try await uploadsInProgress(client, prefix: location.key).isEmpty)
+    }
+
+    /// `tilepack upload` puts a local archive in S3 byte for byte; an existing object needs
+    /// --force; a file that is no archive (exit 2) and a key naming another format are refused
+    /// before anything is sent.
+    @Test func tilepackUploadPutsAnArchiveAsItIs() async throws {
+        guard let binary = TestSupport.tilepackBinary else {
+            Issue.record("tilepack is not built")
+            return
+        }
+        let sample = TestSupport.packageRoot.appendingPathComponent("samples/sample.tilepack").path
+        let location = S3Location(bucket: "tiles", key: "upload/\(UUID().uuidString)/world.tilepack")
+        let environment = self.environment
+        let run = try await TestSupport.run(binary, ["upload", sample, location.description], environment: environment)
+        #expect(run.status == 0 && run.stdout.contains("uploaded") && run.stdout.contains("ETag"), "\(run.stderr)")
+        let reader = client()
+        let stored = try await onThread {
+            let source = try HTTPByteSource(s3: location, client: reader)
+            return try source.withBytes(offset: 0, length: source.count) { Data($0) }
+        }
+        #expect(stored == (try Data(contentsOf: URL(fileURLWithPath: sample))))
+        let again = try await TestSupport.run(binary, ["upload", sample, location.description], environment: environment)
+        #expect(again.status == 1 && again.stderr.contains("--force"), "\(again.stderr)")
+        let forced = try await TestSupport.run(
+            binary, ["upload", sample, location.description, "--force", "--quiet"], environment: environment)
+        #expect(forced.status == 0 && forced.stdout.isEmpty, "\(forced.stderr)")
+        let dir = try TemporaryDirectory("s3-upload-command")
+        try Data("not tiles\n".utf8).write(to: URL(fileURLWithPath: dir.file("notes.tilepack")))
+        let other = S3Location(bucket: "tiles", key: "upload/\(UUID().uuidString)/notes.tilepack")
+        let text = try await TestSupport.run(binary, ["upload", dir.file("notes.tilepack"), other.description], environment: environment)
+        #expect(text.status == 2 && text.stderr.contains("a text file"), "\(text.stderr)")
+        let misnamed = try await TestSupport.run(
+            binary, ["upload", sample, "s3://tiles/\(other.key).pmtiles"], environment: environment)
+        #expect(misnamed.status != 0 && misnamed.stderr.contains("names a PMTiles"), "\(misnamed.stderr)")
+        #expect(try await reader.head(other) == nil)
+        #expect(try await reader.head(S3Location(bucket: "tiles", key: other.key + ".pmtiles")) == nil)
     }
 
     /// README's sharded build with its parts in S3: shards imported to s3://, merged from a prefix

@@ -120,7 +120,8 @@ import TilepackTestSupport
 
     @Test(arguments: ["tilepack", "mbtiles", "pmtiles"])
     func aLayerShowingAPatchedArchiveDrawsTheOldVersionThenTheNewWithoutABlankFrame(_ ext: String) async throws {
-        let (_, base, new, patch) = try Self.patched(ext, "shown-patch")
+        let (dir, base, new, patch) = try Self.patched(ext, "shown-patch")
+        defer { withExtendedLifetime(dir) {} }  // the files live as long as the directory value
         try await check(base) { draw in
             let seen = Locked<[Double]>([])
             let request = PatchRequest.start(base: base, patch: patch) { request in

@@ -14,6 +14,8 @@
 #include <stddef.h>
 
 typedef size_t (*tilepack_curl_data_callback)(char *data, size_t size, size_t count, void *context);
+/// CURLOPT_SEEKFUNCTION's: moves a request body's read position (curl rewinds a body it sends again).
+typedef int (*tilepack_curl_seek_callback)(void *context, curl_off_t offset, int origin);
 
 /// Loads libcurl and runs curl_global_init once per process (thread-safe). 0 when libcurl is
 /// usable; otherwise -1 and `reason` holds why (the loader's message, or a missing symbol).
@@ -26,6 +28,7 @@ const char *tilepack_curl_easy_strerror(CURLcode code);
 CURLcode tilepack_curl_set_long(CURL *handle, CURLoption option, long value);
 CURLcode tilepack_curl_set_pointer(CURL *handle, CURLoption option, const void *value);
 CURLcode tilepack_curl_set_callback(CURL *handle, CURLoption option, tilepack_curl_data_callback value);
+CURLcode tilepack_curl_set_seek_callback(CURL *handle, tilepack_curl_seek_callback value);
 CURLcode tilepack_curl_response_code(CURL *handle, long *code);
 
 CURLM *tilepack_curl_multi_init(void);

@@ -1,4 +1,5 @@
 import Foundation
+import TilepackChecksum
 import TilepackCore
 import TilepackHTTP
 
@@ -8,8 +9,15 @@ extension S3Client {
         /// The bytes of a part (S3 takes 5 MiB at least, but for the last; 10,000 parts at most:
         /// larger files get larger parts).
         public var partSize = 8 << 20
-        /// Parts in flight at once (memory: about twice this many parts).
-        public var concurrency = 4
+        /// Parts in flight at once (memory: about this many parts; `aws s3 cp` has 10).
+        public var concurrency = 8
+        /// Whether each part carries its CRC-32 (`x-amz-checksum-crc32`, the upload declared with
+        /// `x-amz-checksum-algorithm: CRC32`), as the AWS tools send by default: the store checks
+        /// every part, and keeps a checksum made of the parts' instead of reading the whole object
+        /// again for one of its own (S3's CRC64NVME default; moto copies the object twice for it).
+        /// Off for a store that refuses the fields (the command turns it off for
+        /// `AWS_REQUEST_CHECKSUM_CALCULATION=when_required`, as the AWS tools do).
+        public var partChecksums = true
         public init() {}
     }
 
@@ -33,7 +41,8 @@ extension S3Client {
         fstat(fd, &info)
         let size = Int(info.st_size)
         try await abortStaleUploads(of: location)
-        let created = try await send("POST", location, query: "uploads=", body: Data())
+        let created = try await send(
+            "POST", location, query: "uploads=", headers: options.partChecksums ? ["x-amz-checksum-algorithm": "CRC32"] : [:], body: Data())
         try check(created, location: location)
         guard let uploadId = S3XML(created.body).first("UploadId") else {
             throw S3Error(
@@ -45,10 +54,11 @@ extension S3Client {
             let parts = max(1, (size + partSize - 1) / partSize)
             let etags = try await uploadParts(
                 fd: fd, size: size, partSize: partSize, parts: parts, uploadId: uploadId, location: location,
-                concurrency: options.concurrency)
+                concurrency: options.concurrency, checksums: options.partChecksums)
             var xml = "<CompleteMultipartUpload>"
-            for (number, etag) in etags.enumerated() {
-                xml += "<Part><PartNumber>\(number + 1)</PartNumber><ETag>\(S3XML.escape(etag))</ETag></Part>"
+            for (number, part) in etags.enumerated() {
+                let checksum = part.crc32.map { "<ChecksumCRC32>\($0)</ChecksumCRC32>" } ?? ""
+                xml += "<Part>\(checksum)<PartNumber>\(number + 1)</PartNumber><ETag>\(S3XML.escape(part.etag))</ETag></Part>"
             }
             xml += "</CompleteMultipartUpload>"
             let completed = try await send(
@@ -95,12 +105,14 @@ extension S3Client {
         try check(response, [200, 204, 404], location: location)
     }
 
-    /// The parts, `concurrency` at a time, read with `pread`; their ETags in part order.
+    /// The parts, `concurrency` at a time, read with `pread`; their ETags (and with `checksums`
+    /// their CRC-32s, base64) in part order.
     private func uploadParts(
-        fd: Int32, size: Int, partSize: Int, parts: Int, uploadId: String, location: S3Location, concurrency: Int
-    ) async throws(S3Error) -> [String] {
-        let outcome: Result<[String], S3Error> = await withTaskGroup(of: Result<(Int, String), S3Error>.self) { group in
-            var etags = [String](repeating: "", count: parts)
+        fd: Int32, size: Int, partSize: Int, parts: Int, uploadId: String, location: S3Location, concurrency: Int, checksums: Bool
+    ) async throws(S3Error) -> [(etag: String, crc32: String?)] {
+        typealias Part = (etag: String, crc32: String?)
+        let outcome: Result<[Part], S3Error> = await withTaskGroup(of: Result<(Int, Part), S3Error>.self) { group in
+            var etags = [Part](repeating: ("", nil), count: parts)
             var next = 0
             func add() {
                 let number = next
@@ -109,16 +121,15 @@ extension S3Client {
                     do throws(S3Error) {
                         let offset = number * partSize
                         let length = min(partSize, size - offset)
-                        var body = Data(count: length)
-                        let read = body.withUnsafeMutableBytes { pread(fd, $0.baseAddress, length, off_t(offset)) }
-                        guard read == length else {
+                        guard let body = Self.readPart(fd: fd, offset: offset, length: length) else {
                             throw S3Error(
                                 bucket: location.bucket, key: location.key, code: "LocalFile",
                                 message: "the file changed while it was uploaded (part \(number + 1))")
                         }
+                        let crc32 = checksums ? Self.base64CRC32(body) : nil
                         let response = try await self.send(
                             "PUT", location, query: S3Client.query([("partNumber", String(number + 1)), ("uploadId", uploadId)]),
-                            body: body,
+                            headers: crc32.map { ["x-amz-checksum-crc32": $0] } ?? [:], body: body,
                             timeout: .seconds(600), maximumBodyBytes: 1 << 20)
                         try self.check(response, location: location)
                         guard let etag = response.etag else {
@@ -126,15 +137,15 @@ extension S3Client {
                                 bucket: location.bucket, key: location.key, status: response.status, code: "InvalidResponse",
                                 message: "UploadPart \(number + 1) answered no ETag")
                         }
-                        return .success((number, etag))
+                        return .success((number, (etag, crc32)))
                     } catch { return .failure(error) }
                 }
             }
             for _ in 0..<min(max(1, concurrency), parts) { add() }
             while let result = await group.next() {
                 switch result {
-                case .success(let (number, etag)):
-                    etags[number] = etag
+                case .success(let (number, part)):
+                    etags[number] = part
                     if next < parts { add() }
                 case .failure(let error):
                     group.cancelAll()
@@ -144,6 +155,29 @@ extension S3Client {
             return .success(etags)
         }
         return try outcome.get()
+    }
+
+    /// The CRC-32 of `bytes`, big-endian, in base64: S3's `x-amz-checksum-crc32`.
+    static func base64CRC32(_ bytes: Data) -> String {
+        let crc = bytes.withUnsafeBytes { CRC32.checksum($0) }
+        return Data([UInt8(crc >> 24), UInt8((crc >> 16) & 0xFF), UInt8((crc >> 8) & 0xFF), UInt8(crc & 0xFF)]).base64EncodedString()
+    }
+
+    /// `length` bytes of the file at `offset`, read into a buffer that is not zeroed first (the
+    /// part's only copy before the transport's); `nil` when the file has fewer.
+    static func readPart(fd: Int32, offset: Int, length: Int) -> Data? {
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: max(1, length), alignment: 16)
+        var done = 0
+        while done < length {
+            let read = pread(fd, buffer + done, length - done, off_t(offset + done))
+            if read < 0, errno == EINTR { continue }
+            guard read > 0 else {
+                buffer.deallocate()
+                return nil
+            }
+            done += read
+        }
+        return Data(bytesNoCopy: buffer, count: length, deallocator: .custom { pointer, _ in pointer.deallocate() })
     }
 
     /// Runs `body` to its end for a caller that blocks (the command's operations), on threads of

@@ -39,7 +39,10 @@ package struct SigV4Signer: Sendable {
     /// credentials have one) and `Authorization` set, signed at `date`.
     package func sign(_ request: HTTPRequest, date: Date = Date()) -> HTTPRequest {
         var signed = request
-        let payloadHash = request.body.map { Digest.hex(Digest.hash(.sha256, $0)) } ?? Self.emptyPayloadHash
+        // Hashed where the body lies (a Data as a sequence would be copied into an array first:
+        // a part of a multipart upload is megabytes).
+        let payloadHash =
+            request.body.map { body in body.withUnsafeBytes { Digest.hex(Digest.hash(.sha256, $0)) } } ?? Self.emptyPayloadHash
         signed.headers = prepare(request, date: date, payloadHash: payloadHash)
         signed.headers["Authorization"] = signature(method: signed.method, url: signed.url, headers: signed.headers).authorization
         return signed

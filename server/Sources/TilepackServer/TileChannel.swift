@@ -3,6 +3,7 @@ import HTTPTypes
 import HummingbirdCore
 import Logging
 import NIOCore
+import NIOPosix
 import TilepackRequestHead
 
 @_spi(HTTP1) import enum TilepackHTTP.HTTP1Syntax
@@ -16,6 +17,10 @@ import TilepackRequestHead
 /// Hummingbird's own responder would hand each request to a Swift task on the cooperative pool
 /// and its response back to the event loop: two thread switches per request, most of the cost of
 /// a tile (measured in `tools/bench-serve.sh`).
+///
+/// A tile of a remote archive whose bytes are not held (neither in its first request's bytes nor
+/// in its cache) waits for the store, milliseconds to seconds: that answer is made on a thread of
+/// `storeReads` instead, so the loop goes on answering the other connections meanwhile.
 struct TileChannel: ServerChildChannel {
     struct Value: ServerChildChannelValue {
         let channel: any Channel
@@ -25,6 +30,8 @@ struct TileChannel: ServerChildChannel {
     let idleTimeout: TimeAmount
     let headerTimeout: TimeAmount
     let connections: ConnectionRegistry
+    /// Where answers that wait for a remote store are made; `nil` when no archive is remote.
+    let storeReads: NIOThreadPool?
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         channel.eventLoop.makeCompletedFuture {
@@ -32,7 +39,8 @@ struct TileChannel: ServerChildChannel {
             // and header timeouts, quiescing, errors and back-pressure are its rules, in one place.
             try channel.pipeline.syncOperations.addHandler(
                 TileRequestHandler(
-                    service: service, idleTimeout: idleTimeout, headerTimeout: headerTimeout, connections: connections))
+                    service: service, idleTimeout: idleTimeout, headerTimeout: headerTimeout, connections: connections,
+                    storeReads: storeReads))
             return Value(channel: channel)
         }
     }
@@ -56,6 +64,11 @@ struct TileChannel: ServerChildChannel {
 /// unread (no resource takes one); on graceful shutdown an idle connection closes at once and a
 /// busy one after its answer; a client that does not read its answers is not read from either,
 /// so answers never pile up in memory.
+///
+/// A request whose answer waits for a remote store (``TileService/respondWithoutWaiting(to:)``
+/// says so) is answered on a thread of `storeReads`; meanwhile this connection reads nothing more
+/// and answers nothing else (its answers stay in order), and its idle timeout does not run. The
+/// answer is written on the loop when it comes, then the requests that arrived meanwhile are answered.
 final class TileRequestHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundIn = ByteBuffer
@@ -65,6 +78,9 @@ final class TileRequestHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private let idleTimeout: TimeAmount
     private let headerTimeout: TimeAmount
     private let connections: ConnectionRegistry
+    private let storeReads: NIOThreadPool?
+    /// Whether an answer is being made on a thread of `storeReads`.
+    private var waiting = false
     /// This connection in the registry: when it last completed a head.
     private var entry: ConnectionRegistry.Entry?
     /// When the first byte of the head being received came; `nil` between requests.
@@ -84,11 +100,15 @@ final class TileRequestHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private var idleCheck: Scheduled<Void>?
     private var date = HTTPDate()
 
-    init(service: TileService, idleTimeout: TimeAmount, headerTimeout: TimeAmount, connections: ConnectionRegistry) {
+    init(
+        service: TileService, idleTimeout: TimeAmount, headerTimeout: TimeAmount, connections: ConnectionRegistry,
+        storeReads: NIOThreadPool? = nil
+    ) {
         self.service = service
         self.idleTimeout = idleTimeout
         self.headerTimeout = headerTimeout
         self.connections = connections
+        self.storeReads = storeReads
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -123,10 +143,26 @@ final class TileRequestHandler: ChannelDuplexHandler, RemovableChannelHandler {
             bytes = earlier
             received = nil
         }
-        // Every complete head in what arrived is answered, in order; the answers go out together
-        // (one flush) when the read is done. Bytes kept from earlier reads are parsed again only
-        // once a head can have ended in the new ones (a fresh read is parsed at once: no rescan).
+        // Kept, unparsed, until the answer the connection waits for is written.
+        if waiting {
+            received = bytes
+            return
+        }
+        answerHeads(in: bytes, searched: searched, context: context)
+    }
+
+    /// Answers every complete head in `bytes`, in order, until one waits for the store; the
+    /// answers go out together (one flush) when the read is done. Bytes kept from earlier reads
+    /// (`searched` of them) are parsed again only once a head can have ended in the new ones (a
+    /// fresh read is parsed at once: no rescan). What is left is kept in `received`.
+    private func answerHeads(in bytes: ByteBuffer, searched: Int, context: ChannelHandlerContext) {
+        var bytes = bytes
+        var searched = searched
         while !closing, bytes.readableBytes > 0 {
+            if waiting {
+                received = bytes
+                return
+            }
             let ended = searched == 0 || bytes.withUnsafeReadableBytes { HTTP1Syntax.endOfHead($0, after: searched) != nil }
             let parse =
                 ended || bytes.readableBytes >= RequestHead.maximumSize
@@ -167,7 +203,43 @@ final class TileRequestHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     private func respond(to request: RequestHead, context: ChannelHandlerContext) {
         let start = DispatchTime.now().uptimeNanoseconds
-        let answer = service.respond(to: request)
+        guard let storeReads else { return write(service.respond(to: request), for: request, start: start, context: context) }
+        if let answer = service.respondWithoutWaiting(to: request) { return write(answer, for: request, start: start, context: context) }
+        // The store is asked on a thread of the pool; the loop goes on with other connections.
+        waiting = true
+        let service = self.service
+        storeReads.runIfActive(eventLoop: context.eventLoop) { service.respond(to: request) }.assumeIsolated().whenComplete {
+            [self] result in
+            waiting = false
+            guard !closing else { return }
+            // A pool that stopped (the server shuts down) made no answer.
+            let answer =
+                (try? result.get())
+                ?? ServerResponse(status: .serviceUnavailable, body: context.channel.allocator.buffer(string: "shutting down\n"))
+            lastRead = .now()
+            write(answer, for: request, start: start, context: context)
+            // What arrived meanwhile, then reading again.
+            if let pending = received {
+                received = nil
+                answerHeads(in: pending, searched: 0, context: context)
+            }
+            if unflushed {
+                unflushed = false
+                context.flush()
+            }
+            guard !waiting, !closing else { return }
+            if inputClosed {
+                closeAfterInputClosed(context: context)
+            } else if readHeld, context.channel.isWritable {
+                readHeld = false
+                context.read()
+            }
+        }
+    }
+
+    /// Writes `answer` (queued: the flush comes when the read is done, or at once when the
+    /// connection closes after it) and records it.
+    private func write(_ answer: ServerResponse, for request: RequestHead, start: UInt64, context: ChannelHandlerContext) {
         // A request with a body is the connection's last: its body is not read.
         let keepAlive = request.keepAlive && !request.hasBody && !quiescing
         let length = answer.body?.readableBytes ?? 0
@@ -300,27 +372,33 @@ final class TileRequestHandler: ChannelDuplexHandler, RemovableChannelHandler {
         context.close(promise: nil)
     }
 
+    /// The client sends nothing more: the answers already written go out, then the connection closes.
+    private func closeAfterInputClosed(context: ChannelHandlerContext) {
+        closing = true
+        unflushed = false
+        context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(capacity: 0)))
+            .assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+    }
+
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if case .inputClosed? = event as? ChannelEvent {
             // The client sends nothing more (Hummingbird's server allows half-closed
             // connections): a head not complete yet never will be. The answers already written
             // go out, then the connection closes, rather than waiting for the idle timeout.
             inputClosed = true
-            received = nil
+            // Heads that arrived while an answer waited for the store are answered after it.
+            if !waiting { received = nil }
             if lingering {
                 context.close(promise: nil)
-            } else if !closing {
-                closing = true
-                unflushed = false
-                context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(capacity: 0)))
-                    .assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+            } else if !closing, !waiting {
+                closeAfterInputClosed(context: context)
             }
             return
         }
         if event is ChannelShouldQuiesceEvent {
             quiescing = true
             // Between requests: close now. In the middle of one: its answer says close.
-            if received == nil, !closing {
+            if received == nil, !closing, !waiting {
                 closing = true
                 if unflushed { context.flush() }
                 context.close(promise: nil)
@@ -333,7 +411,7 @@ final class TileRequestHandler: ChannelDuplexHandler, RemovableChannelHandler {
     // MARK: Back-pressure: no reading while the socket does not take our answers.
 
     func read(context: ChannelHandlerContext) {
-        if context.channel.isWritable {
+        if context.channel.isWritable, !waiting {
             context.read()
         } else {
             readHeld = true
@@ -341,7 +419,7 @@ final class TileRequestHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
-        if context.channel.isWritable, readHeld {
+        if context.channel.isWritable, readHeld, !waiting {
             readHeld = false
             context.read()
         }
@@ -354,6 +432,11 @@ final class TileRequestHandler: ChannelDuplexHandler, RemovableChannelHandler {
         checkAt = deadline
         idleCheck = context.eventLoop.assumeIsolatedUnsafeUnchecked().scheduleTask(deadline: deadline) { [self] in
             let now = NIODeadline.now()
+            // Waiting for the store is not idleness (the store's timeout bounds the wait).
+            if waiting {
+                scheduleIdleCheck(context: context, at: now + idleTimeout)
+                return
+            }
             if let headStarted, headStarted + headerTimeout <= now, !closing {
                 // A head still arriving at its deadline (nginx's client_header_timeout): 408.
                 idleCheck = nil

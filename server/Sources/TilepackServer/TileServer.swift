@@ -61,9 +61,15 @@ public final class TileServer: Sendable {
         logger.logLevel = .error
         let loops = Self.eventLoopGroup(threads: max(1, options.eventLoops))
         let connections = ConnectionRegistry()
+        // Answers that wait for a remote archive's store are made here, off the event loops.
+        let storeReads =
+            service.catalog.slots.contains { $0.remote != nil } ? NIOThreadPool(numberOfThreads: Self.storeReadThreads) : nil
+        storeReads?.start()
+        defer { storeReads?.shutdownGracefully { _ in } }
         let channel = TileChannel(
             service: service, idleTimeout: .nanoseconds(Int64(max(options.idleTimeout, 0.1) * 1e9)),
-            headerTimeout: .nanoseconds(Int64(max(options.headerTimeout, 0.1) * 1e9)), connections: connections)
+            headerTimeout: .nanoseconds(Int64(max(options.headerTimeout, 0.1) * 1e9)), connections: connections,
+            storeReads: storeReads)
         let server = channel.server(
             configuration: ServerConfiguration(
                 address: .hostname(options.host, port: options.port), serverName: "tilepack",
@@ -93,6 +99,11 @@ public final class TileServer: Sendable {
             throw Self.listenError(error, host: options.host, port: options.port)
         }
     }
+
+    /// Threads that wait for remote stores: as many answers wait at once (each connection has at
+    /// most one in flight); more wait in the pool's queue. A read from a store takes milliseconds
+    /// and a thread that waits uses no CPU.
+    static let storeReadThreads = 16
 
     /// Why the server cannot listen on `host:port`, naming both and what to change.
     static func listenError(_ error: any Error, host: String, port: Int) -> TileServerError {

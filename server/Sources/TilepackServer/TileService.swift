@@ -4,6 +4,7 @@ import HTTPTypes
 import NIOCore
 import TilepackCore
 import TilepackImaging
+import TilepackRemote
 import TilepackRequestHead
 @_spi(TilepackInternal) import TilepackStorage
 
@@ -59,7 +60,21 @@ final class TileService: Sendable {
     // MARK: Requests
 
     /// Answers one request (the body of a `HEAD` answer is dropped by the caller, its length kept).
+    /// A tile of a remote archive whose bytes are not held waits for the store.
     func respond(to request: RequestHead) -> ServerResponse {
+        answer(request) ?? text(.internalServerError, "the answer needed the store where it could not wait for it\n")
+    }
+
+    /// Answers one request without waiting for a remote archive's store (an event loop must not
+    /// block): `nil` when the answer needs bytes of a remote archive that are not held (in its
+    /// first request's bytes or its cache). The caller then gets the answer from
+    /// ``respond(to:)`` on a thread that may wait.
+    func respondWithoutWaiting(to request: RequestHead) -> ServerResponse? {
+        HTTPByteSource.withoutWaiting { answer(request) }
+    }
+
+    /// The answer; `nil` only while ``HTTPByteSource/withoutWaiting(_:)`` runs and a tile needs the store.
+    private func answer(_ request: RequestHead) -> ServerResponse? {
         let target = request.target
         var response: ServerResponse
         switch request.method {
@@ -68,8 +83,10 @@ final class TileService: Sendable {
         case .get, .head:
             if let denied = checkToken(request, target: target) {
                 response = denied
+            } else if let routed = route(request, target: target) {
+                response = routed
             } else {
-                response = route(request, target: target)
+                return nil
             }
         default:
             response = text(.methodNotAllowed, "\(request.method.name) is not served: use GET or HEAD\n")
@@ -79,7 +96,7 @@ final class TileService: Sendable {
         return response
     }
 
-    private func route(_ request: RequestHead, target: String) -> ServerResponse {
+    private func route(_ request: RequestHead, target: String) -> ServerResponse? {
         switch Route(target: target) {
         case .tile(let name, let zoom, let x, let y, let fileExtension):
             return tile(request, name: name, zoom: zoom, x: x, y: y, fileExtension: fileExtension)
@@ -121,7 +138,7 @@ final class TileService: Sendable {
 
     // MARK: Tiles
 
-    private func tile(_ request: RequestHead, name: Substring, zoom: Int, x: Int, y: Int, fileExtension: Substring) -> ServerResponse {
+    private func tile(_ request: RequestHead, name: Substring, zoom: Int, x: Int, y: Int, fileExtension: Substring) -> ServerResponse? {
         guard let slot = catalog.slot(named: name) else { return noArchive(name) }
         let generation = slot.current
         // An archive of unknown format (tiles of no format tilepack knows) takes any extension.
@@ -136,6 +153,8 @@ final class TileService: Sendable {
         do {
             return try tileResponse(request, generation: generation, tile: coordinate)
         } catch {
+            // Not an error: the bytes are in the store, and this caller may not wait for them.
+            if HTTPByteSource.waitingForbidden, HTTPByteSource.wouldWait(error) { return nil }
             // The file was replaced while this request ran, and the old version can no longer give
             // what it needs (a new database connection to a file that is gone): answer from the
             // new version, whole, rather than fail or mix.

@@ -207,8 +207,11 @@ import TilepackTestSupport
     }
 
     /// A store that refuses or does not answer: 502 or 504 naming the URL, a log line, and the
-    /// server goes on answering.
-    @Test func storeFaultsAre502And504WithALogLineNamingTheURL() async throws {
+    /// server goes on answering; over both transports, with a deadline under a second (which
+    /// FoundationNetworking's URLSession on Linux once turned into an immediate time-out: its
+    /// timer is armed with whole seconds, see Specs/serve.md).
+    @Test(arguments: TestTransport.available)
+    func storeFaultsAre502And504WithALogLineNamingTheURL(_ transport: TestTransport) async throws {
         let dir = try TemporaryDirectory("remote-faults")
         let path = dir.file("live.tilepack")
         try Self.write(path, version: 1)
@@ -225,7 +228,7 @@ import TilepackTestSupport
         let logged = Locked<[String]>([])
         let url = origin.baseURL + "/live.tilepack"
         let server = try await RunningServer.start(
-            TileServerOptions(archivePaths: [url], remoteTimeout: 1), store: RemoteStore(http: TestTransport.curl.client()),
+            TileServerOptions(archivePaths: [url], remoteTimeout: 0.5), store: RemoteStore(http: transport.client()),
             log: { line in logged.withLock { $0.append(line) } })
         #expect(try await server.get("/live/0/0/0.json").status == 200)
         mode.withLock { $0 = "refuse" }
@@ -234,14 +237,54 @@ import TilepackTestSupport
         mode.withLock { $0 = "stall" }
         let started = Date()
         let stalled = try await server.get("/live/2/2/1.json")
-        // Two tries of a second each (curl's deadline is in milliseconds; FoundationNetworking's
-        // URLSession on Linux rounds a fraction of a second down to an immediate time-out).
-        #expect(Date().timeIntervalSince(started) >= 2)
+        // Two tries of half a second each: the deadline, not an immediate time-out.
+        #expect(Date().timeIntervalSince(started) >= 1)
         #expect(stalled.status == 504 && stalled.text.contains(url), "\(stalled.text)")
         #expect(logged.withLock { $0 }.filter { $0.contains(url) }.count >= 2, "\(logged.withLock { $0 })")
         mode.withLock { $0 = "ok" }
         #expect(try await server.get("/live/2/2/1.json").status == 200)
         #expect(try await server.get("/_/health").status == 200)
+        await server.stop()
+    }
+
+    /// A tile whose bytes are in the store is answered off the event loop: with one loop, a read
+    /// the store takes 4 s to answer does not hold up a local tile or a cached remote tile asked
+    /// meanwhile on other connections (before, both waited for it on the loop).
+    @Test func aSlowStoreReadDoesNotHoldUpOtherRequestsOnItsEventLoop() async throws {
+        let dir = try TemporaryDirectory("remote-slow")
+        try Self.write(dir.file("live.tilepack"), version: 1)
+        let slow = Locked(false)
+        let files = LoopbackHTTPServer.fileHandler(root: dir.url)
+        let origin = try LoopbackHTTPServer { request in
+            slow.withLock { $0 } ? .delayed(.seconds(4), files(request)) : files(request)
+        }
+        defer { origin.stop() }
+        let server = try await RunningServer.start(
+            TileServerOptions(
+                archivePaths: [origin.baseURL + "/live.tilepack", ServerFixtures.sampleBundle], eventLoops: 1, remoteTimeout: 30),
+            store: RemoteStore(http: TestTransport.curl.client()))
+        #expect(server.server.archiveNames == ["live", "sample"])
+        let cachedTile = try TileCoordinate(zoom: 2, x: 3, y: 1)
+        #expect(try await server.get("/live/2/3/1.json").body == Self.bytes(cachedTile, version: 1))
+        slow.withLock { $0 = true }
+        let before = origin.requests(to: "/live.tilepack")
+        // Each request on a thread of its own, the time its answer came taken there (not in a
+        // task, which may wait for the cooperative pool).
+        let port = server.port
+        func timed(_ target: String) async throws -> (answer: RawHTTP.Answer, at: UInt64) {
+            try await onThread { (try RawHTTP.send(port: port, target: target), DispatchTime.now().uptimeNanoseconds) }
+        }
+        let slowAnswer = Task { try await timed("/live/2/2/1.json") }
+        // The slow read is at the store.
+        for _ in 0..<500 where origin.requests(to: "/live.tilepack") == before { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(origin.requests(to: "/live.tilepack") > before)
+        let local = try await timed("/sample/0/0/0.png")
+        let cached = try await timed("/live/2/3/1.json")
+        let slowest = try await slowAnswer.value
+        #expect(local.at < slowest.at && cached.at < slowest.at, "the local and cached tiles were answered only after the slow read")
+        #expect(local.answer.status == 200 && cached.answer.body == Self.bytes(cachedTile, version: 1))
+        let slowTile = try TileCoordinate(zoom: 2, x: 2, y: 1)
+        #expect(slowest.answer.status == 200 && slowest.answer.body == Self.bytes(slowTile, version: 1), "\(slowest.answer.text)")
         await server.stop()
     }
 

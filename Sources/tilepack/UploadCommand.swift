@@ -1,0 +1,58 @@
+import ArgumentParser
+import Foundation
+import TilepackCore
+import TilepackOperations
+import TilepackStorage
+
+/// `tilepack upload`: a local archive into object storage as it is (go-pmtiles' `upload`).
+struct UploadCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "upload",
+        abstract: "Upload an archive to s3://BUCKET/KEY as it is, by multipart upload in parallel parts.",
+        discussion: """
+            The object appears whole or not at all: a failed upload is aborted, and the stale multipart uploads \
+            of the same key (left by a killed process) are aborted first. The archive is not rebuilt (convert to \
+            an s3:// output does that); its format is checked by its bytes, and a key ending in another \
+            format's extension is refused. Credentials, region and endpoint as for every s3:// URL (README, \
+            Object storage). Example:
+              tilepack upload world.pmtiles s3://tiles/world.pmtiles
+            """)
+
+    @Argument(help: "The archive (\(TileArchiveFormat.extensions())), a local file.")
+    var input: String
+
+    @Argument(help: "Where to put it: s3://BUCKET/KEY.")
+    var destination: String
+
+    @Flag(help: "Replace an existing object.")
+    var force = false
+
+    @Flag(name: .shortAndLong, help: "Print nothing when it succeeds.")
+    var quiet = false
+
+    func validate() throws {
+        guard destination.lowercased().hasPrefix("s3://") else { throw ValidationError("the destination is an s3://BUCKET/KEY URL") }
+    }
+
+    func run() throws {
+        let format = try TileArchiveFormat.detect(path: input)
+        let key = destination.lowercased()
+        if let named = TileArchiveFormat.allCases.first(where: { key.hasSuffix($0.fileExtension) }), named != format {
+            throw ValidationError("\(input) is a \(format), and \(destination) names a \(named) (\(named.fileExtension))")
+        }
+        // An MBTiles file whose write-ahead log holds pages is not whole without it.
+        if format == .mbtiles, let wal = FileSystem.stat(input + "-wal"), wal.st_size > 0 {
+            throw ValidationError(
+                "\(input) has changes in its write-ahead log (\(input)-wal): close the program writing it, or checkpoint it, first")
+        }
+        let size = FileSystem.stat(input).map { Int($0.st_size) } ?? 0
+        let started = Date()
+        let etag = try RemoteOutput.upload(file: input, to: destination, overwrite: force)
+        if !quiet {
+            let seconds = Date().timeIntervalSince(started)
+            print(
+                "uploaded \(input) (\(size) bytes) to \(destination)\(etag.map { ", ETag \($0)" } ?? "") in \(String(format: "%.2f", seconds)) s"
+            )
+        }
+    }
+}
