@@ -335,14 +335,25 @@ public final class HTTPByteSource: ByteSource, @unchecked Sendable {
                 attempts: tries)
         case 416 where range.lowerBound == 0:
             return Fetched(body: Data(), size: 0, etag: response.etag, lastModified: response.header("last-modified"), attempts: tries)
-        case 412:
-            throw fail(
-                .corrupt(
+        default:
+            throw refusal(response, name: name, etag: etag, lastModified: lastModified, authority: authority)
+        }
+    }
+
+    /// The error for an answer that is neither the bytes asked for nor the whole object: 412 when
+    /// the pinned version changed, else the status, explained by the store where it can.
+    static func refusal(
+        _ response: HTTPResponse, name: String, etag: String?, lastModified: String?, authority: (any RangeRequestAuthority)?
+    ) -> TileArchiveError {
+        guard response.status != 412 else {
+            return TileArchiveError(
+                path: name,
+                fault: .corrupt(
                     "the object changed while it was read (If-Match \(etag ?? "") or If-Unmodified-Since \(lastModified ?? "") failed); open it again"
                 ))
-        default:
-            throw fail(.cannotOpen(errno: 0, reason: authority?.explain(response) ?? "HTTP status \(response.status)"))
         }
+        return TileArchiveError(
+            path: name, fault: .cannotOpen(errno: 0, reason: authority?.explain(response) ?? "HTTP status \(response.status)"))
     }
 
     /// `bytes first-last/size`.

@@ -98,13 +98,8 @@ extension HTTPByteSource {
             // The ranges ignored: the whole object, when it was small enough to arrive.
             guard response.body.count == count else { return nil }
             return ranges.map { response.body.subdata(in: $0) }
-        case 412:
-            throw fail(
-                .corrupt(
-                    "the object changed while it was read (If-Match \(etag ?? "") or If-Unmodified-Since \(lastModified ?? "") failed); open it again"
-                ))
         default:
-            throw fail(.cannotOpen(errno: 0, reason: authority?.explain(response) ?? "HTTP status \(response.status)"))
+            throw Self.refusal(response, name: name, etag: etag, lastModified: lastModified, authority: authority)
         }
         let contentType = response.contentType ?? ""
         var parts: [(range: Range<Int>, data: Data)]
