@@ -161,8 +161,9 @@ struct PremultipliedImage {
         var out = [UInt32](repeating: 0, count: outputWidth * outputHeight)
         switch filter {
         case .nearest:
-            let xs = (0..<outputWidth).map { min(max(Int((x0 + (Double($0) + 0.5) * sx).rounded(.down)), 0), width - 1) }
-            let ys = (0..<outputHeight).map { min(max(Int((y0 + (Double($0) + 0.5) * sy).rounded(.down)), 0), height - 1) }
+            let xs = (0..<outputWidth).map { (i: Int) -> Int in min(max(Int((x0 + (Double(i) + 0.5) * sx).rounded(.down)), 0), width - 1) }
+            let ys = (0..<outputHeight).map { (i: Int) -> Int in min(max(Int((y0 + (Double(i) + 0.5) * sy).rounded(.down)), 0), height - 1)
+            }
             pixels.withUnsafeBufferPointer { v in
                 out.withUnsafeMutableBufferPointer { o in
                     for y in 0..<outputHeight {
