@@ -105,7 +105,10 @@ public enum ArchiveSync {
             archive =
                 SparseBundleArchive.isBundle(staging) ? try SparseBundleArchive(source: staging) : try openTileArchive(source: staging)
         } catch { throw OperationError(path: text, fault: .archive(error)) }
-        try SyncWriter.check(archive.content, source: text, into: format, local: local)
+        do { try SyncWriter.check(archive.content, source: text, into: format, local: local) } catch {
+            staging.remove()
+            throw error
+        }
         do {
             if let pmtiles = archive as? PMTilesArchive {
                 // The metadata and the leaf directories, which lie together, in one request.

@@ -350,6 +350,55 @@ import TilepackTestSupport
         ])
     }
 
+    /// LOCAL's format is its extension's, checked before any request; a remote bundle of raw
+    /// pixels syncs into a bundle as it is (raw), and is refused for MBTiles or PMTiles, which
+    /// cannot hold raw pixels, before any tile is fetched.
+    @Test func aLocalOfNoArchiveExtensionOrOfAFormatThatCannotHoldTheTilesIsRefusedBeforeFetching() throws {
+        let dir = try TemporaryDirectory("sync-raw")
+        let layout = RawBitmapLayout(pixelFormat: .rgba8888, width: 16, height: 16)
+        let raw = dir.file("raw.tilepack")
+        let writer = try BundleWriter(destination: raw, content: .rawBitmap(layout), metadata: TileMetadata(["name": "raw"]))
+        for x in 0..<4 {
+            let pixels = [UInt8](repeating: UInt8(60 * x), count: layout.byteCount!)
+            try pixels.withUnsafeBytes { try writer.addTile(at: TileCoordinate(uncheckedZoom: 2, x: x, y: 1), bytes: $0) }
+        }
+        _ = try writer.finish()
+        let publisher = try Publisher(files: ["raw.tilepack": Self.fileBytes(raw)!])
+        defer { publisher.server.stop() }
+        let requests = Locked(0)
+        publisher.fault.withLock {
+            $0 = { _, _, _ in
+                requests.withLock { $0 += 1 }
+                return nil
+            }
+        }
+        let url = publisher.url("raw.tilepack")
+        do {
+            _ = try ArchiveSync.run(local: dir.file("copy.zip"), url: url, options: Self.noRetry())
+            Issue.record("synced into a .zip")
+        } catch {
+            #expect(error.path == dir.file("copy.zip") && error.description.contains(".tilepack"), "\(error)")
+        }
+        #expect(requests.withLock { $0 } == 0)
+        for ext in ["mbtiles", "pmtiles"] {
+            let local = dir.file("copy.\(ext)")
+            do {
+                _ = try ArchiveSync.run(local: local, url: url, options: Self.noRetry())
+                Issue.record("raw pixels synced into \(ext)")
+            } catch {
+                #expect(error.path == local && error.description.contains("raw") && error.description.contains(url), "\(error)")
+            }
+            #expect(!FileManager.default.fileExists(atPath: local) && !FileManager.default.fileExists(atPath: local + ".tpsync"))
+        }
+        // No index: downloaded whole, into a bundle of the same raw pixels.
+        let local = dir.file("copy.tilepack")
+        let report = try ArchiveSync.run(local: local, url: url, options: Self.noRetry())
+        #expect(report.mode == "full" && report.tiles == 4, "\(report)")
+        let synced = try openTileArchive(path: local)
+        #expect(synced.content == .rawBitmap(layout))
+        #expect(try ContentIdentity.compute(synced).tiles == Self.identity(raw).tiles)
+    }
+
     @Test func aMultipartAnswerWhoseTilesHoldItsBoundaryIsReadByItsContentRanges() throws {
         let setup = try Setup()
         let publisher = try Self.publisher(setup)
