@@ -164,7 +164,7 @@ let package = Package(
             name: "tilepack",
             dependencies: [
                 "TilepackCore", "TilepackStorage", "TilepackImaging", "TileLayer", "TilepackRender", "TilepackOperations",
-                "TilepackPrefetch", "TilepackHTTP", "TilepackCurl",
+                "TilepackPrefetch", "TilepackHTTP", "TilepackCurl", "TilepackRemote",
                 // On Linux the command moves its bytes with TilepackCurl and does
                 // not link URLSession (FoundationNetworking loads libcurl and ~30 libraries at start).
                 .target(name: "TilepackURLSession", condition: .when(platforms: [.macOS])),
@@ -187,7 +187,8 @@ let package = Package(
         .testTarget(
             name: "TilepackHTTPTests", dependencies: ["TilepackHTTP", "TilepackURLSession", "TilepackCurl", "TilepackTestSupport"]),
         .testTarget(name: "TileLayerTests", dependencies: ["TileLayer", "TilepackImaging", "TilepackTestSupport"]),
-        .testTarget(name: "TilepackUmbrellaTests", dependencies: ["Tilepack", "TilepackOperations", "TilepackTestSupport"]),
+        .testTarget(
+            name: "TilepackUmbrellaTests", dependencies: ["Tilepack", "TilepackOperations", "TilepackRemote", "TilepackTestSupport"]),
         .testTarget(
             name: "TilepackAdapterTests",
             dependencies: ["TilepackAdapter", "TilepackStorage", "TilepackImaging", "TileLayer", "TilepackTestSupport"]

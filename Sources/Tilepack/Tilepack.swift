@@ -9,7 +9,8 @@
 // - TilepackPrefetch: offline prefetch of a box or a route corridor from a tile server.
 // - TilepackURLSession: URLSession, the HTTP transport of every client made without one.
 // - TilepackOperations: only what applies a patch in the background (`PatchRequest`), not the
-//   command-line operations.
+//   command-line operations. Its request, status and error types are Core's, which a sync
+//   (`SyncRequest`, in the `TilepackRemote` product) shares.
 @_exported import TileLayer
 @_exported import TilepackAdapter
 @_exported import TilepackCore
@@ -18,8 +19,5 @@
 @_exported import TilepackStorage
 @_exported import TilepackURLSession
 
-@_exported import class TilepackOperations.BackgroundRequest
-@_exported import enum TilepackOperations.BackgroundStatus
-@_exported import struct TilepackOperations.OperationError
 @_exported import struct TilepackOperations.PatchReport
 @_exported import class TilepackOperations.PatchRequest

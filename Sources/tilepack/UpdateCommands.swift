@@ -1,5 +1,6 @@
 import ArgumentParser
 import TilepackOperations
+import TilepackRemote
 
 struct DiffCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

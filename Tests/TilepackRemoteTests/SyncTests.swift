@@ -350,6 +350,55 @@ import TilepackTestSupport
         ])
     }
 
+    /// LOCAL's format is its extension's, checked before any request; a remote bundle of raw
+    /// pixels syncs into a bundle as it is (raw), and is refused for MBTiles or PMTiles, which
+    /// cannot hold raw pixels, before any tile is fetched.
+    @Test func aLocalOfNoArchiveExtensionOrOfAFormatThatCannotHoldTheTilesIsRefusedBeforeFetching() throws {
+        let dir = try TemporaryDirectory("sync-raw")
+        let layout = RawBitmapLayout(pixelFormat: .rgba8888, width: 16, height: 16)
+        let raw = dir.file("raw.tilepack")
+        let writer = try BundleWriter(destination: raw, content: .rawBitmap(layout), metadata: TileMetadata(["name": "raw"]))
+        for x in 0..<4 {
+            let pixels = [UInt8](repeating: UInt8(60 * x), count: layout.byteCount!)
+            try pixels.withUnsafeBytes { try writer.addTile(at: TileCoordinate(uncheckedZoom: 2, x: x, y: 1), bytes: $0) }
+        }
+        _ = try writer.finish()
+        let publisher = try Publisher(files: ["raw.tilepack": Self.fileBytes(raw)!])
+        defer { publisher.server.stop() }
+        let requests = Locked(0)
+        publisher.fault.withLock {
+            $0 = { _, _, _ in
+                requests.withLock { $0 += 1 }
+                return nil
+            }
+        }
+        let url = publisher.url("raw.tilepack")
+        do {
+            _ = try ArchiveSync.run(local: dir.file("copy.zip"), url: url, options: Self.noRetry())
+            Issue.record("synced into a .zip")
+        } catch {
+            #expect(error.path == dir.file("copy.zip") && error.description.contains(".tilepack"), "\(error)")
+        }
+        #expect(requests.withLock { $0 } == 0)
+        for ext in ["mbtiles", "pmtiles"] {
+            let local = dir.file("copy.\(ext)")
+            do {
+                _ = try ArchiveSync.run(local: local, url: url, options: Self.noRetry())
+                Issue.record("raw pixels synced into \(ext)")
+            } catch {
+                #expect(error.path == local && error.description.contains("raw") && error.description.contains(url), "\(error)")
+            }
+            #expect(!FileManager.default.fileExists(atPath: local) && !FileManager.default.fileExists(atPath: local + ".tpsync"))
+        }
+        // No index: downloaded whole, into a bundle of the same raw pixels.
+        let local = dir.file("copy.tilepack")
+        let report = try ArchiveSync.run(local: local, url: url, options: Self.noRetry())
+        #expect(report.mode == "full" && report.tiles == 4, "\(report)")
+        let synced = try openTileArchive(path: local)
+        #expect(synced.content == .rawBitmap(layout))
+        #expect(try ContentIdentity.compute(synced).tiles == Self.identity(raw).tiles)
+    }
+
     @Test func aMultipartAnswerWhoseTilesHoldItsBoundaryIsReadByItsContentRanges() throws {
         let setup = try Setup()
         let publisher = try Self.publisher(setup)
@@ -520,6 +569,105 @@ extension String {
 /// full download said so; credentials that are refused, an error naming the object.
 @Suite(.enabled(if: MotoS3.available, "needs moto's server (pip install 'moto[server]')"))
 struct S3SyncTests {
+    /// The tiles v2 adds or re-renders.
+    static let changed: [TileCoordinate] = {
+        let v1 = Set(SyncTests.tiles(version: 1))
+        return SyncTests.tiles(version: 2).filter { !v1.contains($0) || SyncTests.bytes($0, version: 1) != SyncTests.bytes($0, version: 2) }
+    }()
+
+    /// Puts v2 (bundle and PMTiles, each with its index) under a new prefix of the bucket `tiles`; the prefix.
+    static func publish(_ setup: SyncTests.Setup, with s3: S3Client) async throws -> String {
+        let prefix = "sync/\(UUID().uuidString)"
+        for name in ["v2.tilepack", "v2.tilepack.tpindex", "v2.pmtiles", "v2.pmtiles.tpindex"] {
+            _ = try await s3.put(
+                Data(contentsOf: setup.www.url.appendingPathComponent(name)), at: S3Location(bucket: "tiles", key: "\(prefix)/\(name)"))
+        }
+        return prefix
+    }
+
+    /// An app's own credentials provider (not the environment's chain): counts the requests it
+    /// signs, and holds each for `delay` (a slow store, for a cancel mid-sync).
+    final class AppCredentials: S3CredentialsProvider {
+        let value: S3Credentials
+        let delay: Duration
+        let calls = Locked(0)
+        init(_ keys: MotoS3.Keys, delay: Duration = .zero) {
+            value = S3Credentials(accessKeyId: keys.accessKeyId, secretAccessKey: keys.secretAccessKey)
+            self.delay = delay
+        }
+        func credentials() async throws(S3Error) -> S3Credentials {
+            calls.withLock { $0 += 1 }
+            if delay > .zero { try? await Task.sleep(for: delay) }
+            return value
+        }
+    }
+
+    /// The app's client: moto's endpoint, the app's credentials.
+    static func appClient(_ moto: MotoS3, _ credentials: AppCredentials) -> S3Client {
+        S3Client(
+            configuration: S3Configuration(endpoint: URL(string: moto.endpoint), credentials: credentials),
+            retry: RetryPolicy(maximumAttempts: 2))
+    }
+
+    /// Issue 30, item 6: an app syncs through TilepackRemote's library API from S3 with its own
+    /// credentials provider, into a local copy of another format (MBTiles), in the background.
+    @Test func aSyncRequestFromS3SignsWithTheAppsCredentialsAndBringsItsCopyToTheNewVersion() async throws {
+        let moto = try await MotoS3.shared()
+        let setup = try SyncTests.Setup()
+        let credentials = AppCredentials(moto.keys)
+        let s3 = Self.appClient(moto, credentials)
+        let prefix = try await Self.publish(setup, with: s3)
+        let uploads = credentials.calls.withLock { $0 }
+        // The app's copy of v1 is an MBTiles file.
+        let local = setup.dir.file("app.mbtiles")
+        _ = try ArchiveConverter.run(source: setup.v1.bundle, destination: local, options: ConvertOptions())
+        let seen = Locked<[Double]>([])
+        let request = SyncRequest.start(local: local, url: "s3://tiles/\(prefix)/v2.tilepack", s3: s3) { request in
+            seen.withLock { $0.append(request.progress) }
+        }
+        #expect(await request.finished() == .success, "\(String(describing: request.error))")
+        let report = try #require(request.report)
+        #expect(report.mode == "index" && report.tilesFetched == Self.changed.count, "\(report)")
+        #expect(report.tilesReused == SyncTests.tiles(version: 2).count - Self.changed.count, "\(report)")
+        // Every request of the sync was signed with the app's credentials.
+        #expect(credentials.calls.withLock { $0 } - uploads >= report.requests, "\(report.requests) requests")
+        let values = seen.withLock { $0 }
+        #expect(values.count > 2 && zip(values, values.dropFirst()).allSatisfy { $0 <= $1 } && values.last == 1, "\(values)")
+        #expect(request.progress == 1 && request.status == .success && request.error == nil)
+        // Still an MBTiles file, with v2's tiles.
+        let synced = try openTileArchive(path: local)
+        #expect(synced is MBTilesArchive)
+        let identity = try ContentIdentity.compute(synced), published = try SyncTests.identity(setup.v2.bundle)
+        #expect(identity.tileCount == published.tileCount && identity.tiles == published.tiles)
+        #expect(!FileManager.default.fileExists(atPath: local + ".tpsync"))
+    }
+
+    /// A cancel while the tiles come in (each request held 25 ms by the app's credentials):
+    /// cancelled, the local archive as it was byte for byte, what was fetched kept to resume from.
+    @Test func cancellingASyncRequestMidSyncLeavesTheLocalArchiveAsItWas() async throws {
+        let moto = try await MotoS3.shared()
+        let setup = try SyncTests.Setup()
+        let credentials = AppCredentials(moto.keys, delay: .milliseconds(25))
+        let s3 = Self.appClient(moto, credentials)
+        let prefix = try await Self.publish(setup, with: s3)
+        let local = setup.v1.pmtiles
+        let before = try #require(SyncTests.fileBytes(local))
+        let request = SyncRequest.start(local: local, url: "s3://tiles/\(prefix)/v2.pmtiles", s3: s3)
+        let deadline = Date().addingTimeInterval(TestSupport.settleSeconds)
+        while request.progress < 0.2, request.status == .inProgress, Date() < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(request.status == .inProgress && request.progress >= 0.2, "not cancelled mid-sync: \(request.progress)")
+        request.cancel()
+        #expect(await request.finished() == .cancelled, "\(String(describing: request.error))")
+        #expect(request.status == .cancelled && request.isCancelled && request.report == nil && request.progress < 1)
+        let message = request.error?.description ?? ""
+        #expect(message.contains("the sync was cancelled") && message.contains(local), "\(message)")
+        #expect(SyncTests.fileBytes(local) == before)
+        let left = try FileManager.default.contentsOfDirectory(atPath: setup.dir.url.path).filter {
+            $0.hasPrefix("v1.") || $0.hasPrefix(".v1.")
+        }
+        #expect(left.sorted() == ["v1.pmtiles", "v1.pmtiles.tpsync", "v1.tilepack"], "\(left)")
+    }
+
     @Test func syncFromAnS3ObjectFetchesOnlyTheChangedTilesBySignedRequests() async throws {
         let moto = try await MotoS3.shared()
         func client(_ id: String, _ secret: String) -> S3Client {
@@ -531,15 +679,8 @@ struct S3SyncTests {
         }
         let s3 = client(moto.keys.accessKeyId, moto.keys.secretAccessKey)
         let setup = try SyncTests.Setup()
-        let prefix = "sync/\(UUID().uuidString)"
-        for name in ["v2.tilepack", "v2.tilepack.tpindex", "v2.pmtiles", "v2.pmtiles.tpindex"] {
-            _ = try await s3.put(
-                Data(contentsOf: setup.www.url.appendingPathComponent(name)), at: S3Location(bucket: "tiles", key: "\(prefix)/\(name)"))
-        }
-        let v1 = Set(SyncTests.tiles(version: 1))
-        let changed = SyncTests.tiles(version: 2).filter {
-            !v1.contains($0) || SyncTests.bytes($0, version: 1) != SyncTests.bytes($0, version: 2)
-        }
+        let prefix = try await Self.publish(setup, with: s3)
+        let changed = Self.changed
         for ext in ["tilepack", "pmtiles"] {
             let local = ext == "tilepack" ? setup.v1.bundle : setup.v1.pmtiles
             let published = ext == "tilepack" ? setup.v2.bundle : setup.v2.pmtiles

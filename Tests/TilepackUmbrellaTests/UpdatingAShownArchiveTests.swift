@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import Tilepack
 import TilepackOperations
+import TilepackRemote
 import TilepackTestSupport
 
 /// Issue 30, item 6: a patch applied (``PatchRequest``) or a sync run (`SyncRequest`, from nginx

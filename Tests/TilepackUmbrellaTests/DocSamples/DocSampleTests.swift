@@ -68,15 +68,19 @@ import TilepackTestSupport
         #expect(try archive.tileData(at: tile) == served)
     }
 
-    @Test func applyingAPatchToAShownArchiveSwitchesItsLayerToTheNewVersion() async throws {
-        let directory = try TemporaryDirectory("doc-patch")
+    /// The colour the new version of the updating article's tests draws tile 1/1/0 in.
+    static let blue = RGBA8(r: 20, g: 60, b: 200)
+
+    /// The sample as `map.tilepack` in `directory` and its new version in `new`: tile 1/1/0
+    /// re-rendered in one blue; a layer showing `map.tilepack` in a view of zoom 1, where tile
+    /// 1/1/0 is the view's north-east quarter, drawn once (not blue).
+    static func shownSample(in directory: TemporaryDirectory, new: String) async throws
+        -> (base: String, source: ArchiveTileSource, layer: MapTileLayer, view: HeadlessMapView)
+    {
         let base = directory.file("map.tilepack")
         try FileManager.default.copyItem(atPath: Self.sampleArchive, toPath: base)
-        // The new version: the sample with tile 1/1/0 re-rendered in one blue.
         let changed = try TileCoordinate(zoom: 1, x: 1, y: 0)
-        let blue = RGBA8(r: 20, g: 60, b: 200)
         let old = try openTileArchive(path: base)
-        let new = directory.file("v2.tilepack")
         let writer = try BundleWriter(destination: new, content: try #require(old.content), metadata: try old.metadata())
         try old.forEachTile { tile, bytes in
             if tile == changed {
@@ -87,15 +91,21 @@ import TilepackTestSupport
             }
         }
         _ = try writer.finish()
-        let patch = directory.file("v1-v2.tppatch")
-        _ = try ArchiveDiff.run(old: base, new: new, patch: patch)
-
         let source = try ArchiveTileSource(path: base)
         let layer = source.makeLayer(pixelFormat: .rgba8888)
         let view = HeadlessMapView(viewport: ViewportSize(width: 512, height: 512), zoomLevel: 1)
         view.addMapTileLayer(layer)
-        // Tile 1/1/0 is the view's north-east quarter.
         #expect(await view.render(timeout: TestSupport.settleSeconds).bitmap.pixel(x: 384, y: 128) != blue)
+        return (base, source, layer, view)
+    }
+
+    @Test func applyingAPatchToAShownArchiveSwitchesItsLayerToTheNewVersion() async throws {
+        let directory = try TemporaryDirectory("doc-patch")
+        let new = directory.file("v2.tilepack")
+        let (base, source, layer, view) = try await Self.shownSample(in: directory, new: new)
+        let blue = Self.blue
+        let patch = directory.file("v1-v2.tppatch")
+        _ = try ArchiveDiff.run(old: base, new: new, patch: patch)
         let seen = Locked<[Double]>([])
         let report = try await applyPatch(patch, to: base, shownBy: source, in: layer) { value in seen.withLock { $0.append(value) } }
         #expect(report.tilesWritten == 1)
@@ -107,5 +117,35 @@ import TilepackTestSupport
         await #expect(throws: OperationError.self) {
             _ = try await applyPatch(patch, to: base, shownBy: source, in: layer) { _ in }
         }
+    }
+
+    @Test func syncingAShownArchiveFromItsPublisherSwitchesItsLayerToTheNewVersion() async throws {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/sbin/nginx") else {
+            if ProcessInfo.processInfo.environment["CI"] != nil { Issue.record("nginx is missing in CI (.ci/run installs it)") }
+            return
+        }
+        let directory = try TemporaryDirectory("doc-sync")
+        let www = try TemporaryDirectory("doc-sync-www")
+        let new = www.file("v2.tilepack")
+        let (base, source, layer, view) = try await Self.shownSample(in: directory, new: new)
+        _ = try ArchiveIndexer.run(archive: new)
+        let server = try NginxServer(root: www.url)
+        defer { server.stop() }
+        let seen = Locked<[Double]>([])
+        let report = try await syncArchive(base, from: "\(server.baseURL)/v2.tilepack", shownBy: source, in: layer) { value in
+            seen.withLock { $0.append(value) }
+        }
+        // Only the re-rendered tile came over the wire.
+        #expect(report.mode == "index" && report.tilesFetched == 1, "\(report)")
+        let values = seen.withLock { $0 }
+        #expect(zip(values, values.dropFirst()).allSatisfy { $0 <= $1 } && values.last == 1, "\(values)")
+        #expect(await view.render(timeout: TestSupport.settleSeconds).bitmap.pixel(x: 384, y: 128) == Self.blue)
+        #expect(try ContentIdentity.compute(openTileArchive(path: base)) == ContentIdentity.compute(openTileArchive(path: new)))
+        // A publisher that has no such archive: an error naming it, the archive as it is.
+        let before = FileManager.default.contents(atPath: base)
+        await #expect(throws: OperationError.self) {
+            _ = try await syncArchive(base, from: "\(server.baseURL)/gone.tilepack", shownBy: source, in: layer) { _ in }
+        }
+        #expect(FileManager.default.contents(atPath: base) == before)
     }
 }

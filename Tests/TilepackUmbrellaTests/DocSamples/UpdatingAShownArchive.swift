@@ -3,6 +3,7 @@
 // lines between the markers, unchanged.
 // docs:begin
 import Tilepack
+import TilepackRemote
 
 /// Applies the patch at `patchPath` to the archive at `path`, which `source` serves to `layer`,
 /// in the background; `progress` hears how far it is. When the new version is in place, the
@@ -16,12 +17,33 @@ func applyPatch(
     let request = PatchRequest.start(base: path, patch: patchPath) { request in
         progress(request.progress)
     }
+    return try await showWhenDone(request, path: path, shownBy: source, in: layer)
+}
 
+/// Brings the archive at `path` to the version published at `url`, an https:// URL or an
+/// s3://BUCKET/KEY object read with the app's own client `s3` (its endpoint, region and
+/// credentials provider, as for reading a remote archive). With the publisher's tile index beside
+/// it (`tilepack index`), only the tiles whose bytes changed are downloaded.
+func syncArchive(
+    _ path: String, from url: String, s3: S3Client? = nil, shownBy source: ArchiveTileSource, in layer: MapTileLayer,
+    progress: @escaping @Sendable (Double) -> Void
+) async throws -> SyncReport {
+    let request = SyncRequest.start(local: path, url: url, s3: s3) { request in
+        progress(request.progress)
+    }
+    return try await showWhenDone(request, path: path, shownBy: source, in: layer)
+}
+
+/// Waits for a patch or a sync without holding a thread and, when it succeeded, shows the new version.
+func showWhenDone<Report>(
+    _ request: BackgroundRequest<Report>, path: String, shownBy source: ArchiveTileSource, in layer: MapTileLayer
+) async throws -> Report {
     // Meanwhile the layer draws the archive as it was: the new version replaces it whole.
     guard await request.finished() == .success, let report = request.report else {
         // .failure or .cancelled: the archive is as it was, and the error names the file and
-        // the fault (a patch for another version, a damaged patch, a full disk, a cancel).
-        throw request.error ?? OperationError(path: path, fault: .io("the patch ended without a report"))
+        // the fault (a patch for another version, a damaged patch, a store that changed the
+        // object mid-sync, a full disk, a cancel).
+        throw request.error ?? OperationError(path: path, fault: .io("the update ended without a report"))
     }
 
     // The new version, drawn tile by tile over the old one: no blank frame.

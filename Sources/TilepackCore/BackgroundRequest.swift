@@ -1,5 +1,4 @@
 import Foundation
-import TilepackCore
 
 /// Where a background operation is: the prefetcher's four statuses.
 public enum BackgroundStatus: Sendable, Equatable {
@@ -8,16 +7,20 @@ public enum BackgroundStatus: Sendable, Equatable {
 
 /// An operation running on a thread of its own for an app, with the prefetcher's semantics
 /// (Specs/updates.md §8): an id, a progress in [0, 1] that never decreases and is 1 on success,
-/// a status, cancel, a typed error, and a callback told of every change. `SyncRequest` and
-/// ``PatchRequest`` are its two kinds; a cancelled one leaves its file as it was.
-public class BackgroundRequest<Report: Sendable>: @unchecked Sendable {
+/// a status, cancel, a typed error, and a callback told of every change. `PatchRequest`
+/// (TilepackOperations, in the `Tilepack` product) and `SyncRequest` (TilepackRemote) are its two
+/// kinds; a cancelled one leaves its file as it was.
+///
+/// `open` only so that its two kinds, in modules above this one, can subclass it: its initializer
+/// is `package`, so no code outside tilepack can.
+open class BackgroundRequest<Report: Sendable>: @unchecked Sendable {
     public typealias Status = BackgroundStatus
 
     public let id = UUID()
     /// The file the operation replaces, named by its cancellation.
-    let subject: String
+    package let subject: String
     /// What the operation is called in its cancellation ("sync", "patch").
-    let verb: String
+    package let verb: String
     private struct State {
         var status = BackgroundStatus.inProgress
         var progress = 0.0
@@ -37,14 +40,14 @@ public class BackgroundRequest<Report: Sendable>: @unchecked Sendable {
     /// Why it failed (or that it was cancelled), once it ended so.
     public var error: OperationError? { state.withLock { $0.error } }
 
-    init(subject: String, verb: String, onChange: (@Sendable (BackgroundRequest<Report>) -> Void)?) {
+    package init(subject: String, verb: String, onChange: (@Sendable (BackgroundRequest<Report>) -> Void)?) {
         self.subject = subject
         self.verb = verb
         self.onChange = onChange
     }
 
     /// A subclass's callback as this class's: told of the request it was made for.
-    static func relay<Request: BackgroundRequest<Report>>(_ handler: (@Sendable (Request) -> Void)?)
+    package static func relay<Request: BackgroundRequest<Report>>(_ handler: (@Sendable (Request) -> Void)?)
         -> (@Sendable (BackgroundRequest<Report>) -> Void)?
     {
         guard let handler else { return nil }
@@ -54,7 +57,7 @@ public class BackgroundRequest<Report: Sendable>: @unchecked Sendable {
     }
 
     /// Runs `body` on a thread of its own, then records its outcome.
-    func run(_ body: @escaping @Sendable () throws(OperationError) -> Report) {
+    package func run(_ body: @escaping @Sendable () throws(OperationError) -> Report) {
         let thread = Thread { [self] in
             let outcome: Result<Report, OperationError>
             do throws(OperationError) { outcome = .success(try body()) } catch { outcome = .failure(error) }
@@ -89,12 +92,12 @@ public class BackgroundRequest<Report: Sendable>: @unchecked Sendable {
     }
 
     /// The error a cancelled operation ends with.
-    var cancellation: OperationError {
+    package var cancellation: OperationError {
         OperationError(path: subject, fault: .conflict("the \(verb) was cancelled; \(subject) was left as it was"))
     }
 
     /// Moves the progress forward (never back, at most to 1); throws when the request was cancelled.
-    func advance(_ value: Double) throws(OperationError) {
+    package func advance(_ value: Double) throws(OperationError) {
         let (cancelled, changed) = state.withLock { state -> (Bool, Bool) in
             let next = min(1, max(state.progress, value))
             defer { state.progress = next }

@@ -1,6 +1,6 @@
-import TilepackCore
-
-/// Why an operation (import, export, convert, verify, info) could not be carried out.
+/// Why an operation (import, export, convert, verify, info, patch, sync) could not be carried out:
+/// the error of every command as a library (TilepackOperations) and of the background requests an
+/// app starts (``BackgroundRequest``: a patch, a sync from `TilepackRemote`).
 public struct OperationError: Error, Sendable, CustomStringConvertible {
     /// The file or folder concerned.
     public var path: String
@@ -36,7 +36,7 @@ public struct OperationError: Error, Sendable, CustomStringConvertible {
 
 extension OperationError {
     /// An error from a lower layer as an operation error: archive errors keep their own path.
-    static func wrapping(_ error: any Error, path: String) -> OperationError {
+    package static func wrapping(_ error: any Error, path: String) -> OperationError {
         switch error {
         case let error as OperationError: error
         case let error as TileArchiveError: OperationError(path: error.path, fault: .archive(error))

@@ -1,6 +1,5 @@
 import Foundation
 import TilepackCore
-import TilepackStorage
 
 /// Fits metadata read from an archive written elsewhere to the format it is written into, so that
 /// a conversion never fails over a value: what the destination constrains is mapped where the
@@ -25,10 +24,12 @@ import TilepackStorage
 ///   lose those members; an entry with no string `id` is dropped; vector tiles with no
 ///   `vector_layers` get an empty list (MBTiles requires the key for pbf).
 /// - any other key MBTiles refuses: dropped.
-public enum MetadataMapping {
-    /// `metadata` as an archive of `kind` can hold it, and a note for every value changed or dropped.
-    public static func fitted(_ metadata: TileMetadata, for kind: ArchiveKind) -> (metadata: TileMetadata, notes: [String]) {
-        guard kind == .mbtiles else { return (metadata, []) }
+///
+/// Used by every writer of archives from others' metadata: convert, extract and merge
+/// (TilepackOperations, `fitted(_:for:)`) and a sync (TilepackRemote).
+package enum MetadataMapping {
+    /// `metadata` as an MBTiles file can hold it, and a note for every value changed or dropped.
+    package static func fittedToMBTiles(_ metadata: TileMetadata) -> (metadata: TileMetadata, notes: [String]) {
         var result = metadata
         var notes: [String] = []
         typealias Key = TileMetadata.Key

@@ -1,6 +1,5 @@
 import Foundation
 import TilepackCore
-import TilepackRemote
 import TilepackStorage
 
 /// What `sync` did.
@@ -34,12 +33,14 @@ public struct SyncReport: Sendable, Codable {
     public var seconds = 0.0
 }
 
-/// Brings a local archive to the version published at an `http(s)://` URL (Specs/updates.md §8):
+/// Brings a local archive to the version published at an `http(s)://` URL or in an `s3://` object
+/// (Specs/updates.md §8):
 /// with the tile hash index published beside it (`URL.tpindex`), only the tiles whose bytes the
 /// local copy lacks are fetched, in coalesced (multi-)range requests pinned by the object's ETag
 /// and staged beside LOCAL (`LOCAL.tpsync`) so that an interrupted sync resumes; the result is
 /// written beside LOCAL, its identity checked against the index's, and renamed over LOCAL. Without
-/// an index the archive is downloaded whole (said so in the report).
+/// an index the archive is downloaded whole (said so in the report). The command's `tilepack sync`
+/// runs it; an app runs it in the background with ``SyncRequest``.
 public enum ArchiveSync {
     /// Merging two ranges of a multipart request across a gap of this many bytes costs less than
     /// the part's own boundary and headers (about 100 bytes) twice.
@@ -61,6 +62,7 @@ public enum ArchiveSync {
     {
         let start = DispatchTime.now().uptimeNanoseconds
         var report = SyncReport(local: local, url: text)
+        let format = try SyncWriter.format(of: local)
         let lower = text.lowercased()
         // The archive and its index beside it: by URL, or as S3 objects (signed requests).
         let remote: HTTPByteSource
@@ -103,6 +105,10 @@ public enum ArchiveSync {
             archive =
                 SparseBundleArchive.isBundle(staging) ? try SparseBundleArchive(source: staging) : try openTileArchive(source: staging)
         } catch { throw OperationError(path: text, fault: .archive(error)) }
+        do { try SyncWriter.check(archive.content, source: text, into: format, local: local) } catch {
+            staging.remove()
+            throw error
+        }
         do {
             if let pmtiles = archive as? PMTilesArchive {
                 // The metadata and the leaf directories, which lie together, in one request.
@@ -126,14 +132,15 @@ public enum ArchiveSync {
             case .absent(let status):
                 report.mode = "full"
                 report.fullReason = "\(text) has no tile index (\(indexName): HTTP \(status)): synced by a full download"
-                try fullDownload(archive: archive, staging: staging, local: local, source: text, request: request, report: &report)
+                try fullDownload(
+                    archive: archive, staging: staging, local: local, format: format, source: text, request: request, report: &report)
             case .index(let bytes, let multipleRanges):
                 if let multipleRanges { remote.assumeMultipleRanges(multipleRanges) }
                 report.indexBytes = bytes.count
                 report.bytesReceived += bytes.count
                 let index = try TileHashIndex.decode(bytes, name: indexName)
                 try indexedSync(
-                    archive: archive, tiles: tiles, index: index, indexName: indexName, staging: staging, local: local,
+                    archive: archive, tiles: tiles, index: index, indexName: indexName, staging: staging, local: local, format: format,
                     source: text, request: request, report: &report)
             }
         } catch let error as OperationError {
@@ -151,7 +158,7 @@ public enum ArchiveSync {
     /// Only the tiles whose hash the local copy lacks.
     static func indexedSync(
         archive: any TileArchive, tiles: [TileCoordinate], index: TileHashIndex, indexName: String, staging: StagedByteSource,
-        local: String, source: String, request: SyncRequest?, report: inout SyncReport
+        local: String, format: TileArchiveFormat, source: String, request: SyncRequest?, report: inout SyncReport
     ) throws {
         func mismatch(_ what: String) -> OperationError {
             OperationError(
@@ -172,7 +179,7 @@ public enum ArchiveSync {
         }
         report.tiles = tiles.count
         // What the local copy holds, by hash.
-        let localArchive: (any TileArchive)? = FileSystem.stat(local) != nil ? try ArchiveLocation.open(local) : nil
+        let localArchive: (any TileArchive)? = FileSystem.stat(local) != nil ? try open(local) : nil
         var held: [UInt64: TileCoordinate] = [:]
         if let localArchive {
             try localArchive.forEachTile { tile, bytes in
@@ -226,14 +233,16 @@ public enum ArchiveSync {
         let synced = SyncedArchive(
             remote: archive, local: localArchive, tiles: tiles, hashes: index.hashes, held: held, fetched: fetched, metadata: metadata,
             request: request)
-        let identity = try writeAndSwap(synced, local: local, source: source, expected: index.identity, staging: staging, report: &report)
+        let identity = try writeAndSwap(
+            synced, local: local, format: format, source: source, expected: index.identity, staging: staging, request: request,
+            report: &report)
         report.identity = identity?.description
     }
 
     /// The whole archive, in ranges of at most 8 MiB, staged, then written as LOCAL's format.
     static func fullDownload(
-        archive: any TileArchive, staging: StagedByteSource, local: String, source: String, request: SyncRequest?,
-        report: inout SyncReport
+        archive: any TileArchive, staging: StagedByteSource, local: String, format: TileArchiveFormat, source: String,
+        request: SyncRequest?, report: inout SyncReport
     ) throws {
         let step = staging.remote.options.maximumRequestBytes
         let chunks = stride(from: 0, to: staging.count, by: step).map { $0..<min($0 + step, staging.count) }
@@ -245,24 +254,25 @@ public enum ArchiveSync {
         report.tiles = try whole.tileCount()
         report.tilesFetched = report.tiles
         report.fetchedTileBytes = staging.count
-        _ = try writeAndSwap(whole, local: local, source: source, expected: nil, staging: staging, report: &report)
+        _ = try writeAndSwap(
+            whole, local: local, format: format, source: source, expected: nil, staging: staging, request: request, report: &report)
     }
 
     /// Writes `archive` beside LOCAL (in LOCAL's format, by its extension), checks the written
-    /// file's identity against `expected`, and renames it over LOCAL; the staging file is removed.
+    /// file's identity against `expected`, and renames it over LOCAL unless the request was
+    /// cancelled meanwhile; the staging file is removed.
     static func writeAndSwap(
-        _ archive: any TileArchive, local: String, source: String, expected: ContentIdentity?, staging: StagedByteSource,
-        report: inout SyncReport
+        _ archive: any TileArchive, local: String, format: TileArchiveFormat, source: String, expected: ContentIdentity?,
+        staging: StagedByteSource, request: SyncRequest?, report: inout SyncReport
     ) throws -> ContentIdentity? {
         let (folder, name) = FileSystem.split(local)
         let ext = URL(fileURLWithPath: name).pathExtension
         let temporary = (folder.isEmpty ? "" : folder + "/") + ".\(name).sync-new" + (ext.isEmpty ? "" : "." + ext)
         defer { _ = FileSystem.unlink(temporary) }
-        var options = ConvertOptions()
-        options.overwrite = true
-        let converted = try ArchiveConverter.run(source: source, destination: temporary, options: options, opened: archive)
-        report.notes += converted.notes
-        let written = try ArchiveLocation.open(temporary)
+        do { report.notes += try SyncWriter.write(archive, source: source, to: temporary, format: format) } catch {
+            throw OperationError.wrapping(error, path: local)
+        }
+        let written = try open(temporary)
         let identity = try ContentIdentity.compute(written)
         if let expected, identity.tileCount != expected.tileCount || identity.tiles != expected.tiles {
             staging.remove()
@@ -279,6 +289,8 @@ public enum ArchiveSync {
                 "\(local)'s metadata is the publisher's with the keys \(ext.isEmpty ? "its" : ext) writer fills (its identity \(identity), the publisher's \(expected))"
             )
         }
+        // The last moment a cancel leaves LOCAL as it was (the staging file kept, to resume from).
+        try request?.advance(0)
         if FileSystem.rename(temporary, local) != 0 {
             let code = errno
             throw OperationError(path: local, fault: .io("cannot rename the synced archive over it: \(String(cString: strerror(code)))"))
@@ -291,6 +303,13 @@ public enum ArchiveSync {
         }
         staging.remove()
         return expected == nil ? nil : identity
+    }
+
+    /// A local archive, read with `pread` (another process may cut the file).
+    static func open(_ path: String) throws(OperationError) -> any TileArchive {
+        do { return try openTileArchive(path: path, bundleAccess: .positionalReads) } catch {
+            throw OperationError(path: path, fault: .archive(error))
+        }
     }
 }
 
@@ -376,54 +395,14 @@ final class SyncedArchive: TileArchive, @unchecked Sendable {
     }
 }
 
-/// What `index` wrote.
-public struct IndexReport: Sendable, Codable {
-    public var archive: String
-    public var index: String
-    public var tiles = 0
-    public var indexBytes = 0
-    public var identity = ""
-    public var seconds = 0.0
-}
-
-/// Writes the tile hash index of a local archive beside it (`ARCHIVE.tpindex`, Specs/updates.md
-/// §7), to be published with it for `sync`.
-public enum ArchiveIndexer {
-    public static func run(archive path: String, output: String? = nil, overwrite: Bool = true) throws(OperationError) -> IndexReport {
-        let start = DispatchTime.now().uptimeNanoseconds
-        let destination = output ?? TileHashIndex.sidecarName(of: path)
-        try OutputIsInput.refuse(output: destination, inputs: [path])
-        let archive = try ArchiveLocation.open(path)
-        guard let size = FileSystem.stat(path)?.st_size else {
-            throw OperationError(path: path, fault: .badInput("an index is made of a local archive file"))
-        }
-        let index: TileHashIndex
-        do {
-            let count = try archive.tileCount()
-            guard count <= TileHashIndex.maximumTiles else {
-                throw OperationError(
-                    path: path,
-                    fault: .badInput(
-                        "\(count) tiles: an index holds at most \(TileHashIndex.maximumTiles) (such an archive is synced whole)"))
-            }
-            index = try TileHashIndex.build(archive, archiveLength: UInt64(size))
-            try index.write(to: destination, overwrite: overwrite)
-        } catch {
-            throw OperationError.wrapping(error, path: path)
-        }
-        var report = IndexReport(archive: path, index: destination)
-        report.tiles = index.hashes.count
-        report.indexBytes = Int(FileSystem.stat(destination)?.st_size ?? 0)
-        report.identity = index.identity.description
-        report.seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
-        return report
-    }
-}
-
 /// A sync running in the background, for an app (Specs/updates.md §8): an id, a progress in
 /// [0, 1] that never decreases (0.9 when the tiles are fetched, 1 when LOCAL is replaced), a
 /// status, cancel, and a typed error (``BackgroundRequest``). Cancelled, it leaves LOCAL as it was
 /// and its staging file in place, so the next sync of the same version resumes from it.
+///
+/// The remote is an `http(s)://` URL or an `s3://BUCKET/KEY` object read with the app's own
+/// ``S3Client`` (its endpoint, region and ``S3CredentialsProvider``), as
+/// ``RemoteArchive/open(s3:client:options:)`` reads one.
 public final class SyncRequest: BackgroundRequest<SyncReport>, @unchecked Sendable {
     public let local: String
     public let url: String
@@ -434,13 +413,18 @@ public final class SyncRequest: BackgroundRequest<SyncReport>, @unchecked Sendab
         super.init(subject: local, verb: "sync", onChange: SyncRequest.relay(onChange))
     }
 
-    /// Starts syncing `local` from `url` on a thread of its own; `onChange` is told of every
-    /// change of progress or status (on that thread).
+    /// Starts syncing `local` (its format by its extension; created when missing) from `url` on a
+    /// thread of its own; `onChange` is told of every change of progress or status (on that thread).
+    /// - Parameter s3: for an `s3://BUCKET/KEY` URL, the client whose configuration and credentials
+    ///   sign the requests (`nil`: the environment's, ``S3Client/environment``).
     public static func start(
-        local: String, url: String, options: HTTPByteSource.Options = .init(), onChange: (@Sendable (SyncRequest) -> Void)? = nil
+        local: String, url: String, options: HTTPByteSource.Options = .init(), s3: S3Client? = nil,
+        onChange: (@Sendable (SyncRequest) -> Void)? = nil
     ) -> SyncRequest {
         let request = SyncRequest(local: local, url: url, onChange: onChange)
-        request.run { () throws(OperationError) in try ArchiveSync.run(local: local, url: url, options: options, request: request) }
+        request.run { () throws(OperationError) in
+            try ArchiveSync.run(local: local, url: url, options: options, s3: s3, request: request)
+        }
         return request
     }
 }

@@ -1,0 +1,47 @@
+import Foundation
+import TilepackCore
+import TilepackStorage
+
+/// What `index` wrote.
+public struct IndexReport: Sendable, Codable {
+    public var archive: String
+    public var index: String
+    public var tiles = 0
+    public var indexBytes = 0
+    public var identity = ""
+    public var seconds = 0.0
+}
+
+/// Writes the tile hash index of a local archive beside it (`ARCHIVE.tpindex`, Specs/updates.md
+/// §7), to be published with it for `sync`.
+public enum ArchiveIndexer {
+    public static func run(archive path: String, output: String? = nil, overwrite: Bool = true) throws(OperationError) -> IndexReport {
+        let start = DispatchTime.now().uptimeNanoseconds
+        let destination = output ?? TileHashIndex.sidecarName(of: path)
+        try OutputIsInput.refuse(output: destination, inputs: [path])
+        let archive = try ArchiveLocation.open(path)
+        guard let size = FileSystem.stat(path)?.st_size else {
+            throw OperationError(path: path, fault: .badInput("an index is made of a local archive file"))
+        }
+        let index: TileHashIndex
+        do {
+            let count = try archive.tileCount()
+            guard count <= TileHashIndex.maximumTiles else {
+                throw OperationError(
+                    path: path,
+                    fault: .badInput(
+                        "\(count) tiles: an index holds at most \(TileHashIndex.maximumTiles) (such an archive is synced whole)"))
+            }
+            index = try TileHashIndex.build(archive, archiveLength: UInt64(size))
+            try index.write(to: destination, overwrite: overwrite)
+        } catch {
+            throw OperationError.wrapping(error, path: path)
+        }
+        var report = IndexReport(archive: path, index: destination)
+        report.tiles = index.hashes.count
+        report.indexBytes = Int(FileSystem.stat(destination)?.st_size ?? 0)
+        report.identity = index.identity.description
+        report.seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        return report
+    }
+}
