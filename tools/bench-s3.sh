@@ -210,7 +210,7 @@ for r in $(seq "$rounds"); do
   upload_tilepack() { tp_s="$(seconds "$bin/tilepack" upload "$work/big.pmtiles" "s3://tiles/upload/tilepack-$r.pmtiles" --force --quiet)"; }
   if [ $((r % 2)) -eq 1 ]; then upload_aws; upload_tilepack; first=aws; else upload_tilepack; upload_aws; first=tilepack; fi
   ratio="$(echo "$tp_s / $aws_s" | bc -l)"
-  printf "  round %s (%s first): aws s3 cp %.2f s; tilepack upload %.2f s: %.2fx\n" "$r" "$first" "$aws_s" "$tp_s" "$ratio"
+  printf "  round %s (%s first): aws s3 cp %.2f s; tilepack upload %.2f s: %.2fx (load %s)\n" "$r" "$first" "$aws_s" "$tp_s" "$ratio" "$(cut -d' ' -f1-3 /proc/loadavg)"
   ratios_up+="$ratio "
   aws s3 rm "s3://tiles/upload/aws-$r.pmtiles" >/dev/null; aws s3 rm "s3://tiles/upload/tilepack-$r.pmtiles" >/dev/null
 done

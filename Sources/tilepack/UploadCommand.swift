@@ -37,13 +37,19 @@ struct UploadCommand: ParsableCommand {
     func run() throws {
         let format = try TileArchiveFormat.detect(path: input)
         let key = destination.lowercased()
+        // Refusals are the operation's errors, as the existing object's is (RemoteOutput.target):
+        // "Error: PLACE: fault", exit 1, no usage line (the arguments are well formed).
         if let named = TileArchiveFormat.allCases.first(where: { key.hasSuffix($0.fileExtension) }), named != format {
-            throw ValidationError("\(input) is a \(format), and \(destination) names a \(named) (\(named.fileExtension))")
+            throw OperationError(
+                path: destination, fault: .badInput("the key names a \(named) (\(named.fileExtension)), and \(input) is a \(format)"))
         }
         // An MBTiles file whose write-ahead log holds pages is not whole without it.
         if format == .mbtiles, let wal = FileSystem.stat(input + "-wal"), wal.st_size > 0 {
-            throw ValidationError(
-                "\(input) has changes in its write-ahead log (\(input)-wal): close the program writing it, or checkpoint it, first")
+            throw OperationError(
+                path: input,
+                fault: .badInput(
+                    "its write-ahead log (\(input)-wal, \(wal.st_size) bytes) holds changes the file has not: close the program writing it, or checkpoint it, first"
+                ))
         }
         let size = FileSystem.stat(input).map { Int($0.st_size) } ?? 0
         let started = Date()

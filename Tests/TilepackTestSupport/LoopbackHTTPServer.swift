@@ -30,6 +30,8 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
         public var headers: [String: String]
         /// Whether the client lets the connection stay open after the answer (its version and `Connection`).
         public var keepAlive = true
+        /// The body (a `Content-Length` one), as it arrived.
+        public var body = Data()
 
         public func header(_ name: String) -> String? { headers[name.lowercased()] }
     }
@@ -196,8 +198,8 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
         }
     }
 
-    /// Reads one request head (bodies are not expected; a `Content-Length` body is skipped), with
-    /// HTTP/1 syntax as the server reads it (`HTTP1Syntax`); a head it cannot read ends the connection.
+    /// Reads one request head and its `Content-Length` body, with HTTP/1 syntax as the server
+    /// reads it (`HTTP1Syntax`); a head it cannot read ends the connection.
     private func readRequest(_ fd: Int32, _ buffer: inout [UInt8]) -> Request? {
         var chunk = [UInt8](repeating: 0, count: 16_384)
         // Whether this request's bytes came with an earlier read (before the last answer went out).
@@ -209,7 +211,8 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
                 guard let parsed = buffer.withUnsafeBytes({ Self.parseHead(UnsafeRawBufferPointer(rebasing: $0[..<end])) }) else {
                     return nil
                 }
-                let (request, length) = parsed
+                var request = parsed.0
+                let length = parsed.bodyLength
                 buffer.removeSubrange(..<end)
                 if length > 0 {
                     while buffer.count < length {
@@ -217,6 +220,7 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
                         if n <= 0 { return nil }
                         buffer.append(contentsOf: chunk[..<n])
                     }
+                    request.body = Data(buffer[..<length])
                     buffer.removeSubrange(..<length)
                 }
                 return request

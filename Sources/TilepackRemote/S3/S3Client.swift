@@ -150,10 +150,12 @@ public final class S3Client: Sendable {
 
     /// One signed exchange, retried on transient faults and 5xx (with `Retry-After`), each try
     /// signed afresh. Any status comes back; ``check(_:_:location:)`` turns a failure into an error.
+    /// It goes over `client` when given (an upload's parts have one of their own), else ``http``.
     func send(
         _ method: String, _ location: S3Location, query: String? = nil, headers: [String: String] = [:], body: Data? = nil,
-        timeout: Duration = .seconds(60), maximumBodyBytes: Int = 16 << 20
+        timeout: Duration = .seconds(60), maximumBodyBytes: Int = 16 << 20, over client: HTTPClient? = nil
     ) async throws(S3Error) -> HTTPResponse {
+        let http = client ?? self.http
         var request = HTTPRequest(
             url: configuration.url(for: location, query: query), method: method, headers: headers, timeout: timeout,
             maximumBodyBytes: maximumBodyBytes, body: body)

@@ -9,8 +9,10 @@ extension S3Client {
         /// The bytes of a part (S3 takes 5 MiB at least, but for the last; 10,000 parts at most:
         /// larger files get larger parts).
         public var partSize = 8 << 20
-        /// Parts in flight at once (memory: about this many parts; `aws s3 cp` has 10).
-        public var concurrency = 8
+        /// Parts in flight at once (memory: about this many parts), as `aws s3 cp`'s default
+        /// (`max_concurrent_requests`, 10). Through the process's shared client each has a
+        /// connection of its own (``S3Client/upload(file:to:options:)``).
+        public var concurrency = 10
         /// Whether each part carries its CRC-32 (`x-amz-checksum-crc32`, the upload declared with
         /// `x-amz-checksum-algorithm: CRC32`), as the AWS tools send by default: the store checks
         /// every part, and keeps a checksum made of the parts' instead of reading the whole object
@@ -26,6 +28,13 @@ extension S3Client {
     /// aborted when any fails. First, the stale multipart uploads of the same key (left by a
     /// killed process, which could not abort its own) are listed (ListMultipartUploads) and
     /// aborted. Returns the object's ETag.
+    ///
+    /// The parts go over a client of their own with a connection per part in flight when this
+    /// client's is the process's shared one (``HTTPClient/shared``, which keeps 6 connections to a
+    /// host for reads): a part beyond its transport's connections waits in the transport, and
+    /// libcurl let such waiting parts starve while later ones took each connection freed (parts
+    /// answered after 10-20 s among parts of 0.7 s, at 8 in flight over 6 connections). A client
+    /// given to ``S3Client/init(configuration:http:retry:)`` carries the parts as it is.
     @discardableResult
     public func upload(file path: String, to location: S3Location, options: UploadOptions = UploadOptions()) async throws(S3Error)
         -> String?
@@ -52,9 +61,12 @@ extension S3Client {
         do throws(S3Error) {
             let partSize = max(options.partSize, (size + 9999) / 10000, 5 << 20)
             let parts = max(1, (size + partSize - 1) / partSize)
+            let concurrency = min(max(1, options.concurrency), parts)
+            let partsHTTP =
+                http === HTTPClient.shared ? HTTPClient(userAgent: http.userAgent, maximumConnectionsPerHost: concurrency) : http
             let etags = try await uploadParts(
                 fd: fd, size: size, partSize: partSize, parts: parts, uploadId: uploadId, location: location,
-                concurrency: options.concurrency, checksums: options.partChecksums)
+                concurrency: concurrency, checksums: options.partChecksums, over: partsHTTP)
             var xml = "<CompleteMultipartUpload>"
             for (number, part) in etags.enumerated() {
                 let checksum = part.crc32.map { "<ChecksumCRC32>\($0)</ChecksumCRC32>" } ?? ""
@@ -105,10 +117,11 @@ extension S3Client {
         try check(response, [200, 204, 404], location: location)
     }
 
-    /// The parts, `concurrency` at a time, read with `pread`; their ETags (and with `checksums`
-    /// their CRC-32s, base64) in part order.
+    /// The parts, `concurrency` at a time over `partsHTTP`, read with `pread`; their ETags (and
+    /// with `checksums` their CRC-32s, base64) in part order.
     private func uploadParts(
-        fd: Int32, size: Int, partSize: Int, parts: Int, uploadId: String, location: S3Location, concurrency: Int, checksums: Bool
+        fd: Int32, size: Int, partSize: Int, parts: Int, uploadId: String, location: S3Location, concurrency: Int, checksums: Bool,
+        over partsHTTP: HTTPClient
     ) async throws(S3Error) -> [(etag: String, crc32: String?)] {
         typealias Part = (etag: String, crc32: String?)
         let outcome: Result<[Part], S3Error> = await withTaskGroup(of: Result<(Int, Part), S3Error>.self) { group in
@@ -130,7 +143,7 @@ extension S3Client {
                         let response = try await self.send(
                             "PUT", location, query: S3Client.query([("partNumber", String(number + 1)), ("uploadId", uploadId)]),
                             headers: crc32.map { ["x-amz-checksum-crc32": $0] } ?? [:], body: body,
-                            timeout: .seconds(600), maximumBodyBytes: 1 << 20)
+                            timeout: .seconds(600), maximumBodyBytes: 1 << 20, over: partsHTTP)
                         try self.check(response, location: location)
                         guard let etag = response.etag else {
                             throw S3Error(
@@ -141,7 +154,7 @@ extension S3Client {
                     } catch { return .failure(error) }
                 }
             }
-            for _ in 0..<min(max(1, concurrency), parts) { add() }
+            for _ in 0..<concurrency { add() }
             while let result = await group.next() {
                 switch result {
                 case .success(let (number, part)):
