@@ -40,10 +40,17 @@ public struct MBTilesWriterOptions: Hashable, Sendable {
     /// tiles), and an update recomputes the one the file already carries, if any. The MD5 is one
     /// serial pass over every tile byte: on 100 KB aerial tiles it costs more than reading them.
     public var aggregateTilesHash: Bool
+    /// Whether a new file stores its content identity (`tilepack_content_identity`,
+    /// Specs/updates.md §1.1), summed from the tiles as they are written, so that its first patch
+    /// checks it without reading every tile. Not stored when a tile was written twice or removed
+    /// (the sum would count what the file no longer holds). An update never computes one (a patch
+    /// sets ``MBTilesWriter/contentIdentity``; any other update drops a stored one). Off by
+    /// default: a SHA-256 of every tile byte (the commands store it with `--index`).
+    public var contentIdentity: Bool
 
     public init(
         schema: MBTilesWriteSchema = .flat, overwrite: Bool = false, derivation: MetadataDerivation = .fillMissing,
-        tilesPerTransaction: Int = 10_000, pageSize: Int = 8192, aggregateTilesHash: Bool = true
+        tilesPerTransaction: Int = 10_000, pageSize: Int = 8192, aggregateTilesHash: Bool = true, contentIdentity: Bool = false
     ) {
         self.schema = schema
         self.overwrite = overwrite
@@ -51,6 +58,7 @@ public struct MBTilesWriterOptions: Hashable, Sendable {
         self.tilesPerTransaction = max(1, tilesPerTransaction)
         self.pageSize = pageSize
         self.aggregateTilesHash = aggregateTilesHash
+        self.contentIdentity = contentIdentity
     }
 }
 
@@ -133,9 +141,14 @@ public final class MBTilesWriter {
     /// force hash collisions).
     var blobID: (UnsafeRawBufferPointer) -> String = MBTilesAggregateHash.md5Hex
     /// The content identity ``finish()`` stores (`tilepack_content_identity`): set by a patch,
-    /// which checks it in ``beforeCommit``; every other write drops a stored one, which it would
-    /// make stale.
+    /// which checks it in ``beforeCommit``, or summed by a new file's writes
+    /// (``MBTilesWriterOptions/contentIdentity``); every other update drops a stored one, which
+    /// it would make stale.
     package var contentIdentity: ContentIdentity?
+    /// A new file's tiles summed as they are written (count and hash sum; the metadata's hash is
+    /// taken in ``finish()``); `nil` when not asked for, or once a tile is removed.
+    private var runningIdentity: ContentIdentity?
+    private let identityHasher = ContentIdentity.TileHasher()
     /// `agg_tiles_hash` known without reading every tile (a patch's after-apply hash, checked by
     /// its identity), stored instead of computing it.
     package var knownAggregateTilesHash: String?
@@ -208,6 +221,7 @@ public final class MBTilesWriter {
         try prepareStatements(connection, beginSQL: "BEGIN")
         try beginTransaction()
         if storesHash { runningHash = BackgroundMD5() }
+        if options.contentIdentity { runningIdentity = ContentIdentity() }
     }
 
     /// Opens an existing archive to add, replace or remove tiles and change its metadata, all in
@@ -308,6 +322,7 @@ public final class MBTilesWriter {
                 break
             }
             if inOrder, noteKey(zoom: tile.zoom, x: tile.x, row: row), bytes.count > 0 { runningHash?.update(bytes) }
+            runningIdentity?.add(tile, bytes, using: identityHasher)
             try countWritten(1, bytes: bytes.count)
         } catch {
             failure = error
@@ -354,6 +369,9 @@ public final class MBTilesWriter {
                 bytes += row.bytes.count
             }
             try bindBlobsAndStep(insert, rows, from: rows.startIndex)
+            if runningIdentity != nil {
+                for row in rows { row.bytes.withUnsafeBytes { runningIdentity?.add(row.tile, $0, using: identityHasher) } }
+            }
             for row in rows where inOrder {
                 if noteKey(zoom: row.tile.zoom, x: row.tile.x, row: row.tile.row(in: .tms)), !row.bytes.isEmpty {
                     runningHash?.update(sharing: row.bytes)
@@ -470,6 +488,7 @@ public final class MBTilesWriter {
     public func removeTile(at tile: TileCoordinate) throws(TileArchiveError) -> Bool {
         if let failure { throw failure }
         dropRunningHash()
+        runningIdentity = nil
         guard let connection else { return false }
         let table =
             switch schemaKind {
@@ -598,6 +617,9 @@ public final class MBTilesWriter {
             var limited = metadata
             limited[TileMetadata.Key.aggregateTilesHash] = MBTilesAggregateHash.empty
             limited[TileMetadata.Key.hashAlgorithm] = TileMetadata.computedHashAlgorithm
+            if runningIdentity != nil || contentIdentity != nil {
+                limited[ContentIdentity.metadataKey] = ContentIdentity(tileCount: .max).description
+            }
             if let violation = MetadataLimits.violation(limited) {
                 throw TileArchiveError(path: path, fault: .invalidMetadata(violation))
             }
@@ -614,6 +636,12 @@ public final class MBTilesWriter {
                 }
             }
             metadata[TileMetadata.Key.aggregateTilesHash] = hash
+            // A new file's sum holds when every write added a row: a tile written twice left
+            // fewer rows than writes, and its first bytes in the sum.
+            if var identity = runningIdentity, try UInt64(storedTileCount()) == identity.tileCount {
+                identity.metadata = ContentIdentity.metadataHash(metadata)
+                contentIdentity = identity
+            }
             metadata[ContentIdentity.metadataKey] = contentIdentity?.description
             // Which function made the hashes (martin's hash_algorithm): MD5 for agg_tiles_hash and
             // for the ids of a deduplicated file tilepack creates; a new file with no hash at all
@@ -648,6 +676,7 @@ public final class MBTilesWriter {
     /// Abandons the write: a new file is deleted, an update rolled back.
     public func cancel() {
         dropRunningHash()
+        runningIdentity = nil
         guard !finished else { return }
         finished = true
         if isUpdate, let connection {
