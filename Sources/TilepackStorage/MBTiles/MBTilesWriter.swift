@@ -152,6 +152,11 @@ public final class MBTilesWriter {
     /// `agg_tiles_hash` known without reading every tile (a patch's after-apply hash, checked by
     /// its identity), stored instead of computing it.
     package var knownAggregateTilesHash: String?
+    /// Whether ``finish()`` derives metadata from the tiles and checks the metadata against them
+    /// (zooms, bounds, format), which reads every zoom's columns of the table: work in proportion
+    /// to the archive. A patch whose identities prove the result is its "after" version (tiles and
+    /// metadata) turns it off; the metadata's own values are checked either way.
+    package var checksMetadataAgainstTiles = true
     /// Runs inside the transaction after the metadata is written, before the commit; an error
     /// rolls everything back.
     package var beforeCommit: ((SQLiteConnection) throws(TileArchiveError) -> Void)?
@@ -600,17 +605,23 @@ public final class MBTilesWriter {
             if schemaKind == .normalized {
                 try connection.execute("DELETE FROM images WHERE tile_id NOT IN (SELECT tile_id FROM map WHERE tile_id IS NOT NULL)")
             }
-            // Known from the writes when they came in order; otherwise asked of the table.
-            var content =
-                inOrder
-                ? TileContentSummary(levels: writtenLevels)
-                : summarizesByColumns
-                    ? try TileContentSummary.queryByColumns(connection) : try TileContentSummary.query(connection, distinct: countsDistinct)
-            let sniff = try connection.prepare("SELECT tile_data FROM tiles WHERE tile_data IS NOT NULL LIMIT 1")
-            if try sniff.step(), let bytes = sniff.bytes(0) { content.sniffedFormat = TileFormat.sniff(bytes) }
-            sniff.reset()
-            derive(from: content)
-            let issues = MBTilesMetadataValidator.validate(metadata, content: content)
+            let issues: [MBTilesMetadataIssue]
+            if checksMetadataAgainstTiles {
+                // Known from the writes when they came in order; otherwise asked of the table.
+                var content =
+                    inOrder
+                    ? TileContentSummary(levels: writtenLevels)
+                    : summarizesByColumns
+                        ? try TileContentSummary.queryByColumns(connection)
+                        : try TileContentSummary.query(connection, distinct: countsDistinct)
+                let sniff = try connection.prepare("SELECT tile_data FROM tiles WHERE tile_data IS NOT NULL LIMIT 1")
+                if try sniff.step(), let bytes = sniff.bytes(0) { content.sniffedFormat = TileFormat.sniff(bytes) }
+                sniff.reset()
+                derive(from: content)
+                issues = MBTilesMetadataValidator.validate(metadata, content: content)
+            } else {
+                issues = MBTilesMetadataValidator.validate(metadata)
+            }
             let errors = issues.filter { $0.severity == .error }
             if !errors.isEmpty { throw Self.metadataError(path: path, errors) }
             // What readers refuse is not written (agg_tiles_hash adds 48 bytes).
