@@ -108,19 +108,24 @@ peak() {
 mib() { echo "scale=1; $(size "$1") / 1048576" | bc -l; }
 
 printf '\n%-9s %12s %12s %8s %14s %14s %12s %s\n' format "patch (s)" "convert (s)" ratio "patch RSS MiB" "conv. RSS MiB" "archive MiB" ""
-# MBTiles twice: a base that stores its identity (any base tilepack patched before; here v1 given
-# an empty patch, v1 to v1), whose check reads only the changed tiles, and a fresh base, whose
-# identity is computed from every tile first.
+# MBTiles twice: a base that stores its identity (any base tilepack wrote or patched; here v1
+# given an empty patch, v1 to v1), whose check reads only the changed tiles, and a fresh base
+# (v1 as make-versions writes it, as another tool would: no identity), whose identity is computed
+# from every tile first. The copy made for each run is synced before it (untimed): the patch
+# fsyncs the file it changes, which would otherwise write back the whole fresh copy, where a base
+# that has lain on the disk has only the patch's pages to write.
 "$tilepack" diff v1.mbtiles v1.mbtiles noop.tppatch --force >/dev/null
 cp v1.mbtiles v1-stamped.mbtiles && "$tilepack" patch v1-stamped.mbtiles noop.tppatch >/dev/null
-p=$(best "cp v1-stamped.mbtiles base.mbtiles" "$tilepack" patch base.mbtiles p-mbtiles.tppatch)
+p=$(best "cp v1-stamped.mbtiles base.mbtiles && sync base.mbtiles" "$tilepack" patch base.mbtiles p-mbtiles.tppatch)
 c=$(best "rm -f out.mbtiles" "$tilepack" convert v2.mbtiles out.mbtiles --force --quiet)
 pr=$(peak "cp v1-stamped.mbtiles base.mbtiles" "$tilepack" patch base.mbtiles p-mbtiles.tppatch)
 cr=$(peak "rm -f out.mbtiles" "$tilepack" convert v2.mbtiles out.mbtiles --force --quiet)
 printf '%-9s %12.3f %12.3f %7.3fx %14s %14s %12s %s\n' mbtiles "$p" "$c" "$(echo "$p / $c" | bc -l)" "$pr" "$cr" "$(mib v1.mbtiles)" \
     "(in place, base stores its identity)"
 for ext in mbtiles tilepack pmtiles; do
-    p=$(best "cp v1.$ext base.$ext" "$tilepack" patch "base.$ext" "p-$ext.tppatch")
+    setup="cp v1.$ext base.$ext"
+    [ "$ext" = mbtiles ] && setup="$setup && sync base.$ext"
+    p=$(best "$setup" "$tilepack" patch "base.$ext" "p-$ext.tppatch")
     cmp -s "base.$ext" "v2.$ext" && same="(byte-identical to v2)" || same=""
     [ "$ext" = mbtiles ] && same="(in place, identity computed from every tile)"
     c=$(best "rm -f out.$ext" "$tilepack" convert "v2.$ext" "out.$ext" --force --quiet)

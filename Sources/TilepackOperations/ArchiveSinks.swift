@@ -13,7 +13,8 @@ enum ArchiveSinks {
         var aggregateTilesHash = false
         /// PMTiles: keep mixed gzip and plain vector tiles as they are (``PMTilesWriter/keepsMixedTileCompression``).
         var keepsMixedTileCompression = false
-        /// A bundle or PMTiles: write its tile hash index beside it (``TileIndexSidecar``).
+        /// A bundle or PMTiles: write its tile hash index beside it (``TileIndexSidecar``); a new
+        /// MBTiles file: store its content identity (``MBTilesWriterOptions/contentIdentity``).
         var tileIndex = false
     }
 
@@ -82,7 +83,7 @@ final class MBTilesSink: TileSink {
                 creating: destination, metadata: metadata,
                 options: MBTilesWriterOptions(
                     schema: options.deduplicate ? .deduplicated : .flat, overwrite: options.overwrite,
-                    aggregateTilesHash: options.aggregateTilesHash))
+                    aggregateTilesHash: options.aggregateTilesHash, contentIdentity: options.tileIndex))
         }
     }
 
@@ -234,11 +235,6 @@ enum TileIndexSidecar {
     /// one) when `writes`, else removes an index left beside the archive it replaced, which no
     /// longer describes it.
     static func update(_ archive: String, writes: Bool) throws {
-        if writes {
-            _ = try ArchiveIndexer.run(archive: archive)
-        } else {
-            let sidecar = TileHashIndex.sidecarName(of: archive)
-            if FileSystem.stat(sidecar) != nil { _ = FileSystem.unlink(sidecar) }
-        }
+        try TileHashIndex.updateSidecar(of: archive, writes: writes)
     }
 }

@@ -22,7 +22,7 @@ public struct MetadataEditReport: Sendable, Codable {
 /// that is what they are for.
 public enum MetadataEditor {
     /// Keys whose values tilepack computes from the tiles: not set by hand.
-    static let computedKeys = [TileMetadata.Key.aggregateTilesHash, TileMetadata.Key.hashAlgorithm]
+    static let computedKeys = [TileMetadata.Key.aggregateTilesHash, TileMetadata.Key.hashAlgorithm, ContentIdentity.metadataKey]
 
     /// The metadata of a local archive or one at a URL.
     public static func read(_ location: String) throws(OperationError) -> TileMetadata {
@@ -49,7 +49,10 @@ public enum MetadataEditor {
             throw OperationError(
                 path: path,
                 fault: .badInput(
-                    "'\(key)' is computed from the tiles, not set by hand (tilepack convert --agg-tiles-hash writes agg_tiles_hash and hash_algorithm)"
+                    "'\(key)' is computed from the tiles, not set by hand ("
+                        + (key == ContentIdentity.metadataKey
+                            ? "tilepack writes it into the MBTiles files it makes and patches)"
+                            : "tilepack convert --agg-tiles-hash writes agg_tiles_hash and hash_algorithm)")
                 ))
         }
         let archive = try ArchiveLocation.open(path)

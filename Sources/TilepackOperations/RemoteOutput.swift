@@ -1,6 +1,7 @@
 import Foundation
 import TilepackCore
 import TilepackRemote
+import TilepackStorage
 
 /// An operation's output at an `s3://` URL: the archive is built in a temporary folder on this
 /// machine and uploaded by multipart upload (``S3Client/upload(file:to:options:)``), so the object
@@ -10,6 +11,11 @@ public enum RemoteOutput {
     /// of the same name in a new folder under `temporaryFolder` (else the system's), uploaded once
     /// `build` returns, the folder removed however it ends. An existing object is an error unless
     /// `overwrite`, checked before anything is built.
+    ///
+    /// The tile hash index `build` wrote beside the file (`--index`) goes up after the archive, as
+    /// the object `KEY.tpindex` (the name `sync` reads), by multipart upload too; a build that
+    /// wrote none and replaced an object (`overwrite`) deletes a `KEY.tpindex` left beside it,
+    /// which described the object replaced, as a build into a file removes the file's.
     public static func write<R>(
         to destination: String, overwrite: Bool, temporaryFolder: String? = nil, client: S3Client? = nil,
         _ build: (String) throws -> R
@@ -28,6 +34,15 @@ public enum RemoteOutput {
         let result = try build(local)
         let options = uploadOptions
         _ = try s3(destination) { () async throws(S3Error) in try await client.upload(file: local, to: location, options: options) }
+        let index = TileHashIndex.sidecarName(of: local)
+        let indexLocation = S3Location(bucket: location.bucket, key: TileHashIndex.sidecarName(of: location.key))
+        if FileSystem.stat(index) != nil {
+            _ = try s3(indexLocation.description) { () async throws(S3Error) in
+                try await client.upload(file: index, to: indexLocation, options: options)
+            }
+        } else if overwrite {
+            try s3(indexLocation.description) { () async throws(S3Error) in try await client.delete(indexLocation) }
+        }
         return result
     }
 

@@ -200,6 +200,9 @@ package final class MBTilesTileStore: @unchecked Sendable {
             if !schema.hasMetadataTable {
                 try connection.execute(
                     "CREATE TABLE metadata (name TEXT NOT NULL, value TEXT); CREATE UNIQUE INDEX name ON metadata (name);")
+            } else {
+                // A content identity stored by tilepack's writers would not hold once tiles come and go.
+                try connection.execute("DELETE FROM metadata WHERE name = '\(ContentIdentity.metadataKey)'")
             }
             state.upsertTile = try connection.prepare(
                 "INSERT OR REPLACE INTO tiles (zoom_level, tile_column, tile_row, tile_data) VALUES (?1, ?2, ?3, ?4)")

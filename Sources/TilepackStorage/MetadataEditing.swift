@@ -15,7 +15,8 @@ public enum MetadataEditMethod: String, Sendable, Codable {
 
 /// Changes the metadata of an archive file in place (`tilepack meta set`, `meta delete`): the
 /// keys in `set` take their values, the keys in `delete` go; nothing else in the file changes, so
-/// tile bytes, `agg_tiles_hash`, the index and its CRC stay what they were. Values are not checked
+/// tile bytes, `agg_tiles_hash`, the index and its CRC stay what they were (an MBTiles file's
+/// stored content identity gets the new metadata's hash). Values are not checked
 /// here (the caller validates them); the limits every reader holds to are.
 package enum ArchiveMetadataEditor {
     package static func edit(path: String, set: [String: String], delete: [String]) throws(TileArchiveError) -> MetadataEditMethod {
@@ -54,6 +55,18 @@ package enum ArchiveMetadataEditor {
         do throws(TileArchiveError) {
             var metadata = TileMetadata(try MBTilesArchive.readMetadataRows(connection, path: path, strict: false))
             apply(&metadata, set: set, delete: delete)
+            var set = set
+            var delete = delete
+            // A stored identity's tiles part still holds (no tile changes); its metadata part is
+            // taken again, or one that does not parse is dropped.
+            if let stored = metadata[ContentIdentity.metadataKey] {
+                if var identity = ContentIdentity(stored) {
+                    identity.metadata = ContentIdentity.metadataHash(metadata)
+                    set[ContentIdentity.metadataKey] = identity.description
+                } else {
+                    delete.append(ContentIdentity.metadataKey)
+                }
+            }
             try checkLimits(metadata, path: path)
             let remove = try connection.prepare("DELETE FROM metadata WHERE name = ?1")
             for key in Set(delete).union(set.keys) {

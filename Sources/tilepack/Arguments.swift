@@ -155,7 +155,7 @@ struct ArchiveOutputOptions: ParsableArguments {
     @Flag(
         name: .customLong("index"),
         help:
-            "A .tilepack or .pmtiles output: also write its tile hash index beside it (ARCHIVE.tpindex, as `tilepack index` does), to publish with it for `tilepack sync`."
+            "A .tilepack or .pmtiles output: also write its tile hash index beside it (ARCHIVE.tpindex, as `tilepack index` does), to publish with it for `tilepack sync`. An .mbtiles output stores its content identity instead, so that its first `tilepack patch` reads only the tiles it changes."
     )
     var tileIndex = false
 }

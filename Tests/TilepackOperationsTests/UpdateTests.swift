@@ -270,3 +270,91 @@ extension UpdateTests {
         #expect(try openTileArchive(path: dir.file("a.mbtiles")).metadata()[ContentIdentity.metadataKey] == nil)
     }
 }
+
+extension UpdateTests {
+    /// import and convert with --index store a new MBTiles file's content identity
+    /// (Specs/updates.md §1.1), in the flat and the deduplicated schema and whatever order the
+    /// tiles come in: what a fresh computation over the file gives, which verify agrees with
+    /// (without --index, none). The first patch checks its base by it (a stored identity made
+    /// wrong on purpose is the one the patch names). A tile written twice or removed leaves none;
+    /// every other write keeps it true or drops it: `meta set` takes its metadata part again (and
+    /// refuses to set it by hand), an append drops it.
+    @Test func aNewMBTilesStoresItsIdentityAndOtherWritesKeepItTrueOrDropIt() throws {
+        let dir = try TemporaryDirectory()
+        func stored(_ name: String) throws -> String? { try openTileArchive(path: dir.file(name)).metadata()[ContentIdentity.metadataKey] }
+        func computed(_ name: String) throws -> String {
+            try ContentIdentity.compute(try openTileArchive(path: dir.file(name))).description
+        }
+        var indexed = ConvertOptions()
+        indexed.tileIndex = true
+        var deduplicated = indexed
+        deduplicated.deduplicate = true
+        _ = try ArchiveConverter.run(source: Self.v1, destination: dir.file("plain.mbtiles"), options: ConvertOptions())
+        #expect(try stored("plain.mbtiles") == nil)
+        _ = try ArchiveConverter.run(source: Self.v1, destination: dir.file("flat.mbtiles"), options: indexed)
+        _ = try ArchiveConverter.run(source: Self.v1, destination: dir.file("dedup.mbtiles"), options: deduplicated)
+        // From PMTiles the tiles come in XYZ order, not the table's (TMS rows).
+        _ = try ArchiveConverter.run(source: Self.v1, destination: dir.file("a.pmtiles"), options: ConvertOptions())
+        _ = try ArchiveConverter.run(
+            source: dir.file("a.pmtiles"), destination: dir.file("from-pmtiles.mbtiles"), options: indexed)
+        let tree = TestSupport.packageRoot.appendingPathComponent("samples/tiles").path
+        var importIndexed = ImportOptions()
+        importIndexed.tileIndex = true
+        _ = try TileImporter.run(source: tree, destination: dir.file("imported.mbtiles"), options: importIndexed)
+        for name in ["flat.mbtiles", "dedup.mbtiles", "from-pmtiles.mbtiles", "imported.mbtiles"] {
+            let value = try #require(try stored(name), "\(name) stores no identity")
+            #expect(value == (try computed(name)), "\(name)")
+            let verify = ArchiveVerifier.run(path: dir.file(name))
+            #expect(!verify.findings.contains { $0.check == "identity" }, "\(name): \(verify.findings)")
+        }
+        #expect(try stored("flat.mbtiles") == (try ContentIdentity.compute(try openTileArchive(path: Self.v1)).description))
+
+        // The patch reads the stored identity: made wrong, it is what the patch names.
+        _ = try ArchiveDiff.run(old: Self.v1, new: Self.v2, patch: dir.file("p.tppatch"))
+        try Self.copy(dir.file("flat.mbtiles"), to: dir.file("base.mbtiles"))
+        let flatIdentity = try #require(try stored("flat.mbtiles"))
+        var wrong = try #require(ContentIdentity(flatIdentity))
+        wrong.tiles &+= 1
+        let tamper = try MBTilesWriter(updating: dir.file("base.mbtiles"))
+        tamper.contentIdentity = wrong
+        try tamper.finish()
+        #expect { try ArchivePatcher.run(base: dir.file("base.mbtiles"), patch: dir.file("p.tppatch")) } throws: {
+            "\($0)".contains(wrong.description)
+        }
+        try FileManager.default.removeItem(atPath: dir.file("base.mbtiles"))
+        try Self.copy(dir.file("flat.mbtiles"), to: dir.file("base.mbtiles"))
+        let patched = try ArchivePatcher.run(base: dir.file("base.mbtiles"), patch: dir.file("p.tppatch"))
+        let patchedIdentity = try stored("base.mbtiles")
+        #expect(patched.before == flatIdentity)
+        #expect(patched.after == patchedIdentity)
+
+        // A tile written twice, or one removed: the sum would count bytes the file does not hold.
+        let tile = TileCoordinate(uncheckedZoom: 1, x: 0, y: 1)
+        let png = try #require(try openTileArchive(path: dir.file("imported.mbtiles")).tileData(at: tile))
+        for removes in [false, true] {
+            let name = removes ? "removed.mbtiles" : "twice.mbtiles"
+            let writer = try MBTilesWriter(
+                creating: dir.file(name), metadata: TileMetadata(["name": "n"]), options: MBTilesWriterOptions(contentIdentity: true))
+            try writer.write(png, at: tile)
+            try writer.write(png, at: TileCoordinate(uncheckedZoom: 1, x: 1, y: 1))
+            if removes { try writer.removeTile(at: tile) } else { try writer.write(png + [0], at: tile) }
+            try writer.finish()
+            #expect(try stored(name) == nil, "\(name)")
+            #expect(try openTileArchive(path: dir.file(name)).tileCount() == (removes ? 1 : 2))
+        }
+
+        // meta set: the tiles part holds, the metadata part is taken again.
+        let before = try #require(try stored("imported.mbtiles"))
+        _ = try MetadataEditor.edit(path: dir.file("imported.mbtiles"), set: ["description": "edited"])
+        #expect(try stored("imported.mbtiles") == (try computed("imported.mbtiles")))
+        #expect(try stored("imported.mbtiles") != before)
+        #expect { try MetadataEditor.edit(path: dir.file("imported.mbtiles"), set: [ContentIdentity.metadataKey: before]) } throws: {
+            "\($0)".contains("computed from the tiles")
+        }
+        // An append drops it.
+        var append = ImportOptions()
+        append.append = true
+        _ = try TileImporter.run(source: tree, destination: dir.file("imported.mbtiles"), options: append)
+        #expect(try stored("imported.mbtiles") == nil)
+    }
+}

@@ -467,6 +467,20 @@ struct PrefetchRequestTests {
         #expect(server.server.requestCount == 0)
     }
 
+    @Test("a store opened for writing drops the content identity tilepack stored in the file: the tiles it fetches would make it stale")
+    func aStoreDropsAStoredContentIdentity() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("made.mbtiles")
+        var options = ConvertOptions()
+        options.tileIndex = true
+        _ = try ArchiveConverter.run(source: TestSupport.fixture("martin/world_cities.mbtiles"), destination: path, options: options)
+        #expect(try MBTilesArchive(path: path).metadata()[ContentIdentity.metadataKey] != nil)
+        try MBTilesTileStore(path: path, readOnly: true).close()
+        #expect(try MBTilesArchive(path: path).metadata()[ContentIdentity.metadataKey] != nil)
+        try MBTilesTileStore(path: path).close()
+        #expect(try MBTilesArchive(path: path).metadata()[ContentIdentity.metadataKey] == nil)
+    }
+
     @Test("a store beside a -journal that is not SQLite's is not opened for writing; both files stay as they were")
     func foreignJournalRefusesResuming() throws {
         let directory = try TemporaryDirectory()

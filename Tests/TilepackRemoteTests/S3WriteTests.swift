@@ -162,6 +162,45 @@ struct S3WriteTests {
         #expect(try await reader.head(S3Location(bucket: "tiles", key: other.key + ".pmtiles")) == nil)
     }
 
+    /// A bundle or PMTiles built into s3:// with --index gets its tile hash index beside it, the
+    /// object KEY.tpindex that sync reads, byte for byte what the same build writes beside a file;
+    /// built again over it (--force) without --index, the index of the archive replaced is deleted.
+    @Test func anOutputBuiltWithIndexGetsItsIndexUploadedBesideIt() async throws {
+        guard let binary = TestSupport.tilepackBinary else {
+            Issue.record("tilepack is not built")
+            return
+        }
+        let sample = TestSupport.packageRoot.appendingPathComponent("samples/sample.tilepack").path
+        let dir = try TemporaryDirectory("s3-index")
+        let environment = self.environment
+        let reader = client()
+        func object(_ location: S3Location) async throws -> Data {
+            try await onThread {
+                let source = try HTTPByteSource(s3: location, client: reader)
+                return try source.withBytes(offset: 0, length: source.count) { Data($0) }
+            }
+        }
+        for ext in ["pmtiles", "tilepack"] {
+            let output = S3Location(bucket: "tiles", key: "index/\(UUID().uuidString)/world.\(ext)")
+            let index = S3Location(bucket: "tiles", key: output.key + ".tpindex")
+            let local = try await TestSupport.run(binary, ["convert", sample, dir.file("world.\(ext)"), "--index", "--quiet"])
+            #expect(local.status == 0, "\(local.stderr)")
+            let built = try await TestSupport.run(
+                binary, ["convert", sample, output.description, "--index", "--quiet", "--tmpdir", dir.path], environment: environment)
+            #expect(built.status == 0, "\(built.stderr)")
+            #expect(try await object(output) == (try Data(contentsOf: URL(fileURLWithPath: dir.file("world.\(ext)")))), "\(ext)")
+            #expect(try await object(index) == (try Data(contentsOf: URL(fileURLWithPath: dir.file("world.\(ext).tpindex")))), "\(ext)")
+            let rebuilt = try await TestSupport.run(
+                binary, ["convert", sample, output.description, "--force", "--quiet", "--tmpdir", dir.path], environment: environment)
+            #expect(rebuilt.status == 0, "\(rebuilt.stderr)")
+            #expect(try await reader.head(output) != nil)
+            #expect(try await reader.head(index) == nil, "\(ext): the index of the archive replaced is left")
+        }
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted()
+                == ["world.pmtiles", "world.pmtiles.tpindex", "world.tilepack", "world.tilepack.tpindex"])
+    }
+
     /// README's sharded build with its parts in S3: shards imported to s3://, merged from a prefix
     /// and from a glob into s3://, byte-identical to one import; an existing output needs --force.
     @Test func aShardedBuildWritesItsPartsToS3AndMergesFromAPrefixAndAGlob() async throws {

@@ -40,10 +40,17 @@ public struct MBTilesWriterOptions: Hashable, Sendable {
     /// tiles), and an update recomputes the one the file already carries, if any. The MD5 is one
     /// serial pass over every tile byte: on 100 KB aerial tiles it costs more than reading them.
     public var aggregateTilesHash: Bool
+    /// Whether a new file stores its content identity (`tilepack_content_identity`,
+    /// Specs/updates.md §1.1), summed from the tiles as they are written, so that its first patch
+    /// checks it without reading every tile. Not stored when a tile was written twice or removed
+    /// (the sum would count what the file no longer holds). An update never computes one (a patch
+    /// sets ``MBTilesWriter/contentIdentity``; any other update drops a stored one). Off by
+    /// default: a SHA-256 of every tile byte (the commands store it with `--index`).
+    public var contentIdentity: Bool
 
     public init(
         schema: MBTilesWriteSchema = .flat, overwrite: Bool = false, derivation: MetadataDerivation = .fillMissing,
-        tilesPerTransaction: Int = 10_000, pageSize: Int = 8192, aggregateTilesHash: Bool = true
+        tilesPerTransaction: Int = 10_000, pageSize: Int = 8192, aggregateTilesHash: Bool = true, contentIdentity: Bool = false
     ) {
         self.schema = schema
         self.overwrite = overwrite
@@ -51,6 +58,7 @@ public struct MBTilesWriterOptions: Hashable, Sendable {
         self.tilesPerTransaction = max(1, tilesPerTransaction)
         self.pageSize = pageSize
         self.aggregateTilesHash = aggregateTilesHash
+        self.contentIdentity = contentIdentity
     }
 }
 
@@ -133,12 +141,22 @@ public final class MBTilesWriter {
     /// force hash collisions).
     var blobID: (UnsafeRawBufferPointer) -> String = MBTilesAggregateHash.md5Hex
     /// The content identity ``finish()`` stores (`tilepack_content_identity`): set by a patch,
-    /// which checks it in ``beforeCommit``; every other write drops a stored one, which it would
-    /// make stale.
+    /// which checks it in ``beforeCommit``, or summed by a new file's writes
+    /// (``MBTilesWriterOptions/contentIdentity``); every other update drops a stored one, which
+    /// it would make stale.
     package var contentIdentity: ContentIdentity?
+    /// A new file's tiles summed as they are written (count and hash sum; the metadata's hash is
+    /// taken in ``finish()``); `nil` when not asked for, or once a tile is removed.
+    private var runningIdentity: ContentIdentity?
+    private let identityHasher = ContentIdentity.TileHasher()
     /// `agg_tiles_hash` known without reading every tile (a patch's after-apply hash, checked by
     /// its identity), stored instead of computing it.
     package var knownAggregateTilesHash: String?
+    /// Whether ``finish()`` derives metadata from the tiles and checks the metadata against them
+    /// (zooms, bounds, format), which reads every zoom's columns of the table: work in proportion
+    /// to the archive. A patch whose identities prove the result is its "after" version (tiles and
+    /// metadata) turns it off; the metadata's own values are checked either way.
+    package var checksMetadataAgainstTiles = true
     /// Runs inside the transaction after the metadata is written, before the commit; an error
     /// rolls everything back.
     package var beforeCommit: ((SQLiteConnection) throws(TileArchiveError) -> Void)?
@@ -208,6 +226,7 @@ public final class MBTilesWriter {
         try prepareStatements(connection, beginSQL: "BEGIN")
         try beginTransaction()
         if storesHash { runningHash = BackgroundMD5() }
+        if options.contentIdentity { runningIdentity = ContentIdentity() }
     }
 
     /// Opens an existing archive to add, replace or remove tiles and change its metadata, all in
@@ -308,6 +327,7 @@ public final class MBTilesWriter {
                 break
             }
             if inOrder, noteKey(zoom: tile.zoom, x: tile.x, row: row), bytes.count > 0 { runningHash?.update(bytes) }
+            runningIdentity?.add(tile, bytes, using: identityHasher)
             try countWritten(1, bytes: bytes.count)
         } catch {
             failure = error
@@ -354,6 +374,9 @@ public final class MBTilesWriter {
                 bytes += row.bytes.count
             }
             try bindBlobsAndStep(insert, rows, from: rows.startIndex)
+            if runningIdentity != nil {
+                for row in rows { row.bytes.withUnsafeBytes { runningIdentity?.add(row.tile, $0, using: identityHasher) } }
+            }
             for row in rows where inOrder {
                 if noteKey(zoom: row.tile.zoom, x: row.tile.x, row: row.tile.row(in: .tms)), !row.bytes.isEmpty {
                     runningHash?.update(sharing: row.bytes)
@@ -470,6 +493,7 @@ public final class MBTilesWriter {
     public func removeTile(at tile: TileCoordinate) throws(TileArchiveError) -> Bool {
         if let failure { throw failure }
         dropRunningHash()
+        runningIdentity = nil
         guard let connection else { return false }
         let table =
             switch schemaKind {
@@ -581,23 +605,32 @@ public final class MBTilesWriter {
             if schemaKind == .normalized {
                 try connection.execute("DELETE FROM images WHERE tile_id NOT IN (SELECT tile_id FROM map WHERE tile_id IS NOT NULL)")
             }
-            // Known from the writes when they came in order; otherwise asked of the table.
-            var content =
-                inOrder
-                ? TileContentSummary(levels: writtenLevels)
-                : summarizesByColumns
-                    ? try TileContentSummary.queryByColumns(connection) : try TileContentSummary.query(connection, distinct: countsDistinct)
-            let sniff = try connection.prepare("SELECT tile_data FROM tiles WHERE tile_data IS NOT NULL LIMIT 1")
-            if try sniff.step(), let bytes = sniff.bytes(0) { content.sniffedFormat = TileFormat.sniff(bytes) }
-            sniff.reset()
-            derive(from: content)
-            let issues = MBTilesMetadataValidator.validate(metadata, content: content)
+            let issues: [MBTilesMetadataIssue]
+            if checksMetadataAgainstTiles {
+                // Known from the writes when they came in order; otherwise asked of the table.
+                var content =
+                    inOrder
+                    ? TileContentSummary(levels: writtenLevels)
+                    : summarizesByColumns
+                        ? try TileContentSummary.queryByColumns(connection)
+                        : try TileContentSummary.query(connection, distinct: countsDistinct)
+                let sniff = try connection.prepare("SELECT tile_data FROM tiles WHERE tile_data IS NOT NULL LIMIT 1")
+                if try sniff.step(), let bytes = sniff.bytes(0) { content.sniffedFormat = TileFormat.sniff(bytes) }
+                sniff.reset()
+                derive(from: content)
+                issues = MBTilesMetadataValidator.validate(metadata, content: content)
+            } else {
+                issues = MBTilesMetadataValidator.validate(metadata)
+            }
             let errors = issues.filter { $0.severity == .error }
             if !errors.isEmpty { throw Self.metadataError(path: path, errors) }
             // What readers refuse is not written (agg_tiles_hash adds 48 bytes).
             var limited = metadata
             limited[TileMetadata.Key.aggregateTilesHash] = MBTilesAggregateHash.empty
             limited[TileMetadata.Key.hashAlgorithm] = TileMetadata.computedHashAlgorithm
+            if runningIdentity != nil || contentIdentity != nil {
+                limited[ContentIdentity.metadataKey] = ContentIdentity(tileCount: .max).description
+            }
             if let violation = MetadataLimits.violation(limited) {
                 throw TileArchiveError(path: path, fault: .invalidMetadata(violation))
             }
@@ -614,6 +647,12 @@ public final class MBTilesWriter {
                 }
             }
             metadata[TileMetadata.Key.aggregateTilesHash] = hash
+            // A new file's sum holds when every write added a row: a tile written twice left
+            // fewer rows than writes, and its first bytes in the sum.
+            if var identity = runningIdentity, try UInt64(storedTileCount()) == identity.tileCount {
+                identity.metadata = ContentIdentity.metadataHash(metadata)
+                contentIdentity = identity
+            }
             metadata[ContentIdentity.metadataKey] = contentIdentity?.description
             // Which function made the hashes (martin's hash_algorithm): MD5 for agg_tiles_hash and
             // for the ids of a deduplicated file tilepack creates; a new file with no hash at all
@@ -648,6 +687,7 @@ public final class MBTilesWriter {
     /// Abandons the write: a new file is deleted, an update rolled back.
     public func cancel() {
         dropRunningHash()
+        runningIdentity = nil
         guard !finished else { return }
         finished = true
         if isUpdate, let connection {

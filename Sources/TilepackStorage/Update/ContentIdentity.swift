@@ -52,29 +52,56 @@ public struct ContentIdentity: Hashable, Sendable, CustomStringConvertible {
 
     /// Adds a tile's contribution.
     public mutating func add(_ tile: TileCoordinate, _ bytes: UnsafeRawBufferPointer) {
-        tiles &+= Self.tileHash(tile, bytes)
+        add(tile, bytes, using: TileHasher())
+    }
+
+    /// Adds a tile's contribution, hashed by `hasher` (one per thread, reused: what a pass over
+    /// every tile uses).
+    package mutating func add(_ tile: TileCoordinate, _ bytes: UnsafeRawBufferPointer, using hasher: TileHasher) {
+        tiles &+= hasher.hash(tile, bytes)
         tileCount &+= 1
     }
 
     /// Takes a tile's contribution away (a tile deleted, or the old bytes of a replaced one).
     public mutating func remove(_ tile: TileCoordinate, _ bytes: UnsafeRawBufferPointer) {
-        tiles &-= Self.tileHash(tile, bytes)
+        remove(tile, bytes, using: TileHasher())
+    }
+
+    /// Takes a tile's contribution away, hashed by `hasher`.
+    package mutating func remove(_ tile: TileCoordinate, _ bytes: UnsafeRawBufferPointer, using hasher: TileHasher) {
+        tiles &-= hasher.hash(tile, bytes)
         tileCount &-= 1
     }
 
     /// SHA-256 over the zoom (1 byte), x and XYZ y (4 bytes each, little-endian) and the tile's
     /// bytes; its first 16 bytes read as a little-endian integer.
     public static func tileHash(_ tile: TileCoordinate, _ bytes: UnsafeRawBufferPointer) -> UInt128 {
-        let digest = Digest(.sha256)
-        var prefix = [UInt8](repeating: 0, count: 9)
-        prefix[0] = UInt8(truncatingIfNeeded: tile.zoom)
-        for i in 0..<4 {
-            prefix[1 + i] = UInt8(truncatingIfNeeded: UInt32(truncatingIfNeeded: tile.x) >> (8 * i))
-            prefix[5 + i] = UInt8(truncatingIfNeeded: UInt32(truncatingIfNeeded: tile.y) >> (8 * i))
+        TileHasher().hash(tile, bytes)
+    }
+
+    /// ``tileHash(_:_:)`` with one SHA-256 context reused from tile to tile: a new context per
+    /// tile (libcrypto allocates it and looks SHA-256 up each time) cost more than hashing the
+    /// bytes of a 1 KB tile. Not for use from two threads at once.
+    package final class TileHasher {
+        private let digest = Digest(.sha256)
+        private var used = false
+
+        package init() {}
+
+        package func hash(_ tile: TileCoordinate, _ bytes: UnsafeRawBufferPointer) -> UInt128 {
+            if used { digest.reset() }
+            used = true
+            // z (1 byte), x and y (4 bytes each, little-endian), on the stack.
+            var prefix: (UInt64, UInt64) = (0, 0)
+            withUnsafeMutableBytes(of: &prefix) { raw in
+                raw[0] = UInt8(truncatingIfNeeded: tile.zoom)
+                raw.storeBytes(of: UInt32(truncatingIfNeeded: tile.x).littleEndian, toByteOffset: 1, as: UInt32.self)
+                raw.storeBytes(of: UInt32(truncatingIfNeeded: tile.y).littleEndian, toByteOffset: 5, as: UInt32.self)
+                digest.update(UnsafeRawBufferPointer(rebasing: raw[0..<9]))
+            }
+            digest.update(bytes)
+            return ContentIdentity.littleEndian128(digest.finalize())
         }
-        digest.update(prefix)
-        digest.update(bytes)
-        return littleEndian128(digest.finalize())
     }
 
     /// SHA-256 over the metadata's entries but ``derivedKeys``, in ascending order of their keys'
@@ -97,7 +124,8 @@ public struct ContentIdentity: Hashable, Sendable, CustomStringConvertible {
     /// The identity of an archive: one pass over its tiles.
     public static func compute(_ archive: any TileArchive) throws -> ContentIdentity {
         var identity = ContentIdentity(metadata: metadataHash(try archive.metadata()))
-        try archive.forEachTile { tile, bytes in identity.add(tile, bytes) }
+        let hasher = TileHasher()
+        try archive.forEachTile { tile, bytes in identity.add(tile, bytes, using: hasher) }
         return identity
     }
 
@@ -106,7 +134,7 @@ public struct ContentIdentity: Hashable, Sendable, CustomStringConvertible {
         return (0..<4).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) }
     }
 
-    private static func littleEndian128(_ bytes: [UInt8]) -> UInt128 {
+    fileprivate static func littleEndian128(_ bytes: [UInt8]) -> UInt128 {
         var value: UInt128 = 0
         for i in (0..<16).reversed() { value = value << 8 | UInt128(bytes[i]) }
         return value

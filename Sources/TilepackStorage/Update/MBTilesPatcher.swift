@@ -69,6 +69,7 @@ public enum MBTilesPatcher {
             throw fail(.archive(error))
         }
         var remaining: ContentIdentity?
+        let hasher = ContentIdentity.TileHasher()
         do {
             if let expected = patch.before {
                 let metadata = writer.metadata
@@ -86,10 +87,10 @@ public enum MBTilesPatcher {
                 outcome.before = base
                 // What the changed and deleted tiles contribute now comes out.
                 for tile in patch.deletions {
-                    _ = try writer.withStoredTile(at: tile) { base.remove(tile, $0) }
+                    _ = try writer.withStoredTile(at: tile) { base.remove(tile, $0, using: hasher) }
                 }
                 for tile in patch.tiles {
-                    _ = try writer.withStoredTile(at: tile.coordinate) { base.remove(tile.coordinate, $0) }
+                    _ = try writer.withStoredTile(at: tile.coordinate) { base.remove(tile.coordinate, $0, using: hasher) }
                 }
                 remaining = base
             } else if let expected = patch.aggregateHashBefore {
@@ -128,6 +129,9 @@ public enum MBTilesPatcher {
             if remaining != nil {
                 writer.contentIdentity = patch.after
                 writer.knownAggregateTilesHash = patch.aggregateHashAfter
+                // The after identity, checked before the commit, proves the tiles and metadata are
+                // the new version's: no pass over the table to check them against each other.
+                writer.checksMetadataAgainstTiles = patch.after == nil
             }
             writer.beforeCommit = { (connection) throws(TileArchiveError) in
                 if var result = remaining, let expected = patch.after {
@@ -137,7 +141,7 @@ public enum MBTilesPatcher {
                         select.bind(1, tile.coordinate.zoom)
                         select.bind(2, tile.coordinate.x)
                         select.bind(3, tile.coordinate.row(in: .tms))
-                        if try select.step(), let bytes = select.bytes(0) { result.add(tile.coordinate, bytes) }
+                        if try select.step(), let bytes = select.bytes(0) { result.add(tile.coordinate, bytes, using: hasher) }
                         select.reset()
                     }
                     let written = TileMetadata(try MBTilesArchive.readMetadataRows(connection, path: path, strict: false))

@@ -110,6 +110,26 @@ public struct TileHashIndex: Sendable, Hashable {
             hashes: hashes)
     }
 
+    /// What a build does once its archive file is committed: writes the archive's index beside it
+    /// (``sidecarName(of:)``, a new file renamed over an older one) when `writes`, else removes an
+    /// index left beside it, which described the archive it replaced.
+    public static func updateSidecar(of archive: String, writes: Bool) throws {
+        let sidecar = sidecarName(of: archive)
+        guard writes else {
+            if FileSystem.stat(sidecar) != nil { _ = FileSystem.unlink(sidecar) }
+            return
+        }
+        let opened = try openTileArchive(path: archive, bundleAccess: .positionalReads)
+        let count = try opened.tileCount()
+        guard count <= maximumTiles, let size = FileSystem.stat(archive)?.st_size else {
+            throw TileArchiveError(
+                path: archive,
+                fault: .io(errno: EFBIG, reason: "\(count) tiles: an index holds at most \(maximumTiles) (such an archive is synced whole)")
+            )
+        }
+        try build(opened, archiveLength: UInt64(size)).write(to: sidecar, overwrite: true)
+    }
+
     /// Writes the index to `path`, beside it and renamed into place.
     public func write(to path: String, overwrite: Bool) throws(TileArchiveError) {
         let file = try AtomicFile(destination: path, overwrite: overwrite)

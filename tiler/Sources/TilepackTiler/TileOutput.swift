@@ -17,11 +17,15 @@ final class TileOutput {
     let destination: String
     private var writer: Writer?
     private let overwrite: Bool
+    /// Whether a bundle or PMTiles output gets its tile hash index beside it (an MBTiles output
+    /// its stored content identity).
+    private let tileIndex: Bool
     private var finished = false
 
-    init(destination: String, format: TileFormat, metadata: TileMetadata, overwrite: Bool) throws(TilerError) {
+    init(destination: String, format: TileFormat, metadata: TileMetadata, overwrite: Bool, tileIndex: Bool = false) throws(TilerError) {
         self.destination = destination
         self.overwrite = overwrite
+        self.tileIndex = tileIndex
         let lower = destination.lowercased()
         do {
             if lower.hasSuffix(".tilepack") {
@@ -30,6 +34,7 @@ final class TileOutput {
             } else if lower.hasSuffix(".mbtiles") {
                 var options = MBTilesWriterOptions()
                 options.overwrite = overwrite
+                options.contentIdentity = tileIndex
                 writer = .mbtiles(try MBTilesWriter(creating: destination, metadata: metadata, options: options))
             } else if lower.hasSuffix(".pmtiles") {
                 writer = .pmtiles(try PMTilesWriter(destination: destination, metadata: metadata, overwrite: overwrite))
@@ -70,7 +75,9 @@ final class TileOutput {
         }
     }
 
-    /// Writes the metadata and moves the output into place.
+    /// Writes the metadata and moves the output into place; then a bundle's or PMTiles' tile hash
+    /// index beside it, when asked (else an index left beside the archive it replaced goes), as
+    /// import and convert do.
     func finish(metadata: TileMetadata) throws(TilerError) {
         finished = true
         do {
@@ -78,12 +85,14 @@ final class TileOutput {
             case .bundle(let w):
                 w.metadata = metadata
                 try w.finish()
+                try TileHashIndex.updateSidecar(of: destination, writes: tileIndex)
             case .mbtiles(let w):
                 w.metadata = metadata
                 try w.finish()
             case .pmtiles(let w):
                 w.metadata = metadata
                 try w.finish()
+                try TileHashIndex.updateSidecar(of: destination, writes: tileIndex)
             case .tree(let temporary, _):
                 let json = try JSONSerialization.data(withJSONObject: metadata.entries, options: [.sortedKeys, .prettyPrinted])
                 try json.write(to: URL(fileURLWithPath: "\(temporary)/metadata.json"))

@@ -18,6 +18,10 @@ public struct TileOptions: Sendable {
     /// A DEM's band 1 as elevations in colours (terrain tiles), in a lossless format.
     public var elevation: ElevationEncoding?
     public var overwrite = false
+    /// A bundle or PMTiles output: also write its tile hash index beside it (`ARCHIVE.tpindex`,
+    /// as `tilepack index` does), to publish with it for `tilepack sync`; an MBTiles output
+    /// stores its content identity instead (for `tilepack patch`).
+    public var tileIndex = false
     public var threads = ProcessInfo.processInfo.activeProcessorCount
 
     public init(input: String, output: String, encoding: TileEncoding) {
@@ -87,7 +91,8 @@ public enum Tiler {
         if let elevation = options.elevation { metadata.entries["encoding"] = elevation.rawValue }
 
         let output = try TileOutput(
-            destination: options.output, format: options.encoding.format, metadata: metadata, overwrite: options.overwrite)
+            destination: options.output, format: options.encoding.format, metadata: metadata, overwrite: options.overwrite,
+            tileIndex: options.tileIndex)
         let state = TilerState(output: output, total: plan.tileCounts.values.reduce(0, +), progress: progress, start: start)
 
         // The zoom whose tiles root the workers' subtrees.

@@ -40,6 +40,12 @@ struct TileCommand: ParsableCommand {
     var elevationEncoding: String?
     @Option(help: "Worker threads (default: every core).") var threads = ProcessInfo.processInfo.activeProcessorCount
     @Flag(help: "Replace OUTPUT if it exists.") var force = false
+    @Flag(
+        name: .customLong("index"),
+        help:
+            "A .tilepack or .pmtiles output: also write its tile hash index beside it (OUTPUT.tpindex, as `tilepack index` does), to publish with it for `tilepack sync`; an .mbtiles output stores its content identity instead, for `tilepack patch`."
+    )
+    var tileIndex = false
 
     func run() throws {
         guard let tileFormat = TileFormat(rawValue: format == "jpg" ? "jpeg" : format) else {
@@ -58,6 +64,7 @@ struct TileCommand: ParsableCommand {
         options.tileSize = tileSize
         options.keepBlank = keepBlank
         options.overwrite = force
+        options.tileIndex = tileIndex
         options.threads = max(1, threads)
         if let zoom {
             let parts = zoom.split(separator: "-", omittingEmptySubsequences: false).compactMap { Int($0) }

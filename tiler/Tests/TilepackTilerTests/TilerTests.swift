@@ -189,6 +189,35 @@ func run(_ program: String, _ arguments: [String]) throws -> Int32 {
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path) == ["a.tilepack"])
     }
 
+    /// `--index`: a bundle or PMTiles output gets its tile hash index beside it, what `tilepack
+    /// index` makes of the archive; tiled again without it, the index of the archive replaced
+    /// goes; an MBTiles output stores its content identity instead (as with import and convert).
+    @Test func theTileHashIndexIsWrittenBesideABundleOrPMTilesOnRequest() throws {
+        let dir = try TemporaryDirectory("tiler-index")
+        for name in ["s.tilepack", "s.pmtiles", "s.mbtiles"] {
+            let path = dir.file(name)
+            let sidecar = TileHashIndex.sidecarName(of: path)
+            var options = try Self.options(path)
+            options.zooms = 13...14
+            options.tileIndex = true
+            _ = try Tiler.run(options)
+            if name.hasSuffix(".mbtiles") {
+                #expect(!FileManager.default.fileExists(atPath: sidecar))
+                let archive = try openTileArchive(path: path)
+                #expect(try archive.metadata()[ContentIdentity.metadataKey] == (try ContentIdentity.compute(archive).description))
+                continue
+            }
+            let written = try TileHashIndex.decode(Array(Data(contentsOf: URL(fileURLWithPath: sidecar))), name: sidecar)
+            let size = try #require(try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int)
+            #expect(written == (try TileHashIndex.build(try openTileArchive(path: path), archiveLength: UInt64(size))), "\(name)")
+            #expect(written.hashes.count > 0)
+            options.tileIndex = false
+            options.overwrite = true
+            _ = try Tiler.run(options)
+            #expect(!FileManager.default.fileExists(atPath: sidecar), "\(name): the index of the archive replaced is left")
+        }
+    }
+
     /// A tree output, JPEG with a quality per zoom: files under z/x/y.jpg; the zoom given the
     /// lower quality is smaller than at 90, the others byte for byte the same.
     @Test func aTreeOfJPEGWithAQualityPerZoom() throws {
