@@ -769,6 +769,63 @@ public struct BundleArchive: TileArchive {
     }
 }
 
+// MARK: Payloads copied by a patch
+
+extension BundleArchive {
+    /// Buffers for ``withPayload(number:scratch:_:)``, reused from call to call (one per thread).
+    package final class PayloadScratch {
+        fileprivate var read: UnsafeMutableRawBufferPointer?
+        fileprivate var raw: UnsafeMutableRawBufferPointer?
+        package init() {}
+        deinit {
+            read?.deallocate()
+            raw?.deallocate()
+        }
+    }
+
+    /// Every index entry in index order (zoom, then key): its tile, its payload's number and its
+    /// payload record (the offset counted from the start of the file), the record checked as a
+    /// read checks it. No payload byte is read.
+    package func forEachPayloadRecord(_ body: (TileCoordinate, Int, BundleWriter.CopiedPayload) throws -> Void) throws {
+        try forEachEntry { entry, tile in
+            let number = payloadNumber(ofEntry: entry)
+            let payload = try payload(number: number, tile: tile)
+            try body(
+                tile, number,
+                BundleWriter.CopiedPayload(
+                    offset: dataOffset + payload.offset, storedLength: payload.storedLength, rawLength: payload.rawLength,
+                    crc: payload.crc, codec: payload.codec))
+        }
+    }
+
+    /// Calls `body` with payload `number`'s stored bytes and its tile's bytes (the same buffer for
+    /// a stored payload), after checking what a copy of the stored bytes relies on: their CRC-32
+    /// (whatever ``Options/verifiesPayloadChecksums`` says), the LZ4 block's size, and that the
+    /// padding after the payload is zero.
+    package func withPayload<R>(
+        number: Int, scratch: PayloadScratch, _ body: (_ stored: UnsafeRawBufferPointer, _ raw: UnsafeRawBufferPointer) throws -> R
+    ) throws -> R {
+        let payload = try payload(number: number, tile: nil)
+        let end = payload.offset + payload.storedLength
+        let next = min(BundleFormat.aligned(end), dataLength)
+        let piece = try bytes.bytes(at: dataOffset + payload.offset, length: next - payload.offset, scratch: &scratch.read, path: path)
+        let stored = UnsafeRawBufferPointer(rebasing: piece[0..<payload.storedLength])
+        try checkCRC(payload, stored, tile: nil)
+        guard piece[payload.storedLength...].allSatisfy({ $0 == 0 }) else {
+            throw TileArchiveError(path: path, fault: .corrupt("the padding after payload \(number) is not zero"))
+        }
+        switch payload.codec {
+        case .stored:
+            return try body(stored, stored)
+        case .lz4Block:
+            if scratch.raw == nil { scratch.raw = .allocate(byteCount: maximumTileLength, alignment: 16) }
+            let target = UnsafeMutableRawBufferPointer(rebasing: scratch.raw![0..<payload.rawLength])
+            try decompress(payload, stored, into: target, tile: nil)
+            return try body(stored, UnsafeRawBufferPointer(target))
+        }
+    }
+}
+
 // MARK: Payload signatures
 
 extension BundleArchive {
