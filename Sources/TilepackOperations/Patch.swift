@@ -272,6 +272,14 @@ final class PatchedArchive: TileArchive, @unchecked Sendable {
         /// Whether a base tile's bytes are needed: it `leaves`, or every tile is hashed.
         func needsBytes(leaving: Bool) -> Bool { hashesEveryTile || leaving }
 
+        /// Adds what another part of the base's tiles tallied (sums: in any order).
+        mutating func add(_ part: Tally) {
+            before.tiles &+= part.before.tiles
+            before.tileCount &+= part.before.tileCount
+            removed.tiles &+= part.removed.tiles
+            removed.tileCount &+= part.removed.tileCount
+        }
+
         mutating func base(_ tile: TileCoordinate, _ bytes: UnsafeRawBufferPointer, leaving: Bool) {
             guard hashesEveryTile || leaving else { return }
             let hash = ContentIdentity.tileHash(tile, bytes)
@@ -410,39 +418,113 @@ extension PatchedArchive {
     }
 
     /// A bundle: every kept tile's payload is checked once (its CRC, the padding after it, and that
-    /// `BundleWriter.prepare` of its tile gives the same stored bytes), then copied.
+    /// `BundleWriter.prepare` of its tile gives the same stored bytes), then copied. The payloads
+    /// are read in file order, in windows, and checked (and their tiles hashed) on every core;
+    /// the writer is then given the tiles in index order.
     private func copyBundle(_ bundle: BundleArchive, into writer: BundleWriter) throws {
         var tally = try startTally()
         try addPatchTiles({ tile, bytes in try writer.addTile(at: tile, bytes: bytes) }, to: &tally)
-        // Per base payload: 0 not checked yet, 1 copied as it is, 2 written as prepared (in `prepared`).
-        var verdicts = [UInt8](repeating: 0, count: bundle.payloadCount)
-        var prepared: [Int: BundleWriter.PreparedPayload] = [:]
-        var copies = 0
-        let scratch = BundleArchive.PayloadScratch()
-        var seen = 0
-        try bundle.forEachPayloadRecord { tile, number, record in
-            seen += 1
-            if seen % 256 == 0, let onTiles { try onTiles(seen) }
+        // Each payload's uses that need its bytes (every tile when every tile is hashed, else the
+        // tiles leaving), in payload order; and which payloads a kept tile uses.
+        var uses: [(number: UInt32, tile: TileCoordinate, leaving: Bool)] = []
+        var keptPayloads = [Bool](repeating: false, count: bundle.payloadCount)
+        try bundle.forEachPayloadRecord { tile, number, _ in
             let leaving = leaves(tile)
-            if tally.needsBytes(leaving: leaving) || (!leaving && verdicts[number] == 0) {
-                try bundle.withPayload(number: number, scratch: scratch) { stored, raw in
-                    tally.base(tile, raw, leaving: leaving)
-                    guard !leaving, verdicts[number] == 0 else { return }
-                    let made = BundleWriter.prepare(raw, unlessItMakes: stored, codec: record.codec, options: BundleSink.options)
-                    verdicts[number] = made == nil ? 1 : 2
-                    prepared[number] = made
-                }
-            }
-            if leaving {
+            if tally.needsBytes(leaving: leaving) { uses.append((UInt32(number), tile, leaving)) }
+            if !leaving { keptPayloads[number] = true }
+        }
+        uses.sort { $0.number < $1.number }
+        var numbers: [Int] = []
+        var next = 0
+        for number in 0..<bundle.payloadCount {
+            let used = next < uses.count && Int(uses[next].number) == number
+            while next < uses.count, Int(uses[next].number) == number { next += 1 }
+            if used || keptPayloads[number] { numbers.append(number) }
+        }
+        let checks = PayloadChecks(bundle: bundle, numbers: numbers, uses: uses, kept: keptPayloads, tally: tally, onTiles: onTiles)
+        checks.run()
+        if let error = checks.error { throw error }
+        tally = checks.tally
+        var copies = 0
+        try bundle.forEachPayloadRecord { tile, number, record in
+            if leaves(tile) {
                 if patchedTiles[tile] == nil { tally.dropped += 1 }
-            } else if verdicts[number] == 1 {
+            } else if let made = checks.prepared[number] {
+                try writer.addTile(at: tile, payload: made)
+            } else {
                 try writer.addTile(at: tile, copying: record)
                 copies += 1
-            } else if let made = prepared[number] {
-                try writer.addTile(at: tile, payload: made)
             }
         }
         try conclude(tally, copied: copies)
+    }
+
+    /// The payload checks of ``copyBundle(_:into:)`` on every core: the payloads in chunks, each
+    /// chunk's tally (a sum, so chunks add up in any order) and payloads that must be written as
+    /// prepared gathered under a lock.
+    private final class PayloadChecks: @unchecked Sendable {
+        let bundle: BundleArchive
+        let numbers: [Int]
+        let uses: [(number: UInt32, tile: TileCoordinate, leaving: Bool)]
+        let kept: [Bool]
+        /// Told how many payloads were checked; what it throws ends the checks.
+        let onTiles: ((Int) throws(OperationError) -> Void)?
+        private let state: Locked<(tally: Tally, prepared: [Int: BundleWriter.PreparedPayload], error: (any Error)?, done: Int)>
+        static let chunk = 1024
+
+        init(
+            bundle: BundleArchive, numbers: [Int], uses: [(number: UInt32, tile: TileCoordinate, leaving: Bool)], kept: [Bool],
+            tally: Tally, onTiles: ((Int) throws(OperationError) -> Void)?
+        ) {
+            self.onTiles = onTiles
+            self.bundle = bundle
+            self.numbers = numbers
+            self.uses = uses
+            self.kept = kept
+            state = Locked((tally, [:], nil, 0))
+        }
+
+        var tally: Tally { state.withLock { $0.tally } }
+        var prepared: [Int: BundleWriter.PreparedPayload] { state.withLock { $0.prepared } }
+        var error: (any Error)? { state.withLock { $0.error } }
+
+        func run() {
+            let chunks = (numbers.count + Self.chunk - 1) / Self.chunk
+            DispatchQueue.concurrentPerform(iterations: chunks) { i in
+                guard error == nil else { return }
+                let range = (i * Self.chunk)..<min(numbers.count, (i + 1) * Self.chunk)
+                // The uses of this chunk's payloads: from the first of its first payload.
+                let firstNumber = UInt32(numbers[range.lowerBound])
+                var low = 0, high = uses.count
+                while low < high {
+                    let middle = (low + high) / 2
+                    if uses[middle].number < firstNumber { low = middle + 1 } else { high = middle }
+                }
+                var use = low
+                var part = Tally(before: ContentIdentity(), hashesEveryTile: tally.hashesEveryTile)
+                var prepared: [Int: BundleWriter.PreparedPayload] = [:]
+                do {
+                    try bundle.forEachPayload(numbers[range], scratch: BundleArchive.PayloadScratch()) { number, codec, stored, raw in
+                        while use < uses.count, uses[use].number == UInt32(number) {
+                            part.base(uses[use].tile, raw, leaving: uses[use].leaving)
+                            use += 1
+                        }
+                        guard kept[number] else { return }
+                        if let made = BundleWriter.prepare(raw, unlessItMakes: stored, codec: codec, options: BundleSink.options) {
+                            prepared[number] = made
+                        }
+                    }
+                    try state.withLock { (state) throws in
+                        state.tally.add(part)
+                        state.prepared.merge(prepared) { first, _ in first }
+                        state.done += range.count
+                        if let onTiles { try onTiles(state.done) }
+                    }
+                } catch {
+                    state.withLock { if $0.error == nil { $0.error = error } }
+                }
+            }
+        }
     }
 
     /// A PMTiles: every kept run's bytes are read once, to share equal contents as the writer does
