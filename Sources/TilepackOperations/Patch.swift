@@ -426,7 +426,7 @@ extension PatchedArchive {
         try addPatchTiles({ tile, bytes in try writer.addTile(at: tile, bytes: bytes) }, to: &tally)
         // Each payload's uses that need its bytes (every tile when every tile is hashed, else the
         // tiles leaving), in payload order; and which payloads a kept tile uses.
-        var uses: [(number: UInt32, tile: TileCoordinate, leaving: Bool)] = []
+        var uses: [PayloadUse] = []
         var keptPayloads = [Bool](repeating: false, count: bundle.payloadCount)
         try bundle.forEachPayloadRecord { tile, number, _ in
             let leaving = leaves(tile)
@@ -441,15 +441,16 @@ extension PatchedArchive {
             while next < uses.count, Int(uses[next].number) == number { next += 1 }
             if used || keptPayloads[number] { numbers.append(number) }
         }
-        let checks = PayloadChecks(bundle: bundle, numbers: numbers, uses: uses, kept: keptPayloads, tally: tally, onTiles: onTiles)
-        checks.run()
-        if let error = checks.error { throw error }
-        tally = checks.tally
+        let prepared = try checkPayloads(bundle, numbers: numbers, uses: uses, kept: keptPayloads, into: &tally)
         var copies = 0
+        var seen = 0
         try bundle.forEachPayloadRecord { tile, number, record in
+            seen += 1
+            // Tiles given to the writer: at least the payloads checked, so the progress goes on.
+            if seen % 256 == 0, let onTiles { try onTiles(seen) }
             if leaves(tile) {
                 if patchedTiles[tile] == nil { tally.dropped += 1 }
-            } else if let made = checks.prepared[number] {
+            } else if let made = prepared[number] {
                 try writer.addTile(at: tile, payload: made)
             } else {
                 try writer.addTile(at: tile, copying: record)
@@ -459,72 +460,69 @@ extension PatchedArchive {
         try conclude(tally, copied: copies)
     }
 
-    /// The payload checks of ``copyBundle(_:into:)`` on every core: the payloads in chunks, each
-    /// chunk's tally (a sum, so chunks add up in any order) and payloads that must be written as
-    /// prepared gathered under a lock.
-    private final class PayloadChecks: @unchecked Sendable {
-        let bundle: BundleArchive
-        let numbers: [Int]
-        let uses: [(number: UInt32, tile: TileCoordinate, leaving: Bool)]
-        let kept: [Bool]
-        /// Told how many payloads were checked; what it throws ends the checks.
-        let onTiles: ((Int) throws(OperationError) -> Void)?
-        private let state: Locked<(tally: Tally, prepared: [Int: BundleWriter.PreparedPayload], error: (any Error)?, done: Int)>
-        static let chunk = 1024
-
-        init(
-            bundle: BundleArchive, numbers: [Int], uses: [(number: UInt32, tile: TileCoordinate, leaving: Bool)], kept: [Bool],
-            tally: Tally, onTiles: ((Int) throws(OperationError) -> Void)?
-        ) {
-            self.onTiles = onTiles
-            self.bundle = bundle
-            self.numbers = numbers
-            self.uses = uses
-            self.kept = kept
-            state = Locked((tally, [:], nil, 0))
-        }
-
-        var tally: Tally { state.withLock { $0.tally } }
-        var prepared: [Int: BundleWriter.PreparedPayload] { state.withLock { $0.prepared } }
-        var error: (any Error)? { state.withLock { $0.error } }
-
-        func run() {
-            let chunks = (numbers.count + Self.chunk - 1) / Self.chunk
-            DispatchQueue.concurrentPerform(iterations: chunks) { i in
-                guard error == nil else { return }
-                let range = (i * Self.chunk)..<min(numbers.count, (i + 1) * Self.chunk)
-                // The uses of this chunk's payloads: from the first of its first payload.
-                let firstNumber = UInt32(numbers[range.lowerBound])
-                var low = 0, high = uses.count
-                while low < high {
-                    let middle = (low + high) / 2
-                    if uses[middle].number < firstNumber { low = middle + 1 } else { high = middle }
-                }
-                var use = low
-                var part = Tally(before: ContentIdentity(), hashesEveryTile: tally.hashesEveryTile)
-                var prepared: [Int: BundleWriter.PreparedPayload] = [:]
-                do {
-                    try bundle.forEachPayload(numbers[range], scratch: BundleArchive.PayloadScratch()) { number, codec, stored, raw in
-                        while use < uses.count, uses[use].number == UInt32(number) {
-                            part.base(uses[use].tile, raw, leaving: uses[use].leaving)
-                            use += 1
-                        }
-                        guard kept[number] else { return }
-                        if let made = BundleWriter.prepare(raw, unlessItMakes: stored, codec: codec, options: BundleSink.options) {
-                            prepared[number] = made
-                        }
+    /// The payload checks of ``copyBundle(_:into:)``, on a worker pool of one thread per core:
+    /// the payloads in chunks of 128, a chunk per thread at a time, each chunk's tally (sums, so
+    /// the chunks add up in any order) added to `tally`; between two batches `onTiles` is told how
+    /// many payloads were checked (and may end the checks). Returns the payloads that are not what
+    /// the writer makes, as it makes them.
+    private func checkPayloads(
+        _ bundle: BundleArchive, numbers: [Int], uses: [PayloadUse], kept: [Bool], into tally: inout Tally
+    ) throws -> [Int: BundleWriter.PreparedPayload] {
+        let chunk = 128
+        let chunks = stride(from: 0, to: numbers.count, by: chunk).map { $0..<min(numbers.count, $0 + chunk) }
+        let hashesEveryTile = tally.hashesEveryTile
+        var prepared: [Int: BundleWriter.PreparedPayload] = [:]
+        var parts: [Tally] = []
+        try WorkerPool.with(threads: ProcessInfo.processInfo.activeProcessorCount) { pool in
+            for first in stride(from: 0, to: chunks.count, by: pool.size) {
+                let batch = ParallelBatch<Range<Int>, Result<ChunkCheck, any Error>, BundleArchive.PayloadScratch>(
+                    Array(chunks[first..<min(chunks.count, first + pool.size)]))
+                batch.start(on: pool, makeState: { BundleArchive.PayloadScratch() }) { scratch, range in
+                    Result {
+                        try Self.check(
+                            bundle, numbers: numbers[range], uses: uses, kept: kept, hashesEveryTile: hashesEveryTile, scratch: scratch)
                     }
-                    try state.withLock { (state) throws in
-                        state.tally.add(part)
-                        state.prepared.merge(prepared) { first, _ in first }
-                        state.done += range.count
-                        if let onTiles { try onTiles(state.done) }
-                    }
-                } catch {
-                    state.withLock { if $0.error == nil { $0.error = error } }
                 }
+                batch.wait()
+                for i in batch.inputs.indices {
+                    let result = try batch[i].get()
+                    parts.append(result.tally)
+                    prepared.merge(result.prepared) { first, _ in first }
+                }
+                if let onTiles { try onTiles(batch.inputs.last?.upperBound ?? 0) }
             }
         }
+        for part in parts { tally.add(part) }
+        return prepared
+    }
+
+    /// A payload's use by a tile whose bytes are needed (hashed), in payload order.
+    private typealias PayloadUse = (number: UInt32, tile: TileCoordinate, leaving: Bool)
+    private typealias ChunkCheck = (tally: Tally, prepared: [Int: BundleWriter.PreparedPayload])
+
+    /// Checks the payloads `numbers` (ascending), hashing the tiles of `uses` that use them.
+    private static func check(
+        _ bundle: BundleArchive, numbers: ArraySlice<Int>, uses: [PayloadUse], kept: [Bool], hashesEveryTile: Bool,
+        scratch: BundleArchive.PayloadScratch
+    ) throws -> ChunkCheck {
+        var part = Tally(before: ContentIdentity(), hashesEveryTile: hashesEveryTile)
+        var prepared: [Int: BundleWriter.PreparedPayload] = [:]
+        guard let firstNumber = numbers.first.map(UInt32.init) else { return (part, prepared) }
+        // The uses of these payloads: from the first use of the first one.
+        var use = 0, high = uses.count
+        while use < high {
+            let middle = (use + high) / 2
+            if uses[middle].number < firstNumber { use = middle + 1 } else { high = middle }
+        }
+        try bundle.forEachPayload(numbers, scratch: scratch) { number, codec, stored, raw in
+            while use < uses.count, uses[use].number == UInt32(number) {
+                part.base(uses[use].tile, raw, leaving: uses[use].leaving)
+                use += 1
+            }
+            guard kept[number] else { return }
+            prepared[number] = BundleWriter.prepare(raw, unlessItMakes: stored, codec: codec, options: BundleSink.options)
+        }
+        return (part, prepared)
     }
 
     /// A PMTiles: every kept run's bytes are read once, to share equal contents as the writer does
