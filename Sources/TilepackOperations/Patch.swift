@@ -149,7 +149,7 @@ public enum ArchivePatcher {
             report.tilesDeleted = patched.deletedCount
             report.metadataChanges = patch.metadataChanges.count
             report.copiedTiles = patched.copied
-            if hadIndex || writesIndex {
+            if hadIndex || writesIndex, (try? ArchiveKind(destinationPath: destination)) != .mbtiles {
                 // The result is in place: an index that cannot be written is said, not a failure.
                 do throws(OperationError) {
                     report.index = try writeIndex(of: destination, patched: patched)
