@@ -131,8 +131,8 @@ final class BundleSink: TileSink {
     private let destination: String
     private let overwrite: Bool
     private let tileIndex: Bool
-    private var writer: BundleWriter?
-    private static let options = BundleWriter.Options(derivation: .fillMissing)
+    private(set) var writer: BundleWriter?
+    static let options = BundleWriter.Options(derivation: .fillMissing)
 
     /// Large stored payloads are copied from their tile files at `finish()` (see `BundleWriter`).
     /// Lent bytes (a small tile in the reader's buffer) are compressed where they lie, and copied

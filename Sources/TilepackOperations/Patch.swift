@@ -16,6 +16,12 @@ public struct PatchReport: Sendable, Codable {
     public var tilesWritten = 0
     public var tilesDeleted = 0
     public var metadataChanges = 0
+    /// A bundle or PMTiles result: the base's tiles whose stored bytes were copied into it by the
+    /// writer unread (Specs/updates.md §4), or `nil` when every tile went through the writer.
+    public var copiedTiles: Int?
+    /// The result's tile hash index written beside it, and how: `updated` from the base's index
+    /// and the changed tiles, or `built` from every tile of the result.
+    public var index: String?
     public var seconds = 0.0
 }
 
@@ -42,17 +48,19 @@ public enum ArchivePatcher {
         throw OperationError(path: path, fault: .badInput("not a tile patch: neither a tilepack patch (TPPATCH1) nor an MBTiles patch"))
     }
 
-    public static func run(base: String, patch patchPath: String, output: String? = nil, overwrite: Bool = false) throws(OperationError)
-        -> PatchReport
-    {
-        try run(base: base, patch: patchPath, output: output, overwrite: overwrite, request: nil)
+    /// - Parameter writesIndex: write the result's tile hash index beside it (`OUT.tpindex`) even
+    ///   when the base had none beside it (a bundle or PMTiles result; Specs/updates.md §4).
+    public static func run(
+        base: String, patch patchPath: String, output: String? = nil, overwrite: Bool = false, writesIndex: Bool = false
+    ) throws(OperationError) -> PatchReport {
+        try run(base: base, patch: patchPath, output: output, overwrite: overwrite, writesIndex: writesIndex, request: nil)
     }
 
-    static func run(base: String, patch patchPath: String, output: String?, overwrite: Bool, request: PatchRequest?) throws(OperationError)
-        -> PatchReport
-    {
+    static func run(
+        base: String, patch patchPath: String, output: String?, overwrite: Bool, writesIndex: Bool = false, request: PatchRequest?
+    ) throws(OperationError) -> PatchReport {
         do throws(OperationError) {
-            return try apply(base: base, patch: patchPath, output: output, overwrite: overwrite, request: request)
+            return try apply(base: base, patch: patchPath, output: output, overwrite: overwrite, writesIndex: writesIndex, request: request)
         } catch {
             // However far down the cancellation was noticed, it is said as one.
             if let request, request.isCancelled { throw request.cancellation }
@@ -60,9 +68,9 @@ public enum ArchivePatcher {
         }
     }
 
-    private static func apply(base: String, patch patchPath: String, output: String?, overwrite: Bool, request: PatchRequest?)
-        throws(OperationError) -> PatchReport
-    {
+    private static func apply(
+        base: String, patch patchPath: String, output: String?, overwrite: Bool, writesIndex: Bool, request: PatchRequest?
+    ) throws(OperationError) -> PatchReport {
         let start = DispatchTime.now().uptimeNanoseconds
         let destination = output ?? base
         let patch = try readPatch(patchPath)
@@ -109,9 +117,14 @@ public enum ArchivePatcher {
             report.tilesDeleted = outcome.tilesDeleted
             report.metadataChanges = outcome.metadataChanges
         } else {
+            // Held open from before the base is read: its unchanged payloads are copied from it.
+            let copySource = try? CopySource(path: base)
             let archive = try ArchiveLocation.open(base)
+            let hadIndex = FileSystem.stat(TileHashIndex.sidecarName(of: base)) != nil
+            let storedIndex = hadIndex ? PatchedArchive.storedIndex(of: base, archive) : nil
             let patched = PatchedArchive(
-                base: archive, patch: patch, storedBefore: patch.before == nil ? nil : PatchedArchive.storedIdentity(of: base, archive))
+                base: archive, patch: patch, storedIndex: storedIndex,
+                copySource: copySource.flatMap { $0.isStill(at: base) ? $0 : nil })
             try patched.checkBeforeWriting()
             if let request {
                 let total = max(1, (try? archive.tileCount()) ?? 1)
@@ -135,6 +148,15 @@ public enum ArchivePatcher {
             report.tilesWritten = patch.tiles.count
             report.tilesDeleted = patched.deletedCount
             report.metadataChanges = patch.metadataChanges.count
+            report.copiedTiles = patched.copied
+            if hadIndex || writesIndex, (try? ArchiveKind(destinationPath: destination)) != .mbtiles {
+                // The result is in place: an index that cannot be written is said, not a failure.
+                do throws(OperationError) {
+                    report.index = try writeIndex(of: destination, patched: patched)
+                } catch {
+                    report.warnings.append("the result's tile hash index was not written: \(error)")
+                }
+            }
         }
         report.seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
         return report
@@ -149,17 +171,23 @@ final class PatchedArchive: TileArchive, @unchecked Sendable {
     let patch: TilePatch
     private let patchedTiles: [TileCoordinate: Int]
     private let deleted: Set<TileCoordinate>
-    private let state = Locked<(failure: TilePatchError?, before: ContentIdentity, after: ContentIdentity, deleted: Int)>(
-        (nil, ContentIdentity(), ContentIdentity(), 0))
+    private let state = Locked<(failure: TilePatchError?, before: ContentIdentity, after: ContentIdentity, deleted: Int, copied: Int?)>(
+        (nil, ContentIdentity(), ContentIdentity(), 0, nil))
 
-    /// The base's identity as its tile hash index states it, when it has one (then only the
-    /// tiles the patch replaces or deletes are hashed).
-    let storedBefore: ContentIdentity?
+    /// The base's tile hash index beside it, when it is this file's (``storedIndex(of:_:)``): it
+    /// gives the base's identity (then only the tiles the patch replaces or deletes are hashed),
+    /// and the result's index is made from it and the changed tiles.
+    let storedIndex: TileHashIndex?
+    /// The base's identity as its tile hash index states it.
+    var storedBefore: ContentIdentity? { storedIndex?.identity }
+    /// The base's file, held open, from which unchanged payloads are copied (``copy(into:declared:)``).
+    let copySource: CopySource?
 
-    init(base: any TileArchive, patch: TilePatch, storedBefore: ContentIdentity? = nil) {
+    init(base: any TileArchive, patch: TilePatch, storedIndex: TileHashIndex? = nil, copySource: CopySource? = nil) {
         self.base = base
         self.patch = patch
-        self.storedBefore = storedBefore
+        self.storedIndex = storedIndex
+        self.copySource = copySource
         var index: [TileCoordinate: Int] = [:]
         for (i, tile) in patch.tiles.enumerated() { index[tile.coordinate] = i }
         patchedTiles = index
@@ -175,6 +203,8 @@ final class PatchedArchive: TileArchive, @unchecked Sendable {
     var failure: TilePatchError? { state.withLock { $0.failure } }
     var checked: (before: ContentIdentity, after: ContentIdentity) { state.withLock { ($0.before, $0.after) } }
     var deletedCount: Int { state.withLock { $0.deleted } }
+    /// The base tiles whose payloads the result copies (``copy(into:declared:)``), or `nil` when it was written tile by tile.
+    var copied: Int? { state.withLock { $0.copied } }
 
     /// What can be refused before a tile is read: another tile type, another tile count.
     func checkBeforeWriting() throws(OperationError) {
@@ -197,9 +227,12 @@ final class PatchedArchive: TileArchive, @unchecked Sendable {
 
     func metadata() throws -> TileMetadata {
         var metadata = try base.metadata()
+        let algorithm = metadata[TileMetadata.Key.hashAlgorithm]
         patch.apply(to: &metadata)
         for key in ContentIdentity.derivedKeys { metadata[key] = nil }
         metadata[TileMetadata.Key.aggregateTilesHash] = patch.aggregateHashAfter
+        // The hash's algorithm (`md5`), which the patch does not carry, as the base names it.
+        if patch.aggregateHashAfter != nil { metadata[TileMetadata.Key.hashAlgorithm] = algorithm }
         return metadata
     }
 
@@ -223,20 +256,75 @@ final class PatchedArchive: TileArchive, @unchecked Sendable {
         return counts.filter { $0.value > 0 }.sorted { $0.key < $1.key }.map { ZoomLevelSummary(zoom: $0.key, tileCount: $0.value) }
     }
 
-    func forEachTile(_ body: (TileCoordinate, UnsafeRawBufferPointer) throws -> Void) throws {
-        var before = try storedBefore ?? ContentIdentity(metadata: ContentIdentity.metadataHash(base.metadata()))
-        let hashesEveryTile = storedBefore == nil
-        // The result's identity follows from the base's and the changed tiles alone (each base
-        // tile is hashed once): what replaced and deleted tiles contributed comes out, the
-        // patch's tiles go in.
+    /// Whether the base's `tile` is not in the result as it is: the patch replaces or deletes it.
+    private func leaves(_ tile: TileCoordinate) -> Bool { patchedTiles[tile] != nil || deleted.contains(tile) }
+
+    /// The base's identity and the result's, tallied in one pass: the base's from its index or
+    /// from every base tile; the result's from the base's and the changed tiles alone (what
+    /// replaced and deleted tiles contributed comes out, the patch's tiles go in).
+    private struct Tally {
+        var before: ContentIdentity
+        let hashesEveryTile: Bool
         var removed = ContentIdentity()
         var added = ContentIdentity()
+        var dropped = 0
+
+        /// Whether a base tile's bytes are needed: it `leaves`, or every tile is hashed.
+        func needsBytes(leaving: Bool) -> Bool { hashesEveryTile || leaving }
+
+        /// Adds what another part of the base's tiles tallied (sums: in any order).
+        mutating func add(_ part: Tally) {
+            before.tiles &+= part.before.tiles
+            before.tileCount &+= part.before.tileCount
+            removed.tiles &+= part.removed.tiles
+            removed.tileCount &+= part.removed.tileCount
+        }
+
+        mutating func base(_ tile: TileCoordinate, _ bytes: UnsafeRawBufferPointer, leaving: Bool) {
+            guard hashesEveryTile || leaving else { return }
+            let hash = ContentIdentity.tileHash(tile, bytes)
+            if hashesEveryTile {
+                before.tiles &+= hash
+                before.tileCount &+= 1
+            }
+            if leaving {
+                removed.tiles &+= hash
+                removed.tileCount &+= 1
+            }
+        }
+    }
+
+    private func startTally() throws -> Tally {
+        Tally(
+            before: try storedBefore ?? ContentIdentity(metadata: ContentIdentity.metadataHash(base.metadata())),
+            hashesEveryTile: storedBefore == nil)
+    }
+
+    /// Records both identities and how many tiles were dropped, and throws (before the writer
+    /// commits) when either identity is not the patch's.
+    private func conclude(_ tally: Tally, copied: Int?) throws {
+        let before = tally.before
+        let after = ContentIdentity(
+            tileCount: before.tileCount &- tally.removed.tileCount &+ tally.added.tileCount,
+            tiles: before.tiles &- tally.removed.tiles &+ tally.added.tiles,
+            metadata: ContentIdentity.metadataHash(try metadata()))
+        let failure: TilePatchError? =
+            if let expected = patch.before, expected != before {
+                TilePatchError(path: base.path, fault: .wrongBase(expected: expected.description, found: before.description))
+            } else if let expected = patch.after, expected != after {
+                TilePatchError(path: base.path, fault: .resultMismatch(expected: expected.description, found: after.description))
+            } else { nil }
+        state.withLock { $0 = (failure, before, after, tally.dropped, copied) }
+        if let failure { throw failure }
+    }
+
+    func forEachTile(_ body: (TileCoordinate, UnsafeRawBufferPointer) throws -> Void) throws {
+        var tally = try startTally()
         var next = 0
-        var deletedCount = 0
         let tiles = patch.tiles
         func emitPatchTile() throws {
             try tiles[next].bytes.withUnsafeBytes { bytes in
-                added.add(tiles[next].coordinate, bytes)
+                tally.added.add(tiles[next].coordinate, bytes)
                 try body(tiles[next].coordinate, bytes)
             }
             next += 1
@@ -252,46 +340,272 @@ final class PatchedArchive: TileArchive, @unchecked Sendable {
             try emitPatchTiles(upTo: tile)
             let replaced = next < tiles.count && tiles[next].coordinate == tile
             let dropped = !replaced && deleted.contains(tile)
-            if hashesEveryTile || replaced || dropped {
-                let hash = ContentIdentity.tileHash(tile, bytes)
-                if hashesEveryTile {
-                    before.tiles &+= hash
-                    before.tileCount &+= 1
-                }
-                if replaced || dropped {
-                    removed.tiles &+= hash
-                    removed.tileCount &+= 1
-                }
-            }
+            tally.base(tile, bytes, leaving: replaced || dropped)
             if replaced {
                 try emitPatchTile()
             } else if dropped {
-                deletedCount += 1
+                tally.dropped += 1
             } else {
                 try body(tile, bytes)
             }
         }
         try emitPatchTiles(upTo: nil)
-        let after = ContentIdentity(
-            tileCount: before.tileCount &- removed.tileCount &+ added.tileCount, tiles: before.tiles &- removed.tiles &+ added.tiles,
-            metadata: ContentIdentity.metadataHash(try metadata()))
-        let failure: TilePatchError? =
-            if let expected = patch.before, expected != before {
-                TilePatchError(path: base.path, fault: .wrongBase(expected: expected.description, found: before.description))
-            } else if let expected = patch.after, expected != after {
-                TilePatchError(path: base.path, fault: .resultMismatch(expected: expected.description, found: after.description))
-            } else { nil }
-        state.withLock { $0 = (failure, before, after, deletedCount) }
-        if let failure { throw failure }
+        try conclude(tally, copied: nil)
+    }
+}
+
+// MARK: Copying the base's unchanged payloads
+
+extension PatchedArchive {
+    /// Writes the result into `sink` with the base's unchanged payloads copied from its file, unread
+    /// by the writer (Specs/updates.md §4): a bundle into a bundle, a PMTiles into a PMTiles, from
+    /// a local base held open (``copySource``). Returns false, having added nothing, for any other
+    /// pair; then the converter reads every tile (``forEachTile(_:)``). The writer is begun with
+    /// the content the converter would give it (the first tile's format, else `declared`).
+    ///
+    /// The result is the file the tile pass writes. A bundle payload is copied only when it is what
+    /// the writer makes of its tile (`BundleWriter.prepare` of the tile's bytes gives the same
+    /// codec and stored bytes), else the tile is written as prepared; a PMTiles tile's stored
+    /// bytes are the tile, and the writer compares every content's bytes to share equal ones as it
+    /// does for any tile. So a base of another writer (another LZ4, no compression, contents not
+    /// shared) gives the same file too, with fewer payloads copied.
+    func copy(into sink: any TileSink, declared: TileFormat?) throws -> Bool {
+        guard let copySource else { return false }
+        if let bundle = base as? BundleArchive, let bundleSink = sink as? BundleSink, case .encoded = bundle.content {
+            try sink.begin(content: try resultContent(declared: declared))
+            guard let writer = bundleSink.writer else { return false }
+            writer.copySource = copySource
+            try copyBundle(bundle, into: writer)
+            return true
+        }
+        if let pmtiles = base as? PMTilesArchive, pmtiles.source is FileByteSource, let pmtilesSink = sink as? PMTilesSink {
+            try sink.begin(content: try resultContent(declared: declared))
+            pmtilesSink.writer.copySource = copySource
+            try copyPMTiles(pmtiles, into: pmtilesSink.writer, from: copySource)
+            return true
+        }
+        return false
+    }
+
+    /// What the converter's tile pass begins its sink with: the format of the result's first tile
+    /// in (zoom, x, y) order, else the one the metadata declares.
+    private func resultContent(declared: TileFormat?) throws -> TileContent {
+        var first = patch.tiles.first?.coordinate
+        struct Found: Error {}
+        do {
+            try forEachTileCoordinate(of: base) { tile in
+                if let known = first, known < tile { throw Found() }
+                if !leaves(tile) {
+                    first = tile
+                    throw Found()
+                }
+            }
+        } catch is Found {}
+        guard let first else { return .encoded(declared ?? .png) }
+        guard let format = try withTileBytes(at: first, { TileFormat.sniff($0) }) ?? declared else {
+            throw OperationError(path: patch.tiles.isEmpty ? base.path : path, fault: .badInput("tile \(first) is of no known format"))
+        }
+        return .encoded(format)
+    }
+
+    private func addPatchTiles(_ add: (TileCoordinate, UnsafeRawBufferPointer) throws -> Void, to tally: inout Tally) throws {
+        for tile in patch.tiles {
+            try tile.bytes.withUnsafeBytes { bytes in
+                tally.added.add(tile.coordinate, bytes)
+                try add(tile.coordinate, bytes)
+            }
+        }
+    }
+
+    /// A bundle: every kept tile's payload is checked once (its CRC, the padding after it, and that
+    /// `BundleWriter.prepare` of its tile gives the same stored bytes), then copied. The payloads
+    /// are read in file order, in windows, and checked (and their tiles hashed) on every core;
+    /// the writer is then given the tiles in index order.
+    private func copyBundle(_ bundle: BundleArchive, into writer: BundleWriter) throws {
+        var tally = try startTally()
+        try addPatchTiles({ tile, bytes in try writer.addTile(at: tile, bytes: bytes) }, to: &tally)
+        // Each payload's uses that need its bytes (every tile when every tile is hashed, else the
+        // tiles leaving), in payload order; and which payloads a kept tile uses.
+        var uses: [PayloadUse] = []
+        var keptPayloads = [Bool](repeating: false, count: bundle.payloadCount)
+        try bundle.forEachPayloadRecord { tile, number, _ in
+            let leaving = leaves(tile)
+            if tally.needsBytes(leaving: leaving) { uses.append((UInt32(number), tile, leaving)) }
+            if !leaving { keptPayloads[number] = true }
+        }
+        uses.sort { $0.number < $1.number }
+        var numbers: [Int] = []
+        var next = 0
+        for number in 0..<bundle.payloadCount {
+            let used = next < uses.count && Int(uses[next].number) == number
+            while next < uses.count, Int(uses[next].number) == number { next += 1 }
+            if used || keptPayloads[number] { numbers.append(number) }
+        }
+        let prepared = try checkPayloads(bundle, numbers: numbers, uses: uses, kept: keptPayloads, into: &tally)
+        var copies = 0
+        var seen = 0
+        try bundle.forEachPayloadRecord { tile, number, record in
+            seen += 1
+            // Tiles given to the writer: at least the payloads checked, so the progress goes on.
+            if seen % 256 == 0, let onTiles { try onTiles(seen) }
+            if leaves(tile) {
+                if patchedTiles[tile] == nil { tally.dropped += 1 }
+            } else if let made = prepared[number] {
+                try writer.addTile(at: tile, payload: made)
+            } else {
+                try writer.addTile(at: tile, copying: record)
+                copies += 1
+            }
+        }
+        try conclude(tally, copied: copies)
+    }
+
+    /// The payload checks of ``copyBundle(_:into:)``, on a worker pool of one thread per core:
+    /// the payloads in chunks of 128, a chunk per thread at a time, each chunk's tally (sums, so
+    /// the chunks add up in any order) added to `tally`; between two batches `onTiles` is told how
+    /// many payloads were checked (and may end the checks). Returns the payloads that are not what
+    /// the writer makes, as it makes them.
+    private func checkPayloads(
+        _ bundle: BundleArchive, numbers: [Int], uses: [PayloadUse], kept: [Bool], into tally: inout Tally
+    ) throws -> [Int: BundleWriter.PreparedPayload] {
+        let chunk = 128
+        let chunks = stride(from: 0, to: numbers.count, by: chunk).map { $0..<min(numbers.count, $0 + chunk) }
+        let hashesEveryTile = tally.hashesEveryTile
+        var prepared: [Int: BundleWriter.PreparedPayload] = [:]
+        var parts: [Tally] = []
+        try WorkerPool.with(threads: ProcessInfo.processInfo.activeProcessorCount) { pool in
+            for first in stride(from: 0, to: chunks.count, by: pool.size) {
+                let batch = ParallelBatch<Range<Int>, Result<ChunkCheck, any Error>, BundleArchive.PayloadScratch>(
+                    Array(chunks[first..<min(chunks.count, first + pool.size)]))
+                batch.start(on: pool, makeState: { BundleArchive.PayloadScratch() }) { scratch, range in
+                    Result {
+                        try Self.check(
+                            bundle, numbers: numbers[range], uses: uses, kept: kept, hashesEveryTile: hashesEveryTile, scratch: scratch)
+                    }
+                }
+                batch.wait()
+                for i in batch.inputs.indices {
+                    let result = try batch[i].get()
+                    parts.append(result.tally)
+                    prepared.merge(result.prepared) { first, _ in first }
+                }
+                if let onTiles { try onTiles(batch.inputs.last?.upperBound ?? 0) }
+            }
+        }
+        for part in parts { tally.add(part) }
+        return prepared
+    }
+
+    /// A payload's use by a tile whose bytes are needed (hashed), in payload order.
+    private typealias PayloadUse = (number: UInt32, tile: TileCoordinate, leaving: Bool)
+    private typealias ChunkCheck = (tally: Tally, prepared: [Int: BundleWriter.PreparedPayload])
+
+    /// Checks the payloads `numbers` (ascending), hashing the tiles of `uses` that use them.
+    private static func check(
+        _ bundle: BundleArchive, numbers: ArraySlice<Int>, uses: [PayloadUse], kept: [Bool], hashesEveryTile: Bool,
+        scratch: BundleArchive.PayloadScratch
+    ) throws -> ChunkCheck {
+        var part = Tally(before: ContentIdentity(), hashesEveryTile: hashesEveryTile)
+        var prepared: [Int: BundleWriter.PreparedPayload] = [:]
+        guard let firstNumber = numbers.first.map(UInt32.init) else { return (part, prepared) }
+        // The uses of these payloads: from the first use of the first one.
+        var use = 0, high = uses.count
+        while use < high {
+            let middle = (use + high) / 2
+            if uses[middle].number < firstNumber { use = middle + 1 } else { high = middle }
+        }
+        try bundle.forEachPayload(numbers, scratch: scratch) { number, codec, stored, raw in
+            while use < uses.count, uses[use].number == UInt32(number) {
+                part.base(uses[use].tile, raw, leaving: uses[use].leaving)
+                use += 1
+            }
+            guard kept[number] else { return }
+            prepared[number] = BundleWriter.prepare(raw, unlessItMakes: stored, codec: codec, options: BundleSink.options)
+        }
+        return (part, prepared)
+    }
+
+    /// A PMTiles: every kept run's bytes are read once, to share equal contents as the writer does
+    /// (and to hash each tile when the base has no index), and copied.
+    private func copyPMTiles(_ pmtiles: PMTilesArchive, into writer: PMTilesWriter, from source: CopySource) throws {
+        var tally = try startTally()
+        try addPatchTiles({ tile, bytes in try writer.addTile(at: tile, bytes: bytes) }, to: &tally)
+        // The tile ids the patch touches, ascending: a run none of them falls in is kept whole.
+        let touched = (patch.tiles.map(\.coordinate) + patch.deletions).map { PMTilesFormat.tileID(of: $0) }.sorted()
+        let dataOffset = Int(pmtiles.header.tileDataOffset)
+        let reader = WindowReader(source)
+        var seen = 0
+        var copies = 0
+        try pmtiles.forEachRun { _, ids, offset, length in
+            if (seen + ids.count) / 256 > seen / 256, let onTiles { try onTiles(seen + ids.count) }
+            seen += ids.count
+            let at = dataOffset + Int(offset)
+            try reader.withBytes(at: at, length: length) { bytes in
+                var low = 0, high = touched.count
+                while low < high {
+                    let middle = (low + high) / 2
+                    if touched[middle] < ids.lowerBound { low = middle + 1 } else { high = middle }
+                }
+                if !tally.hashesEveryTile, low == touched.count || touched[low] >= ids.upperBound {
+                    try writer.addRun(ids: ids, copying: at, bytes: bytes)
+                    copies += ids.count
+                    return
+                }
+                var kept: UInt64?
+                for id in ids {
+                    guard let tile = PMTilesFormat.tile(ofID: id) else { continue }
+                    let leaving = leaves(tile)
+                    tally.base(tile, bytes, leaving: leaving)
+                    if leaving {
+                        if let start = kept { try writer.addRun(ids: start..<id, copying: at, bytes: bytes) }
+                        kept = nil
+                        if patchedTiles[tile] == nil { tally.dropped += 1 }
+                    } else {
+                        if kept == nil { kept = id }
+                        copies += 1
+                    }
+                }
+                if let start = kept { try writer.addRun(ids: start..<ids.upperBound, copying: at, bytes: bytes) }
+            }
+        }
+        try conclude(tally, copied: copies)
+    }
+}
+
+/// Reads a file front to back in windows of a mebibyte (a canonical PMTiles' contents lie in the
+/// order its runs are visited), a range outside the window by a read of its own.
+private final class WindowReader {
+    private let source: CopySource
+    private var window: [UInt8] = []
+    private var start = 0
+    private var end = 0
+    private static let windowBytes = 1 << 20
+
+    init(_ source: CopySource) { self.source = source }
+
+    func withBytes<R>(at offset: Int, length: Int, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
+        if offset < start || offset + length > end {
+            let size = max(length, Self.windowBytes)
+            let available = max(length, min(size, source.size - offset))
+            if window.count < available { window = [UInt8](repeating: 0, count: available) }
+            try window.withUnsafeMutableBytes { buffer in
+                try source.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<available]), at: offset)
+            }
+            start = offset
+            end = offset + available
+        }
+        return try window.withUnsafeBytes { buffer in
+            try body(UnsafeRawBufferPointer(rebasing: buffer[(offset - start)..<(offset - start + length)]))
+        }
     }
 }
 
 extension PatchedArchive {
-    /// The identity of the archive at `path` as its tile hash index beside it states it
-    /// (`PATH.tpindex`, Specs/updates.md §7), when that index is this file's: the archive's
-    /// length, tile count and metadata hash are the index's, and the archive was last changed no
-    /// later than the index. `nil` otherwise (no index, or one of another version).
-    static func storedIdentity(of path: String, _ archive: any TileArchive) -> ContentIdentity? {
+    /// The tile hash index beside `path` (`PATH.tpindex`, Specs/updates.md §7), when that index is
+    /// this file's: the archive's length, tile count and metadata hash are the index's, and the
+    /// archive was last changed no later than the index. `nil` otherwise (no index, or one of
+    /// another version).
+    static func storedIndex(of path: String, _ archive: any TileArchive) -> TileHashIndex? {
         let sidecar = TileHashIndex.sidecarName(of: path)
         guard let file = FileSystem.stat(path), let indexFile = FileSystem.stat(sidecar),
             case (let changed, let indexed) = (FileVersion(file), FileVersion(indexFile)),
@@ -302,7 +616,54 @@ extension PatchedArchive {
             index.archiveLength == UInt64(file.st_size), index.identity.tileCount == UInt64(count),
             let metadata = try? archive.metadata(), index.identity.metadata == ContentIdentity.metadataHash(metadata)
         else { return nil }
-        return index.identity
+        return index
+    }
+
+    /// The result's tile hash index from the base's and the changed tiles alone: the base's hashes
+    /// of the tiles kept, in (zoom, x, y) order (the base's coordinates from its index or
+    /// directories, no tile read), merged with the hashes of the patch's tiles.
+    func updatedIndex(archiveLength: UInt64) throws -> TileHashIndex? {
+        guard let old = storedIndex else { return nil }
+        var hashes: [UInt64] = []
+        hashes.reserveCapacity(old.hashes.count + patch.tiles.count)
+        let tiles = patch.tiles
+        var next = 0
+        func emitPatchTiles(upTo limit: TileCoordinate?) {
+            while next < tiles.count, limit.map({ tiles[next].coordinate < $0 }) ?? true {
+                hashes.append(tiles[next].bytes.withUnsafeBytes { TileHashIndex.hash($0) })
+                next += 1
+            }
+        }
+        var i = 0
+        try forEachTileCoordinate(of: base) { tile in
+            guard i < old.hashes.count else {
+                throw OperationError(path: base.path, fault: .badInput("the base has more tiles than its index"))
+            }
+            emitPatchTiles(upTo: tile)
+            if !leaves(tile) { hashes.append(old.hashes[i]) }
+            i += 1
+        }
+        emitPatchTiles(upTo: nil)
+        return TileHashIndex(archiveLength: archiveLength, identity: checked.after, hashes: hashes)
+    }
+}
+
+extension ArchivePatcher {
+    /// Writes the tile hash index of the result at `destination` beside it: from the base's index
+    /// and the changed tiles when the base had a valid one, else from every tile of the result.
+    /// Says which.
+    static func writeIndex(of destination: String, patched: PatchedArchive) throws(OperationError) -> String {
+        let sidecar = TileHashIndex.sidecarName(of: destination)
+        do {
+            if let length = FileSystem.stat(destination)?.st_size, let index = try patched.updatedIndex(archiveLength: UInt64(length)) {
+                try index.write(to: sidecar, overwrite: true)
+                return "\(sidecar) (updated from the base's index)"
+            }
+        } catch {
+            throw OperationError.wrapping(error, path: sidecar)
+        }
+        _ = try ArchiveIndexer.run(archive: destination)
+        return "\(sidecar) (built from every tile: the base had no index of its own version)"
     }
 }
 

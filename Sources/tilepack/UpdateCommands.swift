@@ -59,11 +59,18 @@ struct PatchCommand: ParsableCommand {
     @Flag(help: "Overwrite an existing OUT.")
     var force = false
 
+    @Flag(
+        name: .customLong("index"),
+        help:
+            "A bundle or PMTiles result: write its tile hash index beside it (OUT.tpindex) even when BASE had none beside it (with one, it is always written, updated from BASE's and the changed tiles)."
+    )
+    var tileIndex = false
+
     @Flag(help: "Print what was done as JSON on standard output.")
     var json = false
 
     func run() throws {
-        let report = try ArchivePatcher.run(base: base, patch: patch, output: output, overwrite: force)
+        let report = try ArchivePatcher.run(base: base, patch: patch, output: output, overwrite: force, writesIndex: tileIndex)
         for warning in report.warnings { printError("warning: \(patch): \(warning)") }
         if json {
             try printJSON(report)
@@ -73,6 +80,7 @@ struct PatchCommand: ParsableCommand {
             )
             if let before = report.before { print("  was \(before)") }
             if let after = report.after { print("  now \(after) (checked)") }
+            if let index = report.index { print("  index \(index)") }
         }
     }
 }

@@ -80,6 +80,8 @@ public final class BundleWriter {
         var rawLength: UInt32
         var crc: UInt32
         var codec: BundleFormat.Codec
+        /// Where the payload is in ``copySource`` (a patch's base), or -1.
+        var copied = -1
     }
     private var tiles: [TileEntry] = []
     private var payloads: [PayloadEntry] = []
@@ -97,6 +99,19 @@ public final class BundleWriter {
     /// Whether payloads given with a ``SourceFile`` are copied from it (tests turn it off to
     /// compare with the spool, which must give the same file).
     var copiesFromSources = true
+    /// The file the payloads of ``addTile(at:copying:)`` are copied from at ``finish()``.
+    package var copySource: CopySource?
+
+    /// A payload of another bundle, ``copySource``, stored as this writer stores it: copied from
+    /// that file at ``finish()``, unread (a patch's unchanged tiles, Specs/updates.md §4).
+    package struct CopiedPayload: Sendable, Hashable {
+        /// Where its stored bytes start in the copy source (from the start of the file).
+        package var offset: Int
+        package var storedLength: Int
+        package var rawLength: Int
+        package var crc: UInt32
+        package var codec: BundleFormat.Codec
+    }
 
     /// Prepares to write a bundle of `content` tiles at `destination`.
     ///
@@ -176,6 +191,18 @@ public final class BundleWriter {
     public static func prepare(_ raw: UnsafeRawBufferPointer, options: Options, crc: UInt32? = nil) -> PreparedPayload {
         if let compressed = compress(raw, options: options) { return compressed }
         return PreparedPayload(stored: Array(raw), codec: .stored, rawLength: raw.count, crc: crc ?? BundleFormat.crc32(raw))
+    }
+
+    /// ``prepare(_:options:crc:)`` of `raw`, unless that makes exactly `stored` coded as `codec`
+    /// (a payload another bundle holds for the tile: then it can be copied as it is, `nil`).
+    package static func prepare(
+        _ raw: UnsafeRawBufferPointer, unlessItMakes stored: UnsafeRawBufferPointer, codec: BundleFormat.Codec, options: Options
+    ) -> PreparedPayload? {
+        let made = prepare(raw, options: options)
+        let same =
+            made.codec == codec && made.stored.count == stored.count
+            && (stored.isEmpty || made.stored.withUnsafeBytes { memcmp($0.baseAddress!, stored.baseAddress!, stored.count) == 0 })
+        return same ? nil : made
     }
 
     /// ``prepare(_:options:crc:)`` for bytes the caller gives up (kept without copying when stored as they are).
@@ -280,6 +307,52 @@ public final class BundleWriter {
             collisions[first] = number
         } else {
             byKey.insert(crc: prepared.crc, payload: number)
+        }
+        tiles.append(TileEntry(key: BundleFormat.key(of: tile), payload: number))
+    }
+
+    /// Adds a tile whose payload is `copied`, a payload of ``copySource``. The caller vouches that
+    /// its stored bytes (checked against their CRC-32, with zero padding after them in their
+    /// file) are what ``prepare(_:options:crc:)`` makes of the tile with this writer's options:
+    /// the bundle written is then the one ``addTile(at:payload:)`` would write. Equal payloads are
+    /// shared as for any tile: the same copied payload without reading it, others by their bytes.
+    package func addTile(at tile: TileCoordinate, copying copied: CopiedPayload) throws(TileArchiveError) {
+        try checkTile(tile, rawLength: copied.rawLength)
+        guard let copySource else { preconditionFailure("BundleWriter.addTile(at:copying:) without a copySource") }
+        let first = byKey.first(crc: copied.crc) { number in
+            let payload = payloads[Int(number)]
+            return Int(payload.storedLength) == copied.storedLength && payload.codec == copied.codec
+        }
+        var candidate = first
+        var bytes: PreparedPayload?
+        while let number = candidate {
+            if payloads[Int(number)].copied == copied.offset {
+                tiles.append(TileEntry(key: BundleFormat.key(of: tile), payload: number))
+                return
+            }
+            if bytes == nil {
+                var stored = Self.unfilled(copied.storedLength)
+                try stored.withUnsafeMutableBytes { buffer in
+                    Result { () throws(TileArchiveError) in try copySource.read(into: buffer, at: copied.offset) }
+                }.get()
+                bytes = PreparedPayload(stored: stored, codec: copied.codec, rawLength: copied.rawLength, crc: copied.crc)
+            }
+            if let bytes, try payload(Int(number), equals: bytes) {
+                tiles.append(TileEntry(key: BundleFormat.key(of: tile), payload: number))
+                return
+            }
+            candidate = collisions[number]
+        }
+        let number = UInt32(payloads.count)
+        payloads.append(
+            PayloadEntry(
+                spoolOffset: -1, storedLength: UInt32(copied.storedLength), rawLength: UInt32(copied.rawLength), crc: copied.crc,
+                codec: copied.codec, copied: copied.offset))
+        if let first {
+            collisions[number] = collisions[first]
+            collisions[first] = number
+        } else {
+            byKey.insert(crc: copied.crc, payload: number)
         }
         tiles.append(TileEntry(key: BundleFormat.key(of: tile), payload: number))
     }
@@ -543,7 +616,29 @@ public final class BundleWriter {
             gatheredBytes = 0
         }
         var position = 0
+        if order.contains(where: { payloads[$0].copied >= 0 }) { try copySource?.checkUnchanged() }
         while position < order.count {
+            if payloads[order[position]].copied >= 0, let copySource {
+                // The run starting here: payloads back to back in the copy source, in this order
+                // (their padding, zero in that file too, copied with them).
+                try copyGathered()
+                let start = payloads[order[position]].copied
+                var runEnd = start + Int(payloads[order[position]].storedLength)
+                var end = position + 1
+                while end < order.count, payloads[order[end]].copied == BundleFormat.aligned(runEnd) {
+                    runEnd = payloads[order[end]].copied + Int(payloads[order[end]].storedLength)
+                    end += 1
+                }
+                try out.write(zeros: offset(position) - out.position)
+                try copyRange(of: copySource, at: start, length: runEnd - start, to: out, staging: &staging, kernelCopies: &kernelCopies)
+                sinceFlush += runEnd - start
+                position = end
+                if sinceFlush >= Self.copyChunkBytes {
+                    file.flushInBackground()
+                    sinceFlush = 0
+                }
+                continue
+            }
             if payloads[order[position]].source >= 0 {
                 try copyGathered()
                 try out.write(zeros: offset(position) - out.position)
@@ -591,6 +686,31 @@ public final class BundleWriter {
             }
         }
         try copyGathered()
+        if order.contains(where: { payloads[$0].copied >= 0 }) { try copySource?.checkUnchanged() }
+    }
+
+    /// Appends `length` bytes of `source` from `offset`: by the kernel when it can, else through
+    /// `staging` in chunks of ``copyChunkBytes``.
+    private func copyRange(
+        of source: CopySource, at offset: Int, length: Int, to out: BufferedOutput, staging: inout [UInt8], kernelCopies: inout Bool
+    ) throws(TileArchiveError) {
+        if kernelCopies {
+            kernelCopies = try out.copy(from: source.fd, at: offset, length: length, what: source.path)
+            if kernelCopies { return }
+        }
+        if staging.count < min(length, Self.copyChunkBytes) { staging = Self.unfilled(min(length, Self.copyChunkBytes)) }
+        var done = 0
+        while done < length {
+            let n = min(length - done, staging.count)
+            try staging.withUnsafeMutableBytes { buffer in
+                Result { () throws(TileArchiveError) in
+                    let chunk = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<n])
+                    try source.read(into: chunk, at: offset + done)
+                    try out.write(UnsafeRawBufferPointer(chunk))
+                }
+            }.get()
+            done += n
+        }
     }
 
     /// Appends a payload from its source file, checked to be the version read before and after
@@ -738,6 +858,11 @@ public final class BundleWriter {
         else { return false }
         guard length > 0 else { return true }
         let spooled: UnsafeRawPointer
+        if payload.copied >= 0, let copySource {
+            ensure(&compareBuffer, capacity: length)
+            try copySource.read(into: UnsafeMutableRawBufferPointer(rebasing: compareBuffer[0..<length]), at: payload.copied)
+            return prepared.stored.withUnsafeBytes { memcmp(compareBuffer.baseAddress!, $0.baseAddress!, length) == 0 }
+        }
         if payload.source >= 0 {
             let source = sources[Int(payload.source)]
             let fd = try source.openUnchanged()
@@ -912,14 +1037,38 @@ final class BufferedOutput {
         buffered = 0
     }
 
-    /// Appends `length` bytes of file `source` from `offset`, copied by the kernel. Returns false,
-    /// having written nothing, when the kernel cannot copy between these two files.
+    /// Appends `length` bytes of file `source` from `offset`, copied by the kernel:
+    /// `copy_file_range(2)` (which a file system may do without copying: a reflink, a server-side
+    /// copy), else `sendfile(2)`. Returns false, having written nothing, when the kernel cannot copy
+    /// between these two files.
     func copy(from source: Int32, at offset: Int, length: Int, what: String) throws(TileArchiveError) -> Bool {
         #if os(Linux)
         precondition(!computesCRC, "a checksummed section is not copied by the kernel")
         try flush()
         var from = off_t(offset)
         var done = 0
+        if let copyFileRange = Self.copyFileRange {
+            while done < length {
+                let n = copyFileRange(source, &from, fd, nil, length - done, 0)
+                if n < 0 {
+                    let code = errno
+                    if code == EINTR || code == EAGAIN { continue }
+                    // Not between these files (another file system on an old kernel, say): sendfile.
+                    if done == 0, code == EXDEV || code == EINVAL || code == ENOSYS || code == EOPNOTSUPP || code == EBADF { break }
+                    throw TileArchiveError(
+                        path: path, fault: .io(errno: code, reason: "copy from \(what): \(String(cString: strerror(code)))"))
+                }
+                guard n > 0 else {
+                    throw TileArchiveError(
+                        path: path, fault: .io(errno: 0, reason: "copy from \(what): it ended \(length - done) bytes early"))
+                }
+                done += n
+            }
+            if done == length {
+                position += length
+                return true
+            }
+        }
         while done < length {
             let n = sendfile(fd, source, &from, length - done)
             if n < 0 {
@@ -939,6 +1088,17 @@ final class BufferedOutput {
         return false
         #endif
     }
+
+    #if os(Linux)
+    /// glibc's `copy_file_range` (2.27 and later), looked up at run time: Swift's Glibc module does
+    /// not declare it (it is a GNU extension).
+    private static let copyFileRange: CopyFileRange? = {
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "copy_file_range") else { return nil }
+        return unsafeBitCast(symbol, to: CopyFileRange.self)
+    }()
+    private typealias CopyFileRange =
+        @convention(c) (Int32, UnsafeMutablePointer<off_t>?, Int32, UnsafeMutablePointer<off_t>?, Int, UInt32) -> Int
+    #endif
 
     private func writeAll(_ bytes: UnsafeRawBufferPointer) throws(TileArchiveError) {
         var done = 0

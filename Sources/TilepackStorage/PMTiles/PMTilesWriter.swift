@@ -39,6 +39,8 @@ public final class PMTilesWriter {
     private struct Content {
         var spoolOffset: Int
         var length: UInt32
+        /// Where the bytes are in ``copySource`` (a patch's base), or -1: then in the spool.
+        var copied = -1
     }
     private var tiles: [TileEntry] = []
     private var contents: [Content] = []
@@ -49,6 +51,8 @@ public final class PMTilesWriter {
     /// The tiles added (a run counts its tiles).
     private var addressed: UInt64 = 0
     private var compare: [UInt8] = []
+    /// The file the contents of ``addRun(ids:copying:bytes:)`` are copied from at ``finish()``.
+    package var copySource: CopySource?
 
     /// What ``finish()`` wrote.
     public struct Summary: Hashable, Sendable {
@@ -105,7 +109,16 @@ public final class PMTilesWriter {
         try add(ids: ids, bytes: bytes)
     }
 
-    private func add(ids: Range<UInt64>, bytes: UnsafeRawBufferPointer) throws(TileArchiveError) {
+    /// ``addRun(ids:bytes:)`` for bytes that lie at `offset` in ``copySource`` (a patch's base,
+    /// Specs/updates.md §4): they are compared as any tile's to find an equal content, and when
+    /// they are new they are not spooled but copied from that file at ``finish()``, unread.
+    package func addRun(ids: Range<UInt64>, copying offset: Int, bytes: UnsafeRawBufferPointer) throws(TileArchiveError) {
+        precondition(copySource != nil, "PMTilesWriter.addRun(ids:copying:bytes:) without a copySource")
+        guard !ids.isEmpty else { return }
+        try add(ids: ids, bytes: bytes, copied: offset)
+    }
+
+    private func add(ids: Range<UInt64>, bytes: UnsafeRawBufferPointer, copied: Int = -1) throws(TileArchiveError) {
         guard !finished else { throw TileArchiveError(path: destination, fault: .io(errno: 0, reason: "the writer is already finished")) }
         let first = PMTilesFormat.tile(ofID: ids.lowerBound) ?? TileCoordinate(uncheckedZoom: 0, x: 0, y: 0)
         guard bytes.count > 0 else {
@@ -124,14 +137,22 @@ public final class PMTilesWriter {
         hasher.combine(bytes: bytes)
         let hash = hasher.finalize()
         var content: UInt32?
-        for candidate in byHash[hash] ?? [] where try spooledBytes(of: Int(candidate), equal: bytes) {
-            content = candidate
-            break
+        for candidate in byHash[hash] ?? [] {
+            var same = copied >= 0 && contents[Int(candidate)].copied == copied
+            if !same { same = try spooledBytes(of: Int(candidate), equal: bytes) }
+            if same {
+                content = candidate
+                break
+            }
         }
         if content == nil {
             let index = UInt32(contents.count)
-            contents.append(Content(spoolOffset: spoolLength, length: UInt32(bytes.count)))
-            try appendSpool(bytes)
+            if copied >= 0 {
+                contents.append(Content(spoolOffset: -1, length: UInt32(bytes.count), copied: copied))
+            } else {
+                contents.append(Content(spoolOffset: spoolLength, length: UInt32(bytes.count)))
+                try appendSpool(bytes)
+            }
             byHash[hash, default: []].append(index)
             content = index
         }
@@ -175,6 +196,17 @@ public final class PMTilesWriter {
     {
         let content = contents[index]
         let length = Int(content.length)
+        if content.copied >= 0, let copySource {
+            if compare.count < length { compare = [UInt8](repeating: 0, count: length) }
+            try compare.withUnsafeMutableBytes { raw in
+                Result { () throws(TileArchiveError) in
+                    try copySource.read(into: UnsafeMutableRawBufferPointer(rebasing: raw[0..<length]), at: content.copied)
+                }
+            }.get()
+            return try compare.withUnsafeBytes { raw in
+                Result { () throws(TileArchiveError) in try body(UnsafeRawBufferPointer(rebasing: raw[0..<length])) }
+            }.get()
+        }
         if content.spoolOffset >= spoolFlushed {
             let start = content.spoolOffset - spoolFlushed
             return try spoolBuffer.withUnsafeBytes { raw in
@@ -297,9 +329,7 @@ public final class PMTilesWriter {
         try out.write(root)
         try out.write(metadataBytes)
         try out.write(leaves)
-        for content in order {
-            try withSpooled(content) { bytes throws(TileArchiveError) in try out.write(bytes) }
-        }
+        try writeContents(order, to: out)
         try out.flush()
         let fileLength = Int(header.tileDataOffset + header.tileDataLength)
         guard out.position == fileLength else {
@@ -308,6 +338,40 @@ public final class PMTilesWriter {
         return Summary(
             addressedTiles: Int(addressed), tileEntries: entries.count, tileContents: contents.count,
             leafDirectories: leafCount, fileLength: fileLength, header: header, gzippedContents: gzipped)
+    }
+
+    /// Appends the contents in `order`: spooled ones through memory, runs of contents that lie back
+    /// to back in ``copySource`` copied from it by the kernel where it can (checked unchanged before
+    /// and after).
+    private func writeContents(_ order: [Int], to out: BufferedOutput) throws(TileArchiveError) {
+        let copies = copySource != nil && order.contains { contents[$0].copied >= 0 }
+        if copies { try copySource?.checkUnchanged() }
+        var kernelCopies = BundleWriter.kernelCopyAvailable
+        var position = 0
+        while position < order.count {
+            let first = contents[order[position]]
+            guard first.copied >= 0, let copySource else {
+                try withSpooled(order[position]) { bytes throws(TileArchiveError) in try out.write(bytes) }
+                position += 1
+                continue
+            }
+            var end = position + 1
+            var runEnd = first.copied + Int(first.length)
+            while end < order.count, contents[order[end]].copied == runEnd {
+                runEnd += Int(contents[order[end]].length)
+                end += 1
+            }
+            if kernelCopies {
+                kernelCopies = try out.copy(from: copySource.fd, at: first.copied, length: runEnd - first.copied, what: copySource.path)
+            }
+            if !kernelCopies {
+                for content in order[position..<end] {
+                    try withSpooled(content) { bytes throws(TileArchiveError) in try out.write(bytes) }
+                }
+            }
+            position = end
+        }
+        if copies { try copySource?.checkUnchanged() }
     }
 
     /// Gzip-compresses every spooled content that is not gzip (appended to the spool, the content
