@@ -44,7 +44,7 @@ public struct MBTilesWriterOptions: Hashable, Sendable {
     /// Specs/updates.md §1.1), summed from the tiles as they are written, so that its first patch
     /// checks it without reading every tile. Not stored when a tile was written twice or removed
     /// (the sum would count what the file no longer holds). An update never computes one (a patch
-    /// sets ``MBTilesWriter/contentIdentity``; any other update drops a stored one). Off by
+    /// sets `MBTilesWriter.contentIdentity`; any other update drops a stored one). Off by
     /// default: a SHA-256 of every tile byte (the commands store it with `--index`).
     public var contentIdentity: Bool
 
