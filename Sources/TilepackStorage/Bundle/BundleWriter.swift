@@ -301,14 +301,7 @@ public final class BundleWriter {
 
         let number = UInt32(payloads.count)
         payloads.append(try appendPayload(prepared))
-        if let first {
-            // Chain the new payload after the first one with this key.
-            collisions[number] = collisions[first]
-            collisions[first] = number
-        } else {
-            byKey.insert(crc: prepared.crc, payload: number)
-        }
-        tiles.append(TileEntry(key: BundleFormat.key(of: tile), payload: number))
+        addNewPayload(number, crc: prepared.crc, after: first, for: tile)
     }
 
     /// Adds a tile whose payload is `copied`, a payload of ``copySource``. The caller vouches that
@@ -348,11 +341,17 @@ public final class BundleWriter {
             PayloadEntry(
                 spoolOffset: -1, storedLength: UInt32(copied.storedLength), rawLength: UInt32(copied.rawLength), crc: copied.crc,
                 codec: copied.codec, copied: copied.offset))
+        addNewPayload(number, crc: copied.crc, after: first, for: tile)
+    }
+
+    /// Files payload `number` (just appended) under its key, chained after `first`, the first
+    /// payload with that key when there is one, and gives it to `tile`.
+    private func addNewPayload(_ number: UInt32, crc: UInt32, after first: UInt32?, for tile: TileCoordinate) {
         if let first {
             collisions[number] = collisions[first]
             collisions[first] = number
         } else {
-            byKey.insert(crc: copied.crc, payload: number)
+            byKey.insert(crc: crc, payload: number)
         }
         tiles.append(TileEntry(key: BundleFormat.key(of: tile), payload: number))
     }
