@@ -1,7 +1,9 @@
 internal import CTilepackZlib
 import Foundation
+internal import TilepackChecksum
 
-/// gzip (RFC 1952) through the system zlib: the one place above zlib that compresses and inflates
+/// gzip (RFC 1952) through the system zlib (a whole member inflated by libdeflate where it is
+/// here, `ZlibStream`): the one place above zlib that compresses and inflates
 /// gzip (PMTiles directories and metadata, vector tiles stored gzip-compressed, checked by
 /// `verify` and decompressed by the server for clients that do not accept gzip). Inflating is
 /// always bounded: a small input that claims to inflate without bound is an error, not an
@@ -41,6 +43,15 @@ import Foundation
     /// Decompresses exactly one complete gzip member, refusing output beyond `limit` bytes and
     /// bytes after the member's end.
     public static func decompress(_ bytes: UnsafeRawBufferPointer, limit: Int) -> Result<[UInt8], Failure> {
+        // Whole by libdeflate where it is here, into the length the trailer states when that is
+        // within the limit and what deflate can make of these bytes (at most 1032:1, so a lying
+        // trailer costs no more than the input could): anything else is zlib's to inflate and judge.
+        if bytes.count >= 18, let base = bytes.baseAddress {
+            let stated = Int(UnsafeRawPointer(base + bytes.count - 4).loadUnaligned(as: UInt32.self).littleEndian)
+            if stated <= limit, stated <= bytes.count * 1032, let whole = ZlibStream.inflateGzip(bytes, length: stated) {
+                return .success(whole)
+            }
+        }
         var output = [UInt8](repeating: 0, count: min(limit, max(4096, bytes.count * 4)))
         switch inflateMember(bytes, into: &output, limit: limit) {
         case .failure(let failure): return .failure(failure)
