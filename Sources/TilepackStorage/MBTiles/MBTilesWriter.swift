@@ -110,6 +110,8 @@ public final class MBTilesWriter {
     private var findImage: SQLiteStatement?
     /// `SELECT tile_data` of one tile, made on first use (``withStoredTile(at:_:)``).
     private var findStored: SQLiteStatement?
+    /// `DELETE` of one tile, made on first use (``removeTile(at:)``).
+    private var deleteTile: SQLiteStatement?
     private var begin: SQLiteStatement?
     private var commit: SQLiteStatement?
     private var pending = 0
@@ -160,6 +162,13 @@ public final class MBTilesWriter {
     /// Runs inside the transaction after the metadata is written, before the commit; an error
     /// rolls everything back.
     package var beforeCommit: ((SQLiteConnection) throws(TileArchiveError) -> Void)?
+    /// The tiles the committed file holds, when ``beforeCommit`` has proven it (a patch's checked
+    /// "after" identity counts them): ``finish()`` then reports it without counting the table.
+    package var provenTileCount: Int?
+    /// The updated file as the writer's own checks opened it, before its transaction began: what
+    /// an update needs to know of the file as it was (its content, its identity) without opening
+    /// it again.
+    package private(set) var original: MBTilesArchive?
 
     // MARK: Opening
 
@@ -242,6 +251,7 @@ public final class MBTilesWriter {
         // refuses an unfinished temporary file); the file is hostile until shown otherwise.
         try MBTilesFileCheck.refuseForeignJournal(path: path)
         let reader = try MBTilesArchive(path: path, options: MBTilesOpenOptions(maximumIdleConnections: 1))
+        original = reader
         let connection = try SQLiteConnection(
             filename: path, archivePath: path, readOnly: false, uri: false,
             stepTimeLimit: reader.options.stepTimeLimit, workLimit: reader.workLimit)
@@ -495,16 +505,20 @@ public final class MBTilesWriter {
         dropRunningHash()
         runningIdentity = nil
         guard let connection else { return false }
-        let table =
-            switch schemaKind {
-            case .flat, .otherView: "tiles"
-            case .flatWithHash: "tiles_with_hash"
-            case .normalized: "map"
-            }
-        let statement = try connection.prepare("DELETE FROM \(table) WHERE zoom_level = ?1 AND tile_column = ?2 AND tile_row = ?3")
+        if deleteTile == nil {
+            let table =
+                switch schemaKind {
+                case .flat, .otherView: "tiles"
+                case .flatWithHash: "tiles_with_hash"
+                case .normalized: "map"
+                }
+            deleteTile = try connection.prepare("DELETE FROM \(table) WHERE zoom_level = ?1 AND tile_column = ?2 AND tile_row = ?3")
+        }
+        guard let statement = deleteTile else { return false }
         statement.bind(1, tile.zoom)
         statement.bind(2, tile.x)
         statement.bind(3, tile.row(in: .tms))
+        defer { statement.reset() }
         _ = try statement.step()
         return connection.changes > 0
     }
@@ -664,7 +678,7 @@ public final class MBTilesWriter {
             }
             try connection.replaceMetadata(metadata)
             try beforeCommit?(connection)
-            let tileCount = try storedTileCount()
+            let tileCount = if let provenTileCount { provenTileCount } else { try storedTileCount() }
             var blobCount = tileCount
             if schemaKind == .normalized { blobCount = Int(try connection.scalarInt("SELECT COUNT(*) FROM images") ?? 0) }
             try commitTransaction()
@@ -704,9 +718,11 @@ public final class MBTilesWriter {
         insertImage = nil
         findImage = nil
         findStored = nil
+        deleteTile = nil
         begin = nil
         commit = nil
         connection = nil
+        original = nil
     }
 
     private func derive(from content: TileContentSummary) {

@@ -53,20 +53,20 @@ public enum MBTilesPatcher {
         // The write transaction (BEGIN IMMEDIATE) is opened first: the base is checked, and the
         // replaced tiles' old bytes read, as the patch will change it, with no writer between;
         // readers go on reading the old version meanwhile.
-        let reader: MBTilesArchive
         let writer: MBTilesWriter
-        do throws(TileArchiveError) {
-            reader = try MBTilesArchive(path: path, options: MBTilesOpenOptions(maximumIdleConnections: 1))
-        } catch {
-            throw fail(.archive(error))
-        }
-        if let expected = patch.content, let found = reader.content?.description, expected != found {
-            throw fail(.wrongTileType(patch: expected, base: found))
-        }
         do throws(TileArchiveError) {
             writer = try MBTilesWriter(updating: path, options: MBTilesWriterOptions(derivation: .none, aggregateTilesHash: false))
         } catch {
             throw fail(.archive(error))
+        }
+        // The base as the writer's own checks opened it, before its transaction began.
+        guard let reader = writer.original else {
+            writer.cancel()
+            throw fail(.archive(TileArchiveError(path: path, fault: .io(errno: 0, reason: "the writer is closed"))))
+        }
+        if let expected = patch.content, let found = reader.content?.description, expected != found {
+            writer.cancel()
+            throw fail(.wrongTileType(patch: expected, base: found))
         }
         var remaining: ContentIdentity?
         let hasher = ContentIdentity.TileHasher()
@@ -151,6 +151,7 @@ public enum MBTilesPatcher {
                         throw TileArchiveError(path: path, fault: .corrupt("the patched content is not the patch's"))
                     }
                     outcome.after = result
+                    writer.provenTileCount = Int(exactly: result.tileCount)
                 } else if let expected = patch.aggregateHashAfter {
                     let found = try MBTilesAggregateHash.compute(connection)
                     if found != expected {

@@ -282,8 +282,16 @@ extension TilePatch {
             defer { offset += count }
             return Array(bytes[offset..<(offset + count)])
         }
-        mutating func byte() throws(TilePatchError) -> UInt8 { try take(1)[0] }
-        mutating func length() throws(TilePatchError) -> Int { Int(TilePatch.get32(try take(4), 0)) }
+        /// The offset of the next `count` bytes, which are skipped (read in place: no array made).
+        private mutating func skip(_ count: Int) throws(TilePatchError) -> Int {
+            guard count <= bytes.count - offset else {
+                throw TilePatchError(path: path, fault: .corrupt("a record at body offset \(offset) runs past the body's end"))
+            }
+            defer { offset += count }
+            return offset
+        }
+        mutating func byte() throws(TilePatchError) -> UInt8 { bytes[try skip(1)] }
+        mutating func length() throws(TilePatchError) -> Int { Int(TilePatch.get32(bytes, try skip(4))) }
         mutating func text() throws(TilePatchError) -> String {
             let at = offset
             guard let text = String(validating: try take(try length()), as: UTF8.self) else {
@@ -292,9 +300,10 @@ extension TilePatch {
             return text
         }
         mutating func tile() throws(TilePatchError) -> TileCoordinate {
-            let at = offset
-            let raw = try take(9)
-            guard let tile = TileCoordinate(validatingZoom: Int(raw[0]), x: Int(TilePatch.get32(raw, 1)), y: Int(TilePatch.get32(raw, 5)))
+            let at = try skip(9)
+            guard
+                let tile = TileCoordinate(
+                    validatingZoom: Int(bytes[at]), x: Int(TilePatch.get32(bytes, at + 1)), y: Int(TilePatch.get32(bytes, at + 5)))
             else {
                 throw TilePatchError(path: path, fault: .corrupt("the tile at body offset \(at) is out of range"))
             }
