@@ -233,8 +233,10 @@ final class PMTilesSink: TileSink {
 enum TileIndexSidecar {
     /// After `archive` was committed: writes its index beside it (a new file renamed over an older
     /// one) when `writes`, else removes an index left beside the archive it replaced, which no
-    /// longer describes it.
+    /// longer describes it. The index says the archive is canonical: a sink's writer prepared
+    /// every bundle payload from its tile with ``BundleSink/options`` and shared equal PMTiles
+    /// contents (a patch, which copies payloads through a sink, writes its index itself).
     static func update(_ archive: String, writes: Bool) throws {
-        try TileHashIndex.updateSidecar(of: archive, writes: writes)
+        try TileHashIndex.updateSidecar(of: archive, writes: writes, canonical: true)
     }
 }

@@ -180,6 +180,10 @@ final class PatchedArchive: TileArchive, @unchecked Sendable {
     let storedIndex: TileHashIndex?
     /// The base's identity as its tile hash index states it.
     var storedBefore: ContentIdentity? { storedIndex?.identity }
+    /// Whether the base's index says its payloads are what the writer makes of its tiles
+    /// (``TileHashIndex/canonical``): then they are copied unchecked (a bundle's not decoded, a
+    /// PMTiles' kept contents not read), Specs/updates.md §4.
+    var trustsBase: Bool { storedIndex?.canonical == true }
     /// The base's file, held open, from which unchanged payloads are copied (``copy(into:declared:)``).
     let copySource: CopySource?
 
@@ -192,7 +196,12 @@ final class PatchedArchive: TileArchive, @unchecked Sendable {
         for (i, tile) in patch.tiles.enumerated() { index[tile.coordinate] = i }
         patchedTiles = index
         deleted = Set(patch.deletions)
+        leavingTiles = LeavingTiles(Array(deleted.union(index.keys)).sorted())
     }
+
+    /// The base's tiles the patch replaces or deletes, ascending, for passes over the base in
+    /// (zoom, x, y) order (``LeavingTiles``).
+    private let leavingTiles: LeavingTiles
 
     /// Told how many base tiles the tile pass has read, every 256; what it throws ends the pass
     /// (a cancelled ``PatchRequest``).
@@ -418,39 +427,46 @@ extension PatchedArchive {
     }
 
     /// A bundle: every kept tile's payload is checked once (its CRC, the padding after it, and that
-    /// `BundleWriter.prepare` of its tile gives the same stored bytes), then copied. The payloads
-    /// are read in file order, in windows, and checked (and their tiles hashed) on every core;
-    /// the writer is then given the tiles in index order.
+    /// `BundleWriter.prepare` of its tile gives the same stored bytes), then copied; unless the
+    /// base's index says they are the writer's (``trustsBase``): then only the payloads of the tiles
+    /// that leave are read (to hash those tiles). The payloads are read in file order, in windows,
+    /// and checked (and their tiles hashed) on every core; the writer is then given the tiles in
+    /// index order.
     private func copyBundle(_ bundle: BundleArchive, into writer: BundleWriter) throws {
         var tally = try startTally()
+        writer.reserveCapacity(tiles: bundle.indexedTileCount + patch.tiles.count, payloads: bundle.payloadCount + patch.tiles.count)
         try addPatchTiles({ tile, bytes in try writer.addTile(at: tile, bytes: bytes) }, to: &tally)
         // Each payload's uses that need its bytes (every tile when every tile is hashed, else the
         // tiles leaving), in payload order; and which payloads a kept tile uses.
         var uses: [PayloadUse] = []
         var keptPayloads = [Bool](repeating: false, count: bundle.payloadCount)
+        var leavers = leavingTiles
         try bundle.forEachPayloadRecord { tile, number, _ in
-            let leaving = leaves(tile)
+            let leaving = leavers.contains(tile)
             if tally.needsBytes(leaving: leaving) { uses.append((UInt32(number), tile, leaving)) }
             if !leaving { keptPayloads[number] = true }
         }
         uses.sort { $0.number < $1.number }
+        // The kept payloads to check: all of them, or none when the base's index vouches for them.
+        let checked = trustsBase ? [Bool](repeating: false, count: bundle.payloadCount) : keptPayloads
         var numbers: [Int] = []
         var next = 0
         for number in 0..<bundle.payloadCount {
             let used = next < uses.count && Int(uses[next].number) == number
             while next < uses.count, Int(uses[next].number) == number { next += 1 }
-            if used || keptPayloads[number] { numbers.append(number) }
+            if used || checked[number] { numbers.append(number) }
         }
-        let prepared = try checkPayloads(bundle, numbers: numbers, uses: uses, kept: keptPayloads, into: &tally)
+        let prepared = try checkPayloads(bundle, numbers: numbers, uses: uses, kept: checked, into: &tally)
         var copies = 0
         var seen = 0
+        leavers = leavingTiles
         try bundle.forEachPayloadRecord { tile, number, record in
             seen += 1
             // Tiles given to the writer: at least the payloads checked, so the progress goes on.
             if seen % 256 == 0, let onTiles { try onTiles(seen) }
-            if leaves(tile) {
+            if leavers.contains(tile) {
                 if patchedTiles[tile] == nil { tally.dropped += 1 }
-            } else if let made = prepared[number] {
+            } else if !prepared.isEmpty, let made = prepared[number] {
                 try writer.addTile(at: tile, payload: made)
             } else {
                 try writer.addTile(at: tile, copying: record)
@@ -526,12 +542,21 @@ extension PatchedArchive {
     }
 
     /// A PMTiles: every kept run's bytes are read once, to share equal contents as the writer does
-    /// (and to hash each tile when the base has no index), and copied.
+    /// (and to hash each tile when the base has no index), and copied; unless the base's index
+    /// says its contents are the writer's (``unreadCopies(_:)``): then only the runs of the tiles
+    /// that leave (to hash those tiles) and of the tiles whose 64-bit hash a patch tile has (to
+    /// share equal bytes) are read, and every other kept run is copied unread.
     private func copyPMTiles(_ pmtiles: PMTilesArchive, into writer: PMTilesWriter, from source: CopySource) throws {
         var tally = try startTally()
         try addPatchTiles({ tile, bytes in try writer.addTile(at: tile, bytes: bytes) }, to: &tally)
         // The tile ids the patch touches, ascending: a run none of them falls in is kept whole.
         let touched = (patch.tiles.map(\.coordinate) + patch.deletions).map { PMTilesFormat.tileID(of: $0) }.sorted()
+        let unread = tally.hashesEveryTile ? nil : try unreadCopies(pmtiles)
+        // The base's header says how many entries and contents it has: bounded by what its
+        // directories hold (a header may say anything), room made for them in the writer.
+        let entries = min(Int(clamping: pmtiles.header.tileEntries), try pmtiles.tileCount(), 1 << 24)
+        writer.reserveCapacity(
+            entries: entries + patch.tiles.count, contents: min(Int(clamping: pmtiles.header.tileContents), entries) + patch.tiles.count)
         let dataOffset = Int(pmtiles.header.tileDataOffset)
         let reader = WindowReader(source)
         var seen = 0
@@ -540,13 +565,14 @@ extension PatchedArchive {
             if (seen + ids.count) / 256 > seen / 256, let onTiles { try onTiles(seen + ids.count) }
             seen += ids.count
             let at = dataOffset + Int(offset)
+            let keptWhole = !Self.meets(touched, ids)
+            if let unread, keptWhole, !Self.meets(unread.mayBeShared, ids) {
+                try writer.addRun(ids: ids, copyingUnread: at, length: length, format: unread.format, gzip: unread.gzip)
+                copies += ids.count
+                return
+            }
             try reader.withBytes(at: at, length: length) { bytes in
-                var low = 0, high = touched.count
-                while low < high {
-                    let middle = (low + high) / 2
-                    if touched[middle] < ids.lowerBound { low = middle + 1 } else { high = middle }
-                }
-                if !tally.hashesEveryTile, low == touched.count || touched[low] >= ids.upperBound {
+                if !tally.hashesEveryTile, keptWhole {
                     try writer.addRun(ids: ids, copying: at, bytes: bytes)
                     copies += ids.count
                     return
@@ -569,6 +595,84 @@ extension PatchedArchive {
             }
         }
         try conclude(tally, copied: copies)
+    }
+
+    /// Whether one of `sorted` (ascending tile ids) falls in `ids`.
+    private static func meets(_ sorted: [UInt64], _ ids: Range<UInt64>) -> Bool {
+        var low = 0, high = sorted.count
+        while low < high {
+            let middle = (low + high) / 2
+            if sorted[middle] < ids.lowerBound { low = middle + 1 } else { high = middle }
+        }
+        return low < sorted.count && sorted[low] < ids.upperBound
+    }
+
+    /// What the writer is told of a kept run copied unread (``PMTilesWriter/addRun(ids:copyingUnread:length:format:gzip:)``).
+    private struct UnreadCopies {
+        /// The base's tiles whose bytes a patch tile may hold (the same 64-bit hash), ascending ids.
+        var mayBeShared: [UInt64]
+        /// What the writer would sniff from every kept content.
+        var format: TileFormat
+        var gzip: Bool
+    }
+
+    /// When the base's index says its contents are the writer's (``trustsBase``: no two equal),
+    /// and what the writer would sniff from a kept content can be told from the base's header
+    /// without reading it: the result's metadata names its format (so the tile type does not come
+    /// from counting the tiles' formats), the base's header says that type, and for vector tiles
+    /// says gzip or none (so every kept content is gzip, or none is). `nil` otherwise.
+    private func unreadCopies(_ pmtiles: PMTilesArchive) throws -> UnreadCopies? {
+        guard trustsBase, let index = storedIndex, let declared = try metadata().format,
+            PMTilesFormat.TileType(declared) == pmtiles.header.tileType, let format = pmtiles.header.tileType.tileFormat
+        else { return nil }
+        let compression = pmtiles.header.tileCompression
+        guard pmtiles.header.tileType != .mvt || compression == .gzip || compression == .none else { return nil }
+        // A patch tile equal to a kept content shares it: those contents are found by the index's
+        // hashes (in (zoom, x, y) order) and read to be compared.
+        let wanted = Set(patch.tiles.map { $0.bytes.withUnsafeBytes { TileHashIndex.hash($0) } })
+        let ranks = index.hashes.indices.filter { wanted.contains(index.hashes[$0]) }
+        var mayBeShared: [UInt64] = []
+        if !ranks.isEmpty {
+            var rank = 0, next = 0
+            try pmtiles.forEachTileCoordinate { tile in
+                if next < ranks.count, ranks[next] == rank {
+                    mayBeShared.append(PMTilesFormat.tileID(of: tile))
+                    next += 1
+                }
+                rank += 1
+            }
+            mayBeShared.sort()
+        }
+        return UnreadCopies(mayBeShared: mayBeShared, format: format, gzip: compression == .gzip)
+    }
+}
+
+/// Tiles, ascending, asked about in ascending order: a question moves a cursor (by a binary search
+/// of what is left when it passes a tile), where a set would hash every tile's coordinates; asked
+/// out of order it searches from the start.
+private struct LeavingTiles {
+    private let sorted: [TileCoordinate]
+    /// The first of `sorted` not below the last tile asked about.
+    private var next = 0
+
+    init(_ sorted: [TileCoordinate]) { self.sorted = sorted }
+
+    mutating func contains(_ tile: TileCoordinate) -> Bool {
+        if next < sorted.count, sorted[next] < tile {
+            next = lowerBound(tile, from: next + 1)
+        } else if next > 0, !(sorted[next - 1] < tile) {
+            next = lowerBound(tile, from: 0)
+        }
+        return next < sorted.count && sorted[next] == tile
+    }
+
+    private func lowerBound(_ tile: TileCoordinate, from start: Int) -> Int {
+        var low = start, high = sorted.count
+        while low < high {
+            let middle = (low + high) / 2
+            if sorted[middle] < tile { low = middle + 1 } else { high = middle }
+        }
+        return low
     }
 }
 
@@ -610,7 +714,7 @@ extension PatchedArchive {
         guard let file = FileSystem.stat(path), let indexFile = FileSystem.stat(sidecar),
             case (let changed, let indexed) = (FileVersion(file), FileVersion(indexFile)),
             (changed.modifiedSeconds, changed.modifiedNanoseconds) <= (indexed.modifiedSeconds, indexed.modifiedNanoseconds),
-            let count = try? archive.tileCount(), Int(indexFile.st_size) == TileHashIndex.headerLength + 8 * count + 4,
+            let count = try? archive.tileCount(), TileHashIndex.isFileLength(Int(indexFile.st_size), tiles: count),
             let data = FileManager.default.contents(atPath: sidecar),
             let index = try? TileHashIndex.decode(Array(data), name: sidecar),
             index.archiveLength == UInt64(file.st_size), index.identity.tileCount == UInt64(count),
@@ -635,16 +739,18 @@ extension PatchedArchive {
             }
         }
         var i = 0
+        var leaving = leavingTiles
         try forEachTileCoordinate(of: base) { tile in
             guard i < old.hashes.count else {
                 throw OperationError(path: base.path, fault: .badInput("the base has more tiles than its index"))
             }
             emitPatchTiles(upTo: tile)
-            if !leaves(tile) { hashes.append(old.hashes[i]) }
+            if !leaving.contains(tile) { hashes.append(old.hashes[i]) }
             i += 1
         }
         emitPatchTiles(upTo: nil)
-        return TileHashIndex(archiveLength: archiveLength, identity: checked.after, hashes: hashes)
+        // Canonical: every payload is this writer's (prepared, checked, or the base's index said so).
+        return TileHashIndex(archiveLength: archiveLength, identity: checked.after, hashes: hashes, canonical: true)
     }
 }
 
@@ -662,7 +768,7 @@ extension ArchivePatcher {
         } catch {
             throw OperationError.wrapping(error, path: sidecar)
         }
-        _ = try ArchiveIndexer.run(archive: destination)
+        _ = try ArchiveIndexer.run(archive: destination, output: nil, overwrite: true, canonical: true)
         return "\(sidecar) (built from every tile: the base had no index of its own version)"
     }
 }

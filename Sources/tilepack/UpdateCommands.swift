@@ -107,7 +107,10 @@ struct IndexCommand: ParsableCommand {
         if json {
             try printJSON(report)
         } else {
-            print("\(report.index): \(report.tiles) tiles, \(report.indexBytes) bytes, \(report.identity)")
+            // Canonical: the archive is what tilepack's writer makes of its tiles (a patch copies it unchecked).
+            print(
+                "\(report.index): \(report.tiles) tiles, \(report.indexBytes) bytes, \(report.identity)\(report.canonical ? ", canonical" : "")"
+            )
         }
     }
 }

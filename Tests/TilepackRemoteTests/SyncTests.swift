@@ -115,8 +115,8 @@ import TilepackTestSupport
         let hex = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).prefix(16)
         let littleEndian = stride(from: 14, through: 0, by: -2).map { i in hex.dropFirst(i).prefix(2) }.joined()
         #expect(String(bundle.hashes[1234], radix: 16).leftPadded(16) == littleEndian)
-        // The file: 56 header bytes, 8 a tile, a CRC-32.
-        #expect(Self.fileBytes(setup.v2.bundle + ".tpindex")!.count == 56 + 8 * tiles.count + 4)
+        // The file: 64 header bytes (version 2: with its flags), 8 a tile, a CRC-32.
+        #expect(Self.fileBytes(setup.v2.bundle + ".tpindex")!.count == 64 + 8 * tiles.count + 4)
     }
 
     /// A build asked for the index (`--index`: import, convert, extract and merge, through their
@@ -128,7 +128,9 @@ import TilepackTestSupport
             try Self.fileBytes(path + ".tpindex").map { try TileHashIndex.decode(Array($0), name: path) }
         }
         func built(_ path: String) throws -> TileHashIndex {
-            try TileHashIndex.build(openTileArchive(path: path), archiveLength: UInt64(Self.fileBytes(path)!.count))
+            let archive = try openTileArchive(path: path)
+            return try TileHashIndex.build(
+                archive, archiveLength: UInt64(Self.fileBytes(path)!.count), canonical: TileHashIndex.isCanonical(archive))
         }
         for ext in ["tilepack", "pmtiles"] {
             let out = setup.dir.file("built.\(ext)")

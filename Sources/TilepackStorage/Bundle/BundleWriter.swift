@@ -344,6 +344,15 @@ public final class BundleWriter {
         addNewPayload(number, crc: copied.crc, after: first, for: tile)
     }
 
+    /// Makes room for `tiles` tiles and `payloads` payloads in the writer's index, which otherwise
+    /// grows (copied each time) as they are added: a caller that knows how many are coming (a
+    /// patch, its base's counts) saves those copies.
+    package func reserveCapacity(tiles count: Int, payloads payloadCount: Int) {
+        tiles.reserveCapacity(count)
+        payloads.reserveCapacity(payloadCount)
+        byKey.reserve(payloadCount)
+    }
+
     /// Files payload `number` (just appended) under its key, chained after `first`, the first
     /// payload with that key when there is one, and gives it to `tile`.
     private func addNewPayload(_ number: UInt32, crc: UInt32, after first: UInt32?, for tile: TileCoordinate) {
@@ -942,6 +951,11 @@ private struct FirstPayloadTable {
         while slots[i] != Self.empty { i = (i + 1) & mask }
         slots[i] = UInt64(payload) << 32 | UInt64(crc)
         count += 1
+    }
+
+    /// Room for `payloads` payloads without growing again.
+    mutating func reserve(_ payloads: Int) {
+        while 2 * payloads > slots.count { grow() }
     }
 
     private mutating func grow() {

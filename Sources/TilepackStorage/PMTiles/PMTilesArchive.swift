@@ -20,6 +20,8 @@ public struct PMTilesArchive: TileArchive {
     private let root: [PMTilesFormat.Entry]
     private let leaves: LeafCache
     private let cachedMetadata = Locked<TileMetadata?>(nil)
+    /// ``zoomLevels()``, a walk of every directory, made once (the archive does not change).
+    private let cachedZoomLevels = Locked<[ZoomLevelSummary]?>(nil)
 
     /// Opens the PMTiles file at `path`, read with `pread` (a file cut by another process while it
     /// is read gives a `truncated` error, never a SIGBUS).
@@ -273,7 +275,14 @@ public struct PMTilesArchive: TileArchive {
     /// shared bytes are in the tile data section. A run is never expanded here.
     public func forEachRun(_ body: (_ zoom: Int, _ ids: Range<UInt64>, _ offset: UInt64, _ length: Int) throws -> Void) throws {
         try forEachEntry { entry in
-            for part in PMTilesFormat.split(byZoom: entry.tileID..<(entry.tileID + UInt64(entry.runLength))) {
+            let ids = entry.tileID..<(entry.tileID + UInt64(entry.runLength))
+            // Most runs lie in one zoom: no list of parts made for them.
+            let zoom = PMTilesFormat.zoom(ofID: ids.lowerBound)
+            if ids.upperBound <= PMTilesFormat.firstID(ofZoom: zoom + 1) {
+                try body(zoom, ids, entry.offset, Int(entry.length))
+                return
+            }
+            for part in PMTilesFormat.split(byZoom: ids) {
                 try body(part.zoom, part.ids, entry.offset, Int(entry.length))
             }
         }
@@ -382,6 +391,13 @@ public struct PMTilesArchive: TileArchive {
     /// Counts runs as ranges (a run of 2^32 - 1 tiles costs what one tile costs); bytes are counted
     /// as addressed (a run's bytes once per tile), an error past `Int.max`.
     public func zoomLevels() throws -> [ZoomLevelSummary] {
+        if let cached = cachedZoomLevels.withLock({ $0 }) { return cached }
+        let levels = try countZoomLevels()
+        cachedZoomLevels.withLock { $0 = levels }
+        return levels
+    }
+
+    private func countZoomLevels() throws -> [ZoomLevelSummary] {
         var counts: [Int: (tiles: Int, bytes: Int)] = [:]
         var all = 0
         try forEachRun { zoom, ids, _, length in

@@ -46,6 +46,8 @@ public final class PMTilesWriter {
     private var contents: [Content] = []
     /// Hash of the bytes (with their length) -> the contents with that hash.
     private var byHash: [Int: [UInt32]] = [:]
+    /// Where a content copied from ``copySource`` lies there -> the content that holds its bytes.
+    private var byCopied: [Int: UInt32] = [:]
     private var formats: [TileFormat: UInt64] = [:]
     private var gzipTiles: UInt64 = 0
     /// The tiles added (a run counts its tiles).
@@ -99,13 +101,6 @@ public final class PMTilesWriter {
     /// - Throws: ``TileArchiveError/Fault/invalidTile(tile:reason:)`` for ids past the deepest zoom.
     package func addRun(ids: Range<UInt64>, bytes: UnsafeRawBufferPointer) throws(TileArchiveError) {
         guard !ids.isEmpty else { return }
-        guard ids.upperBound <= PMTilesFormat.idLimit else {
-            throw TileArchiveError(
-                path: destination,
-                fault: .invalidTile(
-                    tile: PMTilesFormat.tile(ofID: ids.lowerBound) ?? TileCoordinate(uncheckedZoom: 0, x: 0, y: 0),
-                    reason: "a run of tile ids \(ids) reaches past zoom \(TileCoordinate.maximumZoom)"))
-        }
         try add(ids: ids, bytes: bytes)
     }
 
@@ -118,20 +113,75 @@ public final class PMTilesWriter {
         try add(ids: ids, bytes: bytes, copied: offset)
     }
 
-    private func add(ids: Range<UInt64>, bytes: UnsafeRawBufferPointer, copied: Int = -1) throws(TileArchiveError) {
+    /// ``addRun(ids:copying:bytes:)`` for bytes not read: `length` bytes at `offset` in
+    /// ``copySource`` (the kept contents of a patch's canonical base, Specs/updates.md §4). The
+    /// caller vouches that they equal no content of this writer but those copied from the same
+    /// offset (with which they are shared), and gives what the writer would sniff from them: their
+    /// `format` and whether they are gzip. They are copied at ``finish()``, unread.
+    package func addRun(
+        ids: Range<UInt64>, copyingUnread offset: Int, length: Int, format: TileFormat?, gzip: Bool
+    ) throws(TileArchiveError) {
+        precondition(copySource != nil, "PMTilesWriter.addRun(ids:copyingUnread:...) without a copySource")
+        guard !ids.isEmpty else { return }
+        try checkAdding(ids: ids, length: length)
+        let count = UInt64(ids.count)
+        if let format { formats[format, default: 0] += count }
+        if gzip { gzipTiles += count }
+        let content: UInt32
+        if let shared = sharedCopy(at: offset, length: length) {
+            content = shared
+        } else {
+            content = UInt32(contents.count)
+            contents.append(Content(spoolOffset: -1, length: UInt32(length), copied: offset))
+            byCopied[offset] = content
+        }
+        addEntries(ids: ids, content: content)
+    }
+
+    /// Makes room for `entries` entries (tiles or runs added) and `contents` distinct contents,
+    /// which otherwise grow (copied each time) as they are added: a caller that knows how many are
+    /// coming (a patch, from its base's directories) saves those copies.
+    package func reserveCapacity(entries: Int, contents count: Int) {
+        tiles.reserveCapacity(entries)
+        contents.reserveCapacity(count)
+        byCopied.reserveCapacity(count)
+    }
+
+    /// The content already holding the bytes copied from `offset`, when they are `length` long.
+    private func sharedCopy(at offset: Int, length: Int) -> UInt32? {
+        guard let content = byCopied[offset], contents[Int(content)].length == UInt32(length) else { return nil }
+        return content
+    }
+
+    /// What every added tile must be: no empty tile, none over the format's limit, no id past the last zoom.
+    private func checkAdding(ids: Range<UInt64>, length: Int) throws(TileArchiveError) {
         guard !finished else { throw TileArchiveError(path: destination, fault: .io(errno: 0, reason: "the writer is already finished")) }
-        let first = PMTilesFormat.tile(ofID: ids.lowerBound) ?? TileCoordinate(uncheckedZoom: 0, x: 0, y: 0)
-        guard bytes.count > 0 else {
+        guard ids.upperBound <= PMTilesFormat.idLimit, length > 0, length <= PMTilesFormat.maximumTileLength else {
+            // The run's first tile, named in the error (not worked out for every run added).
+            let first = PMTilesFormat.tile(ofID: ids.lowerBound) ?? TileCoordinate(uncheckedZoom: 0, x: 0, y: 0)
+            guard ids.upperBound <= PMTilesFormat.idLimit else {
+                throw TileArchiveError(
+                    path: destination,
+                    fault: .invalidTile(tile: first, reason: "a run of tile ids \(ids) reaches past zoom \(TileCoordinate.maximumZoom)"))
+            }
+            guard length > 0 else {
+                throw TileArchiveError(
+                    path: destination, fault: .invalidTile(tile: first, reason: "an empty tile (PMTiles entries have a length above zero)"))
+            }
             throw TileArchiveError(
-                path: destination, fault: .invalidTile(tile: first, reason: "an empty tile (PMTiles entries have a length above zero)"))
+                path: destination, fault: .tileTooLarge(tile: first, size: length, limit: PMTilesFormat.maximumTileLength))
         }
-        guard bytes.count <= PMTilesFormat.maximumTileLength else {
-            throw TileArchiveError(
-                path: destination, fault: .tileTooLarge(tile: first, size: bytes.count, limit: PMTilesFormat.maximumTileLength))
-        }
+    }
+
+    private func add(ids: Range<UInt64>, bytes: UnsafeRawBufferPointer, copied: Int = -1) throws(TileArchiveError) {
+        try checkAdding(ids: ids, length: bytes.count)
         let count = UInt64(ids.count)
         if let format = TileFormat.sniff(bytes) { formats[format, default: 0] += count }
         if TileFormat.isGzip(bytes) { gzipTiles += count }
+        if copied >= 0, let shared = sharedCopy(at: copied, length: bytes.count) {
+            addEntries(ids: ids, content: shared)
+            return
+        }
         var hasher = Hasher()
         hasher.combine(bytes.count)
         hasher.combine(bytes: bytes)
@@ -156,14 +206,20 @@ public final class PMTilesWriter {
             byHash[hash, default: []].append(index)
             content = index
         }
-        // Entries of at most UInt32.max tiles, the format's longest run.
+        if copied >= 0, let content { byCopied[copied] = content }
+        addEntries(ids: ids, content: content!)
+    }
+
+    /// Gives the tiles `ids` the content `content`: entries of at most UInt32.max tiles, the
+    /// format's longest run.
+    private func addEntries(ids: Range<UInt64>, content: UInt32) {
         var start = ids.lowerBound
         while start < ids.upperBound {
             let length = min(ids.upperBound - start, UInt64(UInt32.max))
-            tiles.append(TileEntry(tileID: start, content: content!, runLength: UInt32(length)))
+            tiles.append(TileEntry(tileID: start, content: content, runLength: UInt32(length)))
             start += length
         }
-        addressed += count
+        addressed += UInt64(ids.count)
     }
 
     public func addTile(at tile: TileCoordinate, bytes: [UInt8]) throws(TileArchiveError) {

@@ -85,14 +85,14 @@ final class TileOutput {
             case .bundle(let w):
                 w.metadata = metadata
                 try w.finish()
-                try TileHashIndex.updateSidecar(of: destination, writes: tileIndex)
+                try TileHashIndex.updateSidecar(of: destination, writes: tileIndex, canonical: true)
             case .mbtiles(let w):
                 w.metadata = metadata
                 try w.finish()
             case .pmtiles(let w):
                 w.metadata = metadata
                 try w.finish()
-                try TileHashIndex.updateSidecar(of: destination, writes: tileIndex)
+                try TileHashIndex.updateSidecar(of: destination, writes: tileIndex, canonical: true)
             case .tree(let temporary, _):
                 let json = try JSONSerialization.data(withJSONObject: metadata.entries, options: [.sortedKeys, .prettyPrinted])
                 try json.write(to: URL(fileURLWithPath: "\(temporary)/metadata.json"))
