@@ -289,9 +289,12 @@ final class PatchedArchive: TileArchive, @unchecked Sendable {
             removed.tileCount &+= part.removed.tileCount
         }
 
-        mutating func base(_ tile: TileCoordinate, _ bytes: UnsafeRawBufferPointer, leaving: Bool) {
+        /// - Parameter hasher: one SHA-256 context reused from tile to tile (a new one per tile
+        ///   costs more than hashing a 1 KB tile), this thread's own.
+        mutating func base(_ tile: TileCoordinate, _ bytes: UnsafeRawBufferPointer, leaving: Bool, using hasher: ContentIdentity.TileHasher)
+        {
             guard hashesEveryTile || leaving else { return }
-            let hash = ContentIdentity.tileHash(tile, bytes)
+            let hash = hasher.hash(tile, bytes)
             if hashesEveryTile {
                 before.tiles &+= hash
                 before.tileCount &+= 1
@@ -329,11 +332,12 @@ final class PatchedArchive: TileArchive, @unchecked Sendable {
 
     func forEachTile(_ body: (TileCoordinate, UnsafeRawBufferPointer) throws -> Void) throws {
         var tally = try startTally()
+        let hasher = ContentIdentity.TileHasher()
         var next = 0
         let tiles = patch.tiles
         func emitPatchTile() throws {
             try tiles[next].bytes.withUnsafeBytes { bytes in
-                tally.added.add(tiles[next].coordinate, bytes)
+                tally.added.add(tiles[next].coordinate, bytes, using: hasher)
                 try body(tiles[next].coordinate, bytes)
             }
             next += 1
@@ -349,7 +353,7 @@ final class PatchedArchive: TileArchive, @unchecked Sendable {
             try emitPatchTiles(upTo: tile)
             let replaced = next < tiles.count && tiles[next].coordinate == tile
             let dropped = !replaced && deleted.contains(tile)
-            tally.base(tile, bytes, leaving: replaced || dropped)
+            tally.base(tile, bytes, leaving: replaced || dropped, using: hasher)
             if replaced {
                 try emitPatchTile()
             } else if dropped {
@@ -417,10 +421,12 @@ extension PatchedArchive {
         return .encoded(format)
     }
 
-    private func addPatchTiles(_ add: (TileCoordinate, UnsafeRawBufferPointer) throws -> Void, to tally: inout Tally) throws {
+    private func addPatchTiles(
+        _ add: (TileCoordinate, UnsafeRawBufferPointer) throws -> Void, to tally: inout Tally, using hasher: ContentIdentity.TileHasher
+    ) throws {
         for tile in patch.tiles {
             try tile.bytes.withUnsafeBytes { bytes in
-                tally.added.add(tile.coordinate, bytes)
+                tally.added.add(tile.coordinate, bytes, using: hasher)
                 try add(tile.coordinate, bytes)
             }
         }
@@ -435,7 +441,8 @@ extension PatchedArchive {
     private func copyBundle(_ bundle: BundleArchive, into writer: BundleWriter) throws {
         var tally = try startTally()
         writer.reserveCapacity(tiles: bundle.indexedTileCount + patch.tiles.count, payloads: bundle.payloadCount + patch.tiles.count)
-        try addPatchTiles({ tile, bytes in try writer.addTile(at: tile, bytes: bytes) }, to: &tally)
+        let hasher = ContentIdentity.TileHasher()
+        try addPatchTiles({ tile, bytes in try writer.addTile(at: tile, bytes: bytes) }, to: &tally, using: hasher)
         // Each payload's uses that need its bytes (every tile when every tile is hashed, else the
         // tiles leaving), in payload order; and which payloads a kept tile uses.
         var uses: [PayloadUse] = []
@@ -522,6 +529,7 @@ extension PatchedArchive {
         scratch: BundleArchive.PayloadScratch
     ) throws -> ChunkCheck {
         var part = Tally(before: ContentIdentity(), hashesEveryTile: hashesEveryTile)
+        let hasher = ContentIdentity.TileHasher()
         var prepared: [Int: BundleWriter.PreparedPayload] = [:]
         guard let firstNumber = numbers.first.map(UInt32.init) else { return (part, prepared) }
         // The uses of these payloads: from the first use of the first one.
@@ -532,7 +540,7 @@ extension PatchedArchive {
         }
         try bundle.forEachPayload(numbers, scratch: scratch) { number, codec, stored, raw in
             while use < uses.count, uses[use].number == UInt32(number) {
-                part.base(uses[use].tile, raw, leaving: uses[use].leaving)
+                part.base(uses[use].tile, raw, leaving: uses[use].leaving, using: hasher)
                 use += 1
             }
             guard kept[number] else { return }
@@ -548,7 +556,8 @@ extension PatchedArchive {
     /// share equal bytes) are read, and every other kept run is copied unread.
     private func copyPMTiles(_ pmtiles: PMTilesArchive, into writer: PMTilesWriter, from source: CopySource) throws {
         var tally = try startTally()
-        try addPatchTiles({ tile, bytes in try writer.addTile(at: tile, bytes: bytes) }, to: &tally)
+        let hasher = ContentIdentity.TileHasher()
+        try addPatchTiles({ tile, bytes in try writer.addTile(at: tile, bytes: bytes) }, to: &tally, using: hasher)
         // The tile ids the patch touches, ascending: a run none of them falls in is kept whole.
         let touched = (patch.tiles.map(\.coordinate) + patch.deletions).map { PMTilesFormat.tileID(of: $0) }.sorted()
         let unread = tally.hashesEveryTile ? nil : try unreadCopies(pmtiles)
@@ -581,7 +590,7 @@ extension PatchedArchive {
                 for id in ids {
                     guard let tile = PMTilesFormat.tile(ofID: id) else { continue }
                     let leaving = leaves(tile)
-                    tally.base(tile, bytes, leaving: leaving)
+                    tally.base(tile, bytes, leaving: leaving, using: hasher)
                     if leaving {
                         if let start = kept { try writer.addRun(ids: start..<id, copying: at, bytes: bytes) }
                         kept = nil

@@ -404,7 +404,14 @@ public final class PMTilesWriter {
         if copies { try copySource?.checkUnchanged() }
         var kernelCopies = BundleWriter.kernelCopyAvailable
         var position = 0
+        var flushedUpTo = out.position
         while position < order.count {
+            // Let the disk take what is written while the next contents are written, as the
+            // bundle writer does, so that the commit's fsync finds little left to write.
+            if out.position - flushedUpTo >= BundleWriter.copyChunkBytes {
+                file.flushInBackground()
+                flushedUpTo = out.position
+            }
             let first = contents[order[position]]
             guard first.copied >= 0, let copySource else {
                 try withSpooled(order[position]) { bytes throws(TileArchiveError) in try out.write(bytes) }
