@@ -533,11 +533,7 @@ extension PatchedArchive {
         var prepared: [Int: BundleWriter.PreparedPayload] = [:]
         guard let firstNumber = numbers.first.map(UInt32.init) else { return (part, prepared) }
         // The uses of these payloads: from the first use of the first one.
-        var use = 0, high = uses.count
-        while use < high {
-            let middle = (use + high) / 2
-            if uses[middle].number < firstNumber { use = middle + 1 } else { high = middle }
-        }
+        var use = uses.lowerBound { $0.number < firstNumber }
         try bundle.forEachPayload(numbers, scratch: scratch) { number, codec, stored, raw in
             while use < uses.count, uses[use].number == UInt32(number) {
                 part.base(uses[use].tile, raw, leaving: uses[use].leaving, using: hasher)
@@ -608,11 +604,7 @@ extension PatchedArchive {
 
     /// Whether one of `sorted` (ascending tile ids) falls in `ids`.
     private static func meets(_ sorted: [UInt64], _ ids: Range<UInt64>) -> Bool {
-        var low = 0, high = sorted.count
-        while low < high {
-            let middle = (low + high) / 2
-            if sorted[middle] < ids.lowerBound { low = middle + 1 } else { high = middle }
-        }
+        let low = sorted.lowerBound { $0 < ids.lowerBound }
         return low < sorted.count && sorted[low] < ids.upperBound
     }
 
@@ -668,18 +660,23 @@ private struct LeavingTiles {
 
     mutating func contains(_ tile: TileCoordinate) -> Bool {
         if next < sorted.count, sorted[next] < tile {
-            next = lowerBound(tile, from: next + 1)
+            next = sorted.lowerBound(from: next + 1) { $0 < tile }
         } else if next > 0, !(sorted[next - 1] < tile) {
-            next = lowerBound(tile, from: 0)
+            next = sorted.lowerBound { $0 < tile }
         }
         return next < sorted.count && sorted[next] == tile
     }
+}
 
-    private func lowerBound(_ tile: TileCoordinate, from start: Int) -> Int {
-        var low = start, high = sorted.count
+extension Array {
+    /// The first index from `start` whose element is not `isBelow` (the array's count when there
+    /// is none), by a binary search: the elements from `start` on are those that are `isBelow`,
+    /// then those that are not.
+    fileprivate func lowerBound(from start: Int = 0, _ isBelow: (Element) -> Bool) -> Int {
+        var low = start, high = count
         while low < high {
             let middle = (low + high) / 2
-            if sorted[middle] < tile { low = middle + 1 } else { high = middle }
+            if isBelow(self[middle]) { low = middle + 1 } else { high = middle }
         }
         return low
     }
