@@ -90,7 +90,7 @@ struct IndexCommand: ParsableCommand {
         commandName: "index",
         abstract: "Write an archive's tile hash index beside it (ARCHIVE.tpindex), for `tilepack sync`.",
         discussion:
-            "The index holds a 64-bit hash of every tile's bytes and the archive's length and content identity (Specs/updates.md). Publish it beside the archive, after it: a client's `tilepack sync` then fetches only the tiles whose bytes it lacks."
+            "The index holds a 64-bit hash of every tile's bytes and the archive's length and content identity (Specs/updates.md). It also says whether the archive is canonical, what tilepack's writer makes of its tiles (checked here), so that a `tilepack patch` of it copies its unchanged payloads without reading them. Publish it beside the archive, after it: a client's `tilepack sync` then fetches only the tiles whose bytes it lacks."
     )
 
     @Argument(help: "A bundle or PMTiles file (any archive tilepack reads).")
