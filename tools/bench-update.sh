@@ -7,7 +7,9 @@
 #     archive files (Debian packages, installed here), and against the changed tiles' bytes;
 #   - apply time: `tilepack patch` (MBTiles in place, bundle/PMTiles rewritten) against
 #     `tilepack convert v2.X out.X`, best of 3 runs each, and each one's peak RSS
-#     (/usr/bin/time -v's maximum resident set size) beside the archive's size.
+#     (/usr/bin/time -v's maximum resident set size) beside the archive's size; with each, its
+#     floor on this machine: for MBTiles the sqlite3 shell making the same changes, for a bundle
+#     or PMTiles v2's file copied by the kernel, fsynced and renamed over the base.
 #   - sync: `tilepack sync` from nginx on loopback, with and without multi-range answers (below).
 # Release builds; everything under $BENCH_WORK (default /tmp/tilepack-bench/update).
 #
@@ -170,6 +172,13 @@ for ext in tilepack pmtiles; do
     cr=$(peak "rm -f out.$ext" "$tilepack" convert "v2.$ext" "out.$ext" --force --quiet)
     printf '%-9s %12.3f %12.3f %7.3fx %14s %14s %12s %s\n' "$ext" "$p" "$c" "$(echo "$p / $c" | bc -l)" "$pr" "$cr" "$(mib "v1.$ext")" "$same"
     rm -f "base.$ext.tpindex"
+    # The floor of any apply that writes the result beside the base and renames it over it (so
+    # that a kill leaves the base whole): v2's file copied by the kernel (cp: copy_file_range),
+    # fsynced, and renamed over a synced copy of v1, whose blocks the file system then frees.
+    # Nothing read, checked or laid out: what this disk and file system take for the file alone.
+    f=$(best "cp v1.$ext base.$ext && sync base.$ext" sh -c "cp v2.$ext .floor.$ext && sync .floor.$ext && mv .floor.$ext base.$ext")
+    printf '%-9s %12.3f %12.3f %7.3fx %14s %14s %12s %s\n' "$ext" "$f" "$c" "$(echo "$f / $c" | bc -l)" "" "" "$(mib "v1.$ext")" \
+        "(floor: v2 copied by the kernel, fsynced, renamed over the base; tilepack $(printf '%.2f' "$(echo "$p / $f" | bc -l)")x this)"
 done
 # The floor of a bundle or PMTiles patch without the base's index, which must compute the base's
 # identity from every tile: `tilepack info`, which reads every tile (a bundle's decoded) and

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import TilepackCore
 @_spi(TilepackInternal) import TilepackStorage
 
@@ -132,9 +133,17 @@ public enum ArchivePatcher {
             }
             var options = ConvertOptions()
             options.overwrite = true
+            let indexes = (hadIndex || writesIndex) && (try? ArchiveKind(destinationPath: destination)) != .mbtiles
+            // The result index's hashes need no tile of the result: worked out beside the tile pass
+            // (and given up when the pass fails or is cancelled).
+            let failed = Atomic(false)
+            let hashes =
+                indexes && storedIndex != nil ? Concurrent { try patched.updatedHashes { failed.load(ordering: .relaxed) } } : nil
             do {
                 _ = try ArchiveConverter.run(source: patchPath, destination: destination, options: options, opened: patched)
             } catch {
+                failed.store(true, ordering: .relaxed)
+                _ = try? hashes?.value()
                 if let failure = patched.failure { throw OperationError(path: base, fault: .badInput(failure.fault.description)) }
                 throw error
             }
@@ -149,10 +158,12 @@ public enum ArchivePatcher {
             report.tilesDeleted = patched.deletedCount
             report.metadataChanges = patch.metadataChanges.count
             report.copiedTiles = patched.copied
-            if hadIndex || writesIndex, (try? ArchiveKind(destinationPath: destination)) != .mbtiles {
+            if indexes {
                 // The result is in place: an index that cannot be written is said, not a failure.
                 do throws(OperationError) {
-                    report.index = try writeIndex(of: destination, patched: patched)
+                    let updated: [UInt64]?
+                    do { updated = try hashes?.value() ?? nil } catch { throw OperationError.wrapping(error, path: base) }
+                    report.index = try writeIndex(of: destination, patched: patched, hashes: updated)
                 } catch {
                     report.warnings.append("the result's tile hash index was not written: \(error)")
                 }
@@ -566,16 +577,24 @@ extension PatchedArchive {
         let reader = WindowReader(source)
         var seen = 0
         var copies = 0
+        // Kept runs copied unread, given to the writer together (in order: before any run read).
+        var unreadRuns: [PMTilesWriter.UnreadRun] = []
+        func addUnreadRuns() throws {
+            guard let unread, !unreadRuns.isEmpty else { return }
+            try writer.addRuns(copyingUnread: unreadRuns, format: unread.format, gzip: unread.gzip)
+            unreadRuns.removeAll(keepingCapacity: true)
+        }
         try pmtiles.forEachRun { _, ids, offset, length in
             if (seen + ids.count) / 256 > seen / 256, let onTiles { try onTiles(seen + ids.count) }
             seen += ids.count
             let at = dataOffset + Int(offset)
             let keptWhole = !Self.meets(touched, ids)
             if let unread, keptWhole, !Self.meets(unread.mayBeShared, ids) {
-                try writer.addRun(ids: ids, copyingUnread: at, length: length, format: unread.format, gzip: unread.gzip)
+                unreadRuns.append(PMTilesWriter.UnreadRun(ids: ids, offset: at, length: length))
                 copies += ids.count
                 return
             }
+            try addUnreadRuns()
             try reader.withBytes(at: at, length: length) { bytes in
                 if !tally.hashesEveryTile, keptWhole {
                     try writer.addRun(ids: ids, copying: at, bytes: bytes)
@@ -599,6 +618,7 @@ extension PatchedArchive {
                 if let start = kept { try writer.addRun(ids: start..<ids.upperBound, copying: at, bytes: bytes) }
             }
         }
+        try addUnreadRuns()
         try conclude(tally, copied: copies)
     }
 
@@ -608,7 +628,7 @@ extension PatchedArchive {
         return low < sorted.count && sorted[low] < ids.upperBound
     }
 
-    /// What the writer is told of a kept run copied unread (``PMTilesWriter/addRun(ids:copyingUnread:length:format:gzip:)``).
+    /// What the writer is told of a kept run copied unread (``PMTilesWriter/addRuns(copyingUnread:format:gzip:)``).
     private struct UnreadCopies {
         /// The base's tiles whose bytes a patch tile may hold (the same 64-bit hash), ascending ids.
         var mayBeShared: [UInt64]
@@ -645,6 +665,26 @@ extension PatchedArchive {
             mayBeShared.sort()
         }
         return UnreadCopies(mayBeShared: mayBeShared, format: format, gzip: compression == .gzip)
+    }
+}
+
+/// A value worked out on a thread of its own while the caller goes on; ``value()`` waits for it.
+private final class Concurrent<Value: Sendable>: @unchecked Sendable {
+    private let done = DispatchGroup()
+    // Written once before `done` is left, read after it is waited for.
+    private var result: Result<Value, any Error>?
+
+    init(_ work: @escaping @Sendable () throws -> Value) {
+        done.enter()
+        DispatchQueue.global().async {
+            self.result = Result { try work() }
+            self.done.leave()
+        }
+    }
+
+    func value() throws -> Value {
+        done.wait()
+        return try result!.get()
     }
 }
 
@@ -729,10 +769,12 @@ extension PatchedArchive {
         return index
     }
 
-    /// The result's tile hash index from the base's and the changed tiles alone: the base's hashes
-    /// of the tiles kept, in (zoom, x, y) order (the base's coordinates from its index or
-    /// directories, no tile read), merged with the hashes of the patch's tiles.
-    func updatedIndex(archiveLength: UInt64) throws -> TileHashIndex? {
+    /// The result's tile hashes from the base's index and the changed tiles alone: the base's
+    /// hashes of the tiles kept, in (zoom, x, y) order (the base's coordinates from its index or
+    /// directories, no tile read), merged with the hashes of the patch's tiles. `nil` without a
+    /// base index. Reads only what does not change (safe beside the tile pass, on another thread).
+    /// Ends early, with `nil`, once `abandoned` says so (checked every 4,096 tiles).
+    func updatedHashes(abandoned: () -> Bool = { false }) throws -> [UInt64]? {
         guard let old = storedIndex else { return nil }
         var hashes: [UInt64] = []
         hashes.reserveCapacity(old.hashes.count + patch.tiles.count)
@@ -746,28 +788,35 @@ extension PatchedArchive {
         }
         var i = 0
         var leaving = leavingTiles
-        try forEachTileCoordinate(of: base) { tile in
-            guard i < old.hashes.count else {
-                throw OperationError(path: base.path, fault: .badInput("the base has more tiles than its index"))
+        struct Abandoned: Error {}
+        do {
+            try forEachTileCoordinate(of: base) { tile in
+                guard i < old.hashes.count else {
+                    throw OperationError(path: base.path, fault: .badInput("the base has more tiles than its index"))
+                }
+                if i % 4096 == 0, abandoned() { throw Abandoned() }
+                emitPatchTiles(upTo: tile)
+                if !leaving.contains(tile) { hashes.append(old.hashes[i]) }
+                i += 1
             }
-            emitPatchTiles(upTo: tile)
-            if !leaving.contains(tile) { hashes.append(old.hashes[i]) }
-            i += 1
+        } catch is Abandoned {
+            return nil
         }
         emitPatchTiles(upTo: nil)
-        // Canonical: every payload is this writer's (prepared, checked, or the base's index said so).
-        return TileHashIndex(archiveLength: archiveLength, identity: checked.after, hashes: hashes, canonical: true)
+        return hashes
     }
 }
 
 extension ArchivePatcher {
-    /// Writes the tile hash index of the result at `destination` beside it: from the base's index
-    /// and the changed tiles when the base had a valid one, else from every tile of the result.
-    /// Says which.
-    static func writeIndex(of destination: String, patched: PatchedArchive) throws(OperationError) -> String {
+    /// Writes the tile hash index of the result at `destination` beside it: from `hashes`
+    /// (``PatchedArchive/updatedHashes()``, when the base had a valid index), else from every tile
+    /// of the result. Says which.
+    static func writeIndex(of destination: String, patched: PatchedArchive, hashes: [UInt64]?) throws(OperationError) -> String {
         let sidecar = TileHashIndex.sidecarName(of: destination)
         do {
-            if let length = FileSystem.stat(destination)?.st_size, let index = try patched.updatedIndex(archiveLength: UInt64(length)) {
+            if let hashes, let length = FileSystem.stat(destination)?.st_size {
+                // Canonical: every payload is this writer's (prepared, checked, or the base's index said so).
+                let index = TileHashIndex(archiveLength: UInt64(length), identity: patched.checked.after, hashes: hashes, canonical: true)
                 try index.write(to: sidecar, overwrite: true)
                 return "\(sidecar) (updated from the base's index)"
             }

@@ -102,6 +102,16 @@ internal import TilepackChecksum
     /// Compresses `bytes` into one gzip member (no file name, modification time 0), so that the
     /// same input always gives the same output.
     public static func compress(_ bytes: UnsafeRawBufferPointer, level: Int32 = 6) -> [UInt8] {
+        guard let packed = compress(bytes, level: level, limit: .max) else {
+            preconditionFailure("zlib deflate into deflateBound bytes did not finish")
+        }
+        return packed
+    }
+
+    /// ``compress(_:level:)``, or `nil` as soon as the member would be longer than `limit` bytes
+    /// (deflate stops there, the rest of `bytes` not compressed). A member that fits is the same
+    /// bytes as ``compress(_:level:)`` gives.
+    public static func compress(_ bytes: UnsafeRawBufferPointer, level: Int32 = 6, limit: Int) -> [UInt8]? {
         var stream = z_stream()
         guard
             deflateInit2_(
@@ -111,21 +121,22 @@ internal import TilepackChecksum
             preconditionFailure("zlib deflateInit2 failed with valid arguments")
         }
         defer { deflateEnd(&stream) }
-        let bound = Int(deflateBound(&stream, uLong(bytes.count)))
+        let bound = min(Int(deflateBound(&stream, uLong(bytes.count))), limit)
         var output = [UInt8](repeating: 0, count: bound)
         let empty: UInt8 = 0
-        let written: Int = withUnsafePointer(to: empty) { emptyPointer in
+        let written: Int? = withUnsafePointer(to: empty) { emptyPointer in
             output.withUnsafeMutableBytes { out in
                 stream.next_in = UnsafeMutablePointer(
                     mutating: (bytes.baseAddress ?? UnsafeRawPointer(emptyPointer)).assumingMemoryBound(to: Bytef.self))
                 stream.avail_in = uInt(bytes.count)
                 stream.next_out = out.baseAddress!.assumingMemoryBound(to: Bytef.self)
                 stream.avail_out = uInt(out.count)
-                let status = deflate(&stream, Z_FINISH)
-                precondition(status == Z_STREAM_END, "zlib deflate into deflateBound bytes did not finish")
+                // Into deflateBound bytes deflate finishes; into fewer it may run out of room.
+                guard deflate(&stream, Z_FINISH) == Z_STREAM_END else { return nil }
                 return out.count - Int(stream.avail_out)
             }
         }
+        guard let written else { return nil }
         output.removeLast(output.count - written)
         return output
     }

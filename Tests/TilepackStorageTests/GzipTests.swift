@@ -87,4 +87,20 @@ import TilepackTestSupport
             return
         }
     }
+
+    /// `compress(_:level:limit:)`, which the PMTiles writer uses to give up early on a root
+    /// directory too large for the first 16 KiB: a member that fits is the unlimited member, byte
+    /// for byte; one that does not is `nil`, also when it misses by one byte.
+    @Test func aLimitedMemberIsTheWholeMemberOrNothing() {
+        for (count, seed) in [(0, 1), (100, 2), (20_000, 3), (300_000, 4)] as [(Int, UInt64)] {
+            let original = Self.sample(count, seed: seed)
+            let whole = Gzip.compress(original)
+            original.withUnsafeBytes { raw in
+                #expect(Gzip.compress(raw, limit: whole.count) == whole)
+                #expect(Gzip.compress(raw, limit: whole.count + 1000) == whole)
+                #expect(Gzip.compress(raw, limit: whole.count - 1) == nil)
+                #expect(Gzip.compress(raw, limit: whole.count / 3) == nil)
+            }
+        }
+    }
 }

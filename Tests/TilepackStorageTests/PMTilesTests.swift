@@ -264,6 +264,64 @@ import TilepackTestSupport
         #expect(try archive.tileData(at: Self.tile(10, 0, 0)) == nil)
     }
 
+    /// A patch's way of writing (Specs/updates.md §4): the runs of an existing PMTiles given as
+    /// ranges of that file, some read and compared (`addRun(ids:copying:bytes:)`), the rest
+    /// unread in batches (`addRuns(copyingUnread:...)`), shared contents coming back at offsets
+    /// below the last one, give the file the writer makes of the same tiles' bytes: with the
+    /// kernel's copy (in chunks, the data being several of them) and through memory.
+    @Test func runsCopiedFromAnotherPMTilesGiveTheSameFileAsTheirBytes() throws {
+        let dir = try TemporaryDirectory("pmtiles")
+        // 96 tiles at zoom 6: 40 KB of noise each (4 MB, two copy chunks and more), every fifth
+        // one the same "ocean" bytes, shared wherever it comes.
+        var tiles: [(TileCoordinate, [UInt8])] = []
+        var random = SplitMix64(seed: 31)
+        let ocean = (0..<40_000).map { _ in UInt8(truncatingIfNeeded: random.next()) }
+        for i in 0..<96 {
+            let bytes = i % 5 == 0 ? ocean : (0..<40_000).map { _ in UInt8(truncatingIfNeeded: random.next()) }
+            tiles.append((Self.tile(6, i % 12, i / 12), bytes))
+        }
+        let metadata = TileMetadata(["name": "copies", "format": "png"])
+        func write(_ name: String, _ body: (PMTilesWriter) throws -> Void) throws -> [UInt8] {
+            let writer = try PMTilesWriter(destination: dir.file(name), metadata: metadata)
+            try body(writer)
+            try writer.finish()
+            return try [UInt8](Data(contentsOf: URL(fileURLWithPath: dir.file(name))))
+        }
+        let plain = try write("plain.pmtiles") { writer in
+            for (tile, bytes) in tiles.reversed() { try writer.addTile(at: tile, bytes: bytes) }
+        }
+        let archive = try PMTilesArchive(path: dir.file("plain.pmtiles"))
+        let dataOffset = Int(archive.header.tileDataOffset)
+        var runs: [(ids: Range<UInt64>, offset: Int, length: Int)] = []
+        try archive.forEachRun { _, ids, offset, length in runs.append((ids, dataOffset + Int(offset), length)) }
+        #expect(runs.count == 96)
+        let offsets = Set(runs.map(\.offset))
+        #expect(offsets.count == 77)  // 96 tiles, 20 of them one shared content
+        for kernel in [true, false] {
+            for readEvery in [1, 3, 1000] {
+                let copied = try write("copied-\(kernel)-\(readEvery).pmtiles") { writer in
+                    writer.copySource = try CopySource(path: dir.file("plain.pmtiles"))
+                    writer.copiesInKernel = kernel
+                    var unread: [PMTilesWriter.UnreadRun] = []
+                    for (i, run) in runs.enumerated() {
+                        guard i % readEvery == 0 else {
+                            unread.append(PMTilesWriter.UnreadRun(ids: run.ids, offset: run.offset, length: run.length))
+                            continue
+                        }
+                        try writer.addRuns(copyingUnread: unread, format: .png, gzip: false)
+                        unread.removeAll()
+                        let bytes = Array(plain[run.offset..<(run.offset + run.length)])
+                        try bytes.withUnsafeBytes { try writer.addRun(ids: run.ids, copying: run.offset, bytes: $0) }
+                    }
+                    try writer.addRuns(copyingUnread: unread, format: .png, gzip: false)
+                }
+                // Compared whole, not printed whole when they differ (megabytes).
+                let same = copied == plain
+                #expect(same, "kernel copy \(kernel), every \(readEvery)th run read: \(copied.count) bytes against \(plain.count)")
+            }
+        }
+    }
+
     @Test func writerRefusesATileTwiceAndIsAtomic() throws {
         let dir = try TemporaryDirectory("pmtiles")
         let path = dir.file("twice.pmtiles")

@@ -65,7 +65,7 @@ public final class BundleWriter {
     private var spoolFlushed = 0
     private var spoolBuffer: [UInt8] = []
     private static let spoolBufferCapacity = 1 << 20
-    private var finished = false
+    @exclusivity(unchecked) private var finished = false
 
     private struct TileEntry {
         var key: UInt64
@@ -83,15 +83,18 @@ public final class BundleWriter {
         /// Where the payload is in ``copySource`` (a patch's base), or -1.
         var copied = -1
     }
-    private var tiles: [TileEntry] = []
-    private var payloads: [PayloadEntry] = []
+    // The writer's tables, changed for every tile added: one thread at a time uses a writer (its
+    // contract), so their exclusive access is not checked at run time (those checks cost a
+    // patch's copy of tens of thousands of tiles more than the appends).
+    @exclusivity(unchecked) private var tiles: [TileEntry] = []
+    @exclusivity(unchecked) private var payloads: [PayloadEntry] = []
     /// The files stored payloads are copied from at ``finish()`` instead of the spool.
     private var sources: [SourceFile] = []
     /// A payload's key (CRC, stored length, codec: equal for equal raw bytes, the coding being a
     /// function of the bytes and the options) -> the first payload with that key; further ones
     /// chain in `collisions`.
-    private var byKey = FirstPayloadTable()
-    private var collisions: [UInt32: UInt32] = [:]
+    @exclusivity(unchecked) private var byKey = FirstPayloadTable()
+    @exclusivity(unchecked) private var collisions: [UInt32: UInt32] = [:]
     private var compareBuffer: UnsafeMutableRawBufferPointer
     /// Whether ``finish()`` lets the kernel copy long runs of payloads (tests turn it off to
     /// compare with the copy through memory, which must give the same file).

@@ -398,7 +398,8 @@ public struct PMTilesArchive: TileArchive {
     }
 
     private func countZoomLevels() throws -> [ZoomLevelSummary] {
-        var counts: [Int: (tiles: Int, bytes: Int)] = [:]
+        // By zoom (a run's zoom is at most the deepest, checked by the walk).
+        var counts = [(tiles: Int, bytes: Int)](repeating: (0, 0), count: TileCoordinate.maximumZoom + 1)
         var all = 0
         try forEachRun { zoom, ids, _, length in
             let n = ids.count
@@ -411,10 +412,12 @@ public struct PMTilesArchive: TileArchive {
                 )
             }
             all = total
-            counts[zoom, default: (0, 0)].tiles += n
-            counts[zoom, default: (0, 0)].bytes += runBytes
+            counts[zoom].tiles += n
+            counts[zoom].bytes += runBytes
         }
-        return counts.keys.sorted().map { ZoomLevelSummary(zoom: $0, tileCount: counts[$0]!.tiles, byteCount: counts[$0]!.bytes) }
+        return counts.indices.filter { counts[$0].tiles > 0 }.map {
+            ZoomLevelSummary(zoom: $0, tileCount: counts[$0].tiles, byteCount: counts[$0].bytes)
+        }
     }
 
     public func forEachTile(_ body: (TileCoordinate, UnsafeRawBufferPointer) throws -> Void) throws {

@@ -28,7 +28,7 @@ public final class PMTilesWriter {
     private var spoolFlushed = 0
     private var spoolLength = 0
     private static let spoolBufferCapacity = 1 << 20
-    private var finished = false
+    @exclusivity(unchecked) private var finished = false
 
     /// `runLength` consecutive tile ids from `tileID`, sharing one content.
     private struct TileEntry {
@@ -42,19 +42,25 @@ public final class PMTilesWriter {
         /// Where the bytes are in ``copySource`` (a patch's base), or -1: then in the spool.
         var copied = -1
     }
-    private var tiles: [TileEntry] = []
-    private var contents: [Content] = []
+    // The writer's tables, changed for every tile added: one thread at a time uses a writer (its
+    // contract), so their exclusive access is not checked at run time (those checks cost a
+    // patch's copy of tens of thousands of runs more than the appends).
+    @exclusivity(unchecked) private var tiles: [TileEntry] = []
+    @exclusivity(unchecked) private var contents: [Content] = []
     /// Hash of the bytes (with their length) -> the contents with that hash.
-    private var byHash: [Int: [UInt32]] = [:]
+    @exclusivity(unchecked) private var byHash: [Int: [UInt32]] = [:]
     /// Where a content copied from ``copySource`` lies there -> the content that holds its bytes.
-    private var byCopied: [Int: UInt32] = [:]
-    private var formats: [TileFormat: UInt64] = [:]
-    private var gzipTiles: UInt64 = 0
+    @exclusivity(unchecked) private var byCopied = CopiedContents()
+    @exclusivity(unchecked) private var formats: [TileFormat: UInt64] = [:]
+    @exclusivity(unchecked) private var gzipTiles: UInt64 = 0
     /// The tiles added (a run counts its tiles).
-    private var addressed: UInt64 = 0
+    @exclusivity(unchecked) private var addressed: UInt64 = 0
     private var compare: [UInt8] = []
     /// The file the contents of ``addRun(ids:copying:bytes:)`` are copied from at ``finish()``.
     package var copySource: CopySource?
+    /// Whether ``finish()`` lets the kernel copy what comes from ``copySource`` (tests turn it off
+    /// to compare with the copy through memory, which must give the same file).
+    package var copiesInKernel = BundleWriter.kernelCopyAvailable
 
     /// What ``finish()`` wrote.
     public struct Summary: Hashable, Sendable {
@@ -113,29 +119,59 @@ public final class PMTilesWriter {
         try add(ids: ids, bytes: bytes, copied: offset)
     }
 
-    /// ``addRun(ids:copying:bytes:)`` for bytes not read: `length` bytes at `offset` in
-    /// ``copySource`` (the kept contents of a patch's canonical base, Specs/updates.md §4). The
-    /// caller vouches that they equal no content of this writer but those copied from the same
-    /// offset (with which they are shared), and gives what the writer would sniff from them: their
-    /// `format` and whether they are gzip. They are copied at ``finish()``, unread.
-    package func addRun(
-        ids: Range<UInt64>, copyingUnread offset: Int, length: Int, format: TileFormat?, gzip: Bool
-    ) throws(TileArchiveError) {
-        precondition(copySource != nil, "PMTilesWriter.addRun(ids:copyingUnread:...) without a copySource")
-        guard !ids.isEmpty else { return }
-        try checkAdding(ids: ids, length: length)
-        let count = UInt64(ids.count)
-        if let format { formats[format, default: 0] += count }
-        if gzip { gzipTiles += count }
-        let content: UInt32
-        if let shared = sharedCopy(at: offset, length: length) {
-            content = shared
-        } else {
-            content = UInt32(contents.count)
-            contents.append(Content(spoolOffset: -1, length: UInt32(length), copied: offset))
-            byCopied[offset] = content
+    /// A kept run of a patch's canonical base, for ``addRuns(copyingUnread:format:gzip:)``: the
+    /// tile ids, and where their bytes lie in ``copySource``.
+    package struct UnreadRun {
+        package var ids: Range<UInt64>
+        package var offset: Int
+        package var length: Int
+
+        package init(ids: Range<UInt64>, offset: Int, length: Int) {
+            self.ids = ids
+            self.offset = offset
+            self.length = length
         }
-        addEntries(ids: ids, content: content)
+    }
+
+    /// ``addRun(ids:copying:bytes:)`` for bytes not read: each run's `length` bytes at `offset`
+    /// in ``copySource`` (the kept contents of a patch's canonical base, Specs/updates.md §4). The
+    /// caller vouches that they equal no content of this writer but those copied from the same
+    /// offset (with which they are shared), and gives what the writer would sniff from every one
+    /// of them: their `format` and whether they are gzip. They are copied at ``finish()``, unread.
+    /// (Many runs in one call: a base's tens of thousands of runs cost no per-run call.)
+    package func addRuns(copyingUnread runs: [UnreadRun], format: TileFormat?, gzip: Bool) throws(TileArchiveError) {
+        precondition(copySource != nil, "PMTilesWriter.addRuns(copyingUnread:...) without a copySource")
+        guard !finished else { throw TileArchiveError(path: destination, fault: .io(errno: 0, reason: "the writer is already finished")) }
+        // Worked on as locals (moved out and back): no exclusive access begun for every run.
+        var tiles = self.tiles, contents = self.contents, byCopied = self.byCopied
+        self.tiles = []
+        self.contents = []
+        self.byCopied = CopiedContents()
+        defer {
+            self.tiles = tiles
+            self.contents = contents
+            self.byCopied = byCopied
+        }
+        var added: UInt64 = 0
+        for run in runs where !run.ids.isEmpty {
+            guard run.ids.upperBound <= PMTilesFormat.idLimit, run.length > 0, run.length <= PMTilesFormat.maximumTileLength else {
+                try checkAdding(ids: run.ids, length: run.length)
+                continue
+            }
+            let content: UInt32
+            if let shared = byCopied.content(at: run.offset), contents[Int(shared)].length == UInt32(run.length) {
+                content = shared
+            } else {
+                content = UInt32(contents.count)
+                contents.append(Content(spoolOffset: -1, length: UInt32(run.length), copied: run.offset))
+                byCopied.insert(content, at: run.offset)
+            }
+            Self.append(ids: run.ids, content: content, to: &tiles)
+            added += UInt64(run.ids.count)
+        }
+        addressed += added
+        if let format { formats[format, default: 0] += added }
+        if gzip { gzipTiles += added }
     }
 
     /// Makes room for `entries` entries (tiles or runs added) and `contents` distinct contents,
@@ -149,8 +185,38 @@ public final class PMTilesWriter {
 
     /// The content already holding the bytes copied from `offset`, when they are `length` long.
     private func sharedCopy(at offset: Int, length: Int) -> UInt32? {
-        guard let content = byCopied[offset], contents[Int(content)].length == UInt32(length) else { return nil }
+        guard let content = byCopied.content(at: offset), contents[Int(content)].length == UInt32(length) else { return nil }
         return content
+    }
+
+    /// Where contents copied from ``copySource`` lie there -> the content holding those bytes: the
+    /// offsets that come ascending (as a clustered base's contents come, each new one after the
+    /// last) in an array searched by halves, any other in a dictionary.
+    private struct CopiedContents {
+        private var ascending: [(offset: Int, content: UInt32)] = []
+        private var others: [Int: UInt32] = [:]
+
+        mutating func reserveCapacity(_ count: Int) { ascending.reserveCapacity(count) }
+
+        func content(at offset: Int) -> UInt32? {
+            if !others.isEmpty, let content = others[offset] { return content }
+            guard let last = ascending.last, offset <= last.offset else { return nil }
+            var low = 0, high = ascending.count
+            while low < high {
+                let middle = (low + high) / 2
+                if ascending[middle].offset < offset { low = middle + 1 } else { high = middle }
+            }
+            return ascending[low].offset == offset ? ascending[low].content : nil
+        }
+
+        /// `content` holds the bytes at `offset` (in place of any content said to before).
+        mutating func insert(_ content: UInt32, at offset: Int) {
+            if ascending.last.map({ offset > $0.offset }) ?? true {
+                ascending.append((offset, content))
+            } else {
+                others[offset] = content
+            }
+        }
     }
 
     /// What every added tile must be: no empty tile, none over the format's limit, no id past the last zoom.
@@ -206,20 +272,25 @@ public final class PMTilesWriter {
             byHash[hash, default: []].append(index)
             content = index
         }
-        if copied >= 0, let content { byCopied[copied] = content }
+        if copied >= 0, let content { byCopied.insert(content, at: copied) }
         addEntries(ids: ids, content: content!)
     }
 
-    /// Gives the tiles `ids` the content `content`: entries of at most UInt32.max tiles, the
-    /// format's longest run.
+    /// Gives the tiles `ids` the content `content`.
     private func addEntries(ids: Range<UInt64>, content: UInt32) {
+        Self.append(ids: ids, content: content, to: &tiles)
+        addressed += UInt64(ids.count)
+    }
+
+    /// Appends the entries of the tiles `ids` with the content `content` to `tiles`: entries of at
+    /// most UInt32.max tiles, the format's longest run.
+    private static func append(ids: Range<UInt64>, content: UInt32, to tiles: inout [TileEntry]) {
         var start = ids.lowerBound
         while start < ids.upperBound {
             let length = min(ids.upperBound - start, UInt64(UInt32.max))
             tiles.append(TileEntry(tileID: start, content: content, runLength: UInt32(length)))
             start += length
         }
-        addressed += UInt64(ids.count)
     }
 
     public func addTile(at tile: TileCoordinate, bytes: [UInt8]) throws(TileArchiveError) {
@@ -402,7 +473,9 @@ public final class PMTilesWriter {
     private func writeContents(_ order: [Int], to out: BufferedOutput) throws(TileArchiveError) {
         let copies = copySource != nil && order.contains { contents[$0].copied >= 0 }
         if copies { try copySource?.checkUnchanged() }
-        var kernelCopies = BundleWriter.kernelCopyAvailable
+        var kernelCopies = copiesInKernel
+        // Where copied bytes pass through memory, when the kernel cannot copy between the files.
+        var staging: [UInt8] = []
         var position = 0
         var flushedUpTo = out.position
         while position < order.count {
@@ -424,12 +497,25 @@ public final class PMTilesWriter {
                 runEnd += Int(contents[order[end]].length)
                 end += 1
             }
-            if kernelCopies {
-                kernelCopies = try out.copy(from: copySource.fd, at: first.copied, length: runEnd - first.copied, what: copySource.path)
-            }
-            if !kernelCopies {
-                for content in order[position..<end] {
-                    try withSpooled(content) { bytes throws(TileArchiveError) in try out.write(bytes) }
+            // In chunks, the disk given each as it is copied (a patch's kept data is most of the file).
+            var from = first.copied
+            while from < runEnd {
+                let length = min(runEnd - from, BundleWriter.copyChunkBytes)
+                if kernelCopies { kernelCopies = try out.copy(from: copySource.fd, at: from, length: length, what: copySource.path) }
+                if !kernelCopies {
+                    if staging.count < length { staging = [UInt8](repeating: 0, count: BundleWriter.copyChunkBytes) }
+                    try staging.withUnsafeMutableBytes { raw in
+                        Result { () throws(TileArchiveError) in
+                            let chunk = UnsafeMutableRawBufferPointer(rebasing: raw[0..<length])
+                            try copySource.read(into: chunk, at: from)
+                            try out.write(UnsafeRawBufferPointer(chunk))
+                        }
+                    }.get()
+                }
+                from += length
+                if out.position - flushedUpTo >= BundleWriter.copyChunkBytes {
+                    file.flushInBackground()
+                    flushedUpTo = out.position
                 }
             }
             position = end
@@ -518,21 +604,34 @@ public final class PMTilesWriter {
     /// fits, else leaves of `n` entries each, `n` growing by a fifth until the root of leaves fits.
     static func directories(_ entries: [PMTilesFormat.Entry]) -> (root: [UInt8], leaves: [UInt8], leafCount: Int) {
         let budget = PMTilesFormat.initialFetchLength - PMTilesFormat.headerLength
-        let whole = Gzip.compress(PMTilesFormat.encodeDirectory(entries))
-        if whole.count <= budget { return (whole, [], 0) }
+        // Compressed only as far as the budget: a directory of many entries is given up on early.
+        if let whole = PMTilesFormat.encodeDirectory(entries).withUnsafeBytes({ Gzip.compress($0, limit: budget) }) {
+            return (whole, [], 0)
+        }
         var leafSize = max(4096, entries.count / 3500)
         while true {
+            // The leaves encoded and compressed on every core (each on its own: the same bytes
+            // whichever thread makes them), then laid end to end in order.
+            let size = leafSize
+            let starts = Array(stride(from: 0, to: entries.count, by: size))
+            // Each iteration writes its own element, read after all have returned.
+            nonisolated(unsafe) let results = UnsafeMutableBufferPointer<[UInt8]>.allocate(capacity: starts.count)
+            results.initialize(repeating: [])
+            defer { results.deallocate() }
+            DispatchQueue.concurrentPerform(iterations: starts.count) { i in
+                let end = min(entries.count, starts[i] + size)
+                results[i] = Gzip.compress(PMTilesFormat.encodeDirectory(Array(entries[starts[i]..<end])))
+            }
+            let packed = Array(results)
+            _ = results.deinitialize()
             var leaves: [UInt8] = []
+            leaves.reserveCapacity(packed.reduce(0) { $0 + $1.count })
             var rootEntries: [PMTilesFormat.Entry] = []
-            var start = 0
-            while start < entries.count {
-                let end = min(entries.count, start + leafSize)
-                let leaf = Gzip.compress(PMTilesFormat.encodeDirectory(Array(entries[start..<end])))
+            for (start, leaf) in zip(starts, packed) {
                 rootEntries.append(
                     PMTilesFormat.Entry(
                         tileID: entries[start].tileID, offset: UInt64(leaves.count), length: UInt32(leaf.count), runLength: 0))
                 leaves += leaf
-                start = end
             }
             let root = Gzip.compress(PMTilesFormat.encodeDirectory(rootEntries))
             if root.count <= budget { return (root, leaves, rootEntries.count) }

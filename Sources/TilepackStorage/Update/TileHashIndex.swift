@@ -84,7 +84,11 @@ public struct TileHashIndex: Sendable, Hashable {
         put128(identity.tiles)
         put128(identity.metadata)
         put64(canonical ? Self.canonicalFlag : 0)
+        #if _endian(little)
+        hashes.withUnsafeBytes { out.append(contentsOf: $0) }  // already little-endian: one copy
+        #else
         for h in hashes { withUnsafeBytes(of: h.littleEndian) { out.append(contentsOf: $0) } }
+        #endif
         let crc = out.withUnsafeBytes { CRC32.checksum($0) }
         for i in 0..<4 { out.append(UInt8(truncatingIfNeeded: crc >> (8 * UInt32(i)))) }
         return out
