@@ -6,7 +6,7 @@
 #     smallest of xdelta3 -9 -S djw, bsdiff and zstd -19 --long=27 --patch-from between the two
 #     archive files (Debian packages, installed here), and against the changed tiles' bytes;
 #   - apply time: `tilepack patch` (MBTiles in place, bundle/PMTiles rewritten) against
-#     `tilepack convert v2.X out.X`, best of 3 runs each, and each one's peak RSS
+#     `tilepack convert v2.X out.X`, run in turn, medians of 7 rounds (ROUNDS=N), and each one's peak RSS
 #     (/usr/bin/time -v's maximum resident set size) beside the archive's size; with each, its
 #     floor on this machine: for MBTiles the sqlite3 shell making the same changes, for a bundle
 #     or PMTiles v2's file copied by the kernel, fsynced and renamed over the base.
@@ -68,19 +68,26 @@ for v in v1 v2; do
 done
 
 size() { stat -c %s "$1"; }
-# Best of 3 wall-clock seconds of "$@" (after the setup command $1, untimed).
-best() {
-    local setup="$1"; shift
-    local best=""
-    for _ in 1 2 3; do
-        eval "$setup"
-        local t0 t1
-        t0=$(date +%s.%N); "$@" >/dev/null 2>&1; t1=$(date +%s.%N)
-        local t; t=$(echo "$t1 - $t0" | bc -l)
-        if [ -z "$best" ] || (( $(echo "$t < $best" | bc -l) )); then best=$t; fi
+# The median wall-clock seconds of each command given as a SETUP COMMAND pair (strings, eval'd),
+# over $rounds rounds in each of which they run in turn, each after its setup (untimed): the
+# contenders alternate, so that what this shared machine does meanwhile falls on all of them
+# alike. Prints the medians in the order given.
+rounds="${ROUNDS:-7}"
+medians() {
+    local setups=() commands=() times=() i r t0 t1
+    while [ $# -gt 0 ]; do setups+=("$1"); commands+=("$2"); shift 2; done
+    for ((r = 0; r < rounds; r++)); do
+        for ((i = 0; i < ${#commands[@]}; i++)); do
+            eval "${setups[$i]}"
+            t0=$(date +%s.%N); eval "${commands[$i]}" >/dev/null 2>&1; t1=$(date +%s.%N)
+            times[i * rounds + r]=$(echo "$t1 - $t0" | bc -l)
+        done
     done
-    echo "$best"
+    for ((i = 0; i < ${#commands[@]}; i++)); do
+        printf '%s\n' "${times[@]:i * rounds:rounds}" | sort -g | awk -v k=$(((rounds + 1) / 2)) 'NR == k'
+    done | tr '\n' ' '
 }
+tp=$(printf '%q' "$tilepack")
 
 if [ -z "$sync_only" ]; then
 printf '%s\n' "tiles: $tiles; $( "$tilepack" diff v1.mbtiles v2.mbtiles p-counts.tppatch --force --json | python3 -c 'import json,sys; r=json.load(sys.stdin); print("added %d, changed %d, deleted %d; changed+added tile bytes %d" % (r["added"], r["changed"], r["deleted"], r["tileBytes"]))')"
@@ -115,23 +122,23 @@ peak() {
 mib() { echo "scale=1; $(size "$1") / 1048576" | bc -l; }
 
 printf '\n%-9s %12s %12s %8s %14s %14s %12s %s\n' format "patch (s)" "convert (s)" ratio "patch RSS MiB" "conv. RSS MiB" "archive MiB" ""
+row() { # format patch convert RSS RSS archive note
+    printf '%-9s %12.3f %12.3f %7.3fx %14s %14s %12s %s\n' "$1" "$2" "$3" "$(echo "$2 / $3" | bc -l)" "$4" "$5" "$6" "$7"
+}
+# Each row's patch, `convert v2.X out.X` and floor alternate, medians of $rounds runs (ROUNDS=N).
+convert_setup() { echo "rm -f out.$1"; }
+convert_command() { echo "$tp convert v2.$1 out.$1 --force --quiet"; }
 # MBTiles twice: a base that stores its identity (any base tilepack wrote or patched; here v1
 # given an empty patch, v1 to v1), whose check reads only the changed tiles, and a fresh base
 # (v1 as make-versions writes it, as another tool would: no identity), whose identity is computed
 # from every tile first. The copy made for each run is synced before it (untimed): the patch
 # fsyncs the file it changes, which would otherwise write back the whole fresh copy, where a base
-# that has lain on the disk has only the patch's pages to write.
+# that has lain on the disk has only the patch's pages to write. Beside the first, the floor of
+# an in-place apply: the sqlite3 shell making the same changes from martin's patch layout in one
+# transaction (synchronous=FULL, as tilepack commits), checking nothing: no identity before or
+# after, no metadata, no tile type.
 "$tilepack" diff v1.mbtiles v1.mbtiles noop.tppatch --force >/dev/null
 cp v1.mbtiles v1-stamped.mbtiles && "$tilepack" patch v1-stamped.mbtiles noop.tppatch >/dev/null
-p=$(best "cp v1-stamped.mbtiles base.mbtiles && sync base.mbtiles" "$tilepack" patch base.mbtiles p-mbtiles.tppatch)
-c=$(best "rm -f out.mbtiles" "$tilepack" convert v2.mbtiles out.mbtiles --force --quiet)
-pr=$(peak "cp v1-stamped.mbtiles base.mbtiles" "$tilepack" patch base.mbtiles p-mbtiles.tppatch)
-cr=$(peak "rm -f out.mbtiles" "$tilepack" convert v2.mbtiles out.mbtiles --force --quiet)
-printf '%-9s %12.3f %12.3f %7.3fx %14s %14s %12s %s\n' mbtiles "$p" "$c" "$(echo "$p / $c" | bc -l)" "$pr" "$cr" "$(mib v1.mbtiles)" \
-    "(in place, base stores its identity)"
-# The floor of an in-place apply: the sqlite3 shell making the same changes from martin's patch
-# layout in one transaction (synchronous=FULL, as tilepack commits), checking nothing: no
-# identity before or after, no metadata, no tile type. Best of 3, as every row.
 "$tilepack" diff v1.mbtiles v2.mbtiles p-martin.mbtiles --force >/dev/null
 cat > floor.sql <<'SQL'
 PRAGMA synchronous = FULL;
@@ -142,43 +149,47 @@ DELETE FROM tiles WHERE rowid IN (SELECT t.rowid FROM tiles t JOIN p.tiles d ON 
 INSERT OR REPLACE INTO tiles SELECT zoom_level, tile_column, tile_row, tile_data FROM p.tiles WHERE tile_data IS NOT NULL;
 COMMIT;
 SQL
-f=$(best "cp v1-stamped.mbtiles base.mbtiles && sync base.mbtiles" sh -c "sqlite3 base.mbtiles < floor.sql")
-printf '%-9s %12.3f %12.3f %7.3fx %14s %14s %12s %s\n' mbtiles "$f" "$c" "$(echo "$f / $c" | bc -l)" "" "" "$(mib v1.mbtiles)" \
+stamped="cp v1-stamped.mbtiles base.mbtiles && sync base.mbtiles"
+read -r p c f <<<"$(medians "$stamped" "$tp patch base.mbtiles p-mbtiles.tppatch" \
+    "$(convert_setup mbtiles)" "$(convert_command mbtiles)" "$stamped" "sqlite3 base.mbtiles < floor.sql")"
+pr=$(peak "$stamped" "$tilepack" patch base.mbtiles p-mbtiles.tppatch)
+cr=$(peak "rm -f out.mbtiles" "$tilepack" convert v2.mbtiles out.mbtiles --force --quiet)
+row mbtiles "$p" "$c" "$pr" "$cr" "$(mib v1.mbtiles)" "(in place, base stores its identity)"
+row mbtiles "$f" "$c" "" "" "$(mib v1.mbtiles)" \
     "(floor: sqlite3 shell, the same writes, nothing checked; tilepack $(printf '%.2f' "$(echo "$p / $f" | bc -l)")x this)"
 for ext in mbtiles tilepack pmtiles; do
     setup="cp v1.$ext base.$ext"
     [ "$ext" = mbtiles ] && setup="$setup && sync base.$ext"
-    p=$(best "$setup" "$tilepack" patch "base.$ext" "p-$ext.tppatch")
+    read -r p c <<<"$(medians "$setup" "$tp patch base.$ext p-$ext.tppatch" "$(convert_setup "$ext")" "$(convert_command "$ext")")"
     cmp -s "base.$ext" "v2.$ext" && same="(byte-identical to v2)" || same=""
     [ "$ext" = mbtiles ] && same="(in place, identity computed from every tile)"
-    c=$(best "rm -f out.$ext" "$tilepack" convert "v2.$ext" "out.$ext" --force --quiet)
     pr=$(peak "cp v1.$ext base.$ext" "$tilepack" patch "base.$ext" "p-$ext.tppatch")
     cr=$(peak "rm -f out.$ext" "$tilepack" convert "v2.$ext" "out.$ext" --force --quiet)
-    printf '%-9s %12.3f %12.3f %7.3fx %14s %14s %12s %s\n' "$ext" "$p" "$c" "$(echo "$p / $c" | bc -l)" "$pr" "$cr" "$(mib "v1.$ext")" "$same"
+    row "$ext" "$p" "$c" "$pr" "$cr" "$(mib "v1.$ext")" "$same"
 done
 # Bundle and PMTiles bases with their tile hash index beside them (`tilepack index`, as a
 # publisher writes it for sync; copied after the base, so not older than it): checked by the
 # index's identity, the changed tiles alone hashed; the index says the base is canonical
 # (Specs/updates.md §7.5), so its kept payloads are copied unchecked. Each copy is synced before
 # the patch (untimed), as the MBTiles base is: a base that has lain on the disk has no dirty
-# pages for the kernel to write back while the patch runs.
+# pages for the kernel to write back while the patch runs. Beside it, the floor of any apply that
+# writes the result beside the base and renames it over it (so that a kill leaves the base
+# whole): v2's file copied by the kernel (cp: copy_file_range), fsynced, and renamed over a
+# synced copy of v1, whose blocks the file system then frees. Nothing read, checked or laid out:
+# what this disk and file system take for the file alone.
 for ext in tilepack pmtiles; do
     rm -f "v1.$ext.tpindex" && "$tilepack" index "v1.$ext" >/dev/null
     setup="cp v1.$ext base.$ext && cp v1.$ext.tpindex base.$ext.tpindex && sync base.$ext base.$ext.tpindex"
-    p=$(best "$setup" "$tilepack" patch "base.$ext" "p-$ext.tppatch")
+    read -r p c f <<<"$(medians "$setup" "$tp patch base.$ext p-$ext.tppatch" "$(convert_setup "$ext")" "$(convert_command "$ext")" \
+        "cp v1.$ext base.$ext && sync base.$ext" "cp v2.$ext .floor.$ext && sync .floor.$ext && mv .floor.$ext base.$ext")"
+    eval "$setup" && "$tilepack" patch "base.$ext" "p-$ext.tppatch" >/dev/null
     cmp -s "base.$ext" "v2.$ext" && same="(byte-identical to v2; base with its tile index)" || same="(base with its tile index)"
-    c=$(best "rm -f out.$ext" "$tilepack" convert "v2.$ext" "out.$ext" --force --quiet)
     pr=$(peak "$setup" "$tilepack" patch "base.$ext" "p-$ext.tppatch")
     cr=$(peak "rm -f out.$ext" "$tilepack" convert "v2.$ext" "out.$ext" --force --quiet)
-    printf '%-9s %12.3f %12.3f %7.3fx %14s %14s %12s %s\n' "$ext" "$p" "$c" "$(echo "$p / $c" | bc -l)" "$pr" "$cr" "$(mib "v1.$ext")" "$same"
-    rm -f "base.$ext.tpindex"
-    # The floor of any apply that writes the result beside the base and renames it over it (so
-    # that a kill leaves the base whole): v2's file copied by the kernel (cp: copy_file_range),
-    # fsynced, and renamed over a synced copy of v1, whose blocks the file system then frees.
-    # Nothing read, checked or laid out: what this disk and file system take for the file alone.
-    f=$(best "cp v1.$ext base.$ext && sync base.$ext" sh -c "cp v2.$ext .floor.$ext && sync .floor.$ext && mv .floor.$ext base.$ext")
-    printf '%-9s %12.3f %12.3f %7.3fx %14s %14s %12s %s\n' "$ext" "$f" "$c" "$(echo "$f / $c" | bc -l)" "" "" "$(mib "v1.$ext")" \
+    row "$ext" "$p" "$c" "$pr" "$cr" "$(mib "v1.$ext")" "$same"
+    row "$ext" "$f" "$c" "" "" "$(mib "v1.$ext")" \
         "(floor: v2 copied by the kernel, fsynced, renamed over the base; tilepack $(printf '%.2f' "$(echo "$p / $f" | bc -l)")x this)"
+    rm -f "base.$ext.tpindex"
 done
 # The floor of a bundle or PMTiles patch without the base's index, which must compute the base's
 # identity from every tile: `tilepack info`, which reads every tile (a bundle's decoded) and
@@ -186,8 +197,7 @@ done
 # its base synced first as above.
 printf '\n%-9s %12s %12s %8s %s\n' format "patch (s)" "info (s)" ratio "(base without its tile index: against reading and hashing every tile)"
 for ext in tilepack pmtiles; do
-    p=$(best "cp v1.$ext base.$ext && sync base.$ext" "$tilepack" patch "base.$ext" "p-$ext.tppatch")
-    f=$(best "true" "$tilepack" info "v1.$ext")
+    read -r p f <<<"$(medians "cp v1.$ext base.$ext && sync base.$ext" "$tp patch base.$ext p-$ext.tppatch" true "$tp info v1.$ext")"
     printf '%-9s %12.3f %12.3f %7.3fx\n' "$ext" "$p" "$f" "$(echo "$p / $f" | bc -l)"
 done
 fi
