@@ -138,40 +138,24 @@ public final class PMTilesWriter {
     /// caller vouches that they equal no content of this writer but those copied from the same
     /// offset (with which they are shared), and gives what the writer would sniff from every one
     /// of them: their `format` and whether they are gzip. They are copied at ``finish()``, unread.
-    /// (Many runs in one call: a base's tens of thousands of runs cost no per-run call.)
+    /// (Many runs in one call: their format and compression are counted once, not per run.)
     package func addRuns(copyingUnread runs: [UnreadRun], format: TileFormat?, gzip: Bool) throws(TileArchiveError) {
         precondition(copySource != nil, "PMTilesWriter.addRuns(copyingUnread:...) without a copySource")
-        guard !finished else { throw TileArchiveError(path: destination, fault: .io(errno: 0, reason: "the writer is already finished")) }
-        // Worked on as locals (moved out and back): no exclusive access begun for every run.
-        var tiles = self.tiles, contents = self.contents, byCopied = self.byCopied
-        self.tiles = []
-        self.contents = []
-        self.byCopied = CopiedContents()
-        defer {
-            self.tiles = tiles
-            self.contents = contents
-            self.byCopied = byCopied
-        }
-        var added: UInt64 = 0
+        let before = addressed
         for run in runs where !run.ids.isEmpty {
-            guard run.ids.upperBound <= PMTilesFormat.idLimit, run.length > 0, run.length <= PMTilesFormat.maximumTileLength else {
-                try checkAdding(ids: run.ids, length: run.length)
-                continue
-            }
+            try checkAdding(ids: run.ids, length: run.length)
             let content: UInt32
-            if let shared = byCopied.content(at: run.offset), contents[Int(shared)].length == UInt32(run.length) {
+            if let shared = sharedCopy(at: run.offset, length: run.length) {
                 content = shared
             } else {
                 content = UInt32(contents.count)
                 contents.append(Content(spoolOffset: -1, length: UInt32(run.length), copied: run.offset))
                 byCopied.insert(content, at: run.offset)
             }
-            Self.append(ids: run.ids, content: content, to: &tiles)
-            added += UInt64(run.ids.count)
+            addEntries(ids: run.ids, content: content)
         }
-        addressed += added
-        if let format { formats[format, default: 0] += added }
-        if gzip { gzipTiles += added }
+        if let format { formats[format, default: 0] += addressed - before }
+        if gzip { gzipTiles += addressed - before }
     }
 
     /// Makes room for `entries` entries (tiles or runs added) and `contents` distinct contents,
