@@ -462,13 +462,15 @@ public final class PMTilesWriter {
         var staging: [UInt8] = []
         var position = 0
         var flushedUpTo = out.position
+        // Lets the disk take what is written while the next contents are written, as the bundle
+        // writer does, so that the commit's fsync finds little left to write.
+        func flushEveryChunk() {
+            guard out.position - flushedUpTo >= BundleWriter.copyChunkBytes else { return }
+            file.flushInBackground()
+            flushedUpTo = out.position
+        }
         while position < order.count {
-            // Let the disk take what is written while the next contents are written, as the
-            // bundle writer does, so that the commit's fsync finds little left to write.
-            if out.position - flushedUpTo >= BundleWriter.copyChunkBytes {
-                file.flushInBackground()
-                flushedUpTo = out.position
-            }
+            flushEveryChunk()
             let first = contents[order[position]]
             guard first.copied >= 0, let copySource else {
                 try withSpooled(order[position]) { bytes throws(TileArchiveError) in try out.write(bytes) }
@@ -497,10 +499,7 @@ public final class PMTilesWriter {
                     }.get()
                 }
                 from += length
-                if out.position - flushedUpTo >= BundleWriter.copyChunkBytes {
-                    file.flushInBackground()
-                    flushedUpTo = out.position
-                }
+                flushEveryChunk()
             }
             position = end
         }
