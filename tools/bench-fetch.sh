@@ -21,6 +21,7 @@
 # build folder .build-static), as tools/install.sh installs it.
 #
 #   tools/bench-fetch.sh [--zoom 0-7] [--peer-zoom 0-5] [--runs 3] [--concurrency 8] [--port 18717] [--no-http-floor]
+#   (TILEPACK_BIN=path: time that release build of tilepack instead of building one)
 #
 # --no-http-floor leaves out TilepackHTTP's client alone (it needs a release build of the library
 # in tools/.build besides tilepack's own).
@@ -131,10 +132,14 @@ for base in "http://127.0.0.1:$port" "https://127.0.0.1:$tls_port"; do
     echo "bench-fetch: $base answers over HTTP/$version"
 done
 
-# tilepack (release, static Swift runtime, as installed) and the floors.
-static=(-c release --static-swift-stdlib --scratch-path .build-static)
-swift build "${static[@]}" --product tilepack >/dev/null
-tilepack="$(swift build "${static[@]}" --show-bin-path)/tilepack"
+# tilepack (release, static Swift runtime, as installed; TILEPACK_BIN=path: that build) and the floors.
+if [ -n "${TILEPACK_BIN:-}" ]; then
+    tilepack="$TILEPACK_BIN"
+else
+    static=(-c release --static-swift-stdlib --scratch-path .build-static)
+    swift build "${static[@]}" --product tilepack >/dev/null
+    tilepack="$(swift build "${static[@]}" --show-bin-path)/tilepack"
+fi
 if [ "$http_floor" = 1 ]; then swift build -c release --package-path tools --product bench-fetch-floor >/dev/null; fi
 swift build -c release --package-path tools --product curl-fetch-floor >/dev/null
 bin="$(swift build -c release --package-path tools --show-bin-path)"

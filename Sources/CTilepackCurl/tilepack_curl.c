@@ -106,6 +106,10 @@ CURLcode tilepack_curl_response_code(CURL *handle, long *code) {
     return curl.easy_getinfo(handle, CURLINFO_RESPONSE_CODE, code);
 }
 
+CURLcode tilepack_curl_http_version(CURL *handle, long *version) {
+    return curl.easy_getinfo(handle, CURLINFO_HTTP_VERSION, version);
+}
+
 CURLM *tilepack_curl_multi_init(void) { return curl.multi_init(); }
 CURLMcode tilepack_curl_multi_cleanup(CURLM *multi) { return curl.multi_cleanup(multi); }
 

@@ -28,7 +28,9 @@ public final class CurlTransport: HTTPTransport {
 
     /// - Parameters:
     ///   - maximumConnectionsPerHost: parallel connections to one host (http/1.1: one transfer
-    ///     each); more transfers wait in curl. On HTTP/2 the transfers share one connection.
+    ///     each). More transfers wait their turn in the transport, first come first served, and
+    ///     a transfer's deadline starts at its turn (``HostLine``). On HTTP/2 the transfers share
+    ///     one connection, up to ``HostLine/streamsPerConnection`` on each.
     ///   - maximumCachedConnections: idle connections kept open for reuse, over all hosts.
     public init(maximumConnectionsPerHost: Int = 8, maximumCachedConnections: Int = 64) {
         loop =
@@ -79,6 +81,10 @@ final class CurlTransfer: @unchecked Sendable {
     /// How much of the request's body curl has read (``curlRead``).
     var bodyOffset = 0
     var easy: UnsafeMutableRawPointer?
+    /// Where it goes (``HostLine/host(of:)``): the line it waits in for a connection.
+    let host: String
+    /// Whether it holds one of its host's places in the loop's ``HostLine`` (from its turn to its end).
+    var admitted = false
     /// The request's own header list, when it is not the loop's shared one (freed with the transfer).
     var headerList: UnsafeMutablePointer<curl_slist>?
     /// Set by a cancel from any thread; the loop ends the transfer when it sees it.
@@ -87,6 +93,7 @@ final class CurlTransfer: @unchecked Sendable {
     init(request: HTTPRequest, response: HTTPIncomingResponse) {
         self.request = request
         self.response = response
+        host = HostLine<CurlTransfer>.host(of: request.url)
     }
 
     /// Hands the head to the response once, before the first body byte or at the end.
@@ -104,6 +111,12 @@ final class CurlLoop: @unchecked Sendable {
     /// Touched by the loop's thread only (and by `init` before the thread starts).
     private let multi: UnsafeMutableRawPointer
     private var active: [UnsafeMutableRawPointer: CurlTransfer] = [:]
+    /// Transfers beyond a host's connections wait here, not in curl, whose timeout would run
+    /// while they wait (``HostLine``).
+    private var line: HostLine<CurlTransfer>
+    /// Transfers whose turn came, about to start (``handOn(_:)``).
+    private var turns: [CurlTransfer] = []
+    private var handingOn = false
     /// Handles ready for a transfer: every option that is the same for all transfers is set
     /// (``configure(_:)``), so a transfer sets only its own (``start(_:)``).
     private var idleHandles: [UnsafeMutableRawPointer] = []
@@ -141,6 +154,7 @@ final class CurlLoop: @unchecked Sendable {
         // curl_multi_init fails only when memory runs out.
         guard let multi = tilepack_curl_multi_init() else { fatalError("curl_multi_init failed: out of memory") }
         self.multi = multi
+        line = HostLine(connections: maximumConnectionsPerHost)
         _ = tilepack_curl_multi_set_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, max(1, maximumConnectionsPerHost))
         _ = tilepack_curl_multi_set_long(multi, CURLMOPT_MAXCONNECTS, max(1, maximumCachedConnections))
         // HTTP/2 streams share a connection (libcurl's default since 7.62, said here); HTTP/1.1
@@ -195,9 +209,13 @@ final class CurlLoop: @unchecked Sendable {
                 }
                 return (inbox.submitted, inbox.cancelled, inbox.stopping)
             }
-            for transfer in submitted { start(transfer) }
-            for transfer in cancelled where transfer.easy != nil {
-                finish(transfer, .cancelled)
+            for transfer in submitted { admit(transfer) }
+            for transfer in cancelled {
+                if transfer.easy != nil {
+                    finish(transfer, .cancelled)
+                } else if line.remove(transfer, host: transfer.host) {
+                    end(transfer, .cancelled)
+                }
             }
             if stopping { break }
             tilepack_curl_multi_perform(multi, &running)
@@ -207,6 +225,10 @@ final class CurlLoop: @unchecked Sendable {
                     let transfer = active[easy]
                 else { continue }
                 let code = tilepack_curl_message_result(message)
+                var version = 0
+                if tilepack_curl_http_version(easy, &version) == CURLE_OK, version >= Int(CURL_HTTP_VERSION_2_0) {
+                    handOn(line.multiplexes(host: transfer.host))
+                }
                 if code == CURLE_OK {
                     _ = transfer.deliverHead()
                     finish(transfer, nil)
@@ -234,13 +256,28 @@ final class CurlLoop: @unchecked Sendable {
             defer { inbox.submitted.removeAll() }
             return inbox.submitted
         }
-        for transfer in left { start(transfer) }
+        for transfer in left + line.drain() { end(transfer, .cancelled) }
         for transfer in Array(active.values) { finish(transfer, .cancelled) }
         for easy in idleHandles { tilepack_curl_easy_cleanup(easy) }
         idleHandles.removeAll()
         tilepack_curl_slist_free_all(sharedHeaders?.list)
         sharedHeaders = nil
         tilepack_curl_multi_cleanup(multi)
+    }
+
+    /// Starts `transfer` if its host has a connection free; else it waits its turn in ``line``.
+    private func admit(_ transfer: CurlTransfer) {
+        if transfer.cancelled.withLock({ $0 }) {
+            end(transfer, .cancelled)
+        } else if line.admit(transfer, host: transfer.host) {
+            handOn([transfer])
+        }
+    }
+
+    /// Starts a transfer whose turn has come (it holds a place in ``line`` until it ends).
+    private func run(_ transfer: CurlTransfer) {
+        transfer.admitted = true
+        start(transfer)
     }
 
     /// Sets up a handle for `transfer` and adds it to the multi handle.
@@ -399,6 +436,21 @@ final class CurlLoop: @unchecked Sendable {
         let continuation = transfer.continuation
         transfer.continuation = nil
         continuation?.resume(returning: transfer.response)
+        // Its place goes to the next in line.
+        if transfer.admitted {
+            transfer.admitted = false
+            handOn(line.finished(host: transfer.host))
+        }
+    }
+
+    /// Runs transfers whose turn came, in order, one after another: a start that fails ends its
+    /// transfer, which hands its place on again, in this loop rather than one call deeper.
+    private func handOn(_ transfers: [CurlTransfer]) {
+        turns.append(contentsOf: transfers)
+        guard !handingOn else { return }
+        handingOn = true
+        while !turns.isEmpty { run(turns.removeFirst()) }
+        handingOn = false
     }
 
     static func fault(_ code: CURLcode, timeout: Duration) -> HTTPError.Fault {

@@ -17,9 +17,15 @@ import FoundationNetworking
 public final class URLSessionTransport: PlatformHTTPTransport {
     private let session: URLSession
     private let delegate: SessionDelegate
+    /// Exchanges beyond a host's connections wait here, not in URLSession, where their deadline
+    /// would run while they wait (``HostLine``). Each ``Exchange/admitted`` is guarded by it too.
+    private let line: Locked<HostLine<Exchange>>
 
-    /// - Parameter maximumConnectionsPerHost: `URLSession`'s limit on parallel connections to one host.
+    /// - Parameter maximumConnectionsPerHost: `URLSession`'s limit on parallel connections to one
+    ///   host. More exchanges wait their turn in the transport, first come first served, and an
+    ///   exchange's deadline starts at its turn.
     public required init(maximumConnectionsPerHost: Int = 6) {
+        line = Locked(HostLine(connections: maximumConnectionsPerHost))
         let configuration = URLSessionConfiguration.ephemeral
         configuration.httpMaximumConnectionsPerHost = maximumConnectionsPerHost
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
@@ -30,6 +36,12 @@ public final class URLSessionTransport: PlatformHTTPTransport {
         queue.maxConcurrentOperationCount = 1
         queue.name = "tilepack-http"
         session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: queue)
+        // A host that answers over HTTP/2 or 3 takes many exchanges per connection (where the
+        // platform reports the protocol in its metrics: Apple's does, FoundationNetworking's not).
+        delegate.onMultiplexing = { [weak self] host in
+            guard let self else { return }
+            for waiting in line.withLock({ Self.handOn($0.multiplexes(host: host)) }) { begin(waiting) }
+        }
     }
 
     deinit { session.invalidateAndCancel() }
@@ -46,26 +58,58 @@ public final class URLSessionTransport: PlatformHTTPTransport {
         for (name, value) in request.headers { urlRequest.setValue(value, forHTTPHeaderField: name) }
         urlRequest.httpBody = request.body
 
-        let task = session.dataTask(with: urlRequest)
-        let exchange = Exchange(response)
+        let exchange = Exchange(response, urlRequest: urlRequest, host: HostLine<Exchange>.host(of: request.url))
         let ended = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 exchange.start(continuation)
-                delegate.register(exchange, for: task.taskIdentifier)
                 if Task.isCancelled {
                     exchange.finish(.cancelled)
-                    task.cancel()
                     return
                 }
-                task.resume()
-                exchange.armDeadline { task.cancel() }
+                let turn = line.withLock { line in
+                    exchange.admitted = line.admit(exchange, host: exchange.host)
+                    return exchange.admitted
+                }
+                if turn { begin(exchange) }
             }
         } onCancel: {
             exchange.finish(.cancelled)
-            task.cancel()
+            exchange.cancelTask()
+            _ = line.withLock { $0.remove(exchange, host: exchange.host) }
         }
-        delegate.unregister(task.taskIdentifier)
+        if let task = exchange.taskIdentifier { delegate.unregister(task) }
+        release(exchange)
         return ended
+    }
+
+    /// Starts an exchange whose turn came: its task, then its deadline.
+    private func begin(_ exchange: Exchange) {
+        let task = session.dataTask(with: exchange.urlRequest)
+        delegate.register(exchange, for: task.taskIdentifier)
+        guard exchange.attach(task) else {
+            // Ended (cancelled) while it waited: its place goes on at once.
+            delegate.unregister(task.taskIdentifier)
+            release(exchange)
+            return
+        }
+        task.resume()
+        exchange.armDeadline { task.cancel() }
+    }
+
+    /// Gives an ended exchange's place to the next in line (once, whoever calls first).
+    private func release(_ exchange: Exchange) {
+        let next = line.withLock { line -> [Exchange] in
+            guard exchange.admitted else { return [] }
+            exchange.admitted = false
+            return Self.handOn(line.finished(host: exchange.host))
+        }
+        for waiting in next { begin(waiting) }
+    }
+
+    /// Marks exchanges whose turn came as holding their places (under the line's lock).
+    private static func handOn(_ exchanges: [Exchange]) -> [Exchange] {
+        for exchange in exchanges { exchange.admitted = true }
+        return exchanges
     }
 }
 
@@ -76,11 +120,36 @@ private final class Exchange: @unchecked Sendable {
     private var response: HTTPIncomingResponse
     private var continuation: CheckedContinuation<HTTPIncomingResponse, Never>?
     private var deadline: DispatchWorkItem?
+    private var task: URLSessionDataTask?
     private let timeout: Duration
+    let urlRequest: URLRequest
+    /// Its line in the transport (``HostLine/host(of:)``).
+    let host: String
+    /// Whether it holds one of its host's places: guarded by the transport's line lock.
+    var admitted = false
 
-    init(_ response: HTTPIncomingResponse) {
+    init(_ response: HTTPIncomingResponse, urlRequest: URLRequest, host: String) {
         self.response = response
+        self.urlRequest = urlRequest
+        self.host = host
         timeout = response.request.timeout
+    }
+
+    /// The task's identifier in the session's delegate, once it has one.
+    var taskIdentifier: Int? { withLock { task?.taskIdentifier } }
+
+    /// Gives the exchange its task; `false` when it has already ended (the task is not to run).
+    func attach(_ task: URLSessionDataTask) -> Bool {
+        withLock {
+            guard !response.isEnded else { return false }
+            self.task = task
+            return true
+        }
+    }
+
+    /// Cancels its task, if it has one.
+    func cancelTask() {
+        withLock { task }?.cancel()
     }
 
     private func withLock<R>(_ body: () -> R) -> R {
@@ -187,6 +256,8 @@ private typealias RedirectionHandler = @Sendable (URLRequest?) -> Void
 /// Routes the session's callbacks to their exchanges.
 private final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendable {
     private let exchanges = Locked<[Int: Exchange]>([:])
+    /// Told the host of an exchange that went over HTTP/2 or 3 (set once, before any task).
+    var onMultiplexing: (@Sendable (String) -> Void)?
 
     func register(_ exchange: Exchange, for task: Int) { exchanges.withLock { $0[task] = exchange } }
     func unregister(_ task: Int) { _ = exchanges.withLock { $0.removeValue(forKey: task) } }
@@ -210,6 +281,13 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecke
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
         exchange(task)?.complete(error: error)
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didFinishCollecting metrics: URLSessionTaskMetrics) {
+        guard let name = metrics.transactionMetrics.last?.networkProtocolName, name == "h2" || name == "h3",
+            let exchange = exchange(task)
+        else { return }
+        onMultiplexing?(exchange.host)
     }
 
     /// Redirects are not followed here: `HTTPClient` follows them, the same way for every transport.

@@ -158,6 +158,42 @@ import TilepackTestSupport
         #expect(response.status == 200 && response.body == Data("in time".utf8))
     }
 
+    /// More requests than connections: those beyond wait for a connection, and each one's
+    /// deadline counts from when it is sent, not from when it was handed in. (libcurl counts
+    /// `CURLOPT_TIMEOUT_MS` from when a transfer joins its multi handle, so a transfer left waiting
+    /// there behind others could time out before a byte of it was sent.)
+    @Test(arguments: TestTransport.available) func requestsBeyondTheConnectionsWaitWithTheirWholeDeadline(_ transport: TestTransport)
+        async throws
+    {
+        let client = HTTPClient(transport: transport.make(maximumConnectionsPerHost: 1))
+        let server = try LoopbackHTTPServer { request in .delayed(.milliseconds(250), .status(200, request.path)) }
+        defer { server.stop() }
+        // Sixteen answers of 0.25 s each over one connection take 4 s: past a 3 s deadline
+        // counted from the start, well within one counted from each request's own turn.
+        let count = 16
+        // On a thread of its own: URLSession's transport hands each request on as the one before
+        // ends, in that one's caller's task, which the full run's starved pool would hold back.
+        let results = await onOwnThread {
+            await withTaskGroup(of: (Int, Result<HTTPResponse, HTTPError>).self) { group in
+                for i in 0..<count {
+                    let request = HTTPRequest(url: url(server, "/\(i)"), timeout: .seconds(3))
+                    group.addTask {
+                        do throws(HTTPError) { return (i, .success(try await client.send(request))) } catch { return (i, .failure(error)) }
+                    }
+                }
+                var results: [Int: Result<HTTPResponse, HTTPError>] = [:]
+                for await (i, result) in group { results[i] = result }
+                return results
+            }
+        }
+        for i in 0..<count {
+            let response = try #require(try results[i]?.get())
+            #expect(response.status == 200 && response.body == Data("/\(i)".utf8))
+        }
+        #expect(server.requestCount == count)
+        #expect(server.acceptedConnections == 1)
+    }
+
     @Test(arguments: TestTransport.available) func retriesHonourRetryAfterAndStopOnSuccess(_ transport: TestTransport) async throws {
         let client = transport.client()
         let calls = Locked(0)
@@ -221,6 +257,50 @@ import TilepackTestSupport
                 #expect(ContinuousClock.now - start < .seconds(20))
             }
         }
+    }
+
+    /// A request cancelled while it waits for a connection ends without waiting its turn, is
+    /// never sent, and leaves its place to the next: the line does not stall on it.
+    @Test(arguments: TestTransport.available) func aRequestCancelledInLineIsNeverSent(_ transport: TestTransport) async throws {
+        let client = HTTPClient(transport: transport.make(maximumConnectionsPerHost: 1))
+        // The first answer waits until the test lets it go (or 60 s): the one connection stays
+        // busy for as long as the test needs, however slowly a loaded machine runs it.
+        let gate = DispatchSemaphore(value: 0)
+        let server = try LoopbackHTTPServer { request in
+            if request.path == "/first" { _ = gate.wait(timeout: .now() + 60) }
+            return .status(200, request.path)
+        }
+        defer {
+            gate.signal()
+            server.stop()
+        }
+        try await onOwnThread {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    let first = try await client.send(HTTPRequest(url: url(server, "/first"), timeout: .seconds(120)))
+                    #expect(first.body == Data("/first".utf8))
+                }
+                #expect(await eventually(30) { server.requestCount == 1 })
+                let cancelled = await withTaskGroup(of: Result<HTTPResponse, HTTPError>.self) { waiting in
+                    waiting.addTask {
+                        do throws(HTTPError) {
+                            return .success(try await client.send(HTTPRequest(url: url(server, "/cancelled"), timeout: .seconds(120))))
+                        } catch { return .failure(error) }
+                    }
+                    try? await Task.sleep(for: .milliseconds(200))
+                    waiting.cancelAll()
+                    return await waiting.next()
+                }
+                // Ended while the first still holds the connection: it did not wait its turn.
+                #expect(throws: HTTPError(url: url(server, "/cancelled").absoluteString, fault: .cancelled)) { try cancelled?.get() }
+                #expect(server.requestCount == 1)
+                gate.signal()
+                let next = try await client.send(HTTPRequest(url: url(server, "/next"), timeout: .seconds(120)))
+                #expect(next.body == Data("/next".utf8))
+                try await group.waitForAll()
+            }
+        }
+        #expect(server.requests.map(\.path) == ["/first", "/next"])
     }
 
     @Test(arguments: TestTransport.available) func onlyHTTPSchemes(_ transport: TestTransport) async {

@@ -30,6 +30,8 @@ CURLcode tilepack_curl_set_pointer(CURL *handle, CURLoption option, const void *
 CURLcode tilepack_curl_set_callback(CURL *handle, CURLoption option, tilepack_curl_data_callback value);
 CURLcode tilepack_curl_set_seek_callback(CURL *handle, tilepack_curl_seek_callback value);
 CURLcode tilepack_curl_response_code(CURL *handle, long *code);
+/// The HTTP version of the transfer's last response: CURL_HTTP_VERSION_1_0, _1_1, _2_0 or _3 (0: none).
+CURLcode tilepack_curl_http_version(CURL *handle, long *version);
 
 CURLM *tilepack_curl_multi_init(void);
 CURLMcode tilepack_curl_multi_cleanup(CURLM *multi);

@@ -1,0 +1,127 @@
+import Foundation
+
+/// The exchanges a transport has in hand for each host: at most `limit` running (one per
+/// connection), the rest waiting in line, first come first served.
+///
+/// Why the line is a transport's own and not the platform client's: an exchange's deadline is
+/// the whole exchange's (``HTTPRequest/timeout``), and a platform client counts it from the moment
+/// it is handed the exchange, waiting included. libcurl counts `CURLOPT_TIMEOUT_MS` from when a
+/// transfer joins its multi handle (its documentation of `CURLMOPT_MAX_HOST_CONNECTIONS` says so),
+/// and the URLSession transport's timer starts when its task is resumed; so a request handed in
+/// behind others timed out before a byte of it was sent. Here it is handed on only when a
+/// connection is free, and its deadline starts then.
+///
+/// A host that multiplexes (HTTP/2 or 3: every exchange a stream of one connection) runs
+/// ``streamsPerConnection`` exchanges per connection once a transport has seen it do so.
+///
+/// Not thread-safe: its owner serializes the calls (curl's loop thread, or a lock).
+package struct HostLine<Item: AnyObject> {
+    /// Exchanges run at once on one multiplexed connection: HTTP/2's usual
+    /// `SETTINGS_MAX_CONCURRENT_STREAMS` (nginx, and curl's own default, is 100; 128 and more elsewhere).
+    package static var streamsPerConnection: Int { 100 }
+
+    private let connections: Int
+    private var hosts: [String: Host] = [:]
+
+    private struct Host {
+        var running = 0
+        var waiting: [Item] = []
+        /// Where the line starts in `waiting` (items before it have been handed on).
+        var head = 0
+        var multiplexes = false
+    }
+
+    /// - Parameter connections: the transport's connections per host (at least 1).
+    package init(connections: Int) {
+        self.connections = max(1, connections)
+    }
+
+    /// The host an exchange goes to: scheme, host and port, as connections are shared.
+    package static func host(of url: URL) -> String {
+        let scheme = url.scheme?.lowercased() ?? ""
+        let port = url.port ?? (scheme == "https" ? 443 : 80)
+        return "\(scheme)://\(url.host?.lowercased() ?? ""):\(port)"
+    }
+
+    /// Whether `item` runs now (it then holds one of its host's places until ``finished(host:)``);
+    /// otherwise it waits at the end of the line.
+    package mutating func admit(_ item: Item, host: String) -> Bool {
+        var entry = hosts[host, default: Host()]
+        defer { hosts[host] = entry }
+        if entry.running < limit(entry), entry.head == entry.waiting.count {
+            entry.running += 1
+            return true
+        }
+        entry.waiting.append(item)
+        return false
+    }
+
+    /// Takes `item` out of the line (a cancelled exchange); whether it was waiting there.
+    package mutating func remove(_ item: Item, host: String) -> Bool {
+        guard var entry = hosts[host],
+            let index = entry.waiting[entry.head...].firstIndex(where: { $0 === item })
+        else { return false }
+        entry.waiting.remove(at: index)
+        hosts[host] = entry
+        return true
+    }
+
+    /// One of `host`'s running items ended: the items that run now, oldest first (each holds a
+    /// place until its own end).
+    package mutating func finished(host: String) -> [Item] {
+        guard var entry = hosts[host] else { return [] }
+        entry.running = max(0, entry.running - 1)
+        let next = handOn(&entry)
+        if entry.running == 0 && entry.head == entry.waiting.count && !entry.multiplexes {
+            // An idle host is forgotten, unless it multiplexes: that is worth remembering.
+            hosts[host] = nil
+        } else {
+            hosts[host] = entry
+        }
+        return next
+    }
+
+    /// `host` answered over HTTP/2 or 3: it takes ``streamsPerConnection`` items per connection
+    /// from now on. Returns the items that run now.
+    package mutating func multiplexes(host: String) -> [Item] {
+        guard var entry = hosts[host], !entry.multiplexes else { return [] }
+        entry.multiplexes = true
+        let next = handOn(&entry)
+        hosts[host] = entry
+        return next
+    }
+
+    /// Every item still waiting, oldest first; the lines are left empty (the transport stops).
+    package mutating func drain() -> [Item] {
+        let waiting = hosts.values.flatMap { $0.waiting[$0.head...] }
+        for host in hosts.keys {
+            hosts[host]?.waiting = []
+            hosts[host]?.head = 0
+        }
+        return waiting
+    }
+
+    /// Items waiting for `host`.
+    package func waiting(for host: String) -> Int {
+        hosts[host].map { $0.waiting.count - $0.head } ?? 0
+    }
+
+    private func limit(_ entry: Host) -> Int {
+        entry.multiplexes ? connections * Self.streamsPerConnection : connections
+    }
+
+    private func handOn(_ entry: inout Host) -> [Item] {
+        var next: [Item] = []
+        while entry.running < limit(entry), entry.head < entry.waiting.count {
+            next.append(entry.waiting[entry.head])
+            entry.head += 1
+            entry.running += 1
+        }
+        // The handed-on part is dropped once it is most of the array (amortized O(1) per item).
+        if entry.head > 32 && entry.head * 2 > entry.waiting.count {
+            entry.waiting.removeFirst(entry.head)
+            entry.head = 0
+        }
+        return next
+    }
+}
