@@ -1,7 +1,7 @@
 import Foundation
 
-/// The exchanges a transport has in hand for each host: at most `limit` running (one per
-/// connection), the rest waiting in line, first come first served.
+/// The exchanges a transport has in hand for each host: one running per connection, the rest
+/// waiting in line, first come first served.
 ///
 /// Why the line is a transport's own and not the platform client's: an exchange's deadline is
 /// the whole exchange's (``HTTPRequest/timeout``), and a platform client counts it from the moment
@@ -46,9 +46,12 @@ package struct HostLine<Item: AnyObject> {
     /// Whether `item` runs now (it then holds one of its host's places until ``finished(host:)``);
     /// otherwise it waits at the end of the line.
     package mutating func admit(_ item: Item, host: String) -> Bool {
-        var entry = hosts[host, default: Host()]
-        defer { hosts[host] = entry }
-        if entry.running < limit(entry), entry.head == entry.waiting.count {
+        // In place (`inout` through the subscript): the waiting array is not copied.
+        Self.admit(item, connections, &hosts[host, default: Host()])
+    }
+
+    private static func admit(_ item: Item, _ connections: Int, _ entry: inout Host) -> Bool {
+        if entry.running < limit(connections, entry), entry.head == entry.waiting.count {
             entry.running += 1
             return true
         }
@@ -58,40 +61,39 @@ package struct HostLine<Item: AnyObject> {
 
     /// Takes `item` out of the line (a cancelled exchange); whether it was waiting there.
     package mutating func remove(_ item: Item, host: String) -> Bool {
-        guard var entry = hosts[host],
-            let index = entry.waiting[entry.head...].firstIndex(where: { $0 === item })
-        else { return false }
-        entry.waiting.remove(at: index)
-        hosts[host] = entry
+        guard let index = hosts[host].flatMap({ entry in entry.waiting[entry.head...].firstIndex { $0 === item } }) else {
+            return false
+        }
+        hosts[host]?.waiting.remove(at: index)
         return true
     }
 
     /// One of `host`'s running items ended: the items that run now, oldest first (each holds a
     /// place until its own end).
     package mutating func finished(host: String) -> [Item] {
-        guard var entry = hosts[host] else { return [] }
-        entry.running = max(0, entry.running - 1)
-        let next = handOn(&entry)
-        if entry.running == 0 && entry.head == entry.waiting.count && !entry.multiplexes {
-            // An idle host is forgotten, unless it multiplexes: that is worth remembering.
-            hosts[host] = nil
-        } else {
-            hosts[host] = entry
-        }
+        guard hosts[host] != nil else { return [] }
+        let (next, idle) = Self.finished(connections, &hosts[host, default: Host()])
+        // An idle host is forgotten, unless it multiplexes: that is worth remembering.
+        if idle { hosts[host] = nil }
         return next
+    }
+
+    private static func finished(_ connections: Int, _ entry: inout Host) -> (next: [Item], idle: Bool) {
+        entry.running = max(0, entry.running - 1)
+        let next = handOn(connections, &entry)
+        return (next, entry.running == 0 && entry.head == entry.waiting.count && !entry.multiplexes)
     }
 
     /// `host` answered over HTTP/2 or 3: it takes ``streamsPerConnection`` items per connection
     /// from now on. Returns the items that run now.
     package mutating func multiplexes(host: String) -> [Item] {
-        guard var entry = hosts[host], !entry.multiplexes else { return [] }
-        entry.multiplexes = true
-        let next = handOn(&entry)
-        hosts[host] = entry
-        return next
+        guard hosts[host]?.multiplexes == false else { return [] }
+        hosts[host]?.multiplexes = true
+        return Self.handOn(connections, &hosts[host, default: Host()])
     }
 
-    /// Every item still waiting, oldest first; the lines are left empty (the transport stops).
+    /// Every item still waiting (each host's oldest first); the lines are left empty (the
+    /// transport stops).
     package mutating func drain() -> [Item] {
         let waiting = hosts.values.flatMap { $0.waiting[$0.head...] }
         for host in hosts.keys {
@@ -106,13 +108,13 @@ package struct HostLine<Item: AnyObject> {
         hosts[host].map { $0.waiting.count - $0.head } ?? 0
     }
 
-    private func limit(_ entry: Host) -> Int {
-        entry.multiplexes ? connections * Self.streamsPerConnection : connections
+    private static func limit(_ connections: Int, _ entry: Host) -> Int {
+        entry.multiplexes ? connections * streamsPerConnection : connections
     }
 
-    private func handOn(_ entry: inout Host) -> [Item] {
+    private static func handOn(_ connections: Int, _ entry: inout Host) -> [Item] {
         var next: [Item] = []
-        while entry.running < limit(entry), entry.head < entry.waiting.count {
+        while entry.running < limit(connections, entry), entry.head < entry.waiting.count {
             next.append(entry.waiting[entry.head])
             entry.head += 1
             entry.running += 1
