@@ -83,8 +83,6 @@ final class CurlTransfer: @unchecked Sendable {
     var easy: UnsafeMutableRawPointer?
     /// Where it goes (``HostLine/host(of:)``): the line it waits in for a connection.
     let host: String
-    /// Whether it holds one of its host's places in the loop's ``HostLine`` (from its turn to its end).
-    var admitted = false
     /// The request's own header list, when it is not the loop's shared one (freed with the transfer).
     var headerList: UnsafeMutablePointer<curl_slist>?
     /// Set by a cancel from any thread; the loop ends the transfer when it sees it.
@@ -274,12 +272,6 @@ final class CurlLoop: @unchecked Sendable {
         }
     }
 
-    /// Starts a transfer whose turn has come (it holds a place in ``line`` until it ends).
-    private func run(_ transfer: CurlTransfer) {
-        transfer.admitted = true
-        start(transfer)
-    }
-
     /// Sets up a handle for `transfer` and adds it to the multi handle.
     private func start(_ transfer: CurlTransfer) {
         if transfer.cancelled.withLock({ $0 }) {
@@ -436,11 +428,8 @@ final class CurlLoop: @unchecked Sendable {
         let continuation = transfer.continuation
         transfer.continuation = nil
         continuation?.resume(returning: transfer.response)
-        // Its place goes to the next in line.
-        if transfer.admitted {
-            transfer.admitted = false
-            handOn(line.finished(host: transfer.host))
-        }
+        // Its place, if it had one, goes to the next in line.
+        handOn(line.finished(transfer, host: transfer.host))
     }
 
     /// Runs transfers whose turn came, in order, one after another: a start that fails ends its
@@ -449,7 +438,7 @@ final class CurlLoop: @unchecked Sendable {
         turns.append(contentsOf: transfers)
         guard !handingOn else { return }
         handingOn = true
-        while !turns.isEmpty { run(turns.removeFirst()) }
+        while !turns.isEmpty { start(turns.removeFirst()) }
         handingOn = false
     }
 

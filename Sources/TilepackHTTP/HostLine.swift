@@ -24,7 +24,8 @@ package struct HostLine<Item: AnyObject> {
     private var hosts: [String: Host] = [:]
 
     private struct Host {
-        var running = 0
+        /// The items holding a place, from their turn to ``HostLine/finished(_:host:)``.
+        var running: [ObjectIdentifier: Item] = [:]
         var waiting: [Item] = []
         /// Where the line starts in `waiting` (items before it have been handed on).
         var head = 0
@@ -43,16 +44,16 @@ package struct HostLine<Item: AnyObject> {
         return "\(scheme)://\(url.host?.lowercased() ?? ""):\(port)"
     }
 
-    /// Whether `item` runs now (it then holds one of its host's places until ``finished(host:)``);
-    /// otherwise it waits at the end of the line.
+    /// Whether `item` runs now (it then holds one of its host's places until
+    /// ``finished(_:host:)``); otherwise it waits at the end of the line.
     package mutating func admit(_ item: Item, host: String) -> Bool {
         // In place (`inout` through the subscript): the waiting array is not copied.
         Self.admit(item, connections, &hosts[host, default: Host()])
     }
 
     private static func admit(_ item: Item, _ connections: Int, _ entry: inout Host) -> Bool {
-        if entry.running < limit(connections, entry), entry.head == entry.waiting.count {
-            entry.running += 1
+        if entry.running.count < limit(connections, entry), entry.head == entry.waiting.count {
+            entry.running[ObjectIdentifier(item)] = item
             return true
         }
         entry.waiting.append(item)
@@ -68,20 +69,21 @@ package struct HostLine<Item: AnyObject> {
         return true
     }
 
-    /// One of `host`'s running items ended: the items that run now, oldest first (each holds a
-    /// place until its own end).
-    package mutating func finished(host: String) -> [Item] {
-        guard hosts[host] != nil else { return [] }
-        let (next, idle) = Self.finished(connections, &hosts[host, default: Host()])
+    /// `item` ended: if it held a place, the items that run now, oldest first (each holds a place
+    /// until its own end); nothing otherwise (it never ran, or its end was already told), so a
+    /// transport may tell every end, once or twice, and a place is given back once.
+    package mutating func finished(_ item: Item, host: String) -> [Item] {
+        guard hosts[host]?.running[ObjectIdentifier(item)] != nil else { return [] }
+        let (next, idle) = Self.finished(item, connections, &hosts[host, default: Host()])
         // An idle host is forgotten, unless it multiplexes: that is worth remembering.
         if idle { hosts[host] = nil }
         return next
     }
 
-    private static func finished(_ connections: Int, _ entry: inout Host) -> (next: [Item], idle: Bool) {
-        entry.running = max(0, entry.running - 1)
+    private static func finished(_ item: Item, _ connections: Int, _ entry: inout Host) -> (next: [Item], idle: Bool) {
+        entry.running[ObjectIdentifier(item)] = nil
         let next = handOn(connections, &entry)
-        return (next, entry.running == 0 && entry.head == entry.waiting.count && !entry.multiplexes)
+        return (next, entry.running.isEmpty && entry.head == entry.waiting.count && !entry.multiplexes)
     }
 
     /// `host` answered over HTTP/2 or 3: it takes ``streamsPerConnection`` items per connection
@@ -114,10 +116,11 @@ package struct HostLine<Item: AnyObject> {
 
     private static func handOn(_ connections: Int, _ entry: inout Host) -> [Item] {
         var next: [Item] = []
-        while entry.running < limit(connections, entry), entry.head < entry.waiting.count {
-            next.append(entry.waiting[entry.head])
+        while entry.running.count < limit(connections, entry), entry.head < entry.waiting.count {
+            let item = entry.waiting[entry.head]
+            next.append(item)
+            entry.running[ObjectIdentifier(item)] = item
             entry.head += 1
-            entry.running += 1
         }
         // The handed-on part is dropped once it is most of the array (amortized O(1) per item).
         if entry.head > 32 && entry.head * 2 > entry.waiting.count {

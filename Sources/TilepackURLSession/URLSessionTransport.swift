@@ -18,7 +18,7 @@ public final class URLSessionTransport: PlatformHTTPTransport {
     private let session: URLSession
     private let delegate: SessionDelegate
     /// Exchanges beyond a host's connections wait here, not in URLSession, where their deadline
-    /// would run while they wait (``HostLine``). Each ``Exchange/admitted`` is guarded by it too.
+    /// would run while they wait (``HostLine``).
     private let line: Locked<HostLine<Exchange>>
 
     /// - Parameter maximumConnectionsPerHost: `URLSession`'s limit on parallel connections to one
@@ -40,7 +40,7 @@ public final class URLSessionTransport: PlatformHTTPTransport {
         // platform reports the protocol in its metrics: Apple's does, FoundationNetworking's not).
         delegate.onMultiplexing = { [weak self] host in
             guard let self else { return }
-            for waiting in line.withLock({ Self.handOn($0.multiplexes(host: host)) }) { begin(waiting) }
+            for waiting in line.withLock({ $0.multiplexes(host: host) }) { begin(waiting) }
         }
     }
 
@@ -66,11 +66,7 @@ public final class URLSessionTransport: PlatformHTTPTransport {
                     exchange.finish(.cancelled)
                     return
                 }
-                let turn = line.withLock { line in
-                    exchange.admitted = line.admit(exchange, host: exchange.host)
-                    return exchange.admitted
-                }
-                if turn { begin(exchange) }
+                if line.withLock({ $0.admit(exchange, host: exchange.host) }) { begin(exchange) }
             }
         } onCancel: {
             exchange.finish(.cancelled)
@@ -96,20 +92,10 @@ public final class URLSessionTransport: PlatformHTTPTransport {
         exchange.armDeadline { task.cancel() }
     }
 
-    /// Gives an ended exchange's place to the next in line (once, whoever calls first).
+    /// Gives an ended exchange's place, if it had one, to the next in line (``HostLine`` gives
+    /// it back once, whoever calls first).
     private func release(_ exchange: Exchange) {
-        let next = line.withLock { line -> [Exchange] in
-            guard exchange.admitted else { return [] }
-            exchange.admitted = false
-            return Self.handOn(line.finished(host: exchange.host))
-        }
-        for waiting in next { begin(waiting) }
-    }
-
-    /// Marks exchanges whose turn came as holding their places (under the line's lock).
-    private static func handOn(_ exchanges: [Exchange]) -> [Exchange] {
-        for exchange in exchanges { exchange.admitted = true }
-        return exchanges
+        for waiting in line.withLock({ $0.finished(exchange, host: exchange.host) }) { begin(waiting) }
     }
 }
 
@@ -125,8 +111,6 @@ private final class Exchange: @unchecked Sendable {
     let urlRequest: URLRequest
     /// Its line in the transport (``HostLine/host(of:)``).
     let host: String
-    /// Whether it holds one of its host's places: guarded by the transport's line lock.
-    var admitted = false
 
     init(_ response: HTTPIncomingResponse, urlRequest: URLRequest, host: String) {
         self.response = response

@@ -3,19 +3,29 @@ import Testing
 import TilepackHTTP
 
 /// The line a transport keeps for each host (``HostLine``): first come first served, at most one
-/// running exchange per connection, a hundred per connection once the host multiplexes.
+/// running exchange per connection, a hundred per connection once the host multiplexes, and each
+/// place given back once.
 @Suite struct HostLineTests {
     final class Item {
         let name: String
         init(_ name: String) { self.name = name }
     }
 
-    /// A line and what it did, step by step (`#expect` cannot hold a mutating call).
+    /// A line of named items, step by step (`#expect` cannot hold a mutating call).
     struct Line {
         var line: HostLine<Item>
+        var items: [String: Item] = [:]
         init(connections: Int) { line = HostLine(connections: connections) }
-        mutating func admit(_ name: String, _ host: String = "a") -> Bool { line.admit(Item(name), host: host) }
-        mutating func finished(_ host: String = "a") -> [String] { line.finished(host: host).map(\.name) }
+
+        mutating func admit(_ name: String, _ host: String = "a") -> Bool {
+            let item = Item(name)
+            items[name] = item
+            return line.admit(item, host: host)
+        }
+        /// What runs now that `name` ended.
+        mutating func finished(_ name: String, _ host: String = "a") -> [String] {
+            line.finished(items[name]!, host: host).map(\.name)
+        }
         mutating func multiplexes(_ host: String = "a") -> [String] { line.multiplexes(host: host).map(\.name) }
     }
 
@@ -33,20 +43,36 @@ import TilepackHTTP
         let other = line.admit("other", "b")
         #expect(other)
         #expect(line.line.waiting(for: "a") == 4)
-        var handed: [String] = []
-        for _ in 0..<2 { handed += line.finished() }
+        var handed = line.finished("1") + line.finished("0")
         #expect(handed == ["2", "3"])
         // One that comes now waits behind those already waiting.
         let late = line.admit("late")
         #expect(!late)
-        handed = []
-        for _ in 0..<5 { handed += line.finished() }
+        handed = line.finished("2") + line.finished("3") + line.finished("4")
         #expect(handed == ["4", "5", "late"])
+        handed = line.finished("5") + line.finished("late")
+        #expect(handed.isEmpty)
         // Every place free again: the next runs at once.
         let again = line.admit("again")
         #expect(again)
-        let onB = line.finished("b")
+        let onB = line.finished("other", "b")
         #expect(onB.isEmpty)
+    }
+
+    /// A transport may tell an end twice (a cancel racing a hand-on), or tell the end of an item
+    /// that never ran: a place is given back once, and only by the item that held it.
+    @Test func aPlaceIsGivenBackOnceAndOnlyByItsHolder() {
+        var line = Line(connections: 1)
+        let admitted = ["running", "next", "after"].map { line.admit($0) }
+        #expect(admitted == [true, false, false])
+        let byWaiting = line.finished("after")
+        #expect(byWaiting.isEmpty, "an item that never ran gives nothing back")
+        let first = line.finished("running")
+        #expect(first == ["next"])
+        let again = line.finished("running")
+        #expect(again.isEmpty, "told twice, the place is given back once")
+        let last = line.finished("next")
+        #expect(last == ["after"])
     }
 
     @Test func aRemovedItemNeverRuns() {
@@ -56,7 +82,7 @@ import TilepackHTTP
         #expect(admitted == [true, false, false])
         let removed = [line.remove(cancelled, host: "a"), line.remove(cancelled, host: "a"), line.remove(running, host: "a")]
         #expect(removed == [true, false, false], "removed once; a running item is not in the line")
-        let handed = line.finished(host: "a").map(\.name)
+        let handed = line.finished(running, host: "a").map(\.name)
         #expect(handed == ["next"])
     }
 
@@ -69,18 +95,18 @@ import TilepackHTTP
         let again = line.multiplexes()
         #expect(again.isEmpty)
         #expect(line.line.waiting(for: "a") == 50)
-        let next = line.finished()
+        let next = line.finished("0")
         #expect(next == ["200"])
     }
 
     @Test func drainingEmptiesEveryLine() {
-        var line = HostLine<Item>(connections: 1)
-        for name in ["a0", "a1", "a2"] { _ = line.admit(Item(name), host: "a") }
-        for name in ["b0", "b1"] { _ = line.admit(Item(name), host: "b") }
-        let drained = line.drain().map(\.name).sorted()
+        var line = Line(connections: 1)
+        for name in ["a0", "a1", "a2"] { _ = line.admit(name, "a") }
+        for name in ["b0", "b1"] { _ = line.admit(name, "b") }
+        let drained = line.line.drain().map(\.name).sorted()
         #expect(drained == ["a1", "a2", "b1"])
-        #expect(line.waiting(for: "a") == 0 && line.waiting(for: "b") == 0)
-        let handed = line.finished(host: "a")
+        #expect(line.line.waiting(for: "a") == 0 && line.line.waiting(for: "b") == 0)
+        let handed = line.finished("a0")
         #expect(handed.isEmpty)
     }
 
@@ -89,7 +115,7 @@ import TilepackHTTP
         var line = Line(connections: 1)
         for i in 0..<1000 { _ = line.admit("\(i)") }
         var order: [String] = []
-        for _ in 0..<1000 { order += line.finished() }
+        for i in 0..<1000 { order += line.finished("\(i)") }
         #expect(order == (1..<1000).map { "\($0)" })
     }
 }
