@@ -35,6 +35,7 @@
 # http_v2 (Debian's nginx), openssl, download-tiles 0.4.1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source tools/bench-lib.sh
 root="$PWD"
 work="${BENCH_WORK:-/tmp/tilepack-bench-fetch}"
 zoom="0-7"
@@ -133,13 +134,7 @@ for base in "http://127.0.0.1:$port" "https://127.0.0.1:$tls_port"; do
 done
 
 # tilepack (release, static Swift runtime, as installed; TILEPACK_BIN=path: that build) and the floors.
-if [ -n "${TILEPACK_BIN:-}" ]; then
-    tilepack="$TILEPACK_BIN"
-else
-    static=(-c release --static-swift-stdlib --scratch-path .build-static)
-    swift build "${static[@]}" --product tilepack >/dev/null
-    tilepack="$(swift build "${static[@]}" --show-bin-path)/tilepack"
-fi
+tilepack="$(release_tilepack)"
 if [ "$http_floor" = 1 ]; then swift build -c release --package-path tools --product bench-fetch-floor >/dev/null; fi
 swift build -c release --package-path tools --product curl-fetch-floor >/dev/null
 bin="$(swift build -c release --package-path tools --show-bin-path)"

@@ -7,6 +7,7 @@
 #   tools/bench-import.sh [bench-import options: --small N --large N --rss N,N --runs N --cold ...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source tools/bench-lib.sh
 work="${BENCH_WORK:-/tmp/tilepack-bench}"
 mkdir -p "$work"
 
@@ -17,15 +18,11 @@ if [ ! -x "$venv/bin/mb-util" ]; then
     "$venv/bin/pip" install --quiet "mbutil==0.3.0"
 fi
 
-# The CLI as a Linux release is shipped: the Swift runtime and Foundation linked in
-# (--static-swift-stdlib; README's Install). It has its own build folder, so this does not
-# rebuild the everyday .build (the first build takes several minutes).
-static=(-c release --static-swift-stdlib --scratch-path .build-static)
-swift build "${static[@]}" --product tilepack
+# The CLI as a Linux release is shipped (bench-lib.sh; TILEPACK_BIN=path: that build).
+tilepack="$(release_tilepack)"
 swift build -c release --package-path tools --product bench-import
 swift build -c release --package-path tools --product floor-read
-bin="$(swift build "${static[@]}" --show-bin-path)"
 tools_bin="$(swift build -c release --package-path tools --show-bin-path)"
 
-exec "$tools_bin/bench-import" --work "$work" --tilepack "$bin/tilepack" --mb-util "$venv/bin/mb-util" \
+exec "$tools_bin/bench-import" --work "$work" --tilepack "$tilepack" --mb-util "$venv/bin/mb-util" \
     --floor-read "$tools_bin/floor-read" "$@"

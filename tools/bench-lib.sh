@@ -1,4 +1,21 @@
-# Shared by the benchmarks that drive wrk (bench-serve.sh, bench-s3.sh): source it.
+# Shared by the benchmarks (bench-serve.sh, bench-s3.sh, bench-fetch.sh, bench-import.sh,
+# bench-update.sh): source it, from the repository's root.
+
+# The tilepack a benchmark times, its path printed: $TILEPACK_BIN when set (a release build made
+# elsewhere), else the CLI as a Linux release is shipped, built here: the Swift runtime and
+# Foundation linked in (--static-swift-stdlib, README's Install, tools/install.sh), in its own build
+# folder (.build-static), so the everyday .build is not rebuilt (the first build takes minutes).
+# Its process starts in about half the time of the everyday build's (11 ms of CPU against 21 ms
+# for `--version`), which a command of a few milliseconds notices. Build output goes to stderr.
+release_tilepack() {
+  if [ -n "${TILEPACK_BIN:-}" ]; then
+    echo "$TILEPACK_BIN"
+    return
+  fi
+  local static=(-c release --static-swift-stdlib --scratch-path .build-static)
+  swift build "${static[@]}" --product tilepack >&2
+  echo "$(swift build "${static[@]}" --show-bin-path)/tilepack"
+}
 
 # The tile tree of bench-serve.sh and bench-s3.sh in the folder $1: 5461 tiles, zooms 0-6, from the
 # sample tiles (zooms 5 and 6 reuse zoom 4's images, with a different trailing comment chunk each

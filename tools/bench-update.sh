@@ -18,6 +18,7 @@
 #                          TILEPACK_BIN=path: use that release build of tilepack)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source tools/bench-lib.sh
 work="${BENCH_WORK:-/tmp/tilepack-bench}/update"
 tiles=50000
 apply_only=0
@@ -42,17 +43,8 @@ if [ ${#need[@]} -gt 0 ]; then
     $sudo apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 
-# TILEPACK_BIN: a release tilepack already built; else the CLI as a Linux release is shipped,
-# built here: the Swift runtime and Foundation linked in (--static-swift-stdlib, README's
-# Install), in its own build folder. Its process starts in about half the time of the everyday
-# build's (11 ms of CPU against 21 ms for `--version`), which a patch of a few tiles notices.
-if [ -n "${TILEPACK_BIN:-}" ]; then
-    tilepack="$TILEPACK_BIN"
-else
-    static=(-c release --static-swift-stdlib --scratch-path .build-static)
-    swift build "${static[@]}" --product tilepack
-    tilepack="$(swift build "${static[@]}" --show-bin-path)/tilepack"
-fi
+# TILEPACK_BIN: a release tilepack already built; else the static release build (bench-lib.sh).
+tilepack="$(release_tilepack)"
 
 if [ ! -f "$work/v2-$tiles.mbtiles" ]; then
     swift build -c release --package-path tools --product make-versions
