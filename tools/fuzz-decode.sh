@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fuzzes the TilepackImaging decoders for a bounded time (CI): tools/fuzz-decode.sh [seconds, default 60]
 # Seeds: the imaging test resources (every PNG type) and real JPEG/WebP/PNG/MVT tiles read from
-# ../shared/fixtures with the sqlite3 CLI. Builds fuzz-decode
+# Tests/Fixtures with the sqlite3 CLI. Builds fuzz-decode
 # with libFuzzer (-sanitize=fuzzer, linked by lld: gold fails on it) in its own scratch directory; if that build fails, runs the same
 # target's seeded random-mutation loop instead. Exit status non-zero on a crash or timeout.
 set -euo pipefail
@@ -11,10 +11,9 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/corpus" "$work/artifacts"
 cp "$root"/Tests/TilepackImagingTests/Resources/*.png "$work/corpus/"
-fixtures="$root/../shared/fixtures"
+fixtures="${TILEPACK_FIXTURES:-$root/Tests/Fixtures}"
 for archive in martin/geography-class-jpg.mbtiles martin/webp.mbtiles node-mbtiles/plain_1.mbtiles \
                martin/world_cities.mbtiles martin/uncompressed_mvt.mbtiles; do
-    [ -f "$fixtures/$archive" ] || continue
     name="$(basename "$archive" .mbtiles)"
     sqlite3 -readonly "$fixtures/$archive" \
         "select writefile('$work/corpus/$name-' || zoom_level || '-' || tile_column || '-' || tile_row, tile_data) from tiles limit 3" >/dev/null

@@ -6,7 +6,7 @@ import TilepackTestSupport
 
 @testable import TilepackImaging
 
-/// Real tiles written by other tools, read in place from ../shared/fixtures.
+/// Real tiles written by other tools, read in place from Tests/Fixtures.
 @Suite struct FixtureTileTests {
     @Test func decodesTheMartinWebPTileAt512Pixels() throws {
         let data = try FixtureTile.data("martin/webp.mbtiles", zoom: 0, x: 0, tmsRow: 0)

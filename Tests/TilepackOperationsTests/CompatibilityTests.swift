@@ -9,7 +9,7 @@ import TilepackTestSupport
 @Suite struct MetadataMappingTests {
     static let outputs = ["mbtiles", "pmtiles", "tilepack"]
 
-    /// Every archive of `../shared/fixtures/` (and the sample bundle) that tilepack opens.
+    /// Every archive of `Tests/Fixtures/` (and the sample bundle) that tilepack opens.
     static var archives: [String] {
         var paths: [String] = []
         for folder in ["martin", "mbutil", "node-mbtiles", "pmtiles"] {

@@ -55,7 +55,7 @@ import TilepackTestSupport
 }
 
 @Suite struct VerifyTests {
-    /// The exit codes `../shared/fixtures/README.md` predicts for every real archive.
+    /// The exit code `verify` owes every real archive (each one's fault: `Tests/Fixtures/SOURCES.md`).
     static let expected: [(String, Set<Int32>)] = [
         ("node-mbtiles/plain_1.mbtiles", [0]), ("node-mbtiles/plain_2.mbtiles", [0]),
         ("node-mbtiles/plain_3.mbtiles", [0]), ("node-mbtiles/plain_4.mbtiles", [0]),

@@ -177,7 +177,6 @@ struct FetchCommandTests {
             #expect(!loaded.stdout.contains(library), "\(library) is loaded at every start: \(loaded.stdout)")
         }
         #endif
-        guard TestSupport.fixturesAvailable else { return }
         let name = "stamen_toner_raster_CC-BY+ODbL_z3.pmtiles"
         let server = try LoopbackHTTPServer(files: TestSupport.fixturesRoot.appendingPathComponent("pmtiles"))
         defer { server.stop() }

@@ -135,16 +135,14 @@ struct S3ReadTests {
             return try Self.sameTiles(remote, try openTileArchive(path: Self.sample))
         }
         #expect(bundleTiles == 341)
-        if TestSupport.fixturesAvailable {
-            let pmtiles = try await upload(Self.pmtiles, as: "fixture.pmtiles")
-            let tiles = try await onThread {
-                let remote = try RemoteArchive.open(s3: pmtiles, client: client)
-                #expect(remote is PMTilesArchive)
-                #expect(try remote.metadata() == openTileArchive(path: Self.pmtiles).metadata())
-                return try Self.sameTiles(remote, try openTileArchive(path: Self.pmtiles))
-            }
-            #expect(tiles > 0)
+        let pmtiles = try await upload(Self.pmtiles, as: "fixture.pmtiles")
+        let tiles = try await onThread {
+            let remote = try RemoteArchive.open(s3: pmtiles, client: client)
+            #expect(remote is PMTilesArchive)
+            #expect(try remote.metadata() == openTileArchive(path: Self.pmtiles).metadata())
+            return try Self.sameTiles(remote, try openTileArchive(path: Self.pmtiles))
         }
+        #expect(tiles > 0)
     }
 
     @Test func authenticationIsEnforcedSoUnsignedReadsAreRefused() async throws {

@@ -5,7 +5,7 @@ import TilepackStorage
 import TilepackTestSupport
 
 /// Real archives written by other tools, converted to bundles and read back tile for tile.
-@Suite(.enabled(if: TestSupport.fixturesAvailable))
+@Suite
 struct BundleFixtureTests {
     @Test(arguments: [
         "martin/world_cities.mbtiles",  // gzip MVT

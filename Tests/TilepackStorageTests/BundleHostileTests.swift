@@ -229,7 +229,7 @@ import TilepackTestSupport
         }
     }
 
-    @Test(.enabled(if: TestSupport.fixturesAvailable))
+    @Test
     func otherToolsArchivesAreNamed() throws {
         let mbtiles = TestSupport.fixture("martin/world_cities.mbtiles")
         #expect(

@@ -34,7 +34,6 @@ func readEverything(_ path: String) -> TileArchiveError? {
 
 @Suite struct MBTilesBadInputTests {
     @Test func truncatedCopiesOfARealFile() throws {
-        try #require(TestSupport.fixturesAvailable)
         let original = try Data(contentsOf: URL(fileURLWithPath: TestSupport.fixture("node-mbtiles/plain_1.mbtiles")))
         let dir = try TemporaryDirectory()
         for length in [0, 1, 15, 16, 99, 100, 1023, 1024, 4096 + 3, original.count / 2, original.count - 1024, original.count - 1] {
@@ -59,7 +58,6 @@ func readEverything(_ path: String) -> TileArchiveError? {
     /// Flipped bytes all over a real file: every outcome is success or a TileArchiveError naming
     /// the file; never a crash, a hang or another error type.
     @Test func flippedBytesInARealFile() throws {
-        try #require(TestSupport.fixturesAvailable)
         let original = try Data(contentsOf: URL(fileURLWithPath: TestSupport.fixture("martin/world_cities.mbtiles")))
         let dir = try TemporaryDirectory()
         var generator = SplitMix64(seed: 42)
@@ -84,7 +82,6 @@ func readEverything(_ path: String) -> TileArchiveError? {
     }
 
     @Test func garbagePagesAreReportedCorrupt() throws {
-        try #require(TestSupport.fixturesAvailable)
         var data = try Data(contentsOf: URL(fileURLWithPath: TestSupport.fixture("martin/world_cities.mbtiles")))
         // Pages 2 and up (1024 bytes each) become 0xFF: the schema on page 1 still reads.
         for i in 1024..<data.count { data[i] = 0xFF }
@@ -287,7 +284,6 @@ func readEverything(_ path: String) -> TileArchiveError? {
 @Suite struct MBTilesConcurrencyTests {
     /// Many threads read every tile of one archive at once and all see the right bytes.
     @Test func concurrentReadersSeeTheSameTiles() throws {
-        try #require(TestSupport.fixturesAvailable)
         let archive = try openFixture("node-mbtiles/plain_3.mbtiles", immutable: false)
         let tiles = try allTiles(archive)
         let expected = Dictionary(uniqueKeysWithValues: tiles.map { ($0.0, $0.1) })
@@ -307,7 +303,6 @@ func readEverything(_ path: String) -> TileArchiveError? {
 
     /// Opening from a read-only directory works and creates nothing beside the file.
     @Test func readOnlyOpenCreatesNoSideFiles() throws {
-        try #require(TestSupport.fixturesAvailable)
         let dir = try TemporaryDirectory()
         let path = dir.file("ro.mbtiles")
         try FileManager.default.copyItem(atPath: TestSupport.fixture("martin/world_cities.mbtiles"), toPath: path)

@@ -4,7 +4,7 @@ import TilepackCore
 import TilepackStorage
 import TilepackTestSupport
 
-/// One MBTiles fixture and what `../shared/fixtures/README.md` says about it.
+/// One MBTiles fixture and what is known of it (`Tests/Fixtures/SOURCES.md`).
 struct MBTilesFixture: CustomTestStringConvertible, Sendable {
     var file: String
     var tiles: Int
@@ -69,7 +69,7 @@ func archiveFault<T>(_ body: () throws -> T) -> TileArchiveError.Fault? {
     }
 }
 
-@Suite(.enabled(if: TestSupport.fixturesAvailable, "needs ../shared/fixtures"))
+@Suite
 struct MBTilesFixtureTests {
     @Test(arguments: mbtilesFixtures)
     func opensCountsAndHashesLikeMartin(_ fixture: MBTilesFixture) throws {
@@ -324,7 +324,7 @@ struct MBTilesFixtureTests {
     }
 }
 
-@Suite(.enabled(if: TestSupport.fixturesAvailable, "needs ../shared/fixtures"))
+@Suite
 struct MBTilesFixtureErrorTests {
     @Test func truncatedDatabase() {
         let fault = archiveFault { try openFixture("node-mbtiles/corrupt.mbtiles") }

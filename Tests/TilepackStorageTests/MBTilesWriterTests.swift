@@ -96,7 +96,6 @@ func directoryEntries(_ dir: TemporaryDirectory) -> [String] {
     /// Re-writing a real archive row for row gives martin's hash of the original, in both schemas.
     @Test(arguments: MBTilesWriteSchema.allCases)
     func rewritesAFixtureWithTheSameHash(_ schema: MBTilesWriteSchema) throws {
-        try #require(TestSupport.fixturesAvailable)
         let source = try openFixture("node-mbtiles/plain_1.mbtiles")
         let tiles = try allTiles(source)
         let dir = try TemporaryDirectory()
@@ -146,7 +145,6 @@ func directoryEntries(_ dir: TemporaryDirectory) -> [String] {
     /// row), and by reading the file again when they do not: both give martin's value.
     @Test(arguments: ["hash order", "XYZ order", "shuffled", "a tile written twice"])
     func aggregateHashIsTheSameWhateverTheWriteOrder(_ order: String) throws {
-        try #require(TestSupport.fixturesAvailable)
         var tiles = try allTiles(try openFixture("node-mbtiles/plain_1.mbtiles"))
         switch order {
         case "hash order": tiles.sort { ($0.0.zoom, $0.0.x, $0.0.row(in: .tms)) < ($1.0.zoom, $1.0.x, $1.0.row(in: .tms)) }
@@ -220,7 +218,6 @@ func directoryEntries(_ dir: TemporaryDirectory) -> [String] {
     }
 
     @Test func vectorTilesWithMetadata() throws {
-        try #require(TestSupport.fixturesAvailable)
         let source = try openFixture("martin/world_cities.mbtiles")
         let dir = try TemporaryDirectory()
         let path = dir.file("cities.mbtiles")
@@ -401,7 +398,6 @@ func directoryEntries(_ dir: TemporaryDirectory) -> [String] {
     }
 
     @Test func updateFlatWithHashKeepsTileHashes() throws {
-        try #require(TestSupport.fixturesAvailable)
         let dir = try TemporaryDirectory()
         let path = dir.file("zoomed.mbtiles")
         try FileManager.default.copyItem(atPath: TestSupport.fixture("martin/zoomed_world_cities.mbtiles"), toPath: path)
@@ -417,7 +413,6 @@ func directoryEntries(_ dir: TemporaryDirectory) -> [String] {
     }
 
     @Test func updateNormalizedDropsOrphanedImages() throws {
-        try #require(TestSupport.fixturesAvailable)
         let dir = try TemporaryDirectory()
         let path = dir.file("plain_1.mbtiles")
         try FileManager.default.copyItem(atPath: TestSupport.fixture("node-mbtiles/plain_1.mbtiles"), toPath: path)

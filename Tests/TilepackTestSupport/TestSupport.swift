@@ -19,20 +19,17 @@ public enum TestSupport {
         fatalError("Package.swift not found above \(#filePath)")
     }()
 
-    /// `../shared/fixtures/` beside the package root: real archives written by other tools.
+    /// `Tests/Fixtures/` in the package: real archives written by other tools, copied byte for
+    /// byte (their sources and licences are in `Tests/Fixtures/SOURCES.md`). `TILEPACK_FIXTURES`
+    /// names another folder of the same layout.
     public static let fixturesRoot: URL = {
         if let env = ProcessInfo.processInfo.environment["TILEPACK_FIXTURES"] { return URL(fileURLWithPath: env) }
-        return packageRoot.deletingLastPathComponent().appendingPathComponent("shared/fixtures")
+        return packageRoot.appendingPathComponent("Tests/Fixtures")
     }()
 
     /// The path of a fixture, e.g. `fixture("martin/world_cities.mbtiles")`.
     public static func fixture(_ relativePath: String) -> String {
         fixturesRoot.appendingPathComponent(relativePath).path
-    }
-
-    /// Whether the shared fixtures are present.
-    public static var fixturesAvailable: Bool {
-        FileManager.default.fileExists(atPath: fixturesRoot.path)
     }
 }
 

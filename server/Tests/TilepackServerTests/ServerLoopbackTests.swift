@@ -29,7 +29,6 @@ import TilepackTestSupport
     }
 
     @Test func everyFixtureArchiveServesItsBytes() async throws {
-        try #require(TestSupport.fixturesAvailable, "the shared fixtures are missing")
         let root = TestSupport.fixturesRoot
         let files = try FileManager.default.subpathsOfDirectory(atPath: root.path)
             .filter { $0.hasSuffix(".mbtiles") || $0.hasSuffix(".pmtiles") || $0.hasSuffix(".tilepack") }.sorted()

@@ -66,10 +66,10 @@ enum BenchAdapter {
         var rounds = 5
         var fixture: String = {
             if let env = ProcessInfo.processInfo.environment["TILEPACK_FIXTURES"] { return env + "/node-mbtiles/plain_3.mbtiles" }
-            // tools/Sources/bench-adapter/main.swift -> the folder holding the project -> shared/fixtures
+            // tools/Sources/bench-adapter/BenchAdapter.swift -> the project root -> Tests/Fixtures
             var url = URL(fileURLWithPath: #filePath)
-            for _ in 0..<5 { url.deleteLastPathComponent() }
-            return url.appendingPathComponent("shared/fixtures/node-mbtiles/plain_3.mbtiles").path
+            for _ in 0..<4 { url.deleteLastPathComponent() }
+            return url.appendingPathComponent("Tests/Fixtures/node-mbtiles/plain_3.mbtiles").path
         }()
         var arguments = CommandLine.arguments.dropFirst()
         while let argument = arguments.popFirst() {

@@ -82,10 +82,10 @@ func renderTile(_ index: Int) -> Bitmap {
 
 let fixturesRoot: String = {
     if let env = ProcessInfo.processInfo.environment["TILEPACK_FIXTURES"] { return env }
-    // tools/ is beside Sources/; the fixtures are ../shared/fixtures from the package root.
+    // tools/Sources/bench-imaging/main.swift -> the project root -> Tests/Fixtures
     let here = URL(fileURLWithPath: #filePath)
     return here.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("shared/fixtures").path
+        .deletingLastPathComponent().appendingPathComponent("Tests/Fixtures").path
 }()
 
 /// Tile blobs of an MBTiles file, through the sqlite3 CLI (setup only, not timed).
