@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Builds the release `tilepack` command (the Swift runtime and Foundation linked in, so it runs
-# without the toolchain), strips it, installs it on the PATH, and says which Debian runtime
-# packages a machine without the toolchain needs to run it.
+# Builds the release `tilepack` command and the programs it runs (`tilepack-serve`, and
+# `tilepack-tile` where GDAL is installed), the Swift runtime and Foundation linked in so they run
+# without the toolchain, strips them, installs them on the PATH, and says which Debian runtime
+# packages a machine without the toolchain needs to run them.
 #
 #   bash tools/install.sh                  installs into /usr/local/bin (root or sudo)
 #   bash tools/install.sh --prefix ~/.local    installs into ~/.local/bin
@@ -20,11 +21,22 @@ done
 
 bash .ci/run --deps-only
 
-# The executables that make the command: `tilepack`, and the server `tilepack-serve` that
-# `tilepack serve` runs, from its own package (server/), each as PRODUCT:PACKAGE-FOLDER.
+# The executables that make the command: `tilepack`, the server `tilepack-serve` that `tilepack
+# serve` runs, from its own package (server/), and the raster tiler `tilepack-tile` that `tilepack
+# tile` runs (tiler/, the one program that links GDAL: built when GDAL's library is installed),
+# each as PRODUCT:PACKAGE-FOLDER.
 products=(tilepack)
 builds=(tilepack:.)
 [ -f server/Package.swift ] && products+=(tilepack-serve) && builds+=(tilepack-serve:server)
+skipped=""
+if [ -f tiler/Package.swift ]; then
+  if pkg-config --exists gdal 2>/dev/null; then
+    products+=(tilepack-tile) && builds+=(tilepack-tile:tiler)
+  else
+    skipped="tilepack-tile (tilepack tile): GDAL's library is not installed; apt-get install libgdal-dev, then run this again"
+    echo "skipping $skipped"
+  fi
+fi
 
 declare -A bins
 for build in "${builds[@]}"; do
@@ -58,6 +70,7 @@ for lib in $libs; do echo "  $lib"; done
 echo
 echo "on a Debian 12 machine without the Swift toolchain, first run:"
 echo "  apt-get install $runtime"
+[ -n "$skipped" ] && { echo; echo "not installed: $skipped"; }
 case ":$PATH:" in
   *":$prefix/bin:"*) ;;
   *) echo; echo "note: $prefix/bin is not on your PATH" ;;

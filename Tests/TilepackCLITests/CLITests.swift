@@ -228,3 +228,41 @@ extension URL {
         #expect(martin.status == 0 && martin.stderr.contains("warning:") && martin.stderr.contains("nothing could be checked"))
     }
 }
+
+/// `tilepack tile` and `tilepack serve` run a program from a package beside the main one; a user
+/// who built it for real work built it in release, and that build is the one that runs.
+@Suite struct SiblingProgramTests {
+    /// A package tree with a debug `tilepack` and both builds of `tiler/`'s program.
+    static func tree(releaseAge: TimeInterval, debugAge: TimeInterval) throws -> (TemporaryDirectory, URL) {
+        let root = try TemporaryDirectory("sibling")
+        let fm = FileManager.default
+        func program(_ path: String, age: TimeInterval) throws {
+            let url = root.url.appendingPathComponent(path)
+            try fm.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            #expect(fm.createFile(atPath: url.path, contents: Data("#!/bin/sh\n".utf8), attributes: [.posixPermissions: 0o755]))
+            try fm.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -age)], ofItemAtPath: url.path)
+        }
+        try program(".build/debug/tilepack", age: 0)
+        try program("tiler/.build/debug/tilepack-tile", age: debugAge)
+        try program("tiler/.build/release/tilepack-tile", age: releaseAge)
+        return (root, root.url.appendingPathComponent(".build/debug/tilepack"))
+    }
+
+    static let tiler = SiblingProgram(name: "tilepack-tile", package: "tiler", command: "tilepack tile")
+
+    @Test func aReleaseBuildIsPreferredOverTheDebugOne() throws {
+        let (root, tilepack) = try Self.tree(releaseAge: 60, debugAge: 3600)
+        #expect(Self.tiler.locate(from: tilepack) == root.url.appendingPathComponent("tiler/.build/release/tilepack-tile").path)
+    }
+
+    @Test func aDebugBuildNewerThanTheReleaseOneIsTheOneADeveloperJustMade() throws {
+        let (root, tilepack) = try Self.tree(releaseAge: 3600, debugAge: 60)
+        #expect(Self.tiler.locate(from: tilepack) == root.url.appendingPathComponent("tiler/.build/debug/tilepack-tile").path)
+    }
+
+    @Test func withoutAReleaseBuildTheDebugOneRuns() throws {
+        let (root, tilepack) = try Self.tree(releaseAge: 60, debugAge: 3600)
+        try FileManager.default.removeItem(at: root.url.appendingPathComponent("tiler/.build/release"))
+        #expect(Self.tiler.locate(from: tilepack) == root.url.appendingPathComponent("tiler/.build/debug/tilepack-tile").path)
+    }
+}

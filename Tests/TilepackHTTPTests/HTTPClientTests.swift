@@ -152,7 +152,8 @@ import TilepackTestSupport
         async throws
     {
         let client = transport.client()
-        let server = try LoopbackHTTPServer { _ in .delayed(.milliseconds(50), .status(200, "in time")) }
+        // Answered at once: all of the deadline is slack for a loaded machine.
+        let server = try LoopbackHTTPServer { _ in .status(200, "in time") }
         defer { server.stop() }
         let response = try await client.send(HTTPRequest(url: url(server, "/quick"), timeout: .milliseconds(900)))
         #expect(response.status == 200 && response.body == Data("in time".utf8))
@@ -166,31 +167,53 @@ import TilepackTestSupport
         async throws
     {
         let client = HTTPClient(transport: transport.make(maximumConnectionsPerHost: 1))
-        let server = try LoopbackHTTPServer { request in .delayed(.milliseconds(250), .status(200, request.path)) }
-        defer { server.stop() }
-        // Sixteen answers of 0.25 s each over one connection take 4 s: past a 3 s deadline
-        // counted from the start, well within one counted from each request's own turn.
-        let count = 16
+        // The first answer is held until the test lets it go, longer than the others' deadline
+        // has to run: a deadline counted from when a request was made would pass while it waits
+        // for the one connection; one counted from its turn has all of it left. Only the lower
+        // bound of the hold is a clock (a loaded machine makes it longer, never shorter), and each
+        // waiting request then has its whole deadline for one loopback answer.
+        let deadline = Duration.seconds(8)
+        let gate = DispatchSemaphore(value: 0)
+        let server = try LoopbackHTTPServer { request in
+            if request.path == "/first" { _ = gate.wait(timeout: .now() + 120) }
+            return .status(200, request.path)
+        }
+        defer {
+            gate.signal()
+            server.stop()
+        }
+        let count = 6
         // On a thread of its own: URLSession's transport hands each request on as the one before
         // ends, in that one's caller's task, which the full run's starved pool would hold back.
         let results = await onOwnThread {
-            await withTaskGroup(of: (Int, Result<HTTPResponse, HTTPError>).self) { group in
-                for i in 0..<count {
-                    let request = HTTPRequest(url: url(server, "/\(i)"), timeout: .seconds(3))
-                    group.addTask {
-                        do throws(HTTPError) { return (i, .success(try await client.send(request))) } catch { return (i, .failure(error)) }
+            await withTaskGroup(of: (String, Result<HTTPResponse, HTTPError>).self) { group in
+                group.addTask {
+                    let request = HTTPRequest(url: url(server, "/first"), timeout: .seconds(180))
+                    do throws(HTTPError) { return ("/first", .success(try await client.send(request))) } catch {
+                        return ("/first", .failure(error))
                     }
                 }
-                var results: [Int: Result<HTTPResponse, HTTPError>] = [:]
-                for await (i, result) in group { results[i] = result }
+                _ = await eventually(60) { server.requestCount == 1 }
+                for i in 0..<count {
+                    let request = HTTPRequest(url: url(server, "/\(i)"), timeout: deadline)
+                    group.addTask {
+                        do throws(HTTPError) { return ("/\(i)", .success(try await client.send(request))) } catch {
+                            return ("/\(i)", .failure(error))
+                        }
+                    }
+                }
+                try? await Task.sleep(for: deadline + .seconds(1))
+                gate.signal()
+                var results: [String: Result<HTTPResponse, HTTPError>] = [:]
+                for await (path, result) in group { results[path] = result }
                 return results
             }
         }
-        for i in 0..<count {
-            let response = try #require(try results[i]?.get())
-            #expect(response.status == 200 && response.body == Data("/\(i)".utf8))
+        for path in ["/first"] + (0..<count).map({ "/\($0)" }) {
+            let response = try #require(try results[path]?.get())
+            #expect(response.status == 200 && response.body == Data(path.utf8))
         }
-        #expect(server.requestCount == count)
+        #expect(server.requestCount == count + 1)
         #expect(server.acceptedConnections == 1)
     }
 

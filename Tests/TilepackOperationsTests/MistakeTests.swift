@@ -246,7 +246,7 @@ import TilepackTestSupport
         let data = try JSONReport.encode(info)
         let text = String(decoding: data, as: UTF8.self)
         #expect(!text.contains("\\/"), "escaped slash")
-        #expect(text.contains("world_cities.mbtiles") && text.contains("/fixtures/martin/"))
+        #expect(text.contains(TestSupport.fixture("martin/world_cities.mbtiles")))
         let json = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
         let bounds = try #require(json["bounds"] as? [Double])
         #expect(bounds.count == 4 && bounds[0] < bounds[2] && bounds[1] < bounds[3])
