@@ -5,11 +5,12 @@
 # transcript (`$ command` lines, each followed by the output it prints), each command's stdout and
 # stderr must be the lines README shows, after masking durations, content identities' hashes, the
 # work folder's path and a served port (tools/readme_examples.py says exactly what, and the markers:
-# `<!-- readme-check: skip: REASON -->`, `setup: COMMANDS`, `serve: DIR at 127.0.0.1:8080` on the
-# line before a block); a difference is printed as a unified diff naming README's lines, and the
-# script exits 1. Skipped blocks are printed with their reasons. nginx (a serve marker) listens on
+# `<!-- readme-check: skip: REASON -->`, `setup: COMMANDS`, `serve: DIR at 127.0.0.1:8080`,
+# `needs: gdal` on the line before a block); a difference is printed as a unified diff naming
+# README's lines, and the script exits 1. `swift run tilepack` and `swift build` in a block work as
+# from the repository's root (the second builds there: the tiler's example builds its release). Skipped blocks are printed with their reasons. nginx (a serve marker) listens on
 # 127.0.0.1 only and is stopped at the end of its block, or by the trap below.
-#   bash tools/check-readme.sh [README]    (default README.md; CI runs it after `swift test`)
+#   bash tools/check-readme.sh [README]    (default README.md; CI runs it after the tiler's tests)
 # CHECK_README_TIMEOUT (seconds, default 300) bounds each command, or each plain block.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,6 +35,18 @@ trap cleanup EXIT
 mkdir -p "$tmp/work" "$tmp/bin" "$tmp/state"
 tar --exclude=.build -cf - samples | tar -C "$tmp/work" -xf -    # a copy: blocks may change what they are given
 ln -s "$tilepack" "$tmp/bin/tilepack"
+# README's `swift run tilepack ...` and `swift build ...` lines, as a reader runs them from the
+# repository's root: the first is the tilepack above, the second a real build in the repository.
+cat > "$tmp/bin/swift" <<SHIM
+#!/usr/bin/env bash
+case "\${1:-}" in
+  run) [ "\${2:-}" = tilepack ] && { shift 2; exec tilepack "\$@"; } ;;
+  build) shift; cd "$PWD" && exec "$(command -v swift)" build "\$@" ;;
+esac
+echo "check-readme: README's blocks may use 'swift run tilepack' and 'swift build', not: swift \$*" >&2
+exit 2
+SHIM
+chmod +x "$tmp/bin/swift"
 
 echo "check-readme: running $readme's sh blocks in $tmp/work with $tilepack"
 PATH="$tmp/bin:$PATH" python3 tools/readme_examples.py "$readme" "$tmp/work" --state "$tmp/state" \

@@ -14,6 +14,8 @@ Markers, each an HTML comment on the line(s) directly before the block's opening
 
   <!-- readme-check: skip: REASON -->        not run; printed with its reason
   <!-- readme-check: setup: COMMANDS -->     bash run in the work folder before the block
+  <!-- readme-check: needs: gdal -->         runs where GDAL's library is installed (pkg-config
+        gdal), and always in CI (CI set), where a missing GDAL fails it; elsewhere skipped, said so
   <!-- readme-check: serve: DIR at 127.0.0.1:8080 -->
         nginx on a free loopback port serves DIR (in the work folder) while the block runs; the
         block's `127.0.0.1:8080` is that port, and the port is shown as 8080 in its output
@@ -31,6 +33,7 @@ Exit status: 0 all blocks ran as shown, 1 a block failed or differs, 2 the READM
 """
 
 import argparse
+import shutil
 import difflib
 import os
 import re
@@ -63,6 +66,16 @@ class Block:
         return [(n, arg) for n, k, arg in self.markers if k == kind]
 
 
+
+def _gdal_installed():
+    return os.environ.get("CI") is not None or (
+        shutil.which("pkg-config") is not None
+        and subprocess.run(["pkg-config", "--exists", "gdal"], check=False).returncode == 0)
+
+
+# What a needs marker may name: (whether the block runs here, the reason it is skipped otherwise).
+NEEDS = {"gdal": (_gdal_installed, "needs GDAL's library for the tiler: apt-get install libgdal-dev (CI installs it)")}
+
 def parse(path):
     """The ```sh blocks of the file, with their markers; MarkerError for a malformed file."""
     with open(path, encoding="utf-8") as f:
@@ -91,8 +104,10 @@ def parse(path):
                 attached.add(k)
                 k -= 1
             for n, kind, arg in markers:
-                if kind not in ("skip", "setup", "serve"):
-                    problems.append(f"{path}:{n}: unknown readme-check marker '{kind}' (skip, setup or serve)")
+                if kind not in ("skip", "setup", "serve", "needs"):
+                    problems.append(f"{path}:{n}: unknown readme-check marker '{kind}' (skip, setup, serve or needs)")
+                elif kind == "needs" and arg not in NEEDS:
+                    problems.append(f"{path}:{n}: a needs marker names one of {', '.join(sorted(NEEDS))}, not '{arg}'")
                 elif not arg:
                     problems.append(f"{path}:{n}: the readme-check {kind} marker needs {'a reason' if kind == 'skip' else 'an argument'}")
                 elif kind == "serve" and not SERVE_ARG.match(arg):
@@ -245,7 +260,7 @@ def main():
 
     for block in blocks:
         where = f"{name}:{block.fence_line}"
-        skips = block.marker("skip")
+        skips = block.marker("skip") + [(n, NEEDS[arg][1]) for n, arg in block.marker("needs") if not NEEDS[arg][0]()]
         if skips:
             print(f"SKIP {where}: {'; '.join(arg for _, arg in skips)}")
             skipped.append(where)

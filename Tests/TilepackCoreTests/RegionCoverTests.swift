@@ -7,13 +7,6 @@ import TilepackTestSupport
 /// The tiles sharing area with a polygon region (`--region`), checked tile for tile against an
 /// independent cover: `tools/region/cover.py`, on mercantile's tile bounds and shapely's areas.
 @Suite struct RegionCoverTests {
-    static let witnessAvailable = TestSupport.pythonImports("mercantile, shapely")
-
-    static let witness = Testing.ConditionTrait.enabled(
-        if: witnessAvailable || ProcessInfo.processInfo.environment["CI"] != nil,
-        "mercantile and shapely (the region cover witness) are not installed: python3 -m pip install 'mercantile==1.2.1' 'shapely==2.2.0' (as .ci/run does)"
-    )
-
     /// The witness's tiles per zoom.
     static func witnessCover(_ geoJSON: String, zooms: ClosedRange<Int>) throws -> [Int: Set<[Int]>] {
         let dir = try TemporaryDirectory()
@@ -72,7 +65,7 @@ import TilepackTestSupport
         ]
     }
 
-    @Test(.timeLimit(.minutes(2)), witness, arguments: cases.indices)
+    @Test(.timeLimit(.minutes(2)), .needs(.regionWitness), arguments: cases.indices)
     func coverMatchesTheWitness(_ index: Int) throws {
         let entry = Self.cases[index]
         let region = try GeoRegion(geoJSON: Data(entry.geoJSON.utf8))

@@ -90,8 +90,7 @@ import TilepackTestSupport
         #expect(try ImageDecoder.decode(png, pixelFormat: .rgba8888) == bitmap)
     }
 
-    @Test func aZlibStreamThatDoesNotFitIsNil() {
-        guard ZlibStream.isAvailable else { return }
+    @Test(.enabled(if: ZlibStream.isAvailable, "libdeflate's ZlibStream is linked on Linux only")) func aZlibStreamThatDoesNotFitIsNil() {
         let input = [UInt8](repeating: 7, count: 10_000)
         let fits = input.withUnsafeBytes { ZlibStream.compress($0, level: 2, capacity: ZlibStream.bound(input.count)) }
         #expect(fits.map { $0.count < 100 } == true)

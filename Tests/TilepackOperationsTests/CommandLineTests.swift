@@ -5,14 +5,10 @@ import TilepackTestSupport
 /// The `tilepack` command itself, run as a process (the build puts it beside the test bundle),
 /// with arguments given as bytes.
 enum TilepackBinary {
-    /// Runs the command with `arguments` (raw bytes allowed), at most `timeout` seconds; `nil`
-    /// (with a printed reason, or a recorded failure in CI) when the binary is not built.
-    static func run(_ arguments: [[UInt8]], timeout: Double = 30) async throws -> (status: Int32, output: String)? {
-        guard let url = TestSupport.tilepackBinary else {
-            if ProcessInfo.processInfo.environment["CI"] == "true" { Issue.record("the tilepack binary is not built beside the tests") }
-            print("skipped: the tilepack binary is not built beside the tests (swift build)")
-            return nil
-        }
+    /// Runs the command with `arguments` (raw bytes allowed), at most `timeout` seconds (`swift
+    /// test` builds the binary beside the tests: its absence is a failure).
+    static func run(_ arguments: [[UInt8]], timeout: Double = 30) async throws -> (status: Int32, output: String) {
+        let url = try #require(TestSupport.tilepackBinary, "the tilepack binary is built beside the tests")
         // Through a /bin/sh script so that arguments that are not UTF-8 reach the command as they are.
         let dir = try TemporaryDirectory("tilepack-cli")
         var script: [UInt8] = Array("exec ".utf8) + shellQuote(Array(url.path.utf8))
@@ -25,7 +21,7 @@ enum TilepackBinary {
         return (result.status, result.stdout + result.stderr)
     }
 
-    static func run(_ arguments: [String], timeout: Double = 30) async throws -> (status: Int32, output: String)? {
+    static func run(_ arguments: [String], timeout: Double = 30) async throws -> (status: Int32, output: String) {
         try await run(arguments.map { Array($0.utf8) }, timeout: timeout)
     }
 
@@ -45,14 +41,12 @@ enum TilepackBinary {
     /// (before: 8192x8192 at --scale 3 took 4.7 GB).
     @Test func renderBoundsTheCanvas() async throws {
         let dir = try TemporaryDirectory()
-        guard
-            let result = try await TilepackBinary.run(
+        let result = try await TilepackBinary.run(
                 [
                     "render", "file:///nonexistent/{z}/{x}/{y}.png", "--center", "0,0", "--zoom", "2",
                     "--size", "8192x8192", "--scale", "3", "--timeout", "1", "-o", dir.file("map.png"),
                 ],
                 timeout: 20)
-        else { return }
         #expect(result.status != 0)
         #expect(result.output.contains("24576x24576 pixel PNG") && result.output.contains("at most 8192 pixels a side"), "\(result.output)")
         #expect(!FileManager.default.fileExists(atPath: dir.file("map.png")))
@@ -72,7 +66,7 @@ extension CommandLineTests {
         let first = Array(dir.file("a").utf8) + [0xE9] + Array(".mbtiles".utf8)
         let second = Array(dir.file("a").utf8) + [0xE8] + Array(".mbtiles".utf8)
         for name in [first, second] {
-            guard let result = try await TilepackBinary.run([Array("import".utf8), Array(tree.utf8), name]) else { return }
+            let result = try await TilepackBinary.run([Array("import".utf8), Array(tree.utf8), name])
             #expect(result.status == 0 || result.status == 3, "\(result.output)")
         }
         // Two files, by their exact bytes.
@@ -86,15 +80,13 @@ extension CommandLineTests {
         }
         #expect(Set(names) == Set([first, second].map { Array($0.suffix(10)) }), "\(names)")
         for name in [first, second] {
-            guard let result = try await TilepackBinary.run([Array("info".utf8), name]) else { return }
+            let result = try await TilepackBinary.run([Array("info".utf8), name])
             #expect(result.status == 0, "\(result.output)")
         }
         // render reads such a name and writes one.
         let png = Array(dir.file("m").utf8) + [0xE9] + Array(".png".utf8)
-        guard
-            let rendered = try await TilepackBinary.run(
+        let rendered = try await TilepackBinary.run(
                 [Array("render".utf8), first] + ["--center", "0,0", "--zoom", "0", "--size", "64x64", "-o"].map { Array($0.utf8) } + [png])
-        else { return }
         #expect(rendered.status == 0, "\(rendered.output)")
         let exists = (png + [0]).withUnsafeBufferPointer {
             $0.withMemoryRebound(to: CChar.self) { pointer -> Bool in

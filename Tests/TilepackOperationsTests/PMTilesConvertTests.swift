@@ -77,17 +77,8 @@ import TilepackTestSupport
 
     // MARK: The reference implementation as a witness
 
-    /// Whether Python's `pmtiles` (the witness) imports here. The witness checks run when it does,
-    /// and in CI (`CI` set), where a missing package fails them; elsewhere the runner reports them
-    /// skipped, with how to get it.
-    static let witnessAvailable = TestSupport.pythonImports("pmtiles")
-
-    static let witness = Testing.ConditionTrait.enabled(
-        if: witnessAvailable || ProcessInfo.processInfo.environment["CI"] != nil,
-        "Python's pmtiles (the PMTiles witness) is not installed: python3 -m pip install 'pmtiles==3.8.1' (as .ci/run does)")
-
     /// `tools/pmtiles/reference.py`, or `nil` when it failed (an issue recorded; the checks that
-    /// call it run only where Python's `pmtiles` imports, or in CI: see ``witness``).
+    /// call it run only where Python's `pmtiles` imports, or in CI: `.needs(.pmtilesPython)`).
     static func reference(_ arguments: [String]) throws -> Data? {
         let run = try TestSupport.runPython(script: "tools/pmtiles/reference.py", arguments)
         guard run.status == 0 else {
@@ -112,7 +103,7 @@ import TilepackTestSupport
     }
 
     /// The reference reads every file tilepack writes, tile for tile, with its metadata.
-    @Test(witness, arguments: fixtures + ["pmtiles/usgs-mt-whitney-8-15-webp-512.pmtiles"])
+    @Test(.needs(.pmtilesPython), arguments: fixtures + ["pmtiles/usgs-mt-whitney-8-15-webp-512.pmtiles"])
     func referenceReadsWhatTilepackWrites(_ fixture: String) throws {
         let dir = try TemporaryDirectory()
         let out = dir.file("out.pmtiles")
@@ -127,7 +118,7 @@ import TilepackTestSupport
     }
 
     /// Big enough for leaf directories: the reference follows them too.
-    @Test(witness) func referenceReadsLeaves() throws {
+    @Test(.needs(.pmtilesPython)) func referenceReadsLeaves() throws {
         let dir = try TemporaryDirectory()
         let path = dir.file("leaves.pmtiles")
         let writer = try PMTilesWriter(destination: path, metadata: TileMetadata(["name": "leaves"]))
@@ -147,7 +138,7 @@ import TilepackTestSupport
     }
 
     /// tilepack reads every file the reference writes (its MBTiles converter), tile for tile.
-    @Test(witness, arguments: ["martin/world_cities.mbtiles", "martin/geography-class-jpg.mbtiles", "martin/zoomed_world_cities.mbtiles"])
+    @Test(.needs(.pmtilesPython), arguments: ["martin/world_cities.mbtiles", "martin/geography-class-jpg.mbtiles", "martin/zoomed_world_cities.mbtiles"])
     func tilepackReadsWhatTheReferenceWrites(_ fixture: String) throws {
         let dir = try TemporaryDirectory()
         let out = dir.file("ref.pmtiles")

@@ -7,13 +7,9 @@ import TilepackTestSupport
 
 @testable import TilepackPrefetch
 
-/// The built `tilepack` command, or `nil` (with the reason printed) when it was not built. In CI
-/// (`CI=true`) a missing binary is a failure.
-func tilepackBinary() -> URL? {
-    if let binary = TestSupport.tilepackBinary { return binary }
-    print("skipped: the tilepack binary is not built (swift build --build-tests builds it)")
-    #expect(ProcessInfo.processInfo.environment["CI"] != "true", "the tilepack binary must be built in CI")
-    return nil
+/// The built `tilepack` command (`swift test` builds it beside the tests: its absence is a failure).
+func tilepackBinary() throws -> URL {
+    try #require(TestSupport.tilepackBinary, "the tilepack binary is built beside the tests (swift build --build-tests)")
 }
 
 /// Runs the command, waiting at most `timeout` seconds.
@@ -25,7 +21,7 @@ func runTilepack(_ binary: URL, _ arguments: [String], timeout: Double = 60) asy
 struct FetchCommandTests {
     @Test("kill -9 mid-fetch, then the same command resumes: nothing stored is asked for again, the archive verifies")
     func killAndResume() async throws {
-        guard let binary = tilepackBinary() else { return }
+        let binary = try tilepackBinary()
         let server = try TileServer()
         server.delay.withLock { $0 = .milliseconds(4) }
         let directory = try TemporaryDirectory()
@@ -78,7 +74,7 @@ struct FetchCommandTests {
 
     @Test("Ctrl-C (SIGINT) stops cleanly: exit 130, a valid archive, and the same command completes it")
     func interrupt() async throws {
-        guard let binary = tilepackBinary() else { return }
+        let binary = try tilepackBinary()
         let server = try TileServer()
         server.delay.withLock { $0 = .milliseconds(10) }
         let directory = try TemporaryDirectory()
@@ -112,7 +108,7 @@ struct FetchCommandTests {
         "the default transport and --transport curl fetch the same tiles on Linux (urlsession elsewhere); --transport sockets and --pipeline say they were removed"
     )
     func transports() async throws {
-        guard let binary = tilepackBinary() else { return }
+        let binary = try tilepackBinary()
         let server = try TileServer()
         let directory = try TemporaryDirectory()
         let request = PrefetchRequest.boundingBox(berlin, zooms: 6...10)
@@ -168,7 +164,7 @@ struct FetchCommandTests {
         "the command reads remote archives over its own transport (libcurl, loaded at that first use) and loads neither libcurl nor FoundationNetworking at start"
     )
     func remoteArchivesOverTheCommandsTransport() async throws {
-        guard let binary = tilepackBinary() else { return }
+        let binary = try tilepackBinary()
         #if os(Linux)
         // What the loader maps at start (LD_TRACE_LOADED_OBJECTS, as ldd asks it; nothing runs).
         let loaded = try await TestSupport.run(binary, [], environment: ["LD_TRACE_LOADED_OBJECTS": "1"])
@@ -198,7 +194,7 @@ struct FetchCommandTests {
 
     @Test("--estimate --json prints tiles and bytes and creates no file; a refused request exits 2")
     func estimateAndRefusal() async throws {
-        guard let binary = tilepackBinary() else { return }
+        let binary = try tilepackBinary()
         let server = try TileServer()
         let directory = try TemporaryDirectory()
         let path = directory.file("e.mbtiles")
@@ -243,7 +239,7 @@ struct FetchCommandTests {
         "a box whose every tile is absent (latitude and longitude swapped) fails the fetch and the estimate; a box across the antimeridian is said once"
     )
     func everyTileAbsentAndAntimeridian() async throws {
-        guard let binary = tilepackBinary() else { return }
+        let binary = try tilepackBinary()
         let empty = try LoopbackHTTPServer { _ in .status(404, "no such tile") }
         defer { empty.stop() }
         let directory = try TemporaryDirectory()

@@ -14,7 +14,7 @@ import TilepackTestSupport
         #"{"type":"MultiPolygon","coordinates":[[[[5.5,44.2],[16.4,46.1],[13.1,48.3],[6.2,47.9],[5.5,44.2]],[[9,46],[11,46],[11,47],[9,47],[9,46]]],[[[177.5,-19],[182.5,-19],[181,-15.5],[177.5,-15.5],[177.5,-19]]]]}"#
 
     @Test func fetchAsksForAndStoresExactlyTheRegionsTiles() async throws {
-        guard let binary = tilepackBinary() else { return }
+        let binary = try tilepackBinary()
         let server = try TileServer()
         let directory = try TemporaryDirectory()
         let area = directory.file("area.geojson")
@@ -46,7 +46,7 @@ import TilepackTestSupport
     }
 
     @Test func fetchRefusesARegionWithABoxOrALine() async throws {
-        guard let binary = tilepackBinary() else { return }
+        let binary = try tilepackBinary()
         let directory = try TemporaryDirectory()
         let area = directory.file("area.geojson")
         try Data(Self.geoJSON.utf8).write(to: URL(fileURLWithPath: area))

@@ -12,8 +12,7 @@ import TilepackTestSupport
 @Suite(.serialized) struct HeadRequestTests {
     static let size = 70_001
 
-    @Test(arguments: TestTransport.available) func aHeadSaysTheLengthNginxSends(_ transport: TestTransport) async throws {
-        guard !toolMissing("nginx") else { return }
+    @Test(.needs(.nginx), arguments: TestTransport.available) func aHeadSaysTheLengthNginxSends(_ transport: TestTransport) async throws {
         let dir = try TemporaryDirectory("head")
         try Data(repeating: 7, count: Self.size).write(to: URL(fileURLWithPath: dir.file("blob.bin")))
         let nginx = try NginxServer(root: dir.url)
@@ -34,8 +33,7 @@ import TilepackTestSupport
         #expect(nginx.requestCount == 5)
     }
 
-    @Test(arguments: TestTransport.available) func anS3HeadSaysTheObjectsSizeAndETag(_ transport: TestTransport) async throws {
-        guard MotoS3.available else { return }
+    @Test(.needs(.motoServer), arguments: TestTransport.available) func anS3HeadSaysTheObjectsSizeAndETag(_ transport: TestTransport) async throws {
         let moto = try await MotoS3.shared()
         let keys = S3Credentials(accessKeyId: moto.keys.accessKeyId, secretAccessKey: moto.keys.secretAccessKey)
         let client = S3Client(

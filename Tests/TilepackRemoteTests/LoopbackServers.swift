@@ -2,16 +2,6 @@ import Foundation
 import Testing
 import TilepackTestSupport
 
-/// Whether a missing tool skips a test (here) or fails it (in CI, where `.ci/run` installs it).
-func toolMissing(_ tool: String) -> Bool {
-    let found = ["/usr/sbin", "/usr/bin", "/usr/local/bin", (ProcessInfo.processInfo.environment["HOME"] ?? "") + "/.pyenv/shims"]
-        .contains { FileManager.default.isExecutableFile(atPath: "\($0)/\(tool)") }
-    if found { return false }
-    if ProcessInfo.processInfo.environment["CI"] != nil { Issue.record("\(tool) is missing in CI (.ci/run installs it)") }
-    print("skipped: \(tool) is not installed")
-    return true
-}
-
 /// A free TCP port on 127.0.0.1 (bound, read, released).
 func freePort() throws -> Int { try TestSupport.freeLoopbackPort() }
 

@@ -35,8 +35,7 @@ import TilepackTestSupport
         return (path, tiles)
     }
 
-    @Test func requestBudgetAgainstNginx() throws {
-        guard !toolMissing("nginx") else { return }
+    @Test(.needs(.nginx)) func requestBudgetAgainstNginx() throws {
         let dir = try TemporaryDirectory("remote")
         let (path, tiles) = try Self.bigArchive(in: dir)
         let server = try NginxServer(root: dir.url)
@@ -63,8 +62,7 @@ import TilepackTestSupport
         #expect(source.requestCount <= before + 1)
     }
 
-    @Test func extractFromNginxCoalescesAndMatchesALocalExtract() throws {
-        guard !toolMissing("nginx") else { return }
+    @Test(.needs(.nginx)) func extractFromNginxCoalescesAndMatchesALocalExtract() throws {
         let dir = try TemporaryDirectory("remote")
         let (path, _) = try Self.bigArchive(in: dir)
         let server = try NginxServer(root: dir.url)
@@ -84,8 +82,7 @@ import TilepackTestSupport
         #expect(server.requestCount < remote.tiles / 20, "\(server.requestCount) requests for \(remote.tiles) tiles")
     }
 
-    @Test func verifyInfoAndConvertTakeURLs() throws {
-        guard !toolMissing("nginx") else { return }
+    @Test(.needs(.nginx)) func verifyInfoAndConvertTakeURLs() throws {
         let dir = try TemporaryDirectory("remote")
         _ = try ArchiveConverter.run(
             source: TestSupport.fixture("martin/world_cities.mbtiles"), destination: dir.file("w.pmtiles"), options: ConvertOptions())
@@ -107,8 +104,7 @@ import TilepackTestSupport
         #expect { _ = try RemoteArchive.open("\(server.baseURL)/w.mbtiles") } throws: { "\($0)".contains("SQLite reads local files only") }
     }
 
-    @Test func aChangedObjectIsAnErrorNotMixedData() throws {
-        guard !toolMissing("nginx") else { return }
+    @Test(.needs(.nginx)) func aChangedObjectIsAnErrorNotMixedData() throws {
         let dir = try TemporaryDirectory("remote")
         let (path, tiles) = try Self.bigArchive(in: dir)
         let server = try NginxServer(root: dir.url)
@@ -125,8 +121,7 @@ import TilepackTestSupport
         }
     }
 
-    @Test func aServerThatIgnoresRangeOrIsMissingTheFileIsNamed() throws {
-        guard !toolMissing("nginx") else { return }
+    @Test(.needs(.nginx)) func aServerThatIgnoresRangeOrIsMissingTheFileIsNamed() throws {
         let dir = try TemporaryDirectory("remote")
         _ = try Self.bigArchive(in: dir)
         let server = try NginxServer(root: dir.url)
@@ -140,8 +135,7 @@ import TilepackTestSupport
         }
     }
 
-    @Test func s3CompatibleEndpoint() throws {
-        guard !toolMissing("moto_server"), !toolMissing("curl") else { return }
+    @Test(.needs(.motoServer), .needs(.curl)) func s3CompatibleEndpoint() throws {
         let dir = try TemporaryDirectory("remote")
         let local = dir.file("s.pmtiles")
         _ = try ArchiveConverter.run(

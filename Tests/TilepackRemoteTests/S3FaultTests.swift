@@ -11,7 +11,7 @@ import TilepackTestSupport
 /// clock and injects nothing): SlowDown and a dropped connection are retried, refused signatures
 /// and a skewed clock are errors that say why, an object replaced mid-read is named, and an upload
 /// that fails leaves nothing behind.
-@Suite(.serialized, .enabled(if: MotoS3.available, "needs moto's server (pip install 'moto[server]')"))
+@Suite(.serialized, .needs(.motoServer))
 struct S3FaultTests {
     static let sample = TestSupport.packageRoot.appendingPathComponent("samples/sample.tilepack").path
 

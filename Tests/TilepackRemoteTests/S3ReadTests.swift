@@ -10,7 +10,7 @@ import TilepackTestSupport
 
 /// SigV4 signatures equal to botocore's for the same requests (canonical request, string to sign,
 /// signature: string for string), and addressing.
-@Suite(.enabled(if: MotoS3.botocoreAvailable, "needs botocore (pip install 'moto[server]')"))
+@Suite(.needs(.botocore))
 struct SigV4Tests {
     static let date = Date(timeIntervalSince1970: 1_764_158_400)  // 2025-11-26T12:00:00Z
 
@@ -94,7 +94,7 @@ struct SigV4Tests {
 
 /// Archives read from moto's S3 with authentication enforced: the same tiles as the local files,
 /// errors that name the bucket, the key and S3's code, and every source of the credential chain.
-@Suite(.enabled(if: MotoS3.available, "needs moto's server (pip install 'moto[server]')"))
+@Suite(.needs(.motoServer))
 struct S3ReadTests {
     static let sample = TestSupport.packageRoot.appendingPathComponent("samples/sample.tilepack").path
     static let pmtiles = TestSupport.fixture("pmtiles/test_fixture_1.pmtiles")

@@ -25,7 +25,7 @@ struct PartFailingTransport: HTTPTransport {
 /// Outputs in moto's S3 (authentication enforced): multipart uploads in parallel parts over both
 /// transports, stale uploads aborted first, a failed upload aborted, `--force`, and a sharded
 /// build merged from a prefix and from a glob.
-@Suite(.serialized, .enabled(if: MotoS3.available, "needs moto's server (pip install 'moto[server]')"))
+@Suite(.serialized, .needs(.motoServer))
 struct S3WriteTests {
     let moto: MotoS3
     init() async throws { moto = try await MotoS3.shared() }

@@ -182,9 +182,8 @@ import TilepackTestSupport
 
     // MARK: Sync from nginx
 
-    @Test(arguments: ["tilepack", "pmtiles"])
+    @Test(.needs(.nginx), arguments: ["tilepack", "pmtiles"])
     func syncFetchesOnlyTheChangedTilesInFewMultiRangeRequests(_ ext: String) throws {
-        guard !toolMissing("nginx") else { return }
         let setup = try Setup()
         let server = try NginxServer(root: setup.www.url)
         defer { server.stop() }
@@ -217,9 +216,8 @@ import TilepackTestSupport
 
     /// A bundle's index is 36 bytes a tile; a sync reads its keys (8 bytes a tile) and the
     /// payload numbers and records of the changed tiles alone (Specs/updates.md §8.1).
-    @Test(arguments: [false, true])
+    @Test(.needs(.nginx), arguments: [false, true])
     func aBundleSyncReadsOnlyTheIndexEntriesOfTheChangedTiles(_ oneRange: Bool) throws {
-        guard !toolMissing("nginx") else { return }
         let dir = try TemporaryDirectory("sync-entries")
         let www = try TemporaryDirectory("sync-entries-www")
         let v1 = try Self.make(version: 1, name: "v1", in: dir)
@@ -244,8 +242,7 @@ import TilepackTestSupport
         #expect(server.requestCount == report.requests)
     }
 
-    @Test func aServerAnsweringOneRangeARequestIsAskedOneAtATime() throws {
-        guard !toolMissing("nginx") else { return }
+    @Test(.needs(.nginx)) func aServerAnsweringOneRangeARequestIsAskedOneAtATime() throws {
         let setup = try Setup()
         let server = try NginxServer(root: setup.www.url)
         defer { server.stop() }
@@ -263,8 +260,7 @@ import TilepackTestSupport
         #expect(server.requestCount == report.requests)
     }
 
-    @Test func withoutAnIndexTheArchiveIsDownloadedWholeAndSaysSo() throws {
-        guard !toolMissing("nginx") else { return }
+    @Test(.needs(.nginx)) func withoutAnIndexTheArchiveIsDownloadedWholeAndSaysSo() throws {
         let setup = try Setup(indexed: false)
         let server = try NginxServer(root: setup.www.url)
         defer { server.stop() }
@@ -569,7 +565,7 @@ extension String {
 /// `sync` from `s3://BUCKET/KEY` (moto's S3 on loopback, authentication enforced): the object
 /// and its index read by signed requests, only the changed tiles fetched; without an index, a
 /// full download said so; credentials that are refused, an error naming the object.
-@Suite(.enabled(if: MotoS3.available, "needs moto's server (pip install 'moto[server]')"))
+@Suite(.needs(.motoServer))
 struct S3SyncTests {
     /// The tiles v2 adds or re-renders.
     static let changed: [TileCoordinate] = {

@@ -39,28 +39,6 @@ public final class MotoS3: @unchecked Sendable {
 
     static let script = TestSupport.packageRoot.appendingPathComponent("tools/moto-s3.py").path
 
-    /// What python3 can import, asked once: 2 for moto's server and botocore (PyPI `moto[server]`;
-    /// `.ci/run` installs it), 1 for botocore alone, 0 for neither.
-    static let installed: Int32 = {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [
-            "python3", "-c",
-            "import sys\ntry:\n import botocore\nexcept ImportError: sys.exit(0)\ntry:\n import moto.server, boto3, flask\nexcept ImportError: sys.exit(1)\nsys.exit(2)",
-        ]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return 0 }
-        process.waitUntilExit()
-        return process.terminationStatus
-    }()
-
-    /// Whether moto's server and botocore are there.
-    public static var available: Bool { installed == 2 }
-
-    /// Whether botocore is there (for comparing signatures).
-    public static var botocoreAvailable: Bool { installed >= 1 }
-
     private static let starting = Locked<Task<MotoS3, any Error>?>(nil)
 
     /// The server of this test process, started by the first caller on a thread of its own (its

@@ -119,11 +119,7 @@ import TilepackTestSupport
         }
     }
 
-    @Test func syncingAShownArchiveFromItsPublisherSwitchesItsLayerToTheNewVersion() async throws {
-        guard FileManager.default.isExecutableFile(atPath: "/usr/sbin/nginx") else {
-            if ProcessInfo.processInfo.environment["CI"] != nil { Issue.record("nginx is missing in CI (.ci/run installs it)") }
-            return
-        }
+    @Test(.needs(.nginx)) func syncingAShownArchiveFromItsPublisherSwitchesItsLayerToTheNewVersion() async throws {
         let directory = try TemporaryDirectory("doc-sync")
         let www = try TemporaryDirectory("doc-sync-www")
         let new = www.file("v2.tilepack")

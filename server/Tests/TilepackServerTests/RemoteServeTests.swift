@@ -14,12 +14,9 @@ import TilepackTestSupport
 @Suite(.serialized) struct RemoteServeTests {
     static let tiles = HotSwapTests.tiles
 
-    /// moto's server and a store whose S3 client signs with its keys; `nil` when moto is missing.
-    static func moto() async throws -> (MotoS3, RemoteStore)? {
-        guard MotoS3.available else {
-            if ProcessInfo.processInfo.environment["CI"] != nil { Issue.record("moto is missing in CI (.ci/run installs it)") }
-            return nil
-        }
+    /// moto's server and a store whose S3 client signs with its keys (a test that calls it
+    /// declares `.needs(.motoServer)`).
+    static func moto() async throws -> (MotoS3, RemoteStore) {
         let moto = try await MotoS3.shared()
         let keys = S3Credentials(accessKeyId: moto.keys.accessKeyId, secretAccessKey: moto.keys.secretAccessKey)
         let s3 = S3Client(configuration: S3Configuration(endpoint: URL(string: moto.endpoint), credentials: StaticS3Credentials(keys)))
@@ -35,28 +32,24 @@ import TilepackTestSupport
         server.server.service.catalog.slot(named: Substring(name))?.current.remote?.requestCount ?? -1
     }
 
-    @Test func bundlesInS3AndPMTilesOnNginxAreServedLikeFiles() async throws {
-        guard let (_, store) = try await Self.moto() else { return }
-        let nginxFound = FileManager.default.isExecutableFile(atPath: "/usr/sbin/nginx")
+    @Test(.needs(.motoServer), .needs(.nginx)) func bundlesInS3AndPMTilesOnNginxAreServedLikeFiles() async throws {
+        let (_, store) = try await Self.moto()
         let dir = try TemporaryDirectory("remote-serve")
         let folder = "serve/\(UUID().uuidString)"
         let bundle = S3Location(bucket: "tiles", key: "\(folder)/world.tilepack")
         try await Self.put(ServerFixtures.sampleBundle, at: bundle, store)
         var archives = [bundle.description]
-        var nginx: NginxServer?
-        if nginxFound {
-            // The sample as PMTiles, served by nginx.
-            let pmtiles = dir.file("city.pmtiles")
-            let source = try BundleArchive(path: ServerFixtures.sampleBundle)
-            let writer = try PMTilesWriter(destination: pmtiles, metadata: try source.metadata())
-            try source.forEachTile { tile, bytes in try writer.addTile(at: tile, bytes: Array(bytes)) }
-            _ = try writer.finish()
-            nginx = try NginxServer(root: dir.url)
-            archives.append("\(nginx!.baseURL)/city.pmtiles")
-        }
-        defer { nginx?.stop() }
+        // The sample as PMTiles, served by nginx.
+        let pmtiles = dir.file("city.pmtiles")
+        let source = try BundleArchive(path: ServerFixtures.sampleBundle)
+        let writer = try PMTilesWriter(destination: pmtiles, metadata: try source.metadata())
+        try source.forEachTile { tile, bytes in try writer.addTile(at: tile, bytes: Array(bytes)) }
+        _ = try writer.finish()
+        let nginx = try NginxServer(root: dir.url)
+        archives.append("\(nginx.baseURL)/city.pmtiles")
+        defer { nginx.stop() }
         let server = try await RunningServer.start(TileServerOptions(archivePaths: archives), store: store)
-        #expect(server.server.archiveNames == (nginxFound ? ["world", "city"] : ["world"]))
+        #expect(server.server.archiveNames == ["world", "city"])
         let local = try BundleArchive(path: ServerFixtures.sampleBundle)
         var compared = 0
         try local.forEachTile { tile, bytes in
@@ -71,13 +64,13 @@ import TilepackTestSupport
         // A tile asked again is answered from the cache: no request to the store.
         for name in server.server.archiveNames {
             let before = Self.storeRequests(server, name)
-            let nginxBefore = name == "city" ? nginx?.requestCount : nil
+            let nginxBefore = name == "city" ? nginx.requestCount : nil
             for _ in 0..<3 {
                 let again = try await server.get("/\(name)/3/4/3.png")
                 #expect(again.status == 200)
             }
             #expect(Self.storeRequests(server, name) == before, "\(name): the store was asked again")
-            if let nginxBefore { #expect(nginx?.requestCount == nginxBefore) }
+            if let nginxBefore { #expect(nginx.requestCount == nginxBefore) }
         }
         // A tile of the archive's coverage it does not hold: 204, no error.
         let tileJSON = try await server.get("/world.json")
@@ -121,8 +114,8 @@ import TilepackTestSupport
         try await put(path, at: location, store)
     }
 
-    @Test func aRepublishedObjectIsServedWithoutARestartAndNeverMixed() async throws {
-        guard let (_, store) = try await Self.moto() else { return }
+    @Test(.needs(.motoServer)) func aRepublishedObjectIsServedWithoutARestartAndNeverMixed() async throws {
+        let (_, store) = try await Self.moto()
         let dir = try TemporaryDirectory("remote-republish")
         let location = S3Location(bucket: "tiles", key: "serve/\(UUID().uuidString)/live.tilepack")
         try await Self.publish(version: 1, at: location, store, in: dir)
@@ -188,8 +181,8 @@ import TilepackTestSupport
 
     /// A tile not yet cached, asked after the object was republished and before the next
     /// recheck: the read finds the ETag changed, and the request is answered from the new version.
-    @Test func aReadThatFindsTheObjectReplacedIsAnsweredFromTheNewVersion() async throws {
-        guard let (_, store) = try await Self.moto() else { return }
+    @Test(.needs(.motoServer)) func aReadThatFindsTheObjectReplacedIsAnsweredFromTheNewVersion() async throws {
+        let (_, store) = try await Self.moto()
         let dir = try TemporaryDirectory("remote-replaced")
         let location = S3Location(bucket: "tiles", key: "serve/\(UUID().uuidString)/live.tilepack")
         try await Self.publish(version: 1, at: location, store, in: dir)
@@ -315,8 +308,7 @@ import TilepackTestSupport
     /// the query byte for byte (no `Authorization`, nothing re-encoded) serves it to the library
     /// and to `tilepack serve`, which names it after its path's file name and rechecks its
     /// version with a one-byte `GET` (a `HEAD` is not what the URL signs).
-    @Test func aPresignedURLIsSentUntouched() async throws {
-        guard MotoS3.botocoreAvailable else { return }
+    @Test(.needs(.botocore)) func aPresignedURLIsSentUntouched() async throws {
         let dir = try TemporaryDirectory("presigned")
         try FileManager.default.createDirectory(atPath: dir.file("tiles/maps"), withIntermediateDirectories: true)
         try FileManager.default.copyItem(atPath: ServerFixtures.sampleBundle, toPath: dir.file("tiles/maps/signed.tilepack"))

@@ -8,7 +8,6 @@ import TilepackTestSupport
 @testable import TilepackTiler
 
 let sample = TestSupport.packageRoot.appendingPathComponent("samples/sample-utm.tif").path
-let gdalwarpInstalled = FileManager.default.isExecutableFile(atPath: "/usr/bin/gdalwarp")
 
 /// Runs a program to its end; its status.
 @discardableResult
@@ -122,7 +121,7 @@ func run(_ program: String, _ arguments: [String]) throws -> Int32 {
 
     /// A tile of the deepest zoom is what GDAL's own gdalwarp draws for the same extent with the
     /// same resampling: an independent witness of the reprojection.
-    @Test(.enabled(if: gdalwarpInstalled)) func theDeepestZoomMatchesGdalwarp() throws {
+    @Test(.needs(.gdalwarp)) func theDeepestZoomMatchesGdalwarp() throws {
         let dir = try TemporaryDirectory("tiler-witness")
         var options = try Self.options(dir.file("s.mbtiles"))
         options.resampling = .bilinear
@@ -260,7 +259,7 @@ func run(_ program: String, _ arguments: [String]) throws -> Int32 {
     /// A DEM (float metres with nodata) into terrarium PNG tiles: the deepest zoom holds GDAL's own
     /// warped elevations (gdalwarp, same tile, bilinear) to terrarium's 1/256 m, and a parent pixel
     /// is the mean of its four children's elevations; a lossy format is refused with the reason.
-    @Test(.enabled(if: gdalwarpInstalled)) func terrariumFromADEM() throws {
+    @Test(.needs(.gdalwarp)) func terrariumFromADEM() throws {
         let dir = try TemporaryDirectory("tiler-dem")
         let dem = dir.file("dem.tif")
         #expect(
