@@ -76,7 +76,12 @@ public enum TileExtractor {
         }
         let declared = (try? metadata.bounds) ?? nil
         if let box = options.bounds {
-            metadata.setBounds(declared.flatMap { Self.intersection($0, box) } ?? box)
+            // A box beside the archive's bounds is refused before anything is written (the world
+            // tiles of the low zooms would touch it and make it look like a success).
+            if options.region == nil, let declared, let mistake = BoxBesideBounds.mistake(box: box, bounds: [declared], declaredBy: "the archive's metadata") {
+                throw OperationError(path: source, fault: .badInput(mistake + " Nothing was written."))
+            }
+            metadata.setBounds(declared.flatMap { BoxBesideBounds.intersection($0, box) } ?? box)
         }
         let sink = try ArchiveSinks.make(
             kind: kind, destination: destination, metadata: metadata,
@@ -191,11 +196,8 @@ public enum TileExtractor {
         var holds = ["zooms \(zooms.min() ?? 0)-\(zooms.max() ?? 0)"]
         if let declared { holds.append("bounds \(declared)") }
         var text = "no tile of the archive lies in \(filters.joined(separator: " and ")); it holds \(holds.joined(separator: ", "))."
-        if options.region == nil, let box = options.bounds,
-            let swapped = try? GeoBoundingBox(validatingWest: box.south, south: box.west, east: box.north, north: box.east),
-            declared.map({ Self.intersection($0, swapped) != nil }) ?? false
-        {
-            text += " With latitude and longitude swapped the box (\(swapped)) meets the archive: the order is west,south,east,north."
+        if options.region == nil, let box = options.bounds, let declared, let hint = BoxBesideBounds.swappedHint(box: box, bounds: [declared]) {
+            text += hint
         }
         return text + " Nothing was written."
     }
@@ -219,11 +221,4 @@ public enum TileExtractor {
         return ranges.flatMap { Array($0) }.sorted()
     }
 
-    static func intersection(_ a: GeoBoundingBox, _ b: GeoBoundingBox) -> GeoBoundingBox? {
-        // Boxes across the antimeridian: keep the region asked for.
-        guard a.west <= a.east, b.west <= b.east else { return nil }
-        let box = GeoBoundingBox(
-            west: max(a.west, b.west), south: max(a.south, b.south), east: min(a.east, b.east), north: min(a.north, b.north))
-        return box.west < box.east && box.south < box.north ? box : nil
-    }
 }
