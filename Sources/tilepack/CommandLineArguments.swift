@@ -118,6 +118,17 @@ enum CommandLineArguments {
 
     // MARK: Exit status
 
+    /// What a command's `run()` threw, as the launcher prints it after "Error: " and the exit
+    /// status: 2 for "not an archive", else 1. A `ValidationError` from `run()` is a refusal too
+    /// (printed without the usage line ArgumentParser would add: the command line was well
+    /// formed), so no command can print usage under a run-time failure. `nil` for `ExitCode` and
+    /// `CleanExit`, which ArgumentParser's exit handles as they are.
+    static func refusal(for error: any Error) -> (message: String, status: Int32)? {
+        if error is ExitCode || error is CleanExit { return nil }
+        let message = (error as? ValidationError)?.message ?? "\(error)"
+        return (message, exitStatus(for: error) ?? 1)
+    }
+
     /// Exit status 2, "not an archive", for an input of another kind in every command (as
     /// `verify` reports it); `nil` for errors ArgumentParser's own exit handles.
     static func exitStatus(for error: any Error) -> Int32? {

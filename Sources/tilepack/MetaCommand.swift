@@ -24,7 +24,7 @@ struct MetaList: ParsableCommand {
     @Argument(help: "The archive (a file or an http(s) URL).")
     var archive: String
 
-    @Flag(help: "Print the metadata as a JSON object.")
+    @Flag(help: "\(SharedHelp.json): the metadata as one object.")
     var json = false
 
     func run() throws {
@@ -71,18 +71,24 @@ struct MetaSet: ParsableCommand {
 
     @OptionGroup var outputOptions: OutputOptions
 
-    func run() throws {
+    func validate() throws {
         guard pairs.count % 2 == 0 else {
             throw ValidationError("'\(pairs.last ?? "")' has no value: give KEY VALUE pairs")
         }
+        guard !pairs.isEmpty || from != nil else { throw ValidationError("give KEY VALUE pairs or --from FILE.json") }
+    }
+
+    func run() throws {
         var set: [String: String] = [:]
         var delete: [String] = []
         if let from {
-            guard let data = FileManager.default.contents(atPath: from) else { throw ValidationError("cannot read \(from)") }
+            guard let data = FileManager.default.contents(atPath: from) else {
+                throw CommandFailure(from, FileManager.default.fileExists(atPath: from) ? "cannot read it" : "no such file")
+            }
             (set, delete) = try MetadataEditor.pairs(fromJSON: data, path: from)
         }
         for index in stride(from: 0, to: pairs.count, by: 2) { set[pairs[index]] = pairs[index + 1] }
-        guard !set.isEmpty || !delete.isEmpty else { throw ValidationError("give KEY VALUE pairs or --from FILE.json") }
+        guard !set.isEmpty || !delete.isEmpty else { throw CommandFailure(from ?? archive, "no key to set or delete") }
         let report = try MetadataEditor.edit(path: archive, set: set, delete: delete)
         try MetaDelete.print(report, json: outputOptions.json)
     }

@@ -21,6 +21,98 @@ import TilepackTestSupport
         return part
     }
 
+    // MARK: 1. The shared options are spelled one way and mean one thing on every command
+
+    /// Every command's options, from the binary's own description of its commands
+    /// (`--experimental-dump-help`, what ArgumentParser's `--help` prints from), checked
+    /// against the one spelling and meaning of each shared option (``SharedOptionRules``).
+    @Test func everyCommandSpellsTheSharedOptionsOneWay() async throws {
+        let dump = try await Binary.run(["--experimental-dump-help"])
+        try #require(dump.status == 0, "\(dump)")
+        let root = try #require(try JSONSerialization.jsonObject(with: Data(dump.stdout.utf8)) as? [String: Any])
+        var commands: [(name: String, options: [SharedOptionRules.Option])] = []
+        func walk(_ command: [String: Any], path: String) {
+            let name = path.isEmpty ? (command["commandName"] as? String ?? "") : path + " " + (command["commandName"] as? String ?? "")
+            let arguments = command["arguments"] as? [[String: Any]] ?? []
+            let options = arguments.compactMap { argument -> SharedOptionRules.Option? in
+                guard argument["kind"] as? String != "positional" else { return nil }
+                let names = argument["names"] as? [[String: Any]] ?? []
+                let long = names.compactMap { $0["kind"] as? String == "long" ? $0["name"] as? String : nil }
+                let short = names.compactMap { $0["kind"] as? String == "short" ? $0["name"] as? String : nil }
+                return SharedOptionRules.Option(
+                    long: long.first ?? "", short: short.first, help: argument["abstract"] as? String ?? "",
+                    valueName: argument["valueName"] as? String)
+            }
+            commands.append((name, options))
+            for sub in command["subcommands"] as? [[String: Any]] ?? [] { walk(sub, path: name) }
+        }
+        walk(try #require(root["command"] as? [String: Any]), path: "")
+        #expect(commands.count > 20, "\(commands.map(\.name))")
+        var problems: [String] = []
+        for command in commands {
+            problems += SharedOptionRules.problems(command: command.name, options: command.options)
+        }
+        // Every command that draws a progress bar takes -q/--quiet (tile: see the tiler's own test).
+        for name in ["import", "export", "convert", "verify", "fetch", "extract", "merge"] {
+            let options = commands.first { $0.name == "tilepack \(name)" }?.options ?? []
+            if !options.contains(where: { $0.long == "quiet" }) { problems.append("tilepack \(name) draws a progress bar and has no --quiet") }
+        }
+        // fetch takes the zooms as import and extract do; --zoom A-B stays as its alias.
+        let fetch = commands.first { $0.name == "tilepack fetch" }?.options.map(\.long) ?? []
+        if !(fetch.contains("min-zoom") && fetch.contains("max-zoom") && fetch.contains("zoom")) {
+            problems.append("tilepack fetch: --min-zoom, --max-zoom and the alias --zoom, not \(fetch)")
+        }
+        #expect(problems.isEmpty, "\(problems.joined(separator: "\n"))")
+    }
+
+    /// `fetch --min-zoom 3 --max-zoom 5` and its alias `--zoom 3-5` ask for the same zooms;
+    /// `--max-zoom` alone starts at 0.
+    @Test func fetchTakesMinAndMaxZoomAndKeepsZoomAsAnAlias() throws {
+        let base = ["fetch", "https://tiles.example/{z}/{x}/{y}.png", "out.mbtiles", "--bbox", "13.3,52.45,13.5,52.56"]
+        let split = try #require(try CommandLineArguments.parse(base + ["--min-zoom", "3", "--max-zoom", "5"]) as? FetchCommand)
+        let alias = try #require(try CommandLineArguments.parse(base + ["--zoom", "3-5"]) as? FetchCommand)
+        let deepest = try #require(try CommandLineArguments.parse(base + ["--max-zoom", "5"]) as? FetchCommand)
+        #expect(try split.zooms() == 3...5 && alias.zooms() == 3...5 && deepest.zooms() == 0...5)
+        #expect(throws: (any Error).self) { try CommandLineArguments.parse(base + ["--zoom", "3-5", "--max-zoom", "6"]) }
+        #expect(throws: (any Error).self) { try CommandLineArguments.parse(base) }
+        #expect(throws: (any Error).self) { try CommandLineArguments.parse(base + ["--min-zoom", "6", "--max-zoom", "5"]) }
+    }
+
+    // MARK: 2. A refusal is "Error: PLACE: reason", exit 1, no usage line
+
+    @Test func runTimeRefusalsPrintNoUsageLine() async throws {
+        let dir = try TemporaryDirectory()
+        let archive = dir.file("a.mbtiles")
+        let made = try await Binary.run([
+            "import", TestSupport.packageRoot.appendingPathComponent("samples/tiles").path, archive, "--max-zoom", "1", "--quiet",
+        ])
+        try #require(made.status == 0, "\(made)")
+        let missing = dir.file("missing.json")
+        let cases: [(arguments: [String], place: String)] = [
+            (["meta", "set", archive, "--from", missing], missing),
+            (["render", dir.file("none.mbtiles"), "--center", "0,0", "--zoom", "1", "--size", "64x64", "-o", dir.file("o.png")], dir.file("none.mbtiles")),
+            (["export", archive, dir.file("offline.db"), "--maplibre-offline", "--style-url", "https://example.com/style.json", "--style", missing], missing),
+            (["fetch", "https://{s}.tile.openstreetmap.org/{z}/{x}/{y}.png", dir.file("osm.mbtiles"), "--bbox", "13.3,52.45,13.5,52.56", "--zoom", "8-9"], "https://{s}.tile.openstreetmap.org/{z}/{x}/{y}.png"),
+        ]
+        for (arguments, place) in cases {
+            let result = try await Binary.run(arguments)
+            #expect(result.status == 1, "\(arguments): \(result)")
+            #expect(result.stderr.hasPrefix("Error: \(place): "), "\(arguments): \(result.stderr)")
+            #expect(!result.stderr.contains("Usage:") && !result.stderr.contains("--help"), "\(arguments): \(result.stderr)")
+        }
+    }
+
+    /// `serve` and `tile` without their program: a refusal naming the program, not a usage error.
+    @Test func aMissingSiblingProgramIsARefusal() throws {
+        let program = SiblingProgram(name: "tilepack-no-such-program", package: "nowhere", command: "tilepack nothing")
+        #expect {
+            try program.exec([])
+        } throws: { error in
+            guard let failure = error as? CommandFailure else { return false }
+            return failure.description.hasPrefix("tilepack-no-such-program: ") && failure.description.contains("swift build --package-path nowhere")
+        }
+    }
+
     // MARK: 4. extract: a box that misses the archive's bounds is refused, naming them
 
     @Test func extractOfABoxBesideTheArchiveIsRefused() async throws {
