@@ -160,4 +160,48 @@ import TilepackTestSupport
         let verify = try await Binary.run(["verify", archive])
         #expect(verify.status == 0 && !verify.stdout.contains("maxzoom"), "\(verify)")
     }
+
+    // MARK: 6. meta set --from: a null for a key that is absent is a no-op
+
+    @Test func metaSetFromFileTakesNullForAnAbsentKeyAsDone() async throws {
+        let dir = try TemporaryDirectory()
+        let archive = dir.file("a.mbtiles")
+        let made = try await Binary.run([
+            "import", TestSupport.packageRoot.appendingPathComponent("samples/tiles").path, archive, "--max-zoom", "1", "--quiet",
+        ])
+        try #require(made.status == 0, "\(made)")
+        let file = dir.file("m.json")
+        try Data(#"{"attribution": "Someone", "nothere": null}"#.utf8).write(to: URL(fileURLWithPath: file))
+        let run = try await Binary.run(["meta", "set", archive, "--from", file])
+        #expect(run.status == 0, "\(run)")
+        let attribution = try await Binary.run(["meta", "get", archive, "attribution"])
+        #expect(attribution.stdout == "Someone\n", "\(attribution)")
+        // Nothing left to do: exit 0, the file untouched.
+        try Data(#"{"nothere": null}"#.utf8).write(to: URL(fileURLWithPath: file))
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: archive))
+        let again = try await Binary.run(["meta", "set", archive, "--from", file])
+        #expect(again.status == 0 && again.stdout.contains("nothere"), "\(again)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: archive)) == bytes)
+        // `meta delete` of an absent key names what it cannot do, as before.
+        let delete = try await Binary.run(["meta", "delete", archive, "nothere"])
+        #expect(delete.status == 1 && delete.stderr.contains("has no metadata key 'nothere'"), "\(delete)")
+    }
+
+    // MARK: 7. A bundle's meta delete says why the file was written again
+
+    @Test func bundleMetadataEditSaysWhyTheFileWasWrittenAgain() async throws {
+        let dir = try TemporaryDirectory()
+        let bundle = dir.file("a.tilepack")
+        let made = try await Binary.run([
+            "import", TestSupport.packageRoot.appendingPathComponent("samples/tiles").path, bundle, "--max-zoom", "1", "--quiet",
+        ])
+        try #require(made.status == 0, "\(made)")
+        for arguments in [["meta", "set", bundle, "attribution", "Someone"], ["meta", "delete", bundle, "attribution"]] {
+            let run = try await Binary.run(arguments)
+            #expect(run.status == 0, "\(run)")
+            #expect(
+                run.stdout.contains("by writing the file again") && !run.stdout.contains("did not fit")
+                    && run.stdout.contains("a bundle's metadata lies between its header and its tile index"), "\(run.stdout)")
+        }
+    }
 }
