@@ -241,7 +241,8 @@ struct RegionArgument {
     }
 }
 
-/// `--bbox` or `--region`: the area `extract`, `fetch` and `export --maplibre-offline` take.
+/// `--bbox` or `--region`: the area `extract` and `export --maplibre-offline` take (`fetch`
+/// declares the same two beside `--route`).
 struct AreaOptions: ParsableArguments {
     @Option(help: ArgumentHelp(SharedHelp.bbox, valueName: SharedHelp.bboxValue), transform: BoundingBoxArgument.parse)
     var bbox: BoundingBoxArgument?

@@ -48,8 +48,13 @@ struct FetchCommand: AsyncParsableCommand {
     @Argument(help: "The MBTiles archive to fill (created if missing, resumed if present).")
     var output: String
 
-    /// `--bbox` or `--region` (or `--route`).
-    @OptionGroup var area: AreaOptions
+    // --bbox and --region as extract's (AreaOptions), declared here so that giving two of
+    // them with --route is one message: exactly one of the three.
+    @Option(help: ArgumentHelp(SharedHelp.bbox, valueName: SharedHelp.bboxValue), transform: BoundingBoxArgument.parse)
+    var bbox: BoundingBoxArgument?
+
+    @Option(help: ArgumentHelp(SharedHelp.region, valueName: SharedHelp.regionValue), transform: RegionArgument.parse)
+    var region: RegionArgument?
 
     @Option(help: "A route: GeoJSON (LineString, Feature, FeatureCollection) or GPX (track or route).")
     var route: String?
@@ -145,7 +150,7 @@ struct FetchCommand: AsyncParsableCommand {
 
     func validate() throws {
         _ = try zooms()
-        if [area.bbox != nil, route != nil, area.region != nil].filter({ $0 }).count != 1 {
+        if [bbox != nil, route != nil, region != nil].filter({ $0 }).count != 1 {
             throw ValidationError("give exactly one of --bbox, --route and --region")
         }
         if route != nil && radius == nil { throw ValidationError("--route needs --radius METRES") }
@@ -165,12 +170,12 @@ struct FetchCommand: AsyncParsableCommand {
 
     func run() async throws {
         let area: PrefetchArea
-        if let bbox = self.area.bbox {
+        if let bbox {
             area = .boundingBox(bbox.box)
             if let note = bbox.box.antimeridianNote { printError("note: \(note)") }
         } else if let route, let radius {
             area = .route(try RouteFile.read(path: route), radius: radius)
-        } else if let region = self.area.region {
+        } else if let region {
             area = .region(region.region)
         } else {
             throw CommandFailure("give exactly one of --bbox, --route and --region")
