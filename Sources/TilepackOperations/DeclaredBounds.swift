@@ -184,7 +184,9 @@ struct TileExtent: Sendable, Equatable {
 
     /// `extent` with `tile` in it: a deeper tile starts a new extent, a shallower one changes nothing.
     static func adding(_ tile: TileCoordinate, to extent: TileExtent?) -> TileExtent {
-        guard let extent, extent.zoom >= tile.zoom else { return TileExtent(zoom: tile.zoom, columns: tile.x...tile.x, rows: tile.y...tile.y) }
+        guard let extent, extent.zoom >= tile.zoom else {
+            return TileExtent(zoom: tile.zoom, columns: tile.x...tile.x, rows: tile.y...tile.y)
+        }
         guard extent.zoom == tile.zoom else { return extent }
         return TileExtent(
             zoom: tile.zoom, columns: min(extent.columns.lowerBound, tile.x)...max(extent.columns.upperBound, tile.x),

@@ -261,7 +261,9 @@ public enum TileImporter {
         // the metadata is widened to them, and the import says so once.
         let zooms = zoomCounts.indices.filter { zoomCounts[$0] > 0 }
         if let lowest = zooms.first, let highest = zooms.last,
-            let note = Self.widen(&metadata, toZooms: lowest...highest, deepest: deepest, declaredBy: evidence.metadata.isEmpty ? "the metadata" : "the tree's metadata")
+            let note = Self.widen(
+                &metadata, toZooms: lowest...highest, deepest: deepest,
+                declaredBy: evidence.metadata.isEmpty ? "the metadata" : "the tree's metadata")
         {
             report.notes.append(note)
         }
@@ -277,7 +279,8 @@ public enum TileImporter {
     /// Widens `metadata`'s `minzoom`, `maxzoom` and `bounds` where the tiles go beyond them (the
     /// deepest zoom's tiles outside the tiles that cover the bounds); never narrows them.
     /// - Returns: the one note that says what changed, or `nil` when nothing did.
-    static func widen(_ metadata: inout TileMetadata, toZooms zooms: ClosedRange<Int>, deepest: TileExtent?, declaredBy: String) -> String? {
+    static func widen(_ metadata: inout TileMetadata, toZooms zooms: ClosedRange<Int>, deepest: TileExtent?, declaredBy: String) -> String?
+    {
         var changes: [String] = []
         if let declared = (try? metadata.minZoom) ?? nil, declared > zooms.lowerBound {
             metadata.setMinZoom(zooms.lowerBound)
@@ -303,7 +306,8 @@ public enum TileImporter {
             }
         }
         guard !changes.isEmpty else { return nil }
-        return "the tiles go beyond what \(declaredBy) declares: widened \(changes.joined(separator: ", ")) (zooms \(zooms.lowerBound)-\(zooms.upperBound) hold tiles)"
+        return
+            "the tiles go beyond what \(declaredBy) declares: widened \(changes.joined(separator: ", ")) (zooms \(zooms.lowerBound)-\(zooms.upperBound) hold tiles)"
     }
 
     /// An import's source must be a folder; given an archive, say so and name the command for it.

@@ -104,7 +104,8 @@ struct ExportCommand: AsyncParsableCommand {
         var options = MapLibreOfflineOptions(styleURL: styleURL ?? "")
         if let style {
             guard let data = FileManager.default.contents(atPath: style) else {
-                throw CommandFailure(style, FileManager.default.fileExists(atPath: style) ? "cannot read the style" : "no such file (the style)")
+                throw CommandFailure(
+                    style, FileManager.default.fileExists(atPath: style) ? "cannot read the style" : "no such file (the style)")
             }
             options.style = data
             // Its glyphs and sprites, as MapLibre's own offline download takes them.

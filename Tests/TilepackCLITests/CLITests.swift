@@ -76,7 +76,9 @@ func message(_ body: () throws -> Any) -> String? {
         // A negative zoom reaches --zoom too: refused for its range (a usage error, in validate()),
         // not for a missing value.
         let negative = message {
-            try CommandLineArguments.parse(["render", "a.mbtiles", "--center", "18.4,-33.9", "--zoom", "-1", "--size", "10x10", "-o", "a.png"])
+            try CommandLineArguments.parse([
+                "render", "a.mbtiles", "--center", "18.4,-33.9", "--zoom", "-1", "--size", "10x10", "-o", "a.png",
+            ])
         }
         #expect(negative?.contains("--zoom must be in 0...20, not -1.0") == true, "\(negative ?? "parsed")")
     }

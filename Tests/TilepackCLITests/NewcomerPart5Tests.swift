@@ -55,7 +55,9 @@ import TilepackTestSupport
         // Every command that draws a progress bar takes -q/--quiet (tile: see the tiler's own test).
         for name in ["import", "export", "convert", "verify", "fetch", "extract", "merge"] {
             let options = commands.first { $0.name == "tilepack \(name)" }?.options ?? []
-            if !options.contains(where: { $0.long == "quiet" }) { problems.append("tilepack \(name) draws a progress bar and has no --quiet") }
+            if !options.contains(where: { $0.long == "quiet" }) {
+                problems.append("tilepack \(name) draws a progress bar and has no --quiet")
+            }
         }
         // fetch takes the zooms as import and extract do; --zoom A-B stays as its alias.
         let fetch = commands.first { $0.name == "tilepack fetch" }?.options.map(\.long) ?? []
@@ -90,9 +92,22 @@ import TilepackTestSupport
         let missing = dir.file("missing.json")
         let cases: [(arguments: [String], place: String)] = [
             (["meta", "set", archive, "--from", missing], missing),
-            (["render", dir.file("none.mbtiles"), "--center", "0,0", "--zoom", "1", "--size", "64x64", "-o", dir.file("o.png")], dir.file("none.mbtiles")),
-            (["export", archive, dir.file("offline.db"), "--maplibre-offline", "--style-url", "https://example.com/style.json", "--style", missing], missing),
-            (["fetch", "https://{s}.tile.openstreetmap.org/{z}/{x}/{y}.png", dir.file("osm.mbtiles"), "--bbox", "13.3,52.45,13.5,52.56", "--zoom", "8-9"], "https://{s}.tile.openstreetmap.org/{z}/{x}/{y}.png"),
+            (
+                ["render", dir.file("none.mbtiles"), "--center", "0,0", "--zoom", "1", "--size", "64x64", "-o", dir.file("o.png")],
+                dir.file("none.mbtiles")
+            ),
+            (
+                [
+                    "export", archive, dir.file("offline.db"), "--maplibre-offline", "--style-url", "https://example.com/style.json",
+                    "--style", missing,
+                ], missing
+            ),
+            (
+                [
+                    "fetch", "https://{s}.tile.openstreetmap.org/{z}/{x}/{y}.png", dir.file("osm.mbtiles"), "--bbox",
+                    "13.3,52.45,13.5,52.56", "--zoom", "8-9",
+                ], "https://{s}.tile.openstreetmap.org/{z}/{x}/{y}.png"
+            ),
         ]
         for (arguments, place) in cases {
             let result = try await Binary.run(arguments)
@@ -109,7 +124,8 @@ import TilepackTestSupport
             try program.exec([])
         } throws: { error in
             guard let failure = error as? CommandFailure else { return false }
-            return failure.description.hasPrefix("tilepack-no-such-program: ") && failure.description.contains("swift build --package-path nowhere")
+            return failure.description.hasPrefix("tilepack-no-such-program: ")
+                && failure.description.contains("swift build --package-path nowhere")
         }
     }
 

@@ -47,7 +47,8 @@ import TilepackTestSupport
             // Refused by validate(), as the command line is parsed: ArgumentParser's usage error.
             let error = message {
                 try CommandLineArguments.parse([
-                    "render", "a.mbtiles", "--center", "0,0", "--zoom", "1", "--size", "8x8", "--tile-size", size, "-o", "/nonexistent/a.png",
+                    "render", "a.mbtiles", "--center", "0,0", "--zoom", "1", "--size", "8x8", "--tile-size", size, "-o",
+                    "/nonexistent/a.png",
                 ])
             }
             #expect(error?.contains("--tile-size must be") == true, "\(size): \(error ?? "parsed")")

@@ -34,9 +34,12 @@ public enum SharedOptionRules {
         Rule(long: "min-zoom", short: nil, says: "The lowest zoom"),
         Rule(long: "max-zoom", short: nil, says: "The highest zoom"),
         Rule(long: "index", short: nil, says: "its tile hash index beside it"),
-        Rule(long: "bbox", short: nil, says: "Only tiles touching this box: west,south,east,north in degrees", valueName: "west,south,east,north"),
         Rule(
-            long: "region", short: nil, says: "Only tiles sharing area with this GeoJSON Polygon or MultiPolygon", valueName: "area.geojson"),
+            long: "bbox", short: nil, says: "Only tiles touching this box: west,south,east,north in degrees",
+            valueName: "west,south,east,north"),
+        Rule(
+            long: "region", short: nil, says: "Only tiles sharing area with this GeoJSON Polygon or MultiPolygon", valueName: "area.geojson"
+        ),
     ]
 
     /// Other spellings of the same things, which no command takes.
