@@ -28,11 +28,11 @@ public struct S3Error: Error, Sendable, Hashable, CustomStringConvertible {
     public var description: String { url.map { "\($0): \(reason)" } ?? reason }
 
     /// `s3://BUCKET/KEY` (or `s3://BUCKET`), the place ``description`` starts with.
-    public var url: String? { bucket.map { bucket in key.map { "s3://\(bucket)/\($0)" } ?? "s3://\(bucket)" } }
+    package var url: String? { bucket.map { bucket in key.map { "s3://\(bucket)/\($0)" } ?? "s3://\(bucket)" } }
 
     /// What S3 said, without the `s3://` URL that ``description`` starts with: for an error
     /// whose place is already named (a `TileArchiveError`'s path is the URL).
-    public var reason: String {
+    package var reason: String {
         let status = self.status.map { " (HTTP \($0))" } ?? ""
         let names = bucket.map { b in " [bucket \(b)\(key.map { ", key \($0)" } ?? "")]" } ?? ""
         return "\(code)\(status): \(message)\(names)\(hint.map { "; \($0)" } ?? "")"
