@@ -118,15 +118,17 @@ enum CommandLineArguments {
 
     // MARK: Exit status
 
-    /// What a command's `run()` threw, as the launcher prints it after "Error: " and the exit
-    /// status: 2 for "not an archive", else 1. A `ValidationError` from `run()` is a refusal too
-    /// (printed without the usage line ArgumentParser would add: the command line was well
-    /// formed), so no command can print usage under a run-time failure. `nil` for `ExitCode` and
-    /// `CleanExit`, which ArgumentParser's exit handles as they are.
+    /// What the launcher prints after "Error: " and the exit status, for an error a command's
+    /// `run()` threw that ArgumentParser's exit would print otherwise: "not an archive" (status 2),
+    /// and a `ValidationError`, a refusal like any other (status 1; ArgumentParser would add the
+    /// usage line, and the command line was well formed), so that no command can print usage
+    /// under a run-time failure. `nil` for the rest, which ArgumentParser's exit prints as it
+    /// should: any other error as "Error: ..." with status 1, and its own (the help that its
+    /// `help` command and `--help` throw from run(), `CleanExit`, `ExitCode`).
     static func refusal(for error: any Error) -> (message: String, status: Int32)? {
-        if error is ExitCode || error is CleanExit { return nil }
-        let message = (error as? ValidationError)?.message ?? "\(error)"
-        return (message, exitStatus(for: error) ?? 1)
+        if let status = exitStatus(for: error) { return ("\(error)", status) }
+        if let validation = error as? ValidationError { return (validation.message, 1) }
+        return nil
     }
 
     /// Exit status 2, "not an archive", for an input of another kind in every command (as

@@ -40,7 +40,8 @@ struct Tilepack: AsyncParsableCommand {
 
     /// Parses (a usage error prints the usage line, as ArgumentParser does), then runs: what
     /// `run()` throws is a refusal, "Error: PLACE: reason" and exit 1 (2 for "not an archive"),
-    /// never under a usage line, whatever its type (``CommandLineArguments/refusal(for:)``).
+    /// never under a usage line, a `ValidationError` too (``CommandLineArguments/refusal(for:)``);
+    /// ArgumentParser's own (help, `CleanExit`, `ExitCode`) go to its exit as they are.
     static func launch(_ arguments: [String]) async {
         var command: any ParsableCommand
         do {

@@ -117,6 +117,17 @@ import TilepackTestSupport
         }
     }
 
+    /// What ArgumentParser answers after parsing (help, a clean exit, an exit status) is its own
+    /// still: only what a command's run() throws is a refusal.
+    @Test func helpAndVersionAreNoRefusals() async throws {
+        for arguments in [["import", "--help"], ["help", "import"], ["meta", "set", "--help"], ["--version"]] {
+            let result = try await Binary.run(arguments)
+            #expect(result.status == 0 && !result.stderr.contains("Error"), "\(arguments): \(result)")
+            #expect(
+                arguments == ["--version"] ? !result.stdout.isEmpty : result.stdout.contains("USAGE: tilepack"), "\(arguments): \(result)")
+        }
+    }
+
     /// `serve` and `tile` without their program: a refusal naming the program, not a usage error.
     @Test func aMissingSiblingProgramIsARefusal() throws {
         let program = SiblingProgram(name: "tilepack-no-such-program", package: "nowhere", command: "tilepack nothing")
