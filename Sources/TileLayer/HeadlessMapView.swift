@@ -67,6 +67,9 @@ public struct DrawnTile: Hashable, Sendable {
 }
 
 /// One composed frame.
+///
+/// Printed (`print(frame)`, `"\(frame)"`, a debugger's `po`) it is one line of facts, not its
+/// pixels: a 1000x1000 frame holds 4 MB of them.
 public struct MapFrame: Sendable {
     /// The image: viewport size x screen scale pixels, ``PixelFormat/rgba8888``.
     public var bitmap: Bitmap
@@ -74,6 +77,29 @@ public struct MapFrame: Sendable {
     public var drawn: [DrawnTile]
     /// The view time of the frame (seconds on the view's clock).
     public var time: Double
+    /// The screen scale the frame was drawn at: the bitmap is the viewport's points times it.
+    public var scale: ScreenScale = .x1
+}
+
+extension MapFrame: CustomStringConvertible, CustomDebugStringConvertible {
+    /// `MapFrame(800x600 px = 400x300 pt at scale 2, rgba8888, 2 layers, 12 tiles drawn (3 scaled
+    /// up from lower zooms), time 1.250 s)`.
+    public var description: String {
+        let points = "\(bitmap.width / scale.rawValue)x\(bitmap.height / scale.rawValue) pt"
+        let approximate = drawn.filter(\.isApproximate).count
+        let fading = drawn.filter { $0.opacity < 1 }.count
+        let layers = Set(drawn.map(\.layerIndex)).count
+        var tiles = "\(drawn.count) tiles drawn"
+        var notes: [String] = []
+        if approximate > 0 { notes.append("\(approximate) scaled up from lower zooms") }
+        if fading > 0 { notes.append("\(fading) fading in") }
+        if !notes.isEmpty { tiles += " (\(notes.joined(separator: ", ")))" }
+        return
+            "MapFrame(\(bitmap.width)x\(bitmap.height) px = \(points) at scale \(scale.rawValue), \(bitmap.pixelFormat), \(layers) \(layers == 1 ? "layer" : "layers"), \(tiles), time \(String(format: "%.3f", time)) s)"
+    }
+
+    /// The same one line as ``description``: the pixels are never dumped.
+    public var debugDescription: String { description }
 }
 
 /// A map view without a screen, driving ``MapTileLayer``s as a map would: it works out the tiles
@@ -495,7 +521,7 @@ public final class HeadlessMapView: Sendable {
                 }
             }
         }
-        return MapFrame(bitmap: canvas, drawn: drawn, time: now)
+        return MapFrame(bitmap: canvas, drawn: drawn, time: now, scale: ScreenScale(rawValue: g.scale) ?? .x1)
     }
 
     private static func draw(

@@ -135,8 +135,9 @@ public struct TileArchiveError: Error, Hashable, Sendable, CustomStringConvertib
 
         public var description: String {
             switch self {
-            case .cannotOpen(let errno, let reason): "cannot open (errno \(errno)): \(reason)"
-            case .io(let errno, let reason): "I/O error (errno \(errno)): \(reason)"
+            // errno 0: no system call failed (a server's answer, a refused request): nothing to show.
+            case .cannotOpen(let errno, let reason): errno == 0 ? "cannot open: \(reason)" : "cannot open (errno \(errno)): \(reason)"
+            case .io(let errno, let reason): errno == 0 ? "I/O error: \(reason)" : "I/O error (errno \(errno)): \(reason)"
             case .notAnArchive(let detected): "not an archive of this kind: \(detected)"
             case .unsupportedVersion(let v): "unsupported version: \(v)"
             case .truncated(let what): "truncated: \(what)"

@@ -141,3 +141,60 @@ struct DeclaredBoundsCheck {
         range.lowerBound == range.upperBound ? "\(range.lowerBound)" : "\(range.lowerBound)-\(range.upperBound)"
     }
 }
+
+/// The one check of a `--bbox` against the bounds of what is read (an archive's metadata, a
+/// tree's description): a box that shares no area with them is a mistake, most often a box
+/// written latitude first, even when the low zooms' world tiles would still touch it. `extract`
+/// and `import` refuse it before writing anything, and name the bounds and, when the box read the
+/// other way round meets them, that box.
+enum BoxBesideBounds {
+    /// Why `box` cannot be meant for data within `bounds` (one or more readings of them), or `nil`
+    /// when it meets one of them or cannot be compared (a box across the antimeridian).
+    /// `declaredBy` names what declares the bounds ("the archive's metadata", "metadata.json").
+    static func mistake(box: GeoBoundingBox, bounds: [GeoBoundingBox], declaredBy: String) -> String? {
+        guard let first = bounds.first, box.west <= box.east else { return nil }
+        if bounds.contains(where: { $0.west > $0.east || intersection($0, box) != nil }) { return nil }
+        return "the box \(box) (west,south,east,north) lies outside the bounds \(first) that \(declaredBy) declares."
+            + (swappedHint(box: box, bounds: bounds) ?? "")
+    }
+
+    /// " With latitude and longitude swapped the box (...) meets ...", when it does.
+    static func swappedHint(box: GeoBoundingBox, bounds: [GeoBoundingBox]) -> String? {
+        guard let swapped = try? GeoBoundingBox(validatingWest: box.south, south: box.west, east: box.north, north: box.east),
+            bounds.contains(where: { intersection($0, swapped) != nil })
+        else { return nil }
+        return " With latitude and longitude swapped the box (\(swapped)) meets them: the order is west,south,east,north."
+    }
+
+    /// The area two boxes share, `nil` when none (or either crosses the antimeridian).
+    static func intersection(_ a: GeoBoundingBox, _ b: GeoBoundingBox) -> GeoBoundingBox? {
+        // Boxes across the antimeridian: keep the region asked for.
+        guard a.west <= a.east, b.west <= b.east else { return nil }
+        let box = GeoBoundingBox(
+            west: max(a.west, b.west), south: max(a.south, b.south), east: min(a.east, b.east), north: min(a.north, b.north))
+        return box.west < box.east && box.south < box.north ? box : nil
+    }
+}
+
+/// The columns and rows (XYZ) of the tiles of the deepest zoom seen so far.
+struct TileExtent: Sendable, Equatable {
+    var zoom: Int
+    var columns: ClosedRange<Int>
+    var rows: ClosedRange<Int>
+
+    /// `extent` with `tile` in it: a deeper tile starts a new extent, a shallower one changes nothing.
+    static func adding(_ tile: TileCoordinate, to extent: TileExtent?) -> TileExtent {
+        guard let extent, extent.zoom >= tile.zoom else {
+            return TileExtent(zoom: tile.zoom, columns: tile.x...tile.x, rows: tile.y...tile.y)
+        }
+        guard extent.zoom == tile.zoom else { return extent }
+        return TileExtent(
+            zoom: tile.zoom, columns: min(extent.columns.lowerBound, tile.x)...max(extent.columns.upperBound, tile.x),
+            rows: min(extent.rows.lowerBound, tile.y)...max(extent.rows.upperBound, tile.y))
+    }
+
+    func tile(x: Int, y: Int) -> TileCoordinate {
+        // Inside the extent of tiles already seen at this zoom: always valid.
+        TileCoordinate(validatingZoom: zoom, x: x, y: y)!
+    }
+}

@@ -75,9 +75,18 @@ public enum TileExtractor {
             metadata[key] = nil
         }
         let declared = (try? metadata.bounds) ?? nil
+        // A box beside the archive's bounds is a mistake even when the world tiles of the low
+        // zooms touch it and would make it look like a success: refused below, before the output
+        // is finished, unless a tile wholly outside the bounds is copied (the bounds then are
+        // what is wrong, not the box).
+        var besideBounds: String?
         if let box = options.bounds {
-            metadata.setBounds(declared.flatMap { Self.intersection($0, box) } ?? box)
+            if options.region == nil, let declared {
+                besideBounds = BoxBesideBounds.mistake(box: box, bounds: [declared], declaredBy: "the archive's metadata")
+            }
+            metadata.setBounds(declared.flatMap { BoxBesideBounds.intersection($0, box) } ?? box)
         }
+        var tileOutsideBounds = false
         let sink = try ArchiveSinks.make(
             kind: kind, destination: destination, metadata: metadata,
             options: ArchiveSinks.Options(
@@ -113,6 +122,9 @@ public enum TileExtractor {
                 began = true
             }
             try sink.add(tile, bytes: bytes)
+            if besideBounds != nil, !tileOutsideBounds, let declared, (try? declared.intersects(tile)) != true {
+                tileOutsideBounds = true
+            }
             report.tiles += 1
             report.bytes += bytes.count
             let now = DispatchTime.now().uptimeNanoseconds
@@ -144,6 +156,12 @@ public enum TileExtractor {
         // A selection that holds no tile of the archive (a box with latitude and longitude
         // swapped, zooms it does not have) is a mistake, as in `import`: the sink is dropped
         // unfinished, so nothing is written.
+        if let besideBounds {
+            guard tileOutsideBounds else { throw OperationError(path: source, fault: .badInput(besideBounds + " Nothing was written.")) }
+            report.warnings.append(
+                "the box lies outside the bounds the archive's metadata declares (\(declared.map { "\($0)" } ?? "")), but the archive holds tiles there: its bounds are wrong"
+            )
+        }
         if report.tiles == 0, options.bounds != nil || options.minZoom != nil || options.maxZoom != nil, !levels.isEmpty {
             throw OperationError(path: source, fault: .badInput(Self.nothingSelected(options: options, levels: levels, declared: declared)))
         }
@@ -191,11 +209,10 @@ public enum TileExtractor {
         var holds = ["zooms \(zooms.min() ?? 0)-\(zooms.max() ?? 0)"]
         if let declared { holds.append("bounds \(declared)") }
         var text = "no tile of the archive lies in \(filters.joined(separator: " and ")); it holds \(holds.joined(separator: ", "))."
-        if options.region == nil, let box = options.bounds,
-            let swapped = try? GeoBoundingBox(validatingWest: box.south, south: box.west, east: box.north, north: box.east),
-            declared.map({ Self.intersection($0, swapped) != nil }) ?? false
+        if options.region == nil, let box = options.bounds, let declared,
+            let hint = BoxBesideBounds.swappedHint(box: box, bounds: [declared])
         {
-            text += " With latitude and longitude swapped the box (\(swapped)) meets the archive: the order is west,south,east,north."
+            text += hint
         }
         return text + " Nothing was written."
     }
@@ -219,11 +236,4 @@ public enum TileExtractor {
         return ranges.flatMap { Array($0) }.sorted()
     }
 
-    static func intersection(_ a: GeoBoundingBox, _ b: GeoBoundingBox) -> GeoBoundingBox? {
-        // Boxes across the antimeridian: keep the region asked for.
-        guard a.west <= a.east, b.west <= b.east else { return nil }
-        let box = GeoBoundingBox(
-            west: max(a.west, b.west), south: max(a.south, b.south), east: min(a.east, b.east), north: min(a.north, b.north))
-        return box.west < box.east && box.south < box.north ? box : nil
-    }
 }

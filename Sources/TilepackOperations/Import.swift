@@ -112,6 +112,12 @@ public enum TileImporter {
         if options.scheme == nil, let from = evidence.schemeSource {
             report.notes.append("using \(scheme) rows as \(from) says")
         }
+        // A --bbox beside the bounds the tree declares: the check extract makes of an archive's.
+        if let box = options.bounds, let declared = evidence.bounds,
+            let mistake = BoxBesideBounds.mistake(box: box, bounds: declared.readings, declaredBy: declared.source)
+        {
+            throw OperationError(path: source, fault: .badInput(mistake + " Nothing was written."))
+        }
         var boundsCheck = evidence.bounds.map { DeclaredBoundsCheck(bounds: $0, layout: layout, scheme: scheme) }
         var walker = TileTreeWalker(
             root: source, layout: layout, scheme: scheme,
@@ -161,6 +167,8 @@ public enum TileImporter {
         defer { for (zoom, count) in zoomCounts.enumerated() where count > 0 { report.zooms[zoom] = count } }
         var bytesSeen = 0
         var tilesSeen = 0
+        // The columns and rows of the deepest zoom's tiles: what the metadata's bounds must cover.
+        var deepest: TileExtent?
         // What the walk and the reads set aside, in path order, for the report however the import ends.
         @discardableResult
         func setAside() -> (skipped: [SkippedFile], filtered: Int, filteredExtent: FilteredExtent) {
@@ -215,6 +223,7 @@ public enum TileImporter {
                         bytesSeen += read.byteCount
                         tilesSeen += 1
                         zoomCounts[tile.zoom] += 1
+                        deepest = TileExtent.adding(tile, to: deepest)
                         boundsCheck?.add(tile)
                     }
                 }
@@ -248,6 +257,16 @@ public enum TileImporter {
         if report.imported == 0 {
             throw OperationError(path: source, fault: .badInput(nothingImported(report, filtered: walk.filteredExtent, options: options)))
         }
+        // Tiles beyond what the metadata declares (a tree exported, then given deeper tiles):
+        // the metadata is widened to them, and the import says so once.
+        let zooms = zoomCounts.indices.filter { zoomCounts[$0] > 0 }
+        if let lowest = zooms.first, let highest = zooms.last,
+            let note = Self.widen(
+                &metadata, toZooms: lowest...highest, deepest: deepest,
+                declaredBy: evidence.metadata.isEmpty ? "the metadata" : "the tree's metadata")
+        {
+            report.notes.append(note)
+        }
         do {
             try sink.finish(metadata: metadata)
         } catch {
@@ -255,6 +274,40 @@ public enum TileImporter {
         }
         report.seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
         progress?(OperationProgress(done: done, total: total, bytes: report.bytes, elapsed: report.seconds))
+    }
+
+    /// Widens `metadata`'s `minzoom`, `maxzoom` and `bounds` where the tiles go beyond them (the
+    /// deepest zoom's tiles outside the tiles that cover the bounds); never narrows them.
+    /// - Returns: the one note that says what changed, or `nil` when nothing did.
+    static func widen(_ metadata: inout TileMetadata, toZooms zooms: ClosedRange<Int>, deepest: TileExtent?, declaredBy: String) -> String?
+    {
+        var changes: [String] = []
+        if let declared = (try? metadata.minZoom) ?? nil, declared > zooms.lowerBound {
+            metadata.setMinZoom(zooms.lowerBound)
+            changes.append("minzoom \(declared) to \(zooms.lowerBound)")
+        }
+        if let declared = (try? metadata.maxZoom) ?? nil, declared < zooms.upperBound {
+            metadata.setMaxZoom(zooms.upperBound)
+            changes.append("maxzoom \(declared) to \(zooms.upperBound)")
+        }
+        if let declared = (try? metadata.bounds) ?? nil, declared.west <= declared.east, let deepest,
+            let ranges = try? declared.tileRanges(atZoom: deepest.zoom), ranges.count == 1, let cover = ranges.first
+        {
+            let northWest = WebMercator.boundingBox(of: deepest.tile(x: deepest.columns.lowerBound, y: deepest.rows.lowerBound))
+            let southEast = WebMercator.boundingBox(of: deepest.tile(x: deepest.columns.upperBound, y: deepest.rows.upperBound))
+            var box = declared
+            if deepest.columns.lowerBound < cover.columns.lowerBound { box.west = northWest.west }
+            if deepest.columns.upperBound > cover.columns.upperBound { box.east = southEast.east }
+            if deepest.rows.lowerBound < cover.rows.lowerBound { box.north = northWest.north }
+            if deepest.rows.upperBound > cover.rows.upperBound { box.south = southEast.south }
+            if box != declared {
+                metadata.setBounds(box)
+                changes.append("bounds \(declared) to \(metadata[TileMetadata.Key.bounds] ?? "\(box)")")
+            }
+        }
+        guard !changes.isEmpty else { return nil }
+        return
+            "the tiles go beyond what \(declaredBy) declares: widened \(changes.joined(separator: ", ")) (zooms \(zooms.lowerBound)-\(zooms.upperBound) hold tiles)"
     }
 
     /// An import's source must be a folder; given an archive, say so and name the command for it.

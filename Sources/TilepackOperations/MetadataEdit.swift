@@ -5,10 +5,24 @@ import TilepackStorage
 /// What `tilepack meta set` or `meta delete` did.
 public struct MetadataEditReport: Sendable, Codable {
     public var path: String
-    /// `transaction` (MBTiles), `inPlace` (PMTiles) or `rewrite` (bundle, PMTiles).
-    public var method: MetadataEditMethod
+    /// `transaction` (MBTiles), `inPlace` (PMTiles) or `rewrite` (bundle, PMTiles); `nil` when
+    /// nothing was to change (every key to delete already absent) and the file was not touched.
+    public var method: MetadataEditMethod?
+    /// Why the file was changed the way it was, for the methods whose reason is not plain: a
+    /// PMTiles rewritten or written in place, every bundle rewritten.
+    public var why: String?
     public var set: [String: String] = [:]
     public var deleted: [String] = []
+    /// Keys asked to be deleted that the archive did not have (with ``AbsentDeletes/ignore``).
+    public var alreadyAbsent: [String] = []
+}
+
+/// What a key to delete that the archive lacks is: an error (`meta delete KEY`: the user named
+/// a key that is not there, likely a typo), or already done (`meta set --from FILE.json`: the
+/// file is the metadata as it should be, and a `null` there says "absent").
+public enum AbsentDeletes: Sendable {
+    case refuse
+    case ignore
 }
 
 /// Reads and changes an archive's metadata (`tilepack meta`), in every format: MBTiles in one
@@ -31,9 +45,9 @@ public enum MetadataEditor {
     }
 
     /// Sets the keys of `set` and removes those of `delete` in the archive at `path`.
-    public static func edit(path: String, set: [String: String] = [:], delete: [String] = []) throws(OperationError)
-        -> MetadataEditReport
-    {
+    public static func edit(
+        path: String, set: [String: String] = [:], delete: [String] = [], absentDeletes: AbsentDeletes = .refuse
+    ) throws(OperationError) -> MetadataEditReport {
         if ArchiveLocation.isRemote(path) {
             throw OperationError(
                 path: path, fault: .badInput("only a file on this machine can be edited (download it, edit it, upload it)"))
@@ -58,8 +72,13 @@ public enum MetadataEditor {
         let archive = try ArchiveLocation.open(path)
         let before: TileMetadata
         do { before = try archive.metadata() } catch { throw OperationError.wrapping(error, path: path) }
-        if let key = delete.first(where: { before[$0] == nil }) {
+        let absent = delete.filter { before[$0] == nil }
+        if let key = absent.first, absentDeletes == .refuse {
             throw OperationError(path: path, fault: .badInput("has no metadata key '\(key)' to delete"))
+        }
+        let delete = delete.filter { before[$0] != nil }
+        if set.isEmpty && delete.isEmpty {
+            return MetadataEditReport(path: path, method: nil, alreadyAbsent: absent.sorted())
         }
         var after = before
         for key in delete { after[key] = nil }
@@ -71,7 +90,19 @@ public enum MetadataEditor {
         } catch {
             throw OperationError(path: path, fault: .archive(error))
         }
-        return MetadataEditReport(path: path, method: method, set: set, deleted: delete.sorted())
+        return MetadataEditReport(
+            path: path, method: method, why: why(method, path: path), set: set, deleted: delete.sorted(), alreadyAbsent: absent.sorted())
+    }
+
+    /// Why the writer (`ArchiveMetadataEditor`) changed the file as it did.
+    static func why(_ method: MetadataEditMethod, path: String) -> String? {
+        switch method {
+        case .transaction: nil
+        case .inPlace: "the new metadata fitted the room the old had"
+        case .rewrite where (try? TileArchiveFormat.detect(path: path)) == .bundle:
+            "a bundle's metadata lies between its header and its tile index, so every change is written into a copy of the file (index and tiles copied byte for byte) renamed over it"
+        case .rewrite: "the new metadata did not fit the room the old had (directories and tiles copied byte for byte)"
+        }
     }
 
     /// The rules `import` applies, to the keys that change: an error on any of them refuses the edit.

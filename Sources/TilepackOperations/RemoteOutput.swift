@@ -88,7 +88,8 @@ public enum RemoteOutput {
         do {
             return try S3Client.wait(body)
         } catch {
-            throw OperationError(path: destination, fault: .io(error.description))
+            // The URL once: the error's own place when it is the destination.
+            throw OperationError(path: destination, fault: .io(error.url == destination ? error.reason : error.description))
         }
     }
 }

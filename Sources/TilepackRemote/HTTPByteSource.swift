@@ -422,7 +422,8 @@ struct S3RangeAuthority: RangeRequestAuthority {
     }
 
     func explain(_ response: HTTPResponse) -> String {
-        S3Error.answer(response, location: location, region: client.configuration.region).description
+        // The reason alone: the error it goes into is named by the URL already.
+        S3Error.answer(response, location: location, region: client.configuration.region).reason
     }
 }
 
@@ -486,7 +487,7 @@ extension HTTPByteSource {
         }
         switch outcome {
         case .failure(let error):
-            throw TileArchiveError(path: location.description, fault: .cannotOpen(errno: 0, reason: error.description))
+            throw TileArchiveError(path: location.description, fault: .cannotOpen(errno: 0, reason: error.reason))
         case .success(nil):
             throw TileArchiveError(
                 path: location.description, fault: .cannotOpen(errno: ENOENT, reason: "NoSuchKey: the object is not there"))

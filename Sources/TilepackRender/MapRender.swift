@@ -95,13 +95,18 @@ package struct RenderError: Error, CustomStringConvertible {
     }
 
     package var kind: Kind
-    package var description: String
+    /// The input or option at fault, when one is (`tilepack render` prints "PLACE: reason").
+    package var place: String?
+    package var reason: String
     /// The render's notes so far (a view that shows no tile still has them).
     package var notes: [String]
 
-    package init(_ kind: Kind, _ description: String, notes: [String] = []) {
+    package var description: String { place.map { "\($0): \(reason)" } ?? reason }
+
+    package init(_ kind: Kind, _ reason: String, place: String? = nil, notes: [String] = []) {
         self.kind = kind
-        self.description = description
+        self.reason = reason
+        self.place = place
         self.notes = notes
     }
 }
@@ -134,8 +139,8 @@ package enum RenderLayerFactories {
         guard let factory = all.first(where: { $0.recognises(input) }) else {
             throw RenderError(
                 .invalidInput,
-                "'\(input)' is not a layer input tilepack renders (expected an MBTiles file, a .tilepack bundle, a PMTiles file or a URL template with {z}, {x} and {y} or {-y})"
-            )
+                "not a layer input tilepack renders (expected an MBTiles file, a .tilepack bundle, a PMTiles file or a URL template with {z}, {x} and {y} or {-y})",
+                place: input)
         }
         return try factory.makeLayer(for: input, options: options)
     }
@@ -154,7 +159,7 @@ package struct URLTemplateLayerFactory: RenderLayerFactory {
             let absolute = input.hasPrefix("/") ? input : FileManager.default.currentDirectoryPath + "/" + input
             template = "file://" + absolute
         } else if let scheme = input.split(separator: ":").first?.lowercased(), !["http", "https", "file"].contains(scheme) {
-            throw RenderError(.invalidInput, "'\(input)': only http, https and file URL templates are loaded")
+            throw RenderError(.invalidInput, "only http, https and file URL templates are loaded", place: input)
         }
         let source = URLTemplateTileSource(
             urlTemplate: template, isGeometryFlipped: options.flipped,

@@ -90,8 +90,8 @@ package enum ArchiveMetadataEditor {
 
     // MARK: Bundle
 
-    /// In place when the new block ends in the same 8-byte word as the old (the index must start
-    /// at align8(128 + metadataLength)); else written again.
+    /// Always written again beside the file and renamed over it (see below): the metadata lies
+    /// between the header and the index, whatever its length.
     private static func rewriteBundle(path: String, metadata block: [UInt8]) throws(TileArchiveError) -> MetadataEditMethod {
         let file = try ReadWriteFile(path: path, writable: true)
         let header = BundleHeader(decoding: try file.read(offset: 0, length: BundleFormat.headerLength).withUnsafeBytes { $0 })

@@ -86,12 +86,27 @@ extension CheckedArgument {
     static var defaultCompletionKind: CompletionKind { .default }
 }
 
-/// A command that could not do what it was asked, for a reason that is neither a usage error
-/// nor an operation's error: printed as "Error: ...", exit status 1.
+/// A command's refusal at run time, for a reason that is not an operation's own error (those
+/// name their file already): the file, URL, program or option at fault and why. The launcher
+/// prints it as "Error: PLACE: reason" and exits 1, with no usage line: the command line was well
+/// formed (``Tilepack/launch(_:)`` treats a `ValidationError` thrown from `run()` the same way,
+/// so a usage error belongs in `validate()`).
 struct CommandFailure: Error, CustomStringConvertible {
-    var description: String
+    /// What is at fault (a path, URL, program or `--option`), or `nil` when nothing single is.
+    var place: String?
+    var reason: String
 
-    init(_ description: String) { self.description = description }
+    init(_ place: String, _ reason: String) {
+        self.place = place
+        self.reason = reason
+    }
+
+    init(_ reason: String) {
+        place = nil
+        self.reason = reason
+    }
+
+    var description: String { place.map { "\($0): \(reason)" } ?? reason }
 }
 
 /// Why an option's value is not what it should be; ArgumentParser prints it after "The value
@@ -166,12 +181,49 @@ struct UploadOptions: ParsableArguments {
     var tmpdir: String?
 }
 
+/// `-q/--quiet` and `--json`, for every command that reports progress or a result.
 struct OutputOptions: ParsableArguments {
-    @Flag(name: .shortAndLong, help: "No progress bar.")
+    @Flag(name: .shortAndLong, help: ArgumentHelp(SharedHelp.quiet))
     var quiet = false
 
-    @Flag(help: "Print the result as JSON on standard output.")
+    @Flag(help: ArgumentHelp(SharedHelp.json + "."))
     var json = false
+}
+
+/// The help of the options several commands share, so that each is spelled one way and means
+/// one thing on every command that has it (`tilepack-tile`, in its own package, says the same;
+/// TilepackTestSupport's `SharedOptionRules` checks both). A command may add what is its own
+/// after the shared words (a default, what the output is).
+enum SharedHelp {
+    /// `-q/--quiet`: as gdal's `-q` and curl's `-sS`, no progress and no chatter, but a failure is
+    /// still said; and the result (the summary line, or `--json`'s report) is still printed,
+    /// which a script reads.
+    static let quiet = "No progress bar or per-item lines; errors, warnings and the final summary still print."
+    /// `--json` (followed by "." or by what the JSON holds).
+    static let json = "Print the result as JSON on standard output"
+    /// `--force` (followed by "." or by what the output is).
+    static let force = "Overwrite an existing output"
+    /// `--min-zoom` (followed by what the zoom bounds).
+    static let minZoom = "The lowest zoom"
+    /// `--max-zoom` (followed by what the zoom bounds).
+    static let maxZoom = "The highest zoom"
+    /// `--bbox`, with the value name ``bboxValue``.
+    static let bbox = "Only tiles touching this box: west,south,east,north in degrees."
+    static let bboxValue = "west,south,east,north"
+    /// `--region`, with the value name ``regionValue``.
+    static let region =
+        "Only tiles sharing area with this GeoJSON Polygon or MultiPolygon (or a FeatureCollection of them); holes and the antimeridian are handled."
+    static let regionValue = "area.geojson"
+}
+
+/// `--min-zoom` and `--max-zoom` within 0...maximumZoom and in order (a usage error otherwise).
+func checkZooms(minZoom: Int?, maxZoom: Int?) throws {
+    for zoom in [minZoom, maxZoom].compactMap({ $0 }) where !(0...TileCoordinate.maximumZoom).contains(zoom) {
+        throw ValidationError("zoom \(zoom) is outside 0...\(TileCoordinate.maximumZoom)")
+    }
+    if let minZoom, let maxZoom, minZoom > maxZoom {
+        throw ValidationError("--min-zoom \(minZoom) is above --max-zoom \(maxZoom)")
+    }
 }
 
 /// `--region AREA.geojson`: a GeoJSON Polygon or MultiPolygon, or a FeatureCollection of them.
@@ -189,18 +241,13 @@ struct RegionArgument {
     }
 }
 
-/// `--bbox` or `--region`: the area `extract` and `export --maplibre-offline` keep.
+/// `--bbox` or `--region`: the area `extract` and `export --maplibre-offline` take (`fetch`
+/// declares the same two beside `--route`).
 struct AreaOptions: ParsableArguments {
-    @Option(
-        help: ArgumentHelp("Only tiles touching this box: west,south,east,north in degrees.", valueName: "w,s,e,n"),
-        transform: BoundingBoxArgument.parse)
+    @Option(help: ArgumentHelp(SharedHelp.bbox, valueName: SharedHelp.bboxValue), transform: BoundingBoxArgument.parse)
     var bbox: BoundingBoxArgument?
 
-    @Option(
-        help: ArgumentHelp(
-            "Only tiles sharing area with this GeoJSON Polygon or MultiPolygon (or a FeatureCollection of them); holes and the antimeridian are handled.",
-            valueName: "area.geojson"),
-        transform: RegionArgument.parse)
+    @Option(help: ArgumentHelp(SharedHelp.region, valueName: SharedHelp.regionValue), transform: RegionArgument.parse)
     var region: RegionArgument?
 
     func validate() throws {

@@ -118,6 +118,19 @@ enum CommandLineArguments {
 
     // MARK: Exit status
 
+    /// What the launcher prints after "Error: " and the exit status, for an error a command's
+    /// `run()` threw that ArgumentParser's exit would print otherwise: "not an archive" (status 2),
+    /// and a `ValidationError`, a refusal like any other (status 1; ArgumentParser would add the
+    /// usage line, and the command line was well formed), so that no command can print usage
+    /// under a run-time failure. `nil` for the rest, which ArgumentParser's exit prints as it
+    /// should: any other error as "Error: ..." with status 1, and its own (the help that its
+    /// `help` command and `--help` throw from run(), `CleanExit`, `ExitCode`).
+    static func refusal(for error: any Error) -> (message: String, status: Int32)? {
+        if let status = exitStatus(for: error) { return ("\(error)", status) }
+        if let validation = error as? ValidationError { return (validation.message, 1) }
+        return nil
+    }
+
     /// Exit status 2, "not an archive", for an input of another kind in every command (as
     /// `verify` reports it); `nil` for errors ArgumentParser's own exit handles.
     static func exitStatus(for error: any Error) -> Int32? {

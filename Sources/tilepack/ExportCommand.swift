@@ -23,7 +23,10 @@ struct ExportCommand: AsyncParsableCommand {
     @Option(help: "Rows counted from the north (xyz) or the south (tms).")
     var scheme: TileScheme = .xyz
 
-    @Flag(help: "Write into a folder that already holds files (existing tiles are replaced, never written through).")
+    @Flag(
+        help:
+            "\(SharedHelp.force): write into a folder that already holds files (existing tiles are replaced, never written through), or over an offline database."
+    )
     var force = false
 
     @Flag(
@@ -58,15 +61,16 @@ struct ExportCommand: AsyncParsableCommand {
     /// With --maplibre-offline: the box or the region.
     @OptionGroup var area: AreaOptions
 
-    @Option(name: .customLong("min-zoom"), help: "With --maplibre-offline: the lowest zoom.")
+    @Option(name: .customLong("min-zoom"), help: "\(SharedHelp.minZoom) to write (with --maplibre-offline).")
     var minZoom: Int?
 
-    @Option(name: .customLong("max-zoom"), help: "With --maplibre-offline: the highest zoom.")
+    @Option(name: .customLong("max-zoom"), help: "\(SharedHelp.maxZoom) to write (with --maplibre-offline).")
     var maxZoom: Int?
 
     @OptionGroup var output: OutputOptions
 
     func validate() throws {
+        try checkZooms(minZoom: minZoom, maxZoom: maxZoom)
         if mapLibreOffline && styleURL == nil { throw ValidationError("--maplibre-offline needs --style-url URL") }
         let offlineOnly = styleURL != nil || style != nil || area.bbox != nil || area.region != nil || minZoom != nil || maxZoom != nil
         if !mapLibreOffline && offlineOnly {
@@ -99,7 +103,10 @@ struct ExportCommand: AsyncParsableCommand {
     private func runOffline() async throws {
         var options = MapLibreOfflineOptions(styleURL: styleURL ?? "")
         if let style {
-            guard let data = FileManager.default.contents(atPath: style) else { throw ValidationError("cannot read the style \(style)") }
+            guard let data = FileManager.default.contents(atPath: style) else {
+                throw CommandFailure(
+                    style, FileManager.default.fileExists(atPath: style) ? "cannot read the style" : "no such file (the style)")
+            }
             options.style = data
             // Its glyphs and sprites, as MapLibre's own offline download takes them.
             if let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] {
@@ -173,27 +180,35 @@ struct ConvertCommand: ParsableCommand {
     @Flag(help: "With --format webp: lossless.")
     var lossless = false
 
-    @Flag(help: "Overwrite an existing output.")
+    @Flag(help: "\(SharedHelp.force).")
     var force = false
 
     @OptionGroup var outputOptions: OutputOptions
 
     @OptionGroup var upload: UploadOptions
 
+    /// The re-encoding asked for (`--format`, `--quality`, `--lossless`), or `nil`.
+    /// - Throws: `ValidationError`, a usage error: `validate()` calls it first.
+    func encoding() throws -> TileEncoding? {
+        guard let format else {
+            if quality != nil || lossless { throw ValidationError("--quality and --lossless go with --format") }
+            return nil
+        }
+        guard let tileFormat = TileFormat(rawValue: format == "jpg" ? "jpeg" : format.lowercased()) else {
+            throw ValidationError("--format is png, jpeg or webp, not '\(format)'")
+        }
+        do {
+            return try TileEncoding(format: tileFormat, quality: quality, lossless: lossless)
+        } catch {
+            throw ValidationError("\(error)")
+        }
+    }
+
+    func validate() throws { _ = try encoding() }
+
     func run() throws {
         var options = ConvertOptions()
-        if let format {
-            guard let tileFormat = TileFormat(rawValue: format == "jpg" ? "jpeg" : format.lowercased()) else {
-                throw ValidationError("--format is png, jpeg or webp, not '\(format)'")
-            }
-            do {
-                options.format = try TileEncoding(format: tileFormat, quality: quality, lossless: lossless)
-            } catch {
-                throw ValidationError("\(error)")
-            }
-        } else if quality != nil || lossless {
-            throw ValidationError("--quality and --lossless go with --format")
-        }
+        options.format = try encoding()
         options.overwrite = force
         options.deduplicate = dedup
         options.encode = encode?.pixelFormat

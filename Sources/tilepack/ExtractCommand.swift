@@ -19,15 +19,15 @@ struct ExtractCommand: ParsableCommand {
 
     @OptionGroup var area: AreaOptions
 
-    @Option(name: .customLong("min-zoom"), help: "Lowest zoom to extract.")
+    @Option(name: .customLong("min-zoom"), help: "\(SharedHelp.minZoom) to extract.")
     var minZoom: Int?
 
-    @Option(name: .customLong("max-zoom"), help: "Highest zoom to extract.")
+    @Option(name: .customLong("max-zoom"), help: "\(SharedHelp.maxZoom) to extract.")
     var maxZoom: Int?
 
     @OptionGroup var archiveOutput: ArchiveOutputOptions
 
-    @Flag(help: "Overwrite an existing output.")
+    @Flag(help: "\(SharedHelp.force).")
     var force = false
 
     @OptionGroup var outputOptions: OutputOptions
@@ -35,12 +35,7 @@ struct ExtractCommand: ParsableCommand {
     @OptionGroup var upload: UploadOptions
 
     func validate() throws {
-        if let minZoom, let maxZoom, minZoom > maxZoom {
-            throw ValidationError("--min-zoom \(minZoom) is above --max-zoom \(maxZoom)")
-        }
-        for zoom in [minZoom, maxZoom].compactMap({ $0 }) where !(0...TileCoordinate.maximumZoom).contains(zoom) {
-            throw ValidationError("zoom \(zoom) is outside 0...\(TileCoordinate.maximumZoom)")
-        }
+        try checkZooms(minZoom: minZoom, maxZoom: maxZoom)
     }
 
     func run() throws {
@@ -87,7 +82,7 @@ struct MergeCommand: ParsableCommand {
 
     @OptionGroup var archiveOutput: ArchiveOutputOptions
 
-    @Flag(help: "Overwrite an existing output.")
+    @Flag(help: "\(SharedHelp.force).")
     var force = false
 
     @OptionGroup var outputOptions: OutputOptions

@@ -37,8 +37,8 @@ struct FetchCommand: AsyncParsableCommand {
             forbids bulk downloads and is refused.
 
             Exit status: 0 when every tile of the area is stored or absent at the source, 1 when some \
-            failed after their retries (listed with --json), 2 when the request was refused, 130 when \
-            interrupted.
+            failed after their retries (listed with --json) or the request was refused (Error: URL: reason), \
+            130 when interrupted.
             """
     )
 
@@ -48,8 +48,13 @@ struct FetchCommand: AsyncParsableCommand {
     @Argument(help: "The MBTiles archive to fill (created if missing, resumed if present).")
     var output: String
 
-    @Option(help: "The box west,south,east,north (degrees).", transform: BoundingBoxArgument.parse)
+    // --bbox and --region as extract's (AreaOptions), declared here so that giving two of
+    // them with --route is one message: exactly one of the three.
+    @Option(help: ArgumentHelp(SharedHelp.bbox, valueName: SharedHelp.bboxValue), transform: BoundingBoxArgument.parse)
     var bbox: BoundingBoxArgument?
+
+    @Option(help: ArgumentHelp(SharedHelp.region, valueName: SharedHelp.regionValue), transform: RegionArgument.parse)
+    var region: RegionArgument?
 
     @Option(help: "A route: GeoJSON (LineString, Feature, FeatureCollection) or GPX (track or route).")
     var route: String?
@@ -57,15 +62,17 @@ struct FetchCommand: AsyncParsableCommand {
     @Option(help: "With --route: the corridor's radius in metres (at least 500).")
     var radius: Double?
 
-    @Option(
-        help: ArgumentHelp(
-            "An area: a GeoJSON Polygon or MultiPolygon (or a FeatureCollection of them); the tiles sharing area with it.",
-            valueName: "area.geojson"),
-        transform: RegionArgument.parse)
-    var region: RegionArgument?
+    @Option(name: .customLong("min-zoom"), help: "\(SharedHelp.minZoom) to download (default 0).")
+    var minZoom: Int?
 
-    @Option(help: "The zooms, MIN-MAX or Z.", transform: ZoomRangeArgument.parse)
-    var zoom: ZoomRangeArgument
+    @Option(name: .customLong("max-zoom"), help: "\(SharedHelp.maxZoom) to download.")
+    var maxZoom: Int?
+
+    /// The older spelling, kept: `--zoom 8-12` is `--min-zoom 8 --max-zoom 12`.
+    @Option(
+        help: ArgumentHelp("MIN-MAX or Z, the same as --min-zoom MIN --max-zoom MAX.", valueName: "zooms"),
+        transform: ZoomRangeArgument.parse)
+    var zoom: ZoomRangeArgument?
 
     @Flag(help: "Print the tile count and a byte estimate; download no tile into the archive.")
     var estimate = false
@@ -128,7 +135,21 @@ struct FetchCommand: AsyncParsableCommand {
 
     @OptionGroup var outputOptions: OutputOptions
 
+    /// The zooms asked for, by --min-zoom and --max-zoom or by --zoom.
+    func zooms() throws -> ClosedRange<Int> {
+        if let zoom {
+            guard minZoom == nil && maxZoom == nil else {
+                throw ValidationError("give --zoom MIN-MAX or --min-zoom/--max-zoom, not both")
+            }
+            return zoom.zooms
+        }
+        guard let maxZoom else { throw ValidationError("give the zooms: --max-zoom Z (from --min-zoom, default 0), or --zoom MIN-MAX") }
+        try checkZooms(minZoom: minZoom, maxZoom: maxZoom)
+        return (minZoom ?? 0)...maxZoom
+    }
+
     func validate() throws {
+        _ = try zooms()
         if [bbox != nil, route != nil, region != nil].filter({ $0 }).count != 1 {
             throw ValidationError("give exactly one of --bbox, --route and --region")
         }
@@ -157,9 +178,9 @@ struct FetchCommand: AsyncParsableCommand {
         } else if let region {
             area = .region(region.region)
         } else {
-            throw ValidationError("give exactly one of --bbox, --route and --region")
+            throw CommandFailure("give exactly one of --bbox, --route and --region")
         }
-        let request = PrefetchRequest(area: area, zooms: zoom.zooms)
+        let request = PrefetchRequest(area: area, zooms: try zooms())
         var configuration = PrefetchConfiguration()
         configuration.connectionsPerHost = concurrency
         configuration.requestsPerSecond = rate
@@ -236,8 +257,11 @@ struct FetchCommand: AsyncParsableCommand {
             print(
                 "\(report.status): \(report.downloaded) tiles downloaded (\(Self.bytes(report.bytes))) into \(output) in \(String(format: "%.2f", report.seconds)) s (\(Int(rate)) tiles/s); \(report.alreadyPresent) already present, \(report.absent) absent, \(report.failed) failed of \(report.tiles)"
             )
-            for failure in report.failures.prefix(10) { printError("failed: \(failure)") }
-            if report.failures.count > 10 { printError("... and \(report.failed - 10) more failed (see --json)") }
+            // Per tile: -q leaves them to --json (the summary counts them).
+            if !outputOptions.quiet {
+                for failure in report.failures.prefix(10) { printError("failed: \(failure)") }
+                if report.failures.count > 10 { printError("... and \(report.failed - 10) more failed (see --json)") }
+            }
             if let error = report.error { printError("error: \(error)") }
         }
         // Every tile absent: nothing of the region exists on the server, which is a mistake (a box
@@ -258,9 +282,9 @@ struct FetchCommand: AsyncParsableCommand {
         "error: every one of \(tiles) is absent from \(urlTemplate) (404 or 204): is the box outside what the server has, or are its latitude and longitude swapped (the order is west,south,east,north)?"
     }
 
+    /// A request the prefetcher refused: "Error: URL: reason", exit 1, as every command's refusal.
     private func refusal(_ reason: String) -> Error {
-        printError("error: \(reason)")
-        return ExitCode(2)
+        CommandFailure(urlTemplate, reason)
     }
 
     static func bytes(_ count: Int) -> String {

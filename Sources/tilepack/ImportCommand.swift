@@ -32,15 +32,13 @@ struct ImportCommand: ParsableCommand {
     @Option(help: "Rows counted from the north (xyz) or the south (tms). Default: what the tree says, else xyz.")
     var scheme: TileScheme?
 
-    @Option(name: .customLong("min-zoom"), help: "Lowest zoom to import.")
+    @Option(name: .customLong("min-zoom"), help: "\(SharedHelp.minZoom) to import.")
     var minZoom: Int?
 
-    @Option(name: .customLong("max-zoom"), help: "Highest zoom to import.")
+    @Option(name: .customLong("max-zoom"), help: "\(SharedHelp.maxZoom) to import.")
     var maxZoom: Int?
 
-    @Option(
-        help: ArgumentHelp("Import only tiles touching this box, in degrees.", valueName: "west,south,east,north"),
-        transform: BoundingBoxArgument.parse)
+    @Option(help: ArgumentHelp(SharedHelp.bbox, valueName: SharedHelp.bboxValue), transform: BoundingBoxArgument.parse)
     var bbox: BoundingBoxArgument?
 
     @Option(help: "Metadata: the tileset's name (default: the folder's name).")
@@ -69,7 +67,7 @@ struct ImportCommand: ParsableCommand {
     @Flag(help: "Add to an existing archive; a tile already there is replaced.")
     var append = false
 
-    @Flag(help: "Overwrite an existing output.")
+    @Flag(help: "\(SharedHelp.force).")
     var force = false
 
     @Option(
@@ -87,12 +85,7 @@ struct ImportCommand: ParsableCommand {
     @OptionGroup var upload: UploadOptions
 
     func validate() throws {
-        if let minZoom, let maxZoom, minZoom > maxZoom {
-            throw ValidationError("--min-zoom \(minZoom) is above --max-zoom \(maxZoom)")
-        }
-        for zoom in [minZoom, maxZoom].compactMap({ $0 }) where !(0...TileCoordinate.maximumZoom).contains(zoom) {
-            throw ValidationError("zoom \(zoom) is outside 0...\(TileCoordinate.maximumZoom)")
-        }
+        try checkZooms(minZoom: minZoom, maxZoom: maxZoom)
         if let type, TileMetadata.LayerType(rawValue: type) == nil {
             throw ValidationError("--type must be overlay or baselayer")
         }
@@ -134,8 +127,11 @@ struct ImportCommand: ParsableCommand {
             try printJSON(result)
         } else {
             for note in result.notes { printError("note: \(note)") }
-            for skipped in result.skipped.prefix(20) { printError("skipped: \(skipped)") }
-            if result.skipped.count > 20 { printError("... and \(result.skipped.count - 20) more skipped (see --report)") }
+            // Per file: -q leaves them to --report (the summary counts them).
+            if !output.quiet {
+                for skipped in result.skipped.prefix(20) { printError("skipped: \(skipped)") }
+                if result.skipped.count > 20 { printError("... and \(result.skipped.count - 20) more skipped (see --report)") }
+            }
             let zooms = result.zooms.keys.sorted()
             let zoomText = zooms.isEmpty ? "no zooms" : "z\(zooms.first!)-\(zooms.last!)"
             print(

@@ -57,15 +57,13 @@ struct RenderCommand: AsyncParsableCommand {
     @Option(name: .shortAndLong, help: "The PNG to write.")
     var output: String
 
-    @Flag(help: "Overwrite the output file.")
+    @Flag(help: "\(SharedHelp.force) (the PNG).")
     var force = false
 
-    func run() async throws {
-        let centre = center.coordinate
+    /// The usage errors: the options' values and how they combine.
+    func validate() throws {
         let viewport = try Self.parseSize(size)
-        guard let screenScale = ScreenScale(rawValue: scale) else {
-            throw ValidationError("--scale must be 1, 2 or 3, not \(scale)")
-        }
+        guard ScreenScale(rawValue: scale) != nil else { throw ValidationError("--scale must be 1, 2 or 3, not \(scale)") }
         // The canvas is bounded: each side at most 8192 pixels (256 MiB of RGBA at most).
         let canvas = (width: viewport.width * scale, height: viewport.height * scale)
         guard canvas.width <= Self.maximumCanvasSide, canvas.height <= Self.maximumCanvasSide else {
@@ -76,6 +74,12 @@ struct RenderCommand: AsyncParsableCommand {
         guard zoom.isFinite, (0...20).contains(zoom) else { throw ValidationError("--zoom must be in 0...20, not \(zoom)") }
         guard TileSize.isValid(tileSize) else { throw ValidationError("--tile-size must be \(TileSize.rule)") }
         guard !inputs.isEmpty else { throw ValidationError("give at least one layer input") }
+    }
+
+    func run() async throws {
+        let centre = center.coordinate
+        let viewport = try Self.parseSize(size)
+        let screenScale = ScreenScale(rawValue: scale) ?? .x1
         try OutputIsInput.refuse(output: output, inputs: inputs)
 
         let result: MapRender.Result
@@ -86,8 +90,8 @@ struct RenderCommand: AsyncParsableCommand {
         } catch let error as RenderError {
             for note in error.notes { printError(note) }
             switch error.kind {
-            case .invalidInput: throw ValidationError(error.description)
-            case .nothingDrawn: throw CommandFailure("\(error.description); nothing was written")
+            case .invalidInput: throw CommandFailure(error.place ?? "render", error.reason)
+            case .nothingDrawn: throw CommandFailure(error.place ?? "render", "\(error.reason); nothing was written")
             }
         }
         for note in result.notes { printError(note) }
@@ -95,7 +99,7 @@ struct RenderCommand: AsyncParsableCommand {
         let png = try PNGEncoder.encode(frame.bitmap)
         let file = try AtomicFile(destination: output, overwrite: force)
         guard FileSystem.createFile(file.temporaryPath, contents: Data(png)) == nil else {
-            throw ValidationError("cannot write \(output)")
+            throw CommandFailure(output, "cannot write it")
         }
         try file.commit()
         let real = frame.drawn.filter { !$0.isApproximate }.count

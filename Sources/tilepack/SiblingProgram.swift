@@ -53,12 +53,13 @@ struct SiblingProgram {
     /// Runs the program with `arguments` in place of this process; returns only by throwing.
     func exec(_ arguments: [String]) throws -> Never {
         guard let program = locate() else {
-            throw ValidationError(
+            throw CommandFailure(
+                name,
                 """
-                \(command) runs the \(name) program, which was found neither beside \
-                \(Bundle.main.executablePath ?? "tilepack"), nor in \(package)/.build, nor on PATH. It is a package of \
-                its own\(needs): from tilepack's folder, build it with: \(buildCommand) (a \
-                release build: the program does the heavy work), or run it with: swift run --package-path \(package) \(name) ...
+                not found beside \(Bundle.main.executablePath ?? "tilepack"), nor in \(package)/.build, nor on PATH \
+                (\(command) runs it). It is a package of its own\(needs): from tilepack's folder, build it with: \
+                \(buildCommand) (a release build: the program does the heavy work), or run it with: swift run \
+                --package-path \(package) \(name) ...
                 """)
         }
         let argv = [program] + arguments
@@ -66,6 +67,6 @@ struct SiblingProgram {
         pointers.append(nil)
         execv(program, pointers)
         let code = errno
-        throw ValidationError("cannot run \(program) (errno \(code)): \(String(cString: strerror(code)))")
+        throw CommandFailure(program, "cannot run it (errno \(code)): \(String(cString: strerror(code)))")
     }
 }

@@ -38,20 +38,27 @@ struct Tilepack: AsyncParsableCommand {
         await launch(arguments)
     }
 
+    /// Parses (a usage error prints the usage line, as ArgumentParser does), then runs: what
+    /// `run()` throws is a refusal, "Error: PLACE: reason" and exit 1 (2 for "not an archive"),
+    /// never under a usage line, a `ValidationError` too (``CommandLineArguments/refusal(for:)``);
+    /// ArgumentParser's own (help, `CleanExit`, `ExitCode`) go to its exit as they are.
     static func launch(_ arguments: [String]) async {
+        var command: any ParsableCommand
         do {
-            var command = try await asyncParseAsRoot(try CommandLineArguments.prepare(arguments, for: self))
+            command = try await asyncParseAsRoot(try CommandLineArguments.prepare(arguments, for: self))
+        } catch {
+            exit(withError: error)
+        }
+        do {
             if var command = command as? AsyncParsableCommand {
                 try await command.run()
             } else {
                 try command.run()
             }
         } catch {
-            if let status = CommandLineArguments.exitStatus(for: error) {
-                printError("Error: \(error)")
-                exit(withError: ExitCode(status))
-            }
-            exit(withError: error)
+            guard let refusal = CommandLineArguments.refusal(for: error) else { exit(withError: error) }
+            printError("Error: \(refusal.message)")
+            exit(withError: ExitCode(refusal.status))
         }
     }
 }

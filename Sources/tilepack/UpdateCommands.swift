@@ -19,10 +19,10 @@ struct DiffCommand: ParsableCommand {
     @Argument(help: "The patch to write (.mbtiles: martin's layout; anything else: tilepack's patch file).")
     var patch: String
 
-    @Flag(help: "Overwrite an existing patch.")
+    @Flag(help: "\(SharedHelp.force) (the patch).")
     var force = false
 
-    @Flag(help: "Print the counts and identities as JSON on standard output.")
+    @Flag(help: "\(SharedHelp.json): the counts and identities.")
     var json = false
 
     func run() throws {
@@ -56,7 +56,7 @@ struct PatchCommand: ParsableCommand {
     @Argument(help: "Write the result here instead of replacing BASE (its extension chooses the format).")
     var output: String?
 
-    @Flag(help: "Overwrite an existing OUT.")
+    @Flag(help: "\(SharedHelp.force) (OUT).")
     var force = false
 
     @Flag(
@@ -66,7 +66,7 @@ struct PatchCommand: ParsableCommand {
     )
     var tileIndex = false
 
-    @Flag(help: "Print what was done as JSON on standard output.")
+    @Flag(help: "\(SharedHelp.json): what was done.")
     var json = false
 
     func run() throws {
@@ -99,7 +99,7 @@ struct IndexCommand: ParsableCommand {
     @Option(name: .shortAndLong, help: "Where to write the index (default: ARCHIVE.tpindex).")
     var output: String?
 
-    @Flag(help: "Print what was written as JSON on standard output.")
+    @Flag(help: "\(SharedHelp.json): what was written.")
     var json = false
 
     func run() throws {
@@ -129,7 +129,7 @@ struct SyncCommand: ParsableCommand {
     @Argument(help: "The http(s):// or s3://BUCKET/KEY URL of the published bundle or PMTiles archive.")
     var url: String
 
-    @Flag(help: "Print what was done as JSON on standard output.")
+    @Flag(help: "\(SharedHelp.json): what was done.")
     var json = false
 
     func run() throws {

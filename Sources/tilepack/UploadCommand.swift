@@ -24,10 +24,12 @@ struct UploadCommand: ParsableCommand {
     @Argument(help: "Where to put it: s3://BUCKET/KEY.")
     var destination: String
 
-    @Flag(help: "Replace an existing object.")
+    @Flag(help: "\(SharedHelp.force) (the object).")
     var force = false
 
-    @Flag(name: .shortAndLong, help: "Print nothing when it succeeds.")
+    /// Accepted as on every command; an upload draws no progress bar and lists nothing per part,
+    /// so its summary line prints either way.
+    @Flag(name: .shortAndLong, help: ArgumentHelp(SharedHelp.quiet))
     var quiet = false
 
     func validate() throws {
@@ -54,11 +56,9 @@ struct UploadCommand: ParsableCommand {
         let size = FileSystem.stat(input).map { Int($0.st_size) } ?? 0
         let started = Date()
         let etag = try RemoteOutput.upload(file: input, to: destination, overwrite: force)
-        if !quiet {
-            let seconds = Date().timeIntervalSince(started)
-            print(
-                "uploaded \(input) (\(size) bytes) to \(destination)\(etag.map { ", ETag \($0)" } ?? "") in \(String(format: "%.2f", seconds)) s"
-            )
-        }
+        let seconds = Date().timeIntervalSince(started)
+        print(
+            "uploaded \(input) (\(size) bytes) to \(destination)\(etag.map { ", ETag \($0)" } ?? "") in \(String(format: "%.2f", seconds)) s"
+        )
     }
 }

@@ -87,7 +87,7 @@ struct InfoCommand: ParsableCommand {
     @Argument(help: "The archives (\(TileArchiveFormat.extensions()); recognised by their bytes).")
     var archives: [String]
 
-    @Flag(help: "Print JSON.")
+    @Flag(help: "\(SharedHelp.json) (one object, or an array for several archives).")
     var json = false
 
     func run() throws {

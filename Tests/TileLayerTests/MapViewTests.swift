@@ -55,6 +55,28 @@ struct MapViewTests {
         #expect(q?.left == p?.right)
     }
 
+    /// `print(frame)` is one line of facts (issue 42, part 5, item 8): a 512x512 frame at scale
+    /// 2 holds 4 MB of pixels, which the default description printed one by one.
+    @Test("a frame prints as one line: size, scale, pixel format, tiles; never its pixels")
+    func frameDescriptionIsCompact() async {
+        let gated = GatedSource { _ in RGBA8(r: 0, g: 200, b: 0, a: 255) }
+        let view = viewAt(0, 0, zoom: 2, 512, 512, scale: .x2)
+        view.addMapTileLayer(makeLayer(gated))
+        view.update()
+        let deadline = ContinuousClock.now + .seconds(10)
+        while gated.pending < 4 && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(2)) }
+        gated.release()
+        #expect(await view.waitUntilIdle(timeout: TestSupport.settleSeconds))
+        let frame = view.renderFrame(settled: true)
+        #expect(frame.bitmap.pixels.count == 1024 * 1024 * 4)
+        let printed = "\(frame)", reflected = String(reflecting: frame)
+        #expect(printed.count < 200 && reflected.count < 200, "\(printed.prefix(300))")
+        #expect(
+            printed.contains("1024x1024 px = 512x512 pt at scale 2") && printed.contains("rgba8888")
+                && printed.contains("1 layer,") && printed.contains("4 tiles drawn"), "\(printed)")
+        #expect(reflected == printed)
+    }
+
     @Test("fractional zoom: tiles of the level below, enlarged; scale 2 doubles pixels, same tiles")
     func fractionalZoomAndScale() {
         let view = viewAt(0, 0, zoom: 2.5, 512, 512)

@@ -177,6 +177,43 @@ struct S3ReadTests {
         #expect(unknown.contains("InvalidAccessKeyId"), "\(unknown)")
     }
 
+    /// An S3 error says what S3 said once: no `errno 0`, the URL once, and for a HEAD (which
+    /// carries no body) the likely causes of a 403, as the answer to a GET gives them (issue 42,
+    /// part 5, item 3). Seen through the library and as `tilepack info` prints it.
+    @Test func aRefusedS3ReadNamesTheURLOnceAndTheLikelyCauses() async throws {
+        let bundle = try await upload(Self.sample, as: "denied.tilepack")
+        let denied = client(S3Credentials(accessKeyId: moto.keys.deniedAccessKeyId, secretAccessKey: moto.keys.deniedSecretAccessKey))
+        let headMessage = try await onThread { () -> String in
+            do {
+                _ = try HTTPByteSource.currentVersion(s3: bundle, client: denied)
+                return "read"
+            } catch { return "\(error)" }
+        }
+        let openMessage = try await onThread { () -> String in
+            do {
+                _ = try RemoteArchive.open(s3: bundle, client: denied)
+                return "opened"
+            } catch { return "\(error)" }
+        }
+        var messages = [headMessage, openMessage]
+        let binary = try #require(TestSupport.tilepackBinary, "the tilepack binary is built beside the tests")
+        let info = try await TestSupport.run(
+            binary, ["info", bundle.description],
+            environment: [
+                "AWS_ACCESS_KEY_ID": moto.keys.deniedAccessKeyId, "AWS_SECRET_ACCESS_KEY": moto.keys.deniedSecretAccessKey,
+                "AWS_ENDPOINT_URL": moto.endpoint, "AWS_REGION": "us-east-1",
+            ])
+        #expect(info.status == 1, "\(info)")
+        messages.append(info.stderr)
+        for message in messages {
+            #expect(!message.contains("errno 0"), "\(message)")
+            #expect(message.components(separatedBy: bundle.description).count == 2, "the URL once: \(message)")
+            #expect(message.contains("AccessDenied (HTTP 403)"), "\(message)")
+            #expect(!message.contains("no error body"), "\(message)")
+            #expect(message.contains("likely causes") && message.contains("secret") && message.contains("permission"), "\(message)")
+        }
+    }
+
     /// Each source of the chain alone, its credentials then used to read from moto.
     @Test func everySourceOfTheCredentialChainGivesCredentialsThatWork() async throws {
         let bundle = try await upload(Self.sample, as: "sample.tilepack")

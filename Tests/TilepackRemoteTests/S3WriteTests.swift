@@ -149,7 +149,8 @@ struct S3WriteTests {
         #expect(again.status == 1 && again.stderr.contains("--force"), "\(again.stderr)")
         let forced = try await TestSupport.run(
             binary, ["upload", sample, location.description, "--force", "--quiet"], environment: environment)
-        #expect(forced.status == 0 && forced.stdout.isEmpty, "\(forced.stderr)")
+        // -q means what it means on every command: no progress bar; the summary still prints.
+        #expect(forced.status == 0 && forced.stdout.hasPrefix("uploaded "), "\(forced.stderr)")
         let dir = try TemporaryDirectory("s3-upload-command")
         try Data("not tiles\n".utf8).write(to: URL(fileURLWithPath: dir.file("notes.tilepack")))
         let other = S3Location(bucket: "tiles", key: "upload/\(UUID().uuidString)/notes.tilepack")

@@ -25,24 +25,42 @@ public struct S3Error: Error, Sendable, Hashable, CustomStringConvertible {
         self.hint = hint
     }
 
-    public var description: String {
-        var place = ""
-        if let bucket { place = key.map { $0.isEmpty ? "s3://\(bucket)/: " : "s3://\(bucket)/\($0): " } ?? "s3://\(bucket): " }
+    public var description: String { url.map { "\($0): \(reason)" } ?? reason }
+
+    /// `s3://BUCKET/KEY` (or `s3://BUCKET`), the place ``description`` starts with.
+    package var url: String? { bucket.map { bucket in key.map { "s3://\(bucket)/\($0)" } ?? "s3://\(bucket)" } }
+
+    /// What S3 said, without the `s3://` URL that ``description`` starts with: for an error
+    /// whose place is already named (a `TileArchiveError`'s path is the URL).
+    package var reason: String {
         let status = self.status.map { " (HTTP \($0))" } ?? ""
         let names = bucket.map { b in " [bucket \(b)\(key.map { ", key \($0)" } ?? "")]" } ?? ""
-        return "\(place)\(code)\(status): \(message)\(names)\(hint.map { "; \($0)" } ?? "")"
+        return "\(code)\(status): \(message)\(names)\(hint.map { "; \($0)" } ?? "")"
     }
 
-    /// The error of a non-2xx answer from S3, its XML body read for `Code` and `Message`.
-    static func answer(_ response: HTTPResponse, location: S3Location, region: String, now: Date = Date()) -> S3Error {
+    /// The error of a non-2xx answer from S3, its XML body read for `Code` and `Message`. The
+    /// answer to a `HEAD` has no body: its code is guessed from the status, and the hint then
+    /// names every likely cause the status has.
+    static func answer(
+        _ response: HTTPResponse, location: S3Location, region: String, now: Date = Date(), method: String = "GET"
+    ) -> S3Error {
         let xml = S3XML(response.body)
-        let code =
-            xml.first("Code")
-            ?? (response.status == 404 ? "NoSuchKey" : response.status == 403 ? "AccessDenied" : "HTTP \(response.status)")
+        let stated = xml.first("Code")
+        let code = stated ?? (response.status == 404 ? "NoSuchKey" : response.status == 403 ? "AccessDenied" : "HTTP \(response.status)")
         let message =
-            xml.first("Message") ?? (response.body.isEmpty ? "no error body" : String(decoding: response.body.prefix(200), as: UTF8.self))
+            xml.first("Message")
+            ?? (response.body.isEmpty
+                ? (method == "HEAD" ? "S3 answers a HEAD without a body, so it does not say which refusal" : "no error body")
+                : String(decoding: response.body.prefix(200), as: UTF8.self))
         var hint: String?
         switch code {
+        case "AccessDenied" where stated == nil:
+            // No body: a signature S3 refused (a wrong secret) answers 403 as a refused permission does.
+            hint =
+                "likely causes: a wrong access key or secret key (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_PROFILE), or credentials without permission to read the object (s3:GetObject)"
+        case "AccessDenied":
+            hint =
+                "likely causes: credentials without permission to read the object (s3:GetObject; s3:ListBucket to tell a missing key), or the key and secret of another user than meant (AWS_PROFILE)"
         case "SignatureDoesNotMatch":
             var causes: [String] = []
             if let skew = clockSkew(response, now: now), abs(skew) > 300 {
@@ -215,8 +233,7 @@ public final class S3Client: Sendable {
             }
             return (size, response.etag, response.lastModified)
         default:
-            try check(response, location: location)
-            return nil
+            throw S3Error.answer(response, location: location, region: configuration.region, method: "HEAD")
         }
     }
 

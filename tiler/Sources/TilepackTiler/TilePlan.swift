@@ -42,16 +42,20 @@ public struct TilePlan: Sendable, Hashable {
     /// - Parameters:
     ///   - zooms: the zooms asked for; nil: as gdal2tiles, from the raster's resolution (deepest)
     ///     down to the zoom where the whole raster fits one tile.
+    ///   - minZoom, maxZoom: with `zooms` nil, one end asked for (`--min-zoom`, `--max-zoom`),
+    ///     the other from the raster (never below the one given).
     ///   - clip: `--bbox`, in Web Mercator metres.
     public init(
         extent: (minX: Double, minY: Double, maxX: Double, maxY: Double), pixelSize: Double, width: Int, height: Int,
-        tileSize: Int, zooms: ClosedRange<Int>?, clip: (minX: Double, minY: Double, maxX: Double, maxY: Double)?
+        tileSize: Int, zooms: ClosedRange<Int>?, minZoom: Int? = nil, maxZoom: Int? = nil,
+        clip: (minX: Double, minY: Double, maxX: Double, maxY: Double)?
     ) throws(TilerError) {
         self.tileSize = tileSize
         let deepest = Self.zoom(forPixelSize: pixelSize, tileSize: tileSize)
         let shallowest = min(
             deepest, Self.zoom(forPixelSize: pixelSize * Double(max(width, height)) / Double(tileSize), tileSize: tileSize))
-        self.zooms = zooms ?? shallowest...deepest
+        let low = minZoom ?? min(shallowest, maxZoom ?? shallowest)
+        self.zooms = zooms ?? low...max(low, maxZoom ?? deepest)
         var box = extent
         if let clip {
             box = (max(box.minX, clip.minX), max(box.minY, clip.minY), min(box.maxX, clip.maxX), min(box.maxY, clip.maxY))

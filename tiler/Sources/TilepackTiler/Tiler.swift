@@ -8,6 +8,9 @@ public struct TileOptions: Sendable {
     public var output: String
     /// nil: from the raster's resolution, as gdal2tiles.
     public var zooms: ClosedRange<Int>?
+    /// With `zooms` nil: one end given (`--min-zoom` or `--max-zoom`), the other from the raster.
+    public var minZoom: Int?
+    public var maxZoom: Int?
     public var bounds: GeoBoundingBox?
     public var resampling = Resampling.default
     public var tileSize = 256
@@ -74,7 +77,7 @@ public enum Tiler {
         let clip = options.bounds.map(TilePlan.mercator)
         let plan = try TilePlan(
             extent: raster.extent, pixelSize: raster.pixelSize, width: raster.warpedWidth, height: raster.warpedHeight,
-            tileSize: options.tileSize, zooms: options.zooms, clip: clip)
+            tileSize: options.tileSize, zooms: options.zooms, minZoom: options.minZoom, maxZoom: options.maxZoom, clip: clip)
 
         var metadata = TileMetadata()
         metadata.entries[TileMetadata.Key.name] = URL(fileURLWithPath: options.input).deletingPathExtension().lastPathComponent

@@ -15,7 +15,7 @@ struct TileCommand: ParsableCommand {
 
             Examples:
               tilepack tile samples/sample-utm.tif city.tilepack
-              tilepack tile ortho.tif ortho.pmtiles --zoom 12-18 --format webp --quality 0-14:85,15-:70
+              tilepack tile ortho.tif ortho.pmtiles --min-zoom 12 --max-zoom 18 --format webp --quality 0-14:85,15-:70
               tilepack tile scan16.tif scan.mbtiles --range 0,4000 --resampling bilinear
               tilepack tile dem.tif terrain.pmtiles --encoding terrarium --tile-size 512
             """
@@ -23,9 +23,23 @@ struct TileCommand: ParsableCommand {
 
     @Argument(help: "The raster: any file or VRT the system GDAL opens.") var input: String
     @Argument(help: "The archive to write: .tilepack, .mbtiles, .pmtiles, or a folder.") var output: String
-    @Option(help: "Zooms MIN-MAX (default: the deepest from the raster's resolution, down to where it fits one tile).")
+    // The shared options' words are tilepack's (Sources/tilepack/Arguments.swift, SharedHelp): one
+    // spelling and meaning on every command; TilepackTestSupport's SharedOptionRules checks both.
+    @Option(
+        name: .customLong("min-zoom"),
+        help: "The lowest zoom to cut (default: where the raster fits one tile).")
+    var minZoom: Int?
+    @Option(
+        name: .customLong("max-zoom"),
+        help: "The highest zoom to cut (default: the deepest from the raster's resolution).")
+    var maxZoom: Int?
+    /// The older spelling, kept: `--zoom 12-18` is `--min-zoom 12 --max-zoom 18`.
+    @Option(help: ArgumentHelp("MIN-MAX or Z, the same as --min-zoom MIN --max-zoom MAX.", valueName: "zooms"))
     var zoom: String?
-    @Option(help: "Only this part, W,S,E,N in degrees.") var bbox: String?
+    @Option(
+        help: ArgumentHelp(
+            "Only tiles touching this box: west,south,east,north in degrees.", valueName: "west,south,east,north"))
+    var bbox: String?
     @Option(help: "near, bilinear, cubic, lanczos or average (GDAL's names; the default is gdal2tiles').")
     var resampling: String = Resampling.default.rawValue
     @Option(name: .customLong("tile-size"), help: "256 or 512.") var tileSize = 256
@@ -39,13 +53,38 @@ struct TileCommand: ParsableCommand {
         help: "A DEM's band 1 as elevations in colours: terrarium or mapbox (terrain-RGB); png or webp --lossless only.")
     var elevationEncoding: String?
     @Option(help: "Worker threads (default: every core).") var threads = ProcessInfo.processInfo.activeProcessorCount
-    @Flag(help: "Replace OUTPUT if it exists.") var force = false
+    @Flag(help: "Overwrite an existing output (OUTPUT).") var force = false
+    @Flag(
+        name: .shortAndLong,
+        help: "No progress bar or per-item lines; errors, warnings and the final summary still print.")
+    var quiet = false
     @Flag(
         name: .customLong("index"),
         help:
             "A .tilepack or .pmtiles output: also write its tile hash index beside it (OUTPUT.tpindex, as `tilepack index` does), to publish with it for `tilepack sync`; an .mbtiles output stores its content identity instead, for `tilepack patch`."
     )
     var tileIndex = false
+
+    /// The zooms asked for by --min-zoom and --max-zoom, or by --zoom; `nil`: from the raster.
+    /// Given only one of --min-zoom and --max-zoom, the other end is the raster's, as without
+    /// either: `Tiler` takes a range, so the missing end is left to it through `TileOptions`.
+    func zooms() throws -> ClosedRange<Int>? {
+        let valid = 0...TileCoordinate.maximumZoom
+        if let zoom {
+            guard minZoom == nil && maxZoom == nil else { throw ValidationError("give --zoom MIN-MAX or --min-zoom/--max-zoom, not both") }
+            let parts = zoom.split(separator: "-", omittingEmptySubsequences: false).compactMap { Int($0) }
+            guard parts.count == 1 || parts.count == 2, parts.allSatisfy({ valid.contains($0) }), parts[0] <= parts[parts.count - 1] else {
+                throw ValidationError("--zoom is MIN-MAX (e.g. 10-16) or one zoom within 0...\(TileCoordinate.maximumZoom), not '\(zoom)'")
+            }
+            return parts[0]...parts[parts.count - 1]
+        }
+        for value in [minZoom, maxZoom].compactMap({ $0 }) where !valid.contains(value) {
+            throw ValidationError("zoom \(value) is outside 0...\(TileCoordinate.maximumZoom)")
+        }
+        if let minZoom, let maxZoom, minZoom > maxZoom { throw ValidationError("--min-zoom \(minZoom) is above --max-zoom \(maxZoom)") }
+        if let minZoom, let maxZoom { return minZoom...maxZoom }
+        return nil
+    }
 
     func run() throws {
         guard let tileFormat = TileFormat(rawValue: format == "jpg" ? "jpeg" : format) else {
@@ -66,15 +105,9 @@ struct TileCommand: ParsableCommand {
         options.overwrite = force
         options.tileIndex = tileIndex
         options.threads = max(1, threads)
-        if let zoom {
-            let parts = zoom.split(separator: "-", omittingEmptySubsequences: false).compactMap { Int($0) }
-            guard parts.count == 1 || parts.count == 2, parts.allSatisfy({ (0...TileCoordinate.maximumZoom).contains($0) }),
-                parts.first! <= parts.last!
-            else {
-                throw ValidationError("--zoom is MIN-MAX (e.g. 10-16) or one zoom within 0...\(TileCoordinate.maximumZoom), not '\(zoom)'")
-            }
-            options.zooms = parts.first!...parts.last!
-        }
+        options.zooms = try zooms()
+        options.minZoom = minZoom
+        options.maxZoom = maxZoom
         if let bbox {
             let v = bbox.split(separator: ",").compactMap { Double($0.trimmingCharacters(in: .whitespaces)) }
             guard v.count == 4, v[0] < v[2], v[1] < v[3], (-180...180).contains(v[0]), (-180...180).contains(v[2]),
@@ -106,7 +139,9 @@ struct TileCommand: ParsableCommand {
         defer { source.cancel() }
 
         let terminal = isatty(STDERR_FILENO) != 0
+        let quiet = self.quiet
         let progress: TileProgress = { done, total, elapsed in
+            guard !quiet else { return }
             let rate = elapsed > 0 ? Double(done) / elapsed : 0
             let eta = rate > 0 ? Double(total - done) / rate : 0
             let line = String(
@@ -118,11 +153,11 @@ struct TileCommand: ParsableCommand {
         do {
             report = try Tiler.run(options, progress: progress, cancelled: { interrupted.isSet })
         } catch {
-            if terminal { FileHandle.standardError.write(Data("\n".utf8)) }
+            if terminal && !quiet { FileHandle.standardError.write(Data("\n".utf8)) }
             FileHandle.standardError.write(Data("error: \(error)\n".utf8))
             throw ExitCode(interrupted.isSet ? 130 : 1)
         }
-        if terminal { FileHandle.standardError.write(Data("\n".utf8)) }
+        if terminal && !quiet { FileHandle.standardError.write(Data("\n".utf8)) }
         print(
             "tiled \(input) into \(output): \(report.tiles) tiles (\(report.blank) blank skipped), zooms \(report.zooms.lowerBound)-\(report.zooms.upperBound), \(report.bytes) bytes, \(String(format: "%.1f", report.seconds)) s"
         )
