@@ -9,7 +9,7 @@ struct MBTilesFixture: CustomTestStringConvertible, Sendable {
     var file: String
     var tiles: Int
     var aggregateHash: String
-    /// The stored `agg_tiles_hash` when the README says the file stores one.
+    /// The stored `agg_tiles_hash` when the file stores one.
     var storedHash: String?
     var testDescription: String { file }
 }

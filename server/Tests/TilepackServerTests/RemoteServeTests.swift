@@ -127,13 +127,16 @@ import TilepackTestSupport
             var versions: [Int] = []
         }
         let stop = Locked(false)
+        // The versions any client has seen: the clients stop once one has seen the last (an
+        // event, not a clock), however slowly a loaded machine runs them.
+        let versionsSeen = Locked<Set<Int>>([])
         let clients = (0..<3).map { client in
             Task {
                 try await onThread { () -> Seen in
                     var seen = Seen()
                     var generator = SplitMix64(seed: UInt64(client + 7))
                     let started = Date()
-                    while !stop.withLock({ $0 }), Date().timeIntervalSince(started) < 30 {
+                    while !stop.withLock({ $0 }), Date().timeIntervalSince(started) < 120 {
                         let tile = Self.tiles[Int(generator.next() % UInt64(Self.tiles.count))]
                         let answer = try RawHTTP.send(port: port, target: "/live/\(tile.zoom)/\(tile.x)/\(tile.y).json")
                         guard answer.status == 200 else {
@@ -145,6 +148,7 @@ import TilepackTestSupport
                             continue
                         }
                         seen.versions.append(version)
+                        versionsSeen.withLock { _ = $0.insert(version) }
                     }
                     return seen
                 }
@@ -153,6 +157,10 @@ import TilepackTestSupport
         // Republished twice while the clients read; each version is served without a restart.
         for version in 2...3 {
             try await Task.sleep(for: .milliseconds(800))
+            let previousSeenBy = Date().addingTimeInterval(60)
+            while !versionsSeen.withLock({ $0.contains(version - 1) }), Date() < previousSeenBy {
+                try await Task.sleep(for: .milliseconds(10))
+            }
             try await Self.publish(version: version, at: location, store, in: dir)
             let deadline = Date().addingTimeInterval(15)
             var served = false
@@ -163,7 +171,8 @@ import TilepackTestSupport
             }
             #expect(served, "version \(version) was not served within 15 s")
         }
-        try await Task.sleep(for: .milliseconds(300))
+        let seenBy = Date().addingTimeInterval(60)
+        while !versionsSeen.withLock({ $0.contains(3) }), Date() < seenBy { try await Task.sleep(for: .milliseconds(10)) }
         stop.withLock { $0 = true }
         var all = Seen()
         for client in clients {

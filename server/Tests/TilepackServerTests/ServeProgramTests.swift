@@ -123,6 +123,7 @@ import TilepackTestSupport
         process.waitUntilExit()
         #expect(process.terminationStatus != 0)
         let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        #expect(message.contains("swift build --package-path server --product tilepack-serve"), "\(message)")
+        #expect(message.contains("swift build -c release --package-path server --product tilepack-serve"), "\(message)")
+        #expect(message.hasPrefix("Error: tilepack-serve: not found") && !message.contains("Usage:"), "\(message)")
     }
 }
