@@ -77,11 +77,18 @@ public struct PMTilesArchive: TileArchive {
             }
         }
         guard header.rootLength > 0 else { throw fail(.corrupt("the root directory is empty (0 bytes)")) }
-        guard header.rootLength <= UInt64(PMTilesFormat.maximumDirectoryLength),
-            header.metadataLength <= UInt64(PMTilesFormat.maximumMetadataLength)
-        else {
+        // Each named with its declared size and its own limit (one message for both said neither).
+        guard header.rootLength <= UInt64(PMTilesFormat.maximumDirectoryLength) else {
             throw fail(
-                .corrupt("the root directory (\(header.rootLength) bytes) or metadata (\(header.metadataLength) bytes) is over the limit"))
+                .corrupt(
+                    "the header declares a root directory of \(header.rootLength) bytes, over the limit of \(PMTilesFormat.maximumDirectoryLength) bytes (32 MiB) for a directory"
+                ))
+        }
+        guard header.metadataLength <= UInt64(PMTilesFormat.maximumMetadataLength) else {
+            throw fail(
+                .corrupt(
+                    "the header declares metadata of \(header.metadataLength) bytes, over the limit of \(PMTilesFormat.maximumMetadataLength) bytes (16 MiB) for metadata"
+                ))
         }
         guard header.minZoom <= header.maxZoom, Int(header.maxZoom) <= 31 else {
             throw fail(.corrupt("the header's zooms \(header.minZoom)...\(header.maxZoom) are not a zoom range"))
