@@ -64,6 +64,8 @@ struct ExportCommand: AsyncParsableCommand {
     @Option(name: .customLong("max-zoom"), help: "With --maplibre-offline: the highest zoom.")
     var maxZoom: Int?
 
+    @OptionGroup var limit: TileLimitOptions
+
     @OptionGroup var output: OutputOptions
 
     func validate() throws {
@@ -85,6 +87,7 @@ struct ExportCommand: AsyncParsableCommand {
         options.layout = layout
         options.scheme = scheme
         options.overwrite = force
+        options.maximumTiles = limit.maxTiles
         let bar = ProgressBar.start(label: "export", quiet: output.quiet)
         defer { bar?.finish() }
         let report = try TileExporter.run(archive: input, to: folder, options: options, progress: bar?.handler)
@@ -116,6 +119,7 @@ struct ExportCommand: AsyncParsableCommand {
         options.minZoom = minZoom
         options.maxZoom = maxZoom
         options.overwrite = force
+        options.maximumTiles = limit.maxTiles
         let report = try MapLibreOfflineExporter.run(source: archive, destination: folder, options: options)
         if output.json {
             try printJSON(report)
@@ -176,12 +180,15 @@ struct ConvertCommand: ParsableCommand {
     @Flag(help: "Overwrite an existing output.")
     var force = false
 
+    @OptionGroup var limit: TileLimitOptions
+
     @OptionGroup var outputOptions: OutputOptions
 
     @OptionGroup var upload: UploadOptions
 
     func run() throws {
         var options = ConvertOptions()
+        options.maximumTiles = limit.maxTiles
         if let format {
             guard let tileFormat = TileFormat(rawValue: format == "jpg" ? "jpeg" : format.lowercased()) else {
                 throw ValidationError("--format is png, jpeg or webp, not '\(format)'")

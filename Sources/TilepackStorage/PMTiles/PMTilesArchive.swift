@@ -443,6 +443,31 @@ public struct PMTilesArchive: TileArchive {
         try forEachTile(in: TileSelection(), where: wanted, body)
     }
 
+    /// How many tiles ``forEachTile(in:where:_:)`` offers for `selection` (before its `wanted`),
+    /// counted as it cuts them: a run's ids in the zooms, its squares inside the box; a run's
+    /// tiles are never visited (but for runs of at most 64, as there).
+    package func tileCount(in selection: TileSelection) throws -> Int {
+        var count = 0
+        try forEachRun { zoom, ids, _, _ in
+            guard selection.zooms?.contains(zoom) ?? true else { return }
+            guard let bounds = selection.bounds, ids.count > 64 else {
+                if selection.bounds == nil {
+                    count += ids.count
+                } else {
+                    for id in ids where selection.contains(PMTilesFormat.tile(ofID: id)!) { count += 1 }
+                }
+                return
+            }
+            let region = try bounds.tileRanges(atZoom: zoom)
+            for square in PMTilesFormat.squares(of: ids) {
+                for part in region {
+                    if let cut = Self.intersection(square, part) { count += cut.count }
+                }
+            }
+        }
+        return count
+    }
+
     /// As ``forEachTile(where:_:)``, with the tiles outside `selection` cut from each run as ranges
     /// first (its zooms as id ranges, its box as squares of the run), so a run of billions of tiles
     /// costs only the tiles it shares with the selection.
