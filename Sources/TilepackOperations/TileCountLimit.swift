@@ -12,13 +12,13 @@ package enum TileCountLimit {
     package static let defaultMaximum = 500_000_000
 
     /// Throws, before anything is written, when `count` tiles of `source` are more than `limit`;
-    /// `writing` says what would write them one by one.
-    static func check(_ count: Int, limit: Int, source: String, writing: String) throws(OperationError) {
+    /// `writing` says what would write them one by one (`reading`: what would read each).
+    static func check(_ count: Int, limit: Int, source: String, writing: String, verb: String = "writes") throws(OperationError) {
         guard count > limit else { return }
         throw OperationError(
             path: source,
             fault: .badInput(
-                "\(writing) writes each of its \(count) tiles on its own: over the limit of \(limit) tiles (--max-tiles, default \(defaultMaximum)); give --max-tiles \(count) to write them all (a .pmtiles output of convert keeps a PMTiles archive's runs as runs). Nothing was written."
+                "\(writing) \(verb) each of its \(count) tiles on its own: over the limit of \(limit) tiles (--max-tiles, default \(defaultMaximum)); give --max-tiles \(count) to write them all (a .pmtiles output of convert keeps a PMTiles archive's runs as runs). Nothing was written."
             ))
     }
 

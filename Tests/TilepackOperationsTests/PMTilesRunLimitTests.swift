@@ -98,6 +98,15 @@ import TilepackTestSupport
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path) == ["huge.pmtiles"], "nothing written")
     }
 
+    @Test func diffRefusesUpFront() async throws {
+        // diff hashes every tile of both archives (their content identities): 2 x 2^40 tiles.
+        let dir = try TemporaryDirectory("huge-runs")
+        let input = try Self.hugeRuns(in: dir)
+        guard let result = try await Self.tilepack(["diff", input, input, dir.file("p.patch")]) else { return }
+        #expect(Self.refusal(result, count: 2 * Self.tileCount, limit: 500_000_000), "\(result.status) \(result.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path) == ["huge.pmtiles"], "nothing written")
+    }
+
     @Test func aMapLibreOfflineExportRefusesUpFrontAndReadsOnlyItsSelection() async throws {
         let dir = try TemporaryDirectory("huge-runs")
         let input = try Self.hugeRuns(in: dir)
@@ -128,7 +137,7 @@ import TilepackTestSupport
         let tree = try await Self.tilepack(["export", sample, dir.file("tree"), "--max-tiles", "\(count - 1)", "-q"])
         #expect(tree.map { Self.refusal($0, count: count, limit: count - 1) } ?? false, "\(tree?.stderr ?? "")")
         #expect(!FileManager.default.fileExists(atPath: dir.file("tree")))
-        for command in ["convert", "export", "extract", "merge"] {
+        for command in ["convert", "export", "extract", "merge", "diff"] {
             let help = try await Self.tilepack([command, "--help"])
             #expect(help?.stdout.contains("--max-tiles") == true && help?.stdout.contains("500000000") == true, "\(command)")
         }
