@@ -290,6 +290,10 @@ final class CurlLoop: @unchecked Sendable {
         var ok =
             request.url.absoluteString.withCString { tilepack_curl_set_pointer(easy, CURLOPT_URL, $0) } == CURLE_OK
             && tilepack_curl_set_long(easy, CURLOPT_NOBODY, request.method == "HEAD" ? 1 : 0) == CURLE_OK
+            // A range asks for the stored bytes (Accept-Encoding: identity): an answer encoded all
+            // the same is handed over as it came, for its reader to refuse by name
+            // (HTTPResponse.encodedRangeFault), not decoded (or failed as a bad encoding) here.
+            && tilepack_curl_set_long(easy, CURLOPT_HTTP_CONTENT_DECODING, request.acceptsIdentityOnly ? 0 : 1) == CURLE_OK
         if request.method != "GET" && request.method != "HEAD" {
             ok = ok && request.method.withCString { tilepack_curl_set_pointer(easy, CURLOPT_CUSTOMREQUEST, $0) } == CURLE_OK
         } else {

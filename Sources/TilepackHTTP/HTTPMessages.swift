@@ -27,10 +27,28 @@ public struct HTTPRequest: Sendable, Hashable {
         self.body = body
     }
 
-    /// Asks for the bytes `range` (`Range: bytes=first-last`) of the resource.
+    /// Asks for the bytes `range` (`Range: bytes=first-last`) of the resource, as stored
+    /// (`Accept-Encoding: identity`, see ``setRanges(_:)``).
     public mutating func setRange(_ range: Range<UInt64>) {
         precondition(!range.isEmpty, "an empty byte range cannot be requested")
-        headers["Range"] = "bytes=\(range.lowerBound)-\(range.upperBound - 1)"
+        setRanges("\(range.lowerBound)-\(range.upperBound - 1)")
+    }
+
+    /// Asks for the byte ranges `specs` (`first-last`, `first-`, comma-separated) of the resource
+    /// as stored: `Accept-Encoding: identity` goes with them, as the ranges of an encoded answer
+    /// count the encoded bytes (RFC 9110 §14.1.2), not the resource's. An answer that is encoded
+    /// all the same is refused by its reader (``HTTPResponse/encodedRangeFault``).
+    public mutating func setRanges(_ specs: String) {
+        headers["Range"] = "bytes=\(specs)"
+        headers["Accept-Encoding"] = "identity"
+    }
+
+    /// Whether the request asks for the resource's bytes as stored (`Accept-Encoding: identity`):
+    /// a transport then hands the body over as it arrives, not decoded.
+    public var acceptsIdentityOnly: Bool {
+        headers.contains {
+            $0.key.lowercased() == "accept-encoding" && $0.value.trimmingCharacters(in: .whitespaces).lowercased() == "identity"
+        }
     }
 }
 
@@ -68,6 +86,33 @@ public struct HTTPResponse: Sendable {
     public var contentType: String? { fields.value(lowercasedName: "content-type") }
     /// The declared `Content-Length` (of a `HEAD` answer: the length a `GET` would send).
     public var contentLength: Int? { fields.value(lowercasedName: "content-length").flatMap { Int(HTTPIncomingResponse.trimmed($0)) } }
+
+    /// The content coding of the body (`Content-Encoding`, lower-cased), `nil` for none or `identity`.
+    public var contentEncoding: String? {
+        guard let value = fields.value(lowercasedName: "content-encoding")?.trimmingCharacters(in: .whitespaces).lowercased(),
+            !value.isEmpty, value != "identity"
+        else { return nil }
+        return value
+    }
+
+    /// Why an answer to a range request cannot be used as the resource's bytes, or `nil`: a 206
+    /// with a `Content-Encoding` (gzip, br, ...) counts its ranges in the encoded bytes, which say
+    /// nothing of where the stored bytes lie, whatever a transport then decodes; a 200 with one
+    /// (the whole resource) holds encoded bytes, which a transport asked for the stored bytes
+    /// (``HTTPRequest/acceptsIdentityOnly``) does not decode.
+    public var encodedRangeFault: String? {
+        guard let encoding = contentEncoding else { return nil }
+        let need = "(asked with Accept-Encoding: identity): remote archives need ranges of the stored bytes"
+        switch status {
+        case 206:
+            return
+                "the server answered a range with Content-Encoding: \(encoding); the range then counts encoded bytes, not the object's \(need)"
+        case 200:
+            return
+                "the server answered a range request with the whole object in Content-Encoding: \(encoding), not its stored bytes \(need)"
+        default: return nil
+        }
+    }
 
     /// The delay a `Retry-After` field asks for (delta-seconds or an HTTP date), if any.
     public func retryAfter(now: Date = Date()) -> Duration? {

@@ -21,6 +21,9 @@ public struct ConvertOptions: Sendable {
     public var tileIndex = false
     /// Re-encode every raster tile (`--format`, `--quality`, `--lossless`).
     public var format: TileEncoding?
+    /// The most tiles written one by one (`--max-tiles`, default 500,000,000): a larger input is
+    /// refused before anything is written, unless it is PMTiles copied into PMTiles as runs.
+    public var maximumTiles = TileCountLimit.defaultMaximum
     public init() {}
 }
 
@@ -77,6 +80,13 @@ public enum ArchiveConverter {
         }
         let fitted = MetadataMapping.fitted(metadata, for: kind)
         metadata = fitted.metadata
+        // PMTiles to PMTiles carries runs as runs (`copyRuns`); every other way writes each tile,
+        // and so does a tile hash index: a count past the limit is refused before the output exists.
+        let carriesRuns =
+            input is PMTilesArchive && kind == .pmtiles && options.encode == nil && options.format == nil && !options.tileIndex
+        if !carriesRuns, let total {
+            try TileCountLimit.check(total, limit: options.maximumTiles, source: source, writing: "convert into \(destination)")
+        }
         let sink = try ArchiveSinks.make(
             kind: kind, destination: destination, metadata: metadata,
             options: ArchiveSinks.Options(

@@ -26,8 +26,13 @@ public struct DiffReport: Sendable, Codable {
 /// first into the second: tilepack's own patch file, or (PATCH ending in `.mbtiles`) martin's flat
 /// MBTiles patch (Specs/updates.md).
 public enum ArchiveDiff {
-    public static func run(old: String, new: String, patch patchPath: String, overwrite: Bool = false) throws(OperationError) -> DiffReport
-    {
+    /// - Parameter maximumTiles: the most tiles of both archives together (`--max-tiles`, default
+    ///   500,000,000): every tile of both is hashed for their content identities, one by one, so
+    ///   more (a PMTiles run of billions of tiles) is refused before anything is read or written.
+    public static func run(
+        old: String, new: String, patch patchPath: String, overwrite: Bool = false,
+        maximumTiles: Int = 500_000_000
+    ) throws(OperationError) -> DiffReport {
         let start = DispatchTime.now().uptimeNanoseconds
         try OutputIsInput.refuse(output: patchPath, inputs: [old, new])
         let asMBTiles = patchPath.lowercased().hasSuffix(".mbtiles")
@@ -37,6 +42,12 @@ public enum ArchiveDiff {
             throw OperationError(
                 path: new, fault: .badInput("its tiles are \(b), \(old)'s are \(a): a patch joins versions of one tile type"))
         }
+        var total = 0
+        for (archive, path) in [(oldArchive, old), (newArchive, new)] {
+            do { total += try archive.tileCount() } catch { throw OperationError.wrapping(error, path: path) }
+        }
+        try TileCountLimit.check(
+            total, limit: maximumTiles, source: new, writing: "diff of \(old) and \(new) (their content identities)", verb: "reads")
         var patch = TilePatch()
         var report = DiffReport(
             old: old, new: new, patch: patchPath, patchFormat: asMBTiles ? "mbtiles" : "tilepack", before: "", after: "")

@@ -10,6 +10,9 @@ public struct ExportOptions: Sendable {
     /// Write into a folder that already holds files (`--force`); without it such a folder is
     /// refused. Existing tiles are then replaced by renaming over them, never written through.
     public var overwrite = false
+    /// The most tiles written (`--max-tiles`, default 500,000,000): a larger archive (a PMTiles run
+    /// of billions of tiles) is refused before the folder is made.
+    public var maximumTiles = TileCountLimit.defaultMaximum
     public init() {}
 }
 
@@ -46,6 +49,10 @@ public enum TileExporter {
             metadata = try archive.metadata()
         } catch {
             throw OperationError(path: archive.path, fault: .io("\(error)"))
+        }
+        if let total {
+            try TileCountLimit.check(
+                total, limit: options.maximumTiles, source: archive.path, writing: "export into the folder \(directory)")
         }
         try SafeTree.makeFolder(directory, allowExisting: true)
         if !options.overwrite, let names = SafeTree.entryNames(directory), let first = names.min() {

@@ -19,6 +19,10 @@ public struct ExtractOptions: Sendable {
     /// A bundle or PMTiles output: write its tile hash index beside it (`ARCHIVE.tpindex`, for
     /// `sync`; Specs/updates.md §7.4). Without it, an index left beside the archive replaced is removed.
     public var tileIndex = false
+    /// The most tiles written (`--max-tiles`, default 500,000,000): a PMTiles selection of more
+    /// (counted from its runs) is refused before anything is written. Extract cuts tiles out of
+    /// runs (a box is squares of them, not runs), so a .pmtiles output is written tile by tile too.
+    public var maximumTiles = TileCountLimit.defaultMaximum
     public init() {}
 }
 
@@ -86,6 +90,14 @@ public enum TileExtractor {
             }
             metadata.setBounds(declared.flatMap { BoxBesideBounds.intersection($0, box) } ?? box)
         }
+        // The zooms and box as ranges: a PMTiles run of billions of tiles costs only the tiles it
+        // shares with them, counted before anything is written.
+        let selection = TileSelection(
+            zooms: (options.minZoom ?? 0)...max(options.minZoom ?? 0, options.maxZoom ?? TileCoordinate.maximumZoom),
+            bounds: options.bounds)
+        if let count = try TileCountLimit.count(of: input, zooms: selection.zooms, bounds: selection.bounds) {
+            try TileCountLimit.check(count, limit: options.maximumTiles, source: source, writing: "extract into \(destination)")
+        }
         var tileOutsideBounds = false
         let sink = try ArchiveSinks.make(
             kind: kind, destination: destination, metadata: metadata,
@@ -135,11 +147,6 @@ public enum TileExtractor {
         }
         do {
             if let selective = input as? any SelectiveTileReading {
-                // The zooms and box as ranges first: a PMTiles run of billions of tiles costs only
-                // the tiles it shares with them.
-                let selection = TileSelection(
-                    zooms: (options.minZoom ?? 0)...max(options.minZoom ?? 0, options.maxZoom ?? TileCoordinate.maximumZoom),
-                    bounds: options.bounds)
                 try selective.forEachTile(in: selection, where: wanted, add)
             } else if let candidates = try candidates(zooms: zooms, levels: levels, bounds: options.bounds, covers: regionCovers) {
                 for tile in candidates {

@@ -17,6 +17,9 @@ public struct MapLibreOfflineOptions: Sendable {
     public var minZoom: Int?
     public var maxZoom: Int?
     public var overwrite = false
+    /// The most tiles written (`--max-tiles`, default 500,000,000): a PMTiles selection of more
+    /// (counted from its runs) is refused before the database is made.
+    public var maximumTiles = TileCountLimit.defaultMaximum
     /// The style's glyph ranges and sprite files (``MapLibreStyleResources/load(_:files:client:retry:)``),
     /// stored as resources under the URLs MapLibre asks for them.
     public var styleAssets = MapLibreStyleResources.Loaded()
@@ -130,6 +133,13 @@ public enum MapLibreOfflineExporter {
             Array((try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data())
         }
 
+        // A PMTiles archive's zooms and box as ranges of its runs: counted before anything is
+        // written, and read without visiting the tiles of a run outside them.
+        let selection = TileSelection(zooms: minZoom...maxZoom, bounds: options.bounds ?? options.region?.boundingBox)
+        if let count = try TileCountLimit.count(of: input, zooms: selection.zooms, bounds: selection.bounds) {
+            try TileCountLimit.check(
+                count, limit: options.maximumTiles, source: source, writing: "export into the MapLibre offline database \(destination)")
+        }
         var report = MapLibreOfflineReport(destination: destination)
         report.tileURLTemplate = template
         report.tileJSONURL = tileJSONURL
@@ -171,7 +181,7 @@ public enum MapLibreOfflineExporter {
                 )
                 let tileLink = try db.prepare("INSERT INTO region_tiles (region_id, tile_id) VALUES (?1, last_insert_rowid())")
                 let minimum = minZoom, maximum = maxZoom, bounds = options.bounds
-                try input.forEachTile { coordinate, bytes in
+                func store(_ coordinate: TileCoordinate, _ bytes: UnsafeRawBufferPointer) throws {
                     guard (minimum...maximum).contains(coordinate.zoom) else { return }
                     if let bounds, (try? bounds.intersects(coordinate)) != true { return }
                     if !covers.isEmpty, covers[coordinate.zoom]?.contains(coordinate) != true { return }
@@ -191,6 +201,11 @@ public enum MapLibreOfflineExporter {
                     tileLink.reset()
                     report.tiles += 1
                     report.bytes += body.count
+                }
+                if let selective = input as? any SelectiveTileReading {
+                    try selective.forEachTile(in: selection, where: { _ in true }, store)
+                } else {
+                    try input.forEachTile(store)
                 }
                 try db.execute("COMMIT; PRAGMA user_version = 6")
             }

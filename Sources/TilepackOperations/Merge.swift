@@ -25,6 +25,9 @@ public struct MergeOptions: Sendable {
     /// A bundle or PMTiles output: write its tile hash index beside it (`ARCHIVE.tpindex`, for
     /// `sync`; Specs/updates.md §7.4). Without it, an index left beside the archive replaced is removed.
     public var tileIndex = false
+    /// The most tiles written (`--max-tiles`, default 500,000,000): inputs holding more in all (a
+    /// PMTiles run of billions of tiles) are refused before anything is written.
+    public var maximumTiles = TileCountLimit.defaultMaximum
     public init() {}
 }
 
@@ -85,6 +88,13 @@ public enum ArchiveMerger {
         if metadata.name?.isEmpty ?? true { metadata.name = ArchiveLocation.baseName(destination) }
         let fitted = MetadataMapping.fitted(metadata, for: kind)
         metadata = fitted.metadata
+        // Every tile of every input is written on its own (a PMTiles input's runs too).
+        var total = 0
+        for (index, archive) in archives.enumerated() {
+            do { total += try archive.tileCount() } catch { throw OperationError.wrapping(error, path: inputs[index]) }
+        }
+        try TileCountLimit.check(
+            total, limit: options.maximumTiles, source: inputs.joined(separator: ", "), writing: "merge into \(destination)")
         let sink = try ArchiveSinks.make(
             kind: kind, destination: destination, metadata: metadata,
             options: ArchiveSinks.Options(

@@ -300,6 +300,7 @@ public final class HTTPByteSource: ByteSource, @unchecked Sendable {
         }
         let tries = attempts.withLock { $0 }
         if let change = versionChange(response, etag: etag, lastModified: lastModified) { throw fail(.corrupt(change)) }
+        if let encoded = response.encodedRangeFault { throw fail(.io(errno: 0, reason: encoded)) }
         switch response.status {
         case 206:
             guard let contentRange = response.header("content-range"), let parsed = parseContentRange(contentRange) else {

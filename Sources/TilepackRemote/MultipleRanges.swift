@@ -72,7 +72,7 @@ extension HTTPByteSource {
         let total = ranges.reduce(0) { $0 + $1.count }
         // Room for each part's boundary and headers; the whole object (status 200) is refused.
         var request = HTTPRequest(url: url, timeout: options.timeout, maximumBodyBytes: total + 256 * ranges.count + 1024)
-        request.headers["Range"] = "bytes=" + ranges.map { "\($0.lowerBound)-\($0.upperBound - 1)" }.joined(separator: ",")
+        request.setRanges(ranges.map { "\($0.lowerBound)-\($0.upperBound - 1)" }.joined(separator: ","))
         Self.pin(&request, etag: etag, lastModified: lastModified)
         let attempts = Locked(1)
         let outcome = Self.send(request, client: client, retry: options.retry, authority: authority, attempts: attempts)
@@ -92,6 +92,7 @@ extension HTTPByteSource {
             state.receivedBytes += response.body.count
         }
         if let change = Self.versionChange(response, etag: etag, lastModified: lastModified) { throw fail(.corrupt(change)) }
+        if let encoded = response.encodedRangeFault { throw fail(.io(errno: 0, reason: encoded)) }
         switch response.status {
         case 206: break
         case 200:

@@ -293,7 +293,7 @@ package enum RemoteTileIndex {
     {
         let name = authority?.name ?? url.absoluteString
         var request = HTTPRequest(url: url, timeout: options.timeout, maximumBodyBytes: limit + 1024)
-        request.headers["Range"] = "bytes=0-7,8-"
+        request.setRanges("0-7,8-")
         let retry = options.retry
         let outcome = HTTPByteSource.send(request, client: client, retry: retry, authority: authority, attempts: Locked(1))
         let response: HTTPResponse
@@ -307,6 +307,7 @@ package enum RemoteTileIndex {
             throw TileArchiveError(path: name, fault: .io(errno: 0, reason: error.reason))
         case .success(let value): response = value
         }
+        if let encoded = response.encodedRangeFault { throw TileArchiveError(path: name, fault: .io(errno: 0, reason: encoded)) }
         switch response.status {
         case 200: return .index([UInt8](response.body), multipleRanges: false)
         case 206: break
@@ -349,6 +350,9 @@ package enum RemoteTileIndex {
         var rest = HTTPRequest(url: url, timeout: options.timeout, maximumBodyBytes: limit)
         rest.setRange(UInt64(parsed.range.upperBound)..<UInt64(parsed.size))
         let more = HTTPByteSource.send(rest, client: client, retry: retry, authority: authority, attempts: Locked(1))
+        if case .success(let tail) = more, let encoded = tail.encodedRangeFault {
+            throw TileArchiveError(path: name, fault: .io(errno: 0, reason: encoded))
+        }
         guard case .success(let tail) = more, tail.status == 206, tail.body.count == parsed.size - parsed.range.upperBound else {
             throw TileArchiveError(path: name, fault: .corrupt("the rest of the index did not arrive whole"))
         }

@@ -175,6 +175,20 @@ struct ArchiveOutputOptions: ParsableArguments {
     var tileIndex = false
 }
 
+/// `--max-tiles N`: the most tiles a command writes one by one (``TileCountLimit``).
+struct TileLimitOptions: ParsableArguments {
+    @Option(
+        name: .customLong("max-tiles"),
+        help: ArgumentHelp(
+            "Refuse, before writing anything, to write more than N tiles one by one (a PMTiles run stores billions of tiles once; convert from PMTiles to PMTiles keeps runs and is not limited).",
+            valueName: "N"))
+    var maxTiles: Int = TileCountLimit.defaultMaximum
+
+    func validate() throws {
+        if maxTiles < 0 { throw ValidationError("--max-tiles is a count of tiles, not \(maxTiles)") }
+    }
+}
+
 /// Where an `s3://` output is built before it is uploaded.
 struct UploadOptions: ParsableArguments {
     @Option(help: "An s3:// output: the folder it is built in before the upload (default: the system's temporary folder).")

@@ -67,6 +67,8 @@ struct ExportCommand: AsyncParsableCommand {
     @Option(name: .customLong("max-zoom"), help: "\(SharedHelp.maxZoom) to write (with --maplibre-offline).")
     var maxZoom: Int?
 
+    @OptionGroup var limit: TileLimitOptions
+
     @OptionGroup var output: OutputOptions
 
     func validate() throws {
@@ -89,6 +91,7 @@ struct ExportCommand: AsyncParsableCommand {
         options.layout = layout
         options.scheme = scheme
         options.overwrite = force
+        options.maximumTiles = limit.maxTiles
         let bar = ProgressBar.start(label: "export", quiet: output.quiet)
         defer { bar?.finish() }
         let report = try TileExporter.run(archive: input, to: folder, options: options, progress: bar?.handler)
@@ -123,6 +126,7 @@ struct ExportCommand: AsyncParsableCommand {
         options.minZoom = minZoom
         options.maxZoom = maxZoom
         options.overwrite = force
+        options.maximumTiles = limit.maxTiles
         let report = try MapLibreOfflineExporter.run(source: archive, destination: folder, options: options)
         if output.json {
             try printJSON(report)
@@ -183,6 +187,8 @@ struct ConvertCommand: ParsableCommand {
     @Flag(help: "\(SharedHelp.force).")
     var force = false
 
+    @OptionGroup var limit: TileLimitOptions
+
     @OptionGroup var outputOptions: OutputOptions
 
     @OptionGroup var upload: UploadOptions
@@ -208,6 +214,7 @@ struct ConvertCommand: ParsableCommand {
 
     func run() throws {
         var options = ConvertOptions()
+        options.maximumTiles = limit.maxTiles
         options.format = try encoding()
         options.overwrite = force
         options.deduplicate = dedup

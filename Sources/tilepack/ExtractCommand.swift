@@ -30,6 +30,8 @@ struct ExtractCommand: ParsableCommand {
     @Flag(help: "\(SharedHelp.force).")
     var force = false
 
+    @OptionGroup var limit: TileLimitOptions
+
     @OptionGroup var outputOptions: OutputOptions
 
     @OptionGroup var upload: UploadOptions
@@ -48,6 +50,7 @@ struct ExtractCommand: ParsableCommand {
         options.aggregateTilesHash = archiveOutput.aggregateTilesHash
         options.keepsMixedTileCompression = archiveOutput.keepsMixedTileCompression
         options.tileIndex = archiveOutput.tileIndex
+        options.maximumTiles = limit.maxTiles
         if let note = area.bbox?.box.antimeridianNote { printError("note: \(note)") }
         let bar = ProgressBar.start(label: "extract", quiet: outputOptions.quiet)
         defer { bar?.finish() }
@@ -85,6 +88,8 @@ struct MergeCommand: ParsableCommand {
     @Flag(help: "\(SharedHelp.force).")
     var force = false
 
+    @OptionGroup var limit: TileLimitOptions
+
     @OptionGroup var outputOptions: OutputOptions
 
     @OptionGroup var upload: UploadOptions
@@ -100,6 +105,7 @@ struct MergeCommand: ParsableCommand {
         options.aggregateTilesHash = archiveOutput.aggregateTilesHash
         options.keepsMixedTileCompression = archiveOutput.keepsMixedTileCompression
         options.tileIndex = archiveOutput.tileIndex
+        options.maximumTiles = limit.maxTiles
         let bar = ProgressBar.start(label: "merge", quiet: outputOptions.quiet)
         defer { bar?.finish() }
         let inputs = try RemoteInputs.expand(Array(paths.dropLast()))

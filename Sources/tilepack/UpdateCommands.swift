@@ -22,11 +22,13 @@ struct DiffCommand: ParsableCommand {
     @Flag(help: "\(SharedHelp.force) (the patch).")
     var force = false
 
+    @OptionGroup var limit: TileLimitOptions
+
     @Flag(help: "\(SharedHelp.json): the counts and identities.")
     var json = false
 
     func run() throws {
-        let report = try ArchiveDiff.run(old: old, new: new, patch: patch, overwrite: force)
+        let report = try ArchiveDiff.run(old: old, new: new, patch: patch, overwrite: force, maximumTiles: limit.maxTiles)
         if json {
             try printJSON(report)
         } else {

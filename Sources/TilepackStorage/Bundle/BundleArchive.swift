@@ -99,7 +99,49 @@ public struct BundleArchive: TileArchive {
     /// (one request), with ranges announced to the source before many tiles are read
     /// (``forEachTile(_:)``, ``forEachTile(where:_:)``). `options.access` is not used.
     public init(source: any ByteSource, options: Options = Options()) throws(TileArchiveError) {
+        try Self.refuseHeldIndexPastLimit(source: source)
         try self.init(bytes: MappedBytes(source: source, residentLength: Self.residentLength), path: source.name, options: options)
+    }
+
+    /// The most bytes of index a bundle read through a byte source (a remote bundle: `info`,
+    /// `extract`, `convert`, `sync` of a URL) may declare: that reader holds the index in memory
+    /// whole, fetched before any tile (36 bytes a tile: 1 GiB is the index of some 29.8 million
+    /// tiles). A larger one is refused before it is fetched, naming its size and this limit; a
+    /// local file has no such limit (its index is read where it lies).
+    public static let maximumHeldIndexLength = 1 << 30
+
+    /// Refuses a bundle whose header (believed only when its checksum holds and its layout fits
+    /// the object's size, as ``residentLength(head:size:)`` believes it) declares an index over
+    /// ``maximumHeldIndexLength``: its first bytes are read (the first request's, for a remote
+    /// object), nothing more.
+    static func refuseHeldIndexPastLimit(source: any ByteSource) throws(TileArchiveError) {
+        let head: [UInt8]
+        do { head = try source.bytes(offset: 0, length: min(source.count, BundleFormat.headerLength)) } catch {
+            throw MappedBytes.archiveError(error, name: source.name)
+        }
+        let declared = head.withUnsafeBytes { raw -> (index: Int, header: BundleHeader)? in
+            let resident = residentLength(head: raw, size: source.count)
+            guard resident > BundleFormat.headerLength else { return nil }
+            let header = BundleHeader(decoding: raw)
+            return (resident - BundleFormat.aligned(BundleFormat.headerLength + Int(header.metadataLength)), header)
+        }
+        guard let declared else { return }
+        try refuseHeldIndex(
+            length: declared.index, what: "index", tiles: Int(declared.header.tileCount), payloads: Int(declared.header.payloadCount),
+            path: source.name)
+    }
+
+    /// Throws when `length` bytes of a bundle's index (`what`: the index, or its keys) are more
+    /// than a reader through a byte source holds (``maximumHeldIndexLength``).
+    static func refuseHeldIndex(length: Int, what: String, tiles: Int, payloads: Int, path: String) throws(TileArchiveError) {
+        guard length > maximumHeldIndexLength else { return }
+        throw TileArchiveError(
+            path: path,
+            fault: .cannotOpen(
+                errno: 0,
+                reason:
+                    "the bundle's \(what) is declared as \(length) bytes (\(tiles) tiles, \(payloads) payloads), over the limit of \(maximumHeldIndexLength) bytes (1 GiB) that a remote bundle's \(what) may have: it is held in memory whole; download the bundle and read it as a file"
+            ))
     }
 
     /// What reads that are not a memory map keep in memory: everything before the data section

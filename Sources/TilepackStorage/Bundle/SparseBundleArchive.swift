@@ -66,6 +66,9 @@ package final class SparseBundleArchive: TileArchive, @unchecked Sendable {
         }
         self.head = head
         content = head.content
+        try BundleArchive.refuseHeldIndex(
+            length: head.refsOffset - head.indexOffset, what: "index keys (its zoom table and 8 bytes a tile)", tiles: head.tileCount,
+            payloads: head.payloadCount, path: source.name)
         table = try read(head.indexOffset, head.refsOffset - head.indexOffset)
         do { zoomStarts = try table.withUnsafeBytes { try BundleArchive.checkKeys($0, head: head, path: source.name) } } catch {
             throw MappedBytes.archiveError(error, name: source.name)

@@ -77,11 +77,18 @@ public struct PMTilesArchive: TileArchive {
             }
         }
         guard header.rootLength > 0 else { throw fail(.corrupt("the root directory is empty (0 bytes)")) }
-        guard header.rootLength <= UInt64(PMTilesFormat.maximumDirectoryLength),
-            header.metadataLength <= UInt64(PMTilesFormat.maximumMetadataLength)
-        else {
+        // Each named with its declared size and its own limit (one message for both said neither).
+        guard header.rootLength <= UInt64(PMTilesFormat.maximumDirectoryLength) else {
             throw fail(
-                .corrupt("the root directory (\(header.rootLength) bytes) or metadata (\(header.metadataLength) bytes) is over the limit"))
+                .corrupt(
+                    "the header declares a root directory of \(header.rootLength) bytes, over the limit of \(PMTilesFormat.maximumDirectoryLength) bytes (32 MiB) for a directory"
+                ))
+        }
+        guard header.metadataLength <= UInt64(PMTilesFormat.maximumMetadataLength) else {
+            throw fail(
+                .corrupt(
+                    "the header declares metadata of \(header.metadataLength) bytes, over the limit of \(PMTilesFormat.maximumMetadataLength) bytes (16 MiB) for metadata"
+                ))
         }
         guard header.minZoom <= header.maxZoom, Int(header.maxZoom) <= 31 else {
             throw fail(.corrupt("the header's zooms \(header.minZoom)...\(header.maxZoom) are not a zoom range"))
@@ -434,6 +441,31 @@ public struct PMTilesArchive: TileArchive {
         _ body: (TileCoordinate, UnsafeRawBufferPointer) throws -> Void
     ) throws {
         try forEachTile(in: TileSelection(), where: wanted, body)
+    }
+
+    /// How many tiles ``forEachTile(in:where:_:)`` offers for `selection` (before its `wanted`),
+    /// counted as it cuts them: a run's ids in the zooms, its squares inside the box; a run's
+    /// tiles are never visited (but for runs of at most 64, as there).
+    package func tileCount(in selection: TileSelection) throws -> Int {
+        var count = 0
+        try forEachRun { zoom, ids, _, _ in
+            guard selection.zooms?.contains(zoom) ?? true else { return }
+            guard let bounds = selection.bounds, ids.count > 64 else {
+                if selection.bounds == nil {
+                    count += ids.count
+                } else {
+                    for id in ids where selection.contains(PMTilesFormat.tile(ofID: id)!) { count += 1 }
+                }
+                return
+            }
+            let region = try bounds.tileRanges(atZoom: zoom)
+            for square in PMTilesFormat.squares(of: ids) {
+                for part in region {
+                    if let cut = Self.intersection(square, part) { count += cut.count }
+                }
+            }
+        }
+        return count
     }
 
     /// As ``forEachTile(where:_:)``, with the tiles outside `selection` cut from each run as ranges
