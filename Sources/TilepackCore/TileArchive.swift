@@ -42,9 +42,19 @@ public protocol TileArchive: Sendable {
     ///
     /// The buffer is valid only inside `body`; an error thrown by `body` stops the iteration.
     func forEachTile(_ body: (TileCoordinate, UnsafeRawBufferPointer) throws -> Void) throws
+
+    /// Throws when the object the archive is read from is no longer the one it was opened on, as
+    /// far as can be told without what pins it: a remote object whose server sends no `ETag` and
+    /// no `Last-Modified` has the bytes of its opening read (a PMTiles header and root directory,
+    /// a bundle's header) read again and compared. Called after a whole-archive read, before its
+    /// output is committed, so that a replacement during the read is refused rather than written
+    /// as a mix of two versions. Every other archive: nothing (the default).
+    func confirmUnchanged() throws
 }
 
 extension TileArchive {
+    public func confirmUnchanged() throws {}
+
     /// The tile's bytes as `Data`, or `nil` when there is no such tile.
     public func tileData(at tile: TileCoordinate) throws -> Data? {
         try withTileBytes(at: tile) { Data($0) }

@@ -16,6 +16,23 @@ enum ArchiveSinks {
         /// A bundle or PMTiles: write its tile hash index beside it (``TileIndexSidecar``); a new
         /// MBTiles file: store its content identity (``MBTilesWriterOptions/contentIdentity``).
         var tileIndex = false
+        /// The archives the tiles are read from: each is confirmed unchanged
+        /// (``TileArchive/confirmUnchanged()``: a remote object nothing pins) before the output is
+        /// committed, so that an input replaced during the read leaves no output.
+        var inputs: [any TileArchive] = []
+    }
+
+    /// Refuses to commit `destination` when an input changed while it was read: the input's error,
+    /// naming it (its URL), saying that nothing was written.
+    static func confirmUnchanged(_ inputs: [any TileArchive], destination: String) throws {
+        for input in inputs {
+            do {
+                try input.confirmUnchanged()
+            } catch let error as TileArchiveError {
+                guard case .corrupt(let why) = error.fault else { throw error }
+                throw TileArchiveError(path: error.path, fault: .corrupt("\(why); nothing was written to \(destination)"))
+            }
+        }
     }
 
     static func make(kind: ArchiveKind, destination: String, metadata: TileMetadata, options: Options) throws(OperationError)
@@ -36,7 +53,8 @@ enum ArchiveSinks {
                         fault: .badInput(
                             "a bundle cannot be appended to: it is written in one pass (import into MBTiles with --append, then convert)"))
                 }
-                return try BundleSink(destination: destination, overwrite: options.overwrite, tileIndex: options.tileIndex)
+                return try BundleSink(
+                    destination: destination, overwrite: options.overwrite, tileIndex: options.tileIndex, inputs: options.inputs)
             case .pmtiles:
                 if options.encode != nil {
                     throw OperationError(
@@ -50,7 +68,8 @@ enum ArchiveSinks {
                         ))
                 }
                 let sink = try PMTilesSink(
-                    destination: destination, metadata: metadata, overwrite: options.overwrite, tileIndex: options.tileIndex)
+                    destination: destination, metadata: metadata, overwrite: options.overwrite, tileIndex: options.tileIndex,
+                    inputs: options.inputs)
                 sink.writer.keepsMixedTileCompression = options.keepsMixedTileCompression
                 return sink
             }
@@ -68,10 +87,14 @@ enum ArchiveSinks {
 final class MBTilesSink: TileSink {
     private let writer: MBTilesWriter
     private let append: Bool
+    private let destination: String
+    private let inputs: [any TileArchive]
 
     /// - Parameter metadata: what is known before the tiles (the name at least); `finish` adds the rest.
     init(destination: String, metadata: TileMetadata, options: ArchiveSinks.Options) throws(TileArchiveError) {
         append = options.append
+        self.destination = destination
+        inputs = options.inputs
         if options.append {
             // The added tiles widen the zooms and bounds: what the archive says is extended to cover them.
             writer = try MBTilesWriter(
@@ -116,6 +139,7 @@ final class MBTilesSink: TileSink {
 
     func finish(metadata: TileMetadata) throws {
         try flush()
+        try ArchiveSinks.confirmUnchanged(inputs, destination: destination)
         if append {
             // Keep what the archive says; add only keys it lacks, and let the writer re-derive the rest.
             for key in metadata.keys where writer.metadata[key] == nil { writer.metadata[key] = metadata[key] }
@@ -131,6 +155,7 @@ final class BundleSink: TileSink {
     private let destination: String
     private let overwrite: Bool
     private let tileIndex: Bool
+    private let inputs: [any TileArchive]
     private(set) var writer: BundleWriter?
     static let options = BundleWriter.Options(derivation: .fillMissing)
 
@@ -145,8 +170,9 @@ final class BundleSink: TileSink {
     }
     let usesCRC = true
 
-    init(destination: String, overwrite: Bool, tileIndex: Bool) throws(TileArchiveError) {
+    init(destination: String, overwrite: Bool, tileIndex: Bool, inputs: [any TileArchive] = []) throws(TileArchiveError) {
         self.destination = destination
+        self.inputs = inputs
         self.overwrite = overwrite
         self.tileIndex = tileIndex
         // Fail before reading any tile when the destination is taken.
@@ -179,6 +205,7 @@ final class BundleSink: TileSink {
             try begin(content: .encoded(format ?? .png))
         }
         guard let writer else { return }
+        try ArchiveSinks.confirmUnchanged(inputs, destination: destination)
         writer.metadata = metadata
         try writer.finish()
         try TileIndexSidecar.update(destination, writes: tileIndex)
@@ -189,10 +216,14 @@ final class BundleSink: TileSink {
 final class PMTilesSink: TileSink {
     let writer: PMTilesWriter
     private let tileIndex: Bool
+    private let inputs: [any TileArchive]
 
-    init(destination: String, metadata: TileMetadata, overwrite: Bool, tileIndex: Bool) throws(TileArchiveError) {
+    init(destination: String, metadata: TileMetadata, overwrite: Bool, tileIndex: Bool, inputs: [any TileArchive] = [])
+        throws(TileArchiveError)
+    {
         writer = try PMTilesWriter(destination: destination, metadata: metadata, overwrite: overwrite)
         self.tileIndex = tileIndex
+        self.inputs = inputs
     }
 
     let prepare: @Sendable (consuming TileBytes, UInt32?, SourceFile?) -> PreparedTile = { bytes, _, _ in .bytes(bytes.array()) }
@@ -222,6 +253,7 @@ final class PMTilesSink: TileSink {
     }
 
     func finish(metadata: TileMetadata) throws {
+        try ArchiveSinks.confirmUnchanged(inputs, destination: writer.destination)
         writer.metadata = metadata
         try writer.finish()
         try TileIndexSidecar.update(writer.destination, writes: tileIndex)

@@ -92,7 +92,8 @@ public enum ArchiveConverter {
             options: ArchiveSinks.Options(
                 overwrite: options.overwrite, deduplicate: options.deduplicate, encode: kind == .bundle ? options.encode : nil,
                 aggregateTilesHash: options.aggregateTilesHash || metadata[TileMetadata.Key.aggregateTilesHash] != nil,
-                keepsMixedTileCompression: options.keepsMixedTileCompression, tileIndex: options.tileIndex))
+                keepsMixedTileCompression: options.keepsMixedTileCompression, tileIndex: options.tileIndex,
+                inputs: [input]))
         if options.encode != nil && kind == .mbtiles {
             throw OperationError(path: destination, fault: .badInput("raw pixels (--encode) can only be stored in a .tilepack bundle"))
         }

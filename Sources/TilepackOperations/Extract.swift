@@ -103,7 +103,8 @@ public enum TileExtractor {
             kind: kind, destination: destination, metadata: metadata,
             options: ArchiveSinks.Options(
                 overwrite: options.overwrite, aggregateTilesHash: carriesHash,
-                keepsMixedTileCompression: options.keepsMixedTileCompression, tileIndex: options.tileIndex))
+                keepsMixedTileCompression: options.keepsMixedTileCompression, tileIndex: options.tileIndex,
+                inputs: [input]))
 
         let zooms = levels.map(\.zoom).filter { zoom in
             (options.minZoom.map { zoom >= $0 } ?? true) && (options.maxZoom.map { zoom <= $0 } ?? true)

@@ -99,7 +99,8 @@ public enum ArchiveMerger {
             kind: kind, destination: destination, metadata: metadata,
             options: ArchiveSinks.Options(
                 overwrite: options.overwrite, aggregateTilesHash: carriesHash,
-                keepsMixedTileCompression: options.keepsMixedTileCompression, tileIndex: options.tileIndex))
+                keepsMixedTileCompression: options.keepsMixedTileCompression, tileIndex: options.tileIndex,
+                inputs: archives))
         var report = MergeReport(inputs: inputs, destination: destination)
         report.warnings = fitted.notes
         var lastReport = start

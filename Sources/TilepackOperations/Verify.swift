@@ -136,6 +136,12 @@ public enum ArchiveVerifier {
                 start: start)
         }
         verifyStoredIdentity(path: path, opened: remote, collector: &collector)
+        // A remote object nothing pins: its header and root directory read again, as a replacement
+        // during the read would make every finding above one of a mix of two versions.
+        do { try remote?.confirmUnchanged() } catch {
+            collector.report.usable = false
+            collector.add(VerifyFinding(.error, "container", (error as? TileArchiveError)?.fault.description ?? "\(error)"))
+        }
         collector.finishCounting()
         report = collector.report
         report.seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9

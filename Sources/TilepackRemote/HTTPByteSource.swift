@@ -12,8 +12,10 @@ import TilepackStorage
 ///   replaced underneath is an error (``TileArchiveError/Fault/corrupt(_:)`` saying so), never
 ///   a mix of two versions. A server that sends no `ETag` pins the object by its `Last-Modified`
 ///   and size instead (`If-Unmodified-Since`, and each answer's `Last-Modified` checked), and by its
-///   size alone when it sends neither; ``pin`` says which, and ``notes`` is told when it is not
-///   an ETag.
+///   size alone when it sends neither; ``pin`` says which, and ``notes`` is told (once an object)
+///   when it is not an ETag. An object nothing pins (``isUnpinned``) has its first request's bytes
+///   (a PMTiles header and root directory, a bundle's header) read again by
+///   ``confirmUnchanged()``, which a whole-archive read calls before committing its output.
 /// - A server that ignores `Range` (status 200 with more than was asked) is an error that says
 ///   so; statuses other than 206 are errors naming the URL and the status.
 /// - Fetched ranges are kept in a bounded cache. ``willRead(_:)`` takes the ranges about to be
@@ -56,8 +58,15 @@ public final class HTTPByteSource: ByteSource, @unchecked Sendable {
             "its size (\(count) bytes) alone, as the server sends no ETag or Last-Modified: a replacement of the same size is not detected"
     }
 
-    /// Told (a command sets it, to print) when an object is pinned by less than an ETag.
+    /// Told (a command sets it, to print) when an object is pinned by less than an ETag: once an
+    /// object (its name), however often it is opened.
     public static let notes = Locked<(@Sendable (String) -> Void)?>(nil)
+    /// The objects ``notes`` was told of.
+    private static let noted = Locked<Set<String>>([])
+
+    /// Whether nothing the server sends tells this object from a replacement of the same size (no
+    /// `ETag`, no `Last-Modified`) while reads go past the first request's bytes.
+    public var isUnpinned: Bool { etag == nil && lastModified == nil && count > head.count }
     public let options: Options
 
     let client: HTTPClient
@@ -116,7 +125,39 @@ public final class HTTPByteSource: ByteSource, @unchecked Sendable {
         etag = first.etag
         lastModified = first.etag == nil ? first.lastModified : nil
         head = first.body
-        if etag == nil, count > head.count, let note = Self.notes.withLock({ $0 }) { note("\(name) is pinned by \(pin)") }
+        if etag == nil, count > head.count, let note = Self.notes.withLock({ $0 }),
+            Self.noted.withLock({ $0.insert(name).inserted })
+        {
+            if isUnpinned {
+                note(
+                    "\(name): cannot detect a replacement during the read: the server sends no ETag or Last-Modified (its header and root directory are read again at the end, and the read fails if they differ)"
+                )
+            } else {
+                note("\(name) is pinned by \(pin)")
+            }
+        }
+    }
+
+    /// For an object nothing pins (``isUnpinned``): reads the first request's bytes again (a
+    /// PMTiles header and root directory, a bundle's header, metadata and small index) and throws
+    /// `corrupt` naming the URL when they, or the size, differ from the first read. A replacement
+    /// that keeps them (other tile bytes under the same directory) is left to the tiles' own
+    /// checks. Nothing for an object pinned by its ETag or Last-Modified, whose every request is
+    /// checked already.
+    public func confirmUnchanged() throws(TileArchiveError) {
+        guard isUnpinned else { return }
+        let again = try Self.fetch(
+            url: url, range: 0..<head.count, etag: nil, client: client, options: options, expectedSize: count, authority: authority)
+        state.withLock {
+            $0.requests += again.attempts
+            $0.receivedBytes += again.body.count
+        }
+        guard again.body != head else { return }
+        throw TileArchiveError(
+            path: name,
+            fault: .corrupt(
+                "the object changed during the read: its header and root directory (its first \(head.count) bytes) differ from the first read, and the server sends no ETag or Last-Modified to tell the versions apart"
+            ))
     }
 
     // MARK: ByteSource

@@ -27,10 +27,16 @@ public protocol ByteSource: Sendable {
     /// Copies the bytes `offset ..< offset + buffer.count` into `buffer` (one copy, no other
     /// memory); throws as ``withBytes(offset:length:_:)`` does.
     func read(offset: Int, into buffer: UnsafeMutableRawBufferPointer) throws
+    /// Throws when the bytes are no longer those the source was opened on, as far as it can tell
+    /// (``TileArchive/confirmUnchanged()``): a remote object that nothing pins reads its first
+    /// bytes again. Nothing by default (a local file; a remote object pinned on every request).
+    func confirmUnchanged() throws(TileArchiveError)
 }
 
 extension ByteSource {
     public func willRead(_ ranges: [Range<Int>]) throws {}
+
+    public func confirmUnchanged() throws(TileArchiveError) {}
 
     public var coalescedReadLength: Int { 0 }
 

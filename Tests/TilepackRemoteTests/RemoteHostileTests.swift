@@ -1,13 +1,16 @@
 import Foundation
 import Testing
 import TilepackCore
+import TilepackOperations
 import TilepackRemote
 @_spi(TilepackInternal) import TilepackStorage
 import TilepackTestSupport
 
 /// Issue 29's remote classes on a loopback server: a bundle header believed before its checksum
-/// (14), a PMTiles object replaced underneath a server that sends no ETag (17).
-@Suite struct RemoteHostileTests {
+/// (14), a PMTiles object replaced underneath a server that sends no ETag (17); issue 47 (2): one
+/// replaced underneath a server that sends neither ETag nor Last-Modified. Serialized: the tests
+/// set ``HTTPByteSource/notes``, which is one for the process.
+@Suite(.serialized) struct RemoteHostileTests {
     static let sample = TestSupport.packageRoot.appendingPathComponent("samples/sample.tilepack").path
 
     /// Answers range requests from `bytes(range)` for an object of `size` bytes; a range of more
@@ -107,5 +110,101 @@ import TilepackTestSupport
             return error.path == url.absoluteString && why.contains("changed while it was read") && why.contains("Last-Modified")
         }
         #expect(server.requests.dropFirst().allSatisfy { $0.header("if-unmodified-since") == "Wed, 25 Nov 2026 10:00:00 GMT" })
+    }
+
+    /// A PMTiles of 256 tiles (some 100 KB, past the first request's 16 KiB), and another of the
+    /// same size: its last tile's bytes and its header's centre longitude changed.
+    static func twoVersions(in dir: TemporaryDirectory) throws -> (first: Data, second: Data) {
+        let path = dir.file("v.pmtiles")
+        let writer = try PMTilesWriter(destination: path, metadata: TileMetadata(["name": "v", "format": "png"]))
+        var random = SplitMix64(seed: 47)
+        for x in 0..<16 {
+            for y in 0..<16 {
+                try writer.addTile(
+                    at: TileCoordinate(uncheckedZoom: 4, x: x, y: y),
+                    bytes: HostilePMTiles.pngBytes + (0..<400).map { _ in UInt8(truncatingIfNeeded: random.next()) })
+            }
+        }
+        try writer.finish()
+        let first = try Data(contentsOf: URL(fileURLWithPath: path))
+        try FileManager.default.removeItem(atPath: path)
+        var second = first
+        second[second.count - 1] ^= 0xFF  // another last tile
+        second[119] ^= 0x01  // the header's centre longitude, 1e-7 degrees off
+        return (first, second)
+    }
+
+    /// Serves `first` to the first request and `second` to every later one, with no ETag and no
+    /// Last-Modified.
+    static func swappingServer(first: Data, second: Data) throws -> LoopbackHTTPServer {
+        let served = Locked(0)
+        return try Self.rangeServer(size: first.count) { range in
+            (served.withLock { n in
+                defer { n += 1 }
+                return n
+            } == 0 ? first : second).subdata(in: range)
+        }
+    }
+
+    @Test func anUnpinnedObjectReplacedDuringTheReadIsRefusedNotWrittenAsAMix() throws {
+        let dir = try TemporaryDirectory("remote-unpinned")
+        let (first, second) = try Self.twoVersions(in: dir)
+        #expect(first.count == second.count && first.count > 16384)
+
+        let server = try Self.swappingServer(first: first, second: second)
+        defer { server.stop() }
+        let url = "\(server.baseURL)/v.pmtiles"
+        let out = dir.file("out.mbtiles")
+        #expect {
+            _ = try ArchiveConverter.run(source: url, destination: out, options: ConvertOptions())
+        } throws: { error in
+            guard let error = error as? OperationError else { return false }
+            return error.path == url && "\(error)".contains("changed during the read") && "\(error)".contains("nothing was written")
+        }
+        #expect(!FileManager.default.fileExists(atPath: out))
+
+        // extract reads the whole archive too (a region of it: the same check).
+        let extracting = try Self.swappingServer(first: first, second: second)
+        defer { extracting.stop() }
+        let extracted = dir.file("part.pmtiles")
+        #expect {
+            _ = try TileExtractor.run(source: "\(extracting.baseURL)/v.pmtiles", destination: extracted, options: ExtractOptions())
+        } throws: { error in
+            (error as? OperationError)?.path == "\(extracting.baseURL)/v.pmtiles" && "\(error)".contains("changed during the read")
+        }
+        #expect(!FileManager.default.fileExists(atPath: extracted))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).isEmpty)
+
+        // verify says the archive it read was a mix, not that it is sound.
+        let verifying = try Self.swappingServer(first: first, second: second)
+        defer { verifying.stop() }
+        let report = ArchiveVerifier.run(path: "\(verifying.baseURL)/v.pmtiles")
+        #expect(!report.usable)
+        #expect(report.findings.contains { $0.message.contains("changed during the read") })
+    }
+
+    @Test func anUnpinnedObjectIsNotedOnceAndAnUnchangedOneConverts() throws {
+        let dir = try TemporaryDirectory("remote-unpinned")
+        let (first, _) = try Self.twoVersions(in: dir)
+        let server = try Self.rangeServer(size: first.count) { first.subdata(in: $0) }
+        defer { server.stop() }
+        let notes = Locked<[String]>([])
+        HTTPByteSource.notes.withLock { $0 = { note in notes.withLock { $0.append(note) } } }
+        defer { HTTPByteSource.notes.withLock { $0 = nil } }
+        let url = "\(server.baseURL)/v.pmtiles"
+        let report = try ArchiveConverter.run(source: url, destination: dir.file("a.mbtiles"), options: ConvertOptions())
+        #expect(report.tiles == 256)
+        _ = try ArchiveConverter.run(source: url, destination: dir.file("b.pmtiles"), options: ConvertOptions())
+        let told = notes.withLock { $0 }.filter { $0.contains(url) }
+        #expect(told.count == 1)
+        #expect(told.first?.contains("cannot detect a replacement during the read: the server sends no ETag or Last-Modified") == true)
+        // What was written is the object's tiles, unchanged.
+        let written = try MBTilesArchive(path: dir.file("a.mbtiles"))
+        let original = try RemoteArchive.open(url)
+        var differing = 0
+        try original.forEachTile { tile, bytes in
+            if try written.tileData(at: tile) != Data(bytes) { differing += 1 }
+        }
+        #expect(differing == 0)
     }
 }

@@ -440,6 +440,8 @@ public struct BundleArchive: TileArchive {
 
     public func metadata() throws -> TileMetadata { storedMetadata }
 
+    public func confirmUnchanged() throws { try bytes.confirmUnchanged() }
+
     public func containsTile(at tile: TileCoordinate) throws -> Bool {
         entry(of: tile) != nil
     }

@@ -35,6 +35,11 @@ final class MappedBytes: @unchecked Sendable {
         do { try source.willRead(ranges) } catch { throw Self.archiveError(error, name: source.name) }
     }
 
+    /// Asks the source whether its object is still the one read (``ByteSource/confirmUnchanged()``).
+    func confirmUnchanged() throws(TileArchiveError) {
+        try source?.confirmUnchanged()
+    }
+
     static func archiveError(_ error: any Error, name: String) -> TileArchiveError {
         error as? TileArchiveError ?? TileArchiveError(path: name, fault: .io(errno: 0, reason: "\(error)"))
     }

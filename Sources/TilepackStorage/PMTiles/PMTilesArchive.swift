@@ -363,6 +363,8 @@ public struct PMTilesArchive: TileArchive {
 
     // MARK: TileArchive
 
+    public func confirmUnchanged() throws { try source.confirmUnchanged() }
+
     public func metadata() throws -> TileMetadata {
         if let cached = cachedMetadata.withLock({ $0 }) { return cached }
         let json: [UInt8]
