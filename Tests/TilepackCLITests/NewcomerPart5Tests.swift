@@ -136,7 +136,7 @@ import TilepackTestSupport
         } throws: { error in
             guard let failure = error as? CommandFailure else { return false }
             return failure.description.hasPrefix("tilepack-no-such-program: ")
-                && failure.description.contains("swift build --package-path nowhere")
+                && failure.description.contains("swift build -c release --package-path nowhere")
         }
     }
 
