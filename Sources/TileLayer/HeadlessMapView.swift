@@ -48,7 +48,7 @@ public struct LayerTilePlan: Sendable {
     /// `hasTile` said, exist. These are the tiles the view requests.
     public var tiles: [TileCoordinate]
     /// Whether every place the layer would draw is hidden by opaque tiles of layers above, so that
-    /// it loads nothing (seed 001: "not loading data for lower layers covered by the raster tile").
+    /// it loads nothing (HERE's NMAMapTileLayer reference: "not loading data for lower layers covered by the raster tile").
     public var coveredByOpaqueLayer: Bool
 }
 

@@ -354,7 +354,7 @@ public final class MapTileLayer: Sendable, CustomStringConvertible {
         }
     }
 
-    /// Keeps letters, digits (and combining marks) of any script, `_` and `-` (seed 001: "non
+    /// Keeps letters, digits (and combining marks) of any script, `_` and `-` (HERE's NMAMapTileLayer reference: "non
     /// alphanumeric characters … will be stripped … with the exception of "_" and "-"";
     /// `NSCharacterSet.alphanumericCharacterSet` is Unicode-wide). The identifier is put in
     /// canonical composed form (NFC) first, so that `é` typed either way names one folder.

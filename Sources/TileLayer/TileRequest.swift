@@ -30,7 +30,7 @@ public enum TileRequestStatus: Hashable, Sendable, CustomStringConvertible {
 /// released without being completed counts as failed.
 ///
 /// The buffer belongs to the request and stays valid as long as the request lives. There is no
-/// copy at completion (seed 002: write straight into `bytesPtr` "to avoid copying memory"): the
+/// copy at completion (HERE's iOS SDK guide to NMAMapTileRequest: write straight into `bytesPtr` "to avoid copying memory"): the
 /// buffer is the storage of the bitmap the layer keeps, so it must not be written after
 /// completion.
 ///

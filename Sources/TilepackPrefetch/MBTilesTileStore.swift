@@ -511,7 +511,7 @@ package final class MBTilesTileStore: @unchecked Sendable {
         }
     }
 
-    /// Deletes every tile and bookkeeping row that `isPinned` does not keep (the seed's
+    /// Deletes every tile and bookkeeping row that `isPinned` does not keep (HERE's NMAMapDataPrefetcher's
     /// `clearCache`: unused map data).
     package func purge(isPinned: (TileCoordinate) -> Bool) throws(TileArchiveError) -> TileStorePurge {
         try withWritableState { state throws(TileArchiveError) in

@@ -15,7 +15,7 @@ public struct PrefetchRegion: Hashable, Sendable {
 }
 
 /// Downloads the tiles of a box or a route corridor from a tile server into a persistent MBTiles
-/// store for offline use: tilepack's `NMAMapDataPrefetcher` (seed 003). See `Specs/prefetch.md`.
+/// store for offline use: tilepack's `NMAMapDataPrefetcher` (HERE's NMAMapDataPrefetcher guide). See `Specs/prefetch.md`.
 ///
 /// One prefetcher serves one store and one source. Operations are asynchronous: ``fetchMapData(for:options:)``
 /// and ``estimateMapDataSize(for:)`` return a request id at once (negative, with an error, when
@@ -110,7 +110,7 @@ public final class MapDataPrefetcher: Sendable {
 
     // MARK: Requests
 
-    /// Starts fetching the tiles of `request` that the store lacks (the seed's
+    /// Starts fetching the tiles of `request` that the store lacks (HERE's NMAMapDataPrefetcher's
     /// `fetchMapDataForBoundingBox:` / `fetchMapDataForRoute:radius:`). The same request on the
     /// same store resumes: tiles stored or recorded absent are not requested again.
     public func fetchMapData(for request: PrefetchRequest, options: PrefetchOptions = PrefetchOptions()) -> PrefetchSubmission {
@@ -139,7 +139,7 @@ public final class MapDataPrefetcher: Sendable {
         fetchMapData(for: request, options: PrefetchOptions(onlyFailed: true))
     }
 
-    /// Starts estimating the size of `request` (the seed's `estimateMapDataSizeForBoundingBox:`):
+    /// Starts estimating the size of `request` (HERE's NMAMapDataPrefetcher's `estimateMapDataSizeForBoundingBox:`):
     /// the exact tile count, the tiles missing from the store, and their bytes from a sample of
     /// ``PrefetchConfiguration/samplesPerZoom`` tiles per zoom (downloaded, not stored).
     public func estimateMapDataSize(for request: PrefetchRequest) -> PrefetchSubmission {
@@ -203,7 +203,7 @@ public final class MapDataPrefetcher: Sendable {
 
     // MARK: The store
 
-    /// Deletes every tile that belongs to no kept region (the seed's `clearCache`), and reports
+    /// Deletes every tile that belongs to no kept region (HERE's NMAMapDataPrefetcher's `clearCache`), and reports
     /// it to the listeners (`didPurgeCache`). `nil` when there is no writable store.
     @discardableResult
     public func clearCache() -> TileStorePurge? {
@@ -249,7 +249,7 @@ public final class MapDataPrefetcher: Sendable {
 
     // MARK: Internals
 
-    /// The checks every request goes through, in the seed's order of errors.
+    /// The checks every request goes through, in HERE's NMAMapDataPrefetcher's order of errors.
     private func check(_ request: PrefetchRequest) -> Checked {
         if state.withLock({ $0.closed }) { return .rejected(.rejected(.operationNotAllowed, "the prefetcher is closed")) }
         if let reason = configuration.invalidReason { return .rejected(.rejected(.invalidParameters, reason)) }

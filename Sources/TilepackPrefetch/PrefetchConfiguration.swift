@@ -4,7 +4,7 @@ import TilepackHTTP
 
 /// How a ``MapDataPrefetcher`` downloads and keeps tiles.
 public struct PrefetchConfiguration: Hashable, Sendable {
-    /// The store's capacity in bytes of tile data: 256 MB by default, as the seed's cache. Past
+    /// The store's capacity in bytes of tile data: 256 MB by default, as HERE's NMAMapDataPrefetcher's cache. Past
     /// it, tiles that belong to no kept region are evicted, least recently used first; tiles of
     /// kept regions are never evicted (a region larger than the capacity is still fetched whole).
     public var capacity: Int = 256 * 1024 * 1024

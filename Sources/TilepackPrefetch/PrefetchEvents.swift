@@ -2,7 +2,7 @@ import Foundation
 import TilepackCore
 import TilepackStorage
 
-/// Why a request was not started (the seed's `NMAPrefetchRequestError`).
+/// Why a request was not started (HERE's NMAMapDataPrefetcher's `NMAPrefetchRequestError`).
 public enum PrefetchRequestError: String, Hashable, Sendable, Codable, CustomStringConvertible {
     /// The request was started.
     case none
@@ -36,7 +36,7 @@ public struct PrefetchSubmission: Hashable, Sendable {
     }
 }
 
-/// The status of a fetch (the seed's `NMAPrefetchStatus`): `inProgress` first, then exactly one
+/// The status of a fetch (HERE's NMAMapDataPrefetcher's `NMAPrefetchStatus`): `inProgress` first, then exactly one
 /// of the others.
 public enum PrefetchStatus: String, Hashable, Sendable, Codable, CustomStringConvertible {
     case inProgress = "in-progress"
@@ -116,7 +116,7 @@ public struct PrefetchReport: Hashable, Sendable, Codable {
     public static let maximumListedFailures = 1000
 }
 
-/// A size estimate (the seed's estimate callback, in KB with a success flag).
+/// A size estimate (HERE's NMAMapDataPrefetcher's estimate callback, in KB with a success flag).
 public struct PrefetchEstimate: Hashable, Sendable, Codable {
     public var requestId: Int
     /// The exact number of tiles in the area.
@@ -126,7 +126,7 @@ public struct PrefetchEstimate: Hashable, Sendable, Codable {
     /// The estimated bytes of the missing tiles, and the half-width of its 95% interval.
     public var bytes: Int
     public var margin: Int
-    /// `bytes` in KB (1024 bytes, rounded up), 0 on failure: the seed's figure.
+    /// `bytes` in KB (1024 bytes, rounded up), 0 on failure: HERE's NMAMapDataPrefetcher's figure.
     public var kilobytes: Int
     /// False when no sample tile could be fetched (then bytes and kilobytes are 0).
     public var success: Bool
@@ -143,11 +143,11 @@ public enum PrefetchEvent: Hashable, Sendable {
     /// `report` is set with every final status.
     case status(requestId: Int, PrefetchStatus, report: PrefetchReport?)
     case estimate(PrefetchEstimate)
-    /// Unused tiles were purged (``MapDataPrefetcher/clearCache()``), the seed's `didPurgeCache`.
+    /// Unused tiles were purged (``MapDataPrefetcher/clearCache()``), HERE's NMAMapDataPrefetcher's `didPurgeCache`.
     case purged(TileStorePurge)
 }
 
-/// Receives a prefetcher's events (the seed's `NMAMapDataPrefetcherListener`), one at a time, in
+/// Receives a prefetcher's events (HERE's NMAMapDataPrefetcher's `NMAMapDataPrefetcherListener`), one at a time, in
 /// order, on the prefetcher's delivery queue. Every method has an empty default.
 public protocol PrefetchListener: AnyObject, Sendable {
     /// `progress` in [0, 1], never decreasing for a request.

@@ -1,7 +1,7 @@
 import Foundation
 import TilepackCore
 
-/// Where to fetch: a bounding box, or a corridor around a route (the seed's
+/// Where to fetch: a bounding box, or a corridor around a route (HERE's NMAMapDataPrefetcher's
 /// `fetchMapDataForBoundingBox:` and `fetchMapDataForRoute:radius:`).
 public enum PrefetchArea: Hashable, Sendable {
     /// The tiles sharing area with the box (``TileCover``'s rule; a box may cross the antimeridian).
@@ -19,7 +19,7 @@ public struct PrefetchRequest: Hashable, Sendable {
     /// The zooms fetched, within `0...TileCoordinate.maximumZoom`.
     public var zooms: ClosedRange<Int>
 
-    /// The seed's rule: a route radius below 500 m is invalid parameters.
+    /// HERE's NMAMapDataPrefetcher's rule: a route radius below 500 m is invalid parameters.
     public static let minimumRouteRadius = 500.0
     /// A route with more points than this is invalid parameters (it would take long to cover).
     public static let maximumRoutePoints = 100_000
