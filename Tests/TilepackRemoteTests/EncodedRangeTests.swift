@@ -67,18 +67,7 @@ import TilepackTestSupport
 
     /// A small PMTiles archive (16 tiles at zoom 2, random bytes) and its bytes.
     static func pmtiles(in dir: TemporaryDirectory) throws -> Data {
-        let path = dir.file("small.pmtiles")
-        let writer = try PMTilesWriter(destination: path)
-        var random = SplitMix64(seed: 47)
-        for x in 0..<4 {
-            for y in 0..<4 {
-                try writer.addTile(
-                    at: TileCoordinate(uncheckedZoom: 2, x: x, y: y),
-                    bytes: HostilePMTiles.pngBytes + (0..<300).map { _ in UInt8(truncatingIfNeeded: random.next()) })
-            }
-        }
-        try writer.finish()
-        return try Data(contentsOf: URL(fileURLWithPath: path))
+        try randomPMTiles(in: dir, zoom: 2, side: 4, noise: 300, seed: 47)
     }
 
     /// Small enough that the root directory is not in the first request (so a range is asked for

@@ -1,6 +1,27 @@
 import Foundation
 import Testing
+import TilepackCore
+import TilepackStorage
 import TilepackTestSupport
+
+/// The bytes of a PMTiles archive of `side` x `side` tiles at `zoom`, each a PNG signature and
+/// `noise` random bytes (seeded): large enough, at zoom 4, to lie past a remote reader's first
+/// request.
+func randomPMTiles(in dir: TemporaryDirectory, zoom: Int, side: Int, noise: Int, seed: UInt64, metadata: TileMetadata? = nil) throws -> Data {
+    let path = dir.file("random-\(seed).pmtiles")
+    let writer = try metadata.map { try PMTilesWriter(destination: path, metadata: $0) } ?? PMTilesWriter(destination: path)
+    var random = SplitMix64(seed: seed)
+    for x in 0..<side {
+        for y in 0..<side {
+            try writer.addTile(
+                at: TileCoordinate(uncheckedZoom: zoom, x: x, y: y),
+                bytes: HostilePMTiles.pngBytes + (0..<noise).map { _ in UInt8(truncatingIfNeeded: random.next()) })
+        }
+    }
+    try writer.finish()
+    defer { try? FileManager.default.removeItem(atPath: path) }
+    return try Data(contentsOf: URL(fileURLWithPath: path))
+}
 
 /// A free TCP port on 127.0.0.1 (bound, read, released).
 func freePort() throws -> Int { try TestSupport.freeLoopbackPort() }

@@ -65,18 +65,7 @@ import TilepackTestSupport
 
     @Test func aPMTilesObjectWithoutETagIsPinnedByLastModifiedAndSize() throws {
         let dir = try TemporaryDirectory("remote-pin")
-        let path = dir.file("v.pmtiles")
-        let writer = try PMTilesWriter(destination: path)
-        var random = SplitMix64(seed: 17)
-        for x in 0..<16 {
-            for y in 0..<16 {
-                try writer.addTile(
-                    at: TileCoordinate(uncheckedZoom: 4, x: x, y: y),
-                    bytes: HostilePMTiles.pngBytes + (0..<400).map { _ in UInt8(truncatingIfNeeded: random.next()) })
-            }
-        }
-        try writer.finish()
-        let first = try Data(contentsOf: URL(fileURLWithPath: path))
+        let first = try randomPMTiles(in: dir, zoom: 4, side: 16, noise: 400, seed: 17)
         var changed = first
         changed[changed.count - 1] ^= 0xFF  // the same size, another last tile
         let second = changed
@@ -115,19 +104,7 @@ import TilepackTestSupport
     /// A PMTiles of 256 tiles (some 100 KB, past the first request's 16 KiB), and another of the
     /// same size: its last tile's bytes and its header's centre longitude changed.
     static func twoVersions(in dir: TemporaryDirectory) throws -> (first: Data, second: Data) {
-        let path = dir.file("v.pmtiles")
-        let writer = try PMTilesWriter(destination: path, metadata: TileMetadata(["name": "v", "format": "png"]))
-        var random = SplitMix64(seed: 47)
-        for x in 0..<16 {
-            for y in 0..<16 {
-                try writer.addTile(
-                    at: TileCoordinate(uncheckedZoom: 4, x: x, y: y),
-                    bytes: HostilePMTiles.pngBytes + (0..<400).map { _ in UInt8(truncatingIfNeeded: random.next()) })
-            }
-        }
-        try writer.finish()
-        let first = try Data(contentsOf: URL(fileURLWithPath: path))
-        try FileManager.default.removeItem(atPath: path)
+        let first = try randomPMTiles(in: dir, zoom: 4, side: 16, noise: 400, seed: 47, metadata: TileMetadata(["name": "v", "format": "png"]))
         var second = first
         second[second.count - 1] ^= 0xFF  // another last tile
         second[119] ^= 0x01  // the header's centre longitude, 1e-7 degrees off
