@@ -58,9 +58,9 @@ public enum ArchiveConverter {
         let input: any TileArchive
         if let opened { input = opened } else { input = try ArchiveLocation.open(source) }
         try OutputIsInput.refuse(output: destination, inputs: [source])
-        let kind = try ArchiveKind(destinationPath: destination)
+        let format = try ArchiveOutput.format(of: destination)
         let sourceRaw: RawBitmapLayout? = if case .rawBitmap(let layout) = input.content { layout } else { nil }
-        let encodeToPNG = sourceRaw != nil && (kind == .mbtiles || options.encode == nil)
+        let encodeToPNG = sourceRaw != nil && (!format.storesRawPixels || options.encode == nil)
         var metadata: TileMetadata
         let total: Int?
         do {
@@ -78,27 +78,25 @@ public enum ArchiveConverter {
             metadata.name = name
             notes.append("\(source) has no name in its metadata: named '\(name)' after its file")
         }
-        let fitted = MetadataMapping.fitted(metadata, for: kind)
+        let fitted = MetadataMapping.fitted(metadata, for: format)
         metadata = fitted.metadata
         // PMTiles to PMTiles carries runs as runs (`copyRuns`); every other way writes each tile,
         // and so does a tile hash index: a count past the limit is refused before the output exists.
         let carriesRuns =
-            input is PMTilesArchive && kind == .pmtiles && options.encode == nil && options.format == nil && !options.tileIndex
+            input is PMTilesArchive && format == .pmtiles && options.encode == nil && options.format == nil && !options.tileIndex
         if !carriesRuns, let total {
             try TileCountLimit.check(total, limit: options.maximumTiles, source: source, writing: "convert into \(destination)")
         }
-        let sink = try ArchiveSinks.make(
-            kind: kind, destination: destination, metadata: metadata,
-            options: ArchiveSinks.Options(
-                overwrite: options.overwrite, deduplicate: options.deduplicate, encode: kind == .bundle ? options.encode : nil,
+        let sink = try ArchiveOutput.open(
+            destination, format: format, metadata: metadata,
+            options: TileSinkOptions(
+                overwrite: options.overwrite, deduplicate: options.deduplicate,
                 aggregateTilesHash: options.aggregateTilesHash || metadata[TileMetadata.Key.aggregateTilesHash] != nil,
                 keepsMixedTileCompression: options.keepsMixedTileCompression, tileIndex: options.tileIndex,
-                inputs: [input]))
-        if options.encode != nil && kind == .mbtiles {
-            throw OperationError(path: destination, fault: .badInput("raw pixels (--encode) can only be stored in a .tilepack bundle"))
-        }
+                inputs: [input]),
+            encode: options.encode)
 
-        if kind == .mbtiles, total == 0, metadata[TileMetadata.Key.format] == nil {
+        if format == .mbtiles, total == 0, metadata[TileMetadata.Key.format] == nil {
             throw OperationError(
                 path: source,
                 fault: .badInput(
@@ -134,11 +132,12 @@ public enum ArchiveConverter {
                 report.seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
                 return report
             }
-            if let pmtiles = input as? PMTilesArchive, let runs = sink as? PMTilesSink, options.encode == nil {
+            if let pmtiles = input as? PMTilesArchive, let runs = sink.pmtilesWriter, options.encode == nil {
                 // PMTiles to PMTiles: runs are carried as ranges, each run's bytes read once, so a
                 // run of billions of ocean tiles costs what one tile costs (a tile-by-tile copy
                 // would write the same file, tile by tile).
-                try copyRuns(from: pmtiles, to: runs, metadata: metadata, report: &report, progress: progress, total: total, start: start)
+                try copyRuns(
+                    from: pmtiles, to: sink, runs: runs, metadata: metadata, report: &report, progress: progress, total: total, start: start)
                 try sink.finish(metadata: metadata)
                 report.seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
                 return report
@@ -162,7 +161,7 @@ public enum ArchiveConverter {
                         throw OperationError(
                             path: source, fault: .badInput("tile \(tile): \(bytes.count) bytes do not make a \(raw) bitmap"))
                     }
-                    if let pixelFormat = options.encode, kind == .bundle {
+                    if let pixelFormat = options.encode, format.storesRawPixels {
                         let converted = bitmap.converted(to: pixelFormat)
                         payload = converted.pixels
                         content = .rawBitmap(RawBitmapLayout(pixelFormat: pixelFormat, width: raw.width, height: raw.height))
@@ -216,7 +215,7 @@ extension ArchiveConverter {
     /// Copies a PMTiles archive's runs into a PMTiles writer as ranges, in tile-id order, each
     /// run's bytes read once.
     fileprivate static func copyRuns(
-        from input: PMTilesArchive, to sink: PMTilesSink, metadata: TileMetadata, report: inout ConvertReport,
+        from input: PMTilesArchive, to sink: TileSink, runs: PMTilesWriter, metadata: TileMetadata, report: inout ConvertReport,
         progress: ProgressHandler?, total: Int?, start: UInt64
     ) throws {
         let base = Int(input.header.tileDataOffset)
@@ -236,7 +235,7 @@ extension ArchiveConverter {
                         try sink.begin(content: .encoded(format))
                         began = true
                     }
-                    try sink.addRun(ids: run.ids, bytes: bytes)
+                    try runs.addRun(ids: run.ids, bytes: bytes)
                 }
                 let tiles = run.ids.count
                 let (bytes, overflow) = tiles.multipliedReportingOverflow(by: run.length)

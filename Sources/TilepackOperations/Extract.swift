@@ -61,16 +61,16 @@ public enum TileExtractor {
         if let minZoom = options.minZoom, let maxZoom = options.maxZoom, minZoom > maxZoom {
             throw OperationError(path: "", fault: .badInput("--min-zoom \(minZoom) is above --max-zoom \(maxZoom)"))
         }
-        let kind = try ArchiveKind(destinationPath: destination)
+        let format = try ArchiveOutput.format(of: destination)
         let options = try Self.boxOfRegion(options)
         let (read, levels) = try Self.metadataAndLevels(input, path: source)
         var metadata = read
-        if case .rawBitmap = input.content, kind != .bundle {
+        if case .rawBitmap = input.content, !format.storesRawPixels {
             throw OperationError(
                 path: destination, fault: .badInput("raw-bitmap tiles can only be extracted into a .tilepack bundle (convert them first)"))
         }
         if metadata.name?.isEmpty ?? true { metadata.name = ArchiveLocation.baseName(source) }
-        let fitted = MetadataMapping.fitted(metadata, for: kind)
+        let fitted = MetadataMapping.fitted(metadata, for: format)
         metadata = fitted.metadata
         // The subset has its own extent and hash: the writers derive zooms and center again, and
         // an MBTiles writer the hash when the source carried one (or when asked).
@@ -99,9 +99,9 @@ public enum TileExtractor {
             try TileCountLimit.check(count, limit: options.maximumTiles, source: source, writing: "extract into \(destination)")
         }
         var tileOutsideBounds = false
-        let sink = try ArchiveSinks.make(
-            kind: kind, destination: destination, metadata: metadata,
-            options: ArchiveSinks.Options(
+        let sink = try ArchiveOutput.open(
+            destination, format: format, metadata: metadata,
+            options: TileSinkOptions(
                 overwrite: options.overwrite, aggregateTilesHash: carriesHash,
                 keepsMixedTileCompression: options.keepsMixedTileCompression, tileIndex: options.tileIndex,
                 inputs: [input]))

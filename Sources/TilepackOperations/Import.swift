@@ -137,16 +137,17 @@ public enum TileImporter {
         }
         // The tiles decide the format; a declared one is compared with them at the end.
         metadata[TileMetadata.Key.format] = nil
-        let kind = try ArchiveKind(destinationPath: destination)
+        let format = try ArchiveOutput.format(of: destination)
         // MBTiles: tiles in agg_tiles_hash's order, so the writer hashes (when asked) and counts
         // them as they come.
-        if kind == .mbtiles { walker.rowOrder = .tms }
-        let sink = try ArchiveSinks.make(
-            kind: kind, destination: destination, metadata: metadata,
-            options: ArchiveSinks.Options(
-                overwrite: options.overwrite, append: options.append, deduplicate: options.deduplicate, encode: options.encode,
+        if format == .mbtiles { walker.rowOrder = .tms }
+        let sink = try ArchiveOutput.open(
+            destination, format: format, metadata: metadata,
+            options: TileSinkOptions(
+                overwrite: options.overwrite, append: options.append, deduplicate: options.deduplicate,
                 aggregateTilesHash: options.aggregateTilesHash,
-                keepsMixedTileCompression: options.keepsMixedTileCompression, tileIndex: options.tileIndex))
+                keepsMixedTileCompression: options.keepsMixedTileCompression, tileIndex: options.tileIndex),
+            encode: options.encode)
 
         var archiveFormat: TileFormat?
         var rawSize: Int?

@@ -64,7 +64,7 @@ public enum ArchiveMerger {
         for input in inputs {
             archives.append(try ArchiveLocation.open(input))
         }
-        let kind = try ArchiveKind(destinationPath: destination)
+        let format = try ArchiveOutput.format(of: destination)
         // One content for all: the first input's, and every other must match it.
         let contents = archives.compactMap(\.content)
         if let first = contents.first, let other = contents.first(where: { $0 != first }) {
@@ -86,7 +86,7 @@ public enum ArchiveMerger {
             throw OperationError.wrapping(error, path: inputs[0])
         }
         if metadata.name?.isEmpty ?? true { metadata.name = ArchiveLocation.baseName(destination) }
-        let fitted = MetadataMapping.fitted(metadata, for: kind)
+        let fitted = MetadataMapping.fitted(metadata, for: format)
         metadata = fitted.metadata
         // Every tile of every input is written on its own (a PMTiles input's runs too).
         var total = 0
@@ -95,9 +95,9 @@ public enum ArchiveMerger {
         }
         try TileCountLimit.check(
             total, limit: options.maximumTiles, source: inputs.joined(separator: ", "), writing: "merge into \(destination)")
-        let sink = try ArchiveSinks.make(
-            kind: kind, destination: destination, metadata: metadata,
-            options: ArchiveSinks.Options(
+        let sink = try ArchiveOutput.open(
+            destination, format: format, metadata: metadata,
+            options: TileSinkOptions(
                 overwrite: options.overwrite, aggregateTilesHash: carriesHash,
                 keepsMixedTileCompression: options.keepsMixedTileCompression, tileIndex: options.tileIndex,
                 inputs: archives))

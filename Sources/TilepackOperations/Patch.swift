@@ -133,7 +133,7 @@ public enum ArchivePatcher {
             }
             var options = ConvertOptions()
             options.overwrite = true
-            let indexes = (hadIndex || writesIndex) && (try? ArchiveKind(destinationPath: destination)) != .mbtiles
+            let indexes = (hadIndex || writesIndex) && TileArchiveFormat.named(by: destination) != .mbtiles
             // The result index's hashes need no tile of the result: worked out beside the tile pass
             // (and given up when the pass fails or is cancelled).
             let failed = Atomic(false)
@@ -393,19 +393,19 @@ extension PatchedArchive {
     /// bytes are the tile, and the writer compares every content's bytes to share equal ones as it
     /// does for any tile. So a base of another writer (another LZ4, no compression, contents not
     /// shared) gives the same file too, with fewer payloads copied.
-    func copy(into sink: any TileSink, declared: TileFormat?) throws -> Bool {
+    func copy(into sink: TileSink, declared: TileFormat?) throws -> Bool {
         guard let copySource else { return false }
-        if let bundle = base as? BundleArchive, let bundleSink = sink as? BundleSink, case .encoded = bundle.content {
+        if let bundle = base as? BundleArchive, sink.format == .archive(.bundle), case .encoded = bundle.content {
             try sink.begin(content: try resultContent(declared: declared))
-            guard let writer = bundleSink.writer else { return false }
+            guard let writer = sink.bundleWriter else { return false }
             writer.copySource = copySource
             try copyBundle(bundle, into: writer)
             return true
         }
-        if let pmtiles = base as? PMTilesArchive, pmtiles.source is FileByteSource, let pmtilesSink = sink as? PMTilesSink {
+        if let pmtiles = base as? PMTilesArchive, pmtiles.source is FileByteSource, let writer = sink.pmtilesWriter {
             try sink.begin(content: try resultContent(declared: declared))
-            pmtilesSink.writer.copySource = copySource
-            try copyPMTiles(pmtiles, into: pmtilesSink.writer, from: copySource)
+            writer.copySource = copySource
+            try copyPMTiles(pmtiles, into: writer, from: copySource)
             return true
         }
         return false
@@ -551,7 +551,7 @@ extension PatchedArchive {
                 use += 1
             }
             guard kept[number] else { return }
-            prepared[number] = BundleWriter.prepare(raw, unlessItMakes: stored, codec: codec, options: BundleSink.options)
+            prepared[number] = BundleWriter.prepare(raw, unlessItMakes: stored, codec: codec, options: TileSink.bundleOptions)
         }
         return (part, prepared)
     }

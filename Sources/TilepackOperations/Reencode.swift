@@ -32,7 +32,7 @@ enum TileReencoder {
     }
 
     static func run(
-        input: any TileArchive, source: String, sink: any TileSink, encoding: TileEncoding, report: inout ConvertReport,
+        input: any TileArchive, source: String, sink: TileSink, encoding: TileEncoding, report: inout ConvertReport,
         total: Int?, progress: ProgressHandler?, start: UInt64
     ) throws {
         try sink.begin(content: .encoded(encoding.format))

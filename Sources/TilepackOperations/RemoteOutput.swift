@@ -118,8 +118,7 @@ public enum RemoteInputs {
                 if let pattern {
                     return !name.contains("/") && fnmatch(pattern, name, 0) == 0
                 }
-                let lower = key.lowercased()
-                return lower.hasSuffix(".tilepack") || lower.hasSuffix(".pmtiles") || lower.hasSuffix(".mbtiles")
+                return TileArchiveFormat.named(by: key) != nil
             }
             guard !archives.isEmpty else {
                 throw OperationError(
