@@ -88,13 +88,12 @@ public enum ArchiveConverter {
             try TileCountLimit.check(total, limit: options.maximumTiles, source: source, writing: "convert into \(destination)")
         }
         let sink = try ArchiveOutput.open(
-            destination, format: format, metadata: metadata,
+            destination, format: format, metadata: metadata, encode: options.encode,
             options: TileSinkOptions(
                 overwrite: options.overwrite, deduplicate: options.deduplicate,
                 aggregateTilesHash: options.aggregateTilesHash || metadata[TileMetadata.Key.aggregateTilesHash] != nil,
                 keepsMixedTileCompression: options.keepsMixedTileCompression, tileIndex: options.tileIndex,
-                inputs: [input]),
-            encode: options.encode)
+                inputs: [input]))
 
         if format == .mbtiles, total == 0, metadata[TileMetadata.Key.format] == nil {
             throw OperationError(
@@ -137,7 +136,8 @@ public enum ArchiveConverter {
                 // run of billions of ocean tiles costs what one tile costs (a tile-by-tile copy
                 // would write the same file, tile by tile).
                 try copyRuns(
-                    from: pmtiles, to: sink, runs: runs, metadata: metadata, report: &report, progress: progress, total: total, start: start)
+                    from: pmtiles, to: sink, runs: runs, metadata: metadata, report: &report, progress: progress, total: total,
+                    start: start)
                 try sink.finish(metadata: metadata)
                 report.seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
                 return report

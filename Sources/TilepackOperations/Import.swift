@@ -142,12 +142,11 @@ public enum TileImporter {
         // them as they come.
         if format == .mbtiles { walker.rowOrder = .tms }
         let sink = try ArchiveOutput.open(
-            destination, format: format, metadata: metadata,
+            destination, format: format, metadata: metadata, encode: options.encode,
             options: TileSinkOptions(
                 overwrite: options.overwrite, append: options.append, deduplicate: options.deduplicate,
                 aggregateTilesHash: options.aggregateTilesHash,
-                keepsMixedTileCompression: options.keepsMixedTileCompression, tileIndex: options.tileIndex),
-            encode: options.encode)
+                keepsMixedTileCompression: options.keepsMixedTileCompression, tileIndex: options.tileIndex))
 
         var archiveFormat: TileFormat?
         var rawSize: Int?

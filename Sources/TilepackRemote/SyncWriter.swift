@@ -10,7 +10,9 @@ import TilepackStorage
 enum SyncWriter {
     /// The format LOCAL is written in, chosen by its extension.
     static func format(of local: String) throws(OperationError) -> TileArchiveFormat {
-        do { return try TileArchiveFormat(destinationPath: local) } catch { throw OperationError(path: local, fault: .badInput(error.fault.description)) }
+        do { return try TileArchiveFormat(destinationPath: local) } catch {
+            throw OperationError(path: local, fault: .badInput(error.fault.description))
+        }
     }
 
     /// Refuses a remote whose tiles `format` cannot hold (raw pixels outside a bundle), before

@@ -90,7 +90,8 @@ import TilepackTestSupport
         guard let files = FileManager.default.subpaths(atPath: path), !files.isEmpty else {
             return ["": try Data(contentsOf: URL(fileURLWithPath: path))]
         }
-        return Dictionary(uniqueKeysWithValues: files.compactMap { file in FileManager.default.contents(atPath: path + "/" + file).map { (file, $0) } })
+        return Dictionary(
+            uniqueKeysWithValues: files.compactMap { file in FileManager.default.contents(atPath: path + "/" + file).map { (file, $0) } })
     }
 
     /// What the door refuses, before anything is written: a taken destination, an append to a
@@ -131,7 +132,8 @@ import TilepackTestSupport
         for name in Self.names.dropLast() {
             let path = dir.file(name)
             let sink = try openTileSink(
-                path: path, format: TileSinkFormat(destinationPath: path), metadata: Self.metadata, options: TileSinkOptions(inputs: [input]))
+                path: path, format: TileSinkFormat(destinationPath: path), metadata: Self.metadata,
+                options: TileSinkOptions(inputs: [input]))
             try sink.begin(content: .encoded(.png))
             let error = #expect(throws: TileArchiveError.self) { try sink.finish(metadata: Self.metadata) }
             #expect(error?.path == source && "\(error!)".contains("nothing was written to \(path)"), "\(String(describing: error))")

@@ -76,7 +76,9 @@ public final class PMTilesWriter {
 
     /// Prepares to write at `destination`.
     /// - Throws: ``TileArchiveError/Fault/alreadyExists`` when it exists and `overwrite` is false.
-    public convenience init(destination: String, metadata: TileMetadata = TileMetadata(), overwrite: Bool = false) throws(TileArchiveError) {
+    public convenience init(destination: String, metadata: TileMetadata = TileMetadata(), overwrite: Bool = false)
+        throws(TileArchiveError)
+    {
         try self.init(destination: destination, metadata: metadata, staging: AtomicFile(destination: destination, overwrite: overwrite))
     }
 
