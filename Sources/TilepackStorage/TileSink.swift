@@ -68,7 +68,7 @@ public struct TileSinkOptions: Sendable {
 /// ``begin(content:)`` says what the payloads are (once, before the first tile; a sink that gets
 /// no tile begins with the format its metadata declares), ``add(_:bytes:)`` adds a tile (XYZ), and
 /// ``finish(metadata:)`` completes the output beside its destination and puts it in place: the
-/// sink stages it (``AtomicFile``, ``StagedFolder``: `.<name>.tmp-<random>` beside the
+/// sink stages it (`AtomicFile`, `StagedFolder`: `.<name>.tmp-<random>` beside the
 /// destination), and it alone flushes it to disk and renames it over the destination. Dropped or
 /// ``cancel()``led before, it leaves nothing behind: no destination (or the old one as it was),
 /// no staging file. One thread at a time.
