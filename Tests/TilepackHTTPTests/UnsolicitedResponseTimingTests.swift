@@ -94,6 +94,27 @@ import TilepackTestSupport
         }
     }
 
+    /// URLSession's connections are Foundation's: on Linux (FoundationNetworking over libcurl
+    /// 7.88, which reuses a connection with bytes waiting) the extra response answers /2 and /2's
+    /// answer /3, in all four timings, every run: this test documents it (README's module table).
+    /// Apple's URLSession has not been seen here.
+    @Test(arguments: Timing.allCases)
+    func urlSessionTakesTheExtraResponseForTheNextAnswer(_ timing: Timing) async throws {
+        let scenario = try Scenario(timing)
+        defer { scenario.server.stop() }
+        let wrong = try await scenario.misanswered(over: .urlSession)
+        let shifted = ["/2: answer to /x " + String(repeating: ".", count: 27), "/3: answer to /2 " + String(repeating: ".", count: 27)]
+        #if os(Linux)
+        withKnownIssue("FoundationNetworking takes an unsolicited response for the next request's answer") {
+            #expect(wrong.isEmpty, "\(wrong)")
+        }
+        #expect(wrong == shifted, "what FoundationNetworking did: \(wrong)")
+        #expect(scenario.server.acceptedConnections == 1 && scenario.server.requestCount == 4)
+        #else
+        withKnownIssue("not seen on Apple platforms", isIntermittent: true) { #expect(wrong.isEmpty, "\(wrong)") }
+        #endif
+    }
+
     #if os(Linux)
     @Test(arguments: Timing.allCases)
     func libcurlAnswersEveryRequestWithItsOwnAnswer(_ timing: Timing) async throws {
