@@ -52,21 +52,9 @@ extension MBTilesTileStore {
         try withWritableState { state throws(TileArchiveError) in
             try state.commit(path: path)
             let connection = try state.open(path: path)
-            try connection.execute("BEGIN IMMEDIATE")
-            do throws(TileArchiveError) {
+            try connection.inTransaction(.immediate) { () throws(TileArchiveError) in
                 try connection.execute(Self.refreshSchema)
-                let insert = try connection.prepare("INSERT OR REPLACE INTO tilepack_refresh (name, value) VALUES (?1, ?2)")
-                for (name, value) in [("key", key), ("version", version)] {
-                    guard let value else { continue }
-                    insert.bind(1, text: name)
-                    insert.bind(2, text: value)
-                    _ = try insert.step()
-                    insert.reset()
-                }
-                try connection.execute("COMMIT")
-            } catch {
-                try? connection.execute("ROLLBACK")
-                throw error
+                try connection.insertNameValues(into: "tilepack_refresh", [("key", key), ("version", version)], replacing: true)
             }
             state.stageTile = nil
             state.findStaged = nil
