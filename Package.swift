@@ -119,13 +119,21 @@ let package = Package(
         // Floor 3: the tile layer core (NMAMapTileLayer / MKTileOverlay semantics, headless map view).
         .target(name: "TileLayer", dependencies: ["TilepackCore", "TilepackChecksum", "TilepackImaging", "TilepackHTTP"]),
 
-        // Floor 3: what the command-line tool does, as a library.
-        // Floor 3: archives over HTTP(S) range requests, behind Storage's byte-source protocol.
-        .target(name: "TilepackRemote", dependencies: ["TilepackCore", "TilepackChecksum", "TilepackStorage", "TilepackHTTP"]),
+        // Floor 3: updates: the patch formats, diff, patch (in place or rewritten), the tile hash
+        // index of an archive, the one check that an archive is a patch's base, and the background
+        // request an app patches (and syncs) with.
+        .target(name: "TilepackUpdate", dependencies: ["TilepackCore", "TilepackChecksum", "TilepackStorage"]),
 
+        // Floor 3: archives over HTTP(S) range requests, behind Storage's byte-source protocol; sync over the update module.
+        .target(
+            name: "TilepackRemote", dependencies: ["TilepackCore", "TilepackChecksum", "TilepackStorage", "TilepackHTTP", "TilepackUpdate"]),
+
+        // Floor 4: what the command-line tool does, as a library.
         .target(
             name: "TilepackOperations",
-            dependencies: ["TilepackCore", "TilepackChecksum", "TilepackStorage", "TilepackImaging", "TilepackHTTP", "TilepackRemote"]
+            dependencies: [
+                "TilepackCore", "TilepackChecksum", "TilepackStorage", "TilepackImaging", "TilepackHTTP", "TilepackRemote", "TilepackUpdate",
+            ]
         ),
 
         // Floor 4: the bitmap data source serving any archive (MBTiles, bundle) to a tile layer.
@@ -154,7 +162,7 @@ let package = Package(
             name: "Tilepack",
             dependencies: [
                 "TilepackCore", "TilepackStorage", "TilepackImaging", "TileLayer", "TilepackAdapter", "TilepackPrefetch",
-                "TilepackURLSession", "TilepackOperations",
+                "TilepackURLSession", "TilepackUpdate",
             ],
             resources: [.copy("PrivacyInfo.xcprivacy")]
         ),
@@ -164,7 +172,7 @@ let package = Package(
             name: "tilepack",
             dependencies: [
                 "TilepackCore", "TilepackStorage", "TilepackImaging", "TileLayer", "TilepackRender", "TilepackOperations",
-                "TilepackPrefetch", "TilepackHTTP", "TilepackCurl", "TilepackRemote",
+                "TilepackUpdate", "TilepackPrefetch", "TilepackHTTP", "TilepackCurl", "TilepackRemote",
                 // On Linux the command moves its bytes with TilepackCurl and does
                 // not link URLSession (FoundationNetworking loads libcurl and ~30 libraries at start).
                 .target(name: "TilepackURLSession", condition: .when(platforms: [.macOS])),
@@ -189,14 +197,17 @@ let package = Package(
         .testTarget(name: "TileLayerTests", dependencies: ["TileLayer", "TilepackImaging", "TilepackTestSupport"]),
         .testTarget(
             name: "TilepackUmbrellaTests", dependencies: ["Tilepack", "TilepackOperations", "TilepackRemote", "TilepackTestSupport"]),
+        .testTarget(name: "TilepackUpdateTests", dependencies: ["TilepackUpdate", "TilepackOperations", "TilepackTestSupport"]),
         .testTarget(
             name: "TilepackAdapterTests",
             dependencies: ["TilepackAdapter", "TilepackStorage", "TilepackImaging", "TileLayer", "TilepackTestSupport"]
         ),
         .testTarget(
             name: "TilepackRemoteTests",
-            dependencies: ["TilepackRemote", "TilepackHTTP", "TilepackStorage", "TilepackOperations", "TilepackTestSupport"]),
-        .testTarget(name: "TilepackOperationsTests", dependencies: ["TilepackOperations", "TilepackTestSupport"]),
+            dependencies: [
+                "TilepackRemote", "TilepackHTTP", "TilepackStorage", "TilepackUpdate", "TilepackOperations", "TilepackTestSupport",
+            ]),
+        .testTarget(name: "TilepackOperationsTests", dependencies: ["TilepackOperations", "TilepackUpdate", "TilepackTestSupport"]),
         .testTarget(name: "TilepackRenderTests", dependencies: ["TilepackRender", "TilepackOperations", "TilepackTestSupport"]),
         // The command's parsing, messages and exit statuses: `@testable import tilepack`, and the built binary.
         .testTarget(name: "TilepackCLITests", dependencies: ["tilepack", "TilepackOperations", "TilepackTestSupport"]),
