@@ -210,7 +210,7 @@ let package = Package(
         .testTarget(name: "TilepackOperationsTests", dependencies: ["TilepackOperations", "TilepackUpdate", "TilepackTestSupport"]),
         .testTarget(name: "TilepackRenderTests", dependencies: ["TilepackRender", "TilepackOperations", "TilepackTestSupport"]),
         // The command's parsing, messages and exit statuses: `@testable import tilepack`, and the built binary.
-        .testTarget(name: "TilepackCLITests", dependencies: ["tilepack", "TilepackOperations", "TilepackTestSupport"]),
+        .testTarget(name: "TilepackCLITests", dependencies: ["tilepack", "TilepackOperations", "TilepackUpdate", "TilepackTestSupport"]),
         .testTarget(
             name: "TilepackPrefetchTests",
             dependencies: [

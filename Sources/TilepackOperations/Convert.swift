@@ -126,14 +126,6 @@ public enum ArchiveConverter {
                 report.seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
                 return report
             }
-            if let patched = input as? PatchedArchive, options.encode == nil,
-                try patched.copy(into: sink, declared: (try? metadata.format) ?? nil)
-            {
-                // A patched bundle or PMTiles: the base's unchanged payloads copied from its file.
-                try sink.finish(metadata: metadata)
-                report.seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
-                return report
-            }
             if let pmtiles = input as? PMTilesArchive, let runs = sink as? PMTilesSink, options.encode == nil {
                 // PMTiles to PMTiles: runs are carried as ranges, each run's bytes read once, so a
                 // run of billions of ocean tiles costs what one tile costs (a tile-by-tile copy

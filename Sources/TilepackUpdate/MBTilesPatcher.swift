@@ -1,5 +1,6 @@
 import Foundation
 import TilepackCore
+@_spi(TilepackInternal) import TilepackStorage
 
 /// What applying a patch found and did.
 public struct PatchOutcome: Sendable {

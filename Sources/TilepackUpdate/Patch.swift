@@ -28,7 +28,7 @@ public struct PatchReport: Sendable, Codable {
 
 /// Applies a patch (tilepack's patch file, or an MBTiles patch of tilepack's or martin's) to an
 /// archive (Specs/updates.md §4). An MBTiles base without OUT is patched in place in one
-/// transaction; any other base is rewritten through the converter's writers, beside the
+/// transaction; any other base is rewritten as the converter writes (`PatchWriter`), beside the
 /// destination and renamed over it, so the result is byte-identical to `tilepack convert NEW`
 /// into that format. Both identities are checked before the result is visible.
 public enum ArchivePatcher {
@@ -120,7 +120,7 @@ public enum ArchivePatcher {
         } else {
             // Held open from before the base is read: its unchanged payloads are copied from it.
             let copySource = try? CopySource(path: base)
-            let archive = try ArchiveLocation.open(base)
+            let archive = try openLocalArchive(base)
             let hadIndex = FileSystem.stat(TileHashIndex.sidecarName(of: base)) != nil
             let storedIndex = hadIndex ? PatchedArchive.storedIndex(of: base, archive) : nil
             let patched = PatchedArchive(
@@ -131,16 +131,14 @@ public enum ArchivePatcher {
                 let total = max(1, (try? archive.tileCount()) ?? 1)
                 patched.onTiles = { (done) throws(OperationError) in try request.advance(0.95 * Double(done) / Double(total)) }
             }
-            var options = ConvertOptions()
-            options.overwrite = true
-            let indexes = (hadIndex || writesIndex) && (try? ArchiveKind(destinationPath: destination)) != .mbtiles
+            let indexes = (hadIndex || writesIndex) && (try? PatchWriter.format(of: destination)) != .mbtiles
             // The result index's hashes need no tile of the result: worked out beside the tile pass
             // (and given up when the pass fails or is cancelled).
             let failed = Atomic(false)
             let hashes =
                 indexes && storedIndex != nil ? Concurrent { try patched.updatedHashes { failed.load(ordering: .relaxed) } } : nil
             do {
-                _ = try ArchiveConverter.run(source: patchPath, destination: destination, options: options, opened: patched)
+                try PatchWriter.write(patched, patch: patchPath, to: destination)
             } catch {
                 failed.store(true, ordering: .relaxed)
                 _ = try? hashes?.value()
@@ -393,19 +391,19 @@ extension PatchedArchive {
     /// bytes are the tile, and the writer compares every content's bytes to share equal ones as it
     /// does for any tile. So a base of another writer (another LZ4, no compression, contents not
     /// shared) gives the same file too, with fewer payloads copied.
-    func copy(into sink: any TileSink, declared: TileFormat?) throws -> Bool {
+    func copy(into sink: PatchWriter, declared: TileFormat?) throws -> Bool {
         guard let copySource else { return false }
-        if let bundle = base as? BundleArchive, let bundleSink = sink as? BundleSink, case .encoded = bundle.content {
+        if let bundle = base as? BundleArchive, sink.format == .bundle, case .encoded = bundle.content {
             try sink.begin(content: try resultContent(declared: declared))
-            guard let writer = bundleSink.writer else { return false }
+            guard let writer = sink.bundleWriter else { return false }
             writer.copySource = copySource
             try copyBundle(bundle, into: writer)
             return true
         }
-        if let pmtiles = base as? PMTilesArchive, pmtiles.source is FileByteSource, let pmtilesSink = sink as? PMTilesSink {
+        if let pmtiles = base as? PMTilesArchive, pmtiles.source is FileByteSource, let writer = sink.pmtilesWriter {
             try sink.begin(content: try resultContent(declared: declared))
-            pmtilesSink.writer.copySource = copySource
-            try copyPMTiles(pmtiles, into: pmtilesSink.writer, from: copySource)
+            writer.copySource = copySource
+            try copyPMTiles(pmtiles, into: writer, from: copySource)
             return true
         }
         return false
@@ -551,7 +549,7 @@ extension PatchedArchive {
                 use += 1
             }
             guard kept[number] else { return }
-            prepared[number] = BundleWriter.prepare(raw, unlessItMakes: stored, codec: codec, options: BundleSink.options)
+            prepared[number] = BundleWriter.prepare(raw, unlessItMakes: stored, codec: codec, options: PatchWriter.bundleOptions)
         }
         return (part, prepared)
     }
