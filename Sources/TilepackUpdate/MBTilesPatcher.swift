@@ -65,14 +65,14 @@ public enum MBTilesPatcher {
             writer.cancel()
             throw fail(.archive(TileArchiveError(path: path, fault: .io(errno: 0, reason: "the writer is closed"))))
         }
-        if let expected = patch.content, let found = reader.content?.description, expected != found {
+        do { try patch.requireTileType(of: reader) } catch {
             writer.cancel()
-            throw fail(.wrongTileType(patch: expected, base: found))
+            throw error
         }
         var remaining: ContentIdentity?
         let hasher = ContentIdentity.TileHasher()
         do {
-            if let expected = patch.before {
+            if patch.before != nil {
                 let metadata = writer.metadata
                 var base: ContentIdentity
                 if let stored = metadata[ContentIdentity.metadataKey].flatMap(ContentIdentity.init),
@@ -83,7 +83,7 @@ public enum MBTilesPatcher {
                 } else {
                     base = try ContentIdentity.compute(reader)
                 }
-                guard base == expected else { throw fail(.wrongBase(expected: expected.description, found: base.description)) }
+                try patch.requireBase(.identity(base), path: path)
                 try step(0.5)
                 outcome.before = base
                 // What the changed and deleted tiles contribute now comes out.
@@ -94,13 +94,11 @@ public enum MBTilesPatcher {
                     _ = try writer.withStoredTile(at: tile.coordinate) { base.remove(tile.coordinate, $0, using: hasher) }
                 }
                 remaining = base
-            } else if let expected = patch.aggregateHashBefore {
+            } else if patch.aggregateHashBefore != nil {
                 let found = try writer.withConnection { (connection) throws(TileArchiveError) in
                     try MBTilesAggregateHash.compute(connection)
                 }
-                guard found == expected else {
-                    throw fail(.wrongBase(expected: "agg_tiles_hash \(expected)", found: "agg_tiles_hash \(found)"))
-                }
+                try patch.requireBase(.aggregateHash(found), path: path)
             } else {
                 outcome.warnings.append(
                     "the patch carries no identity and no agg_tiles_hash_before_apply/after_apply (martin's older diff): applied, but nothing could be checked"
@@ -114,7 +112,7 @@ public enum MBTilesPatcher {
             throw fail(.archive(asArchiveError(error, path: path)))
         }
 
-        var mismatch: String?
+        var mismatch: TilePatchError?
         do throws(TileArchiveError) {
             for (i, tile) in patch.deletions.enumerated() {
                 if try writer.removeTile(at: tile) { outcome.tilesDeleted += 1 }
@@ -135,7 +133,7 @@ public enum MBTilesPatcher {
                 writer.checksMetadataAgainstTiles = patch.after == nil
             }
             writer.beforeCommit = { (connection) throws(TileArchiveError) in
-                if var result = remaining, let expected = patch.after {
+                if var result = remaining, patch.after != nil {
                     let select = try connection.prepare(
                         "SELECT tile_data FROM tiles WHERE zoom_level = ?1 AND tile_column = ?2 AND tile_row = ?3")
                     for tile in patch.tiles {
@@ -147,16 +145,16 @@ public enum MBTilesPatcher {
                     }
                     let written = TileMetadata(try MBTilesArchive.readMetadataRows(connection, path: path, strict: false))
                     result.metadata = ContentIdentity.metadataHash(written)
-                    if result != expected {
-                        mismatch = result.description
+                    do throws(TilePatchError) { try patch.requireTarget(.identity(result), path: path) } catch {
+                        mismatch = error
                         throw TileArchiveError(path: path, fault: .corrupt("the patched content is not the patch's"))
                     }
                     outcome.after = result
                     writer.provenTileCount = Int(exactly: result.tileCount)
-                } else if let expected = patch.aggregateHashAfter {
+                } else if patch.aggregateHashAfter != nil {
                     let found = try MBTilesAggregateHash.compute(connection)
-                    if found != expected {
-                        mismatch = "agg_tiles_hash \(found)"
+                    do throws(TilePatchError) { try patch.requireTarget(.aggregateHash(found), path: path) } catch {
+                        mismatch = error
                         throw TileArchiveError(path: path, fault: .corrupt("the patched content is not the patch's"))
                     }
                 }
@@ -164,10 +162,7 @@ public enum MBTilesPatcher {
             try writer.finish()
         } catch {
             writer.cancel()
-            if let mismatch {
-                let expected = patch.after?.description ?? "agg_tiles_hash \(patch.aggregateHashAfter ?? "")"
-                throw fail(.resultMismatch(expected: expected, found: mismatch))
-            }
+            if let mismatch { throw mismatch }
             throw fail(.archive(error))
         }
         return outcome

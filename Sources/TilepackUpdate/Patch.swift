@@ -226,20 +226,12 @@ final class PatchedArchive: TileArchive, @unchecked Sendable {
 
     /// What can be refused before a tile is read: another tile type, another tile count.
     func checkBeforeWriting() throws(OperationError) {
-        if let expected = patch.content, let found = base.content?.description, expected != found {
-            throw OperationError(
-                path: base.path, fault: .badInput(TilePatchError.Fault.wrongTileType(patch: expected, base: found).description))
-        }
-        if let expected = patch.before, let stored = storedBefore, stored != expected {
-            throw OperationError(
-                path: base.path,
-                fault: .badInput(TilePatchError.Fault.wrongBase(expected: expected.description, found: stored.description).description))
-        }
-        if let expected = patch.before, let count = try? base.tileCount(), UInt64(count) != expected.tileCount {
-            throw OperationError(
-                path: base.path,
-                fault: .badInput(
-                    TilePatchError.Fault.wrongBase(expected: expected.description, found: "one of \(count) tiles").description))
+        do throws(TilePatchError) {
+            try patch.requireTileType(of: base)
+            if let stored = storedBefore { try patch.requireBase(.identity(stored), path: base.path) }
+            if let count = try? base.tileCount() { try patch.requireBase(.tileCount(count), path: base.path) }
+        } catch {
+            throw OperationError(path: base.path, fault: .badInput(error.fault.description))
         }
     }
 
@@ -329,12 +321,11 @@ final class PatchedArchive: TileArchive, @unchecked Sendable {
             tileCount: before.tileCount &- tally.removed.tileCount &+ tally.added.tileCount,
             tiles: before.tiles &- tally.removed.tiles &+ tally.added.tiles,
             metadata: ContentIdentity.metadataHash(try metadata()))
-        let failure: TilePatchError? =
-            if let expected = patch.before, expected != before {
-                TilePatchError(path: base.path, fault: .wrongBase(expected: expected.description, found: before.description))
-            } else if let expected = patch.after, expected != after {
-                TilePatchError(path: base.path, fault: .resultMismatch(expected: expected.description, found: after.description))
-            } else { nil }
+        var failure: TilePatchError?
+        do throws(TilePatchError) {
+            try patch.requireBase(.identity(before), path: base.path)
+            try patch.requireTarget(.identity(after), path: base.path)
+        } catch { failure = error }
         state.withLock { $0 = (failure, before, after, tally.dropped, copied) }
         if let failure { throw failure }
     }
