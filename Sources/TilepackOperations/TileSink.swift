@@ -23,13 +23,13 @@ protocol TileSink: AnyObject {
 }
 
 /// The archive formats tilepack writes, chosen by the output path's extension.
-public enum ArchiveKind: String, Sendable, Codable {
+package enum ArchiveKind: String, Sendable, Codable {
     case mbtiles
     case bundle = "tilepack"
     case pmtiles
 
     /// `.mbtiles`, `.tilepack` or `.pmtiles`; anything else is an error that says which to use.
-    public init(destinationPath path: String) throws(OperationError) {
+    package init(destinationPath path: String) throws(OperationError) {
         let lower = path.lowercased()
         guard let format = TileArchiveFormat.allCases.first(where: { lower.hasSuffix($0.fileExtension) }) else {
             let choices = TileArchiveFormat.allCases.map { "\($0.fileExtension) (\($0))" }
