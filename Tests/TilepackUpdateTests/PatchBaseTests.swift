@@ -40,7 +40,8 @@ import TilepackUpdate
         #expect(throws: Never.self) { try patch.requireBase(.tileCount(10), path: "a") }
         #expect(throws: Never.self) { try patch.requireTarget(.identity(after), path: "a") }
         #expect { try patch.requireBase(.identity(after), path: "a.mbtiles") } throws: {
-            "\($0)" == "a.mbtiles: made for another base: it applies to \(before), this archive is \(after) (the version this patch makes: it was applied already)"
+            "\($0)"
+                == "a.mbtiles: made for another base: it applies to \(before), this archive is \(after) (the version this patch makes: it was applied already)"
         }
         #expect { try patch.requireBase(.tileCount(11), path: "a") } throws: {
             "\($0)" == "a: made for another base: it applies to \(before), this archive is one of 11 tiles"
