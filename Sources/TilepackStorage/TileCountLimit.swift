@@ -1,5 +1,4 @@
 import TilepackCore
-import TilepackStorage
 
 /// The most tiles a command writes one by one (`--max-tiles`): into MBTiles rows, a bundle's
 /// index, a tree of files, a MapLibre offline database, a tile hash index. A PMTiles run stores
