@@ -4,43 +4,43 @@ import TilepackImaging
 import TilepackStorage
 
 /// Options of ``ArchiveConverter``.
-public struct ConvertOptions: Sendable {
+package struct ConvertOptions: Sendable {
     /// Replace an existing output.
-    public var overwrite = false
+    package var overwrite = false
     /// MBTiles output: store identical tiles once (`map` + `images`); otherwise flat.
-    public var deduplicate = false
+    package var deduplicate = false
     /// Bundle output: decode every image and store raw pixels in this format.
-    public var encode: PixelFormat?
+    package var encode: PixelFormat?
     /// MBTiles output: store `agg_tiles_hash` even when the source carries none.
-    public var aggregateTilesHash = false
+    package var aggregateTilesHash = false
     /// PMTiles output of vector tiles that mix gzip and plain ones: keep every tile's bytes and
     /// say compression `unknown` (which MapLibre Native cannot read) instead of gzipping the plain ones.
-    public var keepsMixedTileCompression = false
+    package var keepsMixedTileCompression = false
     /// A bundle or PMTiles output: write its tile hash index beside it (`ARCHIVE.tpindex`, for
     /// `sync`; Specs/updates.md §7.4). Without it, an index left beside the archive replaced is removed.
-    public var tileIndex = false
+    package var tileIndex = false
     /// Re-encode every raster tile (`--format`, `--quality`, `--lossless`).
-    public var format: TileEncoding?
+    package var format: TileEncoding?
     /// The most tiles written one by one (`--max-tiles`, default 500,000,000): a larger input is
     /// refused before anything is written, unless it is PMTiles copied into PMTiles as runs.
-    public var maximumTiles = TileCountLimit.defaultMaximum
-    public init() {}
+    package var maximumTiles = TileCountLimit.defaultMaximum
+    package init() {}
 }
 
 /// What a conversion did.
-public struct ConvertReport: Sendable, Codable {
-    public var source: String
-    public var destination: String
-    public var tiles = 0
-    public var bytesIn = 0
-    public var bytesOut = 0
-    public var seconds = 0.0
+package struct ConvertReport: Sendable, Codable {
+    package var source: String
+    package var destination: String
+    package var tiles = 0
+    package var bytesIn = 0
+    package var bytesOut = 0
+    package var seconds = 0.0
     /// What the converter decided for the user (a name given to an unnamed archive).
-    public var notes: [String] = []
+    package var notes: [String] = []
     /// With `--format`: each zoom's bytes before and after, and the PSNR of the new tiles.
-    public var reencoded: [ReencodedZoom]?
+    package var reencoded: [ReencodedZoom]?
     /// Metadata values the output's format cannot hold, each mapped or dropped (see ``MetadataMapping``).
-    public var warnings: [String] = []
+    package var warnings: [String] = []
 }
 
 /// Copies every tile and the metadata from one archive into a new one: MBTiles <-> bundle, and
@@ -48,8 +48,8 @@ public struct ConvertReport: Sendable, Codable {
 /// pixels (or a raw-bitmap bundle is written to MBTiles, whose tiles are then PNG-encoded), so
 /// `agg_tiles_hash` of the output equals the input's. An MBTiles output carries one when the
 /// source does (computed again for the bytes written) or when asked.
-public enum ArchiveConverter {
-    public static func run(
+package enum ArchiveConverter {
+    package static func run(
         source: String, destination: String, options: ConvertOptions,
         progress: ProgressHandler? = nil, opened: (any TileArchive)? = nil
     ) throws(OperationError) -> ConvertReport {
@@ -119,14 +119,6 @@ public enum ArchiveConverter {
                     start: start)
                 metadata[TileMetadata.Key.aggregateTilesHash] = nil
                 metadata[TileMetadata.Key.format] = encoding.format.metadataValue
-                try sink.finish(metadata: metadata)
-                report.seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
-                return report
-            }
-            if let patched = input as? PatchedArchive, options.encode == nil,
-                try patched.copy(into: sink, declared: (try? metadata.format) ?? nil)
-            {
-                // A patched bundle or PMTiles: the base's unchanged payloads copied from its file.
                 try sink.finish(metadata: metadata)
                 report.seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
                 return report

@@ -1,6 +1,7 @@
 import Foundation
 import TilepackCore
 import TilepackStorage
+import TilepackUpdate
 
 /// What `sync` did.
 public struct SyncReport: Sendable, Codable {
