@@ -64,7 +64,7 @@ public struct BundleArchive: TileArchive {
     private let dataOffset: Int
     private let dataLength: Int
     /// The first index entry of each zoom level, and one past the last entry (32 values).
-    private let zoomStarts: [Int]
+    let zoomStarts: [Int]
     /// The payload length every tile of a raw-bitmap bundle has.
     private let rawTileLength: Int?
 
@@ -669,12 +669,12 @@ public struct BundleArchive: TileArchive {
     // MARK: Index and payloads
 
     @inline(__always)
-    private func key(atEntry entry: Int) -> UInt64 {
+    func key(atEntry entry: Int) -> UInt64 {
         UInt64(littleEndian: bytes.buffer.loadUnaligned(fromByteOffset: keysOffset + 8 * entry, as: UInt64.self))
     }
 
     @inline(__always)
-    private func payloadNumber(ofEntry entry: Int) -> Int {
+    func payloadNumber(ofEntry entry: Int) -> Int {
         Int(UInt32(littleEndian: bytes.buffer.loadUnaligned(fromByteOffset: refsOffset + 4 * entry, as: UInt32.self)))
     }
 
@@ -718,7 +718,7 @@ public struct BundleArchive: TileArchive {
     }
 
     /// Reads and checks payload record `number` (not its bytes); `tile` names the tile in errors.
-    private func payload(number: Int, tile: TileCoordinate?) throws(TileArchiveError) -> Payload {
+    func payload(number: Int, tile: TileCoordinate?) throws(TileArchiveError) -> Payload {
         try Self.payload(
             record: UnsafeRawBufferPointer(rebasing: bytes.buffer[(recordsOffset + BundleFormat.payloadRecordLength * number)...]),
             number: number, tile: tile, limits: (maximumTileLength, rawTileLength, dataLength), path: path)
