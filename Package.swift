@@ -125,7 +125,9 @@ let package = Package(
 
         .target(
             name: "TilepackOperations",
-            dependencies: ["TilepackCore", "TilepackChecksum", "TilepackStorage", "TilepackImaging", "TilepackHTTP", "TilepackRemote"]
+            dependencies: [
+                "TilepackCore", "TilepackChecksum", "TilepackStorage", "TilepackImaging", "TilepackHTTP", "TilepackRemote", "TilepackPlan",
+            ]
         ),
 
         // Floor 4: the bitmap data source serving any archive (MBTiles, bundle) to a tile layer.
@@ -140,6 +142,11 @@ let package = Package(
             name: "TilepackPrefetch",
             dependencies: ["TilepackCore", "TilepackStorage", "TilepackImaging", "TilepackHTTP"]
         ),
+
+        // Floor 3: the budget planner: which tiles of an area fit a byte budget, from Core's covers
+        // and the archives' size information (Storage's `TileSizeReading`), and the output's size.
+        // Below Prefetch and Operations, which both plan (`fetch --budget`, `extract --budget`).
+        .target(name: "TilepackPlan", dependencies: ["TilepackCore", "TilepackStorage"]),
 
         // Floor 5: `render`'s layer composition (archives and URL templates as tile layers in a
         // headless map view), under the command, which keeps its arguments and output.
@@ -178,6 +185,7 @@ let package = Package(
             path: "Tests/TilepackTestSupport"),
         .testTarget(name: "TilepackCoreTests", dependencies: ["TilepackCore", "TilepackTestSupport"]),
         .testTarget(name: "TilepackStorageTests", dependencies: ["TilepackStorage", "TilepackTestSupport"]),
+        .testTarget(name: "TilepackPlanTests", dependencies: ["TilepackPlan", "TilepackStorage", "TilepackTestSupport"]),
         .testTarget(
             name: "TilepackImagingTests",
             // Storage reads the shared fixture archives in place.
@@ -196,7 +204,7 @@ let package = Package(
         .testTarget(
             name: "TilepackRemoteTests",
             dependencies: ["TilepackRemote", "TilepackHTTP", "TilepackStorage", "TilepackOperations", "TilepackTestSupport"]),
-        .testTarget(name: "TilepackOperationsTests", dependencies: ["TilepackOperations", "TilepackTestSupport"]),
+        .testTarget(name: "TilepackOperationsTests", dependencies: ["TilepackOperations", "TilepackPlan", "TilepackTestSupport"]),
         .testTarget(name: "TilepackRenderTests", dependencies: ["TilepackRender", "TilepackOperations", "TilepackTestSupport"]),
         // The command's parsing, messages and exit statuses: `@testable import tilepack`, and the built binary.
         .testTarget(name: "TilepackCLITests", dependencies: ["tilepack", "TilepackOperations", "TilepackTestSupport"]),
