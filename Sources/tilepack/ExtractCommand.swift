@@ -1,6 +1,7 @@
 import ArgumentParser
 import TilepackCore
 import TilepackOperations
+import TilepackPlan
 import TilepackStorage
 
 struct ExtractCommand: ParsableCommand {
@@ -25,6 +26,8 @@ struct ExtractCommand: ParsableCommand {
     @Option(name: .customLong("max-zoom"), help: "\(SharedHelp.maxZoom) to extract.")
     var maxZoom: Int?
 
+    @OptionGroup var budgetOptions: BudgetOptions
+
     @OptionGroup var archiveOutput: ArchiveOutputOptions
 
     @Flag(help: "\(SharedHelp.force).")
@@ -38,6 +41,9 @@ struct ExtractCommand: ParsableCommand {
 
     func validate() throws {
         try checkZooms(minZoom: minZoom, maxZoom: maxZoom)
+        if budgetOptions.budget != nil, area.bbox == nil, area.region == nil {
+            throw ValidationError("--budget needs the area: --bbox or --region")
+        }
     }
 
     func run() throws {
@@ -51,6 +57,13 @@ struct ExtractCommand: ParsableCommand {
         options.keepsMixedTileCompression = archiveOutput.keepsMixedTileCompression
         options.tileIndex = archiveOutput.tileIndex
         options.maximumTiles = limit.maxTiles
+        if let budget = budgetOptions.budget, let format = PlanOutputFormat(path: output) {
+            let area: PlanArea = options.region.map { .region($0) } ?? .boundingBox(options.bounds!)
+            options.plan = try ArchivePlanning.plan(
+                source: source,
+                request: PlanRequest(
+                    area: area, minZoom: minZoom, maxZoom: maxZoom, budget: budget.bytes, format: format, focus: try budgetOptions.planFocus()))
+        }
         if let note = area.bbox?.box.antimeridianNote { printError("note: \(note)") }
         let bar = ProgressBar.start(label: "extract", quiet: outputOptions.quiet)
         defer { bar?.finish() }
