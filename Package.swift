@@ -37,6 +37,8 @@ let package = Package(
         // (the tile layer's HTTP, storage's SQLite).
         .library(name: "TilepackImaging", targets: ["TilepackCore", "TilepackImaging"]),
         .library(name: "TilepackStorage", targets: ["TilepackCore", "TilepackStorage"]),
+        // The budget planner, for tools/'s bench-plan (its public API: sizes from an index, the plan).
+        .library(name: "TilepackPlan", targets: ["TilepackCore", "TilepackStorage", "TilepackPlan"]),
         // The bulk HTTP transport (libcurl's multi interface, Linux) for programs and tools; the
         // `Tilepack` library does not contain it (its HTTP is URLSession).
         .library(name: "TilepackCurl", targets: ["TilepackCore", "TilepackHTTP", "TilepackCurl"]),
@@ -203,7 +205,7 @@ let package = Package(
         ),
         .testTarget(
             name: "TilepackRemoteTests",
-            dependencies: ["TilepackRemote", "TilepackHTTP", "TilepackStorage", "TilepackOperations", "TilepackTestSupport"]),
+            dependencies: ["TilepackRemote", "TilepackHTTP", "TilepackStorage", "TilepackOperations", "TilepackPlan", "TilepackTestSupport"]),
         .testTarget(name: "TilepackOperationsTests", dependencies: ["TilepackOperations", "TilepackPlan", "TilepackTestSupport"]),
         .testTarget(name: "TilepackRenderTests", dependencies: ["TilepackRender", "TilepackOperations", "TilepackTestSupport"]),
         // The command's parsing, messages and exit statuses: `@testable import tilepack`, and the built binary.

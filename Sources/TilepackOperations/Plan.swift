@@ -31,8 +31,21 @@ package enum ArchivePlanning {
     }
 
     package static func plan(archive: any TileArchive, request: PlanRequest) throws(OperationError) -> TilePlan {
-        let (metadata, levels) = try TileExtractor.metadataAndLevels(archive, path: archive.path)
-        guard let lowest = levels.first?.zoom, let deepest = levels.last?.zoom else {
+        let metadata: TileMetadata
+        let held: ClosedRange<Int>?
+        do {
+            metadata = try archive.metadata()
+            // From a header or an index's ends: zoomLevels() walks every PMTiles directory.
+            if let reader = archive as? any TileSizeReading {
+                held = try reader.zoomRange()
+            } else {
+                let levels = try archive.zoomLevels()
+                held = levels.first.map { $0.zoom...levels.last!.zoom }
+            }
+        } catch {
+            throw OperationError.wrapping(error, path: archive.path)
+        }
+        guard let lowest = held?.lowerBound, let deepest = held?.upperBound else {
             throw OperationError(path: archive.path, fault: .badInput("the archive holds no tile"))
         }
         let zooms = (request.minZoom ?? lowest)...max(request.minZoom ?? lowest, request.maxZoom ?? deepest)

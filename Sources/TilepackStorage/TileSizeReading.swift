@@ -28,4 +28,9 @@ public protocol TileSizeReading: TileArchive {
     /// Calls `body` for every tile the archive holds inside `ranges` (disjoint rectangles of any
     /// zooms), in no promised order.
     func forEachTileSize(in ranges: [TileRange], _ body: (TileSizeRecord) throws -> Void) throws
+
+    /// The lowest and deepest zoom of the archive's tiles, from what it reads first (a PMTiles
+    /// header, a bundle's zoom table, the MBTiles index's ends), never a walk of its directories;
+    /// `nil` when it holds no tile.
+    func zoomRange() throws -> ClosedRange<Int>?
 }

@@ -1,6 +1,13 @@
 import TilepackCore
 
 extension BundleArchive: TileSizeReading {
+    /// The first and last zoom of the index's zoom table that hold entries.
+    public func zoomRange() throws -> ClosedRange<Int>? {
+        let held = (0..<BundleFormat.zoomLevelCount).filter { zoomStarts[$0] < zoomStarts[$0 + 1] }
+        guard let lowest = held.first, let deepest = held.last else { return nil }
+        return lowest...deepest
+    }
+
     /// From the index: per column of a range, a binary search for its first key, then the keys in
     /// order; each tile's payload record gives its length (and its stored length, an LZ4 block's).
     /// A tile's content is its payload number (tiles that share a payload share it).

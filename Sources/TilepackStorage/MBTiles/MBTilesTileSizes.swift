@@ -1,6 +1,22 @@
 import TilepackCore
 
 extension MBTilesArchive: TileSizeReading {
+    /// `MIN(zoom_level)` and `MAX(zoom_level)`: the two ends of the tile index.
+    public func zoomRange() throws -> ClosedRange<Int>? {
+        let table = schema.kind == .normalized ? "map" : "tiles"
+        let reader = try checkout()
+        defer { checkin(reader) }
+        let statement = try reader.connection.prepare("SELECT MIN(zoom_level), MAX(zoom_level) FROM \(table)")
+        defer { statement.reset() }
+        guard try statement.step(), statement.type(0) != .null else { return nil }
+        guard let lowest = Self.integer(statement, 0), let deepest = Self.integer(statement, 1), 0 <= lowest, lowest <= deepest,
+            deepest <= TileCoordinate.maximumZoom
+        else {
+            throw TileArchiveError(path: path, fault: .invalidRow("a zoom_level is not a zoom of 0...\(TileCoordinate.maximumZoom)"))
+        }
+        return lowest...deepest
+    }
+
     /// One query per range on the `(zoom_level, tile_column, tile_row)` index, reading
     /// `length(tile_data)` (SQLite takes a blob's length from the row's header, never reading its
     /// overflow pages): the floor of `tools/bench-plan` is the same query with the length alone. A

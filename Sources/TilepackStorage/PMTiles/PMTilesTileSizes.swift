@@ -1,6 +1,15 @@
 import TilepackCore
 
 extension PMTilesArchive: TileSizeReading {
+    /// The header's zooms (`nil` for an archive that addresses no tile).
+    public func zoomRange() throws -> ClosedRange<Int>? {
+        guard header.addressedTiles > 0 || !root.isEmpty else { return nil }
+        guard header.minZoom <= header.maxZoom, Int(header.maxZoom) <= TileCoordinate.maximumZoom else {
+            throw TileArchiveError(path: path, fault: .corrupt("the header's zooms \(header.minZoom)...\(header.maxZoom) are not a range of zooms"))
+        }
+        return Int(header.minZoom)...Int(header.maxZoom)
+    }
+
     /// From the directories alone: a leaf directory is read only when the ids it spans meet a
     /// range (its id span cut into Hilbert squares, each compared with the ranges), so a planet
     /// read remotely costs the root and the leaves under the area. A run's tiles are cut as
