@@ -64,6 +64,15 @@ public struct TilePlan: Sendable, Encodable {
         deepestZoom = levels.last { $0.taken > 0 }?.zoom
     }
 
+    /// The box around every taken tile (`nil` when none is taken): what a copy of the plan reads.
+    public var extent: GeoBoundingBox? {
+        let boxes = levels.compactMap(\.extent)
+        guard !boxes.isEmpty else { return nil }
+        return GeoBoundingBox(
+            west: boxes.map { $0[0] }.min()!, south: boxes.map { $0[1] }.min()!, east: boxes.map { $0[2] }.max()!,
+            north: boxes.map { $0[3] }.max()!)
+    }
+
     /// Whether the plan takes `tile`.
     public func contains(_ tile: TileCoordinate) -> Bool {
         let index = tile.zoom - lowestZoom

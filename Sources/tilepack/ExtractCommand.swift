@@ -28,6 +28,8 @@ struct ExtractCommand: ParsableCommand {
 
     @OptionGroup var budgetOptions: BudgetOptions
 
+    @OptionGroup var corridor: RouteOptions
+
     @OptionGroup var archiveOutput: ArchiveOutputOptions
 
     @Flag(help: "\(SharedHelp.force).")
@@ -41,9 +43,10 @@ struct ExtractCommand: ParsableCommand {
 
     func validate() throws {
         try checkZooms(minZoom: minZoom, maxZoom: maxZoom)
-        if budgetOptions.budget != nil, area.bbox == nil, area.region == nil {
-            throw ValidationError("--budget needs the area: --bbox or --region")
+        if budgetOptions.budget != nil, [area.bbox != nil, area.region != nil, corridor.route != nil].filter({ $0 }).count != 1 {
+            throw ValidationError("--budget needs the area: exactly one of --bbox, --region and --route")
         }
+        if corridor.route != nil, budgetOptions.budget == nil { throw ValidationError("--route goes with --budget here") }
     }
 
     func run() throws {
@@ -58,11 +61,13 @@ struct ExtractCommand: ParsableCommand {
         options.tileIndex = archiveOutput.tileIndex
         options.maximumTiles = limit.maxTiles
         if let budget = budgetOptions.budget, let format = PlanOutputFormat(path: output) {
-            let area: PlanArea = options.region.map { .region($0) } ?? .boundingBox(options.bounds!)
             options.plan = try ArchivePlanning.plan(
                 source: source,
                 request: PlanRequest(
-                    area: area, minZoom: minZoom, maxZoom: maxZoom, budget: budget.bytes, format: format, focus: try budgetOptions.planFocus()))
+                    area: try corridor.planArea(area), minZoom: minZoom, maxZoom: maxZoom, budget: budget.bytes, format: format,
+                    focus: try budgetOptions.planFocus()))
+            // A corridor is read as the box around the planned tiles; the plan chooses within it.
+            if corridor.route != nil { options.bounds = options.plan?.extent }
         }
         if let note = area.bbox?.box.antimeridianNote { printError("note: \(note)") }
         let bar = ProgressBar.start(label: "extract", quiet: outputOptions.quiet)

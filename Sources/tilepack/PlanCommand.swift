@@ -60,6 +60,30 @@ struct BudgetOptions: ParsableArguments {
     }
 }
 
+/// `--route FILE --radius M`: a route's corridor as `plan` and `extract --budget` take it (`fetch`
+/// spells it the same: SharedHelp).
+struct RouteOptions: ParsableArguments {
+    @Option(help: "\(SharedHelp.route)")
+    var route: String?
+
+    @Option(help: "\(SharedHelp.radius).")
+    var radius: Double?
+
+    func validate() throws {
+        if route != nil && radius == nil { throw ValidationError("--route needs --radius METRES") }
+        if route == nil && radius != nil { throw ValidationError("--radius goes with --route") }
+        if let radius, !(radius > 0 && radius.isFinite) { throw ValidationError("--radius must be above 0 metres") }
+    }
+
+    /// The area of `area`'s box or region, or of the route's corridor.
+    func planArea(_ area: AreaOptions) throws -> PlanArea {
+        if let box = area.bbox?.box { return .boundingBox(box) }
+        if let region = area.region?.region { return .region(region) }
+        if let route, let radius { return .route(try RouteFile.read(path: route), radius: radius) }
+        throw CommandFailure("give exactly one of --bbox, --region and --route")
+    }
+}
+
 struct PlanCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "plan",
@@ -77,11 +101,7 @@ struct PlanCommand: ParsableCommand {
 
     @OptionGroup var area: AreaOptions
 
-    @Option(help: "A route: GeoJSON (LineString, Feature, FeatureCollection) or GPX (track or route).")
-    var route: String?
-
-    @Option(help: "With --route: the corridor's radius in metres.")
-    var radius: Double?
+    @OptionGroup var corridor: RouteOptions
 
     @Option(name: .customLong("min-zoom"), help: "\(SharedHelp.minZoom) to plan (default: the archive's lowest).")
     var minZoom: Int?
@@ -99,26 +119,15 @@ struct PlanCommand: ParsableCommand {
     func validate() throws {
         try checkZooms(minZoom: minZoom, maxZoom: maxZoom)
         if budgetOptions.budget == nil { throw ValidationError("give the budget: --budget 500MB") }
-        if [area.bbox != nil, area.region != nil, route != nil].filter({ $0 }).count != 1 {
+        if [area.bbox != nil, area.region != nil, corridor.route != nil].filter({ $0 }).count != 1 {
             throw ValidationError("give exactly one of --bbox, --region and --route")
         }
-        if (route == nil) != (radius == nil) { throw ValidationError("--route and --radius go together") }
         if PlanOutputFormat(path: "." + outputFormat) == nil { throw ValidationError("--output-format is mbtiles, pmtiles or tilepack") }
     }
 
     func run() throws {
-        let planArea: PlanArea
-        if let box = area.bbox?.box {
-            planArea = .boundingBox(box)
-        } else if let region = area.region?.region {
-            planArea = .region(region)
-        } else if let route, let radius {
-            planArea = .route(try RouteFile.read(path: route), radius: radius)
-        } else {
-            throw CommandFailure("give exactly one of --bbox, --region and --route")
-        }
         let request = PlanRequest(
-            area: planArea, minZoom: minZoom, maxZoom: maxZoom, budget: budgetOptions.budget!.bytes,
+            area: try corridor.planArea(area), minZoom: minZoom, maxZoom: maxZoom, budget: budgetOptions.budget!.bytes,
             format: PlanOutputFormat(path: "." + outputFormat)!, focus: try budgetOptions.planFocus())
         let plan = try ArchivePlanning.plan(source: source, request: request)
         if outputOptions.json {
