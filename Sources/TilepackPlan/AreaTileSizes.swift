@@ -38,6 +38,21 @@ public struct AreaTileSizes: Sendable {
 
         mutating func sort() {
             guard zip(keys, keys.dropFirst()).contains(where: { $0 >= $1 }) else { return }
+            // An MBTiles index gives each column's tiles south to north (TMS rows ascending): its
+            // descending runs reversed in place, the level is usually in order without a sort.
+            var start = 0
+            while start < keys.count {
+                var end = start + 1
+                while end < keys.count, keys[end] < keys[end - 1] { end += 1 }
+                if end - start > 1 {
+                    keys[start..<end].reverse()
+                    lengths[start..<end].reverse()
+                    stored[start..<end].reverse()
+                    contents[start..<end].reverse()
+                }
+                start = end
+            }
+            guard zip(keys, keys.dropFirst()).contains(where: { $0 >= $1 }) else { return }
             let order = keys.indices.sorted { keys[$0] < keys[$1] }
             keys = order.map { keys[$0] }
             lengths = order.map { lengths[$0] }

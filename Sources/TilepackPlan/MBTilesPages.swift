@@ -41,10 +41,17 @@ enum MBTilesPages {
 
     /// The pages of the `tiles` table and of `tile_index` for these tiles, in bytes.
     static func bytes(of tiles: [PlannedTile], pageSize: Int) -> Int {
-        let ordered = tiles.sorted { ($0.zoom, $0.x, -$0.y) < ($1.zoom, $1.x, -$1.y) }
+        // The tile_index order (zoom, column, TMS row) as one integer each: zoom 6 bits, x and the
+        // TMS row 29 bits each (zoom 28 at most, as Core's).
+        let order = tiles.indices.map { i -> UInt64 in
+            let tile = tiles[i]
+            return UInt64(tile.zoom) << 58 | UInt64(tile.x) << 29 | UInt64((1 << tile.zoom) - 1 - tile.y)
+        }
+        let permutation = order.indices.sorted { order[$0] < order[$1] }
         var table = Packer(space: pageSize - 8), index = Packer(space: pageSize - 8)
         var overflowPages = 0
-        for (i, tile) in ordered.enumerated() {
+        for (i, position) in permutation.enumerated() {
+            let tile = tiles[position]
             let rowid = i + 1
             let row = (1 << tile.zoom) - 1 - tile.y
             let ints = integerLength(tile.zoom) + integerLength(tile.x) + integerLength(row)
