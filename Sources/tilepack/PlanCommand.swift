@@ -151,7 +151,7 @@ enum PlanTable {
         }
         let margin = plan.exact ? "exact tile sizes" : "± \(FetchCommand.bytes(plan.margin))"
         lines.append(
-            "\(plan.tiles) tiles, \(FetchCommand.bytes(plan.tileBytes)) of tiles; a \(plan.format.rawValue) file of about \(FetchCommand.bytes(plan.predictedSize)) (\(margin)) against a budget of \(FetchCommand.bytes(plan.budget))"
+            "\(plan.tiles) tiles, \(FetchCommand.bytes(plan.tileBytes)) of tiles; the \(plan.format.rawValue) file about \(FetchCommand.bytes(plan.predictedSize)) (\(margin)) against a budget of \(FetchCommand.bytes(plan.budget))"
         )
         let complete = plan.completeZoom.map { "every tile to zoom \($0)" } ?? "not every tile of the lowest zoom"
         lines.append("\(complete), the deepest tiles at zoom \(plan.deepestZoom.map(String.init) ?? "-")")
