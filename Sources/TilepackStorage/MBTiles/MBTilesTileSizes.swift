@@ -38,11 +38,7 @@ extension MBTilesArchive: TileSizeReading {
         let statement = try reader.connection.prepare(sql)
         for range in ranges {
             let last = (1 << range.zoom) - 1
-            statement.bind(1, range.zoom)
-            statement.bind(2, range.columns.lowerBound)
-            statement.bind(3, range.columns.upperBound)
-            statement.bind(4, last - range.rows.upperBound)
-            statement.bind(5, last - range.rows.lowerBound)
+            statement.bind(tileRange: range)
             defer { statement.reset() }
             while try statement.step() {
                 guard let x = Self.integer(statement, 0), let row = Self.integer(statement, 1) else {
@@ -56,5 +52,18 @@ extension MBTilesArchive: TileSizeReading {
                 try body(TileSizeRecord(tile: tile, length: length, content: content))
             }
         }
+    }
+}
+
+extension SQLiteStatement {
+    /// Binds `?1` to `?5` of `zoom_level = ?1 AND tile_column BETWEEN ?2 AND ?3 AND tile_row
+    /// BETWEEN ?4 AND ?5` to the range (its XYZ rows as TMS rows).
+    package func bind(tileRange range: TileRange) {
+        let last = (1 << range.zoom) - 1
+        bind(1, range.zoom)
+        bind(2, range.columns.lowerBound)
+        bind(3, range.columns.upperBound)
+        bind(4, last - range.rows.upperBound)
+        bind(5, last - range.rows.lowerBound)
     }
 }
