@@ -45,17 +45,31 @@ extension TilePlanner.State {
     /// The rest of the budget, tile by tile, to the untaken tiles whose parents are taken, most
     /// detail per byte first; a taken tile's children join the candidates.
     mutating func takeByDetailPerByte(limit: Int) {
-        var heap = PriorityHeap()
-        func offer(_ level: Int, _ i: Int) {
-            let cost = max(1, self.cost(level: level, i: i))
-            heap.push(priority: Foundation.pow(4, -depth(level: level, i: i)) / Double(cost), item: offsets[level] + i)
+        func priority(_ level: Int, _ i: Int) -> Double {
+            Foundation.pow(4, -depth(level: level, i: i)) / Double(max(1, cost(level: level, i: i)))
         }
+        // The first candidates sorted once (a million-tile area offers hundreds of thousands);
+        // the children of taken tiles, offered later, in a heap; the larger of the two heads next.
+        var first: [(priority: Double, item: Int)] = []
         for level in sizes.levels.indices {
             for i in sizes.levels[level].keys.indices where !taken[offsets[level] + i] && parentTaken(level: level, i: i) {
-                offer(level, i)
+                first.append((priority(level, i), offsets[level] + i))
             }
         }
-        while let index = heap.pop() {
+        first.sort { $0.priority > $1.priority }
+        var next = 0
+        var heap = PriorityHeap()
+        func offer(_ level: Int, _ i: Int) { heap.push(priority: priority(level, i), item: offsets[level] + i) }
+        while true {
+            let index: Int
+            if next < first.count, heap.top.map({ first[next].priority >= $0 }) ?? true {
+                index = first[next].item
+                next += 1
+            } else if let popped = heap.pop() {
+                index = popped
+            } else {
+                break
+            }
             let (level, i) = locate(index)
             guard !taken[index], used + cost(level: level, i: i) <= limit else { continue }
             take(level: level, i: i)
@@ -134,6 +148,9 @@ extension TilePlanner.State {
 /// A binary max-heap of indices by priority.
 struct PriorityHeap {
     private var items: [(priority: Double, item: Int)] = []
+
+    /// The largest priority, or `nil` when empty.
+    var top: Double? { items.first?.priority }
 
     mutating func push(priority: Double, item: Int) {
         items.append((priority, item))
