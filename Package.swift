@@ -37,6 +37,8 @@ let package = Package(
         // (the tile layer's HTTP, storage's SQLite).
         .library(name: "TilepackImaging", targets: ["TilepackCore", "TilepackImaging"]),
         .library(name: "TilepackStorage", targets: ["TilepackCore", "TilepackStorage"]),
+        // The budget planner, for tools/'s bench-plan (its public API: sizes from an index, the plan).
+        .library(name: "TilepackPlan", targets: ["TilepackCore", "TilepackStorage", "TilepackPlan"]),
         // The bulk HTTP transport (libcurl's multi interface, Linux) for programs and tools; the
         // `Tilepack` library does not contain it (its HTTP is URLSession).
         .library(name: "TilepackCurl", targets: ["TilepackCore", "TilepackHTTP", "TilepackCurl"]),
@@ -134,7 +136,7 @@ let package = Package(
         .target(
             name: "TilepackOperations",
             dependencies: [
-                "TilepackCore", "TilepackChecksum", "TilepackStorage", "TilepackImaging", "TilepackHTTP", "TilepackRemote", "TilepackUpdate",
+                "TilepackCore", "TilepackChecksum", "TilepackStorage", "TilepackImaging", "TilepackHTTP", "TilepackRemote", "TilepackUpdate", "TilepackPlan",
             ]
         ),
 
@@ -150,6 +152,11 @@ let package = Package(
             name: "TilepackPrefetch",
             dependencies: ["TilepackCore", "TilepackStorage", "TilepackImaging", "TilepackHTTP"]
         ),
+
+        // Floor 3: the budget planner: which tiles of an area fit a byte budget, from Core's covers
+        // and the archives' size information (Storage's `TileSizeReading`), and the output's size.
+        // Below Prefetch and Operations, which both plan (`fetch --budget`, `extract --budget`).
+        .target(name: "TilepackPlan", dependencies: ["TilepackCore", "TilepackStorage"]),
 
         // Floor 4, beside Operations (whose archive locations it opens): `render`'s layer composition (archives and URL templates as tile layers in a
         // headless map view), under the command, which keeps its arguments and output.
@@ -188,6 +195,7 @@ let package = Package(
             path: "Tests/TilepackTestSupport"),
         .testTarget(name: "TilepackCoreTests", dependencies: ["TilepackCore", "TilepackTestSupport"]),
         .testTarget(name: "TilepackStorageTests", dependencies: ["TilepackStorage", "TilepackTestSupport"]),
+        .testTarget(name: "TilepackPlanTests", dependencies: ["TilepackPlan", "TilepackStorage", "TilepackTestSupport"]),
         .testTarget(
             name: "TilepackImagingTests",
             // Storage reads the shared fixture archives in place.
@@ -207,9 +215,9 @@ let package = Package(
         .testTarget(
             name: "TilepackRemoteTests",
             dependencies: [
-                "TilepackRemote", "TilepackHTTP", "TilepackStorage", "TilepackUpdate", "TilepackOperations", "TilepackTestSupport",
+                "TilepackRemote", "TilepackHTTP", "TilepackStorage", "TilepackUpdate", "TilepackOperations", "TilepackPlan", "TilepackTestSupport",
             ]),
-        .testTarget(name: "TilepackOperationsTests", dependencies: ["TilepackOperations", "TilepackUpdate", "TilepackTestSupport"]),
+        .testTarget(name: "TilepackOperationsTests", dependencies: ["TilepackOperations", "TilepackUpdate", "TilepackPlan", "TilepackTestSupport"]),
         .testTarget(name: "TilepackRenderTests", dependencies: ["TilepackRender", "TilepackOperations", "TilepackTestSupport"]),
         // The command's parsing, messages and exit statuses: `@testable import tilepack`, and the built binary.
         .testTarget(name: "TilepackCLITests", dependencies: ["tilepack", "TilepackOperations", "TilepackUpdate", "TilepackTestSupport"]),

@@ -26,6 +26,15 @@ let package = Package(
             name: "bench-mbtiles",
             dependencies: ["BenchSupport", "MBTilesFloor", .product(name: "TilepackStorage", package: "tilepack")]
         ),
+        // Issue 46's planning goals: planning a region of a 1,000,000-tile MBTiles against a bare
+        // `SELECT length(tile_data)` over the same tiles (MBTilesFloor), and the size prediction at scale.
+        .executableTarget(
+            name: "bench-plan",
+            dependencies: [
+                "BenchSupport", "MBTilesFloor", .product(name: "TilepackPlan", package: "tilepack"),
+                .product(name: "TilepackStorage", package: "tilepack"),
+            ]
+        ),
         // Imaging: decode throughput through tilepack vs plain C loops over libpng, TurboJPEG, libwebp.
         .target(
             name: "CImagingFloor",

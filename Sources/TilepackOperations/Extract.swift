@@ -1,5 +1,6 @@
 import Foundation
 import TilepackCore
+import TilepackPlan
 import TilepackStorage
 
 /// Options of ``TileExtractor``.
@@ -23,6 +24,9 @@ package struct ExtractOptions: Sendable {
     /// (counted from its runs) is refused before anything is written. Extract cuts tiles out of
     /// runs (a box is squares of them, not runs), so a .pmtiles output is written tile by tile too.
     package var maximumTiles = TileCountLimit.defaultMaximum
+    /// `--budget`: only the tiles of this plan (``ArchivePlanning``), written in the order its
+    /// size prediction assumes.
+    package var plan: TilePlan?
     package init() {}
 }
 
@@ -123,6 +127,7 @@ package enum TileExtractor {
             if let maxZoom = options.maxZoom, tile.zoom > maxZoom { return false }
             if let box = options.bounds, (try? box.intersects(tile)) != true { return false }
             if let regionCovers, regionCovers[tile.zoom]?.contains(tile) != true { return false }
+            if let plan = options.plan, !plan.contains(tile) { return false }
             return true
         }
         var report = ExtractReport(source: source, destination: destination)
@@ -147,7 +152,12 @@ package enum TileExtractor {
             }
         }
         do {
-            if let selective = input as? any SelectiveTileReading {
+            if let plan = options.plan, kind == .mbtiles || !(input is any SelectiveTileReading) {
+                // An MBTiles output in its index's order: the order its size was predicted for.
+                for tile in plan.tilesInWriteOrder {
+                    try input.withTileBytes(at: tile) { try add(tile, $0) }
+                }
+            } else if let selective = input as? any SelectiveTileReading {
                 try selective.forEachTile(in: selection, where: wanted, add)
             } else if let candidates = try candidates(zooms: zooms, levels: levels, bounds: options.bounds, covers: regionCovers) {
                 for tile in candidates {

@@ -246,12 +246,7 @@ package final class MBTilesTileStore: @unchecked Sendable {
         try withState { state throws(TileArchiveError) in
             let statement = try state.open(path: path).prepare(
                 "SELECT count(*) FROM tiles WHERE zoom_level = ?1 AND tile_column BETWEEN ?2 AND ?3 AND tile_row BETWEEN ?4 AND ?5")
-            let last = (1 << range.zoom) - 1
-            statement.bind(1, range.zoom)
-            statement.bind(2, range.columns.lowerBound)
-            statement.bind(3, range.columns.upperBound)
-            statement.bind(4, last - range.rows.upperBound)
-            statement.bind(5, last - range.rows.lowerBound)
+            statement.bind(tileRange: range)
             guard try statement.step() else { return 0 }
             return Int(statement.int64(0))
         }

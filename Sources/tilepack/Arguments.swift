@@ -229,6 +229,9 @@ enum SharedHelp {
     static let region =
         "Only tiles sharing area with this GeoJSON Polygon or MultiPolygon (or a FeatureCollection of them); holes and the antimeridian are handled."
     static let regionValue = "area.geojson"
+    /// `--route`, with `--radius` (``radius``, followed by "." or by a bound).
+    static let route = "A route: GeoJSON (LineString, Feature, FeatureCollection) or GPX (track or route)."
+    static let radius = "With --route: the corridor's radius in metres"
 }
 
 /// `--min-zoom` and `--max-zoom` within 0...maximumZoom and in order (a usage error otherwise).

@@ -1,6 +1,7 @@
 import ArgumentParser
 import TilepackCore
 import TilepackOperations
+import TilepackPlan
 import TilepackStorage
 
 struct ExtractCommand: ParsableCommand {
@@ -25,6 +26,10 @@ struct ExtractCommand: ParsableCommand {
     @Option(name: .customLong("max-zoom"), help: "\(SharedHelp.maxZoom) to extract.")
     var maxZoom: Int?
 
+    @OptionGroup var budgetOptions: BudgetOptions
+
+    @OptionGroup var corridor: RouteOptions
+
     @OptionGroup var archiveOutput: ArchiveOutputOptions
 
     @Flag(help: "\(SharedHelp.force).")
@@ -38,6 +43,10 @@ struct ExtractCommand: ParsableCommand {
 
     func validate() throws {
         try checkZooms(minZoom: minZoom, maxZoom: maxZoom)
+        if budgetOptions.budget != nil, [area.bbox != nil, area.region != nil, corridor.route != nil].filter({ $0 }).count != 1 {
+            throw ValidationError("--budget needs the area: exactly one of --bbox, --region and --route")
+        }
+        if corridor.route != nil, budgetOptions.budget == nil { throw ValidationError("--route goes with --budget here") }
     }
 
     func run() throws {
@@ -51,6 +60,15 @@ struct ExtractCommand: ParsableCommand {
         options.keepsMixedTileCompression = archiveOutput.keepsMixedTileCompression
         options.tileIndex = archiveOutput.tileIndex
         options.maximumTiles = limit.maxTiles
+        if let budget = budgetOptions.budget, let format = PlanOutputFormat(path: output) {
+            options.plan = try ArchivePlanning.plan(
+                source: source,
+                request: PlanRequest(
+                    area: try corridor.planArea(area), minZoom: minZoom, maxZoom: maxZoom, budget: budget.bytes, format: format,
+                    focus: try budgetOptions.planFocus()))
+            // A corridor is read as the box around the planned tiles; the plan chooses within it.
+            if corridor.route != nil { options.bounds = options.plan?.extent }
+        }
         if let note = area.bbox?.box.antimeridianNote { printError("note: \(note)") }
         let bar = ProgressBar.start(label: "extract", quiet: outputOptions.quiet)
         defer { bar?.finish() }

@@ -56,10 +56,10 @@ struct FetchCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp(SharedHelp.region, valueName: SharedHelp.regionValue), transform: RegionArgument.parse)
     var region: RegionArgument?
 
-    @Option(help: "A route: GeoJSON (LineString, Feature, FeatureCollection) or GPX (track or route).")
+    @Option(help: "\(SharedHelp.route)")
     var route: String?
 
-    @Option(help: "With --route: the corridor's radius in metres (at least 500).")
+    @Option(help: "\(SharedHelp.radius) (at least 500).")
     var radius: Double?
 
     @Option(name: .customLong("min-zoom"), help: "\(SharedHelp.minZoom) to download (default 0).")

@@ -18,7 +18,7 @@ struct Tilepack: AsyncParsableCommand {
         version: version,
         subcommands: [
             ImportCommand.self, ExportCommand.self, ConvertCommand.self, VerifyCommand.self, InfoCommand.self,
-            RenderCommand.self, FetchCommand.self, ExtractCommand.self, MergeCommand.self, ServeCommand.self, TileCommand.self,
+            RenderCommand.self, FetchCommand.self, ExtractCommand.self, PlanCommand.self, MergeCommand.self, ServeCommand.self, TileCommand.self,
             DiffCommand.self, PatchCommand.self, SyncCommand.self, IndexCommand.self, MetaCommand.self,
             UploadCommand.self,
         ]

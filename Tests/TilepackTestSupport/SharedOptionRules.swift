@@ -40,6 +40,8 @@ public enum SharedOptionRules {
         Rule(
             long: "region", short: nil, says: "Only tiles sharing area with this GeoJSON Polygon or MultiPolygon", valueName: "area.geojson"
         ),
+        Rule(long: "route", short: nil, says: "A route: GeoJSON (LineString, Feature, FeatureCollection) or GPX (track or route)."),
+        Rule(long: "radius", short: nil, says: "With --route: the corridor's radius in metres"),
     ]
 
     /// Other spellings of the same things, which no command takes.

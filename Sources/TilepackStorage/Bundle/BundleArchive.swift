@@ -69,7 +69,7 @@ public struct BundleArchive: TileArchive {
     let dataOffset: Int
     let dataLength: Int
     /// The first index entry of each zoom level, and one past the last entry (32 values).
-    private let zoomStarts: [Int]
+    let zoomStarts: [Int]
     /// The payload length every tile of a raw-bitmap bundle has.
     private let rawTileLength: Int?
 
@@ -379,7 +379,7 @@ public struct BundleArchive: TileArchive {
     // MARK: Index and payloads
 
     @inline(__always)
-    private func key(atEntry entry: Int) -> UInt64 {
+    func key(atEntry entry: Int) -> UInt64 {
         UInt64(littleEndian: bytes.buffer.loadUnaligned(fromByteOffset: keysOffset + 8 * entry, as: UInt64.self))
     }
 

@@ -403,13 +403,13 @@ public final class MBTilesArchive: TileArchive {
     }
 
     @inline(__always)
-    private func checkout() throws(TileArchiveError) -> MBTilesReader {
+    func checkout() throws(TileArchiveError) -> MBTilesReader {
         if let reader = idle.withLock({ $0.popLast() }) { return reader }
         return try makeReader()
     }
 
     @inline(__always)
-    private func checkin(_ reader: MBTilesReader) {
+    func checkin(_ reader: MBTilesReader) {
         let limit = options.maximumIdleConnections
         let surplus: MBTilesReader? = idle.withLock { readers in
             if readers.count < limit {

@@ -17,7 +17,7 @@ public struct PMTilesArchive: TileArchive {
     public let header: PMTilesHeader
     public let source: any ByteSource
 
-    private let root: [PMTilesFormat.Entry]
+    let root: [PMTilesFormat.Entry]
     private let leaves: LeafCache
     private let cachedMetadata = Locked<TileMetadata?>(nil)
     /// ``zoomLevels()``, a walk of every directory, made once (the archive does not change).
@@ -204,7 +204,7 @@ public struct PMTilesArchive: TileArchive {
         }
     }
 
-    private func leaf(_ entry: PMTilesFormat.Entry) throws(TileArchiveError) -> [PMTilesFormat.Entry] {
+    func leaf(_ entry: PMTilesFormat.Entry) throws(TileArchiveError) -> [PMTilesFormat.Entry] {
         if let cached = leaves.get(entry.offset) { return cached }
         let entries = try Self.readDirectory(
             source: source, header: header, offset: Int(header.leafOffset + entry.offset), length: Int(entry.length),

@@ -592,7 +592,7 @@ public final class PMTilesWriter {
     /// The root directory and the leaf directories (gzip-compressed), so that the header and the
     /// root fit in the first ``PMTilesFormat/initialFetchLength`` bytes: the root alone when it
     /// fits, else leaves of `n` entries each, `n` growing by a fifth until the root of leaves fits.
-    static func directories(_ entries: [PMTilesFormat.Entry]) -> (root: [UInt8], leaves: [UInt8], leafCount: Int) {
+    package static func directories(_ entries: [PMTilesFormat.Entry]) -> (root: [UInt8], leaves: [UInt8], leafCount: Int) {
         let budget = PMTilesFormat.initialFetchLength - PMTilesFormat.headerLength
         // Compressed only as far as the budget: a directory of many entries is given up on early.
         if let whole = PMTilesFormat.encodeDirectory(entries).withUnsafeBytes({ Gzip.compress($0, limit: budget) }) {

@@ -98,3 +98,39 @@ done:
     sqlite3_close_v2(db);
     return failed;
 }
+
+int64_t mbtiles_floor_sum_lengths(const char *uri, const int32_t *zoom, const int32_t *x0, const int32_t *x1, const int32_t *r0,
+                                  const int32_t *r1, int64_t n, int64_t *rows) {
+    sqlite3 *db = NULL;
+    sqlite3_stmt *s = NULL;
+    int64_t sum = 0, count = 0;
+    int flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_PRIVATECACHE;
+    if (sqlite3_open_v2(uri, &db, flags, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v3(db,
+                           "SELECT length(tile_data) FROM tiles WHERE zoom_level = ?1 AND tile_column BETWEEN ?2 AND ?3 "
+                           "AND tile_row BETWEEN ?4 AND ?5",
+                           -1, 0, &s, NULL) != SQLITE_OK) {
+        fprintf(stderr, "floor open: %s\n", sqlite3_errmsg(db));
+        sum = -1;
+        goto done;
+    }
+    for (int64_t i = 0; i < n && sum >= 0; i++) {
+        sqlite3_bind_int64(s, 1, zoom[i]);
+        sqlite3_bind_int64(s, 2, x0[i]);
+        sqlite3_bind_int64(s, 3, x1[i]);
+        sqlite3_bind_int64(s, 4, r0[i]);
+        sqlite3_bind_int64(s, 5, r1[i]);
+        int rc;
+        while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+            sum += sqlite3_column_int64(s, 0);
+            count++;
+        }
+        if (rc != SQLITE_DONE) sum = -1;
+        sqlite3_reset(s);
+    }
+done:
+    sqlite3_finalize(s);
+    sqlite3_close_v2(db);
+    *rows = count;
+    return sum;
+}

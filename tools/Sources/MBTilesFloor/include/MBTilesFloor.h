@@ -19,4 +19,11 @@ void mbtiles_floor_reader_close(mbtiles_floor_reader *reader);
 int mbtiles_floor_bulk_insert(const char *path, const int32_t *z, const int32_t *x, const int32_t *y,
                               const uint8_t *const *data, const int32_t *length, int64_t n, int64_t per_transaction);
 
+/// bench-plan's floor: opens `uri` read-only and steps `SELECT length(tile_data) FROM tiles WHERE
+/// zoom_level = ? AND tile_column BETWEEN ? AND ? AND tile_row BETWEEN ? AND ?` once per rectangle
+/// (columns x0...x1, TMS rows r0...r1). Returns the sum of the lengths (-1 on error) and stores the
+/// number of rows in `*rows`.
+int64_t mbtiles_floor_sum_lengths(const char *uri, const int32_t *zoom, const int32_t *x0, const int32_t *x1, const int32_t *r0,
+                                  const int32_t *r1, int64_t n, int64_t *rows);
+
 #endif

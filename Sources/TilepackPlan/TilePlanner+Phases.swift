@@ -1,0 +1,183 @@
+import Foundation
+import TilepackCore
+
+extension TilePlanner.State {
+    /// Groups of equal depth, shallowest first, each taken whole while it fits.
+    mutating func takeByDepth(limit: Int) {
+        if focus == nil {
+            // Depth is the zoom: a group is a level.
+            for level in sizes.levels.indices {
+                guard takeGroup(sizes.levels[level].keys.indices.map { (level, $0) }, limit: limit) else { return }
+            }
+            return
+        }
+        var all: [(depth: Double, level: Int, i: Int)] = []
+        all.reserveCapacity(taken.count)
+        for level in sizes.levels.indices {
+            for i in sizes.levels[level].keys.indices { all.append((depth(level: level, i: i), level, i)) }
+        }
+        all.sort { ($0.depth, $0.level) < ($1.depth, $1.level) }
+        var start = 0
+        while start < all.count {
+            var end = start + 1
+            while end < all.count, all[end].depth == all[start].depth { end += 1 }
+            guard takeGroup(all[start..<end].map { ($0.level, $0.i) }, limit: limit) else { return }
+            start = end
+        }
+    }
+
+    /// Takes the group's tiles whose parents are taken when all of them fit; false when they do not.
+    private mutating func takeGroup(_ group: [(level: Int, i: Int)], limit: Int) -> Bool {
+        let eligible = group.filter { parentTaken(level: $0.level, i: $0.i) }
+        var cost = 0
+        var seen = Set<UInt64>()
+        for tile in eligible {
+            let l = sizes.levels[tile.level]
+            let content = l.contents[tile.i]
+            let fresh = !shares || (!contents.contains(content) && seen.insert(content).inserted)
+            cost += model.marginal(length: l.lengths[tile.i], stored: l.stored[tile.i], newContent: fresh)
+        }
+        guard used + cost <= limit else { return false }
+        for tile in eligible { take(level: tile.level, i: tile.i) }
+        return true
+    }
+
+    /// The rest of the budget, tile by tile, to the untaken tiles whose parents are taken, most
+    /// detail per byte first; a taken tile's children join the candidates.
+    mutating func takeByDetailPerByte(limit: Int) {
+        func priority(_ level: Int, _ i: Int) -> Double {
+            Foundation.pow(4, -depth(level: level, i: i)) / Double(max(1, cost(level: level, i: i)))
+        }
+        // The first candidates sorted once (a million-tile area offers hundreds of thousands);
+        // the children of taken tiles, offered later, in a heap; the larger of the two heads next.
+        var first: [(priority: Double, item: Int)] = []
+        for level in sizes.levels.indices {
+            for i in sizes.levels[level].keys.indices where !taken[offsets[level] + i] && parentTaken(level: level, i: i) {
+                first.append((priority(level, i), offsets[level] + i))
+            }
+        }
+        first.sort { $0.priority > $1.priority }
+        var next = 0
+        var heap = PriorityHeap()
+        func offer(_ level: Int, _ i: Int) { heap.push(priority: priority(level, i), item: offsets[level] + i) }
+        while true {
+            let index: Int
+            if next < first.count, heap.top.map({ first[next].priority >= $0 }) ?? true {
+                index = first[next].item
+                next += 1
+            } else if let popped = heap.pop() {
+                index = popped
+            } else {
+                break
+            }
+            let (level, i) = locate(index)
+            guard !taken[index], used + cost(level: level, i: i) <= limit else { continue }
+            take(level: level, i: i)
+            guard level + 1 < sizes.levels.count else { continue }
+            let key = sizes.levels[level].keys[i]
+            let x = Int(key >> 32) * 2, y = Int(key & 0xFFFF_FFFF) * 2
+            for (cx, cy) in [(x, y), (x, y + 1), (x + 1, y), (x + 1, y + 1)] {
+                if let child = sizes.levels[level + 1].index(x: cx, y: cy) { offer(level + 1, child) }
+            }
+        }
+    }
+
+    /// The taken tiles as the size model sees them.
+    func plannedTiles() -> [PlannedTile] {
+        order.map { index in
+            let (level, i) = locate(index)
+            let l = sizes.levels[level]
+            let key = l.keys[i]
+            return PlannedTile(
+                zoom: l.zoom, x: Int(key >> 32), y: Int(key & 0xFFFF_FFFF), length: l.lengths[i], stored: l.stored[i], content: l.contents[i])
+        }
+    }
+
+    /// Gives back the last tiles taken (never a parent before its children) until the predicted
+    /// file fits `limit`.
+    mutating func giveBack(limit: Int) {
+        var tiles = plannedTiles()
+        var predicted = model.predict(tiles)
+        while predicted > limit, !order.isEmpty {
+            var over = predicted - limit
+            while over > 0, let last = order.popLast() {
+                taken[last] = false
+                let tile = tiles.removeLast()
+                over -= model.marginal(length: tile.length, stored: tile.stored, newContent: true)
+            }
+            predicted = model.predict(tiles)
+        }
+        predictedSize = predicted
+    }
+}
+
+extension TilePlanner.State {
+    /// The plan: per level what the area holds and what is taken, where, and the taken keys.
+    func plan(budget: Int) -> TilePlan {
+        var levels: [TilePlan.Level] = []
+        var chosen: [[UInt64]] = []
+        for (index, level) in sizes.levels.enumerated() {
+            var keys: [UInt64] = []
+            var bytes = 0
+            var (west, east, north, south) = (Int.max, Int.min, Int.max, Int.min)
+            for i in level.keys.indices where taken[offsets[index] + i] {
+                let key = level.keys[i]
+                keys.append(key)
+                bytes += level.lengths[i]
+                let x = Int(key >> 32), y = Int(key & 0xFFFF_FFFF)
+                (west, east, north, south) = (min(west, x), max(east, x), min(north, y), max(south, y))
+            }
+            var extent: [Double]?
+            if !keys.isEmpty {
+                let northWest = TileCoordinate(uncheckedZoom: level.zoom, x: west, y: north).boundingBox
+                let southEast = TileCoordinate(uncheckedZoom: level.zoom, x: east, y: south).boundingBox
+                extent = [northWest.west, southEast.south, southEast.east, northWest.north]
+            }
+            levels.append(
+                TilePlan.Level(
+                    zoom: level.zoom, available: level.count, availableBytes: level.bytes, taken: keys.count, takenBytes: bytes,
+                    extent: extent))
+            chosen.append(keys)
+        }
+        var plan = TilePlan(budget: budget, format: model.format, levels: levels, chosen: chosen, lowestZoom: sizes.zooms.lowerBound)
+        plan.predictedSize = predictedSize
+        return plan
+    }
+}
+
+/// A binary max-heap of indices by priority.
+struct PriorityHeap {
+    private var items: [(priority: Double, item: Int)] = []
+
+    /// The largest priority, or `nil` when empty.
+    var top: Double? { items.first?.priority }
+
+    mutating func push(priority: Double, item: Int) {
+        items.append((priority, item))
+        var child = items.count - 1
+        while child > 0 {
+            let parent = (child - 1) / 2
+            guard items[parent].priority < items[child].priority else { break }
+            items.swapAt(parent, child)
+            child = parent
+        }
+    }
+
+    mutating func pop() -> Int? {
+        guard !items.isEmpty else { return nil }
+        let top = items[0].item
+        let last = items.removeLast()
+        guard !items.isEmpty else { return top }
+        items[0] = last
+        var parent = 0
+        while true {
+            let left = 2 * parent + 1, right = left + 1
+            var largest = parent
+            if left < items.count, items[left].priority > items[largest].priority { largest = left }
+            if right < items.count, items[right].priority > items[largest].priority { largest = right }
+            guard largest != parent else { return top }
+            items.swapAt(parent, largest)
+            parent = largest
+        }
+    }
+}

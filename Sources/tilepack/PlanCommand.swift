@@ -1,0 +1,167 @@
+import ArgumentParser
+import Foundation
+import TilepackCore
+import TilepackOperations
+import TilepackPlan
+import TilepackPrefetch
+
+/// `--budget 500MB`: bytes, with kB/MB/GB (powers of 1000) or KiB/MiB/GiB (powers of 1024).
+struct ByteCountArgument: CheckedArgument {
+    var bytes: Int
+
+    static let units: [(String, Double)] = [
+        ("KiB", 1024), ("MiB", 1_048_576), ("GiB", 1_073_741_824), ("TiB", 1_099_511_627_776),
+        ("kB", 1e3), ("KB", 1e3), ("MB", 1e6), ("GB", 1e9), ("TB", 1e12), ("B", 1),
+    ]
+
+    static func parse(_ text: String) throws(ArgumentValueError) -> ByteCountArgument {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        var number = Substring(trimmed), scale = 1.0
+        for (unit, factor) in units where trimmed.hasSuffix(unit) {
+            number = trimmed.dropLast(unit.count)
+            scale = factor
+            break
+        }
+        guard let value = Double(number.trimmingCharacters(in: .whitespaces)), value.isFinite, value > 0, value * scale < 9e18 else {
+            throw ArgumentValueError("'\(text)' is not a size: a number of bytes, or with kB, MB, GB (10^3, 10^6, 10^9) or KiB, MiB, GiB (2^10, 2^20, 2^30)")
+        }
+        return ByteCountArgument(bytes: Int((value * scale).rounded(.down)))
+    }
+}
+
+/// `--budget` and the focus: what `plan` and `extract --budget` share.
+struct BudgetOptions: ParsableArguments {
+    @Option(
+        help: ArgumentHelp(
+            "The most bytes the output file may have: 500MB (10^6), 2GiB (2^30), or bytes; the deepest zooms that fit are chosen.",
+            valueName: "size"),
+        transform: ByteCountArgument.parse)
+    var budget: ByteCountArgument?
+
+    @Option(help: ArgumentHelp("With --budget: prefer detail near this point (lon,lat).", valueName: "lon,lat"), transform: CoordinateArgument.parse)
+    var focus: CoordinateArgument?
+
+    @Option(name: .customLong("focus-route"), help: "With --budget: prefer detail along this route (GeoJSON LineString or GPX).")
+    var focusRoute: String?
+
+    @Option(name: .customLong("focus-radius"), help: "With --focus or --focus-route: metres within which detail counts in full (default 2000).")
+    var focusRadius: Double = 2000
+
+    func validate() throws {
+        if focus != nil && focusRoute != nil { throw ValidationError("give --focus or --focus-route, not both") }
+        if budget == nil && (focus != nil || focusRoute != nil) { throw ValidationError("--focus and --focus-route go with --budget") }
+        if !(focusRadius > 0 && focusRadius.isFinite) { throw ValidationError("--focus-radius must be above 0 metres") }
+    }
+
+    func planFocus() throws -> PlanFocus? {
+        if let focus { return try PlanFocus(points: [focus.coordinate], radius: focusRadius) }
+        if let focusRoute { return try PlanFocus(points: try RouteFile.read(path: focusRoute), radius: focusRadius) }
+        return nil
+    }
+}
+
+/// `--route FILE --radius M`: a route's corridor as `plan` and `extract --budget` take it (`fetch`
+/// spells it the same: SharedHelp).
+struct RouteOptions: ParsableArguments {
+    @Option(help: "\(SharedHelp.route)")
+    var route: String?
+
+    @Option(help: "\(SharedHelp.radius).")
+    var radius: Double?
+
+    func validate() throws {
+        if route != nil && radius == nil { throw ValidationError("--route needs --radius METRES") }
+        if route == nil && radius != nil { throw ValidationError("--radius goes with --route") }
+        if let radius, !(radius > 0 && radius.isFinite) { throw ValidationError("--radius must be above 0 metres") }
+    }
+
+    /// The area of `area`'s box or region, or of the route's corridor.
+    func planArea(_ area: AreaOptions) throws -> PlanArea {
+        if let box = area.bbox?.box { return .boundingBox(box) }
+        if let region = area.region?.region { return .region(region) }
+        if let route, let radius { return .route(try RouteFile.read(path: route), radius: radius) }
+        throw CommandFailure("give exactly one of --bbox, --region and --route")
+    }
+}
+
+struct PlanCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "plan",
+        abstract: "Choose the deepest zooms of an area that fit a byte budget, reading only the archive's index.",
+        discussion: """
+            Every tile of the area at the lowest zoom is taken, then whole deeper zooms while they fit, then \
+            the tiles that add the most detail per byte, never a tile without its parent; with --focus or \
+            --focus-route detail falls off with distance (Specs/plan.md). The sizes are the archive's own \
+            (MBTiles length(tile_data), PMTiles directories, a bundle's index), so the plan's tile bytes are \
+            what `extract --budget` writes, and the output's size is predicted for its format.
+            """)
+
+    @Argument(help: "The archive to plan from (local, http(s):// or s3://).")
+    var source: String
+
+    @OptionGroup var area: AreaOptions
+
+    @OptionGroup var corridor: RouteOptions
+
+    @Option(name: .customLong("min-zoom"), help: "\(SharedHelp.minZoom) to plan (default: the archive's lowest).")
+    var minZoom: Int?
+
+    @Option(name: .customLong("max-zoom"), help: "\(SharedHelp.maxZoom) to plan (default: the archive's deepest).")
+    var maxZoom: Int?
+
+    @OptionGroup var budgetOptions: BudgetOptions
+
+    @Option(name: .customLong("output-format"), help: "The format the budget is for: mbtiles, pmtiles or tilepack (default mbtiles).")
+    var outputFormat: String = "mbtiles"
+
+    @OptionGroup var outputOptions: OutputOptions
+
+    func validate() throws {
+        try checkZooms(minZoom: minZoom, maxZoom: maxZoom)
+        if budgetOptions.budget == nil { throw ValidationError("give the budget: --budget 500MB") }
+        if [area.bbox != nil, area.region != nil, corridor.route != nil].filter({ $0 }).count != 1 {
+            throw ValidationError("give exactly one of --bbox, --region and --route")
+        }
+        if PlanOutputFormat(path: "." + outputFormat) == nil { throw ValidationError("--output-format is mbtiles, pmtiles or tilepack") }
+    }
+
+    func run() throws {
+        let request = PlanRequest(
+            area: try corridor.planArea(area), minZoom: minZoom, maxZoom: maxZoom, budget: budgetOptions.budget!.bytes,
+            format: PlanOutputFormat(path: "." + outputFormat)!, focus: try budgetOptions.planFocus())
+        let plan = try ArchivePlanning.plan(source: source, request: request)
+        if outputOptions.json {
+            try printJSON(plan)
+        } else {
+            print(PlanTable.text(plan))
+        }
+    }
+}
+
+/// The plan as the table `tilepack plan` prints.
+enum PlanTable {
+    static func text(_ plan: TilePlan) -> String {
+        var lines = ["zoom  tiles taken/available    bytes taken/available  where (west,south,east,north)"]
+        for level in plan.levels {
+            let share = "\(level.taken)/\(level.available)".padding(toLength: 22, withPad: " ", startingAt: 0)
+            let bytes = "\(FetchCommand.bytes(level.takenBytes))/\(FetchCommand.bytes(level.availableBytes))"
+                .padding(toLength: 22, withPad: " ", startingAt: 0)
+            let place = level.extent.map { $0.map { String(format: "%.4f", $0) }.joined(separator: ",") } ?? "-"
+            lines.append("\(String(level.zoom).padding(toLength: 6, withPad: " ", startingAt: 0))\(share)  \(bytes) \(place)")
+        }
+        let margin = plan.exact ? "exact tile sizes" : "± \(FetchCommand.bytes(plan.margin))"
+        lines.append(
+            "\(plan.tiles) tiles, \(FetchCommand.bytes(plan.tileBytes)) of tiles; the \(plan.format.rawValue) file about \(FetchCommand.bytes(plan.predictedSize)) (\(margin)) against a budget of \(FetchCommand.bytes(plan.budget))"
+        )
+        let complete = plan.completeZoom.map { "every tile to zoom \($0)" } ?? "not every tile of the lowest zoom"
+        lines.append("\(complete), the deepest tiles at zoom \(plan.deepestZoom.map(String.init) ?? "-")")
+        let left = plan.levels.filter { $0.taken < $0.available }
+        if !left.isEmpty {
+            lines.append(
+                "did not fit: "
+                    + left.map { "zoom \($0.zoom): \($0.available - $0.taken) tiles (\(FetchCommand.bytes($0.availableBytes - $0.takenBytes)))" }
+                    .joined(separator: ", "))
+        }
+        return lines.joined(separator: "\n")
+    }
+}
