@@ -20,6 +20,15 @@ public final class URLSessionTransport: PlatformHTTPTransport {
     /// Exchanges beyond a host's connections wait here, not in URLSession, where their deadline
     /// would run while they wait (``HostLine``).
     private let line: Locked<HostLine<Exchange>>
+    /// The serial queue the session's callbacks and the exchanges' deadlines run on. A queue of
+    /// the transport's own rather than Dispatch's global queue, which an `OperationQueue` uses
+    /// by default: the global queue runs as many threads as the machine has cores and adds one a
+    /// second when they block, so an app (or a test) whose work blocks those threads (a pipe
+    /// read, a semaphore) would hold every answer and every deadline with them. Measured on
+    /// 2 cores with 8 global threads blocked: a loopback answer took 6 s through the global
+    /// queue, 0.2 s through this one. It is owned here: `OperationQueue.underlyingQueue` does
+    /// not keep it alive.
+    private let callbacks = DispatchQueue(label: "tilepack-http.callbacks")
 
     /// - Parameter maximumConnectionsPerHost: `URLSession`'s limit on parallel connections to one
     ///   host. More exchanges wait their turn in the transport, first come first served, and an
@@ -35,6 +44,7 @@ public final class URLSessionTransport: PlatformHTTPTransport {
         let queue = OperationQueue()
         queue.maxConcurrentOperationCount = 1
         queue.name = "tilepack-http"
+        queue.underlyingQueue = callbacks
         session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: queue)
         // A host that answers over HTTP/2 or 3 takes many exchanges per connection (where the
         // platform reports the protocol in its metrics: Apple's does, FoundationNetworking's not).
@@ -89,7 +99,7 @@ public final class URLSessionTransport: PlatformHTTPTransport {
             return
         }
         task.resume()
-        exchange.armDeadline { task.cancel() }
+        exchange.armDeadline(on: callbacks) { task.cancel() }
     }
 
     /// Gives an ended exchange's place, if it had one, to the next in line (``HostLine`` gives
@@ -151,8 +161,9 @@ private final class Exchange: @unchecked Sendable {
         if let early { continuation.resume(returning: early) }
     }
 
-    /// Cancels the task when the whole exchange has taken longer than the timeout.
-    func armDeadline(cancel: @escaping @Sendable () -> Void) {
+    /// Cancels the task when the whole exchange has taken longer than the timeout; the timer
+    /// runs on `queue` (the transport's own, not the global queue: see `callbacks`).
+    func armDeadline(on queue: DispatchQueue, cancel: @escaping @Sendable () -> Void) {
         let item = DispatchWorkItem { [self] in
             if finish(.timedOut(timeout)) { cancel() }
         }
@@ -161,7 +172,7 @@ private final class Exchange: @unchecked Sendable {
             deadline = item
             return true
         }
-        if armed { DispatchQueue.global().asyncAfter(deadline: .now() + HTTPClient.seconds(timeout), execute: item) }
+        if armed { queue.asyncAfter(deadline: .now() + HTTPClient.seconds(timeout), execute: item) }
     }
 
     /// Ends the exchange with `fault` (`nil`: completed) and resumes the waiting task, once;

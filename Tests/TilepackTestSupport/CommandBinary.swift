@@ -60,13 +60,17 @@ extension TestSupport {
         try process.run()
         let outData = Locked(Data()), errData = Locked(Data())
         let group = DispatchGroup()
+        // Each pipe is read to its end on a thread of its own, not on Dispatch's global queue:
+        // a read blocks for the whole command, and the global queue runs as many threads as
+        // the machine has cores, adding one a second when they block, so commands running
+        // beside each other held every other test's global work (seen as 30 s stalls at a load of 7).
         for (pipe, sink) in [(output, outData), (errors, errData)] {
             group.enter()
-            DispatchQueue.global().async {
+            Thread {
                 let data = pipe.fileHandleForReading.readDataToEndOfFile()
                 sink.withLock { $0 = data }
                 group.leave()
-            }
+            }.start()
         }
         let deadline = Date().addingTimeInterval(timeout)
         var peak: Int?

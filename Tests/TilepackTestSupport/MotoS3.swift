@@ -69,7 +69,9 @@ public final class MotoS3: @unchecked Sendable {
         let line = Locked<Data?>(nil)
         let done = DispatchSemaphore(value: 0)
         let reader = output.fileHandleForReading
-        DispatchQueue.global().async {
+        // On a thread of its own, not the global queue, which its blocking reads would hold
+        // from the other tests (see `CommandBinary.runWaiting`).
+        Thread {
             var data = Data()
             while !data.contains(10) {
                 let chunk = reader.availableData
@@ -78,7 +80,7 @@ public final class MotoS3: @unchecked Sendable {
             }
             line.withLock { $0 = data }
             done.signal()
-        }
+        }.start()
         guard done.wait(timeout: .now() + 90) == .success, let data = line.withLock({ $0 }),
             let keys = try? JSONDecoder().decode(Keys.self, from: data.prefix { $0 != 10 })
         else {

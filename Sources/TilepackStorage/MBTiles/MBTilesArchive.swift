@@ -1,4 +1,3 @@
-internal import CTilepackSQLite
 import Foundation
 import TilepackCore
 
