@@ -1,31 +1,33 @@
 #!/usr/bin/env bash
-# tilepack serve against nginx on the same tiles (issue 16), with wrk: random tiles of a few
-# thousand, 32 connections, release builds, in one run. Contenders alternate round by round;
-# each figure is printed with nginx's of the same round as a ratio, then the medians.
-#   bash tools/bench-serve.sh            (ROUNDS=3 DURATION=10 CONNECTIONS=32 to change)
-# Needs nginx (Debian nginx-light) and wrk. Goals: bundle >= 0.7x nginx's requests/s, MBTiles
-# >= 0.5x, p99 latency <= 3x nginx's, memory flat under load.
+# tilepack serve against nginx on the same tiles (issues 16 and 47), with wrk: random tiles of
+# zooms 0-8 (87,381 tiles, 190 MB: three times the server's 64 MiB tile cache), 32 connections,
+# release builds, in one run, from a bundle, an MBTiles file and a PMTiles. Contenders alternate
+# round by round; each figure is printed with nginx's of the same round as a ratio, then the medians.
+#   bash tools/bench-serve.sh            (ROUNDS=3 DURATION=10 CONNECTIONS=32 MAXZOOM=8 to change)
+# Needs nginx (Debian nginx-light) and wrk. Goals: each archive >= 1.0x nginx's requests/s, p99
+# latency <= 1.2x nginx's (issue 47: MBTiles was at 0.80x), memory flat under load.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-rounds="${ROUNDS:-3}"; duration="${DURATION:-10}"; connections="${CONNECTIONS:-32}"
+rounds="${ROUNDS:-3}"; duration="${DURATION:-10}"; connections="${CONNECTIONS:-32}"; maxzoom="${MAXZOOM:-8}"
 for tool in nginx wrk python3; do command -v "$tool" >/dev/null || { echo "bench-serve needs $tool"; exit 1; }; done
 work="$(mktemp -d /tmp/bench-serve.XXXXXX)"; chmod 755 "$work"
 echo "machine: $(nproc) cores; load before: $(uptime | sed 's/.*load average: //')"
 
 swift build -c release --package-path server --product tilepack-serve >/dev/null
-swift build -c release --product tilepack >/dev/null
-bin="$(swift build -c release --show-bin-path)"
 serve_bin="$(swift build -c release --package-path server --show-bin-path)"
 
 source tools/bench-lib.sh
-make_bench_tree "$work/tree"
+# Only makes the archives (TILEPACK_BIN: a release build made elsewhere).
+bin="$(dirname "$(release_tilepack)")"
+make_bench_tree "$work/tree" "$maxzoom"
 "$bin/tilepack" import "$work/tree" "$work/tiles.tilepack" --force --quiet >/dev/null
 "$bin/tilepack" import "$work/tree" "$work/tiles_mb.mbtiles" --force --quiet >/dev/null
+"$bin/tilepack" import "$work/tree" "$work/tiles_pm.pmtiles" --force --quiet >/dev/null
 "$bin/tilepack" export "$work/tiles.tilepack" "$work/static" >/dev/null
 chmod -R a+rX "$work"
 (cd "$work/tree" && find . -name '*.png' | sed 's/^\.//') | python3 -c 'import random,sys; l=sys.stdin.read().split(); random.Random(7).shuffle(l); print("\n".join(l))' > "$work/paths.txt"
 echo "servers: nginx with worker_processes auto ($(nproc) workers: more do not help it), tilepack-serve with its default $((2 * $(nproc))) event loops (--threads)"
-echo "tiles: $(wc -l < "$work/paths.txt"), $(du -sh "$work/static" | cut -f1) as files, bundle $(du -h "$work/tiles.tilepack" | cut -f1), MBTiles $(du -h "$work/tiles_mb.mbtiles" | cut -f1)"
+echo "tiles: $(wc -l < "$work/paths.txt"), $(du -sh "$work/static" | cut -f1) as files, bundle $(du -h "$work/tiles.tilepack" | cut -f1), MBTiles $(du -h "$work/tiles_mb.mbtiles" | cut -f1), PMTiles $(du -h "$work/tiles_pm.pmtiles" | cut -f1)"
 
 cat > "$work/random.lua" <<'LUA'
 local paths = {}
@@ -58,7 +60,7 @@ http {
 NGINX
 nginx -c "$work/nginx.conf" -p "$work" &
 nginx_pid=$!
-"$serve_bin/tilepack-serve" --port 0 "$work/tiles.tilepack" "$work/tiles_mb.mbtiles" > "$work/serve.out" 2> "$work/serve.err" &
+"$serve_bin/tilepack-serve" --port 0 "$work/tiles.tilepack" "$work/tiles_mb.mbtiles" "$work/tiles_pm.pmtiles" > "$work/serve.out" 2> "$work/serve.err" &
 serve_pid=$!
 trap 'kill $nginx_pid $serve_pid 2>/dev/null || true' EXIT
 for _ in $(seq 100); do [ -s "$work/serve.out" ] && break; sleep 0.1; done
@@ -67,7 +69,9 @@ serve_base="${serve_base%/}"
 sleep 0.5
 curl -sf -o /dev/null "http://127.0.0.1:$port/0/0/0.png" || { echo "nginx did not start"; cat "$work/nginx-error.log"; exit 1; }
 curl -sf -o /dev/null "$serve_base/tiles/0/0/0.png" || { echo "tilepack-serve did not start"; cat "$work/serve.err"; exit 1; }
-cmp <(curl -s "http://127.0.0.1:$port/6/33/20.png") <(curl -s "$serve_base/tiles/6/33/20.png") || { echo "nginx and tilepack serve differ"; exit 1; }
+for name in tiles tiles_mb tiles_pm; do
+  cmp <(curl -s "http://127.0.0.1:$port/6/33/20.png") <(curl -s "$serve_base/$name/6/33/20.png") || { echo "nginx and tilepack serve ($name) differ"; exit 1; }
+done
 rss() { awk '/VmRSS/ {print $2}' "/proc/$serve_pid/status"; }
 
 # CPU time (user + system, clock ticks) of the given processes.
@@ -92,9 +96,10 @@ for r in $(seq "$rounds"); do
   printf "%-6s %-8s %12.0f %9.2f %10s %8s %12.1f %8s\n" "$r" nginx "$n_rps" "$n_p99" "1.00x" "1.00x" "$n_cpu" "1.00x"
   all[nginx]+="$n_rps,$n_p99 "
   all[nginx_cpu]+="$n_cpu "
-  for contender in bundle mbtiles; do
-    # Both archives hold the same tiles: the bundle is served as "tiles", the MBTiles file as "tiles_mb".
-    prefix="/tiles"; [ "$contender" = mbtiles ] && prefix="/tiles_mb"
+  for contender in bundle mbtiles pmtiles; do
+    # The archives hold the same tiles: the bundle is served as "tiles", the MBTiles file as
+    # "tiles_mb", the PMTiles as "tiles_pm".
+    prefix="/tiles"; [ "$contender" = mbtiles ] && prefix="/tiles_mb"; [ "$contender" = pmtiles ] && prefix="/tiles_pm"
     read -r rps p99 cpu <<< "$(run "$contender" "$prefix" "$serve_base" "$serve_pid")"
     printf "%-6s %-8s %12.0f %9.2f %9.2fx %7.2fx %12.1f %7.2fx\n" "$r" "$contender" "$rps" "$p99" "$(echo "$rps / $n_rps" | bc -l)" \
       "$(echo "$p99 / $n_p99" | bc -l)" "$cpu" "$(echo "$cpu / $n_cpu" | bc -l)"
@@ -107,7 +112,7 @@ done
 echo "medians over $rounds rounds ($duration s each, $connections connections, wrk -t2):"
 n_rps="$(for v in ${all[nginx]}; do echo "${v%,*}"; done | median)"; n_p99="$(for v in ${all[nginx]}; do echo "${v#*,}"; done | median)"
 printf "  %-8s %10.0f requests/s   p99 %7.2f ms\n" nginx "$n_rps" "$n_p99"
-for contender in bundle mbtiles; do
+for contender in bundle mbtiles pmtiles; do
   rps="$(for v in ${all[$contender]}; do echo "${v%,*}"; done | median)"; p99="$(for v in ${all[$contender]}; do echo "${v#*,}"; done | median)"
   printf "  %-8s %10.0f requests/s   p99 %7.2f ms   %.2fx nginx's requests/s, %.2fx its p99\n" "$contender" "$rps" "$p99" \
     "$(echo "$rps / $n_rps" | bc -l)" "$(echo "$p99 / $n_p99" | bc -l)"

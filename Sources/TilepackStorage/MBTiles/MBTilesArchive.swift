@@ -23,16 +23,26 @@ public struct MBTilesOpenOptions: Hashable, Sendable {
     /// `nil` = the default, 10^9 + 64 per byte of the file (a legitimate query runs far fewer:
     /// a few instructions per byte). Applies only with a `stepTimeLimit`.
     public var workLimit: Int?
+    /// Whether a pooled connection keeps its read transaction from one read to the next, until
+    /// ``MBTilesArchive/endReadTransactions()`` (`false`: each read is a transaction of its own).
+    /// A read transaction of a file that may be written costs SQLite's lock and change checks
+    /// (a look for a journal and for a WAL, an `fstat`, a `pread` of the change counter, a lock
+    /// and an unlock): kept, they are paid once a period, not once a tile. Another process still
+    /// reads the file (the lock is a shared one), and a writer waits for the next call of
+    /// ``MBTilesArchive/endReadTransactions()``; reads see its change from then on. No effect on
+    /// an `immutable` file, which takes no locks.
+    public var keepsReadTransactions: Bool
 
     public init(
         immutable: Bool = false, maximumIdleConnections: Int = max(4, ProcessInfo.processInfo.activeProcessorCount),
-        stepTimeLimit: Double? = 60, memoryMapSize: Int? = nil, workLimit: Int? = nil
+        stepTimeLimit: Double? = 60, memoryMapSize: Int? = nil, workLimit: Int? = nil, keepsReadTransactions: Bool = false
     ) {
         self.immutable = immutable
         self.maximumIdleConnections = max(1, maximumIdleConnections)
         self.stepTimeLimit = stepTimeLimit
         self.memoryMapSize = memoryMapSize
         self.workLimit = workLimit
+        self.keepsReadTransactions = keepsReadTransactions
     }
 
     /// The default work limit for a file of `fileSize` bytes.
@@ -70,7 +80,10 @@ public final class MBTilesArchive: TileArchive {
     public let workLimit: Int
 
     private let uri: String
-    private let idle: Locked<[MBTilesReader]>
+    private let pool: Locked<ReaderPool>
+    /// Whether readers keep their read transactions (``MBTilesOpenOptions/keepsReadTransactions``
+    /// on a file that is not immutable).
+    private let keepsTransactions: Bool
 
     /// The `metadata` row by which tilepack's writers mark a file they have not finished: a
     /// temporary file left by a killed import is refused, never read as an archive.
@@ -121,9 +134,10 @@ public final class MBTilesArchive: TileArchive {
                     ))
             }
         }
+        keepsTransactions = options.keepsReadTransactions && !immutable
         let reader = try MBTilesReader(connection: connection, memoryMapSize: options.effectiveMemoryMapSize)
         self.content = try Self.detectContent(reader: reader, schema: schema)
-        self.idle = Locked([reader])
+        self.pool = Locked(ReaderPool(idle: [reader]))
     }
 
     // MARK: TileArchive
@@ -404,21 +418,72 @@ public final class MBTilesArchive: TileArchive {
 
     @inline(__always)
     func checkout() throws(TileArchiveError) -> MBTilesReader {
-        if let reader = idle.withLock({ $0.popLast() }) { return reader }
-        return try makeReader()
+        guard keepsTransactions else {
+            if let reader = pool.withLock({ $0.idle.popLast() }) { return reader }
+            return try makeReader()
+        }
+        let (popped, keep) = pool.withLock { pool in (pool.idle.popLast(), !pool.draining) }
+        let reader: MBTilesReader
+        if let popped { reader = popped } else { reader = try makeReader() }
+        if keep, !reader.inTransaction {
+            do throws(TileArchiveError) {
+                try reader.beginTransaction()
+            } catch {
+                checkin(reader)
+                throw error
+            }
+            pool.withLock { $0.kept += 1 }
+        }
+        return reader
     }
 
     @inline(__always)
     func checkin(_ reader: MBTilesReader) {
+        // One lock a read: a lock the event loops share is where one waits for another.
         let limit = options.maximumIdleConnections
-        let surplus: MBTilesReader? = idle.withLock { readers in
-            if readers.count < limit {
-                readers.append(reader)
-                return nil
-            }
-            return reader
+        var pushed = pool.withLock { pool in
+            guard !(pool.draining && reader.inTransaction), pool.idle.count < limit else { return false }
+            pool.idle.append(reader)
+            return true
         }
-        _ = surplus  // closed here, outside the lock
+        guard !pushed else { return }
+        if reader.inTransaction { end([reader]) }
+        pushed = pool.withLock { pool in
+            guard pool.idle.count < limit else { return false }
+            pool.idle.append(reader)
+            return true
+        }
+        _ = pushed  // a surplus connection is closed here, outside the lock
+    }
+
+    /// Ends the read transactions the pooled connections keep (``MBTilesOpenOptions/keepsReadTransactions``):
+    /// those of idle connections now, those of connections in use when they are handed back; until
+    /// then no connection begins another, so that the process holds no lock on the file for a
+    /// moment and a writer waiting for one gets it. Reads see what changed in the file from then
+    /// on. Call it periodically (the server calls it at every look for a replaced file).
+    public func endReadTransactions() {
+        guard keepsTransactions else { return }
+        let idle = pool.withLock { pool in
+            let (kept, others) = (pool.idle.filter(\.inTransaction), pool.idle.filter { !$0.inTransaction })
+            pool.idle = others
+            pool.draining = pool.kept > 0
+            return kept
+        }
+        end(idle)
+        pool.withLock { $0.idle.append(contentsOf: idle) }
+    }
+
+    /// Ends the kept transactions of `readers` (none in the pool while this runs).
+    private func end(_ readers: [MBTilesReader]) {
+        guard !readers.isEmpty else { return }
+        for reader in readers { reader.endTransaction() }
+        pool.withLock { pool in
+            pool.kept -= readers.count
+            if pool.kept <= 0 {
+                pool.kept = 0
+                pool.draining = false
+            }
+        }
     }
 
     private func withReader<R>(_ body: (MBTilesReader) throws(TileArchiveError) -> R) throws(TileArchiveError) -> R {
@@ -495,24 +560,5 @@ public final class MBTilesArchive: TileArchive {
         let statement = try reader.connection.prepare("SELECT tile_data FROM tiles WHERE tile_data IS NOT NULL LIMIT 1")
         guard try statement.step(), let bytes = statement.bytes(0) else { return nil }
         return TileFormat.sniff(bytes)
-    }
-}
-
-/// One pooled read connection with its prepared point-lookup statements.
-///
-/// `@unchecked Sendable`: a reader moves between threads only through the archive's pool and is
-/// used by exactly one thread while checked out.
-final class MBTilesReader: @unchecked Sendable {
-    let connection: SQLiteConnection
-    let lookup: SQLiteStatement
-    let exists: SQLiteStatement
-
-    init(connection: SQLiteConnection, memoryMapSize: Int) throws(TileArchiveError) {
-        self.connection = connection
-        if memoryMapSize > 0 { try connection.execute("PRAGMA mmap_size = \(memoryMapSize)") }
-        lookup = try connection.prepare(
-            "SELECT tile_data FROM tiles WHERE zoom_level = ?1 AND tile_column = ?2 AND tile_row = ?3 LIMIT 1")
-        exists = try connection.prepare(
-            "SELECT 1 FROM tiles WHERE zoom_level = ?1 AND tile_column = ?2 AND tile_row = ?3 LIMIT 1")
     }
 }

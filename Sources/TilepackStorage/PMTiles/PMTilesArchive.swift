@@ -17,8 +17,10 @@ public struct PMTilesArchive: TileArchive {
     public let header: PMTilesHeader
     public let source: any ByteSource
 
-    let root: [PMTilesFormat.Entry]
+    let root: PMTilesDirectory
     private let leaves: LeafCache
+    /// `source` when it is a local file: read without a call through the protocol.
+    private let file: FileByteSource?
     private let cachedMetadata = Locked<TileMetadata?>(nil)
     /// ``zoomLevels()``, a walk of every directory, made once (the archive does not change).
     private let cachedZoomLevels = Locked<[ZoomLevelSummary]?>(nil)
@@ -96,8 +98,9 @@ public struct PMTilesArchive: TileArchive {
         let root = try Self.readDirectory(
             source: source, header: header, offset: Int(header.rootOffset), length: Int(header.rootLength), what: "the root directory")
         self.source = source
+        self.file = source as? FileByteSource
         self.header = header
-        self.root = root
+        self.root = PMTilesDirectory(root)
         self.leaves = LeafCache()
         if let format = header.tileType.tileFormat {
             content = .encoded(format)
@@ -185,32 +188,14 @@ public struct PMTilesArchive: TileArchive {
 
     // MARK: Directories
 
-    /// Leaf directories read so far, by offset; cleared when it holds too many entries in all.
-    final class LeafCache: Sendable {
-        private let state = Locked<(leaves: [UInt64: [PMTilesFormat.Entry]], entries: Int)>(([:], 0))
-        static let maximumEntries = 1 << 20
-
-        func get(_ offset: UInt64) -> [PMTilesFormat.Entry]? { state.withLock { $0.leaves[offset] } }
-
-        func put(_ offset: UInt64, _ entries: [PMTilesFormat.Entry]) {
-            state.withLock { state in
-                if state.entries + entries.count > Self.maximumEntries {
-                    state.leaves.removeAll()
-                    state.entries = 0
-                }
-                state.leaves[offset] = entries
-                state.entries += entries.count
-            }
-        }
-    }
-
-    func leaf(_ entry: PMTilesFormat.Entry) throws(TileArchiveError) -> [PMTilesFormat.Entry] {
+    func leaf(_ entry: PMTilesFormat.Entry) throws(TileArchiveError) -> PMTilesDirectory {
         if let cached = leaves.get(entry.offset) { return cached }
-        let entries = try Self.readDirectory(
-            source: source, header: header, offset: Int(header.leafOffset + entry.offset), length: Int(entry.length),
-            what: "the leaf directory at offset \(entry.offset)")
-        leaves.put(entry.offset, entries)
-        return entries
+        let leaf = PMTilesDirectory(
+            try Self.readDirectory(
+                source: source, header: header, offset: Int(header.leafOffset + entry.offset), length: Int(entry.length),
+                what: "the leaf directory at offset \(entry.offset)"))
+        leaves.put(entry.offset, leaf)
+        return leaf
     }
 
     /// Where the tile's bytes are in the tile data section, or `nil` when it is not there.
@@ -221,7 +206,7 @@ public struct PMTilesArchive: TileArchive {
     func location(ofID id: UInt64) throws(TileArchiveError) -> (offset: UInt64, length: Int)? {
         var directory = root
         for _ in 0..<PMTilesFormat.maximumDirectoryDepth {
-            guard let index = PMTilesFormat.lastEntry(atMost: id, in: directory) else { return nil }
+            guard let index = directory.lastEntry(atMost: id) else { return nil }
             let entry = directory[index]
             if entry.runLength > 0 {
                 return id - entry.tileID < UInt64(entry.runLength) ? (entry.offset, Int(entry.length)) : nil
@@ -240,12 +225,13 @@ public struct PMTilesArchive: TileArchive {
         var addressed: UInt64 = 0
         let lowest = min(Int(header.minZoom), TileCoordinate.maximumZoom), highest = min(Int(header.maxZoom), TileCoordinate.maximumZoom)
         let zoomIDs = PMTilesFormat.firstID(ofZoom: lowest)..<PMTilesFormat.firstID(ofZoom: highest + 1)
-        func walk(_ entries: [PMTilesFormat.Entry], depth: Int, end: UInt64) throws {
+        func walk(_ directory: PMTilesDirectory, depth: Int, end: UInt64) throws {
             guard depth < PMTilesFormat.maximumDirectoryDepth else {
                 throw TileArchiveError(
                     path: path, fault: .corrupt("directories nest deeper than \(PMTilesFormat.maximumDirectoryDepth) levels"))
             }
-            for (i, entry) in entries.enumerated() {
+            for i in 0..<directory.count {
+                let entry = directory[i]
                 guard entry.tileID >= next, entry.tileID < end else {
                     throw TileArchiveError(
                         path: path,
@@ -270,7 +256,7 @@ public struct PMTilesArchive: TileArchive {
                     try body(entry)
                     next = end
                 } else {
-                    let leafEnd = i + 1 < entries.count ? entries[i + 1].tileID : end
+                    let leafEnd = i + 1 < directory.count ? directory[i + 1].tileID : end
                     try walk(try leaf(entry), depth: depth + 1, end: leafEnd)
                 }
             }
@@ -298,7 +284,7 @@ public struct PMTilesArchive: TileArchive {
     /// Every tile's coordinates in (zoom, x, y) order (as ``forEachTile(_:)`` visits them), from the
     /// directories alone.
     public func forEachTileCoordinate(_ body: (TileCoordinate) throws -> Void) throws {
-        try forEachLocatedTile { tile, _, _ in try body(tile) }
+        try forEachLocatedTile(stripBytes: 0) { tile, _, _, _ in try body(tile) }
     }
 
     /// The most tiles of one zoom sorted by (x, y) in memory (24 bytes each); a zoom holding more
@@ -306,8 +292,12 @@ public struct PMTilesArchive: TileArchive {
     static let maximumSortedLevel = 1 << 22
 
     /// Every tile with its place in the tile data section, one zoom at a time, sorted by (x, y)
-    /// (in tile-id order for a zoom of more than ``maximumSortedLevel`` tiles).
-    private func forEachLocatedTile(_ body: (TileCoordinate, UInt64, Int) throws -> Void) throws {
+    /// (in tile-id order for a zoom of more than ``maximumSortedLevel`` tiles). With `stripBytes`
+    /// above 0, `body` is told where each strip of columns starts: the widest power of two of
+    /// columns whose tiles hold about `stripBytes` (see ``stripWidth(of:zoom:bytes:)``).
+    private func forEachLocatedTile(
+        stripBytes: Int, _ body: (_ tile: TileCoordinate, _ offset: UInt64, _ length: Int, _ startsStrip: Bool) throws -> Void
+    ) throws {
         var zoom = -1
         var runs: [(ids: Range<UInt64>, offset: UInt64, length: Int)] = []
         var tiles = 0
@@ -322,7 +312,7 @@ public struct PMTilesArchive: TileArchive {
             }
             guard tiles <= Self.maximumSortedLevel else {
                 for run in runs {
-                    for id in run.ids { try body(PMTilesFormat.tile(ofID: id)!, run.offset, run.length) }
+                    for id in run.ids { try body(PMTilesFormat.tile(ofID: id)!, run.offset, run.length, false) }
                 }
                 return
             }
@@ -338,9 +328,13 @@ public struct PMTilesArchive: TileArchive {
             }
             level.sort { $0.key < $1.key }
             let mask = (UInt64(1) << UInt64(zoom)) - 1
+            let width = stripBytes > 0 ? Self.stripWidth(of: level, zoom: zoom, bytes: stripBytes) : 0
+            var strip = -1
             for item in level {
                 let tile = TileCoordinate(uncheckedZoom: zoom, x: Int(item.key >> UInt64(zoom)), y: Int(item.key & mask))
-                try body(tile, item.offset, item.length)
+                let starts = width > 0 && tile.x / width != strip
+                if starts { strip = tile.x / width }
+                try body(tile, item.offset, item.length, starts)
             }
             level.removeAll(keepingCapacity: true)
         }
@@ -353,6 +347,27 @@ public struct PMTilesArchive: TileArchive {
             tiles += ids.count
         }
         try flush()
+    }
+
+    /// How many columns of a zoom (a power of two) hold about `bytes` of tiles, at the level's
+    /// mean bytes a column (`level`: the zoom's tiles sorted by column). A file in tile-id order
+    /// (Hilbert) holds an aligned square of 2^k × 2^k tiles as one stretch, so the tiles of an
+    /// aligned strip of 2^k columns lie in stretches of 4^k tiles each: a pass that reads a strip at
+    /// a time makes a call per stretch, where reading column by column made one per tile.
+    static func stripWidth(of level: [(key: UInt64, offset: UInt64, length: Int)], zoom: Int, bytes: Int) -> Int {
+        var columns = 0, total = 0, last = UInt64.max
+        for item in level {
+            total += item.length
+            let column = item.key >> UInt64(zoom)
+            if column != last {
+                columns += 1
+                last = column
+            }
+        }
+        let perColumn = max(1, total / max(1, columns))
+        var width = 1
+        while width < 1 << zoom, width <= bytes / (2 * perColumn) { width *= 2 }
+        return width
     }
 
     /// The tiles two rectangles of one zoom share.
@@ -394,7 +409,9 @@ public struct PMTilesArchive: TileArchive {
 
     public func withTileBytes<R>(at tile: TileCoordinate, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R? {
         guard let (offset, length) = try location(of: tile) else { return nil }
-        return try source.withBytes(offset: Int(header.tileDataOffset + offset), length: length, body)
+        let start = Int(header.tileDataOffset + offset)
+        if let file { return try file.withBytes(offset: start, length: length, body) }
+        return try source.withBytes(offset: start, length: length, body)
     }
 
     /// Counts runs as ranges (a run of 2^32 - 1 tiles costs what one tile costs); bytes are counted
@@ -430,8 +447,11 @@ public struct PMTilesArchive: TileArchive {
     }
 
     public func forEachTile(_ body: (TileCoordinate, UnsafeRawBufferPointer) throws -> Void) throws {
-        let reader = TileReader(source: source, base: Int(header.tileDataOffset))
-        try forEachLocatedTile { tile, offset, length in try reader.add(tile, offset: offset, length: length, body) }
+        let reader = TileReader(source: source, base: Int(header.tileDataOffset), holding: TileReader.stripFactor)
+        try forEachLocatedTile(stripBytes: reader.budget) { tile, offset, length, startsStrip in
+            if startsStrip { try reader.flush(body) }
+            try reader.add(tile, offset: offset, length: length, body)
+        }
         try reader.flush(body)
     }
 
@@ -506,95 +526,5 @@ public struct PMTilesArchive: TileArchive {
         let reader = TileReader(source: source, base: base)
         for item in chosen { try reader.add(item.tile, offset: item.offset, length: item.length, body) }
         try reader.flush(body)
-    }
-}
-
-/// Reads the tiles of a pass in the order they are handed to it. A source read by copy (a local
-/// file, ``ByteSource/coalescedReadLength`` above 0) is read in groups: tiles are held until they
-/// add up to that many bytes (or one tile, when it alone is more), then the group's ranges are
-/// sorted and merged into windows across gaps of at most ``largestGap`` bytes (their sum at most the
-/// group's budget, so the memory held stays under twice it), each window is read with one call,
-/// and the tiles are handed out, in the order they came, as slices of the windows. The tiles of a
-/// zoom in (x, y) order lie in a few long stretches of a file in tile-id order, so a pass makes a
-/// call per stretch rather than per tile. Other sources read each tile when it comes.
-final class TileReader {
-    private let source: any ByteSource
-    private let base: Int
-    private let budget: Int
-    /// Merging two ranges across a gap copies the gap once; a call costs more than 32 KiB copied.
-    static let largestGap = 32 << 10
-
-    private var pending: [(tile: TileCoordinate, offset: Int, length: Int)] = []
-    private var pendingBytes = 0
-    private var ranges: [Range<Int>] = []
-    private var windows: [(start: Int, end: Int, at: Int)] = []
-    private var buffer = UnsafeMutableRawBufferPointer(start: nil, count: 0)
-
-    /// Reads tiles of the tile data section that starts at `base` in `source`.
-    init(source: any ByteSource, base: Int) {
-        self.source = source
-        self.base = base
-        budget = max(0, source.coalescedReadLength)
-    }
-
-    deinit { buffer.deallocate() }
-
-    /// Takes the tile whose bytes are `length` at `offset` in the tile data section; `body` is called
-    /// for it now or at a later ``add(_:offset:length:_:)`` or ``flush(_:)``.
-    func add(_ tile: TileCoordinate, offset: UInt64, length: Int, _ body: (TileCoordinate, UnsafeRawBufferPointer) throws -> Void) throws {
-        guard budget > 0 else {
-            try source.withBytes(offset: base + Int(offset), length: length) { try body(tile, $0) }
-            return
-        }
-        if !pending.isEmpty, length > budget - pendingBytes { try flush(body) }
-        pending.append((tile, base + Int(offset), length))
-        pendingBytes += length
-    }
-
-    /// Reads the tiles held and calls `body` for each, in the order they came.
-    func flush(_ body: (TileCoordinate, UnsafeRawBufferPointer) throws -> Void) throws {
-        guard !pending.isEmpty else { return }
-        defer {
-            pending.removeAll(keepingCapacity: true)
-            pendingBytes = 0
-        }
-        ranges.removeAll(keepingCapacity: true)
-        for item in pending { ranges.append(item.offset..<(item.offset + item.length)) }
-        ranges.sort { $0.lowerBound < $1.lowerBound }
-        windows.removeAll(keepingCapacity: true)
-        var total = 0, gaps = 0
-        for range in ranges {
-            if let last = windows.last {
-                let gap = range.lowerBound - last.end
-                if gap <= 0 || (gap <= Self.largestGap && gaps + gap <= budget) {
-                    let end = max(last.end, range.upperBound)
-                    total += end - last.end
-                    gaps += max(gap, 0)
-                    windows[windows.count - 1].end = end
-                    continue
-                }
-            }
-            windows.append((range.lowerBound, range.upperBound, total))
-            total += range.count
-        }
-        if buffer.count < total {
-            buffer.deallocate()
-            buffer = .allocate(byteCount: total, alignment: 16)
-        }
-        for window in windows where window.end > window.start {
-            try source.read(
-                offset: window.start,
-                into: UnsafeMutableRawBufferPointer(rebasing: buffer[window.at..<(window.at + window.end - window.start)]))
-        }
-        for item in pending {
-            // The last window starting at or before the tile holds it.
-            var low = 0, high = windows.count
-            while high - low > 1 {
-                let middle = (low + high) / 2
-                if windows[middle].start <= item.offset { low = middle } else { high = middle }
-            }
-            let at = windows[low].at + item.offset - windows[low].start
-            try body(item.tile, UnsafeRawBufferPointer(rebasing: buffer[at..<(at + item.length)]))
-        }
     }
 }

@@ -333,16 +333,6 @@ public enum PMTilesFormat {
         var reason: String
         init(_ reason: String) { self.reason = reason }
     }
-
-    /// Index of the last entry whose id is at most `id`, or `nil` when every entry is after it.
-    static func lastEntry(atMost id: UInt64, in entries: [Entry]) -> Int? {
-        var low = 0, high = entries.count
-        while low < high {
-            let mid = (low + high) / 2
-            if entries[mid].tileID <= id { low = mid + 1 } else { high = mid }
-        }
-        return low == 0 ? nil : low - 1
-    }
 }
 
 /// The PMTiles v3 header (127 bytes, little-endian).

@@ -3,7 +3,7 @@ import TilepackCore
 extension PMTilesArchive: TileSizeReading {
     /// The header's zooms (`nil` for an archive that addresses no tile).
     public func zoomRange() throws -> ClosedRange<Int>? {
-        guard header.addressedTiles > 0 || !root.isEmpty else { return nil }
+        guard header.addressedTiles > 0 || root.count > 0 else { return nil }
         guard header.minZoom <= header.maxZoom, Int(header.maxZoom) <= TileCoordinate.maximumZoom else {
             throw TileArchiveError(path: path, fault: .corrupt("the header's zooms \(header.minZoom)...\(header.maxZoom) are not a range of zooms"))
         }
@@ -25,13 +25,14 @@ extension PMTilesArchive: TileSizeReading {
                 }
             }
         }
-        func walk(_ entries: [PMTilesFormat.Entry], depth: Int, end: UInt64) throws {
+        func walk(_ directory: PMTilesDirectory, depth: Int, end: UInt64) throws {
             guard depth < PMTilesFormat.maximumDirectoryDepth else {
                 throw TileArchiveError(
                     path: path, fault: .corrupt("directories nest deeper than \(PMTilesFormat.maximumDirectoryDepth) levels"))
             }
-            for (i, entry) in entries.enumerated() {
-                let next = i + 1 < entries.count ? entries[i + 1].tileID : end
+            for i in 0..<directory.count {
+                let entry = directory[i]
+                let next = i + 1 < directory.count ? directory[i + 1].tileID : end
                 guard entry.tileID < next else {
                     throw TileArchiveError(path: path, fault: .corrupt("tile id \(entry.tileID) is out of order in a directory"))
                 }

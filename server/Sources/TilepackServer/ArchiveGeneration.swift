@@ -178,9 +178,13 @@ final class ArchiveGeneration: Sendable, AtomicReference {
             // patched in place in one transaction (`tilepack patch`, Specs/updates.md §5): it is
             // read with SQLite's locks, so a request sees the old version or the new, never a mix.
             // Not memory-mapped, so that a file truncated in place gives read errors, not SIGBUS.
+            // Its connections keep their read transactions between tiles (SQLite's per-query lock
+            // and change checks, six system calls, were a third of a tile's time: bench-serve.sh),
+            // ended by the watcher at each of its looks, so a patch waits at most that long.
             let immutable = info.st_mode & 0o222 == 0
             let archive = try openTileArchive(
-                path: pinned, bundleAccess: .positionalReads, mbtiles: MBTilesOpenOptions(immutable: immutable, memoryMapSize: 0))
+                path: pinned, bundleAccess: .positionalReads,
+                mbtiles: MBTilesOpenOptions(immutable: immutable, memoryMapSize: 0, keepsReadTransactions: true))
             return try ArchiveGeneration(
                 name: name, path: path, archive: archive, identity: .file(FileIdentity(info)), descriptor: descriptor)
         } catch let error as TileArchiveError {

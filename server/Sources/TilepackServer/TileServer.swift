@@ -6,6 +6,7 @@ import NIOCore
 import NIOPosix
 import ServiceLifecycle
 import TilepackCore
+import TilepackStorage
 import UnixSignals
 
 /// `tilepack serve`: archives over HTTP on Hummingbird 2's server core (see `Specs/serve.md`;
@@ -173,6 +174,9 @@ final class ArchiveWatcher: Sendable {
     func checkOnce() {
         defer { service.lastReloadCheck.store(DispatchTime.now().uptimeNanoseconds, ordering: .relaxed) }
         for slot in service.catalog.slots {
+            // An MBTiles file's connections keep their read transactions until now: a writer
+            // patching it in place gets its lock, and reads see the change from here on.
+            (slot.current.archive as? MBTilesArchive)?.endReadTransactions()
             switch slot.check() {
             case .unchanged: break
             case .reloaded:

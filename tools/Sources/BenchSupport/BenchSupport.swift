@@ -55,10 +55,12 @@ public struct Comparison {
     public var referenceValue: Double
     /// The goal for `ratio` and whether higher is better, e.g. (0.9, true) for "at least 0.9x".
     public var goal: (ratio: Double, higherIsBetter: Bool)?
+    /// The ratio measured pair by pair (``AlternatingRounds/ratio(_:vs:)``), when there is one.
+    public var pairedRatio: Double?
 
     public init(
         _ name: String, value: Double, unit: String, vs reference: String, referenceValue: Double,
-        goal: (ratio: Double, higherIsBetter: Bool)? = nil
+        goal: (ratio: Double, higherIsBetter: Bool)? = nil, pairedRatio: Double? = nil
     ) {
         self.name = name
         self.value = value
@@ -66,18 +68,56 @@ public struct Comparison {
         self.reference = reference
         self.referenceValue = referenceValue
         self.goal = goal
+        self.pairedRatio = pairedRatio
     }
 
-    public var ratio: Double { value / referenceValue }
+    /// `pairedRatio`, else the ratio of the two figures.
+    public var ratio: Double { pairedRatio ?? value / referenceValue }
 
     public var line: String {
         var text =
             "\(name): \(format(value)) \(unit) vs \(reference): \(format(referenceValue)) \(unit) -> ratio \(String(format: "%.2f", ratio))x"
         if let goal {
             let met = goal.higherIsBetter ? ratio >= goal.ratio : ratio <= goal.ratio
-            text += " (goal \(goal.higherIsBetter ? ">=" : "<=") \(goal.ratio)x: \(met ? "met" : "NOT met"))"
+            text += " (goal \(goal.higherIsBetter ? ">=" : "<=") \(String(format: "%.2f", goal.ratio))x: \(met ? "met" : "NOT met"))"
         }
         return text
+    }
+}
+
+/// Contenders timed in turn, round by round (A B C, A B C, ...), so that a machine whose speed
+/// drifts (a shared one) slows each of them alike: a figure is the median of its rounds, a ratio
+/// the median of the rounds' ratios, each taken within one round.
+public struct AlternatingRounds {
+    /// Each contender's seconds, round by round.
+    public private(set) var seconds: [String: [Double]] = [:]
+
+    public init() {}
+
+    /// Times each of `contenders` once a round, in the order given, for `rounds` rounds.
+    public mutating func run(rounds: Int, _ contenders: [(name: String, body: () throws -> Void)]) throws {
+        for _ in 0..<max(1, rounds) {
+            for (name, body) in contenders {
+                let start = now()
+                try body()
+                seconds[name, default: []].append(now() - start)
+            }
+        }
+    }
+
+    /// `work` (items done in one run) per second: the median over the rounds.
+    public func rate(_ name: String, work: Int) -> Double { Double(work) / Self.median(seconds[name] ?? []) }
+
+    /// How much faster `name` ran than `reference`: the median over the rounds of the reference's
+    /// seconds over `name`'s in the same round (above 1: `name` is faster).
+    public func ratio(_ name: String, vs reference: String) -> Double {
+        let mine = seconds[name] ?? [], theirs = seconds[reference] ?? []
+        return Self.median(zip(mine, theirs).map { $1 / $0 })
+    }
+
+    public static func median(_ values: [Double]) -> Double {
+        guard !values.isEmpty else { return .nan }
+        return values.sorted()[values.count / 2]
     }
 }
 

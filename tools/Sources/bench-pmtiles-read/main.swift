@@ -2,35 +2,50 @@
 // issue 29, item 15) against the same file memory-mapped (what it did before: a file truncated in
 // place then killed the reader with SIGBUS), release build.
 //
-//   swift run -c release --package-path tools bench-pmtiles-read [--tiles N] [--reads N] [--window BYTES] [--dir PATH]
+//   swift run -c release --package-path tools bench-pmtiles-read [--tiles N] [--reads N] [--rounds N]
+//       [--window BYTES] [--dir PATH] [--only CONTENDER]
 //
 // Writes one PMTiles of synthetic tiles (PNG-signed incompressible payloads of 100 B to 6 KB,
 // 30 % "ocean" tiles sharing 4 payloads), then measures, warm (just written: in the page cache),
-// single-threaded: random lookups by coordinate (`tileData`-like: directory search and the bytes),
-// a full `forEachTile` pass reading one byte of each tile, and one reading every byte. Both
-// readers use the same `PMTilesArchive` code; only the byte source differs (`--window`: the
-// bytes one read of the pass may span, `FileByteSource.coalescedReadLength`; 1 reads each tile
-// with its own call, as before the windows). The random lookups are also set against their floor
-// without a map: the same byte ranges, located beforehand, each read by one bare `pread`.
+// single-threaded: random lookups by coordinate (`withTileBytes`: directory search and the bytes),
+// a full `forEachTile` pass reading one byte of each tile, and one reading every byte (as verify,
+// convert and extract do). Both readers use the same `PMTilesArchive` code; only the byte source
+// differs (`--window`: `FileByteSource.coalescedReadLength`, the bytes one read of a pass may span; a
+// pass in (zoom, x, y) order holds 8 times that, a strip of columns at a time).
+// The contenders run in turn, round by round, and each ratio is the median of the rounds' ratios.
+// Two floors without a map, timed in the same rounds: the lookups' byte ranges, located beforehand,
+// each read by one bare `pread` into one buffer; and the tile data section read front to back in
+// windows of `--window` bytes by bare `pread`s (the copy every reader without a map pays, whatever
+// it does with the bytes). `--only NAME` runs one contender alone, for a profiler.
 import BenchSupport
 import Foundation
 import TilepackCore
 import TilepackStorage
 
-var tileCount = 120_000
-var reads = 300_000
-var window = FileByteSource.defaultCoalescedReadLength
-var directory: String?
-var arguments = CommandLine.arguments.dropFirst().makeIterator()
-while let arg = arguments.next() {
-    switch arg {
-    case "--tiles": tileCount = Int(arguments.next() ?? "") ?? tileCount
-    case "--reads": reads = Int(arguments.next() ?? "") ?? reads
-    case "--window": window = Int(arguments.next() ?? "") ?? window
-    case "--dir": directory = arguments.next()
-    default:
-        print("usage: bench-pmtiles-read [--tiles N] [--reads N] [--window BYTES] [--dir PATH]")
-        exit(2)
+struct Options {
+    var tileCount = 120_000
+    var reads = 300_000
+    var rounds = 7
+    var window = FileByteSource.defaultCoalescedReadLength
+    var directory: String?
+    var only: String?
+
+    init(_ arguments: [String]) {
+        var arguments = arguments.makeIterator()
+        while let arg = arguments.next() {
+            switch arg {
+            case "--tiles": tileCount = Int(arguments.next() ?? "") ?? tileCount
+            case "--reads": reads = Int(arguments.next() ?? "") ?? reads
+            case "--rounds": rounds = Int(arguments.next() ?? "") ?? rounds
+            case "--window": window = Int(arguments.next() ?? "") ?? window
+            case "--dir": directory = arguments.next()
+            case "--only": only = arguments.next()
+            default:
+                print(
+                    "usage: bench-pmtiles-read [--tiles N] [--reads N] [--rounds N] [--window BYTES] [--dir PATH] [--only CONTENDER]")
+                exit(2)
+            }
+        }
     }
 }
 
@@ -58,94 +73,129 @@ final class MappedSource: ByteSource, @unchecked Sendable {
     deinit { munmap(UnsafeMutableRawPointer(mutating: base), count) }
 }
 
-let folder = directory ?? NSTemporaryDirectory() + "/bench-pmtiles-read-\(getpid())"
+/// Whole zooms from 0 up, then a block of the next, written to `path`.
+func writeArchive(path: String, tileCount: Int) throws -> [TileCoordinate] {
+    var tiles: [TileCoordinate] = []
+    var zoom = 0
+    while tiles.count < tileCount {
+        let side = 1 << zoom
+        for x in 0..<side where tiles.count < tileCount {
+            for y in 0..<side where tiles.count < tileCount { tiles.append(TileCoordinate(validatingZoom: zoom, x: x, y: y)!) }
+        }
+        zoom += 1
+    }
+    let writer = try PMTilesWriter(destination: path)
+    var bytes: [UInt8] = []
+    for tile in tiles {
+        var rng = SplitMix64(seed: PMTilesFormat.tileID(of: tile) &* 31 &+ 7)
+        if rng.next() % 10 < 3 { rng = SplitMix64(seed: rng.next() % 4) }
+        let length = 100 + rng.below(6000)
+        bytes = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
+        while bytes.count < length { bytes.append(UInt8(truncatingIfNeeded: rng.next())) }
+        try writer.addTile(at: tile, bytes: bytes)
+    }
+    try writer.finish()
+    return tiles
+}
+
+/// Keeps the optimiser from dropping reads whose results are otherwise unused.
+final class Sink: @unchecked Sendable {
+    var value = 0
+    static let shared = Sink()
+}
+
+func randomLookups(_ archive: PMTilesArchive, _ lookups: [TileCoordinate]) throws {
+    var sink = 0
+    for tile in lookups { sink &+= try archive.withTileBytes(at: tile) { Int($0[$0.count - 1]) } ?? 0 }
+    Sink.shared.value &+= sink
+}
+
+func onePass(_ archive: PMTilesArchive) throws {
+    var sink = 0
+    try archive.forEachTile { _, bytes in sink &+= Int(bytes[bytes.count - 1]) }
+    Sink.shared.value &+= sink
+}
+
+/// As a converter or a checker does: every byte of every tile read.
+func everyBytePass(_ archive: PMTilesArchive) throws {
+    var sink: UInt64 = 0
+    try archive.forEachTile { _, bytes in
+        var sum: UInt64 = 0
+        var i = 0
+        while i + 8 <= bytes.count {
+            sum &+= bytes.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+            i += 8
+        }
+        sink &+= sum
+    }
+    Sink.shared.value &+= Int(truncatingIfNeeded: sink)
+}
+
+/// Bare `pread`s of the given ranges into one reused buffer: the floor of a lookup without a map.
+func bareReads(fd: Int32, _ ranges: [(offset: Int, length: Int)], buffer: UnsafeMutableRawBufferPointer) {
+    var sink = 0
+    for (offset, length) in ranges where length > 0 {
+        guard pread(fd, buffer.baseAddress, length, off_t(offset)) == length else { fatalError("short read") }
+        sink &+= Int(buffer[length - 1])
+    }
+    Sink.shared.value &+= sink
+}
+
+let options = Options(Array(CommandLine.arguments.dropFirst()))
+let folder = options.directory ?? NSTemporaryDirectory() + "/bench-pmtiles-read-\(getpid())"
 try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
 let path = folder + "/bench.pmtiles"
 try? FileManager.default.removeItem(atPath: path)
-
-// Whole zooms from 0 up, then a block of the next.
-var tiles: [TileCoordinate] = []
-var zoom = 0
-while tiles.count < tileCount {
-    let side = 1 << zoom
-    for x in 0..<side where tiles.count < tileCount {
-        for y in 0..<side where tiles.count < tileCount { tiles.append(TileCoordinate(validatingZoom: zoom, x: x, y: y)!) }
-    }
-    zoom += 1
-}
-let writer = try PMTilesWriter(destination: path)
-var bytes: [UInt8] = []
-for tile in tiles {
-    var rng = SplitMix64(seed: PMTilesFormat.tileID(of: tile) &* 31 &+ 7)
-    if rng.next() % 10 < 3 { rng = SplitMix64(seed: rng.next() % 4) }
-    let length = 100 + rng.below(6000)
-    bytes = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
-    while bytes.count < length { bytes.append(UInt8(truncatingIfNeeded: rng.next())) }
-    try writer.addTile(at: tile, bytes: bytes)
-}
-try writer.finish()
-
+let tiles = try writeArchive(path: path, tileCount: options.tileCount)
 var order = SplitMix64(seed: 29)
-let lookups = (0..<reads).map { _ in tiles[order.below(tiles.count)] }
+let lookups = (0..<options.reads).map { _ in tiles[order.below(tiles.count)] }
 
-@MainActor func measure(_ archive: PMTilesArchive) throws -> (lookups: Double, pass: Double, everyByte: Double) {
-    var sink = 0
-    let random = try medianSeconds(runs: 5) {
-        for tile in lookups { sink &+= try archive.withTileBytes(at: tile) { Int($0[$0.count - 1]) } ?? 0 }
-    }
-    let pass = try medianSeconds(runs: 5) {
-        try archive.forEachTile { _, bytes in sink &+= Int(bytes[bytes.count - 1]) }
-    }
-    // As a converter or a checker does: every byte of every tile read (a copy costs less when the
-    // bytes are read anyway than when only one byte of a tile is).
-    let everyByte = try medianSeconds(runs: 5) {
-        try archive.forEachTile { _, bytes in
-            var sum: UInt64 = 0
-            var i = 0
-            while i + 8 <= bytes.count {
-                sum &+= bytes.loadUnaligned(fromByteOffset: i, as: UInt64.self)
-                i += 8
-            }
-            sink &+= Int(truncatingIfNeeded: sum)
-        }
-    }
-    if sink == 42 { print("") }
-    return (Double(reads) / random, Double(tiles.count) / pass, Double(tiles.count) / everyByte)
-}
+let positional = try PMTilesArchive(source: FileByteSource(path: path, coalescedReadLength: options.window))
+let mapped = try PMTilesArchive(source: MappedSource(path: path))
+let base = Int(positional.header.tileDataOffset), dataLength = Int(positional.header.tileDataLength)
+let located = try lookups.map { tile in try positional.location(of: tile).map { (base + Int($0.offset), $0.length) } ?? (0, 0) }
+let windows = stride(from: base, to: base + dataLength, by: options.window).map { ($0, min(options.window, base + dataLength - $0)) }
+let fd = open(path, O_RDONLY)
+let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1 << 16, options.window), alignment: 16)
 
-/// The floor of a positional read: the same lookups' byte ranges, found beforehand, each read
-/// with one bare `pread` into one reused buffer (no directory search, no archive code): what a
-/// reader that must not map the file cannot go below.
-@MainActor func preadFloor(_ archive: PMTilesArchive) throws -> Double {
-    let base = Int(archive.header.tileDataOffset)
-    let ranges = try lookups.map { tile in try archive.location(of: tile).map { (base + Int($0.offset), $0.length) } ?? (0, 0) }
-    let fd = open(path, O_RDONLY)
-    defer { close(fd) }
-    let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 16, alignment: 16)
-    defer { buffer.deallocate() }
-    var sink = 0
-    let seconds = try medianSeconds(runs: 5) {
-        for (offset, length) in ranges where length > 0 {
-            guard pread(fd, buffer.baseAddress, length, off_t(offset)) == length else { fatalError("short read of \(path)") }
-            sink &+= Int(buffer[length - 1])
-        }
+let contenders: [(name: String, body: () throws -> Void)] = [
+    ("pread-lookups", { try randomLookups(positional, lookups) }),
+    ("floor-lookups", { bareReads(fd: fd, located, buffer: buffer) }),
+    ("mmap-lookups", { try randomLookups(mapped, lookups) }),
+    ("pread-pass", { try onePass(positional) }),
+    ("floor-pass", { bareReads(fd: fd, windows, buffer: buffer) }),
+    ("mmap-pass", { try onePass(mapped) }),
+    ("pread-every", { try everyBytePass(positional) }),
+    ("mmap-every", { try everyBytePass(mapped) }),
+]
+var rounds = AlternatingRounds()
+if let only = options.only {
+    guard let contender = contenders.first(where: { $0.name == only }) else {
+        print("--only takes one of: \(contenders.map(\.name).joined(separator: ", "))")
+        exit(2)
     }
-    if sink == 42 { print("") }
-    return Double(reads) / seconds
-}
-
-let positional = try measure(PMTilesArchive(source: FileByteSource(path: path, coalescedReadLength: window)))
-let floor = try preadFloor(PMTilesArchive(source: FileByteSource(path: path)))
-let mapped = try measure(PMTilesArchive(source: MappedSource(path: path)))
-let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
-report(
-    "PMTiles reads, \(tiles.count) tiles, \(size / 1_000_000) MB, warm, 1 thread",
-    [
-        Comparison("random lookups (pread)", value: positional.lookups, unit: "tiles/s", vs: "memory-mapped", referenceValue: mapped.lookups),
-        Comparison("random lookups (pread)", value: positional.lookups, unit: "tiles/s", vs: "bare pread floor", referenceValue: floor),
-        Comparison("forEachTile pass (pread)", value: positional.pass, unit: "tiles/s", vs: "memory-mapped", referenceValue: mapped.pass),
+    try rounds.run(rounds: options.rounds, [contender])
+    print("\(only): \(format(AlternatingRounds.median(rounds.seconds[only]!) * 1000)) ms a run (median of \(options.rounds))")
+} else {
+    try rounds.run(rounds: options.rounds, contenders)
+    let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
+    func line(_ what: String, _ name: String, vs reference: String, _ referenceName: String, work: Int, goal: Double? = nil) -> Comparison {
         Comparison(
-            "forEachTile pass reading every byte (pread)", value: positional.everyByte, unit: "tiles/s", vs: "memory-mapped",
-            referenceValue: mapped.everyByte),
-    ])
+            what, value: rounds.rate(name, work: work), unit: "tiles/s", vs: reference, referenceValue: rounds.rate(referenceName, work: work),
+            goal: goal.map { ($0, true) }, pairedRatio: rounds.ratio(name, vs: referenceName))
+    }
+    let n = tiles.count
+    report(
+        "PMTiles reads, \(n) tiles, \(size / 1_000_000) MB, warm, 1 thread, \(options.rounds) rounds in turn (medians; ratios: the median of the rounds')",
+        [
+            line("random lookups (pread)", "pread-lookups", vs: "bare pread floor", "floor-lookups", work: options.reads, goal: 1 / 1.2),
+            line("random lookups (pread)", "pread-lookups", vs: "memory-mapped", "mmap-lookups", work: options.reads),
+            line("forEachTile pass, one byte a tile (pread)", "pread-pass", vs: "memory-mapped", "mmap-pass", work: n),
+            line("the tile data alone, read front to back by bare pread", "floor-pass", vs: "memory-mapped pass", "mmap-pass", work: n),
+            line("forEachTile pass, one byte a tile (pread)", "pread-pass", vs: "the copy alone", "floor-pass", work: n),
+            line("forEachTile pass reading every byte (pread)", "pread-every", vs: "memory-mapped", "mmap-every", work: n, goal: 0.91),
+        ])
+}
+close(fd)
+buffer.deallocate()
 try? FileManager.default.removeItem(atPath: folder)

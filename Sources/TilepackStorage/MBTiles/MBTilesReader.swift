@@ -1,0 +1,48 @@
+import Foundation
+import TilepackCore
+
+/// The idle read connections, and how many connections keep a read transaction.
+struct ReaderPool {
+    var idle: [MBTilesReader]
+    /// Connections, idle or in use, that keep a read transaction open.
+    var kept = 0
+    /// Set by ``MBTilesArchive/endReadTransactions()`` while connections in use keep one: none
+    /// begins another until they are all ended.
+    var draining = false
+}
+
+/// One pooled read connection with its prepared point-lookup statements.
+///
+/// `@unchecked Sendable`: a reader moves between threads only through the archive's pool and is
+/// used by exactly one thread while checked out.
+final class MBTilesReader: @unchecked Sendable {
+    let connection: SQLiteConnection
+    let lookup: SQLiteStatement
+    let exists: SQLiteStatement
+    /// Whether it keeps a read transaction open (``MBTilesOpenOptions/keepsReadTransactions``).
+    private(set) var inTransaction = false
+
+    /// Begins a read transaction (deferred: SQLite takes its shared lock at the first read and
+    /// keeps it until ``endTransaction()``).
+    func beginTransaction() throws(TileArchiveError) {
+        try connection.execute("BEGIN")
+        inTransaction = true
+    }
+
+    /// Ends the read transaction; a connection whose transaction does not end (none should
+    /// fail: it wrote nothing) is rolled back.
+    func endTransaction() {
+        guard inTransaction else { return }
+        inTransaction = false
+        if (try? connection.execute("COMMIT")) == nil { try? connection.execute("ROLLBACK") }
+    }
+
+    init(connection: SQLiteConnection, memoryMapSize: Int) throws(TileArchiveError) {
+        self.connection = connection
+        if memoryMapSize > 0 { try connection.execute("PRAGMA mmap_size = \(memoryMapSize)") }
+        lookup = try connection.prepare(
+            "SELECT tile_data FROM tiles WHERE zoom_level = ?1 AND tile_column = ?2 AND tile_row = ?3 LIMIT 1")
+        exists = try connection.prepare(
+            "SELECT 1 FROM tiles WHERE zoom_level = ?1 AND tile_column = ?2 AND tile_row = ?3 LIMIT 1")
+    }
+}
