@@ -1,5 +1,5 @@
 // swift-tools-version: 6.2
-// tilepack: package map tiles into MBTiles and LZ4 bundles and serve them to a tile layer.
+// tilepack: package map tiles into MBTiles, PMTiles and LZ4 bundles and serve them to a tile layer.
 import PackageDescription
 
 /// A system C library found through pkg-config, with the Debian package that provides it.
@@ -75,7 +75,7 @@ let package = Package(
         systemLibrary("CTilepackPixman", pkgConfig: "pixman-1", apt: ["libpixman-1-dev"]),
         // HTTP for bulk downloads on Linux (TilepackCurl): the libcurl that FoundationNetworking wraps, used directly.
 
-        // Floor 1: the vocabulary. Foundation only.
+        // Floor 1: the vocabulary, and the worker pool that import, verify and patch share. Foundation only.
         .target(name: "TilepackCore"),
         // Floor 1: CRC-32 (libdeflate on Linux, the SDK's zlib on Apple platforms) and the digests
         // (MD5, SHA-256, HMAC: libcrypto on Linux, CryptoKit on Apple platforms), below Storage and TileLayer.
@@ -84,7 +84,8 @@ let package = Package(
             dependencies: [linuxOnly("CTilepackDeflate"), linuxOnly("CTilepackCrypto"), "CTilepackZlibCRC"]
         ),
 
-        // Floor 2: archives (MBTiles, bundle) and bitmaps.
+        // Floor 2: archives (MBTiles, bundle, PMTiles: the one door to read one), their content
+        // identity and tile hash index; and bitmaps (Imaging).
         .target(
             name: "TilepackStorage",
             dependencies: [
@@ -99,16 +100,17 @@ let package = Package(
             ]
         ),
 
-        // Floor 2: HTTP(S) through URLSession (FoundationNetworking on Linux): deadlines, bounded
-        // bodies, typed errors, retries. The one place the library talks to the network.
+        // Floor 2: the rules of an HTTP(S) exchange over the `HTTPTransport` protocol: deadlines,
+        // bounded bodies, typed errors, retries.
         .target(name: "TilepackHTTP", dependencies: ["TilepackCore"]),
+        // Floor 3: the library's transport, URLSession (FoundationNetworking on Linux).
         .target(name: "TilepackURLSession", dependencies: ["TilepackCore", "TilepackHTTP"]),
 
         // libcurl's headers (libcurl4-openssl-dev); libcurl itself is loaded when the first
         // CurlTransport is made, not linked (see include/tilepack_curl.h).
         .target(name: "CTilepackCurl"),
 
-        // Floor 2, beside TilepackHTTP: a bulk transport for it on libcurl's multi interface (one
+        // Floor 3, beside TilepackURLSession: a bulk transport for TilepackHTTP on libcurl's multi interface (one
         // event-loop thread, kept-alive connections, HTTP/2 multiplexing on https), Linux only. Not
         // in the `Tilepack` library: the command line's `fetch` and remote reads use it.
         .target(
@@ -119,13 +121,21 @@ let package = Package(
         // Floor 3: the tile layer core (NMAMapTileLayer / MKTileOverlay semantics, headless map view).
         .target(name: "TileLayer", dependencies: ["TilepackCore", "TilepackChecksum", "TilepackImaging", "TilepackHTTP"]),
 
-        // Floor 3: what the command-line tool does, as a library.
-        // Floor 3: archives over HTTP(S) range requests, behind Storage's byte-source protocol.
-        .target(name: "TilepackRemote", dependencies: ["TilepackCore", "TilepackChecksum", "TilepackStorage", "TilepackHTTP"]),
+        // Floor 3: updates: the patch formats, diff, patch (in place or rewritten), the tile hash
+        // index of an archive, the one check that an archive is a patch's base, and the background
+        // request an app patches (and syncs) with.
+        .target(name: "TilepackUpdate", dependencies: ["TilepackCore", "TilepackChecksum", "TilepackStorage"]),
 
+        // Floor 3: archives over HTTP(S) range requests, behind Storage's byte-source protocol; sync over the update module.
+        .target(
+            name: "TilepackRemote", dependencies: ["TilepackCore", "TilepackChecksum", "TilepackStorage", "TilepackHTTP", "TilepackUpdate"]),
+
+        // Floor 4: what the command-line tool does, as a library.
         .target(
             name: "TilepackOperations",
-            dependencies: ["TilepackCore", "TilepackChecksum", "TilepackStorage", "TilepackImaging", "TilepackHTTP", "TilepackRemote"]
+            dependencies: [
+                "TilepackCore", "TilepackChecksum", "TilepackStorage", "TilepackImaging", "TilepackHTTP", "TilepackRemote", "TilepackUpdate",
+            ]
         ),
 
         // Floor 4: the bitmap data source serving any archive (MBTiles, bundle) to a tile layer.
@@ -134,14 +144,14 @@ let package = Package(
             dependencies: ["TilepackCore", "TilepackStorage", "TilepackImaging", "TileLayer"]
         ),
 
-        // Floor 3: offline prefetch (seed 003): a box or a route corridor from a tile server into its
+        // Floor 3: offline prefetch (HERE's NMAMapDataPrefetcher): a box or a route corridor from a tile server into its
         // own persistent MBTiles store; estimate, progress, cancel, resume, eviction, purge.
         .target(
             name: "TilepackPrefetch",
             dependencies: ["TilepackCore", "TilepackStorage", "TilepackImaging", "TilepackHTTP"]
         ),
 
-        // Floor 5: `render`'s layer composition (archives and URL templates as tile layers in a
+        // Floor 4, beside Operations (whose archive locations it opens): `render`'s layer composition (archives and URL templates as tile layers in a
         // headless map view), under the command, which keeps its arguments and output.
         .target(
             name: "TilepackRender",
@@ -154,7 +164,7 @@ let package = Package(
             name: "Tilepack",
             dependencies: [
                 "TilepackCore", "TilepackStorage", "TilepackImaging", "TileLayer", "TilepackAdapter", "TilepackPrefetch",
-                "TilepackURLSession", "TilepackOperations",
+                "TilepackURLSession", "TilepackUpdate",
             ],
             resources: [.copy("PrivacyInfo.xcprivacy")]
         ),
@@ -164,7 +174,7 @@ let package = Package(
             name: "tilepack",
             dependencies: [
                 "TilepackCore", "TilepackStorage", "TilepackImaging", "TileLayer", "TilepackRender", "TilepackOperations",
-                "TilepackPrefetch", "TilepackHTTP", "TilepackCurl", "TilepackRemote",
+                "TilepackUpdate", "TilepackPrefetch", "TilepackHTTP", "TilepackCurl", "TilepackRemote",
                 // On Linux the command moves its bytes with TilepackCurl and does
                 // not link URLSession (FoundationNetworking loads libcurl and ~30 libraries at start).
                 .target(name: "TilepackURLSession", condition: .when(platforms: [.macOS])),
@@ -189,17 +199,20 @@ let package = Package(
         .testTarget(name: "TileLayerTests", dependencies: ["TileLayer", "TilepackImaging", "TilepackTestSupport"]),
         .testTarget(
             name: "TilepackUmbrellaTests", dependencies: ["Tilepack", "TilepackOperations", "TilepackRemote", "TilepackTestSupport"]),
+        .testTarget(name: "TilepackUpdateTests", dependencies: ["TilepackUpdate", "TilepackOperations", "TilepackTestSupport"]),
         .testTarget(
             name: "TilepackAdapterTests",
             dependencies: ["TilepackAdapter", "TilepackStorage", "TilepackImaging", "TileLayer", "TilepackTestSupport"]
         ),
         .testTarget(
             name: "TilepackRemoteTests",
-            dependencies: ["TilepackRemote", "TilepackHTTP", "TilepackStorage", "TilepackOperations", "TilepackTestSupport"]),
-        .testTarget(name: "TilepackOperationsTests", dependencies: ["TilepackOperations", "TilepackTestSupport"]),
+            dependencies: [
+                "TilepackRemote", "TilepackHTTP", "TilepackStorage", "TilepackUpdate", "TilepackOperations", "TilepackTestSupport",
+            ]),
+        .testTarget(name: "TilepackOperationsTests", dependencies: ["TilepackOperations", "TilepackUpdate", "TilepackTestSupport"]),
         .testTarget(name: "TilepackRenderTests", dependencies: ["TilepackRender", "TilepackOperations", "TilepackTestSupport"]),
         // The command's parsing, messages and exit statuses: `@testable import tilepack`, and the built binary.
-        .testTarget(name: "TilepackCLITests", dependencies: ["tilepack", "TilepackOperations", "TilepackTestSupport"]),
+        .testTarget(name: "TilepackCLITests", dependencies: ["tilepack", "TilepackOperations", "TilepackUpdate", "TilepackTestSupport"]),
         .testTarget(
             name: "TilepackPrefetchTests",
             dependencies: [

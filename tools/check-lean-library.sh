@@ -8,6 +8,9 @@
 #   TLS stack: HTTP is URLSession, MD5 is CryptoKit or the system's libcrypto);
 # - the `tilepack` command depends on swift-argument-parser only, so README's first command
 #   compiles nothing else (the server, `tilepack-serve`, is a package of its own: server/).
+# - the `Tilepack` module (what `import Tilepack` links) reaches, on every platform, neither the
+#   command library (TilepackOperations, TilepackRender, the command) nor remote archives and
+#   their S3 client (TilepackRemote) nor the libcurl transport: it re-exports TilepackUpdate;
 # - on Apple platforms (iOS, macOS) the app products (`Tilepack`, `TilepackRemote`) reach no
 #   system library but what every SDK has, SQLite and zlib, and no package: each of the others
 #   (liblz4, libdeflate, libpng, libturbojpeg, libwebp, pixman, libcrypto, libcurl) is a dependency
@@ -116,6 +119,16 @@ def reached(roots, platform):
     return paths
 
 failures, summary = [], {}
+# What `import Tilepack` links: its module reaches the update module (TilepackUpdate), never the
+# command library, remote archives or their S3 client (an app that reads remote archives adds the
+# TilepackRemote product).
+forbidden = {"TilepackOperations", "TilepackRemote", "TilepackRender", "TilepackCurl", "tilepack"}
+for platform in ("linux", "ios", "macos"):
+    paths = reached(["Tilepack"], platform)
+    for name in sorted(forbidden & set(paths)):
+        failures.append(f"on {platform} the Tilepack module depends on {name} ({paths[name]}): an app links no command library, remote archive or S3 client")
+    if "TilepackUpdate" not in paths:
+        failures.append(f"on {platform} the Tilepack module does not reach TilepackUpdate, which it re-exports")
 for product in ("Tilepack", "TilepackRemote"):
     for platform in ("ios", "macos"):
         paths = reached(products[product]["targets"], platform)
@@ -136,5 +149,6 @@ for failure in failures:
     print("check-lean-library:", failure)
 if failures:
     sys.exit(1)
+print("check-lean-library: the Tilepack module reaches no", ", ".join(sorted(forbidden)))
 print("check-lean-library: on iOS and macOS the app products link only", ", ".join(sorted({l for ls in summary.values() for l in ls})), "and no package")
 '

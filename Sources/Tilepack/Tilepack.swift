@@ -8,9 +8,12 @@
 // - TilepackAdapter: any archive served to a tile layer as a raw-bitmap data source.
 // - TilepackPrefetch: offline prefetch of a box or a route corridor from a tile server.
 // - TilepackURLSession: URLSession, the HTTP transport of every client made without one.
-// - TilepackOperations: only what applies a patch in the background (`PatchRequest`), not the
-//   command-line operations. Its request, status and error types are Core's, which a sync
-//   (`SyncRequest`, in the `TilepackRemote` product) shares.
+// - TilepackUpdate: updates: diff, patch (`PatchRequest` applies one in the background), the
+//   patch formats. Its request and status types are those a sync (`SyncRequest`, in the
+//   `TilepackRemote` product, which an app that reads remote archives adds) shares.
+//
+// Not the command-line operations (TilepackOperations), nor remote archives and S3
+// (TilepackRemote): tools/check-lean-library.sh checks that this module's dependencies reach neither.
 @_exported import TileLayer
 @_exported import TilepackAdapter
 @_exported import TilepackCore
@@ -18,6 +21,4 @@
 @_exported import TilepackPrefetch
 @_exported import TilepackStorage
 @_exported import TilepackURLSession
-
-@_exported import struct TilepackOperations.PatchReport
-@_exported import class TilepackOperations.PatchRequest
+@_exported import TilepackUpdate

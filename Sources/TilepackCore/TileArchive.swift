@@ -142,6 +142,9 @@ public struct TileArchiveError: Error, Hashable, Sendable, CustomStringConvertib
         case invalidTile(tile: TileCoordinate, reason: String)
         /// A sound archive that tilepack reads but does not write into (an MBTiles with triggers).
         case refusesWrites(String)
+        /// A write refused before it starts: a name that chooses no format, raw pixels for a format
+        /// that holds encoded images only, tiles appended to a file written in one pass.
+        case cannotWrite(String)
 
         public var description: String {
             switch self {
@@ -166,6 +169,7 @@ public struct TileArchiveError: Error, Hashable, Sendable, CustomStringConvertib
             case .alreadyExists: "the file already exists (use --force to overwrite)"
             case .invalidTile(let tile, let reason): "tile \(tile): \(reason)"
             case .refusesWrites(let reason): "tilepack does not write into this file: \(reason)"
+            case .cannotWrite(let reason): reason
             }
         }
     }

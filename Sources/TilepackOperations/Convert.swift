@@ -4,43 +4,43 @@ import TilepackImaging
 import TilepackStorage
 
 /// Options of ``ArchiveConverter``.
-public struct ConvertOptions: Sendable {
+package struct ConvertOptions: Sendable {
     /// Replace an existing output.
-    public var overwrite = false
+    package var overwrite = false
     /// MBTiles output: store identical tiles once (`map` + `images`); otherwise flat.
-    public var deduplicate = false
+    package var deduplicate = false
     /// Bundle output: decode every image and store raw pixels in this format.
-    public var encode: PixelFormat?
+    package var encode: PixelFormat?
     /// MBTiles output: store `agg_tiles_hash` even when the source carries none.
-    public var aggregateTilesHash = false
+    package var aggregateTilesHash = false
     /// PMTiles output of vector tiles that mix gzip and plain ones: keep every tile's bytes and
     /// say compression `unknown` (which MapLibre Native cannot read) instead of gzipping the plain ones.
-    public var keepsMixedTileCompression = false
+    package var keepsMixedTileCompression = false
     /// A bundle or PMTiles output: write its tile hash index beside it (`ARCHIVE.tpindex`, for
     /// `sync`; Specs/updates.md §7.4). Without it, an index left beside the archive replaced is removed.
-    public var tileIndex = false
+    package var tileIndex = false
     /// Re-encode every raster tile (`--format`, `--quality`, `--lossless`).
-    public var format: TileEncoding?
+    package var format: TileEncoding?
     /// The most tiles written one by one (`--max-tiles`, default 500,000,000): a larger input is
     /// refused before anything is written, unless it is PMTiles copied into PMTiles as runs.
-    public var maximumTiles = TileCountLimit.defaultMaximum
-    public init() {}
+    package var maximumTiles = TileCountLimit.defaultMaximum
+    package init() {}
 }
 
 /// What a conversion did.
-public struct ConvertReport: Sendable, Codable {
-    public var source: String
-    public var destination: String
-    public var tiles = 0
-    public var bytesIn = 0
-    public var bytesOut = 0
-    public var seconds = 0.0
+package struct ConvertReport: Sendable, Codable {
+    package var source: String
+    package var destination: String
+    package var tiles = 0
+    package var bytesIn = 0
+    package var bytesOut = 0
+    package var seconds = 0.0
     /// What the converter decided for the user (a name given to an unnamed archive).
-    public var notes: [String] = []
+    package var notes: [String] = []
     /// With `--format`: each zoom's bytes before and after, and the PSNR of the new tiles.
-    public var reencoded: [ReencodedZoom]?
+    package var reencoded: [ReencodedZoom]?
     /// Metadata values the output's format cannot hold, each mapped or dropped (see ``MetadataMapping``).
-    public var warnings: [String] = []
+    package var warnings: [String] = []
 }
 
 /// Copies every tile and the metadata from one archive into a new one: MBTiles <-> bundle, and
@@ -48,8 +48,8 @@ public struct ConvertReport: Sendable, Codable {
 /// pixels (or a raw-bitmap bundle is written to MBTiles, whose tiles are then PNG-encoded), so
 /// `agg_tiles_hash` of the output equals the input's. An MBTiles output carries one when the
 /// source does (computed again for the bytes written) or when asked.
-public enum ArchiveConverter {
-    public static func run(
+package enum ArchiveConverter {
+    package static func run(
         source: String, destination: String, options: ConvertOptions,
         progress: ProgressHandler? = nil, opened: (any TileArchive)? = nil
     ) throws(OperationError) -> ConvertReport {
@@ -58,9 +58,9 @@ public enum ArchiveConverter {
         let input: any TileArchive
         if let opened { input = opened } else { input = try ArchiveLocation.open(source) }
         try OutputIsInput.refuse(output: destination, inputs: [source])
-        let kind = try ArchiveKind(destinationPath: destination)
+        let format = try ArchiveOutput.format(of: destination)
         let sourceRaw: RawBitmapLayout? = if case .rawBitmap(let layout) = input.content { layout } else { nil }
-        let encodeToPNG = sourceRaw != nil && (kind == .mbtiles || options.encode == nil)
+        let encodeToPNG = sourceRaw != nil && (!format.storesRawPixels || options.encode == nil)
         var metadata: TileMetadata
         let total: Int?
         do {
@@ -78,27 +78,24 @@ public enum ArchiveConverter {
             metadata.name = name
             notes.append("\(source) has no name in its metadata: named '\(name)' after its file")
         }
-        let fitted = MetadataMapping.fitted(metadata, for: kind)
+        let fitted = MetadataMapping.fitted(metadata, for: format)
         metadata = fitted.metadata
         // PMTiles to PMTiles carries runs as runs (`copyRuns`); every other way writes each tile,
         // and so does a tile hash index: a count past the limit is refused before the output exists.
         let carriesRuns =
-            input is PMTilesArchive && kind == .pmtiles && options.encode == nil && options.format == nil && !options.tileIndex
+            input is PMTilesArchive && format == .pmtiles && options.encode == nil && options.format == nil && !options.tileIndex
         if !carriesRuns, let total {
             try TileCountLimit.check(total, limit: options.maximumTiles, source: source, writing: "convert into \(destination)")
         }
-        let sink = try ArchiveSinks.make(
-            kind: kind, destination: destination, metadata: metadata,
-            options: ArchiveSinks.Options(
-                overwrite: options.overwrite, deduplicate: options.deduplicate, encode: kind == .bundle ? options.encode : nil,
+        let sink = try ArchiveOutput.open(
+            destination, format: format, metadata: metadata, encode: options.encode,
+            options: TileSinkOptions(
+                overwrite: options.overwrite, deduplicate: options.deduplicate,
                 aggregateTilesHash: options.aggregateTilesHash || metadata[TileMetadata.Key.aggregateTilesHash] != nil,
                 keepsMixedTileCompression: options.keepsMixedTileCompression, tileIndex: options.tileIndex,
                 inputs: [input]))
-        if options.encode != nil && kind == .mbtiles {
-            throw OperationError(path: destination, fault: .badInput("raw pixels (--encode) can only be stored in a .tilepack bundle"))
-        }
 
-        if kind == .mbtiles, total == 0, metadata[TileMetadata.Key.format] == nil {
+        if format == .mbtiles, total == 0, metadata[TileMetadata.Key.format] == nil {
             throw OperationError(
                 path: source,
                 fault: .badInput(
@@ -126,19 +123,13 @@ public enum ArchiveConverter {
                 report.seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
                 return report
             }
-            if let patched = input as? PatchedArchive, options.encode == nil,
-                try patched.copy(into: sink, declared: (try? metadata.format) ?? nil)
-            {
-                // A patched bundle or PMTiles: the base's unchanged payloads copied from its file.
-                try sink.finish(metadata: metadata)
-                report.seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
-                return report
-            }
-            if let pmtiles = input as? PMTilesArchive, let runs = sink as? PMTilesSink, options.encode == nil {
+            if let pmtiles = input as? PMTilesArchive, let runs = sink.pmtilesWriter, options.encode == nil {
                 // PMTiles to PMTiles: runs are carried as ranges, each run's bytes read once, so a
                 // run of billions of ocean tiles costs what one tile costs (a tile-by-tile copy
                 // would write the same file, tile by tile).
-                try copyRuns(from: pmtiles, to: runs, metadata: metadata, report: &report, progress: progress, total: total, start: start)
+                try copyRuns(
+                    from: pmtiles, to: sink, runs: runs, metadata: metadata, report: &report, progress: progress, total: total,
+                    start: start)
                 try sink.finish(metadata: metadata)
                 report.seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
                 return report
@@ -162,7 +153,7 @@ public enum ArchiveConverter {
                         throw OperationError(
                             path: source, fault: .badInput("tile \(tile): \(bytes.count) bytes do not make a \(raw) bitmap"))
                     }
-                    if let pixelFormat = options.encode, kind == .bundle {
+                    if let pixelFormat = options.encode, format.storesRawPixels {
                         let converted = bitmap.converted(to: pixelFormat)
                         payload = converted.pixels
                         content = .rawBitmap(RawBitmapLayout(pixelFormat: pixelFormat, width: raw.width, height: raw.height))
@@ -216,7 +207,7 @@ extension ArchiveConverter {
     /// Copies a PMTiles archive's runs into a PMTiles writer as ranges, in tile-id order, each
     /// run's bytes read once.
     fileprivate static func copyRuns(
-        from input: PMTilesArchive, to sink: PMTilesSink, metadata: TileMetadata, report: inout ConvertReport,
+        from input: PMTilesArchive, to sink: TileSink, runs: PMTilesWriter, metadata: TileMetadata, report: inout ConvertReport,
         progress: ProgressHandler?, total: Int?, start: UInt64
     ) throws {
         let base = Int(input.header.tileDataOffset)
@@ -236,7 +227,7 @@ extension ArchiveConverter {
                         try sink.begin(content: .encoded(format))
                         began = true
                     }
-                    try sink.addRun(ids: run.ids, bytes: bytes)
+                    try runs.addRun(ids: run.ids, bytes: bytes)
                 }
                 let tiles = run.ids.count
                 let (bytes, overflow) = tiles.multipliedReportingOverflow(by: run.length)

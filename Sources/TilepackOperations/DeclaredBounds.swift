@@ -3,13 +3,13 @@ import TilepackCore
 /// The bounds a tile tree's description declares, and the check that the tiles an import reads
 /// lie inside them: tiles far outside are the sign of a wrong `--layout` or `--scheme` (a TMS
 /// tree read as XYZ lands in the other hemisphere; a zyx tree read as zxy swaps columns and rows).
-public struct DeclaredBounds: Sendable, Equatable {
+package struct DeclaredBounds: Sendable, Equatable {
     /// The ways the file's numbers can be read; tiles inside any one of them fit.
-    public var readings: [GeoBoundingBox]
+    package var readings: [GeoBoundingBox]
     /// The file that declared them.
-    public var source: String
+    package var source: String
 
-    public init(readings: [GeoBoundingBox], source: String) {
+    package init(readings: [GeoBoundingBox], source: String) {
         self.readings = readings
         self.source = source
     }

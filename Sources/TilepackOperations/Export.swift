@@ -4,25 +4,25 @@ import TilepackImaging
 import TilepackStorage
 
 /// Options of ``TileExporter``.
-public struct ExportOptions: Sendable {
-    public var layout: TileTreeLayout = .zxy
-    public var scheme: TileScheme = .xyz
+package struct ExportOptions: Sendable {
+    package var layout: TileTreeLayout = .zxy
+    package var scheme: TileScheme = .xyz
     /// Write into a folder that already holds files (`--force`); without it such a folder is
     /// refused. Existing tiles are then replaced by renaming over them, never written through.
-    public var overwrite = false
+    package var overwrite = false
     /// The most tiles written (`--max-tiles`, default 500,000,000): a larger archive (a PMTiles run
     /// of billions of tiles) is refused before the folder is made.
-    public var maximumTiles = TileCountLimit.defaultMaximum
-    public init() {}
+    package var maximumTiles = TileCountLimit.defaultMaximum
+    package init() {}
 }
 
 /// What an export did.
-public struct ExportReport: Sendable, Codable {
-    public var source: String
-    public var destination: String
-    public var exported = 0
-    public var bytes = 0
-    public var seconds = 0.0
+package struct ExportReport: Sendable, Codable {
+    package var source: String
+    package var destination: String
+    package var exported = 0
+    package var bytes = 0
+    package var seconds = 0.0
 }
 
 /// Writes an archive's tiles back as a tree `dir/z/x/y.ext` (or `z/y/x.ext`), with a
@@ -35,8 +35,8 @@ public struct ExportReport: Sendable, Codable {
 /// replaced, what it pointed to is untouched. A folder that already holds files is refused unless
 /// ``ExportOptions/overwrite`` is set; then temporary files a killed export left in the folders it
 /// writes are removed.
-public enum TileExporter {
-    public static func run(
+package enum TileExporter {
+    package static func run(
         archive: any TileArchive, to directory: String, options: ExportOptions,
         progress: ProgressHandler? = nil
     ) throws(OperationError) -> ExportReport {

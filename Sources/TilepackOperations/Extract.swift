@@ -3,38 +3,38 @@ import TilepackCore
 import TilepackStorage
 
 /// Options of ``TileExtractor``.
-public struct ExtractOptions: Sendable {
+package struct ExtractOptions: Sendable {
     /// The region; `nil` for the whole archive.
-    public var bounds: GeoBoundingBox?
+    package var bounds: GeoBoundingBox?
     /// An area of polygons instead of a box (`--region`): the tiles sharing area with it.
-    public var region: GeoRegion?
-    public var minZoom: Int?
-    public var maxZoom: Int?
-    public var overwrite = false
+    package var region: GeoRegion?
+    package var minZoom: Int?
+    package var maxZoom: Int?
+    package var overwrite = false
     /// MBTiles output: store `agg_tiles_hash` even when the source carries none.
-    public var aggregateTilesHash = false
+    package var aggregateTilesHash = false
     /// PMTiles output of vector tiles that mix gzip and plain ones: keep every tile's bytes and
     /// say compression `unknown` (which MapLibre Native cannot read) instead of gzipping the plain ones.
-    public var keepsMixedTileCompression = false
+    package var keepsMixedTileCompression = false
     /// A bundle or PMTiles output: write its tile hash index beside it (`ARCHIVE.tpindex`, for
     /// `sync`; Specs/updates.md §7.4). Without it, an index left beside the archive replaced is removed.
-    public var tileIndex = false
+    package var tileIndex = false
     /// The most tiles written (`--max-tiles`, default 500,000,000): a PMTiles selection of more
     /// (counted from its runs) is refused before anything is written. Extract cuts tiles out of
     /// runs (a box is squares of them, not runs), so a .pmtiles output is written tile by tile too.
-    public var maximumTiles = TileCountLimit.defaultMaximum
-    public init() {}
+    package var maximumTiles = TileCountLimit.defaultMaximum
+    package init() {}
 }
 
 /// What an extract did.
-public struct ExtractReport: Sendable, Codable {
-    public var source: String
-    public var destination: String
-    public var tiles = 0
-    public var bytes = 0
-    public var seconds = 0.0
+package struct ExtractReport: Sendable, Codable {
+    package var source: String
+    package var destination: String
+    package var tiles = 0
+    package var bytes = 0
+    package var seconds = 0.0
     /// Metadata values the output's format cannot hold, each mapped or dropped (see ``MetadataMapping``).
-    public var warnings: [String] = []
+    package var warnings: [String] = []
 }
 
 /// Copies a region of any archive (local or remote) into a new archive of any format, reading only
@@ -42,8 +42,8 @@ public struct ExtractReport: Sendable, Codable {
 /// order (a remote source fetches neighbours in one request); other archives look the region's
 /// tiles up one by one when the region is small against the archive, else read every tile once
 /// and keep those inside.
-public enum TileExtractor {
-    public static func run(
+package enum TileExtractor {
+    package static func run(
         source: String, destination: String, options: ExtractOptions,
         progress: ProgressHandler? = nil
     ) throws(OperationError) -> ExtractReport {
@@ -51,7 +51,7 @@ public enum TileExtractor {
         return try run(archive: input, destination: destination, options: options, progress: progress)
     }
 
-    public static func run(
+    package static func run(
         archive input: any TileArchive, destination: String, options: ExtractOptions,
         progress: ProgressHandler? = nil
     ) throws(OperationError) -> ExtractReport {
@@ -61,16 +61,16 @@ public enum TileExtractor {
         if let minZoom = options.minZoom, let maxZoom = options.maxZoom, minZoom > maxZoom {
             throw OperationError(path: "", fault: .badInput("--min-zoom \(minZoom) is above --max-zoom \(maxZoom)"))
         }
-        let kind = try ArchiveKind(destinationPath: destination)
+        let format = try ArchiveOutput.format(of: destination)
         let options = try Self.boxOfRegion(options)
         let (read, levels) = try Self.metadataAndLevels(input, path: source)
         var metadata = read
-        if case .rawBitmap = input.content, kind != .bundle {
+        if case .rawBitmap = input.content, !format.storesRawPixels {
             throw OperationError(
                 path: destination, fault: .badInput("raw-bitmap tiles can only be extracted into a .tilepack bundle (convert them first)"))
         }
         if metadata.name?.isEmpty ?? true { metadata.name = ArchiveLocation.baseName(source) }
-        let fitted = MetadataMapping.fitted(metadata, for: kind)
+        let fitted = MetadataMapping.fitted(metadata, for: format)
         metadata = fitted.metadata
         // The subset has its own extent and hash: the writers derive zooms and center again, and
         // an MBTiles writer the hash when the source carried one (or when asked).
@@ -99,9 +99,9 @@ public enum TileExtractor {
             try TileCountLimit.check(count, limit: options.maximumTiles, source: source, writing: "extract into \(destination)")
         }
         var tileOutsideBounds = false
-        let sink = try ArchiveSinks.make(
-            kind: kind, destination: destination, metadata: metadata,
-            options: ArchiveSinks.Options(
+        let sink = try ArchiveOutput.open(
+            destination, format: format, metadata: metadata,
+            options: TileSinkOptions(
                 overwrite: options.overwrite, aggregateTilesHash: carriesHash,
                 keepsMixedTileCompression: options.keepsMixedTileCompression, tileIndex: options.tileIndex,
                 inputs: [input]))

@@ -4,68 +4,68 @@ import TilepackImaging
 @_spi(TilepackInternal) import TilepackStorage
 
 /// Options of ``TileImporter``.
-public struct ImportOptions: Sendable {
+package struct ImportOptions: Sendable {
     /// The folder layout; `nil` takes it from the tree's `metadata.json`, else zxy.
-    public var layout: TileTreeLayout?
+    package var layout: TileTreeLayout?
     /// The row scheme; `nil` takes it from the tree's description files, else XYZ.
-    public var scheme: TileScheme?
-    public var minZoom: Int?
-    public var maxZoom: Int?
-    public var bounds: GeoBoundingBox?
+    package var scheme: TileScheme?
+    package var minZoom: Int?
+    package var maxZoom: Int?
+    package var bounds: GeoBoundingBox?
     /// Import a tree whose tiles are of more than one format (the archive's `format` is the first).
-    public var allowMixedFormats = false
+    package var allowMixedFormats = false
     /// Metadata given by the user (name, attribution, description, type); wins over the tree's.
-    public var metadata: [String: String] = [:]
+    package var metadata: [String: String] = [:]
     /// Add to an existing archive instead of creating one.
-    public var append = false
+    package var append = false
     /// Replace an existing output file.
-    public var overwrite = false
+    package var overwrite = false
     /// For a bundle: decode every image and store raw pixels in this format.
-    public var encode: PixelFormat?
+    package var encode: PixelFormat?
     /// For MBTiles: store identical tiles once (`map` + `images`).
-    public var deduplicate = false
+    package var deduplicate = false
     /// For MBTiles: compute and store `agg_tiles_hash` (off by default: the MD5 is one serial pass
     /// over every byte; an archive appended to keeps the hash it carries, recomputed).
-    public var aggregateTilesHash = false
+    package var aggregateTilesHash = false
     /// PMTiles output of vector tiles that mix gzip and plain ones: keep every tile's bytes and
     /// say compression `unknown` (which MapLibre Native cannot read) instead of gzipping the plain ones.
-    public var keepsMixedTileCompression = false
+    package var keepsMixedTileCompression = false
     /// A bundle or PMTiles output: write its tile hash index beside it (`ARCHIVE.tpindex`, for
     /// `sync`; Specs/updates.md §7.4). Without it, an index left beside the archive replaced is removed.
-    public var tileIndex = false
+    package var tileIndex = false
     /// Import only this part of the tree (see ``TreeShards``); `nil` for the whole tree.
-    public var shard: ShardSpec?
+    package var shard: ShardSpec?
     /// Files read at once.
-    public var threads = max(1, ProcessInfo.processInfo.activeProcessorCount)
+    package var threads = max(1, ProcessInfo.processInfo.activeProcessorCount)
     /// Where to write the report of skipped files (JSON lines, see ``ImportReportFile``): checked
     /// before the import starts, written however it ends.
-    public var reportPath: String?
+    package var reportPath: String?
 
-    public init() {}
+    package init() {}
 }
 
 /// What an import did.
-public struct ImportReport: Sendable, Codable {
-    public var source: String
-    public var destination: String
-    public var format: String?
-    public var scheme: TileScheme
-    public var layout: TileTreeLayout
-    public var imported = 0
-    public var bytes = 0
+package struct ImportReport: Sendable, Codable {
+    package var source: String
+    package var destination: String
+    package var format: String?
+    package var scheme: TileScheme
+    package var layout: TileTreeLayout
+    package var imported = 0
+    package var bytes = 0
     /// Tiles per zoom level.
-    public var zooms: [Int: Int] = [:]
+    package var zooms: [Int: Int] = [:]
     /// Everything found in the tree and not imported, with the reason.
-    public var skipped: [SkippedFile] = []
+    package var skipped: [SkippedFile] = []
     /// Tiles left out by the zoom or box filters.
-    public var filtered = 0
+    package var filtered = 0
     /// What the importer read from the tree and decided.
-    public var notes: [String] = []
-    public var seconds = 0.0
+    package var notes: [String] = []
+    package var seconds = 0.0
 }
 
 /// Imports a directory tree of tile files into an archive.
-public enum TileImporter {
+package enum TileImporter {
     /// Tiles read and checked per batch, at most; fewer when tiles are large (see ``batchBytes``).
     static let batchSize = 512
     /// The bytes a batch should hold: batches are sized from the mean tile size seen so far, so
@@ -78,7 +78,7 @@ public enum TileImporter {
     /// Runs an import.
     /// - Throws: ``OperationError`` for anything that stops the import; the destination is then
     ///   left as it was. Files that cannot be imported are not errors: they are in the report.
-    public static func run(
+    package static func run(
         source: String, destination: String, options: ImportOptions,
         progress: ProgressHandler? = nil
     ) throws(OperationError) -> ImportReport {
@@ -137,14 +137,14 @@ public enum TileImporter {
         }
         // The tiles decide the format; a declared one is compared with them at the end.
         metadata[TileMetadata.Key.format] = nil
-        let kind = try ArchiveKind(destinationPath: destination)
+        let format = try ArchiveOutput.format(of: destination)
         // MBTiles: tiles in agg_tiles_hash's order, so the writer hashes (when asked) and counts
         // them as they come.
-        if kind == .mbtiles { walker.rowOrder = .tms }
-        let sink = try ArchiveSinks.make(
-            kind: kind, destination: destination, metadata: metadata,
-            options: ArchiveSinks.Options(
-                overwrite: options.overwrite, append: options.append, deduplicate: options.deduplicate, encode: options.encode,
+        if format == .mbtiles { walker.rowOrder = .tms }
+        let sink = try ArchiveOutput.open(
+            destination, format: format, metadata: metadata, encode: options.encode,
+            options: TileSinkOptions(
+                overwrite: options.overwrite, append: options.append, deduplicate: options.deduplicate,
                 aggregateTilesHash: options.aggregateTilesHash,
                 keepsMixedTileCompression: options.keepsMixedTileCompression, tileIndex: options.tileIndex))
 

@@ -11,13 +11,13 @@ import TilepackStorage
 /// escapes them; a path that is not UTF-8 also carries its exact bytes as `"path_base64"`), and a
 /// last line `{"summary": {"imported": N, "skipped": N, "filtered": N, "destination": ...,
 /// "error": ... or null}}`.
-public final class ImportReportFile {
-    public let path: String
+package final class ImportReportFile {
+    package let path: String
     private let file: AtomicFile
 
     /// Checks that the report can be written at `path` (creating its temporary file).
     /// - Throws: ``OperationError`` naming the report path and why it cannot be written.
-    public init(path: String) throws(OperationError) {
+    package init(path: String) throws(OperationError) {
         self.path = path
         if let info = FileSystem.stat(path), (info.st_mode & S_IFMT) != S_IFREG {
             throw OperationError(
@@ -81,7 +81,7 @@ public final class ImportReportFile {
     }
 
     /// Writes the report and puts it in place.
-    public func write(_ report: ImportReport, error: OperationError?) throws(OperationError) {
+    package func write(_ report: ImportReport, error: OperationError?) throws(OperationError) {
         let data = Self.lines(report, error: error)
         do {
             if let code = FileSystem.createFile(file.temporaryPath, contents: data) {

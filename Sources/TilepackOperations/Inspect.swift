@@ -4,40 +4,40 @@ import TilepackStorage
 
 /// What `tilepack info` shows about an archive. In JSON, bounds and the metadata's `bounds`,
 /// `center` and zooms are numbers and its `json` key an object (see ``TileMetadata/jsonValues``).
-public struct ArchiveInfo: Sendable, Encodable {
-    public struct Level: Sendable, Codable, Hashable {
-        public var zoom: Int
-        public var tiles: Int
-        public var bytes: Int
+package struct ArchiveInfo: Sendable, Encodable {
+    package struct Level: Sendable, Codable, Hashable {
+        package var zoom: Int
+        package var tiles: Int
+        package var bytes: Int
         /// Tile extent at this zoom: XYZ columns and rows.
-        public var minX: Int, maxX: Int, minY: Int, maxY: Int
+        package var minX: Int, maxX: Int, minY: Int, maxY: Int
     }
 
-    public var path: String
+    package var path: String
     package var format: TileArchiveFormat
     /// The MBTiles schema, or the bundle's content.
-    public var layout: String
+    package var layout: String
     /// What the payloads are: png, jpg, pbf, raw pixels, ...
-    public var content: String?
-    public var fileSize: Int
-    public var metadata: [String: String]
-    public var levels: [Level]
-    public var tiles: Int
-    public var tileBytes: Int
+    package var content: String?
+    package var fileSize: Int
+    package var metadata: [String: String]
+    package var levels: [Level]
+    package var tiles: Int
+    package var tileBytes: Int
     /// Distinct tile contents (byte-identical tiles counted once).
-    public var distinctTiles: Int
+    package var distinctTiles: Int
     /// `tiles / distinctTiles`: how much deduplication saves (1 = nothing).
-    public var dedupRatio: Double
+    package var dedupRatio: Double
     /// The extent of the tiles at the highest zoom; `[west, south, east, north]` in JSON.
-    public var bounds: GeoBoundingBox?
+    package var bounds: GeoBoundingBox?
     /// The content identity (Specs/updates.md §1); `nil` for a PMTiles archive counted by runs.
-    public var identity: String?
+    package var identity: String?
 
     private enum CodingKeys: String, CodingKey {
         case path, format, layout, content, fileSize, metadata, levels, tiles, tileBytes, distinctTiles, dedupRatio, bounds, identity
     }
 
-    public func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(path, forKey: .path)
         try container.encode(format, forKey: .format)
@@ -56,11 +56,11 @@ public struct ArchiveInfo: Sendable, Encodable {
 }
 
 /// Reads everything `info` reports, in one pass over the tiles.
-public enum ArchiveInspector {
+package enum ArchiveInspector {
     /// The most tiles of a PMTiles archive visited one by one; past it, runs are counted as runs.
     static let maximumTilesVisited = 1 << 24
 
-    public static func run(path: String) throws(OperationError) -> ArchiveInfo {
+    package static func run(path: String) throws(OperationError) -> ArchiveInfo {
         let archive: any TileArchive
         let format: TileArchiveFormat
         if ArchiveLocation.isRemote(path) {

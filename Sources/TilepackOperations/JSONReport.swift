@@ -2,7 +2,7 @@ import Foundation
 import TilepackCore
 
 /// Any JSON value: what a JSON report holds where its shape is not fixed (archive metadata).
-public enum JSONValue: Sendable, Hashable, Codable {
+package enum JSONValue: Sendable, Hashable, Codable {
     case string(String)
     case number(Double)
     case bool(Bool)
@@ -10,7 +10,7 @@ public enum JSONValue: Sendable, Hashable, Codable {
     case object([String: JSONValue])
     case null
 
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         if container.decodeNil() {
             self = .null
@@ -27,7 +27,7 @@ public enum JSONValue: Sendable, Hashable, Codable {
         }
     }
 
-    public func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         switch self {
         case .string(let value): try container.encode(value)
@@ -44,7 +44,7 @@ extension TileMetadata {
     /// The metadata as JSON reports give it: `bounds` and `center` as arrays of numbers,
     /// `minzoom` and `maxzoom` as numbers, `json` as the object it holds; every other key, and a
     /// value that does not parse, as its text.
-    public var jsonValues: [String: JSONValue] {
+    package var jsonValues: [String: JSONValue] {
         var values = entries.mapValues(JSONValue.string)
         if let box = try? bounds { values[Key.bounds] = .array([box.west, box.south, box.east, box.north].map(JSONValue.number)) }
         if let center = try? center {
@@ -61,8 +61,8 @@ extension TileMetadata {
 }
 
 /// The one way tilepack writes a JSON report: pretty, keys sorted, slashes not escaped.
-public enum JSONReport {
-    public static func encode<T: Encodable>(_ value: T) throws -> Data {
+package enum JSONReport {
+    package static func encode<T: Encodable>(_ value: T) throws -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         return try encoder.encode(value)

@@ -3,42 +3,42 @@ import TilepackCore
 @_spi(TilepackInternal) import TilepackStorage
 
 /// Options of ``MapLibreOfflineExporter`` (Specs/maplibre-offline.md).
-public struct MapLibreOfflineOptions: Sendable {
+package struct MapLibreOfflineOptions: Sendable {
     /// The style URL the app opens the map with: the style is stored under it.
-    public var styleURL: String
+    package var styleURL: String
     /// The style to store (a JSON document); `nil`: a raster style made for the archive.
-    public var style: Data?
+    package var style: Data?
     /// The style's source that the archive's tiles fill.
-    public var sourceName = "tilepack"
+    package var sourceName = "tilepack"
     /// The pixel ratio MapLibre asks tiles for (1, 2 or 3).
-    public var pixelRatio = 1
-    public var bounds: GeoBoundingBox?
-    public var region: GeoRegion?
-    public var minZoom: Int?
-    public var maxZoom: Int?
-    public var overwrite = false
+    package var pixelRatio = 1
+    package var bounds: GeoBoundingBox?
+    package var region: GeoRegion?
+    package var minZoom: Int?
+    package var maxZoom: Int?
+    package var overwrite = false
     /// The most tiles written (`--max-tiles`, default 500,000,000): a PMTiles selection of more
     /// (counted from its runs) is refused before the database is made.
-    public var maximumTiles = TileCountLimit.defaultMaximum
+    package var maximumTiles = TileCountLimit.defaultMaximum
     /// The style's glyph ranges and sprite files (``MapLibreStyleResources/load(_:files:client:retry:)``),
     /// stored as resources under the URLs MapLibre asks for them.
-    public var styleAssets = MapLibreStyleResources.Loaded()
+    package var styleAssets = MapLibreStyleResources.Loaded()
 
-    public init(styleURL: String) { self.styleURL = styleURL }
+    package init(styleURL: String) { self.styleURL = styleURL }
 }
 
 /// What an offline export wrote.
-public struct MapLibreOfflineReport: Sendable, Codable {
-    public var destination: String
-    public var tiles = 0
-    public var bytes = 0
-    public var tileURLTemplate = ""
-    public var tileJSONURL: String?
+package struct MapLibreOfflineReport: Sendable, Codable {
+    package var destination: String
+    package var tiles = 0
+    package var bytes = 0
+    package var tileURLTemplate = ""
+    package var tileJSONURL: String?
     /// Glyph ranges and sprite files stored, and the glyph ranges the font lacks.
-    public var glyphRanges = 0
-    public var spriteFiles = 0
-    public var missingGlyphRanges = 0
-    public var seconds = 0.0
+    package var glyphRanges = 0
+    package var spriteFiles = 0
+    package var missingGlyphRanges = 0
+    package var seconds = 0.0
 }
 
 /// Writes an archive's tiles as a MapLibre Native offline database (the `offline_schema.sql` of
@@ -46,8 +46,8 @@ public struct MapLibreOfflineReport: Sendable, Codable {
 /// and the style and the source's TileJSON as resources, so that an app that side-loads the file
 /// (`MLNOfflineStorage addContentsOfURL:`, `OfflineManager.mergeOfflineRegions`) shows the region
 /// with the network off.
-public enum MapLibreOfflineExporter {
-    public static func run(source: String, destination: String, options: MapLibreOfflineOptions) throws(OperationError)
+package enum MapLibreOfflineExporter {
+    package static func run(source: String, destination: String, options: MapLibreOfflineOptions) throws(OperationError)
         -> MapLibreOfflineReport
     {
         let start = DispatchTime.now().uptimeNanoseconds

@@ -4,37 +4,37 @@ import TilepackHTTP
 /// A glyph range or a sprite file a MapLibre style needs with the network off, keyed by the URL
 /// MapLibre Native asks for it (its `OfflineDownload` and `Resource::glyphs` / `spriteImage` /
 /// `spriteJSON`; Specs/maplibre-offline.md).
-public struct MapLibreStyleResource: Sendable, Hashable {
+package struct MapLibreStyleResource: Sendable, Hashable {
     /// The `kind` column of maplibre-native's `resources` table.
-    public enum Kind: Int, Sendable, Hashable {
+    package enum Kind: Int, Sendable, Hashable {
         case glyphs = 4
         case spriteImage = 5
         case spriteJSON = 6
     }
 
     /// The URL MapLibre requests, and the offline database's key.
-    public var url: String
-    public var kind: Kind
+    package var url: String
+    package var kind: Kind
     /// For glyphs: the font stack (names joined by commas) and the range (`0-255`).
-    public var fontStack: String?
-    public var range: String?
+    package var fontStack: String?
+    package var range: String?
     /// For a sprite file: what follows the sprite's base (`@2x.png`, `.json`) and the sprite's id
     /// (`default` for a style's single `sprite` URL).
-    public var spriteSuffix: String?
-    public var spriteID: String?
+    package var spriteSuffix: String?
+    package var spriteID: String?
 }
 
 /// Where a style's glyphs and sprites are read from when they are not downloaded from the
 /// style's own URLs: local files, for building an offline pack without the network.
-public struct MapLibreAssetFiles: Sendable {
+package struct MapLibreAssetFiles: Sendable {
     /// A path with `{fontstack}` and `{range}`, e.g. `fonts/{fontstack}/{range}.pbf` (the layout of
     /// openmaptiles/fonts and font-maker).
-    public var glyphs: String?
+    package var glyphs: String?
     /// The path of a sprite without its suffix, e.g. `sprites/basic` for `basic.json`, `basic.png`,
     /// `basic@2x.json`, `basic@2x.png`; with `{id}` for a style of several sprites.
-    public var sprite: String?
+    package var sprite: String?
 
-    public init(glyphs: String? = nil, sprite: String? = nil) {
+    package init(glyphs: String? = nil, sprite: String? = nil) {
         self.glyphs = glyphs
         self.sprite = sprite
     }
@@ -42,15 +42,15 @@ public struct MapLibreAssetFiles: Sendable {
 
 /// The glyphs and sprites of a style, listed as MapLibre Native's offline download lists them
 /// and loaded from the style's URLs or from local files.
-public enum MapLibreStyleResources {
+package enum MapLibreStyleResources {
     /// The font stack MapLibre uses for a symbol layer with text and no `text-font`.
-    public static let defaultFontStack = "Open Sans Regular,Arial Unicode MS Regular"
+    package static let defaultFontStack = "Open Sans Regular,Arial Unicode MS Regular"
 
     /// The glyph ranges and sprite files `style` needs at `pixelRatio`, without ideographs (CJK
     /// unified ideographs and Hangul syllables, which MapLibre draws locally when a region says
     /// `include_ideographs: false`), and warnings for what cannot be listed (a `text-font`
     /// expression without literal font stacks, which MapLibre also cannot take offline).
-    public static func list(style: [String: Any], pixelRatio: Int) -> (resources: [MapLibreStyleResource], warnings: [String]) {
+    package static func list(style: [String: Any], pixelRatio: Int) -> (resources: [MapLibreStyleResource], warnings: [String]) {
         var resources: [MapLibreStyleResource] = []
         var warnings: [String] = []
         if let glyphs = style["glyphs"] as? String {
@@ -143,9 +143,9 @@ public enum MapLibreStyleResources {
 
     /// What loading a style's resources gave: each resource's bytes, and the glyph ranges the
     /// font does not have (a 404, or no file), which MapLibre also draws without.
-    public struct Loaded: Sendable {
-        public var resources: [(MapLibreStyleResource, [UInt8])] = []
-        public var missingGlyphRanges: [String] = []
+    package struct Loaded: Sendable {
+        package var resources: [(MapLibreStyleResource, [UInt8])] = []
+        package var missingGlyphRanges: [String] = []
     }
 
     /// Loads `resources` from local files (for the kinds `files` names) or from their URLs.
@@ -153,7 +153,7 @@ public enum MapLibreStyleResources {
     /// A glyph range the font lacks (404 or no file) is skipped and listed; a missing sprite, an
     /// error answer, a body that is not a glyph PBF, sprite JSON or PNG, and a font stack that
     /// would leave the `--glyphs` folder are errors naming the URL or file.
-    public static func load(
+    package static func load(
         _ resources: [MapLibreStyleResource], files: MapLibreAssetFiles, client: HTTPClient = .shared,
         retry: RetryPolicy = RetryPolicy(maximumAttempts: 4)
     ) async throws(OperationError) -> Loaded {

@@ -4,7 +4,7 @@ import TilepackStorage
 
 /// What ``ArchiveMerger`` does with a tile that more than one input holds with different bytes
 /// (identical duplicates are always stored once).
-public enum DuplicateRule: String, Sendable, Codable, CaseIterable {
+package enum DuplicateRule: String, Sendable, Codable, CaseIterable {
     /// Stop with an error naming the tile and the inputs.
     case error
     /// Keep the tile of the first input (in the order given) that holds it.
@@ -14,33 +14,33 @@ public enum DuplicateRule: String, Sendable, Codable, CaseIterable {
 }
 
 /// Options of ``ArchiveMerger``.
-public struct MergeOptions: Sendable {
-    public var onDuplicate: DuplicateRule = .error
-    public var overwrite = false
+package struct MergeOptions: Sendable {
+    package var onDuplicate: DuplicateRule = .error
+    package var overwrite = false
     /// MBTiles output: store `agg_tiles_hash` even when no input carries one.
-    public var aggregateTilesHash = false
+    package var aggregateTilesHash = false
     /// PMTiles output of vector tiles that mix gzip and plain ones: keep every tile's bytes and
     /// say compression `unknown` (which MapLibre Native cannot read) instead of gzipping the plain ones.
-    public var keepsMixedTileCompression = false
+    package var keepsMixedTileCompression = false
     /// A bundle or PMTiles output: write its tile hash index beside it (`ARCHIVE.tpindex`, for
     /// `sync`; Specs/updates.md §7.4). Without it, an index left beside the archive replaced is removed.
-    public var tileIndex = false
+    package var tileIndex = false
     /// The most tiles written (`--max-tiles`, default 500,000,000): inputs holding more in all (a
     /// PMTiles run of billions of tiles) are refused before anything is written.
-    public var maximumTiles = TileCountLimit.defaultMaximum
-    public init() {}
+    package var maximumTiles = TileCountLimit.defaultMaximum
+    package init() {}
 }
 
 /// What a merge did.
-public struct MergeReport: Sendable, Codable {
-    public var inputs: [String]
-    public var destination: String
-    public var tiles = 0
+package struct MergeReport: Sendable, Codable {
+    package var inputs: [String]
+    package var destination: String
+    package var tiles = 0
     /// Tiles held by more than one input (identical, or resolved by the rule).
-    public var duplicates = 0
-    public var seconds = 0.0
+    package var duplicates = 0
+    package var seconds = 0.0
     /// Metadata values the output's format cannot hold, each mapped or dropped (see ``MetadataMapping``).
-    public var warnings: [String] = []
+    package var warnings: [String] = []
 }
 
 /// Merges archives of one tile content (the shards of a build, or any disjoint archives) into one.
@@ -50,10 +50,10 @@ public struct MergeReport: Sendable, Codable {
 /// merge of shards carries what one import of the whole tree carries: the union of the zoom
 /// ranges and the extent of all the tiles), and `agg_tiles_hash`, which the MBTiles writer
 /// computes again when an input carried one (or when asked). The bundle of merged shards is byte-identical to the bundle of one import.
-public enum ArchiveMerger {
+package enum ArchiveMerger {
     static let derivedKeys = [TileMetadata.Key.bounds, TileMetadata.Key.center, TileMetadata.Key.minZoom, TileMetadata.Key.maxZoom]
 
-    public static func run(
+    package static func run(
         inputs: [String], destination: String, options: MergeOptions = MergeOptions(),
         progress: ProgressHandler? = nil
     ) throws(OperationError) -> MergeReport {
@@ -64,7 +64,7 @@ public enum ArchiveMerger {
         for input in inputs {
             archives.append(try ArchiveLocation.open(input))
         }
-        let kind = try ArchiveKind(destinationPath: destination)
+        let format = try ArchiveOutput.format(of: destination)
         // One content for all: the first input's, and every other must match it.
         let contents = archives.compactMap(\.content)
         if let first = contents.first, let other = contents.first(where: { $0 != first }) {
@@ -86,7 +86,7 @@ public enum ArchiveMerger {
             throw OperationError.wrapping(error, path: inputs[0])
         }
         if metadata.name?.isEmpty ?? true { metadata.name = ArchiveLocation.baseName(destination) }
-        let fitted = MetadataMapping.fitted(metadata, for: kind)
+        let fitted = MetadataMapping.fitted(metadata, for: format)
         metadata = fitted.metadata
         // Every tile of every input is written on its own (a PMTiles input's runs too).
         var total = 0
@@ -95,9 +95,9 @@ public enum ArchiveMerger {
         }
         try TileCountLimit.check(
             total, limit: options.maximumTiles, source: inputs.joined(separator: ", "), writing: "merge into \(destination)")
-        let sink = try ArchiveSinks.make(
-            kind: kind, destination: destination, metadata: metadata,
-            options: ArchiveSinks.Options(
+        let sink = try ArchiveOutput.open(
+            destination, format: format, metadata: metadata,
+            options: TileSinkOptions(
                 overwrite: options.overwrite, aggregateTilesHash: carriesHash,
                 keepsMixedTileCompression: options.keepsMixedTileCompression, tileIndex: options.tileIndex,
                 inputs: archives))

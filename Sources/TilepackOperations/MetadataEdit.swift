@@ -3,24 +3,24 @@ import TilepackCore
 import TilepackStorage
 
 /// What `tilepack meta set` or `meta delete` did.
-public struct MetadataEditReport: Sendable, Codable {
-    public var path: String
+package struct MetadataEditReport: Sendable, Codable {
+    package var path: String
     /// `transaction` (MBTiles), `inPlace` (PMTiles) or `rewrite` (bundle, PMTiles); `nil` when
     /// nothing was to change (every key to delete already absent) and the file was not touched.
-    public var method: MetadataEditMethod?
+    package var method: MetadataEditMethod?
     /// Why the file was changed the way it was, for the methods whose reason is not plain: a
     /// PMTiles rewritten or written in place, every bundle rewritten.
-    public var why: String?
-    public var set: [String: String] = [:]
-    public var deleted: [String] = []
+    package var why: String?
+    package var set: [String: String] = [:]
+    package var deleted: [String] = []
     /// Keys asked to be deleted that the archive did not have (with ``AbsentDeletes/ignore``).
-    public var alreadyAbsent: [String] = []
+    package var alreadyAbsent: [String] = []
 }
 
 /// What a key to delete that the archive lacks is: an error (`meta delete KEY`: the user named
 /// a key that is not there, likely a typo), or already done (`meta set --from FILE.json`: the
 /// file is the metadata as it should be, and a `null` there says "absent").
-public enum AbsentDeletes: Sendable {
+package enum AbsentDeletes: Sendable {
     case refuse
     case ignore
 }
@@ -34,18 +34,18 @@ public enum AbsentDeletes: Sendable {
 ///
 /// Unlike the commands that write a new archive, `meta set` and `meta delete` change their input:
 /// that is what they are for.
-public enum MetadataEditor {
+package enum MetadataEditor {
     /// Keys whose values tilepack computes from the tiles: not set by hand.
     static let computedKeys = [TileMetadata.Key.aggregateTilesHash, TileMetadata.Key.hashAlgorithm, ContentIdentity.metadataKey]
 
     /// The metadata of a local archive or one at a URL.
-    public static func read(_ location: String) throws(OperationError) -> TileMetadata {
+    package static func read(_ location: String) throws(OperationError) -> TileMetadata {
         let archive = try ArchiveLocation.open(location)
         do { return try archive.metadata() } catch { throw OperationError.wrapping(error, path: location) }
     }
 
     /// Sets the keys of `set` and removes those of `delete` in the archive at `path`.
-    public static func edit(
+    package static func edit(
         path: String, set: [String: String] = [:], delete: [String] = [], absentDeletes: AbsentDeletes = .refuse
     ) throws(OperationError) -> MetadataEditReport {
         if ArchiveLocation.isRemote(path) {
@@ -128,7 +128,7 @@ public enum MetadataEditor {
 
     /// Key/value pairs from a JSON object (`meta set --from FILE.json`): strings as they are,
     /// other values as their JSON text (an object for `json`), `null` as a key to delete.
-    public static func pairs(fromJSON data: Data, path: String) throws(OperationError) -> (set: [String: String], delete: [String]) {
+    package static func pairs(fromJSON data: Data, path: String) throws(OperationError) -> (set: [String: String], delete: [String]) {
         guard let object = (try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])) as? [String: Any] else {
             throw OperationError(path: path, fault: .badInput("not a JSON object of metadata keys and values"))
         }

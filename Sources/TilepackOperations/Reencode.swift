@@ -4,15 +4,15 @@ import TilepackImaging
 import TilepackStorage
 
 /// What re-encoding did at one zoom (`convert --format`).
-public struct ReencodedZoom: Sendable, Codable, Hashable {
-    public var zoom: Int
-    public var tiles = 0
-    public var bytesBefore = 0
-    public var bytesAfter = 0
+package struct ReencodedZoom: Sendable, Codable, Hashable {
+    package var zoom: Int
+    package var tiles = 0
+    package var bytesBefore = 0
+    package var bytesAfter = 0
     /// The median and the lowest PSNR (dB) of the re-encoded tiles against the originals, over
     /// the pixels both draw opaque; nil when no tile had such pixels. Identical tiles count as 99 dB.
-    public var medianPSNR: Double?
-    public var lowestPSNR: Double?
+    package var medianPSNR: Double?
+    package var lowestPSNR: Double?
 }
 
 /// `convert --format`: every raster tile decoded and encoded again (``TileEncoding``), on every
@@ -32,7 +32,7 @@ enum TileReencoder {
     }
 
     static func run(
-        input: any TileArchive, source: String, sink: any TileSink, encoding: TileEncoding, report: inout ConvertReport,
+        input: any TileArchive, source: String, sink: TileSink, encoding: TileEncoding, report: inout ConvertReport,
         total: Int?, progress: ProgressHandler?, start: UInt64
     ) throws {
         try sink.begin(content: .encoded(encoding.format))

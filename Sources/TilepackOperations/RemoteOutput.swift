@@ -6,7 +6,7 @@ import TilepackStorage
 /// An operation's output at an `s3://` URL: the archive is built in a temporary folder on this
 /// machine and uploaded by multipart upload (``S3Client/upload(file:to:options:)``), so the object
 /// appears whole or not at all; an output that is a path is written where it is.
-public enum RemoteOutput {
+package enum RemoteOutput {
     /// Runs `build` with the path to write: `destination` itself, or for `s3://BUCKET/KEY` a file
     /// of the same name in a new folder under `temporaryFolder` (else the system's), uploaded once
     /// `build` returns, the folder removed however it ends. An existing object is an error unless
@@ -16,7 +16,7 @@ public enum RemoteOutput {
     /// the object `KEY.tpindex` (the name `sync` reads), by multipart upload too; a build that
     /// wrote none and replaced an object (`overwrite`) deletes a `KEY.tpindex` left beside it,
     /// which described the object replaced, as a build into a file removes the file's.
-    public static func write<R>(
+    package static func write<R>(
         to destination: String, overwrite: Bool, temporaryFolder: String? = nil, client: S3Client? = nil,
         _ build: (String) throws -> R
     ) throws -> R {
@@ -50,7 +50,7 @@ public enum RemoteOutput {
     /// upload (``S3Client/upload(file:to:options:)``): the object appears whole or not at all. An
     /// existing object is an error unless `overwrite`. Returns the object's ETag.
     @discardableResult
-    public static func upload(file path: String, to destination: String, overwrite: Bool, client: S3Client? = nil) throws -> String? {
+    package static func upload(file path: String, to destination: String, overwrite: Bool, client: S3Client? = nil) throws -> String? {
         let (location, client) = try target(destination, overwrite: overwrite, client: client)
         let options = uploadOptions
         return try s3(destination) { () async throws(S3Error) in try await client.upload(file: path, to: location, options: options) }
@@ -96,10 +96,10 @@ public enum RemoteOutput {
 
 /// Inputs named by an S3 prefix (`s3://BUCKET/parts/`) or a glob in the key's last segment
 /// (`s3://BUCKET/parts/part-*.tilepack`), listed with ListObjectsV2.
-public enum RemoteInputs {
+package enum RemoteInputs {
     /// `inputs` with each prefix or glob replaced by the archives it names (`.tilepack`,
     /// `.pmtiles`, `.mbtiles` keys, in key order); one that names none is an error.
-    public static func expand(_ inputs: [String], client: S3Client? = nil) throws(OperationError) -> [String] {
+    package static func expand(_ inputs: [String], client: S3Client? = nil) throws(OperationError) -> [String] {
         var expanded: [String] = []
         for input in inputs {
             guard let location = S3Location(input), location.isPrefix || location.isGlob else {
@@ -118,8 +118,7 @@ public enum RemoteInputs {
                 if let pattern {
                     return !name.contains("/") && fnmatch(pattern, name, 0) == 0
                 }
-                let lower = key.lowercased()
-                return lower.hasSuffix(".tilepack") || lower.hasSuffix(".pmtiles") || lower.hasSuffix(".mbtiles")
+                return TileArchiveFormat.named(by: key) != nil
             }
             guard !archives.isEmpty else {
                 throw OperationError(

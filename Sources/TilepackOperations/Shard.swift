@@ -3,31 +3,31 @@ import TilepackCore
 
 /// `K/N`: the K-th of N parts of a build, K counted from 0 (as Kubernetes' `JOB_COMPLETION_INDEX`
 /// and AWS Batch's `AWS_BATCH_JOB_ARRAY_INDEX` count).
-public struct ShardSpec: Sendable, Hashable, Codable, CustomStringConvertible {
-    public var index: Int
-    public var count: Int
+package struct ShardSpec: Sendable, Hashable, Codable, CustomStringConvertible {
+    package var index: Int
+    package var count: Int
 
-    public init?(index: Int, count: Int) {
+    package init?(index: Int, count: Int) {
         guard count >= 1, count <= 1_000_000, (0..<count).contains(index) else { return nil }
         self.index = index
         self.count = count
     }
 
     /// Parses `K/N`.
-    public init?(_ text: String) {
+    package init?(_ text: String) {
         let parts = text.split(separator: "/", omittingEmptySubsequences: false)
         guard parts.count == 2, let k = Int(parts[0]), let n = Int(parts[1]) else { return nil }
         self.init(index: k, count: n)
     }
 
-    public var description: String { "\(index)/\(count)" }
+    package var description: String { "\(index)/\(count)" }
 }
 
 /// The partition of a tile tree into shards: the tree's column folders (`z/x` for a zxy tree,
 /// `z/y` for zyx) in (zoom, number) order, cut into N contiguous blocks of about equal file
 /// counts. Every job computes the same partition from the folder listings alone, so N jobs
 /// import disjoint parts that together are the whole tree, with no coordination.
-public enum TreeShards {
+package enum TreeShards {
     /// Folders of one column: zoom, folder number, files in it.
     struct Column {
         var zoom: Int
@@ -61,7 +61,7 @@ public enum TreeShards {
 
     /// The (zoom, folder number) pairs of `shard`: a column goes to the shard in whose share of
     /// the files its middle file falls.
-    public static func selection(root: String, shard: ShardSpec) -> Set<ColumnKey> {
+    package static func selection(root: String, shard: ShardSpec) -> Set<ColumnKey> {
         let columns = columns(root: root)
         // Each column weighs its files plus one, so that empty folders are shared out too.
         let total = columns.reduce(0) { $0 + $1.files + 1 }
@@ -77,8 +77,8 @@ public enum TreeShards {
         return selected
     }
 
-    public struct ColumnKey: Hashable, Sendable {
-        public var zoom: Int
-        public var number: Int
+    package struct ColumnKey: Hashable, Sendable {
+        package var zoom: Int
+        package var number: Int
     }
 }

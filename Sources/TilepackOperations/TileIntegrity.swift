@@ -5,14 +5,14 @@ import TilepackStorage
 /// A cheap structural check of a tile's bytes: far less work than decoding, but enough to catch
 /// the damage that import meets (wrong magic, truncation, a PNG chunk whose CRC fails, a JPEG
 /// without its end marker). Full decoding is `verify`'s job.
-public enum TileIntegrity {
+package enum TileIntegrity {
     /// What the check found.
-    public enum Finding: Error, Hashable, Sendable, CustomStringConvertible {
+    package enum Finding: Error, Hashable, Sendable, CustomStringConvertible {
         case empty
         case unknownFormat
         case damaged(TileFormat, String)
 
-        public var description: String {
+        package var description: String {
             switch self {
             case .empty: "empty file"
             case .unknownFormat: "bytes of no known tile format"
@@ -22,7 +22,7 @@ public enum TileIntegrity {
     }
 
     /// Returns the tile's format when its structure is sound, or throws what is wrong.
-    public static func check(_ bytes: UnsafeRawBufferPointer) throws(Finding) -> TileFormat {
+    package static func check(_ bytes: UnsafeRawBufferPointer) throws(Finding) -> TileFormat {
         var crc: WholeFileCRC?
         return try check(bytes, crc: &crc)
     }
@@ -30,7 +30,7 @@ public enum TileIntegrity {
     /// ``check(_:)``, and for a PNG also the CRC-32 of the whole file, derived from the chunk CRCs
     /// the check computes anyway (``CRC32/combine(_:_:using:)``), so a writer that stores the file's CRC needs no
     /// pass of its own over the bytes; `nil` for other formats.
-    public static func checkComputingCRC(_ bytes: UnsafeRawBufferPointer) throws(Finding) -> (format: TileFormat, crc: UInt32?) {
+    package static func checkComputingCRC(_ bytes: UnsafeRawBufferPointer) throws(Finding) -> (format: TileFormat, crc: UInt32?) {
         var crc: WholeFileCRC? = WholeFileCRC()
         let format = try check(bytes, crc: &crc)
         return (format, format == .png ? crc?.value : nil)

@@ -4,7 +4,7 @@ import TilepackCore
 import TilepackStorage
 
 /// How a directory tree of tiles names its folders and files.
-public enum TileTreeLayout: String, Sendable, CaseIterable, Codable {
+package enum TileTreeLayout: String, Sendable, CaseIterable, Codable {
     /// `z/x/y.ext`: the slippy-map, gdal2tiles and mbutil default.
     case zxy
     /// `z/y/x.ext`: rows as folders (mbutil's `zyx`, some ArcGIS caches).
@@ -12,9 +12,9 @@ public enum TileTreeLayout: String, Sendable, CaseIterable, Codable {
 }
 
 /// One tile file found in a tree.
-public struct TileFile: Hashable, Sendable {
+package struct TileFile: Hashable, Sendable {
     /// The tile, XYZ (already flipped when the tree counts rows from the south).
-    public var tile: TileCoordinate
+    package var tile: TileCoordinate
     /// The folder that holds the file (one object shared by the folder's files: a copy of a
     /// `TileFile` retains one reference), and the file's name in it. The file's path is made from
     /// them only when it is asked for (an error, a report), not once per tile of the walk.
@@ -22,10 +22,10 @@ public struct TileFile: Hashable, Sendable {
     var name: String
 
     /// The file's path.
-    public var path: String { folder.path + "/" + name }
+    package var path: String { folder.path + "/" + name }
 
-    public static func == (a: TileFile, b: TileFile) -> Bool { a.tile == b.tile && a.path == b.path }
-    public func hash(into hasher: inout Hasher) {
+    package static func == (a: TileFile, b: TileFile) -> Bool { a.tile == b.tile && a.path == b.path }
+    package func hash(into hasher: inout Hasher) {
         hasher.combine(tile)
         hasher.combine(path)
     }
@@ -66,16 +66,16 @@ final class TreeFolder: Sendable {
 }
 
 /// A file or folder in a tree that was not imported, and why.
-public struct SkippedFile: Hashable, Sendable, Codable, CustomStringConvertible {
-    public var path: String
-    public var reason: String
+package struct SkippedFile: Hashable, Sendable, Codable, CustomStringConvertible {
+    package var path: String
+    package var reason: String
 
-    public init(path: String, reason: String) {
+    package init(path: String, reason: String) {
         self.path = path
         self.reason = reason
     }
 
-    public var description: String { "\(path): \(reason)" }
+    package var description: String { "\(path): \(reason)" }
 }
 
 /// Walks a tile tree `root/z/x/y.ext` (or `z/y/x.ext`) lazily, yielding tile files and reporting
@@ -93,31 +93,31 @@ public struct SkippedFile: Hashable, Sendable, Codable, CustomStringConvertible 
 /// are numbers: folders and files whose names are the same number with leading zeros (`7` and
 /// `007`) are one folder, one tile; of two files for one tile the shorter path is imported and the
 /// other reported with both paths.
-public struct TileTreeWalker: Sequence, Sendable {
-    public enum Entry: Sendable {
+package struct TileTreeWalker: Sequence, Sendable {
+    package enum Entry: Sendable {
         case tile(TileFile)
         case skipped(SkippedFile)
         /// A tile outside the zoom or box filter: not imported, on purpose.
         case filtered(TileFile)
     }
 
-    public var root: String
-    public var layout: TileTreeLayout
-    public var scheme: TileScheme
-    public var minZoom: Int?
-    public var maxZoom: Int?
-    public var bounds: GeoBoundingBox?
+    package var root: String
+    package var layout: TileTreeLayout
+    package var scheme: TileScheme
+    package var minZoom: Int?
+    package var maxZoom: Int?
+    package var bounds: GeoBoundingBox?
     /// How the tiles of one folder are ordered: by XYZ row (the default), or by TMS row, the
     /// order MBTiles' `agg_tiles_hash` reads them in (so a writer can hash while it writes).
-    public var rowOrder: TileScheme = .xyz
+    package var rowOrder: TileScheme = .xyz
     /// Which column folders (`z/x` for zxy, `z/y` for zyx) to walk, by zoom and folder number;
     /// `nil` for all (see ``TreeShards``). Folders left out are neither imported nor reported.
-    public var columns: Set<TreeShards.ColumnKey>?
+    package var columns: Set<TreeShards.ColumnKey>?
 
     /// Files at the root that describe the tree rather than hold tiles; read by ``TreeEvidence``.
-    public static let descriptionFiles: Set<String> = ["tilemapresource.xml", "metadata.json"]
+    package static let descriptionFiles: Set<String> = ["tilemapresource.xml", "metadata.json"]
 
-    public init(
+    package init(
         root: String, layout: TileTreeLayout = .zxy, scheme: TileScheme = .xyz,
         minZoom: Int? = nil, maxZoom: Int? = nil, bounds: GeoBoundingBox? = nil
     ) {
@@ -129,9 +129,9 @@ public struct TileTreeWalker: Sequence, Sendable {
         self.bounds = bounds
     }
 
-    public func makeIterator() -> Iterator { Iterator(self) }
+    package func makeIterator() -> Iterator { Iterator(self) }
 
-    public struct Iterator: IteratorProtocol {
+    package struct Iterator: IteratorProtocol {
         private let walker: TileTreeWalker
         private var pending: [Entry?] = []
         private var pendingIndex = 0
@@ -149,7 +149,7 @@ public struct TileTreeWalker: Sequence, Sendable {
             rootReal = Self.resolved(walker.root).map { $0.hasSuffix("/") ? $0 : $0 + "/" }
         }
 
-        public mutating func next() -> Entry? {
+        package mutating func next() -> Entry? {
             while true {
                 if pendingIndex < pending.count {
                     defer { pendingIndex += 1 }
@@ -349,7 +349,7 @@ public struct TileTreeWalker: Sequence, Sendable {
     }
 
     /// Whether a tile passes the zoom and box filters.
-    public func accepts(_ tile: TileCoordinate) -> Bool {
+    package func accepts(_ tile: TileCoordinate) -> Bool {
         if let minZoom, tile.zoom < minZoom { return false }
         if let maxZoom, tile.zoom > maxZoom { return false }
         if let bounds, (try? bounds.intersects(tile)) != true { return false }

@@ -8,25 +8,25 @@ import FoundationXML
 
 /// What a tile tree says about itself: gdal2tiles' `tilemapresource.xml` and mbutil's (or
 /// gdal2tiles --xyz's) `metadata.json` at its root.
-public struct TreeEvidence: Sendable, Equatable {
+package struct TreeEvidence: Sendable, Equatable {
     /// The row scheme the tree declares, if it declares one.
-    public var scheme: TileScheme?
+    package var scheme: TileScheme?
     /// Which file declared ``scheme``.
-    public var schemeSource: String?
+    package var schemeSource: String?
     /// The tile format the tree declares.
-    public var format: TileFormat?
+    package var format: TileFormat?
     /// The tile size in pixels the tree declares.
-    public var tileSize: Int?
+    package var tileSize: Int?
     /// The folder layout the tree declares (`layout` in the `metadata.json` that export writes).
-    public var layout: TileTreeLayout?
+    package var layout: TileTreeLayout?
     /// The bounds the tree declares, as each file's numbers can be read (see ``DeclaredBounds``).
-    public var bounds: DeclaredBounds?
+    package var bounds: DeclaredBounds?
     /// Metadata keys and values to carry into the archive (from `metadata.json`, or the title).
-    public var metadata: [String: String] = [:]
+    package var metadata: [String: String] = [:]
     /// What was read, one line each, for the user.
-    public var notes: [String] = []
+    package var notes: [String] = []
 
-    public init() {}
+    package init() {}
 
     /// The largest description file read: 16 MiB (real ones are a few kilobytes).
     static let maximumFileSize = 16 << 20
@@ -34,7 +34,7 @@ public struct TreeEvidence: Sendable, Equatable {
     /// Reads the description files at `root`. A missing file is no evidence; one that exists but
     /// cannot be read (no permission, a folder, a FIFO, a dangling link, too large) or parsed is
     /// an error naming it: the rows would otherwise be stored mirrored without a word.
-    public static func read(root: String) throws(OperationError) -> TreeEvidence {
+    package static func read(root: String) throws(OperationError) -> TreeEvidence {
         var evidence = TreeEvidence()
         let xmlPath = root + "/tilemapresource.xml"
         if FileSystem.lstat(xmlPath) == nil && errno == ENAMETOOLONG {
@@ -170,7 +170,7 @@ public struct TreeEvidence: Sendable, Equatable {
 
     /// The layout to import with: the flag and the evidence must agree; either alone decides;
     /// neither means zxy.
-    public func resolveLayout(flag: TileTreeLayout?) throws(OperationError) -> TileTreeLayout {
+    package func resolveLayout(flag: TileTreeLayout?) throws(OperationError) -> TileTreeLayout {
         if let flag, let layout, flag != layout {
             throw OperationError(
                 path: "metadata.json",
@@ -183,7 +183,7 @@ public struct TreeEvidence: Sendable, Equatable {
 
     /// The scheme to import with: the flag and the evidence must agree; either alone decides;
     /// neither means XYZ.
-    public func resolveScheme(flag: TileScheme?) throws(OperationError) -> TileScheme {
+    package func resolveScheme(flag: TileScheme?) throws(OperationError) -> TileScheme {
         switch (flag, scheme) {
         case (let flag?, let declared?) where flag != declared:
             throw OperationError(

@@ -4,26 +4,26 @@ import TilepackRemote
 import TilepackStorage
 
 /// Options of ``ArchiveVerifier``.
-public struct VerifyOptions: Sendable {
+package struct VerifyOptions: Sendable {
     /// Skip decoding every tile (container, schema, metadata and hashes are still checked).
-    public var quick = false
+    package var quick = false
     /// Worker threads for the per-tile checks.
-    public var threads = max(1, ProcessInfo.processInfo.activeProcessorCount)
-    public init() {}
+    package var threads = max(1, ProcessInfo.processInfo.activeProcessorCount)
+    package init() {}
 }
 
 /// One thing `verify` found.
-public struct VerifyFinding: Sendable, Codable, Hashable, CustomStringConvertible {
-    public enum Severity: String, Sendable, Codable { case error, warning }
+package struct VerifyFinding: Sendable, Codable, Hashable, CustomStringConvertible {
+    package enum Severity: String, Sendable, Codable { case error, warning }
 
-    public var severity: Severity
+    package var severity: Severity
     /// What was checked: `container`, `schema`, `metadata`, `tile`, `hash`.
-    public var check: String
-    public var message: String
+    package var check: String
+    package var message: String
     /// The tile concerned: `z/x/y` in XYZ rows, with the stored TMS row for MBTiles.
     package var tile: TileReference?
     /// The metadata key concerned.
-    public var key: String?
+    package var key: String?
 
     package init(_ severity: Severity, _ check: String, _ message: String, tile: TileReference? = nil, key: String? = nil) {
         self.severity = severity
@@ -33,7 +33,7 @@ public struct VerifyFinding: Sendable, Codable, Hashable, CustomStringConvertibl
         self.key = key
     }
 
-    public var description: String {
+    package var description: String {
         var text = "\(severity): [\(check)] "
         if let tile { text += "tile \(tile): " }
         if let key { text += "'\(key)': " }
@@ -50,29 +50,29 @@ extension TileReference {
 }
 
 /// What `verify` concluded about one file.
-public struct VerifyReport: Sendable, Codable {
-    public var path: String
+package struct VerifyReport: Sendable, Codable {
+    package var path: String
     /// `mbtiles`, `bundle`, or `nil` when the file is not an archive tilepack reads.
     package var format: TileArchiveFormat?
     /// The storage layout (MBTiles schema, or the bundle's content).
-    public var layout: String?
+    package var layout: String?
     /// Whether the file is an archive at all; `false` means exit status 2.
-    public var usable = true
-    public var tiles = 0
+    package var usable = true
+    package var tiles = 0
     /// Tiles whose content was decoded (0 with `--quick`).
-    public var decodedTiles = 0
-    public var findings: [VerifyFinding] = []
-    public var seconds = 0.0
+    package var decodedTiles = 0
+    package var findings: [VerifyFinding] = []
+    package var seconds = 0.0
 
-    public var errorCount: Int { findings.filter { $0.severity == .error }.count }
-    public var warningCount: Int { findings.filter { $0.severity == .warning }.count }
+    package var errorCount: Int { findings.filter { $0.severity == .error }.count }
+    package var warningCount: Int { findings.filter { $0.severity == .warning }.count }
 
     /// The exit status of every command given a file that is not an archive tilepack reads.
-    public static let notAnArchiveStatus: Int32 = 2
+    package static let notAnArchiveStatus: Int32 = 2
 
     /// 0 when there is no error (warnings allowed unless `strict`), 1 when errors were found,
     /// 2 when the file is not a usable archive.
-    public func exitCode(strict: Bool) -> Int32 {
+    package func exitCode(strict: Bool) -> Int32 {
         if !usable { return Self.notAnArchiveStatus }
         if errorCount > 0 || (strict && warningCount > 0) { return 1 }
         return 0
@@ -80,7 +80,7 @@ public struct VerifyReport: Sendable, Codable {
 
     /// The one-word result the command prints, agreeing with ``exitCode(strict:)``: with
     /// `strict`, warnings make it FAILED.
-    public func verdict(strict: Bool) -> String {
+    package func verdict(strict: Bool) -> String {
         switch exitCode(strict: strict) {
         case 0: "OK"
         case 2: "not a usable archive"
@@ -90,13 +90,13 @@ public struct VerifyReport: Sendable, Codable {
 }
 
 /// The deep check behind `tilepack verify`, for MBTiles and bundles.
-public enum ArchiveVerifier {
+package enum ArchiveVerifier {
     /// Tiles handed to the workers at once.
     static let batchSize = 256
     /// Findings of one kind listed before the rest are only counted.
     static let maximumListed = 200
 
-    public static func run(
+    package static func run(
         path: String, options: VerifyOptions = VerifyOptions(),
         progress: ProgressHandler? = nil
     ) -> VerifyReport {

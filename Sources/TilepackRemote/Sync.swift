@@ -1,6 +1,7 @@
 import Foundation
 import TilepackCore
 import TilepackStorage
+import TilepackUpdate
 
 /// What `sync` did.
 public struct SyncReport: Sendable, Codable {
@@ -259,21 +260,21 @@ public enum ArchiveSync {
     }
 
     /// Writes `archive` beside LOCAL (in LOCAL's format, by its extension), checks the written
-    /// file's identity against `expected`, and renames it over LOCAL unless the request was
+    /// file's identity against `expected`, and has the sink put it in place unless the request was
     /// cancelled meanwhile; the staging file is removed.
     static func writeAndSwap(
         _ archive: any TileArchive, local: String, format: TileArchiveFormat, source: String, expected: ContentIdentity?,
         staging: StagedByteSource, request: SyncRequest?, report: inout SyncReport
     ) throws -> ContentIdentity? {
-        let (folder, name) = FileSystem.split(local)
-        let ext = URL(fileURLWithPath: name).pathExtension
-        let temporary = (folder.isEmpty ? "" : folder + "/") + ".\(name).sync-new" + (ext.isEmpty ? "" : "." + ext)
-        defer { _ = FileSystem.unlink(temporary) }
-        do { report.notes += try SyncWriter.write(archive, source: source, to: temporary, format: format) } catch {
+        let sink: TileSink
+        do {
+            let written = try SyncWriter.write(archive, source: source, to: local, format: format)
+            sink = written.sink
+            report.notes += written.notes
+        } catch {
             throw OperationError.wrapping(error, path: local)
         }
-        let written = try open(temporary)
-        let identity = try ContentIdentity.compute(written)
+        let identity = try ContentIdentity.compute(open(sink.stagedPath))
         if let expected, identity.tileCount != expected.tileCount || identity.tiles != expected.tiles {
             staging.remove()
             throw OperationError(
@@ -285,22 +286,14 @@ public enum ArchiveSync {
         if let expected, identity.metadata != expected.metadata {
             // The publisher's metadata was checked against the index before it was written; the
             // writer of LOCAL's format fills keys of its own (bounds, zooms, a name).
+            let ext = URL(fileURLWithPath: local).pathExtension
             report.notes.append(
                 "\(local)'s metadata is the publisher's with the keys \(ext.isEmpty ? "its" : ext) writer fills (its identity \(identity), the publisher's \(expected))"
             )
         }
         // The last moment a cancel leaves LOCAL as it was (the staging file kept, to resume from).
         try request?.advance(0)
-        if FileSystem.rename(temporary, local) != 0 {
-            let code = errno
-            throw OperationError(path: local, fault: .io("cannot rename the synced archive over it: \(String(cString: strerror(code)))"))
-        }
-        // The rename made durable (the written file was flushed by its writer's commit).
-        let directory = FileSystem.open(folder.isEmpty ? "." : folder, O_RDONLY | O_CLOEXEC)
-        if directory >= 0 {
-            _ = fsync(directory)
-            close(directory)
-        }
+        do { try sink.commit() } catch { throw OperationError.wrapping(error, path: local) }
         staging.remove()
         return expected == nil ? nil : identity
     }

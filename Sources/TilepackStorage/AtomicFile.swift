@@ -11,25 +11,35 @@ import TilepackCore
 /// the temporary file. A crash or kill before `commit()` leaves the destination as it was (absent
 /// or the previous file) and a stray `.tmp-` file, whose lock died with the process: the next
 /// `AtomicFile` for the same destination removes every such temporary file nobody holds.
+///
+/// A file made `deferred` (a ``TileSink``'s: the sink, not its writer, says when the archive is in
+/// place) commits in two steps: ``commit()`` (its writer's) only flushes it to disk, complete
+/// beside the destination, and ``publish()`` (the sink's) renames it over the destination.
 package final class AtomicFile: @unchecked Sendable {
     /// Where the file will be once committed.
     package let destination: String
     /// Where the file is written until then.
     package let temporaryPath: String
     private var finished = false
+    /// Whether ``commit()`` leaves the rename to ``publish()``.
+    private let deferred: Bool
+    /// A deferred file flushed by ``commit()``, waiting for ``publish()``.
+    private var sealed = false
 
     /// Creates the temporary file beside `destination` (after removing stale ones of earlier,
     /// killed writers).
     /// - Parameter overwrite: when `false`, throws ``TileArchiveError/Fault/alreadyExists`` if
     ///   the destination exists (checked now and again at commit).
+    /// - Parameter deferred: ``commit()`` flushes the file and ``publish()`` renames it.
     /// - Throws: `alreadyExists`; `io` naming why the folder takes no new file (a read-only file
     ///   system, no permission, no such folder, a full disk), with its errno.
-    package init(destination: String, overwrite: Bool) throws(TileArchiveError) {
+    package init(destination: String, overwrite: Bool, deferred: Bool = false) throws(TileArchiveError) {
         let (directory, name) = FileSystem.split(destination)
         let prefix = FileSystem.temporaryPrefix(for: name)
         self.destination = destination
         self.temporaryPath = FileSystem.temporaryPath(beside: destination)
         self.overwrite = overwrite
+        self.deferred = deferred
         if !overwrite && FileSystem.stat(destination) != nil {
             throw TileArchiveError(path: destination, fault: .alreadyExists)
         }
@@ -136,11 +146,19 @@ package final class AtomicFile: @unchecked Sendable {
     private static let syncFileRangeWrite: UInt32 = 2
     #endif
 
-    /// Flushes the temporary file to disk and renames it over the destination.
+    /// Flushes the temporary file to disk and renames it over the destination (a `deferred` file:
+    /// only flushes it, complete, for ``publish()`` to rename).
     package func commit() throws(TileArchiveError) {
-        precondition(!finished, "AtomicFile committed twice")
+        precondition(!finished && !sealed, "AtomicFile committed twice")
         flushes.sync {}
         try Self.fsync(path: temporaryPath, destination: destination)
+        sealed = true
+        if !deferred { try publish() }
+    }
+
+    /// Renames a file ``commit()`` flushed over the destination, and makes the rename durable.
+    package func publish() throws(TileArchiveError) {
+        precondition(sealed && !finished, "AtomicFile published before its commit, or twice")
         if !overwrite && FileSystem.stat(destination) != nil {
             discard()
             throw TileArchiveError(path: destination, fault: .alreadyExists)
@@ -176,7 +194,7 @@ package final class AtomicFile: @unchecked Sendable {
 
     deinit { discard() }
 
-    private static func fsync(path: String, destination: String) throws(TileArchiveError) {
+    fileprivate static func fsync(path: String, destination: String) throws(TileArchiveError) {
         let fd = FileSystem.open(path, O_RDONLY)
         guard fd >= 0 else {
             let code = errno
@@ -193,5 +211,76 @@ package final class AtomicFile: @unchecked Sendable {
             let code = errno
             throw TileArchiveError(path: destination, fault: .io(errno: code, reason: "fsync: \(String(cString: strerror(code)))"))
         }
+    }
+}
+
+/// A new folder (a tile tree) written beside its destination and renamed into place when complete:
+/// `.<name>.tmp-<random>` in the destination's folder, removed with what it holds when dropped
+/// before ``publish()``. A folder cannot be renamed over another: an existing destination (with
+/// `overwrite`) is renamed aside first and removed once the new folder is in place. The files in
+/// it are not fsynced one by one (a tree holds thousands of tiles); the rename is made durable by
+/// an fsync of the destination's folder.
+package final class StagedFolder: @unchecked Sendable {
+    package let destination: String
+    package let temporaryPath: String
+    private let overwrite: Bool
+    private var finished = false
+
+    /// Creates the folder beside `destination`.
+    /// - Throws: `alreadyExists` when `destination` exists and `overwrite` is false; `io` naming
+    ///   why the folder takes no new folder.
+    package init(destination: String, overwrite: Bool) throws(TileArchiveError) {
+        self.destination = destination
+        self.overwrite = overwrite
+        temporaryPath = FileSystem.temporaryPath(beside: destination)
+        if !overwrite && FileSystem.lstat(destination) != nil { throw TileArchiveError(path: destination, fault: .alreadyExists) }
+        guard FileSystem.mkdir(temporaryPath, 0o755) == 0 else {
+            finished = true
+            throw Self.failure(destination, "cannot create a folder beside it")
+        }
+    }
+
+    /// Renames the folder over the destination (the old one, if any, removed).
+    package func publish() throws(TileArchiveError) {
+        precondition(!finished, "StagedFolder published twice")
+        if FileSystem.lstat(destination) != nil {
+            guard overwrite else {
+                discard()
+                throw TileArchiveError(path: destination, fault: .alreadyExists)
+            }
+            let old = temporaryPath + ".old"
+            guard FileSystem.rename(destination, old) == 0 else {
+                let error = Self.failure(destination, "cannot move the old one aside")
+                discard()
+                throw error
+            }
+            guard FileSystem.rename(temporaryPath, destination) == 0 else {
+                let error = Self.failure(destination, "rename")
+                _ = FileSystem.rename(old, destination)
+                discard()
+                throw error
+            }
+            try? FileManager.default.removeItem(atPath: old)
+        } else if FileSystem.rename(temporaryPath, destination) != 0 {
+            let error = Self.failure(destination, "rename")
+            discard()
+            throw error
+        }
+        finished = true
+        try? AtomicFile.fsync(path: FileSystem.split(destination).folder, destination: destination)
+    }
+
+    /// Removes the folder and what it holds.
+    package func discard() {
+        guard !finished else { return }
+        finished = true
+        try? FileManager.default.removeItem(atPath: temporaryPath)
+    }
+
+    deinit { discard() }
+
+    private static func failure(_ destination: String, _ what: String) -> TileArchiveError {
+        let code = errno
+        return TileArchiveError(path: destination, fault: .io(errno: code, reason: "\(what): \(AtomicFile.describe(errno: code))"))
     }
 }

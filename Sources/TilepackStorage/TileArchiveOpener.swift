@@ -1,13 +1,15 @@
 import Foundation
 import TilepackCore
 
-/// The archive formats tilepack reads, told apart by their first bytes (never by the file name).
-package enum TileArchiveFormat: String, Sendable, Hashable, Codable, CaseIterable, CustomStringConvertible {
+/// The archive formats tilepack reads and writes: an archive read is told apart by its first bytes
+/// (never by the file name, ``openTileArchive(path:bundleAccess:mbtiles:)``), an archive written is
+/// chosen by its name's extension (``init(destinationPath:)``, ``openTileSink(path:format:metadata:options:)``).
+public enum TileArchiveFormat: String, Sendable, Hashable, Codable, CaseIterable, CustomStringConvertible {
     case mbtiles
     case bundle
     case pmtiles
 
-    package var description: String {
+    public var description: String {
         switch self {
         case .mbtiles: "MBTiles"
         case .bundle: "tilepack bundle"
@@ -24,6 +26,30 @@ package enum TileArchiveFormat: String, Sendable, Hashable, Codable, CaseIterabl
         let all = allCases.map(\.fileExtension)
         return all.dropLast().joined(separator: ", ") + " " + conjunction + " " + all[all.count - 1]
     }
+
+    /// The format a file named `path` is written in, chosen by its extension (any case):
+    /// `.mbtiles`, `.tilepack` or `.pmtiles`; `nil` for any other name.
+    package static func named(by path: String) -> TileArchiveFormat? {
+        let lower = path.lowercased()
+        return allCases.first { lower.hasSuffix($0.fileExtension) }
+    }
+
+    /// The format of an output named `path`, by its extension.
+    /// - Throws: ``TileArchiveError/Fault/cannotWrite(_:)`` for a name of no format, saying which to use.
+    public init(destinationPath path: String) throws(TileArchiveError) {
+        guard let format = Self.named(by: path) else {
+            let choices = Self.allCases.map { "\($0.fileExtension) (\($0))" }
+            throw TileArchiveError(
+                path: path,
+                fault: .cannotWrite(
+                    "the output's extension chooses its format: use \(choices.dropLast().joined(separator: ", ")) or \(choices[choices.count - 1])"
+                ))
+        }
+        self = format
+    }
+
+    /// Whether the format stores raw pixels (a bundle); the others hold encoded images only.
+    package var storesRawPixels: Bool { self == .bundle }
 
     /// Recognises the file's format from its first bytes.
     /// - Throws: ``TileArchiveError`` with `notAnArchive` saying what the file looks like
@@ -84,4 +110,20 @@ public func openTileArchive(
     case .bundle: try BundleArchive(path: path, options: BundleArchive.Options(access: bundleAccess))
     case .pmtiles: try PMTilesArchive(path: path)
     }
+}
+
+/// Opens a sink that writes a new archive at `path` in `format`, or a tile tree, or adds tiles to
+/// an MBTiles file (``TileSinkOptions/append``): the one door for writing, as
+/// ``openTileArchive(path:bundleAccess:mbtiles:)`` is the one for reading. The sink stages
+/// the output beside `path` and alone puts it in place (``TileSink/finish(metadata:)``); dropped
+/// or cancelled before, it leaves no file behind.
+/// - Parameter metadata: what is known before the tiles (an MBTiles file's name, at least);
+///   ``TileSink/finish(metadata:)`` gives the rest.
+/// - Throws: ``TileArchiveError`` naming `path`: `alreadyExists` (without
+///   ``TileSinkOptions/overwrite``), `cannotWrite` for an append to a file written in one pass,
+///   `io` for a folder that takes no new file, an MBTiles writer's `invalidMetadata`.
+public func openTileSink(
+    path: String, format: TileSinkFormat, metadata: TileMetadata = TileMetadata(), options: TileSinkOptions = TileSinkOptions()
+) throws(TileArchiveError) -> TileSink {
+    try TileSink(path: path, format: format, metadata: metadata, options: options)
 }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import TilepackCore
 import TilepackOperations
+import TilepackStorage
 
 extension TileScheme: ExpressibleByArgument {}
 extension TileTreeLayout: ExpressibleByArgument {}

@@ -91,7 +91,7 @@ struct ImportCommand: ParsableCommand {
         }
         if append && force { throw ValidationError("--append and --force exclude each other") }
         if append && archive.lowercased().hasPrefix("s3://") { throw ValidationError("--append cannot add to an object in S3") }
-        if encode != nil && !archive.lowercased().hasSuffix(".tilepack") {
+        if encode != nil && TileArchiveFormat.named(by: archive)?.storesRawPixels != true {
             throw ValidationError("--encode stores raw pixels, which only a .tilepack bundle can hold")
         }
     }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import TilepackOperations
 import TilepackRemote
+import TilepackUpdate
 
 struct DiffCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -28,7 +29,10 @@ struct DiffCommand: ParsableCommand {
     var json = false
 
     func run() throws {
-        let report = try ArchiveDiff.run(old: old, new: new, patch: patch, overwrite: force, maximumTiles: limit.maxTiles)
+        let report = try ArchiveDiff.run(
+            old: old, new: new, patch: patch, overwrite: force, maximumTiles: limit.maxTiles, open: { (location) throws(OperationError) in
+                try ArchiveLocation.open(location)
+            })
         if json {
             try printJSON(report)
         } else {

@@ -38,10 +38,9 @@ struct UploadCommand: ParsableCommand {
 
     func run() throws {
         let format = try TileArchiveFormat.detect(path: input)
-        let key = destination.lowercased()
         // Refusals are the operation's errors, as the existing object's is (RemoteOutput.target):
         // "Error: PLACE: fault", exit 1, no usage line (the arguments are well formed).
-        if let named = TileArchiveFormat.allCases.first(where: { key.hasSuffix($0.fileExtension) }), named != format {
+        if let named = TileArchiveFormat.named(by: destination), named != format {
             throw OperationError(
                 path: destination, fault: .badInput("the key names a \(named) (\(named.fileExtension)), and \(input) is a \(format)"))
         }

@@ -7,6 +7,7 @@ import TilepackOperations
 import TilepackTestSupport
 
 @testable import tilepack
+import TilepackUpdate
 
 /// The built `tilepack` binary, run as a user runs it.
 enum Binary {

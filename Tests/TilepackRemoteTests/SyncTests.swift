@@ -6,6 +6,7 @@ import TilepackOperations
 import TilepackRemote
 import TilepackStorage
 import TilepackTestSupport
+import TilepackUpdate
 
 /// `tilepack index` and `tilepack sync` (Specs/updates.md §7-8): the index format, a sync from
 /// nginx that fetches only what changed (several ranges a request, or one where nginx answers no

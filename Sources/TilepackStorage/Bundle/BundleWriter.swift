@@ -125,9 +125,19 @@ public final class BundleWriter {
     /// - Throws: ``TileArchiveError/Fault/alreadyExists`` when the destination exists and
     ///   `overwrite` is false; ``TileArchiveError/Fault/invalidMetadata(_:)`` when the metadata's
     ///   `format` contradicts `content`, or the metadata is over the format's limit.
-    public init(
+    public convenience init(
         destination: String, content: TileContent, metadata: TileMetadata = TileMetadata(),
         options: Options = Options(), overwrite: Bool = false
+    ) throws(TileArchiveError) {
+        try self.init(destination: destination, content: content, metadata: metadata, options: options) { () throws(TileArchiveError) in
+            try AtomicFile(destination: destination, overwrite: overwrite)
+        }
+    }
+
+    /// Prepares to write a bundle into the file `staging` makes (a ``TileSink``'s: the sink puts it in place).
+    package init(
+        destination: String, content: TileContent, metadata: TileMetadata, options: Options,
+        staging: () throws(TileArchiveError) -> AtomicFile
     ) throws(TileArchiveError) {
         func fail(_ fault: TileArchiveError.Fault) -> TileArchiveError { TileArchiveError(path: destination, fault: fault) }
         if case .encoded(let format) = content, let declared = metadata[TileMetadata.Key.format],
@@ -149,7 +159,7 @@ public final class BundleWriter {
         self.content = content
         self.metadata = metadata
         self.options = options
-        self.file = try AtomicFile(destination: destination, overwrite: overwrite)
+        self.file = try staging()
         // The spool lives beside the destination and is unlinked at once: it vanishes with the
         // writer, even if the process dies.
         let spoolPath = file.temporaryPath + ".spool"

@@ -14,7 +14,7 @@ package enum MBTilesAggregateHash {
     /// The MD5 of no bytes, the hash of an empty `tiles` table.
     package static let empty = "D41D8CD98F00B204E9800998ECF8427E"
 
-    static func compute(_ connection: SQLiteConnection) throws(TileArchiveError) -> String {
+    package static func compute(_ connection: SQLiteConnection) throws(TileArchiveError) -> String {
         let statement = try connection.prepare(
             """
             SELECT CAST(zoom_level AS TEXT), CAST(tile_column AS TEXT), CAST(tile_row AS TEXT), tile_data

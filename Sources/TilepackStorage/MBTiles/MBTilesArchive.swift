@@ -381,7 +381,7 @@ public final class MBTilesArchive: TileArchive {
     /// The rows of `metadata` (NULL names and values skipped, the first of a repeated name
     /// kept), read within ``MetadataLimits``: past them, an `invalidMetadata` error, before the
     /// rows are held in memory. `strict`: a value that is not UTF-8 is an error (else repaired).
-    static func readMetadataRows(_ connection: SQLiteConnection, path: String, strict: Bool) throws(TileArchiveError) -> [String: String] {
+    package static func readMetadataRows(_ connection: SQLiteConnection, path: String, strict: Bool) throws(TileArchiveError) -> [String: String] {
         let statement = try connection.prepare("SELECT name, value FROM metadata")
         var entries: [String: String] = [:]
         var rows = 0

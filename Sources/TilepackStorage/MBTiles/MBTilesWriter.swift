@@ -99,9 +99,18 @@ public final class MBTilesWriter {
     /// - Throws: `alreadyExists` when `path` exists and `overwrite` is off; `invalidMetadata` when
     ///   `metadata` already breaks a rule that no tile can fix (no name, malformed values, pbf
     ///   without `json` vector_layers).
-    public init(creating path: String, metadata: TileMetadata, options: MBTilesWriterOptions = MBTilesWriterOptions())
+    public convenience init(creating path: String, metadata: TileMetadata, options: MBTilesWriterOptions = MBTilesWriterOptions())
         throws(TileArchiveError)
     {
+        try self.init(creating: path, metadata: metadata, options: options) { () throws(TileArchiveError) in
+            try AtomicFile(destination: path, overwrite: options.overwrite)
+        }
+    }
+
+    /// Starts a new archive in the file `staging` makes (a ``TileSink``'s: the sink puts it in place).
+    package init(
+        creating path: String, metadata: TileMetadata, options: MBTilesWriterOptions, staging: () throws(TileArchiveError) -> AtomicFile
+    ) throws(TileArchiveError) {
         self.path = path
         self.metadata = metadata
         self.options = options
@@ -112,7 +121,7 @@ public final class MBTilesWriter {
             issue.severity == .error && !(issue.kind == .missing && issue.key == TileMetadata.Key.format && options.derivation != .none)
         }
         if !early.isEmpty { throw Self.metadataError(path: path, early) }
-        let atomicFile = try AtomicFile(destination: path, overwrite: options.overwrite)
+        let atomicFile = try staging()
         self.atomicFile = atomicFile
         let connection = try SQLiteConnection(
             filename: atomicFile.temporaryPath, archivePath: path, readOnly: false, uri: false, create: true)

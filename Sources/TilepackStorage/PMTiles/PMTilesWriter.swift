@@ -76,10 +76,17 @@ public final class PMTilesWriter {
 
     /// Prepares to write at `destination`.
     /// - Throws: ``TileArchiveError/Fault/alreadyExists`` when it exists and `overwrite` is false.
-    public init(destination: String, metadata: TileMetadata = TileMetadata(), overwrite: Bool = false) throws(TileArchiveError) {
+    public convenience init(destination: String, metadata: TileMetadata = TileMetadata(), overwrite: Bool = false)
+        throws(TileArchiveError)
+    {
+        try self.init(destination: destination, metadata: metadata, staging: AtomicFile(destination: destination, overwrite: overwrite))
+    }
+
+    /// Prepares to write into `staging` (a ``TileSink``'s: the sink puts it in place).
+    package init(destination: String, metadata: TileMetadata, staging: AtomicFile) throws(TileArchiveError) {
         self.destination = destination
         self.metadata = metadata
-        file = try AtomicFile(destination: destination, overwrite: overwrite)
+        file = staging
         let spoolPath = file.temporaryPath + ".spool"
         let fd = open(spoolPath, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else {

@@ -6,11 +6,11 @@ import TilepackRemote
 /// Where remote archives are read from: the HTTP client of `http(s)://` URLs and the S3 client
 /// (configuration and credentials) of `s3://` ones. The program's is its environment's
 /// (`AWS_*`, `~/.aws`, libcurl on Linux); tests bring their own.
-public struct RemoteStore: Sendable {
-    public var http: HTTPClient
-    public var s3: S3Client
+package struct RemoteStore: Sendable {
+    package var http: HTTPClient
+    package var s3: S3Client
 
-    public init(http: HTTPClient = .shared, s3: S3Client = .environment) {
+    package init(http: HTTPClient = .shared, s3: S3Client = .environment) {
         self.http = http
         self.s3 = s3
     }

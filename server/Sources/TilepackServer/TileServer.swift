@@ -16,8 +16,8 @@ import UnixSignals
 /// let server = try TileServer(options: TileServerOptions(archivePaths: ["world.mbtiles"], port: 0))
 /// try await server.run { url in print("serving \(url)") }
 /// ```
-public final class TileServer: Sendable {
-    public let options: TileServerOptions
+package final class TileServer: Sendable {
+    package let options: TileServerOptions
     let service: TileService
     private let log: @Sendable (String) -> Void
     private let group = Locked<ServiceGroup?>(nil)
@@ -25,7 +25,7 @@ public final class TileServer: Sendable {
     /// Opens every archive (each must open, and names must be distinct) and reads Leaflet.
     /// - Parameter log: where problems go (a tile that cannot be read, a replaced file that does not open).
     /// - Parameter store: where remote archives are read from (the environment's by default).
-    public init(
+    package init(
         options: TileServerOptions, store: RemoteStore = RemoteStore(),
         log: @escaping @Sendable (String) -> Void = TileServer.standardError
     ) throws(TileServerError) {
@@ -45,17 +45,17 @@ public final class TileServer: Sendable {
     }
 
     /// Writes one line to standard error.
-    public static let standardError: @Sendable (String) -> Void = { line in
+    package static let standardError: @Sendable (String) -> Void = { line in
         FileHandle.standardError.write(Data((line + "\n").utf8))
     }
 
     /// The names archives are served under, in the order given.
-    public var archiveNames: [String] { service.catalog.slots.map(\.name) }
+    package var archiveNames: [String] { service.catalog.slots.map(\.name) }
 
     /// Listens and serves until the task is cancelled or, with `handlingSignals`, until SIGINT or
     /// SIGTERM (then requests in flight are finished first). `onListening` gets the base URL
     /// (`http://127.0.0.1:PORT/`) once the socket listens.
-    public func run(handlingSignals: Bool = true, onListening: @escaping @Sendable (String) -> Void) async throws {
+    package func run(handlingSignals: Bool = true, onListening: @escaping @Sendable (String) -> Void) async throws {
         let service = self.service
         let options = self.options
         var logger = Logger(label: "tilepack-serve")
@@ -138,7 +138,7 @@ public final class TileServer: Sendable {
     }
 
     /// Stops listening, lets requests in flight finish, and makes ``run(handlingSignals:onListening:)`` return.
-    public func shutdown() async {
+    package func shutdown() async {
         await group.withLock { $0 }?.triggerGracefulShutdown()
     }
 }

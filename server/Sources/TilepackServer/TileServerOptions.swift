@@ -1,63 +1,63 @@
 import Foundation
 
 /// How `tilepack serve` serves its archives (see `Specs/serve.md`).
-public struct TileServerOptions: Sendable, Hashable {
+package struct TileServerOptions: Sendable, Hashable {
     /// The archive files and URLs (`http(s)://`, `s3://BUCKET/KEY`), each served under its file
     /// name (a URL's last path segment, a key's) without the extension.
-    public var archivePaths: [String]
+    package var archivePaths: [String]
     /// The address to listen on: loopback unless said otherwise.
-    public var host: String
+    package var host: String
     /// The port; 0 picks a free one.
-    public var port: Int
+    package var port: Int
     /// The base URL written into TileJSON and pages (`https://tiles.example.com/maps`); `nil` =
     /// `http://` and the request's Host.
-    public var publicURL: String?
+    package var publicURL: String?
     /// `Cache-Control` of tiles; `nil` = the default, ``defaultCacheControl`` (``privateCacheControl``
     /// when a token is required).
-    public var cacheControl: String?
+    package var cacheControl: String?
     /// Origins allowed by CORS (`*` for any); empty = no CORS headers.
-    public var corsOrigins: [String]
+    package var corsOrigins: [String]
     /// When set, every request (but a CORS preflight) needs `Authorization: Bearer TOKEN` or `?token=TOKEN`.
-    public var token: String?
+    package var token: String?
     /// The folder of Debian's `libjs-leaflet` (`leaflet.js`, `leaflet.css`, `images/`).
-    public var leafletPath: String
+    package var leafletPath: String
     /// How often each archive file is checked for replacement, in seconds (0 = every 50 ms).
-    public var reloadInterval: Double
+    package var reloadInterval: Double
     /// Bytes of PNG tiles encoded from raw-bitmap bundles kept in memory.
-    public var encodedTileCacheBytes: Int
+    package var encodedTileCacheBytes: Int
     /// Open connections at most; more wait in the listen backlog.
-    public var maximumConnections: Int
+    package var maximumConnections: Int
     /// Seconds a connection may go without traffic (between requests, or in the middle of one) before it is closed.
-    public var idleTimeout: Double
+    package var idleTimeout: Double
     /// Seconds a request head may take to arrive, from its first byte (nginx's
     /// `client_header_timeout`): a client trickling a head is answered 408 and closed.
-    public var headerTimeout: Double
+    package var headerTimeout: Double
     /// Event-loop threads reading requests and answering them; ``defaultEventLoops`` unless set.
-    public var eventLoops: Int
+    package var eventLoops: Int
     /// Bytes of each remote archive (`http(s)://`, `s3://`) kept in memory: its directories and
     /// tiles as fetched by range, the least recently used going first (go-pmtiles' 64 MB).
-    public var remoteCacheBytes: Int
+    package var remoteCacheBytes: Int
     /// Seconds between looks at each remote archive's version (its ETag): a republished object
     /// is served from the next look on (or as soon as a read finds it replaced).
-    public var recheckInterval: Double
+    package var recheckInterval: Double
     /// Seconds one request to the store of a remote archive may take (tried twice); a store that
     /// does not answer in time gives 504.
-    public var remoteTimeout: Double
+    package var remoteTimeout: Double
 
     /// `no-cache`: caches keep tiles but ask again each time, and the strong ETag turns the question
     /// into a 304 without a body. A replaced archive is seen on the next view. See `Specs/serve.md`.
-    public static let defaultCacheControl = "public, no-cache"
+    package static let defaultCacheControl = "public, no-cache"
     /// The default when a token is required: no shared cache may keep what needs a token.
-    public static let privateCacheControl = "private, no-cache"
-    public static let defaultLeafletPath = "/usr/share/javascript/leaflet"
+    package static let privateCacheControl = "private, no-cache"
+    package static let defaultLeafletPath = "/usr/share/javascript/leaflet"
     /// Twice the cores: a tile is read on the event loop that answers it (`pread`, SQLite), and a
     /// read the page cache cannot serve blocks that loop on the disk, so there are more loops
     /// than cores to keep the cores busy meanwhile. Measured on 2 cores under `wrk` (issue 16):
     /// 4 loops against 2 answered 15% (bundle) to 35% (MBTiles) more tiles per second, with half
     /// the p99 latency; 8 answered fewer.
-    public static var defaultEventLoops: Int { 2 * max(1, ProcessInfo.processInfo.activeProcessorCount) }
+    package static var defaultEventLoops: Int { 2 * max(1, ProcessInfo.processInfo.activeProcessorCount) }
 
-    public init(
+    package init(
         archivePaths: [String], host: String = "127.0.0.1", port: Int = 8080, publicURL: String? = nil,
         cacheControl: String? = nil, corsOrigins: [String] = [], token: String? = nil,
         leafletPath: String = TileServerOptions.defaultLeafletPath, reloadInterval: Double = 0.25,
@@ -85,16 +85,16 @@ public struct TileServerOptions: Sendable, Hashable {
     }
 
     /// The `Cache-Control` value tiles go out with.
-    public var effectiveCacheControl: String {
+    package var effectiveCacheControl: String {
         cacheControl ?? (token == nil ? Self.defaultCacheControl : Self.privateCacheControl)
     }
 }
 
 /// Why the server cannot start or a request cannot be served, naming the file or value at fault.
-public struct TileServerError: Error, Hashable, Sendable, CustomStringConvertible {
-    public var message: String
+package struct TileServerError: Error, Hashable, Sendable, CustomStringConvertible {
+    package var message: String
 
-    public init(_ message: String) { self.message = message }
+    package init(_ message: String) { self.message = message }
 
-    public var description: String { message }
+    package var description: String { message }
 }

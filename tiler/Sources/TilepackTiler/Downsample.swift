@@ -4,11 +4,11 @@ import Foundation
 /// `average`), gdal2tiles' default (`average`). A parent tile is made from its four children,
 /// already cut, by halving a 2x2 mosaic of them: separable filters on colours weighted by alpha
 /// (premultiplied), so that transparent pixels outside the data do not darken the edges.
-public enum Resampling: String, CaseIterable, Sendable {
+package enum Resampling: String, CaseIterable, Sendable {
     case near, bilinear, cubic, lanczos, average
 
     /// gdal2tiles' default.
-    public static let `default` = Resampling.average
+    package static let `default` = Resampling.average
 
     /// The weights of the source pixels `2i - r + 1 ... 2i + r` for output pixel `i` when halving
     /// (a filter of support `r` output pixels, stretched by 2), normalised to sum to 1.
@@ -42,7 +42,7 @@ public enum Resampling: String, CaseIterable, Sendable {
     }
 
     /// The parent of four `side` x `side` RGBA children (nil: transparent), `side` x `side`.
-    public func parent(of children: [[UInt8]?], side: Int) -> [UInt8] {
+    package func parent(of children: [[UInt8]?], side: Int) -> [UInt8] {
         precondition(children.count == 4)
         if self == .near { return Self.nearestParent(of: children, side: side) }
         let w = taps.map { Float($0) }

@@ -7,11 +7,11 @@ import Foundation
 /// - `mapbox` (terrain-RGB): `h = -10000 + (R·65536 + G·256 + B) · 0.1`.
 ///
 /// A pixel without data is transparent (alpha 0); every other is opaque.
-public enum ElevationEncoding: String, CaseIterable, Sendable {
+package enum ElevationEncoding: String, CaseIterable, Sendable {
     case terrarium, mapbox
 
     /// The RGBA bytes of `values` (NaN: no data), clamped to what the encoding can hold.
-    public func rgba(_ values: [Float]) -> [UInt8] {
+    package func rgba(_ values: [Float]) -> [UInt8] {
         var out = [UInt8](repeating: 0, count: values.count * 4)
         for (i, h) in values.enumerated() where !h.isNaN {
             let d = i * 4
@@ -34,7 +34,7 @@ public enum ElevationEncoding: String, CaseIterable, Sendable {
     }
 
     /// The elevation one pixel's colour stands for (the decoders' formula), NaN when transparent.
-    public func elevation(r: UInt8, g: UInt8, b: UInt8, a: UInt8) -> Double {
+    package func elevation(r: UInt8, g: UInt8, b: UInt8, a: UInt8) -> Double {
         guard a > 0 else { return .nan }
         switch self {
         case .terrarium: return Double(r) * 256 + Double(g) + Double(b) / 256 - 32768
@@ -47,7 +47,7 @@ extension Resampling {
     /// The parent of four `side` x `side` children of elevations (nil or NaN: no data): the same
     /// filters as colours, weighted by which samples have data; a parent sample with data on less
     /// than half its weight has none. Made from the elevations, never from their colours.
-    public func parent(ofElevations children: [[Float]?], side: Int) -> [Float] {
+    package func parent(ofElevations children: [[Float]?], side: Int) -> [Float] {
         precondition(children.count == 4)
         let big = 2 * side
         var mosaic = [Float](repeating: .nan, count: big * big)

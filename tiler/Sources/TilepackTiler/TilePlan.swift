@@ -3,24 +3,24 @@ import TilepackCore
 
 /// What to cut: the zooms, the tiles of the deepest zoom, the tile size. Pure arithmetic on Web
 /// Mercator (EPSG:3857), as gdal2tiles does it, testable without GDAL.
-public struct TilePlan: Sendable, Hashable {
+package struct TilePlan: Sendable, Hashable {
     /// Half the side of the Web Mercator square, in metres.
-    public static let originShift = 20_037_508.342789244
+    package static let originShift = 20_037_508.342789244
 
-    public var tileSize: Int
-    public var zooms: ClosedRange<Int>
+    package var tileSize: Int
+    package var zooms: ClosedRange<Int>
     /// The tiles of the deepest zoom that share area with the raster (and the `--bbox`).
-    public var columns: ClosedRange<Int>
-    public var rows: ClosedRange<Int>
+    package var columns: ClosedRange<Int>
+    package var rows: ClosedRange<Int>
 
     /// Metres per pixel at `zoom` for `tileSize`-pixel tiles.
-    public static func resolution(zoom: Int, tileSize: Int) -> Double {
+    package static func resolution(zoom: Int, tileSize: Int) -> Double {
         2 * originShift / Double(tileSize) / Double(1 << zoom)
     }
 
     /// gdal2tiles' `ZoomForPixelSize`: the deepest zoom whose pixels are not smaller than
     /// `metres` (the zoom at which the raster is drawn at least at its own resolution).
-    public static func zoom(forPixelSize metres: Double, tileSize: Int) -> Int {
+    package static func zoom(forPixelSize metres: Double, tileSize: Int) -> Int {
         for zoom in 0...TileCoordinate.maximumZoom where metres > resolution(zoom: zoom, tileSize: tileSize) {
             return max(0, zoom - 1)
         }
@@ -28,7 +28,7 @@ public struct TilePlan: Sendable, Hashable {
     }
 
     /// The extent in Web Mercator metres `(minX, minY, maxX, maxY)` of a longitude/latitude box.
-    public static func mercator(_ box: GeoBoundingBox) -> (minX: Double, minY: Double, maxX: Double, maxY: Double) {
+    package static func mercator(_ box: GeoBoundingBox) -> (minX: Double, minY: Double, maxX: Double, maxY: Double) {
         func x(_ longitude: Double) -> Double { longitude * .pi / 180 * WebMercator.earthRadius }
         func y(_ latitude: Double) -> Double {
             let clamped = min(max(latitude, -WebMercator.maximumLatitude), WebMercator.maximumLatitude)
@@ -45,7 +45,7 @@ public struct TilePlan: Sendable, Hashable {
     ///   - minZoom, maxZoom: with `zooms` nil, one end asked for (`--min-zoom`, `--max-zoom`),
     ///     the other from the raster (never below the one given).
     ///   - clip: `--bbox`, in Web Mercator metres.
-    public init(
+    package init(
         extent: (minX: Double, minY: Double, maxX: Double, maxY: Double), pixelSize: Double, width: Int, height: Int,
         tileSize: Int, zooms: ClosedRange<Int>?, minZoom: Int? = nil, maxZoom: Int? = nil,
         clip: (minX: Double, minY: Double, maxX: Double, maxY: Double)?
@@ -73,13 +73,13 @@ public struct TilePlan: Sendable, Hashable {
     }
 
     /// The tiles at `zoom` (at most the deepest) that hold some of the deepest zoom's tiles.
-    public func range(atZoom zoom: Int) -> (columns: ClosedRange<Int>, rows: ClosedRange<Int>) {
+    package func range(atZoom zoom: Int) -> (columns: ClosedRange<Int>, rows: ClosedRange<Int>) {
         let shift = zooms.upperBound - zoom
         return ((columns.lowerBound >> shift)...(columns.upperBound >> shift), (rows.lowerBound >> shift)...(rows.upperBound >> shift))
     }
 
     /// How many tiles each zoom has at most (blank ones are skipped later).
-    public var tileCounts: [Int: Int] {
+    package var tileCounts: [Int: Int] {
         var counts: [Int: Int] = [:]
         for zoom in zooms {
             let r = range(atZoom: zoom)
@@ -89,14 +89,14 @@ public struct TilePlan: Sendable, Hashable {
     }
 
     /// The Web Mercator geotransform of tile (x, y) at the deepest zoom (GDAL's six numbers).
-    public func geoTransform(column x: Int, row y: Int) -> [Double] {
+    package func geoTransform(column x: Int, row y: Int) -> [Double] {
         let resolution = Self.resolution(zoom: zooms.upperBound, tileSize: tileSize)
         let span = resolution * Double(tileSize)
         return [-Self.originShift + Double(x) * span, resolution, 0, Self.originShift - Double(y) * span, 0, -resolution]
     }
 
     /// The box of the deepest zoom's tiles, in degrees (for the metadata's `bounds`).
-    public var bounds: GeoBoundingBox {
+    package var bounds: GeoBoundingBox {
         let z = zooms.upperBound
         let nw = WebMercator.boundingBox(of: TileCoordinate(validatingZoom: z, x: columns.lowerBound, y: rows.lowerBound)!)
         let se = WebMercator.boundingBox(of: TileCoordinate(validatingZoom: z, x: columns.upperBound, y: rows.upperBound)!)
@@ -105,14 +105,14 @@ public struct TilePlan: Sendable, Hashable {
 }
 
 /// What `tilepack tile` reports when it cannot go on: each names the input or the option.
-public enum TilerError: Error, CustomStringConvertible, Sendable {
+package enum TilerError: Error, CustomStringConvertible, Sendable {
     case gdal(path: String, reason: String)
     case unsupported(path: String, reason: String)
     case nothingToTile(String)
     case badOption(String)
     case output(String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .gdal(let path, let reason): "\(path): \(reason)"
         case .unsupported(let path, let reason): "\(path): \(reason)"

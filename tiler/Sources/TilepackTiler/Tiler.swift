@@ -3,31 +3,31 @@ import TilepackCore
 import TilepackImaging
 
 /// What `tilepack tile` is asked to do.
-public struct TileOptions: Sendable {
-    public var input: String
-    public var output: String
+package struct TileOptions: Sendable {
+    package var input: String
+    package var output: String
     /// nil: from the raster's resolution, as gdal2tiles.
-    public var zooms: ClosedRange<Int>?
+    package var zooms: ClosedRange<Int>?
     /// With `zooms` nil: one end given (`--min-zoom` or `--max-zoom`), the other from the raster.
-    public var minZoom: Int?
-    public var maxZoom: Int?
-    public var bounds: GeoBoundingBox?
-    public var resampling = Resampling.default
-    public var tileSize = 256
-    public var encoding: TileEncoding
-    public var keepBlank = false
+    package var minZoom: Int?
+    package var maxZoom: Int?
+    package var bounds: GeoBoundingBox?
+    package var resampling = Resampling.default
+    package var tileSize = 256
+    package var encoding: TileEncoding
+    package var keepBlank = false
     /// Non-8-bit samples: the values drawn from black (MIN) to white (MAX).
-    public var range: ClosedRange<Double>?
+    package var range: ClosedRange<Double>?
     /// A DEM's band 1 as elevations in colours (terrain tiles), in a lossless format.
-    public var elevation: ElevationEncoding?
-    public var overwrite = false
+    package var elevation: ElevationEncoding?
+    package var overwrite = false
     /// A bundle or PMTiles output: also write its tile hash index beside it (`ARCHIVE.tpindex`,
     /// as `tilepack index` does), to publish with it for `tilepack sync`; an MBTiles output
     /// stores its content identity instead (for `tilepack patch`).
-    public var tileIndex = false
-    public var threads = ProcessInfo.processInfo.activeProcessorCount
+    package var tileIndex = false
+    package var threads = ProcessInfo.processInfo.activeProcessorCount
 
-    public init(input: String, output: String, encoding: TileEncoding) {
+    package init(input: String, output: String, encoding: TileEncoding) {
         self.input = input
         self.output = output
         self.encoding = encoding
@@ -35,17 +35,17 @@ public struct TileOptions: Sendable {
 }
 
 /// What a run made.
-public struct TileReport: Sendable {
-    public var tiles = 0
-    public var blank = 0
-    public var bytes = 0
-    public var zooms: ClosedRange<Int> = 0...0
-    public var seconds = 0.0
-    public var bytesPerZoom: [Int: Int] = [:]
+package struct TileReport: Sendable {
+    package var tiles = 0
+    package var blank = 0
+    package var bytes = 0
+    package var zooms: ClosedRange<Int> = 0...0
+    package var seconds = 0.0
+    package var bytesPerZoom: [Int: Int] = [:]
 }
 
 /// Progress: tiles done (blank included) of at most `total`.
-public typealias TileProgress = @Sendable (_ done: Int, _ total: Int, _ elapsed: Double) -> Void
+package typealias TileProgress = @Sendable (_ done: Int, _ total: Int, _ elapsed: Double) -> Void
 
 /// Cuts a georeferenced raster into a tile pyramid in an archive (see `Specs/tile.md`).
 ///
@@ -55,8 +55,8 @@ public typealias TileProgress = @Sendable (_ done: Int, _ total: Int, _ elapsed:
 /// core busy, few enough that their roots fit in 256 MiB), each walked depth first by one worker,
 /// so memory holds a few tiles per zoom per worker, whatever the raster's size; GDAL's block
 /// cache is bounded too. Tiles are encoded on the workers and handed to the one writer in turn.
-public enum Tiler {
-    public static func run(_ options: TileOptions, progress: TileProgress? = nil, cancelled: @escaping @Sendable () -> Bool = { false })
+package enum Tiler {
+    package static func run(_ options: TileOptions, progress: TileProgress? = nil, cancelled: @escaping @Sendable () -> Bool = { false })
         throws(TilerError) -> TileReport
     {
         let start = Date()

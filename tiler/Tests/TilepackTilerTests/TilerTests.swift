@@ -237,6 +237,32 @@ func run(_ program: String, _ arguments: [String]) throws -> Int32 {
         #expect(mixed.bytesPerZoom[15]! < ninety.bytesPerZoom[15]! * 2 / 3)
         #expect(mixed.bytesPerZoom[14] == ninety.bytesPerZoom[14] && mixed.bytesPerZoom[13] == ninety.bytesPerZoom[13])
     }
+
+    /// Without `--force`, a folder that appears at a tree output's name while the tiles are written
+    /// is kept as it is: the output is refused at the end, naming it, and its staging folder goes
+    /// (the tree was put in place over whatever was there); with `--force` it is replaced.
+    @Test func aTreeOutputNeverReplacesAFolderThatAppearedWithoutForce() throws {
+        let dir = try TemporaryDirectory("tiler-tree-race")
+        let path = dir.file("tree")
+        let tile = try TileCoordinate(zoom: 0, x: 0, y: 0)
+        let metadata = TileMetadata(["name": "race", "format": "png"])
+        for overwrite in [false, true] {
+            let output = try TileOutput(destination: path, format: .png, metadata: metadata, overwrite: overwrite)
+            try output.add(tile, bytes: Data(HostilePMTiles.pngBytes))
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+            _ = FileManager.default.createFile(atPath: path + "/keep.txt", contents: Data("keep".utf8))
+            if overwrite {
+                try output.finish(metadata: metadata)
+                #expect(try FileManager.default.contentsOfDirectory(atPath: path).sorted() == ["0", "metadata.json"])
+            } else {
+                #expect { try output.finish(metadata: metadata) } throws: { "\($0)".contains(path) }
+                #expect(FileManager.default.contents(atPath: path + "/keep.txt") == Data("keep".utf8))
+                #expect(try FileManager.default.contentsOfDirectory(atPath: path) == ["keep.txt"])
+                try FileManager.default.removeItem(atPath: path)
+            }
+            #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path) == (overwrite ? ["tree"] : []))
+        }
+    }
 }
 
 /// `--encoding terrarium|mapbox`: elevations in colours, lower zooms from the elevations.

@@ -29,7 +29,8 @@ public enum ArchiveIndexer {
         let start = DispatchTime.now().uptimeNanoseconds
         let destination = output ?? TileHashIndex.sidecarName(of: path)
         try OutputIsInput.refuse(output: destination, inputs: [path])
-        let archive = try ArchiveLocation.open(path)
+        guard !path.contains("://") else { throw OperationError(path: path, fault: .badInput("an index is made of a local archive file")) }
+        let archive = try openLocalArchive(path)
         guard let size = FileSystem.stat(path)?.st_size else {
             throw OperationError(path: path, fault: .badInput("an index is made of a local archive file"))
         }
@@ -55,5 +56,13 @@ public enum ArchiveIndexer {
         report.canonical = index.canonical
         report.seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
         return report
+    }
+}
+
+/// Opens an archive on this machine (MBTiles, bundle or PMTiles, recognised by its bytes) as the
+/// commands do: a bundle read with `pread`, since another process may cut the file.
+func openLocalArchive(_ path: String) throws(OperationError) -> any TileArchive {
+    do { return try openTileArchive(path: path, bundleAccess: .positionalReads) } catch {
+        throw OperationError(path: path, fault: .archive(error))
     }
 }

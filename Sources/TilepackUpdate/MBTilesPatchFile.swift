@@ -1,5 +1,6 @@
 import Foundation
 import TilepackCore
+@_spi(TilepackInternal) import TilepackStorage
 
 /// martin's flat MBTiles patch layout (Specs/updates.md §3): a `tiles` table of whole tiles with
 /// NULL `tile_data` for deleted tiles, `metadata` with NULL values for deleted keys and

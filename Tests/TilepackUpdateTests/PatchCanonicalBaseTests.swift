@@ -4,6 +4,7 @@ import TilepackCore
 import TilepackOperations
 @_spi(TilepackInternal) import TilepackStorage
 import TilepackTestSupport
+import TilepackUpdate
 
 /// The tile hash index says whether its archive is canonical, that is what tilepack's writer makes
 /// of its tiles (Specs/updates.md §7.1); a patch whose base's index says so copies the kept

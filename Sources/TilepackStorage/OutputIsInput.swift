@@ -4,11 +4,12 @@ import TilepackCore
 /// file it reads loses tiles (an extract into its own input kept 55 of 399). Files are compared by
 /// identity (device and inode), so a link, a hard link, `./` or any other spelling of the same
 /// file is caught; an output that does not exist yet and remote inputs pass.
-public enum OutputIsInput {
+package enum OutputIsInput {
     /// Throws when `output` is the same file as one of `inputs`, naming both.
-    public static func refuse(output: String, inputs: [String]) throws(OperationError) {
+    package static func refuse(output: String, inputs: [String]) throws(OperationError) {
         guard let target = FileSystem.stat(output) else { return }
-        for input in inputs where !ArchiveLocation.isRemote(input) {
+        // A URL (http, https, s3) names no file here.
+        for input in inputs where !input.contains("://") {
             guard let info = FileSystem.stat(input), info.st_dev == target.st_dev, info.st_ino == target.st_ino else { continue }
             let spelled = input == output ? "" : " (\(input) and \(output) are the same file)"
             throw OperationError(

@@ -4,6 +4,7 @@ import TilepackCore
 import TilepackOperations
 @_spi(TilepackInternal) import TilepackStorage
 import TilepackTestSupport
+import TilepackUpdate
 
 /// `patch` where the disk or the file refuses (Specs/updates.md §4, issue 30 item 7): a full disk
 /// mid-apply gives a typed error and leaves the base as it was, in every format; a read-only base

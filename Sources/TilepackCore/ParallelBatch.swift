@@ -6,14 +6,14 @@ import Synchronization
 /// Each worker is a job on a ``WorkerPool`` and takes the next indices (a few at a time) from a
 /// shared counter, so two batches in flight keep every thread of the pool busy and a slow item
 /// does not leave a worker idle. Each worker has its own `State` (a reusable buffer, say), made by `makeState`.
-final class ParallelBatch<Input: Sendable, Output: Sendable, State>: @unchecked Sendable {
-    let inputs: [Input]
+package final class ParallelBatch<Input: Sendable, Output: Sendable, State>: @unchecked Sendable {
+    package let inputs: [Input]
     // Written by workers at distinct indices before `group` is left; read after `wait()`.
     private let outputs: UnsafeMutableBufferPointer<Output?>
     private let next = Atomic<Int>(0)
     private let group = DispatchGroup()
 
-    init(_ inputs: [Input]) {
+    package init(_ inputs: [Input]) {
         self.inputs = inputs
         outputs = .allocate(capacity: inputs.count)
         outputs.initialize(repeating: nil)
@@ -27,7 +27,7 @@ final class ParallelBatch<Input: Sendable, Output: Sendable, State>: @unchecked 
 
     /// Starts one worker per thread of `pool`, running `work` over the inputs. Each worker's
     /// state is handed to `done` when it has no more inputs (to keep it for the next batch).
-    func start(
+    package func start(
         on pool: WorkerPool, makeState: @escaping @Sendable () -> State,
         work: @escaping @Sendable (inout State, Input) -> Output,
         done: (@Sendable (consuming State) -> Void)? = nil
@@ -56,13 +56,13 @@ final class ParallelBatch<Input: Sendable, Output: Sendable, State>: @unchecked 
     }
 
     /// The most inputs a worker takes at once.
-    static var maximumTake: Int { 16 }
+    package static var maximumTake: Int { 16 }
 
     /// Waits for the workers; every output is set afterwards.
-    func wait() { group.wait() }
+    package func wait() { group.wait() }
 
     /// Output `index`, after ``wait()``.
-    subscript(index: Int) -> Output {
+    package subscript(index: Int) -> Output {
         guard let output = outputs[index] else { preconditionFailure("ParallelBatch read before wait()") }
         return output
     }

@@ -1,5 +1,4 @@
 import TilepackCore
-import TilepackStorage
 
 /// The most tiles a command writes one by one (`--max-tiles`): into MBTiles rows, a bundle's
 /// index, a tree of files, a MapLibre offline database, a tile hash index. A PMTiles run stores
@@ -13,7 +12,7 @@ package enum TileCountLimit {
 
     /// Throws, before anything is written, when `count` tiles of `source` are more than `limit`;
     /// `writing` says what would write them one by one (`reading`: what would read each).
-    static func check(_ count: Int, limit: Int, source: String, writing: String, verb: String = "writes") throws(OperationError) {
+    package static func check(_ count: Int, limit: Int, source: String, writing: String, verb: String = "writes") throws(OperationError) {
         guard count > limit else { return }
         throw OperationError(
             path: source,
@@ -25,7 +24,7 @@ package enum TileCountLimit {
     /// How many tiles of `archive` a selection of `zooms` and `bounds` offers: a PMTiles
     /// archive's counted from its runs as ranges and squares (never visiting a run's tiles);
     /// another archive's, `nil` (its tiles are stored one by one: reading them is bounded by its size).
-    static func count(of archive: any TileArchive, zooms: ClosedRange<Int>?, bounds: GeoBoundingBox?) throws(OperationError) -> Int? {
+    package static func count(of archive: any TileArchive, zooms: ClosedRange<Int>?, bounds: GeoBoundingBox?) throws(OperationError) -> Int? {
         guard let pmtiles = archive as? PMTilesArchive else { return nil }
         do {
             return try pmtiles.tileCount(in: TileSelection(zooms: zooms, bounds: bounds))

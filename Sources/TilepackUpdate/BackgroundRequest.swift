@@ -1,4 +1,5 @@
 import Foundation
+import TilepackCore
 
 /// Where a background operation is: the prefetcher's four statuses.
 public enum BackgroundStatus: Sendable, Equatable {

@@ -7,7 +7,7 @@ import Foundation
 /// core for its first second (measured: `tilepack verify` of 10,000 tiles had one worker busy for
 /// 0.9 s before the second started). These threads exist from the start, and there are never more
 /// of them than asked for.
-final class WorkerPool: @unchecked Sendable {
+package final class WorkerPool: @unchecked Sendable {
     // Everything below is guarded by `condition`.
     private let condition = NSCondition()
     /// Queued jobs from `head` on; a taken slot is cleared at once, so a job (and what it holds,
@@ -18,11 +18,11 @@ final class WorkerPool: @unchecked Sendable {
     private var running = 0
 
     /// The number of threads.
-    let size: Int
+    package let size: Int
 
     /// Runs `body` with a pool of `threads` threads (at least one), then lets the threads finish
     /// the queued jobs and waits for them to return.
-    static func with<Result, Failure: Error>(threads: Int, _ body: (WorkerPool) throws(Failure) -> Result) throws(Failure) -> Result {
+    package static func with<Result, Failure: Error>(threads: Int, _ body: (WorkerPool) throws(Failure) -> Result) throws(Failure) -> Result {
         let pool = WorkerPool(threads: threads)
         defer { pool.shutdown() }
         return try body(pool)
@@ -40,7 +40,7 @@ final class WorkerPool: @unchecked Sendable {
     }
 
     /// Queues `job`; a free thread runs it.
-    func submit(_ job: @escaping @Sendable () -> Void) {
+    package func submit(_ job: @escaping @Sendable () -> Void) {
         condition.lock()
         precondition(!stopping, "WorkerPool.submit after shutdown")
         jobs.append(job)

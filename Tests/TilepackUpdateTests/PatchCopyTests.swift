@@ -4,6 +4,7 @@ import TilepackCore
 import TilepackOperations
 @_spi(TilepackInternal) import TilepackStorage
 import TilepackTestSupport
+import TilepackUpdate
 
 /// A bundle or PMTiles base is patched by copying its unchanged payloads from its file
 /// (Specs/updates.md §4): the result is still byte for byte what `convert` makes of NEW, wherever

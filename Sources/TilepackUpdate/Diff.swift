@@ -33,11 +33,19 @@ public enum ArchiveDiff {
         old: String, new: String, patch patchPath: String, overwrite: Bool = false,
         maximumTiles: Int = 500_000_000
     ) throws(OperationError) -> DiffReport {
+        try run(old: old, new: new, patch: patchPath, overwrite: overwrite, maximumTiles: maximumTiles, open: openLocalArchive)
+    }
+
+    /// - Parameter open: opens OLD and NEW (the command's opens `http(s)://` URLs too, through TilepackRemote).
+    package static func run(
+        old: String, new: String, patch patchPath: String, overwrite: Bool, maximumTiles: Int,
+        open: (String) throws(OperationError) -> any TileArchive
+    ) throws(OperationError) -> DiffReport {
         let start = DispatchTime.now().uptimeNanoseconds
         try OutputIsInput.refuse(output: patchPath, inputs: [old, new])
         let asMBTiles = patchPath.lowercased().hasSuffix(".mbtiles")
-        let oldArchive = try ArchiveLocation.open(old)
-        let newArchive = try ArchiveLocation.open(new)
+        let oldArchive = try open(old)
+        let newArchive = try open(new)
         if let a = oldArchive.content, let b = newArchive.content, a != b {
             throw OperationError(
                 path: new, fault: .badInput("its tiles are \(b), \(old)'s are \(a): a patch joins versions of one tile type"))

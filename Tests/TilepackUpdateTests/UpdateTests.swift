@@ -4,6 +4,7 @@ import TilepackCore
 import TilepackOperations
 @_spi(TilepackInternal) import TilepackStorage
 import TilepackTestSupport
+import TilepackUpdate
 
 /// diff and patch (Specs/updates.md): content identities, both patch layouts, martin's fixtures,
 /// byte-identity with convert, in-place MBTiles chains, and hostile patches that change nothing.
