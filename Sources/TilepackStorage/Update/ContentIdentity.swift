@@ -89,6 +89,12 @@ public struct ContentIdentity: Hashable, Sendable, CustomStringConvertible {
         package init() {}
 
         package func hash(_ tile: TileCoordinate, _ bytes: UnsafeRawBufferPointer) -> UInt128 {
+            ContentIdentity.littleEndian128(fullHash(tile, bytes))
+        }
+
+        /// The whole SHA-256 whose first 16 bytes ``hash(_:_:)`` reads: the tile hash `T` a signed
+        /// archive's leaf is made of (Specs/signing.md §3).
+        package func fullHash(_ tile: TileCoordinate, _ bytes: UnsafeRawBufferPointer) -> [UInt8] {
             if used { digest.reset() }
             used = true
             // z (1 byte), x and y (4 bytes each, little-endian), on the stack.
@@ -100,7 +106,7 @@ public struct ContentIdentity: Hashable, Sendable, CustomStringConvertible {
                 digest.update(UnsafeRawBufferPointer(rebasing: raw[0..<9]))
             }
             digest.update(bytes)
-            return ContentIdentity.littleEndian128(digest.finalize())
+            return digest.finalize()
         }
     }
 
@@ -134,7 +140,7 @@ public struct ContentIdentity: Hashable, Sendable, CustomStringConvertible {
         return (0..<4).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) }
     }
 
-    fileprivate static func littleEndian128(_ bytes: [UInt8]) -> UInt128 {
+    package static func littleEndian128(_ bytes: [UInt8]) -> UInt128 {
         var value: UInt128 = 0
         for i in (0..<16).reversed() { value = value << 8 | UInt128(bytes[i]) }
         return value
