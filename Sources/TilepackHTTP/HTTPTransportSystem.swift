@@ -17,9 +17,14 @@ public protocol PlatformHTTPTransport: HTTPTransport {
 /// whether it makes a request or not (7 ms of every start of the `tilepack` command).
 ///
 /// A program that moves its bytes itself chooses its transport once, at start, with
-/// ``bootstrap(_:)`` (as swift-log's `LoggingSystem.bootstrap` chooses a log handler); the
-/// command line does, with tilepack's own HTTP/1.1 client and libcurl for https.
+/// ``bootstrap(_:)`` (as swift-log's `LoggingSystem.bootstrap` chooses a log handler); on Linux
+/// the command line does, with libcurl's multi interface (`CurlTransport`, module TilepackCurl).
 /// With neither, every exchange of such a client fails with an error that says so.
+///
+/// Why a name and not a dependency: this module cannot depend on TilepackURLSession (the
+/// transport depends on it), and a program that links it only to find it would pay those 7 ms at
+/// every start, or every app would have to bootstrap its transport before its first request.
+/// The name is checked: `HTTPTransportSystemTests` finds the type by it.
 public enum HTTPTransportSystem {
     /// Makes a transport with at most `maximumConnectionsPerHost` parallel connections to one host.
     public typealias Factory = @Sendable (_ maximumConnectionsPerHost: Int) -> any HTTPTransport

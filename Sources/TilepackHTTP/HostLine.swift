@@ -37,12 +37,8 @@ package struct HostLine<Item: AnyObject> {
         self.connections = max(1, connections)
     }
 
-    /// The host an exchange goes to: scheme, host and port, as connections are shared.
-    package static func host(of url: URL) -> String {
-        let scheme = url.scheme?.lowercased() ?? ""
-        let port = url.port ?? (scheme == "https" ? 443 : 80)
-        return "\(scheme)://\(url.host?.lowercased() ?? ""):\(port)"
-    }
+    /// The host an exchange goes to: see ``Foundation/URL/connectionHost``.
+    package static func host(of url: URL) -> String { url.connectionHost }
 
     /// Whether `item` runs now (it then holds one of its host's places until
     /// ``finished(_:host:)``); otherwise it waits at the end of the line.
@@ -128,5 +124,15 @@ package struct HostLine<Item: AnyObject> {
             entry.head = 0
         }
         return next
+    }
+}
+
+extension URL {
+    /// The host an exchange goes to, as connections are shared: scheme, host and port
+    /// (`https://tile.example:443`). A line, and a pause a host asks for, are kept per value.
+    package var connectionHost: String {
+        let scheme = self.scheme?.lowercased() ?? ""
+        let port = self.port ?? (scheme == "https" ? 443 : 80)
+        return "\(scheme)://\(host?.lowercased() ?? ""):\(port)"
     }
 }

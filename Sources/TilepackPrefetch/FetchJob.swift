@@ -226,6 +226,8 @@ final class FetchJob: RequestJob, @unchecked Sendable {
                 }
                 if due { evictIfNeeded() }
             })
+        // Enough workers to keep every connection of every host busy; the transport's connections
+        // per host are the one bound on what each host sees.
         let workers = max(1, min(1024, prefetcher.configuration.connectionsPerHost * max(1, source.hosts.count)))
         await withTaskGroup(of: Void.self) { group in
             for _ in 0..<workers {

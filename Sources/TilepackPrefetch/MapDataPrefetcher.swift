@@ -80,10 +80,13 @@ public final class MapDataPrefetcher: Sendable {
         if let transport {
             clients = [HTTPClient(transport: transport, userAgent: configuration.userAgent)]
         } else {
-            let sessions = max(1, min(configuration.sessions, configuration.connectionsPerHost))
-            let perSession = (max(1, configuration.connectionsPerHost) + sessions - 1) / sessions
-            clients = (0..<sessions).map { _ in
-                HTTPClient(userAgent: configuration.userAgent, maximumConnectionsPerHost: perSession)
+            // The sessions share the connections per host exactly (8 over 3: 3, 3 and 2), so that
+            // their sum is the configuration's bound, which nothing else counts.
+            let connections = max(1, configuration.connectionsPerHost)
+            let sessions = max(1, min(configuration.sessions, connections))
+            clients = (0..<sessions).map { index in
+                let share = connections / sessions + (index < connections % sessions ? 1 : 0)
+                return HTTPClient(userAgent: configuration.userAgent, maximumConnectionsPerHost: share)
             }
         }
         if let store {

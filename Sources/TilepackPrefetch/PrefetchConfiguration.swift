@@ -11,7 +11,9 @@ public struct PrefetchConfiguration: Hashable, Sendable {
     /// Requests (fetches and estimates) running at once; one more is refused as busy.
     public var maximumConcurrentRequests: Int = 4
     /// HTTP connections to one host (a template with `{s}` spreads over several hosts): the
-    /// requests in flight to it.
+    /// requests in flight to it. The prefetcher's own sessions share them; a prefetcher given a
+    /// transport runs this many requests per host and the transport's own connection limit bounds
+    /// them (give it the same number, as `tilepack fetch` does).
     public var connectionsPerHost: Int = 8
     /// URLSessions the requests are spread over (each with its share of the connections): one
     /// per core by default, at most 8. Unused when the prefetcher is given a transport.

@@ -17,13 +17,14 @@ enum TileDownload: Sendable {
     case cancelled
 }
 
-/// Downloads tiles of one source: per-host limits, a request rate, retries with back-off and
-/// `Retry-After`, and the body checks of ``TileBodyCheck``.
+/// Downloads tiles of one source: a request rate, retries with back-off and `Retry-After` (which
+/// pauses the whole host), and the body checks of ``TileBodyCheck``. The transport bounds the
+/// connections to each host.
 final class TileDownloader: Sendable {
     let clients: [HTTPClient]
     private let turn = Locked(0)
     let configuration: PrefetchConfiguration
-    let gate: HostGate
+    let pauses = HostPauses()
     let limiter: RateLimiter?
     /// The format all tiles must share: the source's, or the first stored tile's.
     let format: Locked<TileFormat?>
@@ -49,7 +50,6 @@ final class TileDownloader: Sendable {
     init(clients: [HTTPClient], source: PrefetchSource, configuration: PrefetchConfiguration, storedFormat: TileFormat?) {
         self.clients = clients
         self.configuration = configuration
-        gate = HostGate(limit: configuration.connectionsPerHost)
         limiter = RateLimiter(requestsPerSecond: configuration.requestsPerSecond)
         format = Locked(source.format ?? source.formatFromExtension ?? storedFormat)
         tileSize = source.expectedTileSize
@@ -62,7 +62,7 @@ final class TileDownloader: Sendable {
         _ url: URL, validators: (etag: String?, lastModified: String?)? = nil,
         maximumAttempts: Int? = nil, attempts: inout Int
     ) async -> TileDownload {
-        let host = url.host ?? ""
+        let host = url.connectionHost
         var headers = baseHeaders
         if let etag = validators?.etag { headers["If-None-Match"] = etag }
         if let lastModified = validators?.lastModified { headers["If-Modified-Since"] = lastModified }
@@ -77,12 +77,9 @@ final class TileDownloader: Sendable {
             if Task.isCancelled { return .cancelled }
             if let unreachable { return .failed(.transport(unreachable)) }
             attempt += 1
-            await gate.acquire(host)
+            await pauses.wait(host)
             if let limiter { await limiter.wait() }
-            if Task.isCancelled {
-                gate.release(host)
-                return .cancelled
-            }
+            if Task.isCancelled { return .cancelled }
             attempts += 1
             let fault: TileFault
             var retryAfter: Duration?
@@ -96,7 +93,6 @@ final class TileDownloader: Sendable {
                             return $0
                         }]
                 let response = try await client.send(request)
-                gate.release(host)
                 if refusals.load(ordering: .relaxed) != 0 { refusals.store(0, ordering: .relaxed) }
                 switch response.status {
                 case 200:
@@ -118,7 +114,6 @@ final class TileDownloader: Sendable {
                     fault = .status(response.status, retryAfter: retryAfter.map(HTTPClient.seconds))
                 }
             } catch {
-                gate.release(host)
                 if case .cancelled = error.fault { return .cancelled }
                 if case .cannotConnect = error.fault { refusals.wrappingAdd(1, ordering: .relaxed) }
                 fault = error.isTransient ? .transport(error.reason) : .invalidBody(error.reason)
@@ -129,7 +124,7 @@ final class TileDownloader: Sendable {
                     return .failed(.status(fault.httpStatus, retryAfter: HTTPClient.seconds(retryAfter)))
                 }
                 // The server asked the whole host to wait, not only this request.
-                gate.pause(host, for: retryAfter)
+                pauses.pause(host, for: retryAfter)
             }
             let delay = retry.delay(afterAttempt: attempt, retryAfter: retryAfter, using: &generator)
             do { try await Task.sleep(for: delay) } catch { return .cancelled }
