@@ -59,6 +59,8 @@ public enum SignatureError: Error, Sendable, Equatable, CustomStringConvertible 
             return "\(path): release \(release) is older than release \(minimum), the lowest accepted (a replayed older version)"
         case .otherOrigin(let path, let origin, let expected):
             return "\(path): signed for the dataset \"\(origin)\", not \"\(expected)\""
+        case .tiles(let archive, let problems, let count) where problems.isEmpty:
+            return "\(archive): its tile count differs from the signed tree's by \(count)"
         case .tiles(let archive, let problems, let count):
             let more = count > problems.count ? "; and \(count - problems.count) more" : ""
             return "\(archive): \(count) tiles are not the signed ones: " + problems.map(\.description).joined(separator: "; ") + more
