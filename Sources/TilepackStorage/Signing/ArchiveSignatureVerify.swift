@@ -8,7 +8,7 @@ extension ArchiveSignature {
     /// - Parameters:
     ///   - minimumRelease: the lowest release accepted (a replayed older one is refused).
     ///   - origin: the dataset the root must be of; `nil`: any.
-    ///   - sidecarPath: the sidecar to read; `nil`: ``SignatureSidecar/sidecarName(of:)``.
+    ///   - sidecarPath: the sidecar to read; `nil`: `ARCHIVE.tpsig` beside the archive.
     /// - Throws: ``SignatureError`` naming the key, the file or the tiles; `TileArchiveError` for an archive that cannot be read.
     public static func verify(
         archivePath: String, key: VerifierKey, minimumRelease: UInt64 = 0, origin: String? = nil, sidecarPath: String? = nil

@@ -28,7 +28,7 @@ package struct SignatureSidecar: Sendable {
     package static let maximumTreeSize = UInt64(UInt32.max)
 
     /// The name of the sidecar of `archive` (a path or URL).
-    public static func sidecarName(of archive: String) -> String { archive + ".tpsig" }
+    package static func sidecarName(of archive: String) -> String { archive + ".tpsig" }
 
     /// The length of the file of a note of `noteLength` bytes and a tree of `size` leaves.
     package static func fileLength(noteLength: Int, size: Int) -> Int {

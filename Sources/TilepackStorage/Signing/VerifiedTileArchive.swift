@@ -24,7 +24,7 @@ public final class VerifiedTileArchive: TileArchive, @unchecked Sendable {
     /// One bit per leaf: checked.
     private let checked: Locked<[UInt64]>
 
-    /// Checks `base`'s sidecar (``SignatureSidecar/sidecarName(of:)`` of its path, or `sidecarPath`)
+    /// Checks `base`'s sidecar (`PATH.tpsig` beside it, or `sidecarPath`)
     /// with `key`; throws ``SignatureError`` naming the file or key, as `verify --key` does.
     public init(base: any TileArchive, key: VerifierKey, minimumRelease: UInt64 = 0, sidecarPath: String? = nil) throws {
         let path = sidecarPath ?? SignatureSidecar.sidecarName(of: base.path)
