@@ -150,6 +150,33 @@ import TilepackTestSupport
         #expect(reason.contains("do not give its signed root"))
     }
 
+    /// Every byte of the sidecar counts: any damage (a flipped bit, a byte dropped or added, the
+    /// end cut) is refused with a SignatureError, never accepted, never a crash.
+    @Test func anyDamageToTheSidecarIsRefused() throws {
+        let dir = try TemporaryDirectory()
+        let path = try Self.signed(.pmtiles, in: dir)
+        let whole = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path + ".tpsig")))
+        // A byte of the padding after the signed root (which the signature does not cover).
+        let noteLength = Int(whole[8]) | Int(whole[9]) << 8
+        try #require(noteLength % 8 != 0, "the fixture's signed root leaves padding")
+        var padded = whole
+        padded[32 + noteLength] = 1
+        try Data(padded).write(to: URL(fileURLWithPath: path + ".tpsig"))
+        guard case .sidecar(_, let reason) = try Self.refusal(path) else { Issue.record("non-zero padding not refused"); return }
+        #expect(reason.contains("padding"))
+        var random = SplitMix64(seed: 45)
+        for round in 0..<300 {
+            var bytes = whole
+            TestSupport.damage(&bytes, random: &random, times: 1, cutting: true)
+            if bytes == whole { continue }
+            try Data(bytes).write(to: URL(fileURLWithPath: path + ".tpsig"))
+            do {
+                _ = try ArchiveSignature.verify(archivePath: path, key: Self.key.verifier)
+                Issue.record("round \(round): a damaged sidecar verified")
+            } catch is SignatureError {}
+        }
+    }
+
     @Test func aRootSignedByAnotherKeyOrAlteredIsRefusedNamingTheKey() throws {
         let dir = try TemporaryDirectory()
         let path = try Self.signed(.pmtiles, in: dir)

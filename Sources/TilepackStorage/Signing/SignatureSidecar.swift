@@ -83,6 +83,9 @@ package struct SignatureSidecar: Sendable {
         try? handle.seek(toOffset: 0)
         let bytes = [UInt8]((try? handle.read(upToCount: expected)) ?? Data())
         guard bytes.count == expected else { throw .sidecar(path: path, reason: "cannot be read whole (it changed while read)") }
+        guard bytes[(headerLength + noteLength)..<(headerLength + (noteLength + 7) / 8 * 8)].allSatisfy({ $0 == 0 }) else {
+            throw .sidecar(path: path, reason: "the padding after its signed root is not zero bytes (a damaged sidecar)")
+        }
         return decode(bytes, noteLength: noteLength, size: size)
     }
 
