@@ -11,7 +11,7 @@ struct KeygenCommand: ParsableCommand {
             path the publisher controls (maps.example.org/world) says whose it is. The files are \
             written in the current folder, named after NAME ('/' and other characters a file name \
             should not hold become '_'), or at --output PREFIX (PREFIX.key, PREFIX.pub). The public \
-            key is one line, name+keyid+base64 key, which Go's sumdb/note reads too (Specs/signing.md §1). \
+            key is one line, name+keyid+base64 key, in C2SP signed-note's key format (Specs/signing.md §1). \
             An existing key file is never replaced without --force.
             """)
 

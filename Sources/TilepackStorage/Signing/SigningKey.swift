@@ -3,7 +3,7 @@ internal import TilepackChecksum
 
 /// A public key that verifies signed archives (Specs/signing.md §1): a name, its key id and an
 /// Ed25519 public key, written as one line a user pastes, `name+keyid+base64(0x01 || key)` (C2SP
-/// signed-note's verifier key, which Go's `sumdb/note` reads too).
+/// signed-note's verifier key, as Go's `sumdb/note` defines it).
 public struct VerifierKey: Sendable, Hashable, CustomStringConvertible {
     /// The key's name (no white space, no `+`).
     public let name: String
