@@ -1,9 +1,17 @@
+// POLLRDHUP (Linux): whether the peer has closed its side, with bytes still to read.
+#define _GNU_SOURCE
 #include "tilepack_curl.h"
 
+#include <arpa/inet.h>
 #include <dlfcn.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 // The functions TilepackCurl calls, resolved once from libcurl.so.4 (the soname of libcurl 7.16
 // and later, every flavour: OpenSSL, GnuTLS, NSS).
@@ -109,6 +117,60 @@ CURLcode tilepack_curl_response_code(CURL *handle, long *code) {
 CURLcode tilepack_curl_http_version(CURL *handle, long *version) {
     return curl.easy_getinfo(handle, CURLINFO_HTTP_VERSION, version);
 }
+
+CURLcode tilepack_curl_set_prereq_callback(CURL *handle, tilepack_curl_prereq_callback value, void *context) {
+#ifdef CURL_PREREQFUNC_OK
+    CURLcode code = curl.easy_setopt(handle, CURLOPT_PREREQFUNCTION, value);
+    return code == CURLE_OK ? curl.easy_setopt(handle, CURLOPT_PREREQDATA, context) : code;
+#else
+    (void)handle, (void)value, (void)context;
+    return CURLE_UNKNOWN_OPTION;
+#endif
+}
+
+CURLcode tilepack_curl_set_socket_callbacks(
+    CURL *handle, tilepack_curl_sockopt_callback opened, tilepack_curl_closesocket_callback closing, void *context) {
+    CURLcode code = curl.easy_setopt(handle, CURLOPT_SOCKOPTFUNCTION, opened);
+    if (code == CURLE_OK) code = curl.easy_setopt(handle, CURLOPT_SOCKOPTDATA, context);
+    if (code == CURLE_OK) code = curl.easy_setopt(handle, CURLOPT_CLOSESOCKETFUNCTION, closing);
+    if (code == CURLE_OK) code = curl.easy_setopt(handle, CURLOPT_CLOSESOCKETDATA, context);
+    return code;
+}
+
+int tilepack_socket_has_bytes(curl_socket_t fd) {
+    char byte;
+    for (;;) {
+        ssize_t count = recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+        if (count > 0) break;
+        if (count == 0) return 3;
+        if (errno == EINTR) continue;
+        return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+    }
+#ifdef POLLRDHUP
+    struct pollfd entry = {.fd = fd, .events = POLLRDHUP};
+    if (poll(&entry, 1, 0) == 1 && (entry.revents & (POLLRDHUP | POLLHUP))) return 2;
+#endif
+    return 1;
+}
+
+int tilepack_socket_local_port(curl_socket_t fd, char *address, size_t capacity) {
+    struct sockaddr_storage local;
+    socklen_t length = sizeof local;
+    if (getsockname(fd, (struct sockaddr *)&local, &length) != 0) return -1;
+    if (local.ss_family == AF_INET) {
+        const struct sockaddr_in *v4 = (const struct sockaddr_in *)&local;
+        if (!inet_ntop(AF_INET, &v4->sin_addr, address, (socklen_t)capacity)) return -1;
+        return ntohs(v4->sin_port);
+    }
+    if (local.ss_family == AF_INET6) {
+        const struct sockaddr_in6 *v6 = (const struct sockaddr_in6 *)&local;
+        if (!inet_ntop(AF_INET6, &v6->sin6_addr, address, (socklen_t)capacity)) return -1;
+        return ntohs(v6->sin6_port);
+    }
+    return -1;
+}
+
+int tilepack_socket_close(curl_socket_t fd) { return close(fd); }
 
 CURLM *tilepack_curl_multi_init(void) { return curl.multi_init(); }
 CURLMcode tilepack_curl_multi_cleanup(CURLM *multi) { return curl.multi_cleanup(multi); }

@@ -31,17 +31,7 @@ enum TileLoading {
     ) async -> TileLoadResult {
         guard let source = settings.dataSource else { return .failed("the layer has no data source") }
         let cache = layer.diskCache(settings)
-        if let cache {
-            switch cache.lookup(
-                tile, tileSize: settings.tileSize, pixelFormat: settings.pixelFormat,
-                timeToLive: settings.cacheTimeToLive)
-            {
-            case .hit(let entry): return .loaded(entry.bitmap)
-            case .damaged(let reason):
-                layer.record(TileLayerDiagnostic(kind: .cacheEntryDamaged, tile: tile, message: "\(reason); entry deleted"))
-            case .expired, .miss: break
-            }
-        }
+        if let cache, let bitmap = cached(tile, in: cache, layer: layer, settings: settings) { return .loaded(bitmap) }
         func keep(_ bitmap: Bitmap, encoded: Data? = nil) -> TileLoadResult {
             if let cache {
                 do {
@@ -72,26 +62,8 @@ enum TileLoading {
             break
         }
 
-        // Way 2: pixels written into a tile request, completed later from any thread. The task's
-        // cancellation reaches the request without keeping it alive (a released request is a drop).
-        let link = RequestLink()
-        let outcome: RequestAnswer = await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                let once = ResumeOnce(continuation)
-                let request = TileRequest(
-                    tile: tile, tileSize: settings.tileSize, pixelFormat: settings.pixelFormat,
-                    contentScaleFactor: scale, isFallbackStandIn: standIn, diagnose: { layer.record($0) },
-                    finish: { once.resume(.finished($0)) })
-                link.attach(request)
-                if source.mapTileLayer(layer, requestDataForTileAt: tile, tileRequest: request) == .declined {
-                    request.withdraw()
-                    once.resume(.declined)
-                }
-            }
-        } onCancel: {
-            link.cancel()
-        }
-        switch outcome {
+        // Way 2: pixels written into a tile request, completed later from any thread.
+        switch await requested(tile, from: source, layer: layer, settings: settings, scale: scale, standIn: standIn) {
         case .finished(.complete(let bitmap)): return keep(bitmap)
         case .finished(.failed(let reason)): return .failed("\(reason)")
         case .finished(.dropped): return .failed("the tile request was released without being completed")
@@ -110,6 +82,45 @@ enum TileLoading {
             return keep(bitmap, encoded: data)
         } catch {
             return .failed("\(error)")
+        }
+    }
+
+    /// The tile from the disk cache, when it holds a fresh one; a damaged entry is reported (the
+    /// cache deletes it).
+    private static func cached(
+        _ tile: TileCoordinate, in cache: TileDiskCache, layer: MapTileLayer, settings: MapTileLayer.Settings
+    ) -> Bitmap? {
+        switch cache.lookup(tile, tileSize: settings.tileSize, pixelFormat: settings.pixelFormat, timeToLive: settings.cacheTimeToLive) {
+        case .hit(let entry): return entry.bitmap
+        case .damaged(let reason):
+            layer.record(TileLayerDiagnostic(kind: .cacheEntryDamaged, tile: tile, message: "\(reason); entry deleted"))
+            return nil
+        case .expired, .miss: return nil
+        }
+    }
+
+    /// Way 2: a tile request handed to the data source, and how it ended. The task's cancellation
+    /// reaches the request without keeping it alive (a released request is a drop).
+    private static func requested(
+        _ tile: TileCoordinate, from source: any MapTileLayerDataSource, layer: MapTileLayer, settings: MapTileLayer.Settings,
+        scale: Double, standIn: Bool
+    ) async -> RequestAnswer {
+        let link = RequestLink()
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let once = ResumeOnce(continuation)
+                let request = TileRequest(
+                    tile: tile, tileSize: settings.tileSize, pixelFormat: settings.pixelFormat,
+                    contentScaleFactor: scale, isFallbackStandIn: standIn, diagnose: { layer.record($0) },
+                    finish: { once.resume(.finished($0)) })
+                link.attach(request)
+                if source.mapTileLayer(layer, requestDataForTileAt: tile, tileRequest: request) == .declined {
+                    request.withdraw()
+                    once.resume(.declined)
+                }
+            }
+        } onCancel: {
+            link.cancel()
         }
     }
 

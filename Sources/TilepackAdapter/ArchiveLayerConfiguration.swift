@@ -57,7 +57,20 @@ extension ArchiveLayerConfiguration {
             notes.append("\(error): unbounded")
         }
 
-        var zooms: ClosedRange<Int>?
+        let zooms = archiveZoomLevels(archive, metadata: metadata, notes: &notes)
+        let (visible, served) = zooms.map { viewLevels(showing: $0, reader: reader, tileSize: size) } ?? (nil, nil)
+        let transparent = mayBeTransparent(archive, metadata: metadata, notes: &notes)
+        return ArchiveLayerConfiguration(
+            tileSize: size, boundingBox: box, archiveZoomLevels: zooms,
+            visibleZoomLevels: visible, servedZoomLevels: served,
+            transparent: transparent, notes: notes)
+    }
+
+    /// `minzoom`...`maxzoom` from the metadata, else (either missing) from the levels that hold
+    /// tiles; nil, with a note, when they are unknown or out of order.
+    private static func archiveZoomLevels(
+        _ archive: any TileArchive, metadata: TileMetadata, notes: inout [String]
+    ) -> ClosedRange<Int>? {
         var declaredMin: Int?, declaredMax: Int?
         do { declaredMin = try metadata.minZoom } catch { notes.append("\(error)") }
         do { declaredMax = try metadata.maxZoom } catch { notes.append("\(error)") }
@@ -65,36 +78,43 @@ extension ArchiveLayerConfiguration {
         let low = declaredMin ?? stored.first?.zoom
         let high = declaredMax ?? stored.last?.zoom
         if let low, let high, low <= high {
-            zooms = low...high
             if declaredMin == nil || declaredMax == nil {
                 notes.append("zoom levels \(low)...\(high) partly from the tiles (minzoom/maxzoom missing)")
             }
+            return low...high
         } else if let low, let high {
             notes.append("minzoom \(low) is above maxzoom \(high): zoom levels unknown")
         }
+        return nil
+    }
 
-        var visible: ClosedRange<Int>?
-        var served: ClosedRange<Int>?
-        if let zooms {
-            // The layer tile zooms the archive serves, then the view levels showing them.
-            var tileZooms = zooms
-            switch reader.relation(tileSize: size) {
-            case .same: break
-            case .merge(let levels):
-                tileZooms = max(0, zooms.lowerBound - min(levels, ArchiveTileReader.maximumMergeLevels))...zooms.upperBound
-            case .split(let levels): tileZooms = zooms.lowerBound...min(TileCoordinate.maximumZoom, zooms.upperBound + levels)
-            }
-            let shift = size.trailingZeroBitCount - 8  // view level = tile zoom + shift
-            let first = tileZooms.lowerBound == 0 ? 0 : max(0, tileZooms.lowerBound + shift)
-            let last = min(20, tileZooms.upperBound + shift)
-            if first <= last {
-                served = first...last
-                visible = first...20
-            } else if last < 0 {
-                visible = 0...20  // every archive tile is shallower than the view's first level: all overzoom
-            }
+    /// The view levels showing the archive's `zooms` in a layer of `tileSize`: those where the
+    /// layer is visible and those the archive serves (see ``visibleZoomLevels`` and ``servedZoomLevels``).
+    private static func viewLevels(
+        showing zooms: ClosedRange<Int>, reader: ArchiveTileReader, tileSize size: Int
+    ) -> (visible: ClosedRange<Int>?, served: ClosedRange<Int>?) {
+        // The layer tile zooms the archive serves, then the view levels showing them.
+        var tileZooms = zooms
+        switch reader.relation(tileSize: size) {
+        case .same: break
+        case .merge(let levels):
+            tileZooms = max(0, zooms.lowerBound - min(levels, ArchiveTileReader.maximumMergeLevels))...zooms.upperBound
+        case .split(let levels): tileZooms = zooms.lowerBound...min(TileCoordinate.maximumZoom, zooms.upperBound + levels)
         }
+        let shift = size.trailingZeroBitCount - 8  // view level = tile zoom + shift
+        let first = tileZooms.lowerBound == 0 ? 0 : max(0, tileZooms.lowerBound + shift)
+        let last = min(20, tileZooms.upperBound + shift)
+        if first <= last {
+            return (first...20, first...last)
+        } else if last < 0 {
+            return (0...20, nil)  // every archive tile is shallower than the view's first level: all overzoom
+        }
+        return (nil, nil)
+    }
 
+    /// Whether the tiles may be transparent (see ``transparent``), with a note where it is assumed
+    /// or forced by `type` = `overlay`.
+    private static func mayBeTransparent(_ archive: any TileArchive, metadata: TileMetadata, notes: inout [String]) -> Bool {
         var transparent = true
         switch archive.content {
         case .rawBitmap(let layout):
@@ -112,10 +132,7 @@ extension ArchiveLayerConfiguration {
             transparent = true
             notes.append("type overlay: transparent")
         }
-        return ArchiveLayerConfiguration(
-            tileSize: size, boundingBox: box, archiveZoomLevels: zooms,
-            visibleZoomLevels: visible, servedZoomLevels: served,
-            transparent: transparent, notes: notes)
+        return transparent
     }
 }
 

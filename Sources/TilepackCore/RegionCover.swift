@@ -100,15 +100,38 @@ package struct RegionCover: Hashable, Sendable, RowCover {
     package init(region: GeoRegion, zoom: Int) throws(GeometryError) {
         try GeometryError.check(zoom: zoom)
         self.zoom = zoom
-        let n = 1 << zoom
+        var grid = CoverGrid(zoom: zoom)
+        for polygon in region.polygons {
+            var crossings: [Int: [Double]] = [:]
+            for ring in GeoRegion.unwrapped(polygon) {
+                for i in ring.indices {
+                    grid.addEdge(from: ring[i], to: ring[(i + 1) % ring.count], crossings: &crossings)
+                }
+            }
+            grid.addInside(crossings)
+        }
+        rows = grid.spans.keys.sorted().map { row in RouteCover.Row(row: row, columns: Self.merged(grid.spans[row]!)) }
+    }
+
+    /// The cover as it is built: the column ranges found in each row, and the grid's geometry.
+    private struct CoverGrid {
+        let n: Int
+        let scale: Double
         var spans: [Int: [ClosedRange<Int>]] = [:]
-        func add(_ row: Int, _ low: Int, _ high: Int) {
+
+        init(zoom: Int) {
+            n = 1 << zoom
+            scale = Double(n)
+        }
+
+        /// Adds columns `low...high` of `row`. Wrapped into the world: a range past either edge
+        /// continues on the other side.
+        mutating func add(_ row: Int, _ low: Int, _ high: Int) {
             guard low <= high else { return }
             if high - low + 1 >= n {
                 spans[row, default: []].append(0...(n - 1))
                 return
             }
-            // Wrapped into the world: a range past either edge continues on the other side.
             let start = ((low % n) + n) % n
             let end = start + (high - low)
             if end < n {
@@ -118,53 +141,53 @@ package struct RegionCover: Hashable, Sendable, RowCover {
                 spans[row, default: []].append(0...(end - n))
             }
         }
-        let scale = Double(n)
-        func x(_ longitude: Double) -> Double { Self.snapped((longitude + 180) / 360 * scale, n: n) }
-        // Row r spans latitudes bottom(r)...top(r), with top(r) = latitude(r / n).
+
+        func x(_ longitude: Double) -> Double { RegionCover.snapped((longitude + 180) / 360 * scale, n: n) }
+        /// Row r spans latitudes bottom(r)...top(r), with top(r) = latitude(r / n).
         func top(_ row: Int) -> Double { WebMercator.latitude(worldY: Double(row) / scale) }
         func rowOf(_ latitude: Double) -> Int {
             let y = WebMercator.worldY(latitude: Swift.min(Swift.max(latitude, -WebMercator.maximumLatitude), WebMercator.maximumLatitude))
             return Swift.min(Swift.max(Int((y * scale).rounded(.down)), 0), n - 1)
         }
-        for polygon in region.polygons {
-            var crossings: [Int: [Double]] = [:]
-            let rings = GeoRegion.unwrapped(polygon)
-            for ring in rings {
-                for i in ring.indices {
-                    let a = ring[i], b = ring[(i + 1) % ring.count]
-                    let (x1, y1, x2, y2) = (x(a.longitude), a.latitude, x(b.longitude), b.latitude)
-                    let low = Swift.min(y1, y2), high = Swift.max(y1, y2)
-                    let firstRow = Swift.max(rowOf(high) - 1, 0), lastRow = Swift.min(rowOf(low) + 1, n - 1)
-                    guard firstRow <= lastRow else { continue }
-                    for row in firstRow...lastRow {
-                        let bandTop = top(row), bandBottom = top(row + 1)
-                        // The edge through the row's inside: the columns whose inside it crosses.
-                        if y1 == y2 {
-                            if y1 > bandBottom && y1 < bandTop, x1 != x2 {
-                                add(row, Int(Swift.min(x1, x2).rounded(.down)), Int(Swift.max(x1, x2).rounded(.up)) - 1)
-                            }
-                        } else {
-                            let yLow = Swift.max(low, bandBottom), yHigh = Swift.min(high, bandTop)
-                            if yLow < yHigh {
-                                let xa = Self.snapped(x1 + (yLow - y1) * (x2 - x1) / (y2 - y1), n: n)
-                                let xb = Self.snapped(x1 + (yHigh - y1) * (x2 - x1) / (y2 - y1), n: n)
-                                let left = Swift.min(xa, xb), right = Swift.max(xa, xb)
-                                if left < right {
-                                    add(row, Int(left.rounded(.down)), Int(right.rounded(.up)) - 1)
-                                } else if left != left.rounded() {
-                                    add(row, Int(left.rounded(.down)), Int(left.rounded(.down)))
-                                }
-                            }
-                        }
-                        // Where the edge crosses the row's middle latitude (half-open, so a vertex counts once).
-                        let middle = (bandTop + bandBottom) / 2
-                        if (y1 <= middle) != (y2 <= middle) {
-                            crossings[row, default: []].append(x1 + (middle - y1) * (x2 - x1) / (y2 - y1))
+
+        /// Adds the tiles the edge from `a` to `b` passes through the inside of, and notes, for each
+        /// row it crosses the middle latitude of, where it crosses it.
+        mutating func addEdge(from a: GeoCoordinate, to b: GeoCoordinate, crossings: inout [Int: [Double]]) {
+            let (x1, y1, x2, y2) = (x(a.longitude), a.latitude, x(b.longitude), b.latitude)
+            let low = Swift.min(y1, y2), high = Swift.max(y1, y2)
+            let firstRow = Swift.max(rowOf(high) - 1, 0), lastRow = Swift.min(rowOf(low) + 1, n - 1)
+            guard firstRow <= lastRow else { return }
+            for row in firstRow...lastRow {
+                let bandTop = top(row), bandBottom = top(row + 1)
+                // The edge through the row's inside: the columns whose inside it crosses.
+                if y1 == y2 {
+                    if y1 > bandBottom && y1 < bandTop, x1 != x2 {
+                        add(row, Int(Swift.min(x1, x2).rounded(.down)), Int(Swift.max(x1, x2).rounded(.up)) - 1)
+                    }
+                } else {
+                    let yLow = Swift.max(low, bandBottom), yHigh = Swift.min(high, bandTop)
+                    if yLow < yHigh {
+                        let xa = RegionCover.snapped(x1 + (yLow - y1) * (x2 - x1) / (y2 - y1), n: n)
+                        let xb = RegionCover.snapped(x1 + (yHigh - y1) * (x2 - x1) / (y2 - y1), n: n)
+                        let left = Swift.min(xa, xb), right = Swift.max(xa, xb)
+                        if left < right {
+                            add(row, Int(left.rounded(.down)), Int(right.rounded(.up)) - 1)
+                        } else if left != left.rounded() {
+                            add(row, Int(left.rounded(.down)), Int(left.rounded(.down)))
                         }
                     }
                 }
+                // Where the edge crosses the row's middle latitude (half-open, so a vertex counts once).
+                let middle = (bandTop + bandBottom) / 2
+                if (y1 <= middle) != (y2 <= middle) {
+                    crossings[row, default: []].append(x1 + (middle - y1) * (x2 - x1) / (y2 - y1))
+                }
             }
-            // Tiles no edge passes through: inside when their centre is (even-odd).
+        }
+
+        /// Adds the tiles no edge passes through: inside when their centre is (even-odd), from
+        /// where a polygon's edges cross each row's middle latitude.
+        mutating func addInside(_ crossings: [Int: [Double]]) {
             for (row, xs) in crossings {
                 let sorted = xs.sorted()
                 var i = 0
@@ -176,7 +199,6 @@ package struct RegionCover: Hashable, Sendable, RowCover {
                 }
             }
         }
-        rows = spans.keys.sorted().map { row in RouteCover.Row(row: row, columns: Self.merged(spans[row]!)) }
     }
 
     /// Sorted, disjoint, non-adjacent ranges.

@@ -88,10 +88,39 @@ final class CurlTransfer: @unchecked Sendable {
     /// Set by a cancel from any thread; the loop ends the transfer when it sees it.
     let cancelled = Locked(false)
 
+    // The guard against unsolicited responses (``CurlConnections``).
+    /// The response as it was handed in: what a transfer sent again starts from.
+    let initialResponse: HTTPIncomingResponse
+    /// The loop's connections, for curl's `CURLOPT_PREREQFUNCTION`.
+    var connections: CurlConnections?
+    /// The connection the request was written on, until the exchange ends.
+    var connection: CurlConnections.Written?
+    /// An https request, whose connection may be HTTP/2's (http is HTTP/1.1 here).
+    let secure: Bool
+    /// Set when the request was not written because bytes no request asked for waited on the
+    /// connection curl chose: what was found.
+    var refused: CurlConnections.Unasked?
+    /// How many times the request was started.
+    var attempts = 0
+    /// Whether this start of the request goes on a new connection (a request sent again, or one
+    /// to a host caught sending bytes no request asked for); its handle is reset after.
+    var ownConnection = false
+
     init(request: HTTPRequest, response: HTTPIncomingResponse) {
         self.request = request
         self.response = response
+        initialResponse = response
         host = HostLine<CurlTransfer>.host(of: request.url)
+        secure = request.url.scheme?.lowercased() == "https"
+    }
+
+    /// Drops all the transfer received, to start it again.
+    func rewind() {
+        response = initialResponse
+        fields = HTTPFields()
+        headDelivered = false
+        bodyOffset = 0
+        refused = nil
     }
 
     /// Hands the head to the response once, before the first body byte or at the end.
@@ -128,6 +157,11 @@ final class CurlLoop: @unchecked Sendable {
     /// the loop sleeps in `curl_multi_poll` (`polling`) and no one has woken it yet: a request
     /// submitted while the loop works is picked up before it sleeps again.
     private let inbox = Locked(Inbox())
+    /// The connections curl opened, for the guard against unsolicited responses; it outlives
+    /// the multi handle (curl's close callback reaches it when the handle is cleaned up).
+    private let connections = CurlConnections()
+    /// Hosts caught sending bytes no request asked for: their requests reuse no connection.
+    private var unaskedHosts: Set<String> = []
 
     private struct Inbox {
         var submitted: [CurlTransfer] = []
@@ -222,19 +256,7 @@ final class CurlLoop: @unchecked Sendable {
                 guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle,
                     let transfer = active[easy]
                 else { continue }
-                let code = tilepack_curl_message_result(message)
-                var version = 0
-                if tilepack_curl_http_version(easy, &version) == CURLE_OK, version >= Int(CURL_HTTP_VERSION_2_0) {
-                    handOn(line.multiplexes(host: transfer.host))
-                }
-                if code == CURLE_OK {
-                    _ = transfer.deliverHead()
-                    finish(transfer, nil)
-                } else {
-                    // A head that arrived before the fault lets the response tell a cut body.
-                    _ = transfer.deliverHead()
-                    finish(transfer, Self.fault(code, timeout: transfer.request.timeout))
-                }
+                completed(transfer, easy, tilepack_curl_message_result(message))
             }
             // Sleeps only with nothing handed in since the inbox was emptied.
             let sleep = inbox.withLock { inbox -> Bool in
@@ -263,6 +285,58 @@ final class CurlLoop: @unchecked Sendable {
         tilepack_curl_multi_cleanup(multi)
     }
 
+    /// Ends a transfer curl has finished with `code`, or sends its request again on a new
+    /// connection when its answer cannot be trusted (``CurlConnections``).
+    private func completed(_ transfer: CurlTransfer, _ easy: UnsafeMutableRawPointer, _ code: CURLcode) {
+        var version = 0
+        if tilepack_curl_http_version(easy, &version) == CURLE_OK, version >= Int(CURL_HTTP_VERSION_2_0) {
+            handOn(line.multiplexes(host: transfer.host))
+        }
+        let unasked = "bytes no request asked for (an unsolicited response)"
+        if let found = transfer.refused, code == CURLE_ABORTED_BY_CALLBACK {
+            // Nothing was written: the request goes again, whatever its method.
+            if found == .bytes { unaskedHosts.insert(transfer.host) }
+            guard transfer.attempts < 3 else { return refuse(transfer, "\(unasked) waited on every connection") }
+            return sendAgain(transfer)
+        }
+        if code == CURLE_OK {
+            let (found, drop) = connections.afterAnswer(transfer, httpVersion: version)
+            if found == .bytes { unaskedHosts.insert(transfer.host) }
+            if drop {
+                guard Self.idempotent.contains(transfer.request.method), transfer.attempts < 3 else {
+                    return refuse(
+                        transfer,
+                        "the answer was followed by \(unasked) on a reused connection, so it may be another request's; "
+                            + "the transport does not send a \(transfer.request.method) again")
+                }
+                return sendAgain(transfer)
+            }
+        }
+        // A head that arrived before a fault lets the response tell a cut body.
+        _ = transfer.deliverHead()
+        finish(transfer, code == CURLE_OK ? nil : Self.fault(code, timeout: transfer.request.timeout))
+    }
+
+    /// Ends `transfer` with nothing of what it received: a connection lost, for `reason`.
+    private func refuse(_ transfer: CurlTransfer, _ reason: String) {
+        transfer.rewind()
+        finish(transfer, .connectionLost(reason))
+    }
+
+    /// The methods sent again after an answer that cannot be trusted (RFC 9110 §9.2.2).
+    private static let idempotent: Set<String> = ["GET", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE"]
+
+    /// Drops what `transfer` received and starts it again on a new connection; it keeps its
+    /// place in its host's line.
+    private func sendAgain(_ transfer: CurlTransfer) {
+        guard let easy = transfer.easy, active.removeValue(forKey: easy) != nil else { return }
+        tilepack_curl_multi_remove_handle(multi, easy)
+        connections.ended(transfer)
+        release(transfer, reset: true)
+        transfer.rewind()
+        start(transfer)
+    }
+
     /// Starts `transfer` if its host has a connection free; else it waits its turn in ``line``.
     private func admit(_ transfer: CurlTransfer) {
         if transfer.cancelled.withLock({ $0 }) {
@@ -283,6 +357,10 @@ final class CurlLoop: @unchecked Sendable {
             return
         }
         transfer.easy = easy
+        transfer.attempts += 1
+        transfer.connections = connections
+        let caught = unaskedHosts.contains(transfer.host)
+        transfer.ownConnection = transfer.attempts > 1 || caught
         let request = transfer.request
         let context = Unmanaged.passUnretained(transfer).toOpaque()
         let (list, userAgent) = headerList(for: transfer)
@@ -326,6 +404,11 @@ final class CurlLoop: @unchecked Sendable {
             && tilepack_curl_set_long(easy, CURLOPT_TIMEOUT_MS, milliseconds) == CURLE_OK
             && tilepack_curl_set_pointer(easy, CURLOPT_WRITEDATA, context) == CURLE_OK
             && tilepack_curl_set_pointer(easy, CURLOPT_HEADERDATA, context) == CURLE_OK
+            && (!connections.guarded || tilepack_curl_set_prereq_callback(easy, curlRequestWillBeWritten, context) == CURLE_OK)
+            // A request sent again goes on a new connection; one to a host caught sending bytes
+            // no request asked for goes on a connection no other request will use.
+            && (!transfer.ownConnection || tilepack_curl_set_long(easy, CURLOPT_FRESH_CONNECT, 1) == CURLE_OK)
+            && (!caught || tilepack_curl_set_long(easy, CURLOPT_FORBID_REUSE, 1) == CURLE_OK)
         guard ok, tilepack_curl_multi_add_handle(multi, easy) == CURLM_OK else {
             release(transfer, reset: true)
             end(transfer, .transport("libcurl refused the request"))
@@ -346,7 +429,15 @@ final class CurlLoop: @unchecked Sendable {
 
     /// The options every transfer shares, set once per handle (and again after a reset).
     private func configure(_ easy: UnsafeMutableRawPointer) -> Bool {
-        tilepack_curl_set_long(easy, CURLOPT_NOSIGNAL, 1) == CURLE_OK
+        let sockets = Unmanaged.passUnretained(connections).toOpaque()
+        if connections.guarded && tilepack_curl_set_prereq_callback(easy, curlRequestWillBeWritten, nil) == CURLE_UNKNOWN_OPTION {
+            // libcurl before 7.80 cannot say when a request is about to be written on a connection:
+            // then no connection carries two requests (CurlConnections).
+            connections.guarded = false
+        }
+        return tilepack_curl_set_long(easy, CURLOPT_NOSIGNAL, 1) == CURLE_OK
+            && tilepack_curl_set_socket_callbacks(easy, curlSocketOpened, curlSocketClosing, sockets) == CURLE_OK
+            && (connections.guarded || tilepack_curl_set_long(easy, CURLOPT_FORBID_REUSE, 1) == CURLE_OK)
             && tilepack_curl_set_long(easy, CURLOPT_FOLLOWLOCATION, 0) == CURLE_OK
             // HTTP/2 over TLS when the server offers it, HTTP/1.1 on cleartext http; a transfer
             // waits for a connection that may multiplex rather than opening one more.
@@ -401,9 +492,10 @@ final class CurlLoop: @unchecked Sendable {
     private func finish(_ transfer: CurlTransfer, _ fault: HTTPError.Fault?) {
         guard let easy = transfer.easy, active.removeValue(forKey: easy) != nil else { return }
         tilepack_curl_multi_remove_handle(multi, easy)
+        connections.ended(transfer)
         // A handle that ended a transfer cleanly keeps its options for the next one; after a
-        // fault it starts afresh.
-        release(transfer, reset: fault != nil || transfer.request.body != nil)
+        // fault, a body or a connection of its own it starts afresh.
+        release(transfer, reset: fault != nil || transfer.request.body != nil || transfer.ownConnection)
         end(transfer, fault)
     }
 
@@ -419,6 +511,7 @@ final class CurlLoop: @unchecked Sendable {
                 reusable =
                     tilepack_curl_set_pointer(easy, CURLOPT_WRITEDATA, nil) == CURLE_OK
                     && tilepack_curl_set_pointer(easy, CURLOPT_HEADERDATA, nil) == CURLE_OK
+                    && (!connections.guarded || tilepack_curl_set_prereq_callback(easy, curlRequestWillBeWritten, nil) == CURLE_OK)
             }
             if reusable { idleHandles.append(easy) } else { tilepack_curl_easy_cleanup(easy) }
         }
@@ -465,70 +558,4 @@ final class CurlLoop: @unchecked Sendable {
     }
 }
 
-/// curl's write callback: a piece of the body, into the transfer's response (bounded there).
-/// Returning less than given stops the transfer.
-private let curlWrite: tilepack_curl_data_callback = { data, size, count, context in
-    guard let context else { return 0 }
-    let transfer = Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
-    let length = size * count
-    guard transfer.deliverHead(), transfer.response.receiveBody(UnsafeRawBufferPointer(start: data, count: length)) else { return 0 }
-    return length
-}
-
-/// curl's read callback: the next bytes of the request's body, copied into curl's send buffer.
-private let curlRead: tilepack_curl_data_callback = { buffer, size, count, context in
-    guard let context, let buffer else { return Int(CURL_READFUNC_ABORT) }
-    let transfer = Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
-    guard let body = transfer.request.body else { return 0 }
-    let offset = transfer.bodyOffset
-    let length = min(size * count, body.count - offset)
-    guard length > 0 else { return 0 }
-    body.withUnsafeBytes { bytes in
-        UnsafeMutableRawPointer(buffer).copyMemory(from: bytes.baseAddress! + offset, byteCount: length)
-    }
-    transfer.bodyOffset = offset + length
-    return length
-}
-
-/// curl's seek callback: the body read again from `offset` (a request curl sends again).
-private let curlSeek: tilepack_curl_seek_callback = { context, offset, origin in
-    guard let context, origin == SEEK_SET else { return CURL_SEEKFUNC_CANTSEEK }
-    let transfer = Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
-    guard let body = transfer.request.body, offset >= 0, offset <= body.count else { return CURL_SEEKFUNC_FAIL }
-    transfer.bodyOffset = Int(offset)
-    return CURL_SEEKFUNC_OK
-}
-
-/// curl's header callback: one header line; a status line starts a new response (after a
-/// `100 Continue`, say), so the fields gathered so far are dropped. Names are lower-cased byte
-/// by byte while copied (one string each, none on the heap up to 15 bytes).
-private let curlHeader: tilepack_curl_data_callback = { data, size, count, context in
-    let length = size * count
-    guard let context, let data else { return length }
-    let transfer = Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
-    let line = UnsafeRawBufferPointer(start: data, count: length)
-    if length >= 5, line[0] == 0x48, line[1] == 0x54, line[2] == 0x54, line[3] == 0x50, line[4] == 0x2F {  // "HTTP/"
-        transfer.fields = HTTPFields()
-        return length
-    }
-    guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { return length }
-    if transfer.fields.count == 0 { transfer.fields.reserveCapacity(12) }
-    transfer.fields.append(lowercasedName: text(line[..<colon], lowercased: true), value: text(line[(colon + 1)...], lowercased: false))
-    return length
-}
-
-/// The bytes as text without the blanks and line end around them; ASCII capitals lower-cased
-/// with `lowercased`.
-private func text(_ bytes: Slice<UnsafeRawBufferPointer>, lowercased: Bool) -> String {
-    let blank: (UInt8) -> Bool = { $0 == 0x20 || $0 == 0x09 || $0 == 0x0D || $0 == 0x0A }
-    var first = bytes.startIndex, end = bytes.endIndex
-    while first < end, blank(bytes[first]) { first += 1 }
-    while end > first, blank(bytes[end - 1]) { end -= 1 }
-    let trimmed = UnsafeRawBufferPointer(rebasing: bytes[first..<end])
-    guard lowercased, trimmed.contains(where: { $0 >= 65 && $0 <= 90 }) else { return String(decoding: trimmed, as: UTF8.self) }
-    return String(unsafeUninitializedCapacity: trimmed.count) { buffer in
-        for (index, byte) in trimmed.enumerated() { buffer[index] = byte >= 65 && byte <= 90 ? byte | 0x20 : byte }
-        return trimmed.count
-    }
-}
 #endif

@@ -50,59 +50,9 @@ final class EstimateJob: RequestJob, @unchecked Sendable {
             requestId: requestId, tiles: cover.count, missing: 0, bytes: 0, margin: 0, kilobytes: 0,
             success: false, sampled: 0, sampledPresent: 0, error: nil)
         do {
-            var levels: [Level] = []
-            for zoom in cover.zooms {
-                let tiles = cover.count(atZoom: zoom)
-                var stored = 0
-                if let store {
-                    for range in cover.levels[zoom - cover.zooms.lowerBound] {
-                        stored += try store.countTiles(in: range)
-                    }
-                }
-                levels.append(Level(zoom: zoom, tiles: tiles, missing: tiles - stored))
-            }
+            var levels = try countLevels()
             estimate.missing = levels.reduce(0) { $0 + $1.missing }
-            let storedFormat = (try? store?.metadata().format) ?? nil
-            let downloader = TileDownloader(
-                clients: prefetcher.clients, source: prefetcher.source,
-                configuration: prefetcher.configuration, storedFormat: storedFormat)
-            let urls = TemplateURLs(source: prefetcher.source)
-            let perZoom = prefetcher.configuration.samplesPerZoom
-            // Samples of all zooms at once, at most connectionsPerHost in flight.
-            var samples: [(level: Int, tile: TileCoordinate)] = []
-            for (index, level) in levels.enumerated() where level.missing > 0 {
-                let n = min(perZoom, level.tiles)
-                for i in 0..<n {
-                    let position = (2 * i + 1) * level.tiles / (2 * n)
-                    if let tile = cover.tile(atZoom: level.zoom, index: position) { samples.append((index, tile)) }
-                }
-            }
-            let sizes = await withTaskGroup(of: (Int, Double?).self) { group -> [(Int, Double?)] in
-                var results: [(Int, Double?)] = []
-                var next = 0
-                let width = max(1, prefetcher.configuration.connectionsPerHost)
-                func add() {
-                    guard next < samples.count else { return }
-                    let (level, tile) = samples[next]
-                    next += 1
-                    group.addTask { [store] in
-                        if let size = try? store?.storedSize(of: tile) { return (level, Double(size)) }
-                        guard let url = urls.url(for: tile) else { return (level, nil) }
-                        var attempts = 0
-                        switch await downloader.download(url, maximumAttempts: 2, attempts: &attempts) {
-                        case .tile(let data, _, _, _): return (level, Double(data.count))
-                        case .absent: return (level, 0)
-                        case .notModified, .failed, .cancelled: return (level, nil)
-                        }
-                    }
-                }
-                for _ in 0..<width { add() }
-                while let finished = await group.next() {
-                    results.append(finished)
-                    add()
-                }
-                return results
-            }
+            let sizes = await measure(samples(of: levels))
             for (level, size) in sizes {
                 estimate.sampled += 1
                 if let size {
@@ -138,6 +88,73 @@ final class EstimateJob: RequestJob, @unchecked Sendable {
         }
         result.withLock { $0 = estimate }
         prefetcher.hub.emit(.estimate(estimate), from: prefetcher)
+    }
+
+    /// Each zoom of the cover with its tiles and those of them missing from the store.
+    private func countLevels() throws(TileArchiveError) -> [Level] {
+        var levels: [Level] = []
+        for zoom in cover.zooms {
+            let tiles = cover.count(atZoom: zoom)
+            var stored = 0
+            if let store {
+                for range in cover.levels[zoom - cover.zooms.lowerBound] {
+                    stored += try store.countTiles(in: range)
+                }
+            }
+            levels.append(Level(zoom: zoom, tiles: tiles, missing: tiles - stored))
+        }
+        return levels
+    }
+
+    /// The sample tiles of each zoom with missing tiles (the index of its level, the tile): the
+    /// middle of each of n equal slices of the zoom's tiles.
+    private func samples(of levels: [Level]) -> [(level: Int, tile: TileCoordinate)] {
+        let perZoom = prefetcher.configuration.samplesPerZoom
+        var samples: [(level: Int, tile: TileCoordinate)] = []
+        for (index, level) in levels.enumerated() where level.missing > 0 {
+            let n = min(perZoom, level.tiles)
+            for i in 0..<n {
+                let position = (2 * i + 1) * level.tiles / (2 * n)
+                if let tile = cover.tile(atZoom: level.zoom, index: position) { samples.append((index, tile)) }
+            }
+        }
+        return samples
+    }
+
+    /// The size of each sample (its level's index, its bytes; nil when it failed): stored, or
+    /// downloaded, samples of all zooms at once, at most connectionsPerHost in flight.
+    private func measure(_ samples: [(level: Int, tile: TileCoordinate)]) async -> [(Int, Double?)] {
+        let storedFormat = (try? store?.metadata().format) ?? nil
+        let downloader = TileDownloader(
+            clients: prefetcher.clients, source: prefetcher.source,
+            configuration: prefetcher.configuration, storedFormat: storedFormat)
+        let urls = TemplateURLs(source: prefetcher.source)
+        return await withTaskGroup(of: (Int, Double?).self) { group -> [(Int, Double?)] in
+            var results: [(Int, Double?)] = []
+            var next = 0
+            let width = max(1, prefetcher.configuration.connectionsPerHost)
+            func add() {
+                guard next < samples.count else { return }
+                let (level, tile) = samples[next]
+                next += 1
+                group.addTask { [store] in
+                    if let size = try? store?.storedSize(of: tile) { return (level, Double(size)) }
+                    guard let url = urls.url(for: tile) else { return (level, nil) }
+                    var attempts = 0
+                    switch await downloader.download(url, maximumAttempts: 2, attempts: &attempts) {
+                    case .tile(let data, _, _, _): return (level, Double(data.count))
+                    case .absent: return (level, 0)
+                    case .notModified, .failed, .cancelled: return (level, nil)
+                    }
+                }
+            }
+            for _ in 0..<width { add() }
+            while let finished = await group.next() {
+                results.append(finished)
+                add()
+            }
+            return results
+        }
     }
 
     /// A zoom's bytes and 95% margin.

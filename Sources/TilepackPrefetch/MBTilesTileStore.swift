@@ -2,94 +2,6 @@ import Foundation
 import TilepackCore
 import TilepackStorage
 
-/// What became of one tile the last time it was fetched.
-package enum TileFetchOutcome: Int, Hashable, Sendable, Codable, CustomStringConvertible {
-    /// The tile's bytes are in `tiles`.
-    case stored = 1
-    /// The source has no tile there (HTTP 404 or 204): recorded, never stored.
-    case absent = 2
-    /// Every attempt failed (network faults, server errors, or a body that is not a valid tile).
-    case failed = 3
-
-    package var description: String {
-        switch self {
-        case .stored: "stored"
-        case .absent: "absent"
-        case .failed: "failed"
-        }
-    }
-}
-
-/// The bookkeeping row of one tile (table `tilepack_tile_state`).
-package struct TileStateRecord: Hashable, Sendable {
-    package var tile: TileCoordinate
-    package var outcome: TileFetchOutcome
-    /// The last HTTP status seen, 0 when none (a connection fault).
-    package var httpStatus: Int
-    /// Requests made for the tile so far, over all runs.
-    package var attempts: Int
-    /// The stored body's size (0 unless stored).
-    package var bytes: Int
-    /// The validators of the stored body, for conditional refresh.
-    package var etag: String?
-    package var lastModified: String?
-    /// Why the tile failed (nil otherwise).
-    package var message: String?
-    /// Seconds since 1970 of the last fetch or revalidation, and of the last use (fetch,
-    /// revalidation or ``MBTilesTileStore/touch(_:attempts:at:)``): eviction removes the least recently used first.
-    package var fetchedAt: Double
-    package var lastUsed: Double
-
-    package init(
-        tile: TileCoordinate, outcome: TileFetchOutcome, httpStatus: Int = 0, attempts: Int = 1, bytes: Int = 0,
-        etag: String? = nil, lastModified: String? = nil, message: String? = nil,
-        fetchedAt: Double = Date().timeIntervalSince1970, lastUsed: Double? = nil
-    ) {
-        self.tile = tile
-        self.outcome = outcome
-        self.httpStatus = httpStatus
-        self.attempts = attempts
-        self.bytes = bytes
-        self.etag = etag
-        self.lastModified = lastModified
-        self.message = message
-        self.fetchedAt = fetchedAt
-        self.lastUsed = lastUsed ?? fetchedAt
-    }
-}
-
-/// A region recorded in the store (table `tilepack_regions`): what was asked for, opaque to the
-/// store (the prefetcher's JSON), and whether its tiles are kept out of eviction and purges.
-package struct TileRegionRecord: Hashable, Sendable {
-    package var id: Int
-    /// A canonical description of the request: the same request finds the same region (resume).
-    package var key: String
-    /// The request, as its owner encoded it.
-    package var request: String
-    /// Kept regions pin their tiles: eviction and ``MBTilesTileStore/purge(isPinned:)`` leave them.
-    package var kept: Bool
-    /// The last status written by the owner (e.g. `in-progress`, `success`).
-    package var status: String
-    package var createdAt: Double
-    package var updatedAt: Double
-}
-
-/// What an eviction or purge removed.
-public struct TileStorePurge: Hashable, Sendable, Codable {
-    /// Tiles removed from `tiles`.
-    public var tiles: Int
-    /// Their bytes.
-    public var bytes: Int
-    /// Bookkeeping rows of absent or failed tiles removed.
-    public var records: Int
-
-    public init(tiles: Int = 0, bytes: Int = 0, records: Int = 0) {
-        self.tiles = tiles
-        self.bytes = bytes
-        self.records = records
-    }
-}
-
 /// A persistent, read-write MBTiles archive that tiles are added to one at a time as they
 /// arrive, with per-tile bookkeeping: the store of the offline prefetcher.
 ///
@@ -104,6 +16,10 @@ public struct TileStorePurge: Hashable, Sendable, Codable {
 /// rolls a hot journal back, so a tile and its bookkeeping row are always written together.
 ///
 /// `Sendable`: one connection behind a lock; every method runs under it.
+///
+/// Its parts: opening, reading, writing and closing (this file), eviction and purges
+/// (`MBTilesTileStore+Eviction.swift`), regions (`MBTilesTileStore+Regions.swift`) and staged
+/// refreshes (`MBTilesTileStore+StagedRefresh.swift`); its rows as values are in `TileStoreRecords.swift`.
 package final class MBTilesTileStore: @unchecked Sendable {
     /// The store's own tables besides MBTiles' (lower case, as SQLite compares names).
     package static var bookkeepingTables: Set<String> { MBTilesSchema.prefetchBookkeepingTables }
@@ -120,7 +36,7 @@ package final class MBTilesTileStore: @unchecked Sendable {
 
     private let state: Locked<State>
 
-    fileprivate final class State {
+    final class State {
         var connection: SQLiteConnection?
         var inTransaction = false
         var pending = 0
@@ -482,361 +398,7 @@ package final class MBTilesTileStore: @unchecked Sendable {
         }
     }
 
-    /// Deletes the least recently used tiles (and bookkeeping rows) that `isPinned` does not
-    /// keep, until the tiles' bytes are at most `capacity`. Tiles of the file that have no
-    /// bookkeeping row count as the oldest.
-    package func evict(toCapacity capacity: Int, isPinned: (TileCoordinate) -> Bool) throws(TileArchiveError) -> TileStorePurge {
-        try withWritableState { state throws(TileArchiveError) in
-            guard state.totalBytes > capacity else { return TileStorePurge() }
-            try state.commit(path: path)
-            let connection = try state.open(path: path)
-            // Candidates oldest first: tiles without a row, then rows by last use.
-            let scan = try connection.prepare(
-                """
-                SELECT t.zoom_level, t.tile_column, t.tile_row, length(t.tile_data), coalesce(s.last_used, 0) AS used
-                FROM tiles t LEFT JOIN tilepack_tile_state s
-                  ON s.zoom_level = t.zoom_level AND s.tile_column = t.tile_column AND s.tile_row = t.tile_row
-                ORDER BY used
-                """)
-            var victims: [(TileCoordinate, Int)] = []
-            var excess = state.totalBytes - capacity
-            while excess > 0, try scan.step() {
-                guard let tile = Self.tile(scan, 0), !isPinned(tile) else { continue }
-                let size = Int(scan.int64(3))
-                victims.append((tile, size))
-                excess -= size
-            }
-            scan.reset()
-            return try Self.delete(victims, state: state, path: path)
-        }
-    }
-
-    /// Deletes every tile and bookkeeping row that `isPinned` does not keep (HERE's NMAMapDataPrefetcher's
-    /// `clearCache`: unused map data).
-    package func purge(isPinned: (TileCoordinate) -> Bool) throws(TileArchiveError) -> TileStorePurge {
-        try withWritableState { state throws(TileArchiveError) in
-            try state.commit(path: path)
-            let connection = try state.open(path: path)
-            var victims: [(TileCoordinate, Int)] = []
-            let tiles = try connection.prepare("SELECT zoom_level, tile_column, tile_row, length(tile_data) FROM tiles")
-            while try tiles.step() {
-                guard let tile = Self.tile(tiles, 0), !isPinned(tile) else { continue }
-                victims.append((tile, Int(tiles.int64(3))))
-            }
-            tiles.reset()
-            var result = try Self.delete(victims, state: state, path: path)
-            var records: [TileCoordinate] = []
-            let rows = try connection.prepare("SELECT zoom_level, tile_column, tile_row FROM tilepack_tile_state WHERE outcome != 1")
-            while try rows.step() {
-                guard let tile = Self.tile(rows, 0), !isPinned(tile) else { continue }
-                records.append(tile)
-            }
-            rows.reset()
-            try state.beginIfNeeded(path: path)
-            for tile in records {
-                guard let delete = state.deleteState else { break }
-                Self.bind(delete, tile)
-                defer { delete.reset() }
-                _ = try delete.step()
-            }
-            try state.commit(path: path)
-            result.records = records.count
-            return result
-        }
-    }
-
-    private static func delete(_ victims: [(TileCoordinate, Int)], state: State, path: String) throws(TileArchiveError) -> TileStorePurge {
-        var result = TileStorePurge()
-        guard !victims.isEmpty else { return result }
-        try state.beginIfNeeded(path: path)
-        for (tile, size) in victims {
-            guard let deleteTile = state.deleteTile, let deleteState = state.deleteState else { break }
-            bind(deleteTile, tile)
-            _ = try deleteTile.step()
-            deleteTile.reset()
-            bind(deleteState, tile)
-            _ = try deleteState.step()
-            deleteState.reset()
-            result.tiles += 1
-            result.bytes += size
-        }
-        state.totalBytes -= result.bytes
-        state.tileCount -= result.tiles
-        try state.commit(path: path)
-        return result
-    }
-
-    // MARK: Regions
-
-    /// The region recorded under `key`, created (kept, with `request`) when there is none; an
-    /// existing one is kept again and its request replaced.
-    /// - Parameter commit: `false` leaves the row in the open batch (committed with the first
-    ///   tiles: a fetch killed before that has nothing to resume anyway).
-    package func region(key: String, request: String, status: String, commit: Bool = true) throws(TileArchiveError) -> TileRegionRecord {
-        try withWritableState { state throws(TileArchiveError) in
-            try state.beginIfNeeded(path: path)
-            let connection = try state.open(path: path)
-            let now = Date().timeIntervalSince1970
-            let upsert = try connection.prepare(
-                """
-                INSERT INTO tilepack_regions (key, request, kept, status, created, updated) VALUES (?1, ?2, 1, ?3, ?4, ?4)
-                ON CONFLICT (key) DO UPDATE SET request = excluded.request, kept = 1, status = excluded.status, updated = excluded.updated
-                """)
-            upsert.bind(1, text: key)
-            upsert.bind(2, text: request)
-            upsert.bind(3, text: status)
-            upsert.bind(4, double: now)
-            _ = try upsert.step()
-            if commit { try state.commit(path: path) }
-            guard let record = try Self.regions(connection, filter: "WHERE key = ?1", key: key).first else {
-                throw TileArchiveError(path: path, fault: .database(code: 0, message: "the region just written is missing"))
-            }
-            return record
-        }
-    }
-
-    /// Every recorded region, by id.
-    package func regions() throws(TileArchiveError) -> [TileRegionRecord] {
-        try withState { state throws(TileArchiveError) in
-            let connection = try state.open(path: path)
-            guard try connection.scalarInt("SELECT count(*) FROM sqlite_master WHERE name = 'tilepack_regions'") ?? 0 > 0 else { return [] }
-            return try Self.regions(connection, filter: "", key: nil)
-        }
-    }
-
-    /// Sets a region's status (and, when given, whether it is kept). Returns false for an unknown id.
-    @discardableResult
-    /// - Parameter commit: `false` leaves the change in the open batch.
-    package func updateRegion(id: Int, status: String? = nil, kept: Bool? = nil, commit: Bool = true) throws(TileArchiveError) -> Bool {
-        try withWritableState { state throws(TileArchiveError) in
-            try state.beginIfNeeded(path: path)
-            let connection = try state.open(path: path)
-            let update = try connection.prepare(
-                "UPDATE tilepack_regions SET status = coalesce(?2, status), kept = coalesce(?3, kept), updated = ?4 WHERE id = ?1")
-            update.bind(1, id)
-            Self.bind(update, 2, status)
-            if let kept { update.bind(3, kept ? 1 : 0) } else { update.bindNull(3) }
-            update.bind(4, double: Date().timeIntervalSince1970)
-            _ = try update.step()
-            let changed = connection.changes > 0
-            if commit { try state.commit(path: path) }
-            return changed
-        }
-    }
-
-    /// Deletes a region's record (its tiles stay until evicted or purged). Returns false for an unknown id.
-    @discardableResult
-    package func deleteRegion(id: Int) throws(TileArchiveError) -> Bool {
-        try withWritableState { state throws(TileArchiveError) in
-            try state.beginIfNeeded(path: path)
-            let connection = try state.open(path: path)
-            let delete = try connection.prepare("DELETE FROM tilepack_regions WHERE id = ?1")
-            delete.bind(1, id)
-            _ = try delete.step()
-            let changed = connection.changes > 0
-            try state.commit(path: path)
-            return changed
-        }
-    }
-
-    private static func regions(_ connection: SQLiteConnection, filter: String, key: String?) throws(TileArchiveError) -> [TileRegionRecord]
-    {
-        let statement = try connection.prepare(
-            "SELECT id, key, request, kept, status, created, updated FROM tilepack_regions \(filter) ORDER BY id")
-        if let key { statement.bind(1, text: key) }
-        var result: [TileRegionRecord] = []
-        while try statement.step() {
-            result.append(
-                TileRegionRecord(
-                    id: Int(statement.int64(0)), key: statement.text(1) ?? "", request: statement.text(2) ?? "",
-                    kept: statement.int64(3) != 0, status: statement.text(4) ?? "",
-                    createdAt: statement.double(5), updatedAt: statement.double(6)))
-        }
-        return result
-    }
-
     // MARK: Closing
-
-    // MARK: Staged refresh
-
-    /// A refresh staged in the store: the area it is for and the source's version when it began.
-    package struct StagedRefresh: Hashable, Sendable {
-        /// The refreshed request's key (as ``region(key:request:status:commit:)`` takes it).
-        package var key: String
-        /// The source's version when the refresh began (`nil`: the source names none).
-        package var version: String?
-    }
-
-    /// The tables of a refresh under way: what it downloaded, kept out of `tiles` until
-    /// ``publishRefresh()`` moves it there in one transaction (readers never see them).
-    static let refreshSchema = """
-        CREATE TABLE IF NOT EXISTS tilepack_refresh (name TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;
-        CREATE TABLE IF NOT EXISTS tilepack_refresh_tiles (
-            zoom_level INTEGER NOT NULL, tile_column INTEGER NOT NULL, tile_row INTEGER NOT NULL,
-            outcome INTEGER NOT NULL, http_status INTEGER NOT NULL DEFAULT 0, attempts INTEGER NOT NULL DEFAULT 0,
-            bytes INTEGER NOT NULL DEFAULT 0, etag TEXT, last_modified TEXT, message TEXT,
-            fetched REAL NOT NULL, last_used REAL NOT NULL, tile_data BLOB,
-            PRIMARY KEY (zoom_level, tile_column, tile_row));
-        """
-
-    /// The refresh staged in the store (one a kill or a failure interrupted), if any.
-    package func stagedRefresh() throws(TileArchiveError) -> StagedRefresh? {
-        try withState { state throws(TileArchiveError) in
-            let connection = try state.open(path: path)
-            guard try connection.scalarInt("SELECT count(*) FROM sqlite_master WHERE name = 'tilepack_refresh'") ?? 0 > 0 else {
-                return nil
-            }
-            var values: [String: String] = [:]
-            let read = try connection.prepare("SELECT name, value FROM tilepack_refresh")
-            while try read.step() { if let name = read.text(0) { values[name] = read.text(1) } }
-            guard let key = values["key"] else { return nil }
-            return StagedRefresh(key: key, version: values["version"])
-        }
-    }
-
-    /// Starts staging a refresh of `key` at `version`. A staged refresh of the same key and
-    /// version is kept (it resumes: its tiles are not asked again); any other is discarded.
-    /// Returns whether one was resumed. Committed at once.
-    @discardableResult
-    package func beginRefresh(key: String, version: String?) throws(TileArchiveError) -> Bool {
-        let wanted = StagedRefresh(key: key, version: version)
-        let staged = try stagedRefresh()
-        if staged == wanted { return true }
-        if staged != nil { try discardRefresh() }
-        try withWritableState { state throws(TileArchiveError) in
-            try state.commit(path: path)
-            let connection = try state.open(path: path)
-            try connection.execute("BEGIN IMMEDIATE")
-            do throws(TileArchiveError) {
-                try connection.execute(Self.refreshSchema)
-                let insert = try connection.prepare("INSERT OR REPLACE INTO tilepack_refresh (name, value) VALUES (?1, ?2)")
-                for (name, value) in [("key", key), ("version", version)] {
-                    guard let value else { continue }
-                    insert.bind(1, text: name)
-                    insert.bind(2, text: value)
-                    _ = try insert.step()
-                    insert.reset()
-                }
-                try connection.execute("COMMIT")
-            } catch {
-                try? connection.execute("ROLLBACK")
-                throw error
-            }
-            state.stageTile = nil
-            state.findStaged = nil
-        }
-        return false
-    }
-
-    /// Stages what a refresh found for one tile (its bytes for a stored outcome): kept out of
-    /// `tiles` until ``publishRefresh()``. Committed with its batch.
-    package func stage(_ record: TileStateRecord, data: Data?) throws(TileArchiveError) {
-        try withWritableState { state throws(TileArchiveError) in
-            try state.beginIfNeeded(path: path)
-            let connection = try state.open(path: path)
-            if state.stageTile == nil {
-                state.stageTile = try connection.prepare(
-                    """
-                    INSERT OR REPLACE INTO tilepack_refresh_tiles (zoom_level, tile_column, tile_row, outcome, http_status, attempts,
-                        bytes, etag, last_modified, message, fetched, last_used, tile_data)
-                    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
-                    """)
-            }
-            guard let insert = state.stageTile else { return }
-            Self.bind(insert, record.tile)
-            insert.bind(4, record.outcome.rawValue)
-            insert.bind(5, record.httpStatus)
-            insert.bind(6, record.attempts)
-            insert.bind(7, record.outcome == .stored ? data?.count ?? record.bytes : 0)
-            Self.bind(insert, 8, record.etag)
-            Self.bind(insert, 9, record.lastModified)
-            Self.bind(insert, 10, record.message)
-            insert.bind(11, double: record.fetchedAt)
-            insert.bind(12, double: record.lastUsed)
-            let result = (data ?? Data()).withUnsafeBytes { (bytes: UnsafeRawBufferPointer) -> Result<Void, TileArchiveError> in
-                defer { insert.reset() }
-                return Result { () throws(TileArchiveError) in
-                    if data != nil, record.outcome == .stored { try insert.bind(13, blobNoCopy: bytes) } else { insert.bindNull(13) }
-                    _ = try insert.step()
-                }
-            }
-            try result.get()
-            try state.countWrite(bytes: data?.count ?? 0, batchBytes: batchBytes, batchSeconds: batchSeconds)
-        }
-    }
-
-    /// Whether the staged refresh already holds `tile` (a resumed refresh does not ask again).
-    package func isStaged(_ tile: TileCoordinate) throws(TileArchiveError) -> Bool {
-        try withState { state throws(TileArchiveError) in
-            if state.findStaged == nil {
-                state.findStaged = try state.open(path: path).prepare(
-                    "SELECT 1 FROM tilepack_refresh_tiles WHERE zoom_level = ?1 AND tile_column = ?2 AND tile_row = ?3")
-            }
-            guard let find = state.findStaged else { return false }
-            Self.bind(find, tile)
-            defer { find.reset() }
-            return try find.step()
-        }
-    }
-
-    /// Moves the staged refresh into `tiles` and the bookkeeping: stored tiles replace the old
-    /// ones, tiles now absent at the source are deleted, and the staging tables are dropped.
-    /// Everything goes into the open transaction, left open (the caller adds the metadata and
-    /// the region's status, then ``commit()``): a reader sees the store before or after, and a
-    /// kill before the commit leaves the old store and the staged refresh as they were.
-    /// Returns the tiles replaced or added and those deleted.
-    @discardableResult
-    package func publishRefresh() throws(TileArchiveError) -> (written: Int, deleted: Int) {
-        try withWritableState { state throws(TileArchiveError) in
-            // What was staged so far is committed (still staged), then one transaction switches.
-            try state.commit(path: path)
-            try state.beginIfNeeded(path: path)
-            let connection = try state.open(path: path)
-            state.stageTile = nil
-            state.findStaged = nil
-            let stored = TileFetchOutcome.stored.rawValue, absent = TileFetchOutcome.absent.rawValue
-            try connection.execute(
-                """
-                INSERT OR REPLACE INTO tiles (zoom_level, tile_column, tile_row, tile_data)
-                    SELECT zoom_level, tile_column, tile_row, tile_data FROM tilepack_refresh_tiles WHERE outcome = \(stored);
-                """)
-            let written = Int(connection.changes)
-            try connection.execute(
-                """
-                DELETE FROM tiles WHERE (zoom_level, tile_column, tile_row) IN
-                    (SELECT zoom_level, tile_column, tile_row FROM tilepack_refresh_tiles WHERE outcome = \(absent));
-                """)
-            let deleted = Int(connection.changes)
-            try connection.execute(
-                """
-                INSERT INTO tilepack_tile_state (zoom_level, tile_column, tile_row, outcome, http_status, attempts, bytes,
-                    etag, last_modified, message, fetched, last_used)
-                SELECT zoom_level, tile_column, tile_row, outcome, http_status, attempts, bytes, etag, last_modified, message,
-                    fetched, last_used FROM tilepack_refresh_tiles WHERE true
-                ON CONFLICT (zoom_level, tile_column, tile_row) DO UPDATE SET outcome = excluded.outcome,
-                    http_status = excluded.http_status, attempts = attempts + excluded.attempts, bytes = excluded.bytes,
-                    etag = excluded.etag, last_modified = excluded.last_modified, message = excluded.message,
-                    fetched = excluded.fetched, last_used = excluded.last_used;
-                DROP TABLE tilepack_refresh_tiles;
-                DROP TABLE tilepack_refresh;
-                """)
-            state.totalBytes = Int(try connection.scalarInt("SELECT total(length(tile_data)) FROM tiles") ?? 0)
-            state.tileCount = Int(try connection.scalarInt("SELECT count(*) FROM tiles") ?? 0)
-            return (written, deleted)
-        }
-    }
-
-    /// Drops a staged refresh (the source's version changed under it): the store keeps what it
-    /// held before. Committed at once.
-    package func discardRefresh() throws(TileArchiveError) {
-        try withWritableState { state throws(TileArchiveError) in
-            try state.commit(path: path)
-            state.stageTile = nil
-            state.findStaged = nil
-            try state.open(path: path).execute(
-                "BEGIN IMMEDIATE; DROP TABLE IF EXISTS tilepack_refresh_tiles; DROP TABLE IF EXISTS tilepack_refresh; COMMIT;")
-        }
-    }
 
     /// Commits and closes; later calls throw. Safe to call twice.
     package func close() throws(TileArchiveError) {
@@ -861,14 +423,14 @@ package final class MBTilesTileStore: @unchecked Sendable {
 
     // MARK: Helpers
 
-    private func withState<R: Sendable>(_ body: (State) throws(TileArchiveError) -> R) throws(TileArchiveError) -> R {
+    func withState<R: Sendable>(_ body: (State) throws(TileArchiveError) -> R) throws(TileArchiveError) -> R {
         try state.withLock { (state: inout sending State) throws(TileArchiveError) -> sending R in
             _ = try state.open(path: path)
             return try body(state)
         }
     }
 
-    private func withWritableState<R: Sendable>(_ body: (State) throws(TileArchiveError) -> R) throws(TileArchiveError) -> R {
+    func withWritableState<R: Sendable>(_ body: (State) throws(TileArchiveError) -> R) throws(TileArchiveError) -> R {
         guard !isReadOnly else {
             throw TileArchiveError(path: path, fault: .io(errno: EACCES, reason: "the archive is read-only"))
         }
@@ -902,18 +464,18 @@ package final class MBTilesTileStore: @unchecked Sendable {
     }
 
     /// Binds the tile as (zoom_level, tile_column, tile_row) TMS at parameters 1-3.
-    private static func bind(_ statement: SQLiteStatement, _ tile: TileCoordinate) {
+    static func bind(_ statement: SQLiteStatement, _ tile: TileCoordinate) {
         statement.bind(1, tile.zoom)
         statement.bind(2, tile.x)
         statement.bind(3, tile.row(in: .tms))
     }
 
-    private static func bind(_ statement: SQLiteStatement, _ index: Int32, _ text: String?) {
+    static func bind(_ statement: SQLiteStatement, _ index: Int32, _ text: String?) {
         if let text { statement.bind(index, text: text) } else { statement.bindNull(index) }
     }
 
     /// The XYZ tile of the TMS coordinates in columns `first...first + 2`, when they make one.
-    private static func tile(_ statement: SQLiteStatement, _ first: Int32) -> TileCoordinate? {
+    static func tile(_ statement: SQLiteStatement, _ first: Int32) -> TileCoordinate? {
         let zoom = Int(statement.int64(first))
         guard (0...TileCoordinate.maximumZoom).contains(zoom) else { return nil }
         let row = Int(statement.int64(first + 2))

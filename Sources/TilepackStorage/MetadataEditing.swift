@@ -123,23 +123,14 @@ package enum ArchiveMetadataEditor {
         -> MetadataEditMethod
     {
         let path = archive.path
-        var header = archive.header
+        let header = archive.header
         let compression = header.internalCompression
         guard compression == .gzip || compression == .none else {
             throw TileArchiveError(path: path, fault: .unsupportedVersion("metadata compressed with \(compression)"))
         }
         let file = try ReadWriteFile(path: path, writable: true)
         // The JSON as stored (not completed from the header, as reading does), edited as it is.
-        var json: [UInt8] = Array("{}".utf8)
-        if header.metadataLength > 0 {
-            let raw = try file.read(offset: Int(header.metadataOffset), length: Int(header.metadataLength))
-            json = try raw.withUnsafeBytes { bytes in
-                Result { () throws(TileArchiveError) in
-                    try PMTilesArchive.decompress(
-                        bytes, compression: compression, limit: PMTilesFormat.maximumMetadataLength, what: "metadata", name: path)
-                }
-            }.get()
-        }
+        let json = try storedPMTilesMetadata(file, header: header)
         var metadata: TileMetadata
         switch PMTilesMetadata.decode(json) {
         case .success(let value): metadata = value
@@ -147,7 +138,39 @@ package enum ArchiveMetadataEditor {
         }
         apply(&metadata, set: set, delete: delete)
         try checkLimits(metadata, path: path)
-        // Members of other types (numbers, arrays) that were not edited keep their JSON type.
+        let encoded = editedPMTilesJSON(json, metadata: metadata, set: set, delete: delete)
+        let block = compression == .gzip ? Gzip.compress(encoded) : encoded
+        guard block.count <= PMTilesFormat.maximumMetadataLength else {
+            throw TileArchiveError(
+                path: path, fault: .invalidMetadata("the metadata is over the limit of \(PMTilesFormat.maximumMetadataLength) bytes"))
+        }
+        if UInt64(block.count) <= header.metadataLength {
+            try writePMTilesMetadataInPlace(block, header: header, file: file)
+            return .inPlace
+        }
+        try rewritePMTiles(file, header: header, metadata: block)
+        return .rewrite
+    }
+
+    /// The metadata JSON as the file stores it, decompressed (`{}` when there is none).
+    private static func storedPMTilesMetadata(_ file: ReadWriteFile, header: PMTilesHeader) throws(TileArchiveError) -> [UInt8] {
+        guard header.metadataLength > 0 else { return Array("{}".utf8) }
+        let raw = try file.read(offset: Int(header.metadataOffset), length: Int(header.metadataLength))
+        return try raw.withUnsafeBytes { bytes in
+            Result { () throws(TileArchiveError) in
+                try PMTilesArchive.decompress(
+                    bytes, compression: header.internalCompression, limit: PMTilesFormat.maximumMetadataLength, what: "metadata",
+                    name: file.path)
+            }
+        }.get()
+    }
+
+    /// The edited metadata's JSON: `json` with the members set or deleted, so that members of
+    /// other types (numbers, arrays) that were not edited keep their JSON type; encoded from
+    /// `metadata` when a structural key is edited or `json` is not an object.
+    private static func editedPMTilesJSON(
+        _ json: [UInt8], metadata: TileMetadata, set: [String: String], delete: [String]
+    ) -> [UInt8] {
         var encoded = PMTilesMetadata.encode(metadata)
         let structural = [TileMetadata.Key.json] + PMTilesMetadata.liftedKeys
         if var object = (try? JSONSerialization.jsonObject(with: Data(json))) as? [String: Any],
@@ -159,37 +182,37 @@ package enum ArchiveMetadataEditor {
                 encoded = Array(data)
             }
         }
-        let block = compression == .gzip ? Gzip.compress(encoded) : encoded
-        guard block.count <= PMTilesFormat.maximumMetadataLength else {
-            throw TileArchiveError(
-                path: path, fault: .invalidMetadata("the metadata is over the limit of \(PMTilesFormat.maximumMetadataLength) bytes"))
-        }
-        if UInt64(block.count) <= header.metadataLength {
-            // The room the old metadata had, written so that a crash at any point leaves a whole
-            // file (the header, 127 bytes at offset 0, is the one place that commits): the new
-            // block first goes past the end of the file and the header points at it; then it is
-            // written into the old room, the header points there, and the copy is cut off. Every
-            // step is synced before the next; the result is what one write into the room gives.
-            let end = try file.length()
-            try file.write(block, offset: end)
-            try file.sync()
-            var staged = header
-            staged.metadataOffset = UInt64(end)
-            staged.metadataLength = UInt64(block.count)
-            try file.write(staged.encoded(), offset: 0)
-            try file.sync()
-            try file.write(block, offset: Int(header.metadataOffset))
-            try file.sync()
-            header.metadataLength = UInt64(block.count)
-            try file.write(header.encoded(), offset: 0)
-            try file.sync()
-            try file.truncate(to: end)
-            try file.sync()
-            return .inPlace
-        }
-        // Written again: the header, then every section in the order the file has them, the
-        // metadata replaced; directories and tile data copied byte for byte (their entries are
-        // offsets within their own sections).
+        return encoded
+    }
+
+    /// Writes `block` into the room the old metadata had, so that a crash at any point leaves a
+    /// whole file (the header, 127 bytes at offset 0, is the one place that commits): the new
+    /// block first goes past the end of the file and the header points at it; then it is written
+    /// into the old room, the header points there, and the copy is cut off. Every step is synced
+    /// before the next; the result is what one write into the room gives.
+    private static func writePMTilesMetadataInPlace(_ block: [UInt8], header: PMTilesHeader, file: ReadWriteFile) throws(TileArchiveError) {
+        let end = try file.length()
+        try file.write(block, offset: end)
+        try file.sync()
+        var staged = header
+        staged.metadataOffset = UInt64(end)
+        staged.metadataLength = UInt64(block.count)
+        try file.write(staged.encoded(), offset: 0)
+        try file.sync()
+        try file.write(block, offset: Int(header.metadataOffset))
+        try file.sync()
+        var written = header
+        written.metadataLength = UInt64(block.count)
+        try file.write(written.encoded(), offset: 0)
+        try file.sync()
+        try file.truncate(to: end)
+        try file.sync()
+    }
+
+    /// Writes the file again: the header, then every section in the order the file has them, the
+    /// metadata replaced by `block`; directories and tile data copied byte for byte (their entries
+    /// are offsets within their own sections).
+    private static func rewritePMTiles(_ file: ReadWriteFile, header: PMTilesHeader, metadata block: [UInt8]) throws(TileArchiveError) {
         var sections: [(offset: UInt64, length: UInt64, kind: Int)] = [
             (header.rootOffset, header.rootLength, 0), (header.metadataOffset, header.metadataLength, 1),
             (header.leafOffset, header.leafLength, 2), (header.tileDataOffset, header.tileDataLength, 3),
@@ -209,7 +232,7 @@ package enum ArchiveMetadataEditor {
             }
             position += length
         }
-        try rewrite(path: path, from: file) { out throws(TileArchiveError) in
+        try rewrite(path: file.path, from: file) { out throws(TileArchiveError) in
             try out.write(moved.encoded())
             for section in sections {
                 if section.kind == 1 {
@@ -219,7 +242,6 @@ package enum ArchiveMetadataEditor {
                 }
             }
         }
-        return .rewrite
     }
 
     // MARK: Writing again

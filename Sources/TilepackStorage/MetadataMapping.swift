@@ -30,112 +30,124 @@ import TilepackCore
 package enum MetadataMapping {
     /// `metadata` as an MBTiles file can hold it, and a note for every value changed or dropped.
     package static func fittedToMBTiles(_ metadata: TileMetadata) -> (metadata: TileMetadata, notes: [String]) {
-        var result = metadata
-        var notes: [String] = []
         typealias Key = TileMetadata.Key
-        func show(_ value: String) -> String {
+        var fit = Fitting(metadata: metadata)
+        fitSpellings(&fit)
+        fitBounds(&fit)
+        fitCenter(&fit)
+        fitZooms(&fit)
+        fitJSON(&fit.metadata, notes: &fit.notes, show: Fitting.show)
+
+        // Whatever else MBTiles still refuses (a rule added later): dropped, never a failed write.
+        for issue in MBTilesMetadataValidator.validate(fit.metadata) where issue.severity == .error {
+            guard let key = issue.key, key != Key.name, key != Key.format, fit.metadata[key] != nil else { continue }
+            fit.drop(key, issue.message)
+        }
+        return (fit.metadata, fit.notes)
+    }
+
+    /// The metadata being fitted and the notes on what changed.
+    private struct Fitting {
+        var metadata: TileMetadata
+        var notes: [String] = []
+
+        /// A value as a note quotes it: on one line, at most 60 characters.
+        static func show(_ value: String) -> String {
             let flat = value.replacingOccurrences(of: "\n", with: " ")
             return flat.count > 60 ? "'\(flat.prefix(60))...'" : "'\(flat)'"
         }
-        func drop(_ key: String, _ why: String) {
-            guard let value = result[key] else { return }
-            notes.append("metadata '\(key)' is \(show(value)), \(why): not written to MBTiles")
-            result[key] = nil
-        }
-        func map(_ key: String, to value: String, _ why: String) {
-            guard let old = result[key], old != value else { return }
-            notes.append("metadata '\(key)' is \(show(old)), \(why): written as \(show(value))")
-            result[key] = value
+
+        mutating func drop(_ key: String, _ why: String) {
+            guard let value = metadata[key] else { return }
+            notes.append("metadata '\(key)' is \(Self.show(value)), \(why): not written to MBTiles")
+            metadata[key] = nil
         }
 
-        // Spellings MBTiles fixes.
-        if let text = result[Key.format], let format = TileFormat(metadataValue: text.trimmingCharacters(in: .whitespaces)) {
-            map(Key.format, to: format.metadataValue, "MBTiles spells that format '\(format.metadataValue)'")
-        } else if result[Key.format] != nil {
-            drop(Key.format, "not a format MBTiles names (the tiles' own format is written)")
+        mutating func map(_ key: String, to value: String, _ why: String) {
+            guard let old = metadata[key], old != value else { return }
+            notes.append("metadata '\(key)' is \(Self.show(old)), \(why): written as \(Self.show(value))")
+            metadata[key] = value
         }
-        if let text = result[Key.type], (try? result.layerType) == nil {
+    }
+
+    /// Spellings MBTiles fixes: `format` and `type`.
+    private static func fitSpellings(_ fit: inout Fitting) {
+        typealias Key = TileMetadata.Key
+        if let text = fit.metadata[Key.format], let format = TileFormat(metadataValue: text.trimmingCharacters(in: .whitespaces)) {
+            fit.map(Key.format, to: format.metadataValue, "MBTiles spells that format '\(format.metadataValue)'")
+        } else if fit.metadata[Key.format] != nil {
+            fit.drop(Key.format, "not a format MBTiles names (the tiles' own format is written)")
+        }
+        if let text = fit.metadata[Key.type], (try? fit.metadata.layerType) == nil {
             let folded = text.trimmingCharacters(in: .whitespaces).lowercased()
             if let type = TileMetadata.LayerType(rawValue: folded) {
-                map(Key.type, to: type.rawValue, "MBTiles spells it in lower case")
+                fit.map(Key.type, to: type.rawValue, "MBTiles spells it in lower case")
             } else if folded == "raster" || folded == "vector" {
-                drop(
+                fit.drop(
                     Key.type,
                     "which says what the tiles are (MBTiles says that in 'format'), not whether the layer is an overlay or a baselayer, the two values MBTiles allows"
                 )
             } else {
-                drop(Key.type, "not overlay or baselayer, the two values MBTiles allows")
+                fit.drop(Key.type, "not overlay or baselayer, the two values MBTiles allows")
             }
         }
-        for key in [Key.bounds, Key.center] {
-            guard let text = result[key] else { continue }
-            guard let numbers = numbers(text) else {
-                drop(key, "not numbers separated by commas")
-                continue
-            }
-            if key == Key.bounds {
-                guard numbers.count == 4 else {
-                    drop(key, "not four numbers west,south,east,north")
-                    continue
-                }
-                guard let west = clamp(numbers[0], 180), let south = clamp(numbers[1], 90), let east = clamp(numbers[2], 180),
-                    let north = clamp(numbers[3], 90)
-                else {
-                    drop(key, "past the edges of the world by more than a degree (latitude and longitude swapped?)")
-                    continue
-                }
-                let box = [west, south, east, north]
-                guard box[1] <= box[3] else {
-                    drop(key, "its south is above its north")
-                    continue
-                }
-                var fitted = TileMetadata()
-                fitted.setBounds(GeoBoundingBox(west: box[0], south: box[1], east: box[2], north: box[3]))
-                if (try? result.bounds) == nil {
-                    map(key, to: fitted[Key.bounds]!, "past the edges of the world or not in MBTiles' form")
-                }
-            } else {
-                guard numbers.count == 2 || numbers.count == 3 else {
-                    drop(key, "not longitude,latitude,zoom")
-                    continue
-                }
-                guard (try? result.center) == nil else { continue }
-                var fitted = TileMetadata()
-                let zoom = numbers.count == 3 ? numbers[2] : nil
-                guard let longitude = clamp(numbers[0], 180), let latitude = clamp(numbers[1], 90) else {
-                    drop(key, "past the edges of the world by more than a degree (latitude and longitude swapped?)")
-                    continue
-                }
-                let coordinate = GeoCoordinate(latitude: latitude, longitude: longitude)
-                if let zoom, zoom.rounded() == zoom, (0...Double(TileCoordinate.maximumZoom)).contains(zoom) {
-                    fitted.setCenter(coordinate, zoom: Int(zoom))
-                } else {
-                    fitted.setCenter(coordinate, zoom: 0)
-                    fitted[key] = String(fitted[key]!.dropLast(2))
-                }
-                map(key, to: fitted[key]!, "past the edges of the world, a zoom out of range, or not in MBTiles' form")
-            }
+    }
+
+    private static func fitBounds(_ fit: inout Fitting) {
+        let key = TileMetadata.Key.bounds
+        guard let text = fit.metadata[key] else { return }
+        guard let numbers = numbers(text) else { return fit.drop(key, "not numbers separated by commas") }
+        guard numbers.count == 4 else { return fit.drop(key, "not four numbers west,south,east,north") }
+        guard let west = clamp(numbers[0], 180), let south = clamp(numbers[1], 90), let east = clamp(numbers[2], 180),
+            let north = clamp(numbers[3], 90)
+        else {
+            return fit.drop(key, "past the edges of the world by more than a degree (latitude and longitude swapped?)")
         }
-        for key in [Key.minZoom, Key.maxZoom] where result[key] != nil {
+        let box = [west, south, east, north]
+        guard box[1] <= box[3] else { return fit.drop(key, "its south is above its north") }
+        var fitted = TileMetadata()
+        fitted.setBounds(GeoBoundingBox(west: box[0], south: box[1], east: box[2], north: box[3]))
+        if (try? fit.metadata.bounds) == nil {
+            fit.map(key, to: fitted[key]!, "past the edges of the world or not in MBTiles' form")
+        }
+    }
+
+    private static func fitCenter(_ fit: inout Fitting) {
+        let key = TileMetadata.Key.center
+        guard let text = fit.metadata[key] else { return }
+        guard let numbers = numbers(text) else { return fit.drop(key, "not numbers separated by commas") }
+        guard numbers.count == 2 || numbers.count == 3 else { return fit.drop(key, "not longitude,latitude,zoom") }
+        guard (try? fit.metadata.center) == nil else { return }
+        var fitted = TileMetadata()
+        let zoom = numbers.count == 3 ? numbers[2] : nil
+        guard let longitude = clamp(numbers[0], 180), let latitude = clamp(numbers[1], 90) else {
+            return fit.drop(key, "past the edges of the world by more than a degree (latitude and longitude swapped?)")
+        }
+        let coordinate = GeoCoordinate(latitude: latitude, longitude: longitude)
+        if let zoom, zoom.rounded() == zoom, (0...Double(TileCoordinate.maximumZoom)).contains(zoom) {
+            fitted.setCenter(coordinate, zoom: Int(zoom))
+        } else {
+            fitted.setCenter(coordinate, zoom: 0)
+            fitted[key] = String(fitted[key]!.dropLast(2))
+        }
+        fit.map(key, to: fitted[key]!, "past the edges of the world, a zoom out of range, or not in MBTiles' form")
+    }
+
+    /// `minzoom` and `maxzoom`: each a whole zoom, the minimum not above the maximum.
+    private static func fitZooms(_ fit: inout Fitting) {
+        typealias Key = TileMetadata.Key
+        for key in [Key.minZoom, Key.maxZoom] where fit.metadata[key] != nil {
             let readable: Bool
             do {
-                _ = try key == Key.minZoom ? result.minZoom : result.maxZoom
+                _ = try key == Key.minZoom ? fit.metadata.minZoom : fit.metadata.maxZoom
                 readable = true
             } catch { readable = false }
-            if !readable { drop(key, "not a whole zoom in 0...\(TileCoordinate.maximumZoom) (the tiles' own is written)") }
+            if !readable { fit.drop(key, "not a whole zoom in 0...\(TileCoordinate.maximumZoom) (the tiles' own is written)") }
         }
-        if let low = (try? result.minZoom) ?? nil, let high = (try? result.maxZoom) ?? nil, low > high {
-            drop(Key.minZoom, "above maxzoom \(high) (the tiles' own is written)")
-            drop(Key.maxZoom, "below minzoom \(low) (the tiles' own is written)")
+        if let low = (try? fit.metadata.minZoom) ?? nil, let high = (try? fit.metadata.maxZoom) ?? nil, low > high {
+            fit.drop(Key.minZoom, "above maxzoom \(high) (the tiles' own is written)")
+            fit.drop(Key.maxZoom, "below minzoom \(low) (the tiles' own is written)")
         }
-        fitJSON(&result, notes: &notes, show: show)
-
-        // Whatever else MBTiles still refuses (a rule added later): dropped, never a failed write.
-        for issue in MBTilesMetadataValidator.validate(result) where issue.severity == .error {
-            guard let key = issue.key, key != Key.name, key != Key.format, result[key] != nil else { continue }
-            drop(key, issue.message)
-        }
-        return (result, notes)
     }
 
     /// The numbers of `text`: `1,2,3` or a JSON array `[1, 2, 3]`; nil when any is not a finite number.

@@ -169,57 +169,14 @@ struct FetchCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let area: PrefetchArea
-        if let bbox {
-            area = .boundingBox(bbox.box)
-            if let note = bbox.box.antimeridianNote { printError("note: \(note)") }
-        } else if let route, let radius {
-            area = .route(try RouteFile.read(path: route), radius: radius)
-        } else if let region {
-            area = .region(region.region)
-        } else {
-            throw CommandFailure("give exactly one of --bbox, --route and --region")
-        }
-        let request = PrefetchRequest(area: area, zooms: try zooms())
-        var configuration = PrefetchConfiguration()
-        configuration.connectionsPerHost = concurrency
-        configuration.requestsPerSecond = rate
-        #if !os(Linux)
-        if let sessions { configuration.sessions = sessions }
-        #endif
-        configuration.capacity = capacity * 1024 * 1024
-        if let userAgent { configuration.userAgent = userAgent }
-        var source = PrefetchSource(
-            urlTemplate: urlTemplate, scheme: scheme, scale: scale,
-            subdomains: subdomains.split(separator: ",").map { String($0) }, tileSize: tileSize)
-        source.versionURL = versionURL
+        let request = PrefetchRequest(area: try area(), zooms: try zooms())
         // A refused fetch leaves nothing: a store this run creates is removed when the fetch is
         // refused before its first request (a store being resumed is the user's and stays).
         let storeExisted = estimate || FileSystem.lstat(output) != nil
         let prefetcher = try MapDataPrefetcher(
-            storePath: output, source: source, configuration: configuration, createStore: !estimate,
+            storePath: output, source: prefetchSource(), configuration: prefetchConfiguration(), createStore: !estimate,
             transport: transport.make(concurrency: concurrency))
-        if estimate {
-            let result = await prefetcher.estimate(request)
-            if let reason = result.error, result.requestId < 0 { throw refusal(reason) }
-            // Every sample absent: the box is outside what the server has (or its latitude and
-            // longitude are swapped); "about 0 B" would hide that.
-            let allAbsent = result.success && result.sampled > 0 && result.sampledPresent == 0
-            if outputOptions.json {
-                try printJSON(result)
-            } else if allAbsent {
-                printError(everyTileAbsent("the \(result.sampled) sample tiles of the \(result.tiles) tiles"))
-            } else if result.success {
-                print(
-                    "\(result.tiles) tiles, \(result.missing) not yet in \(output); about \(Self.bytes(result.bytes)) ± \(Self.bytes(result.margin)) (\(result.kilobytes) KB), from \(result.sampled) sample tiles"
-                )
-            } else {
-                print("\(result.tiles) tiles, \(result.missing) not yet in \(output); no byte estimate: \(result.error ?? "unknown")")
-            }
-            await prefetcher.close()
-            if !result.success || allAbsent { throw ExitCode(1) }
-            return
-        }
+        if estimate { return try await runEstimate(request, with: prefetcher) }
 
         let events = prefetcher.events()
         let submission = prefetcher.fetchMapData(for: request, options: PrefetchOptions(refresh: refresh, onlyFailed: retryFailed))
@@ -231,39 +188,11 @@ struct FetchCommand: AsyncParsableCommand {
             throw refusal("\(submission.reason ?? "refused") (\(submission.error))")
         }
         let interrupt = Interrupt { prefetcher.cancel(submission.requestId) }
-        let bar = ProgressBar.start(label: "fetch", quiet: outputOptions.quiet)
-        var report: PrefetchReport?
-        for await event in events {
-            switch event {
-            case .progress(let progress) where progress.requestId == submission.requestId:
-                bar?.draw(
-                    OperationProgress(done: progress.done, total: progress.tiles, bytes: progress.bytes, elapsed: progress.elapsed),
-                    detail: "\(Self.bytes(progress.bytes))" + (progress.failed > 0 ? ", \(progress.failed) failed" : ""))
-            case .status(let id, let status, let final) where id == submission.requestId && status.isFinal:
-                report = final
-            default:
-                break
-            }
-            if report != nil { break }
-        }
-        bar?.finish()
+        let report = await finalReport(of: submission.requestId, from: events)
         interrupt.cancel()
         await prefetcher.close()
         guard let report else { throw ExitCode(1) }
-        if outputOptions.json {
-            try printJSON(report)
-        } else {
-            let rate = report.seconds > 0 ? Double(report.downloaded) / report.seconds : 0
-            print(
-                "\(report.status): \(report.downloaded) tiles downloaded (\(Self.bytes(report.bytes))) into \(output) in \(String(format: "%.2f", report.seconds)) s (\(Int(rate)) tiles/s); \(report.alreadyPresent) already present, \(report.absent) absent, \(report.failed) failed of \(report.tiles)"
-            )
-            // Per tile: -q leaves them to --json (the summary counts them).
-            if !outputOptions.quiet {
-                for failure in report.failures.prefix(10) { printError("failed: \(failure)") }
-                if report.failures.count > 10 { printError("... and \(report.failed - 10) more failed (see --json)") }
-            }
-            if let error = report.error { printError("error: \(error)") }
-        }
+        try printReport(report)
         // Every tile absent: nothing of the region exists on the server, which is a mistake (a box
         // with latitude and longitude swapped), not a success.
         let allAbsent = report.tiles > 0 && report.absent == report.tiles
@@ -275,6 +204,102 @@ struct FetchCommand: AsyncParsableCommand {
         case .cancelled: throw ExitCode(130)
         default: throw ExitCode(1)
         }
+    }
+
+    /// The area of `--bbox`, `--route` with `--radius`, or `--region`.
+    private func area() throws -> PrefetchArea {
+        if let bbox {
+            if let note = bbox.box.antimeridianNote { printError("note: \(note)") }
+            return .boundingBox(bbox.box)
+        } else if let route, let radius {
+            return .route(try RouteFile.read(path: route), radius: radius)
+        } else if let region {
+            return .region(region.region)
+        }
+        throw CommandFailure("give exactly one of --bbox, --route and --region")
+    }
+
+    private func prefetchConfiguration() -> PrefetchConfiguration {
+        var configuration = PrefetchConfiguration()
+        configuration.connectionsPerHost = concurrency
+        configuration.requestsPerSecond = rate
+        #if !os(Linux)
+        if let sessions { configuration.sessions = sessions }
+        #endif
+        configuration.capacity = capacity * 1024 * 1024
+        if let userAgent { configuration.userAgent = userAgent }
+        return configuration
+    }
+
+    private func prefetchSource() -> PrefetchSource {
+        var source = PrefetchSource(
+            urlTemplate: urlTemplate, scheme: scheme, scale: scale,
+            subdomains: subdomains.split(separator: ",").map { String($0) }, tileSize: tileSize)
+        source.versionURL = versionURL
+        return source
+    }
+
+    /// `--estimate`: prints the estimate of `request`; exit 1 when it has no byte estimate or
+    /// every sample is absent.
+    private func runEstimate(_ request: PrefetchRequest, with prefetcher: MapDataPrefetcher) async throws {
+        let result = await prefetcher.estimate(request)
+        if let reason = result.error, result.requestId < 0 { throw refusal(reason) }
+        // Every sample absent: the box is outside what the server has (or its latitude and
+        // longitude are swapped); "about 0 B" would hide that.
+        let allAbsent = result.success && result.sampled > 0 && result.sampledPresent == 0
+        if outputOptions.json {
+            try printJSON(result)
+        } else if allAbsent {
+            printError(everyTileAbsent("the \(result.sampled) sample tiles of the \(result.tiles) tiles"))
+        } else if result.success {
+            print(
+                "\(result.tiles) tiles, \(result.missing) not yet in \(output); about \(Self.bytes(result.bytes)) ± \(Self.bytes(result.margin)) (\(result.kilobytes) KB), from \(result.sampled) sample tiles"
+            )
+        } else {
+            print("\(result.tiles) tiles, \(result.missing) not yet in \(output); no byte estimate: \(result.error ?? "unknown")")
+        }
+        await prefetcher.close()
+        if !result.success || allAbsent { throw ExitCode(1) }
+    }
+
+    /// Draws the progress of request `id` from `events` until its final status; its report (nil
+    /// when the events end first).
+    private func finalReport(of id: Int, from events: AsyncStream<PrefetchEvent>) async -> PrefetchReport? {
+        let bar = ProgressBar.start(label: "fetch", quiet: outputOptions.quiet)
+        var report: PrefetchReport?
+        for await event in events {
+            switch event {
+            case .progress(let progress) where progress.requestId == id:
+                bar?.draw(
+                    OperationProgress(done: progress.done, total: progress.tiles, bytes: progress.bytes, elapsed: progress.elapsed),
+                    detail: "\(Self.bytes(progress.bytes))" + (progress.failed > 0 ? ", \(progress.failed) failed" : ""))
+            case .status(let eventId, let status, let final) where eventId == id && status.isFinal:
+                report = final
+            default:
+                break
+            }
+            if report != nil { break }
+        }
+        bar?.finish()
+        return report
+    }
+
+    /// The fetch's summary: as JSON, or a line and, unless -q, the first failures.
+    private func printReport(_ report: PrefetchReport) throws {
+        if outputOptions.json {
+            try printJSON(report)
+            return
+        }
+        let rate = report.seconds > 0 ? Double(report.downloaded) / report.seconds : 0
+        print(
+            "\(report.status): \(report.downloaded) tiles downloaded (\(Self.bytes(report.bytes))) into \(output) in \(String(format: "%.2f", report.seconds)) s (\(Int(rate)) tiles/s); \(report.alreadyPresent) already present, \(report.absent) absent, \(report.failed) failed of \(report.tiles)"
+        )
+        // Per tile: -q leaves them to --json (the summary counts them).
+        if !outputOptions.quiet {
+            for failure in report.failures.prefix(10) { printError("failed: \(failure)") }
+            if report.failures.count > 10 { printError("... and \(report.failed - 10) more failed (see --json)") }
+        }
+        if let error = report.error { printError("error: \(error)") }
     }
 
     /// What a fetch or estimate says when every tile it asked for is absent.

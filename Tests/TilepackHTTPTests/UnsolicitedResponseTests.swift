@@ -62,9 +62,14 @@ import TilepackTestSupport
         // in a full run) would be another connection.
         let wrong = await onOwnThread { await Self.misanswered(client, server, count: 8, inFlight: 1) }
         #expect(wrong.isEmpty, "\(wrong)")
-        // The connection that carried it was closed after /2's answer; the next one carried the rest.
-        #expect(server.requestCount == 8)
-        #expect(server.acceptedConnections == 2, "\(server.acceptedConnections) connections")
+        // The connection that carried it was closed after /2's answer, the next one carried the
+        // rest. libcurl's transport (issue 47) asks for /2 again, on a new connection (that answer
+        // came on a reused connection, so it may have been an earlier extra response), and
+        // reuses no connection to the server after catching it: /2 to /7 on one each.
+        let curl = transport == .curl
+        #expect(server.requestCount == (curl ? 9 : 8))
+        #expect(server.requests(to: "/2") == (curl ? 2 : 1))
+        #expect(server.acceptedConnections == (curl ? 7 : 2), "\(server.acceptedConnections) connections")
     }
 
     @Test(arguments: TestTransport.available)
@@ -75,7 +80,8 @@ import TilepackTestSupport
         let client = HTTPClient(transport: transport.make(maximumConnectionsPerHost: 4))
         let wrong = await Self.misanswered(client, server, count: 300, inFlight: 8)
         #expect(wrong.isEmpty, "\(wrong.prefix(5)) (\(wrong.count) misanswered)")
-        #expect(server.requestCount == 300)
+        // libcurl's transport asks again for an answer followed by the extra on a reused connection.
+        #expect(transport == .curl ? server.requestCount >= 300 : server.requestCount == 300, "\(server.requestCount) requests")
     }
 
     #if canImport(Glibc)

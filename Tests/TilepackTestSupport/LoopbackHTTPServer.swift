@@ -55,6 +55,16 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
         /// A complete response with `extra` right behind it in the same write (bytes no request
         /// asked for, such as a second response); the connection stays open.
         case unsolicited(status: Int, headers: [String: String], body: Data, extra: Data)
+        /// A complete response, then `extra` in a write of its own once `gate` returned (at once,
+        /// or a test's event: the client's exchange completed), then `sent` is called once the
+        /// client's TCP has taken the extra bytes (on Linux; the test learns they wait in the
+        /// client's socket); the connection stays open.
+        case unsolicitedAfter(
+            status: Int, headers: [String: String], body: Data, extra: Data, gate: @Sendable () -> Void = {},
+            sent: @Sendable () -> Void = {})
+        /// `extra` and then a complete response, in one write: bytes no request asked for that
+        /// reach the client after it wrote this request, ahead of the answer.
+        case unsolicitedBefore(extra: Data, status: Int, headers: [String: String], body: Data)
 
         public static func status(_ code: Int, _ body: String = "") -> Reply {
             .respond(status: code, headers: ["Content-Type": "text/plain"], body: Data(body.utf8))
@@ -317,6 +327,14 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
             return true
         case .unsolicited(let status, let headers, let body, let extra):
             return write(fd, Self.head(status: status, headers: headers, length: body.count) + body + extra)
+        case .unsolicitedAfter(let status, let headers, let body, let extra, let gate, let sent):
+            guard write(fd, Self.head(status: status, headers: headers, length: body.count) + body) else { return false }
+            gate()
+            let written = write(fd, extra) && delivered(fd)
+            sent()
+            return written
+        case .unsolicitedBefore(let extra, let status, let headers, let body):
+            return write(fd, extra + Self.head(status: status, headers: headers, length: body.count) + body)
         }
     }
 
@@ -363,6 +381,24 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
             if n < 0 && errno == EINTR { continue }
             return n
         }
+    }
+
+    /// Waits until the peer's TCP has taken every byte written on `fd` (Linux: `SIOCOUTQ`, the
+    /// bytes not yet acknowledged, is 0), so they are in its socket: on loopback a write can
+    /// return before they reach it. The kernel tells no event for it, so it is looked at every
+    /// 0.2 ms, for at most 10 s; `false` if they never were taken.
+    private func delivered(_ fd: Int32) -> Bool {
+        #if os(Linux)
+        for _ in 0..<50_000 {
+            var unacknowledged: CInt = 0
+            guard ioctl(fd, UInt(0x5411), &unacknowledged) == 0 else { return false }  // SIOCOUTQ
+            if unacknowledged == 0 { return true }
+            usleep(200)
+        }
+        return false
+        #else
+        return true
+        #endif
     }
 
     private func write(_ fd: Int32, _ data: Data) -> Bool {

@@ -46,6 +46,28 @@ CURLMsg *tilepack_curl_multi_info_read(CURLM *multi, int *left);
 struct curl_slist *tilepack_curl_slist_append(struct curl_slist *list, const char *text);
 void tilepack_curl_slist_free_all(struct curl_slist *list);
 
+/// CURLOPT_PREREQFUNCTION's (libcurl 7.80): called just before a request is written on a
+/// connection, new or reused, with its addresses; CURL_PREREQFUNC_ABORT stops the transfer.
+typedef int (*tilepack_curl_prereq_callback)(void *context, char *primary_ip, char *local_ip, int primary_port, int local_port);
+/// CURLOPT_SOCKOPTFUNCTION's: a socket curl just made (before it connects).
+typedef int (*tilepack_curl_sockopt_callback)(void *context, curl_socket_t fd, curlsocktype purpose);
+/// CURLOPT_CLOSESOCKETFUNCTION's: curl gives a socket up; the callback closes it.
+typedef int (*tilepack_curl_closesocket_callback)(void *context, curl_socket_t fd);
+
+/// CURLE_UNKNOWN_OPTION where libcurl's headers or library predate CURLOPT_PREREQFUNCTION (7.80).
+CURLcode tilepack_curl_set_prereq_callback(CURL *handle, tilepack_curl_prereq_callback value, void *context);
+CURLcode tilepack_curl_set_socket_callbacks(
+    CURL *handle, tilepack_curl_sockopt_callback opened, tilepack_curl_closesocket_callback closing, void *context);
+
+/// Whether bytes wait to be read on a connected socket, looked at without reading them
+/// (recv with MSG_PEEK | MSG_DONTWAIT): 1 when some do, 2 when some do and the peer has closed
+/// its side behind them (Linux: POLLRDHUP; a TLS peer's close_notify), 0 when none do, 3 when
+/// none do and the stream has ended (the peer closed), -1 on an error.
+int tilepack_socket_has_bytes(curl_socket_t fd);
+/// The socket's local port (getsockname), its address as text in `address`; -1 when it has none.
+int tilepack_socket_local_port(curl_socket_t fd, char *address, size_t capacity);
+int tilepack_socket_close(curl_socket_t fd);
+
 /// The result of a finished transfer (a member of an anonymous union in CURLMsg).
 static inline CURLcode tilepack_curl_message_result(const CURLMsg *message) { return message->data.result; }
 

@@ -184,10 +184,97 @@ typealias LZ4 = PortableLZ4
             output[0] = 0
             return 1
         }
+        var block = BlockWriter(input: input, output: output, capacity: capacity)
+        var anchor = 0
+        // Matches start at or before `count - matchStartLimit` and end at or before `count - lastLiterals`.
+        if count > matchStartLimit {
+            guard let literalsFrom = compressMatches(input, count: count, into: &block) else { return 0 }
+            anchor = literalsFrom
+        }
+        guard block.emit(anchor: anchor, literals: count - anchor, offset: 0, matchLength: 0) else { return 0 }
+        return block.op
+    }
+
+    /// The sequences of `input` up to its last literals, greedily matched, written to `block`:
+    /// where the last literals start, or nil when the sequences do not fit.
+    @inline(__always)
+    private static func compressMatches(_ input: UnsafePointer<UInt8>, count: Int, into block: inout BlockWriter) -> Int? {
+        let lastStart = count - matchStartLimit, matchEndLimit = count - lastLiterals
+        return withUnsafeTemporaryAllocation(of: Int32.self, capacity: 1 << hashBits) { table -> Int? in
+            table.initialize(repeating: -1)
+            @inline(__always) func read32(_ at: Int) -> UInt32 { UnsafeRawPointer(input + at).loadUnaligned(as: UInt32.self) }
+            // The hash of the 5 bytes at `at` (a 4-byte hash collides on RGBA pixels: raw tiles came out
+            // 2.3x liblz4's size with it, within a byte of liblz4's with this one).
+            @inline(__always) func hash(_ at: Int) -> Int {
+                let bytes = UnsafeRawPointer(input + at).loadUnaligned(as: UInt64.self)
+                return Int(truncatingIfNeeded: ((UInt64(littleEndian: bytes) << 24) &* 889_523_592_379) >> (64 - UInt64(hashBits)))
+            }
+            var ip = 0, misses = 0, anchor = 0
+            while ip <= lastStart {
+                let value = read32(ip)
+                let slot = hash(ip)
+                let candidate = Int(table[slot])
+                table[slot] = Int32(ip)
+                guard candidate >= 0, ip - candidate <= 65535, read32(candidate) == value else {
+                    // Incompressible stretches are crossed in growing steps.
+                    ip += 1 + misses >> 6
+                    misses += 1
+                    continue
+                }
+                misses = 0
+                let (start, reference, end) = extendMatch(
+                    input, at: ip, reference: candidate, anchor: anchor, matchEndLimit: matchEndLimit)
+                guard block.emit(anchor: anchor, literals: start - anchor, offset: start - reference, matchLength: end - start) else {
+                    return nil
+                }
+                anchor = end
+                ip = end
+                if ip - 2 > start, ip - 2 <= lastStart { table[hash(ip - 2)] = Int32(ip - 2) }
+            }
+            return anchor
+        }
+    }
+
+    /// The 4-byte match at `ip` of the bytes at `reference`, extended backwards (not past
+    /// `anchor`) and forwards (not past `matchEndLimit`): where it starts, its reference, where it ends.
+    @inline(__always)
+    private static func extendMatch(
+        _ input: UnsafePointer<UInt8>, at ip: Int, reference candidate: Int, anchor: Int, matchEndLimit: Int
+    ) -> (start: Int, reference: Int, end: Int) {
+        var start = ip, reference = candidate
+        while start > anchor, reference > 0, input[start - 1] == input[reference - 1] {
+            start -= 1
+            reference -= 1
+        }
+        // Extended 8 bytes at a time: the first differing byte is the lowest set byte of the XOR.
+        var end = ip + minimumMatch
+        var differs = false
+        while end + 8 <= matchEndLimit {
+            let a = UInt64(littleEndian: UnsafeRawPointer(input + end).loadUnaligned(as: UInt64.self))
+            let b = UInt64(littleEndian: UnsafeRawPointer(input + reference + (end - start)).loadUnaligned(as: UInt64.self))
+            if a != b {
+                end += (a ^ b).trailingZeroBitCount >> 3
+                differs = true
+                break
+            }
+            end += 8
+        }
+        while !differs, end < matchEndLimit, input[end] == input[reference + (end - start)] { end += 1 }
+        return (start, reference, end)
+    }
+
+    /// The block being written: sequences of literals from the input and a match.
+    private struct BlockWriter {
+        let input: UnsafePointer<UInt8>
+        let output: UnsafeMutablePointer<UInt8>
+        let capacity: Int
+        /// The bytes written.
         var op = 0
+
         /// Writes a sequence: `literals` bytes from `anchor`, then a match (when `matchLength` > 0).
         /// False when it does not fit.
-        func emit(anchor: Int, literals: Int, offset: Int, matchLength: Int) -> Bool {
+        @inline(__always)
+        mutating func emit(anchor: Int, literals: Int, offset: Int, matchLength: Int) -> Bool {
             let extra = matchLength > 0 ? 2 + (matchLength - minimumMatch >= 15 ? (matchLength - minimumMatch - 15) / 255 + 1 : 0) : 0
             let needed = 1 + (literals >= 15 ? (literals - 15) / 255 + 1 : 0) + literals + extra
             guard needed <= capacity - op else { return false }
@@ -208,7 +295,9 @@ typealias LZ4 = PortableLZ4
             output[tokenAt] = token
             return true
         }
-        func writeLength(_ value: Int) {
+
+        @inline(__always)
+        private mutating func writeLength(_ value: Int) {
             var rest = value
             while rest >= 255 {
                 output[op] = 255
@@ -218,64 +307,5 @@ typealias LZ4 = PortableLZ4
             output[op] = UInt8(rest)
             op += 1
         }
-
-        var anchor = 0
-        // Matches start at or before `count - matchStartLimit` and end at or before `count - lastLiterals`.
-        if count > matchStartLimit {
-            let lastStart = count - matchStartLimit, matchEndLimit = count - lastLiterals
-            let compressed = withUnsafeTemporaryAllocation(of: Int32.self, capacity: 1 << hashBits) { table -> Bool in
-                table.initialize(repeating: -1)
-                @inline(__always) func read32(_ at: Int) -> UInt32 { UnsafeRawPointer(input + at).loadUnaligned(as: UInt32.self) }
-                // The hash of the 5 bytes at `at` (a 4-byte hash collides on RGBA pixels: raw tiles came out
-                // 2.3x liblz4's size with it, within a byte of liblz4's with this one).
-                @inline(__always) func hash(_ at: Int) -> Int {
-                    let bytes = UnsafeRawPointer(input + at).loadUnaligned(as: UInt64.self)
-                    return Int(truncatingIfNeeded: ((UInt64(littleEndian: bytes) << 24) &* 889_523_592_379) >> (64 - UInt64(hashBits)))
-                }
-                var ip = 0, misses = 0
-                while ip <= lastStart {
-                    let value = read32(ip)
-                    let slot = hash(ip)
-                    let candidate = Int(table[slot])
-                    table[slot] = Int32(ip)
-                    guard candidate >= 0, ip - candidate <= 65535, read32(candidate) == value else {
-                        // Incompressible stretches are crossed in growing steps.
-                        ip += 1 + misses >> 6
-                        misses += 1
-                        continue
-                    }
-                    misses = 0
-                    var start = ip, reference = candidate
-                    while start > anchor, reference > 0, input[start - 1] == input[reference - 1] {
-                        start -= 1
-                        reference -= 1
-                    }
-                    // Extended 8 bytes at a time: the first differing byte is the lowest set byte of the XOR.
-                    var end = ip + minimumMatch
-                    var differs = false
-                    while end + 8 <= matchEndLimit {
-                        let a = UInt64(littleEndian: UnsafeRawPointer(input + end).loadUnaligned(as: UInt64.self))
-                        let b = UInt64(littleEndian: UnsafeRawPointer(input + reference + (end - start)).loadUnaligned(as: UInt64.self))
-                        if a != b {
-                            end += (a ^ b).trailingZeroBitCount >> 3
-                            differs = true
-                            break
-                        }
-                        end += 8
-                    }
-                    while !differs, end < matchEndLimit, input[end] == input[reference + (end - start)] { end += 1 }
-                    guard emit(anchor: anchor, literals: start - anchor, offset: start - reference, matchLength: end - start) else {
-                        return false
-                    }
-                    anchor = end
-                    ip = end
-                    if ip - 2 > start, ip - 2 <= lastStart { table[hash(ip - 2)] = Int32(ip - 2) }
-                }
-                return true
-            }
-            guard compressed else { return 0 }
-        }
-        guard emit(anchor: anchor, literals: count - anchor, offset: 0, matchLength: 0) else { return 0 }
-        return op
     }
 }

@@ -46,37 +46,64 @@ package enum MBTilesMetadataValidator {
 
     /// Checks `metadata`, and when `content` is given, its agreement with the tiles.
     package static func validate(_ metadata: TileMetadata, content: TileContentSummary? = nil) -> [MBTilesMetadataIssue] {
-        var issues: [MBTilesMetadataIssue] = []
-        func error(_ kind: MBTilesMetadataIssue.Kind, _ key: String?, _ message: String) {
-            issues.append(MBTilesMetadataIssue(.error, kind, key: key, message))
+        var issues = Issues()
+        let format = checkRequired(metadata, &issues)
+        let values = parseValues(metadata, &issues)
+        checkConsistency(values, &issues)
+        // json: an object; for vector tiles it must list the vector_layers.
+        checkJSON(metadata.json, isVector: format == .pbf) { issues.error($0, $1, $2) }
+        if let content { checkAgreement(values, format: format, content: content, &issues) }
+        return issues.list.sorted { ($0.severity, $0.key ?? "") < ($1.severity, $1.key ?? "") }
+    }
+
+    /// The issues found so far, in the order found.
+    private struct Issues {
+        var list: [MBTilesMetadataIssue] = []
+
+        mutating func error(_ kind: MBTilesMetadataIssue.Kind, _ key: String?, _ message: String) {
+            list.append(MBTilesMetadataIssue(.error, kind, key: key, message))
         }
-        func warning(_ kind: MBTilesMetadataIssue.Kind, _ key: String?, _ message: String) {
-            issues.append(MBTilesMetadataIssue(.warning, kind, key: key, message))
+
+        mutating func warning(_ kind: MBTilesMetadataIssue.Kind, _ key: String?, _ message: String) {
+            list.append(MBTilesMetadataIssue(.warning, kind, key: key, message))
         }
+    }
+
+    /// The values the rules compare, each `nil` when absent or malformed.
+    private struct Values {
+        var bounds: GeoBoundingBox?
+        var center: (coordinate: GeoCoordinate, zoom: Int?)?
+        var minZoom: Int?
+        var maxZoom: Int?
+    }
+
+    /// Required: name and format. Returns the format when it is one MBTiles names.
+    private static func checkRequired(_ metadata: TileMetadata, _ issues: inout Issues) -> TileFormat? {
         typealias Key = TileMetadata.Key
-
-        // Required: name and format.
         if (metadata.name ?? "").trimmingCharacters(in: .whitespaces).isEmpty {
-            error(.missing, Key.name, "metadata 'name' is required and missing")
+            issues.error(.missing, Key.name, "metadata 'name' is required and missing")
         }
-        var format: TileFormat?
-        if let text = metadata[Key.format] {
-            if let parsed = TileFormat(metadataValue: text) {
-                format = parsed
-                if parsed.metadataValue != text {
-                    warning(.malformed, Key.format, "metadata 'format' is '\(text)'; MBTiles spells it '\(parsed.metadataValue)'")
-                }
-            } else {
-                warning(.malformed, Key.format, "metadata 'format' is '\(text.prefix(40))', not one of png, jpg, webp, pbf (or gif, json)")
-            }
-        } else {
-            error(.missing, Key.format, "metadata 'format' is required and missing")
+        guard let text = metadata[Key.format] else {
+            issues.error(.missing, Key.format, "metadata 'format' is required and missing")
+            return nil
         }
+        guard let parsed = TileFormat(metadataValue: text) else {
+            issues.warning(
+                .malformed, Key.format, "metadata 'format' is '\(text.prefix(40))', not one of png, jpg, webp, pbf (or gif, json)")
+            return nil
+        }
+        if parsed.metadataValue != text {
+            issues.warning(.malformed, Key.format, "metadata 'format' is '\(text)'; MBTiles spells it '\(parsed.metadataValue)'")
+        }
+        return parsed
+    }
 
-        // Well-formed values.
+    /// Well-formed values: each key that does not parse is an error, each recommended key missing a warning.
+    private static func parseValues(_ metadata: TileMetadata, _ issues: inout Issues) -> Values {
+        typealias Key = TileMetadata.Key
         func parse<T>(_ key: String, _ read: () throws(TileMetadataError) -> T?) -> T? {
             do { return try read() } catch {
-                issues.append(MBTilesMetadataIssue(.error, .malformed, key: key, error.description))
+                issues.list.append(MBTilesMetadataIssue(.error, .malformed, key: key, error.description))
                 return nil
             }
         }
@@ -86,63 +113,64 @@ package enum MBTilesMetadataValidator {
         let maxZoom = parse(Key.maxZoom) { () throws(TileMetadataError) in try metadata.maxZoom }
         _ = parse(Key.type) { () throws(TileMetadataError) in try metadata.layerType }
         for key in [Key.bounds, Key.center, Key.minZoom, Key.maxZoom] where metadata[key] == nil {
-            warning(.missing, key, "metadata '\(key)' is recommended and missing")
+            issues.warning(.missing, key, "metadata '\(key)' is recommended and missing")
         }
         if let version = metadata.version, Double(version.trimmingCharacters(in: .whitespaces)) == nil {
-            warning(.malformed, Key.version, "metadata 'version' is '\(version.prefix(40))'; MBTiles 1.3 makes it a number")
+            issues.warning(.malformed, Key.version, "metadata 'version' is '\(version.prefix(40))'; MBTiles 1.3 makes it a number")
         }
+        return Values(bounds: bounds, center: center, minZoom: minZoom, maxZoom: maxZoom)
+    }
 
-        // Consistency between values.
+    /// Consistency between values: the zooms' order, the bounds' sides, the center within both.
+    private static func checkConsistency(_ values: Values, _ issues: inout Issues) {
+        typealias Key = TileMetadata.Key
+        let (bounds, minZoom, maxZoom) = (values.bounds, values.minZoom, values.maxZoom)
         if let minZoom, let maxZoom, minZoom > maxZoom {
-            error(.inconsistent, Key.minZoom, "metadata 'minzoom' \(minZoom) is greater than 'maxzoom' \(maxZoom)")
+            issues.error(.inconsistent, Key.minZoom, "metadata 'minzoom' \(minZoom) is greater than 'maxzoom' \(maxZoom)")
         }
         if let bounds, bounds.west > bounds.east {
-            warning(
+            issues.warning(
                 .inconsistent, Key.bounds,
                 "metadata 'bounds' has west \(bounds.west) > east \(bounds.east) (crosses the antimeridian; many readers do not support that)"
             )
         }
-        if let center {
-            if let bounds, bounds.west <= bounds.east, !contains(bounds, center.coordinate) {
-                warning(
-                    .inconsistent, Key.center,
-                    "metadata 'center' \(center.coordinate.longitude),\(center.coordinate.latitude) is outside 'bounds'")
-            }
-            if let zoom = center.zoom, let minZoom, let maxZoom, minZoom <= maxZoom, !(minZoom...maxZoom).contains(zoom) {
-                warning(.inconsistent, Key.center, "metadata 'center' zoom \(zoom) is outside minzoom...maxzoom (\(minZoom)...\(maxZoom))")
-            }
+        guard let center = values.center else { return }
+        if let bounds, bounds.west <= bounds.east, !contains(bounds, center.coordinate) {
+            issues.warning(
+                .inconsistent, Key.center,
+                "metadata 'center' \(center.coordinate.longitude),\(center.coordinate.latitude) is outside 'bounds'")
         }
-
-        // json: an object; for vector tiles it must list the vector_layers.
-        checkJSON(metadata.json, isVector: format == .pbf, error: error)
-
-        // Agreement with the tiles.
-        if let content {
-            if content.levels.isEmpty {
-                warning(.disagreesWithTiles, nil, "the archive holds no tiles")
-            } else {
-                if let minZoom, let tilesMin = content.minZoom, minZoom != tilesMin {
-                    warning(
-                        .disagreesWithTiles, Key.minZoom, "metadata 'minzoom' is \(minZoom) but the lowest zoom with tiles is \(tilesMin)")
-                }
-                if let maxZoom, let tilesMax = content.maxZoom, maxZoom != tilesMax {
-                    warning(
-                        .disagreesWithTiles, Key.maxZoom, "metadata 'maxzoom' is \(maxZoom) but the highest zoom with tiles is \(tilesMax)")
-                }
-                if let bounds, bounds.west <= bounds.east {
-                    for level in content.levels where !covers(level.extent, bounds) {
-                        warning(
-                            .disagreesWithTiles, Key.bounds,
-                            "metadata 'bounds' reaches outside the tiles of zoom \(level.zoom) (they cover \(level.extent))")
-                        break
-                    }
-                }
-                if let format, let sniffed = content.sniffedFormat, sniffed != format {
-                    warning(.disagreesWithTiles, Key.format, "metadata 'format' is \(format) but the tiles are \(sniffed)")
-                }
-            }
+        if let zoom = center.zoom, let minZoom, let maxZoom, minZoom <= maxZoom, !(minZoom...maxZoom).contains(zoom) {
+            issues.warning(
+                .inconsistent, Key.center, "metadata 'center' zoom \(zoom) is outside minzoom...maxzoom (\(minZoom)...\(maxZoom))")
         }
-        return issues.sorted { ($0.severity, $0.key ?? "") < ($1.severity, $1.key ?? "") }
+    }
+
+    /// Agreement with the tiles: their zooms, their extent, their format.
+    private static func checkAgreement(_ values: Values, format: TileFormat?, content: TileContentSummary, _ issues: inout Issues) {
+        typealias Key = TileMetadata.Key
+        guard !content.levels.isEmpty else {
+            issues.warning(.disagreesWithTiles, nil, "the archive holds no tiles")
+            return
+        }
+        if let minZoom = values.minZoom, let tilesMin = content.minZoom, minZoom != tilesMin {
+            issues.warning(
+                .disagreesWithTiles, Key.minZoom, "metadata 'minzoom' is \(minZoom) but the lowest zoom with tiles is \(tilesMin)")
+        }
+        if let maxZoom = values.maxZoom, let tilesMax = content.maxZoom, maxZoom != tilesMax {
+            issues.warning(
+                .disagreesWithTiles, Key.maxZoom, "metadata 'maxzoom' is \(maxZoom) but the highest zoom with tiles is \(tilesMax)")
+        }
+        if let bounds = values.bounds, bounds.west <= bounds.east,
+            let level = content.levels.first(where: { !covers($0.extent, bounds) })
+        {
+            issues.warning(
+                .disagreesWithTiles, Key.bounds,
+                "metadata 'bounds' reaches outside the tiles of zoom \(level.zoom) (they cover \(level.extent))")
+        }
+        if let format, let sniffed = content.sniffedFormat, sniffed != format {
+            issues.warning(.disagreesWithTiles, Key.format, "metadata 'format' is \(format) but the tiles are \(sniffed)")
+        }
     }
 
     private static func contains(_ box: GeoBoundingBox, _ point: GeoCoordinate) -> Bool {

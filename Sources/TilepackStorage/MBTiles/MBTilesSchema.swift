@@ -74,89 +74,127 @@ package struct MBTilesSchema: Hashable, Sendable {
     /// Detects the schema on an open connection.
     package static func detect(_ connection: SQLiteConnection, path: String) throws(TileArchiveError) -> MBTilesSchema {
         // Reading sqlite_master is also the first read of the file: a damaged header or schema fails here.
-        let master = try connection.prepare("SELECT type, name FROM sqlite_master WHERE type IN ('table', 'view', 'trigger')")
-        var objects: [String: String] = [:]  // lower-cased name -> type
+        let objects = try SchemaObjects(connection)
+        let (kind, coordinateTable) = try tilesKind(objects, connection: connection, path: path)
+        // A unique index (or primary key) on exactly the three coordinate columns; and any index
+        // whose columns are zoom_level, tile_column, tile_row in this order.
+        var indexes = (unique: false, inCoordinateOrder: false)
+        if kind != .otherView { indexes = try coordinateIndexes(connection, table: objects.name(coordinateTable)) }
+        var hasUniqueImageIndex = true
+        if kind == .normalized {
+            hasUniqueImageIndex = try Self.hasUniqueKey(connection, table: objects.name("images"), column: "tile_id")
+        }
+        let others = otherTables(objects, kind: kind)
+        var hasMetadata = false
+        if objects.types["metadata"] != nil { hasMetadata = try columns("metadata", connection).isSuperset(of: ["name", "value"]) }
+        let applicationID = Int32(truncatingIfNeeded: try connection.scalarInt("PRAGMA application_id") ?? 0)
+        let pageSize = Int(try connection.scalarInt("PRAGMA page_size") ?? 0)
+        return MBTilesSchema(
+            kind: kind, coordinateTable: objects.name(coordinateTable), hasUniqueIndex: indexes.unique,
+            hasIndexInCoordinateOrder: indexes.inCoordinateOrder, hasUniqueImageIndex: hasUniqueImageIndex,
+            hasMetadataTable: hasMetadata, hasUTFGrid: others.hasUTFGrid, extraTables: others.extra,
+            prefetchStoreTables: others.prefetchStore, applicationID: applicationID, pageSize: pageSize,
+            triggers: objects.triggers.sorted())
+    }
+
+    /// The tables, views and triggers of a database, from `sqlite_master`.
+    private struct SchemaObjects {
+        /// Lower-cased name (SQLite compares names so) -> type (`table` or `view`).
+        var types: [String: String] = [:]
+        /// Lower-cased name -> the name as the file spells it.
         var originalNames: [String: String] = [:]
         var triggers: [String] = []
-        while try master.step() {
-            guard let type = master.text(0), let name = master.text(1) else { continue }
-            if type == "trigger" {
-                triggers.append(name)
-                continue
-            }
-            objects[name.lowercased()] = type
-            originalNames[name.lowercased()] = name
-        }
-        func columns(_ table: String) throws(TileArchiveError) -> Set<String> {
-            let info = try connection.prepare("SELECT name FROM pragma_table_info(?1)")
-            info.bind(1, text: table)
-            var names: Set<String> = []
-            while try info.step() { if let n = info.text(0) { names.insert(n.lowercased()) } }
-            return names
-        }
-        let tileColumns: Set<String> = ["zoom_level", "tile_column", "tile_row", "tile_data"]
-        let coordinateColumns = ["zoom_level", "tile_column", "tile_row"]
 
-        guard let tilesType = objects["tiles"] else {
-            let found = objects.isEmpty ? "the database has no tables" : "tables: " + objects.keys.sorted().joined(separator: ", ")
+        init(_ connection: SQLiteConnection) throws(TileArchiveError) {
+            let master = try connection.prepare("SELECT type, name FROM sqlite_master WHERE type IN ('table', 'view', 'trigger')")
+            while try master.step() {
+                guard let type = master.text(0), let name = master.text(1) else { continue }
+                if type == "trigger" {
+                    triggers.append(name)
+                    continue
+                }
+                types[name.lowercased()] = type
+                originalNames[name.lowercased()] = name
+            }
+        }
+
+        /// The name of `lowercased` as the file spells it.
+        func name(_ lowercased: String) -> String { originalNames[lowercased] ?? lowercased }
+    }
+
+    private static let tileColumns: Set<String> = ["zoom_level", "tile_column", "tile_row", "tile_data"]
+    private static let coordinateColumns = ["zoom_level", "tile_column", "tile_row"]
+
+    /// The columns of `table`, lower-cased.
+    private static func columns(_ table: String, _ connection: SQLiteConnection) throws(TileArchiveError) -> Set<String> {
+        let info = try connection.prepare("SELECT name FROM pragma_table_info(?1)")
+        info.bind(1, text: table)
+        var names: Set<String> = []
+        while try info.step() { if let n = info.text(0) { names.insert(n.lowercased()) } }
+        return names
+    }
+
+    /// The kind of schema behind `tiles` (which must exist, with the four columns) and the table
+    /// that holds the coordinates (lower case).
+    private static func tilesKind(
+        _ objects: SchemaObjects, connection: SQLiteConnection, path: String
+    ) throws(TileArchiveError) -> (MBTilesSchemaKind, String) {
+        guard let tilesType = objects.types["tiles"] else {
+            let found =
+                objects.types.isEmpty ? "the database has no tables" : "tables: " + objects.types.keys.sorted().joined(separator: ", ")
             throw TileArchiveError(path: path, fault: .missingTable("'tiles' table or view: not an MBTiles file (\(found))"))
         }
-        let tilesColumns = try columns("tiles")
-        let missing = tileColumns.subtracting(tilesColumns)
+        let missing = tileColumns.subtracting(try columns("tiles", connection))
         guard missing.isEmpty else {
             throw TileArchiveError(
                 path: path,
                 fault: .missingTable(
                     "column\(missing.count > 1 ? "s" : "") \(missing.sorted().joined(separator: ", ")) in 'tiles'"))
         }
-
-        var kind: MBTilesSchemaKind
-        var coordinateTable: String
-        if tilesType == "table" {
-            kind = .flat
-            coordinateTable = "tiles"
-        } else if objects["tiles_with_hash"] == "table",
-            try columns("tiles_with_hash").isSuperset(of: tileColumns.union(["tile_hash"]))
+        if tilesType == "table" { return (.flat, "tiles") }
+        if objects.types["tiles_with_hash"] == "table",
+            try columns("tiles_with_hash", connection).isSuperset(of: tileColumns.union(["tile_hash"]))
         {
-            kind = .flatWithHash
-            coordinateTable = "tiles_with_hash"
-        } else if objects["map"] == "table", objects["images"] == "table",
-            try columns("map").isSuperset(of: coordinateColumns + ["tile_id"]),
-            try columns("images").isSuperset(of: ["tile_id", "tile_data"])
+            return (.flatWithHash, "tiles_with_hash")
+        }
+        if objects.types["map"] == "table", objects.types["images"] == "table",
+            try columns("map", connection).isSuperset(of: coordinateColumns + ["tile_id"]),
+            try columns("images", connection).isSuperset(of: ["tile_id", "tile_data"])
         {
-            kind = .normalized
-            coordinateTable = "map"
-        } else {
-            kind = .otherView
-            coordinateTable = "tiles"
+            return (.normalized, "map")
         }
+        return (.otherView, "tiles")
+    }
 
-        // A unique index (or primary key) on exactly the three coordinate columns; and any index
-        // whose columns are zoom_level, tile_column, tile_row in this order.
-        var hasUniqueIndex = false
-        var hasIndexInCoordinateOrder = false
-        if kind != .otherView {
-            let list = try connection.prepare("SELECT name, \"unique\" FROM pragma_index_list(?1)")
-            list.bind(1, text: originalNames[coordinateTable] ?? coordinateTable)
-            var indexes: [(name: String, unique: Bool)] = []
-            while try list.step() {
-                if let name = list.text(0) { indexes.append((name, list.int64(1) != 0)) }
-            }
-            for index in indexes {
-                let info = try connection.prepare("SELECT name FROM pragma_index_info(?1) ORDER BY seqno")
-                info.bind(1, text: index.name)
-                var names: [String] = []
-                while try info.step() { names.append(info.text(0)?.lowercased() ?? "") }
-                if index.unique, Set(names) == Set(coordinateColumns), names.count == 3 { hasUniqueIndex = true }
-                if names.starts(with: coordinateColumns) { hasIndexInCoordinateOrder = true }
-            }
+    /// Whether `table` has a unique index (or primary key) on exactly the three coordinate
+    /// columns, and whether it has an index whose columns are zoom_level, tile_column, tile_row
+    /// in this order.
+    private static func coordinateIndexes(
+        _ connection: SQLiteConnection, table: String
+    ) throws(TileArchiveError) -> (unique: Bool, inCoordinateOrder: Bool) {
+        var result = (unique: false, inCoordinateOrder: false)
+        let list = try connection.prepare("SELECT name, \"unique\" FROM pragma_index_list(?1)")
+        list.bind(1, text: table)
+        var indexes: [(name: String, unique: Bool)] = []
+        while try list.step() {
+            if let name = list.text(0) { indexes.append((name, list.int64(1) != 0)) }
         }
-
-        var hasUniqueImageIndex = true
-        if kind == .normalized {
-            hasUniqueImageIndex = try Self.hasUniqueKey(connection, table: originalNames["images"] ?? "images", column: "tile_id")
+        for index in indexes {
+            let info = try connection.prepare("SELECT name FROM pragma_index_info(?1) ORDER BY seqno")
+            info.bind(1, text: index.name)
+            var names: [String] = []
+            while try info.step() { names.append(info.text(0)?.lowercased() ?? "") }
+            if index.unique, Set(names) == Set(coordinateColumns), names.count == 3 { result.unique = true }
+            if names.starts(with: coordinateColumns) { result.inCoordinateOrder = true }
         }
+        return result
+    }
 
+    /// The tables beside the schema's own: UTFGrid's (whether any is there), the prefetch
+    /// store's, and any other (as the file spells them); each list sorted.
+    private static func otherTables(
+        _ objects: SchemaObjects, kind: MBTilesSchemaKind
+    ) -> (hasUTFGrid: Bool, extra: [String], prefetchStore: [String]) {
         var known: Set<String> = ["tiles", "metadata"]
         switch kind {
         case .flat, .otherView: break
@@ -164,25 +202,17 @@ package struct MBTilesSchema: Hashable, Sendable {
         case .normalized: known.formUnion(["map", "images"])
         }
         let utfGrid: Set<String> = ["grids", "grid_data", "grid_key", "grid_utfgrid", "keymap"]
-        let hasUTFGrid = !utfGrid.isDisjoint(with: objects.keys)
+        let hasUTFGrid = !utfGrid.isDisjoint(with: objects.types.keys)
         var extra: [String] = []
         var prefetchStore: [String] = []
-        for name in objects.keys where !known.contains(name) && !utfGrid.contains(name) && !name.hasPrefix("sqlite_") {
+        for name in objects.types.keys where !known.contains(name) && !utfGrid.contains(name) && !name.hasPrefix("sqlite_") {
             if Self.prefetchBookkeepingTables.contains(name) {
                 prefetchStore.append(name)
             } else {
-                extra.append(originalNames[name] ?? name)
+                extra.append(objects.name(name))
             }
         }
-        var hasMetadata = false
-        if objects["metadata"] != nil { hasMetadata = try columns("metadata").isSuperset(of: ["name", "value"]) }
-        let applicationID = Int32(truncatingIfNeeded: try connection.scalarInt("PRAGMA application_id") ?? 0)
-        let pageSize = Int(try connection.scalarInt("PRAGMA page_size") ?? 0)
-        return MBTilesSchema(
-            kind: kind, coordinateTable: originalNames[coordinateTable] ?? coordinateTable, hasUniqueIndex: hasUniqueIndex,
-            hasIndexInCoordinateOrder: hasIndexInCoordinateOrder, hasUniqueImageIndex: hasUniqueImageIndex,
-            hasMetadataTable: hasMetadata, hasUTFGrid: hasUTFGrid, extraTables: extra.sorted(),
-            prefetchStoreTables: prefetchStore.sorted(), applicationID: applicationID, pageSize: pageSize, triggers: triggers.sorted())
+        return (hasUTFGrid, extra.sorted(), prefetchStore.sorted())
     }
 
     /// Whether a UNIQUE index, or the primary key, of `table` is `column` alone.

@@ -1,82 +1,6 @@
 import Foundation
 import TilepackCore
 
-/// The schema a new MBTiles file is written in.
-public enum MBTilesWriteSchema: String, Hashable, Sendable, CaseIterable {
-    /// One `tiles` table (the MBTiles spec's schema): fastest to write and read.
-    case flat
-    /// `map` + `images` behind a `tiles` view: identical tiles (ocean, empty land) stored once.
-    case deduplicated
-}
-
-/// Whether the writer fills `format`, `bounds`, `center`, `minzoom`, `maxzoom` from the tiles.
-public enum MetadataDerivation: String, Hashable, Sendable {
-    /// Write the metadata as given.
-    case none
-    /// Fill the keys the caller did not set (the default).
-    case fillMissing
-    /// Recompute bounds, center, minzoom and maxzoom from the tiles even when set (format is
-    /// still only filled when missing).
-    case replace
-    /// For tiles added to an archive: widen what is set so that it covers the tiles too (bounds
-    /// the union of the old bounds and the tiles', minzoom and maxzoom the wider range, center the
-    /// middle of the new bounds), fill what is missing.
-    case extend
-}
-
-public struct MBTilesWriterOptions: Hashable, Sendable {
-    /// The schema of a new file (an updated file keeps its own).
-    public var schema: MBTilesWriteSchema
-    /// Replace an existing destination (new files only).
-    public var overwrite: Bool
-    public var derivation: MetadataDerivation
-    /// Rows per transaction while bulk loading a new file (an update is one transaction).
-    public var tilesPerTransaction: Int
-    /// The SQLite page size of a new file (default 8192: see Specs/mbtiles.md).
-    public var pageSize: Int
-    /// Whether `agg_tiles_hash` is computed and stored (Specs/mbtiles.md §5, §7). When off, a new
-    /// file carries none (a value given in the metadata is dropped: it would describe other
-    /// tiles), and an update recomputes the one the file already carries, if any. The MD5 is one
-    /// serial pass over every tile byte: on 100 KB aerial tiles it costs more than reading them.
-    public var aggregateTilesHash: Bool
-    /// Whether a new file stores its content identity (`tilepack_content_identity`,
-    /// Specs/updates.md §1.1), summed from the tiles as they are written, so that its first patch
-    /// checks it without reading every tile. Not stored when a tile was written twice or removed
-    /// (the sum would count what the file no longer holds). An update never computes one (a patch
-    /// sets `MBTilesWriter.contentIdentity`; any other update drops a stored one). Off by
-    /// default: a SHA-256 of every tile byte (the commands store it with `--index`).
-    public var contentIdentity: Bool
-
-    public init(
-        schema: MBTilesWriteSchema = .flat, overwrite: Bool = false, derivation: MetadataDerivation = .fillMissing,
-        tilesPerTransaction: Int = 10_000, pageSize: Int = 8192, aggregateTilesHash: Bool = true, contentIdentity: Bool = false
-    ) {
-        self.schema = schema
-        self.overwrite = overwrite
-        self.derivation = derivation
-        self.tilesPerTransaction = max(1, tilesPerTransaction)
-        self.pageSize = pageSize
-        self.aggregateTilesHash = aggregateTilesHash
-        self.contentIdentity = contentIdentity
-    }
-}
-
-/// What ``MBTilesWriter/finish()`` wrote.
-public struct MBTilesWriteReport: Hashable, Sendable {
-    public var path: String
-    /// Rows in `tiles` after the write.
-    public var tileCount: Int
-    /// Distinct stored blobs (the `images` rows of a deduplicated file; `tileCount` for flat).
-    public var storedBlobCount: Int
-    /// The `agg_tiles_hash` stored in the metadata; nil when none is (see
-    /// ``MBTilesWriterOptions/aggregateTilesHash``).
-    public var aggregateTilesHash: String?
-    /// The metadata as written (derived keys and `agg_tiles_hash` included).
-    public var metadata: TileMetadata
-    /// Metadata warnings (errors stop the write instead).
-    public var warnings: [MBTilesMetadataIssue]
-}
-
 /// Writes an MBTiles 1.3 file, or updates one in place.
 ///
 /// **New file** (``init(creating:metadata:options:)``): written to a temporary file beside the
@@ -99,8 +23,8 @@ public final class MBTilesWriter {
     /// The schema kind of the file being written.
     package let schemaKind: MBTilesSchemaKind
 
-    private var connection: SQLiteConnection?
-    private var atomicFile: AtomicFile?
+    private(set) var connection: SQLiteConnection?
+    private(set) var atomicFile: AtomicFile?
     private var insertTile: SQLiteStatement?
     /// `INSERT` of `rowsPerStatement` rows at once (flat schema), made on first use.
     private var insertRows: SQLiteStatement?
@@ -117,27 +41,27 @@ public final class MBTilesWriter {
     /// Tile bytes written in the open transaction of a bulk load.
     private var pendingBytes = 0
     /// Whether tile counts must count a tile stored in several rows once (no unique index).
-    private var countsDistinct = false
+    private(set) var countsDistinct = false
     /// Whether the content summary of an updated file is taken by seeks along its index (a flat
     /// `tiles` with an index in coordinate order): a patch that changes a few tiles then costs no
     /// pass over every row.
-    private var summarizesByColumns = false
-    private var failure: TileArchiveError?
-    private var finished = false
-    private var isUpdate: Bool { atomicFile == nil }
+    private(set) var summarizesByColumns = false
+    private(set) var failure: TileArchiveError?
+    var finished = false
+    var isUpdate: Bool { atomicFile == nil }
     /// `agg_tiles_hash` computed while writing a new file, as long as tiles arrive in the hash's
     /// own order (zoom, column, TMS row strictly ascending, as `import` sends them); `nil` once
     /// they do not, and then ``finish()`` reads every tile again to compute it. The MD5 runs on a
     /// thread of its own.
-    private var runningHash: BackgroundMD5?
+    var runningHash: BackgroundMD5?
     /// Whether `finish()` stores `agg_tiles_hash` (for an update: asked, or the file had one).
-    private var storesHash: Bool
+    private(set) var storesHash: Bool
     /// Whether every tile so far came in the hash's order (a new file, none removed).
-    private var inOrder: Bool
+    private(set) var inOrder: Bool
     private var lastKey: (zoom: Int, x: Int, row: Int)?
     /// Per zoom, the tiles written, kept while ``inOrder`` (tiles strictly ascending, none
     /// removed, a new file): then it is exactly what a query of the table would give.
-    private var writtenLevels: [TileContentSummary.Level] = []
+    private(set) var writtenLevels: [TileContentSummary.Level] = []
     /// The dedup blob id before collision suffixes: upper-case hex MD5 (replaceable in tests to
     /// force hash collisions).
     var blobID: (UnsafeRawBufferPointer) -> String = MBTilesAggregateHash.md5Hex
@@ -148,7 +72,7 @@ public final class MBTilesWriter {
     package var contentIdentity: ContentIdentity?
     /// A new file's tiles summed as they are written (count and hash sum; the metadata's hash is
     /// taken in ``finish()``); `nil` when not asked for, or once a tile is removed.
-    private var runningIdentity: ContentIdentity?
+    private(set) var runningIdentity: ContentIdentity?
     private let identityHasher = ContentIdentity.TileHasher()
     /// `agg_tiles_hash` known without reading every tile (a patch's after-apply hash, checked by
     /// its identity), stored instead of computing it.
@@ -590,111 +514,12 @@ public final class MBTilesWriter {
         _ = try begin.step()
     }
 
-    private func commitTransaction() throws(TileArchiveError) {
+    func commitTransaction() throws(TileArchiveError) {
         guard let commit else { return }
         defer { commit.reset() }
         _ = try commit.step()
         pending = 0
         pendingBytes = 0
-    }
-
-    // MARK: Finishing
-
-    /// Derives and validates the metadata, stores `agg_tiles_hash` (when
-    /// ``MBTilesWriterOptions/aggregateTilesHash`` asks, or an updated file carries one), commits, and (for a new
-    /// file) fsyncs and renames it into place.
-    /// - Throws: `invalidMetadata` listing every metadata error (nothing is written then: a new
-    ///   file is discarded, an update rolled back), or the I/O and SQLite errors met.
-    @discardableResult
-    public func finish() throws(TileArchiveError) -> MBTilesWriteReport {
-        if let failure {
-            cancel()
-            throw failure
-        }
-        guard !finished, let connection else {
-            throw TileArchiveError(path: path, fault: .io(errno: 0, reason: "the writer is already finished"))
-        }
-        do throws(TileArchiveError) {
-            if schemaKind == .normalized {
-                try connection.execute("DELETE FROM images WHERE tile_id NOT IN (SELECT tile_id FROM map WHERE tile_id IS NOT NULL)")
-            }
-            let issues: [MBTilesMetadataIssue]
-            if checksMetadataAgainstTiles {
-                // Known from the writes when they came in order; otherwise asked of the table.
-                var content =
-                    inOrder
-                    ? TileContentSummary(levels: writtenLevels)
-                    : summarizesByColumns
-                        ? try TileContentSummary.queryByColumns(connection)
-                        : try TileContentSummary.query(connection, distinct: countsDistinct)
-                let sniff = try connection.prepare("SELECT tile_data FROM tiles WHERE tile_data IS NOT NULL LIMIT 1")
-                if try sniff.step(), let bytes = sniff.bytes(0) { content.sniffedFormat = TileFormat.sniff(bytes) }
-                sniff.reset()
-                derive(from: content)
-                issues = MBTilesMetadataValidator.validate(metadata, content: content)
-            } else {
-                issues = MBTilesMetadataValidator.validate(metadata)
-            }
-            let errors = issues.filter { $0.severity == .error }
-            if !errors.isEmpty { throw Self.metadataError(path: path, errors) }
-            // What readers refuse is not written (agg_tiles_hash adds 48 bytes).
-            var limited = metadata
-            limited[TileMetadata.Key.aggregateTilesHash] = MBTilesAggregateHash.empty
-            limited[TileMetadata.Key.hashAlgorithm] = TileMetadata.computedHashAlgorithm
-            if runningIdentity != nil || contentIdentity != nil {
-                limited[ContentIdentity.metadataKey] = ContentIdentity(tileCount: .max).description
-            }
-            if let violation = MetadataLimits.violation(limited) {
-                throw TileArchiveError(path: path, fault: .invalidMetadata(violation))
-            }
-
-            var hash: String?
-            if let running = runningHash {
-                runningHash = nil
-                hash = MBTilesAggregateHash.hex(running.finalize())
-            } else if storesHash {
-                if let known = knownAggregateTilesHash {
-                    hash = known
-                } else {
-                    hash = try MBTilesAggregateHash.compute(connection)
-                }
-            }
-            metadata[TileMetadata.Key.aggregateTilesHash] = hash
-            // A new file's sum holds when every write added a row: a tile written twice left
-            // fewer rows than writes, and its first bytes in the sum.
-            if var identity = runningIdentity, try UInt64(storedTileCount()) == identity.tileCount {
-                identity.metadata = ContentIdentity.metadataHash(metadata)
-                contentIdentity = identity
-            }
-            metadata[ContentIdentity.metadataKey] = contentIdentity?.description
-            // Which function made the hashes (martin's hash_algorithm): MD5 for agg_tiles_hash and
-            // for the ids of a deduplicated file tilepack creates; a new file with no hash at all
-            // names none (a source's fnv1a would describe hashes that are not there).
-            if hash != nil || (!isUpdate && schemaKind == .normalized) {
-                metadata[TileMetadata.Key.hashAlgorithm] = TileMetadata.computedHashAlgorithm
-            } else if !isUpdate {
-                metadata[TileMetadata.Key.hashAlgorithm] = nil
-            }
-            try connection.replaceMetadata(metadata)
-            try beforeCommit?(connection)
-            let tileCount = if let provenTileCount { provenTileCount } else { try storedTileCount() }
-            var blobCount = tileCount
-            if schemaKind == .normalized { blobCount = Int(try connection.scalarInt("SELECT COUNT(*) FROM images") ?? 0) }
-            try commitTransaction()
-            if !isUpdate {
-                // What a reader wants: a rollback journal (no WAL, so a read-only open needs no -shm).
-                try connection.execute("PRAGMA journal_mode = DELETE")
-            }
-            close()
-            if let atomicFile { try atomicFile.commit() }
-            finished = true
-            return MBTilesWriteReport(
-                path: path, tileCount: tileCount, storedBlobCount: blobCount, aggregateTilesHash: hash,
-                metadata: metadata, warnings: issues.filter { $0.severity == .warning })
-        } catch {
-            cancel()
-            throw error
-        }
     }
 
     /// Abandons the write: a new file is deleted, an update rolled back.
@@ -710,7 +535,7 @@ public final class MBTilesWriter {
         atomicFile?.discard()
     }
 
-    private func close() {
+    func close() {
         insertTile = nil
         insertRows = nil
         insertMap = nil
@@ -724,11 +549,7 @@ public final class MBTilesWriter {
         original = nil
     }
 
-    private func derive(from content: TileContentSummary) {
-        content.derive(into: &metadata, mode: options.derivation)
-    }
-
-    private static func metadataError(path: String, _ issues: [MBTilesMetadataIssue]) -> TileArchiveError {
+    static func metadataError(path: String, _ issues: [MBTilesMetadataIssue]) -> TileArchiveError {
         TileArchiveError(path: path, fault: .invalidMetadata(issues.map(\.message).joined(separator: "; ")))
     }
 }

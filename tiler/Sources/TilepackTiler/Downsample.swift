@@ -44,26 +44,34 @@ public enum Resampling: String, CaseIterable, Sendable {
     /// The parent of four `side` x `side` RGBA children (nil: transparent), `side` x `side`.
     public func parent(of children: [[UInt8]?], side: Int) -> [UInt8] {
         precondition(children.count == 4)
-        if self == .near {
-            // GDAL's nearest neighbour when halving: the top-left pixel of each 2x2 block.
-            var out = [UInt8](repeating: 0, count: side * side * 4)
-            for (q, child) in children.enumerated() {
-                guard let child else { continue }
-                let ox = (q % 2) * side / 2, oy = (q / 2) * side / 2
-                for y in 0..<(side / 2) {
-                    for x in 0..<(side / 2) {
-                        let s = ((2 * y) * side + 2 * x) * 4, d = ((oy + y) * side + ox + x) * 4
-                        out[d] = child[s]
-                        out[d + 1] = child[s + 1]
-                        out[d + 2] = child[s + 2]
-                        out[d + 3] = child[s + 3]
-                    }
+        if self == .near { return Self.nearestParent(of: children, side: side) }
+        let w = taps.map { Float($0) }
+        let mosaic = Self.premultipliedMosaic(of: children, side: side)
+        return Self.halvedVertically(Self.halvedHorizontally(mosaic, side: side, taps: w), side: side, taps: w)
+    }
+
+    /// GDAL's nearest neighbour when halving: the top-left pixel of each 2x2 block.
+    private static func nearestParent(of children: [[UInt8]?], side: Int) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: side * side * 4)
+        for (q, child) in children.enumerated() {
+            guard let child else { continue }
+            let ox = (q % 2) * side / 2, oy = (q / 2) * side / 2
+            for y in 0..<(side / 2) {
+                for x in 0..<(side / 2) {
+                    let s = ((2 * y) * side + 2 * x) * 4, d = ((oy + y) * side + ox + x) * 4
+                    out[d] = child[s]
+                    out[d + 1] = child[s + 1]
+                    out[d + 2] = child[s + 2]
+                    out[d + 3] = child[s + 3]
                 }
             }
-            return out
         }
+        return out
+    }
+
+    /// The 2x2 mosaic of the children, `2 side` x `2 side`, premultiplied, as floats.
+    private static func premultipliedMosaic(of children: [[UInt8]?], side: Int) -> [Float] {
         let big = 2 * side
-        // The mosaic, premultiplied, as floats.
         var mosaic = [Float](repeating: 0, count: big * big * 4)
         for (q, child) in children.enumerated() {
             guard let child else { continue }
@@ -82,9 +90,13 @@ public enum Resampling: String, CaseIterable, Sendable {
                 }
             }
         }
-        let w = taps.map { Float($0) }
+        return mosaic
+    }
+
+    /// Horizontal: big x big -> side x big; the edges clamp (a mosaic's edge is the map's edge).
+    private static func halvedHorizontally(_ mosaic: [Float], side: Int, taps w: [Float]) -> [Float] {
+        let big = 2 * side
         let radius = w.count / 2
-        // Horizontal: big x big -> side x big; the edges clamp (a mosaic's edge is the map's edge).
         var half = [Float](repeating: 0, count: side * big * 4)
         for y in 0..<big {
             for x in 0..<side {
@@ -104,7 +116,13 @@ public enum Resampling: String, CaseIterable, Sendable {
                 half[d + 3] = acc.3
             }
         }
-        // Vertical: side x big -> side x side, then back to straight alpha.
+        return half
+    }
+
+    /// Vertical: side x big -> side x side, then back to straight alpha.
+    private static func halvedVertically(_ half: [Float], side: Int, taps w: [Float]) -> [UInt8] {
+        let big = 2 * side
+        let radius = w.count / 2
         var out = [UInt8](repeating: 0, count: side * side * 4)
         for y in 0..<side {
             for x in 0..<side {

@@ -76,7 +76,10 @@ final class TileWarper {
         return try warper.description()
     }
 
-    private var info: (bands: Int, alpha: Int, colours: [Int], paletted: Bool, type: String, noData: Double?)
+    /// What the bands are: their count, the alpha band (0: none), the colour bands, whether the
+    /// first is paletted, its data type's name and its no-data value.
+    typealias Bands = (bands: Int, alpha: Int, colours: [Int], paletted: Bool, type: String, noData: Double?)
+    private var info: Bands
 
     /// Whether the tiles are elevations (`--encoding`): band 1 warped as 32-bit floats, NaN
     /// where there is no data, instead of colours.
@@ -91,119 +94,142 @@ final class TileWarper {
             throw .gdal(path: path, reason: GDAL.lastError("GDAL cannot open it as a raster"))
         }
         source = opened
-        var ready = opened
-        var failure: TilerError?
         var madeVRT: UnsafeMutableRawPointer?
+        var failed = true
         defer {
-            if failure != nil {
+            if failed {
                 if let madeVRT { GDALClose(madeVRT) }
                 GDALClose(opened)
             }
         }
-        // What the bands are.
-        func describeBands(_ ds: UnsafeMutableRawPointer) -> (
-            bands: Int, alpha: Int, colours: [Int], paletted: Bool, type: String, noData: Double?
-        ) {
-            let count = Int(GDALGetRasterCount(ds))
-            var alpha = 0
-            var colours: [Int] = []
-            for i in 1...max(1, count) where count > 0 {
-                let band = GDALGetRasterBand(ds, Int32(i))
-                if GDALGetRasterColorInterpretation(band) == GCI_AlphaBand { alpha = i } else { colours.append(i) }
-            }
-            let first = count > 0 ? GDALGetRasterBand(ds, 1) : nil
-            let paletted =
-                first.map { GDALGetRasterColorInterpretation($0) == GCI_PaletteIndex && GDALGetRasterColorTable($0) != nil } ?? false
-            let type = first.map { String(cString: GDALGetDataTypeName(GDALGetRasterDataType($0))) } ?? "none"
-            var has: Int32 = 0
-            let value = first.map { GDALGetRasterNoDataValue($0, &has) } ?? 0
-            return (count, alpha, colours, paletted, type, has != 0 ? value : nil)
-        }
-        var bands = describeBands(opened)
-        guard bands.bands > 0 else {
-            failure = .unsupported(path: path, reason: "it has no raster band")
-            throw failure!
-        }
-        guard GDALGetSpatialRef(opened) != nil || GDALGetGCPCount(opened) > 0 else {
-            failure = .unsupported(
-                path: path,
-                reason: "it is not georeferenced (no coordinate system): assign one first, e.g. gdal_translate -a_srs EPSG:4326 -a_ullr ..."
-            )
-            throw failure!
-        }
-        var translate: [String] = []
-        if elevation {
-            guard !bands.paletted else {
-                failure = .unsupported(path: path, reason: "its first band is paletted (colours), not elevations: --encoding needs a DEM")
-                throw failure!
-            }
-        } else if bands.paletted {
-            translate = ["-expand", "rgba"]
-        } else if bands.type != "Byte" {
-            guard let range else {
-                failure = .unsupported(
-                    path: path,
-                    reason:
-                        "its samples are \(bands.type), not 8-bit: give the values to draw from black to white with --range MIN,MAX (e.g. --range 0,4000 for a 16-bit image), or --encoding terrarium|mapbox for elevations"
-                )
-                throw failure!
-            }
-            translate = ["-ot", "Byte", "-scale", "\(range.lowerBound)", "\(range.upperBound)", "1", "255"]
-            if bands.noData != nil { translate += ["-a_nodata", "0"] }
-        }
-        if !translate.isEmpty {
-            let made: UnsafeMutableRawPointer? = GDAL.withStringList(["-of", "VRT"] + translate) { argv in
-                guard let options = GDALTranslateOptionsNew(argv, nil) else { return nil }
-                defer { GDALTranslateOptionsFree(options) }
-                var usageError: Int32 = 0
-                return GDALTranslate("", opened, options, &usageError)
-            }
-            guard let made else {
-                failure = .gdal(
-                    path: path, reason: GDAL.lastError("GDAL could not prepare its bands (\(translate.joined(separator: " ")))"))
-                throw failure!
-            }
-            madeVRT = made
-            ready = made
-            bands = describeBands(made)
-        }
+        let prepared = try Self.readyBands(of: opened, path: path, range: range, elevation: elevation)
+        madeVRT = prepared.vrt
+        let ready = prepared.vrt ?? opened
+        let bands = prepared.bands
         info = bands
         let colours =
             elevation ? [1] : bands.colours.count >= 3 ? Array(bands.colours.prefix(3)) : Array(bands.colours.prefix(1))
         guard !colours.isEmpty else {
-            failure = .unsupported(path: path, reason: "it has an alpha band and no colour band")
-            throw failure!
+            throw .unsupported(path: path, reason: "it has an alpha band and no colour band")
         }
         bandMap = colours.count == 3 ? [1, 2, 3, 4] : [1, 1, 1, 2]
-
-        // The transformer: the source's pixels to Web Mercator, then to the tile's pixels.
-        let projectionArg: UnsafeMutableRawPointer? = GDAL.withStringList(["DST_SRS=EPSG:3857"]) { options in
-            GDALCreateGenImgProjTransformer2(ready, nil, options)
+        let transformers = try Self.webMercatorTransformers(of: ready, path: path)
+        projection = transformers.projection
+        transformer = transformers.approx
+        func destroyTransformers() {
+            GDALDestroyApproxTransformer(transformers.approx)
+            GDALDestroyGenImgProjTransformer(transformers.projection)
         }
-        guard let projectionArg else {
-            failure = .gdal(path: path, reason: GDAL.lastError("GDAL cannot transform its coordinates to Web Mercator"))
-            throw failure!
-        }
-        projection = projectionArg
-        guard let approx = GDALCreateApproxTransformer(GDALGenImgProjTransform, projectionArg, 0.125) else {
-            GDALDestroyGenImgProjTransformer(projectionArg)
-            failure = .gdal(path: path, reason: GDAL.lastError("GDAL could not make an approximate transformer"))
-            throw failure!
-        }
-        transformer = approx
-
         guard let driver = GDALGetDriverByName("MEM"),
             let mem = GDALCreate(
                 driver, "", Int32(tileSize), Int32(tileSize), Int32(elevation ? 1 : colours.count + 1), elevation ? GDT_Float32 : GDT_Byte,
                 nil)
         else {
-            GDALDestroyApproxTransformer(approx)
-            GDALDestroyGenImgProjTransformer(projectionArg)
-            failure = .gdal(path: path, reason: GDAL.lastError("GDAL could not make an in-memory tile"))
-            throw failure!
+            destroyTransformers()
+            throw .gdal(path: path, reason: GDAL.lastError("GDAL could not make an in-memory tile"))
         }
         memory = mem
+        guard
+            let op = Self.warpOperation(
+                from: ready, into: mem, colours: colours, bands: bands, elevation: elevation, resampling: resampling,
+                transformer: transformers.approx)
+        else {
+            GDALClose(mem)
+            destroyTransformers()
+            throw .gdal(path: path, reason: GDAL.lastError("GDAL could not set up the warp"))
+        }
+        operation = op
+        translated = madeVRT
+        failed = false
+    }
 
+    /// What the bands of `ds` are.
+    private static func describeBands(_ ds: UnsafeMutableRawPointer) -> Bands {
+        let count = Int(GDALGetRasterCount(ds))
+        var alpha = 0
+        var colours: [Int] = []
+        for i in 1...max(1, count) where count > 0 {
+            let band = GDALGetRasterBand(ds, Int32(i))
+            if GDALGetRasterColorInterpretation(band) == GCI_AlphaBand { alpha = i } else { colours.append(i) }
+        }
+        let first = count > 0 ? GDALGetRasterBand(ds, 1) : nil
+        let paletted =
+            first.map { GDALGetRasterColorInterpretation($0) == GCI_PaletteIndex && GDALGetRasterColorTable($0) != nil } ?? false
+        let type = first.map { String(cString: GDALGetDataTypeName(GDALGetRasterDataType($0))) } ?? "none"
+        var has: Int32 = 0
+        let value = first.map { GDALGetRasterNoDataValue($0, &has) } ?? 0
+        return (count, alpha, colours, paletted, type, has != 0 ? value : nil)
+    }
+
+    /// The bands of `opened` checked (some band, georeferenced, colours or elevations as asked)
+    /// and made ready to warp: through an in-memory VRT (GDAL's translate, returned) that expands
+    /// a palette or scales samples to bytes when needed, else as they are (`vrt` nil).
+    private static func readyBands(
+        of opened: UnsafeMutableRawPointer, path: String, range: ClosedRange<Double>?, elevation: Bool
+    ) throws(TilerError) -> (vrt: UnsafeMutableRawPointer?, bands: Bands) {
+        let bands = describeBands(opened)
+        guard bands.bands > 0 else { throw .unsupported(path: path, reason: "it has no raster band") }
+        guard GDALGetSpatialRef(opened) != nil || GDALGetGCPCount(opened) > 0 else {
+            throw .unsupported(
+                path: path,
+                reason: "it is not georeferenced (no coordinate system): assign one first, e.g. gdal_translate -a_srs EPSG:4326 -a_ullr ..."
+            )
+        }
+        var translate: [String] = []
+        if elevation {
+            guard !bands.paletted else {
+                throw .unsupported(path: path, reason: "its first band is paletted (colours), not elevations: --encoding needs a DEM")
+            }
+        } else if bands.paletted {
+            translate = ["-expand", "rgba"]
+        } else if bands.type != "Byte" {
+            guard let range else {
+                throw .unsupported(
+                    path: path,
+                    reason:
+                        "its samples are \(bands.type), not 8-bit: give the values to draw from black to white with --range MIN,MAX (e.g. --range 0,4000 for a 16-bit image), or --encoding terrarium|mapbox for elevations"
+                )
+            }
+            translate = ["-ot", "Byte", "-scale", "\(range.lowerBound)", "\(range.upperBound)", "1", "255"]
+            if bands.noData != nil { translate += ["-a_nodata", "0"] }
+        }
+        guard !translate.isEmpty else { return (nil, bands) }
+        let made: UnsafeMutableRawPointer? = GDAL.withStringList(["-of", "VRT"] + translate) { argv in
+            guard let options = GDALTranslateOptionsNew(argv, nil) else { return nil }
+            defer { GDALTranslateOptionsFree(options) }
+            var usageError: Int32 = 0
+            return GDALTranslate("", opened, options, &usageError)
+        }
+        guard let made else {
+            throw .gdal(path: path, reason: GDAL.lastError("GDAL could not prepare its bands (\(translate.joined(separator: " ")))"))
+        }
+        return (made, describeBands(made))
+    }
+
+    /// The transformer from the source's pixels to Web Mercator, then to the tile's pixels, and
+    /// its approximation to an eighth of a pixel (as gdalwarp does); the caller destroys both.
+    private static func webMercatorTransformers(
+        of ready: UnsafeMutableRawPointer, path: String
+    ) throws(TilerError) -> (projection: UnsafeMutableRawPointer, approx: UnsafeMutableRawPointer) {
+        let projectionArg: UnsafeMutableRawPointer? = GDAL.withStringList(["DST_SRS=EPSG:3857"]) { options in
+            GDALCreateGenImgProjTransformer2(ready, nil, options)
+        }
+        guard let projectionArg else {
+            throw .gdal(path: path, reason: GDAL.lastError("GDAL cannot transform its coordinates to Web Mercator"))
+        }
+        guard let approx = GDALCreateApproxTransformer(GDALGenImgProjTransform, projectionArg, 0.125) else {
+            GDALDestroyGenImgProjTransformer(projectionArg)
+            throw .gdal(path: path, reason: GDAL.lastError("GDAL could not make an approximate transformer"))
+        }
+        return (projectionArg, approx)
+    }
+
+    /// GDAL's warp operation drawing `colours` of `ready` (and its alpha, or elevations of band
+    /// 1) into the one-tile dataset `mem` through `transformer`; nil when GDAL cannot set it up.
+    private static func warpOperation(
+        from ready: UnsafeMutableRawPointer, into mem: UnsafeMutableRawPointer, colours: [Int], bands: Bands, elevation: Bool,
+        resampling: Resampling, transformer approx: UnsafeMutableRawPointer
+    ) -> UnsafeMutableRawPointer? {
         let options = GDALCreateWarpOptions()!
         defer { GDALDestroyWarpOptions(options) }
         options.pointee.hSrcDS = ready
@@ -231,15 +257,7 @@ final class TileWarper {
         options.pointee.pfnTransformer = GDALApproxTransform
         options.pointee.pTransformerArg = approx
         options.pointee.papszWarpOptions = CSLSetNameValue(options.pointee.papszWarpOptions, "INIT_DEST", elevation ? "NO_DATA" : "0")
-        guard let op = GDALCreateWarpOperation(options) else {
-            GDALClose(mem)
-            GDALDestroyApproxTransformer(approx)
-            GDALDestroyGenImgProjTransformer(projectionArg)
-            failure = .gdal(path: path, reason: GDAL.lastError("GDAL could not set up the warp"))
-            throw failure!
-        }
-        operation = op
-        translated = madeVRT
+        return GDALCreateWarpOperation(options)
     }
 
     deinit {
