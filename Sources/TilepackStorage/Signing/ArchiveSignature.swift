@@ -30,14 +30,19 @@ public enum ArchiveSignature {
         let tileHasher = ContentIdentity.TileHasher()
         let treeHasher = TreeHasher()
         var sorted = true
+        var tileHash: (UInt128, UInt128) = (0, 0)
+        var leaf: (UInt128, UInt128) = (0, 0)
         try archive.forEachTile { tile, bytes in
-            let tileHash = tileHasher.fullHash(tile, bytes)
-            result.identity.tiles &+= ContentIdentity.littleEndian128(tileHash)
+            withUnsafeMutableBytes(of: &tileHash) { t in
+                tileHasher.fullHash(tile, bytes, into: t.baseAddress!)
+                withUnsafeMutableBytes(of: &leaf) { treeHasher.leaf(t.baseAddress!, into: $0.baseAddress!) }
+            }
+            result.identity.tiles &+= UInt128(littleEndian: tileHash.0)
             result.identity.tileCount &+= 1
             let id = PMTilesFormat.tileID(of: tile)
             if let last = result.ids.last, last >= id { sorted = false }
             result.ids.append(id)
-            result.hashes += treeHasher.leaf(tileHash)
+            withUnsafeBytes(of: &leaf) { result.hashes.append(contentsOf: $0) }
         }
         guard UInt64(result.ids.count) < SignatureSidecar.maximumTreeSize else {
             throw SignatureError.cannotSign(path: path, reason: "\(result.ids.count) tiles: a signed tree holds fewer than 2^32")

@@ -116,42 +116,41 @@ package struct MerkleTree: Sendable {
     }
 }
 
-/// The hashes of Specs/signing.md §3, with one SHA-256 context reused from hash to hash. Not for
-/// use from two threads at once.
+/// The hashes of Specs/signing.md §3, through ``Digest/sha256(_:_:into:)`` (no context object,
+/// no array per hash: a tree of a million leaves makes two million of them).
 package final class TreeHasher {
-    private let digest = Digest(.sha256)
-    private var used = false
-
     package init() {}
 
-    private func start() {
-        if used { digest.reset() }
-        used = true
+    /// `SHA-256(0x00 || T)`: the leaf of the tile hash `T` (32 bytes at `tileHash`), written at `out`.
+    package func leaf(_ tileHash: UnsafeRawPointer, into out: UnsafeMutableRawPointer) {
+        var input: (UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &input) { raw in
+            raw[0] = 0
+            (raw.baseAddress! + 1).copyMemory(from: tileHash, byteCount: 32)
+            Digest.sha256(UnsafeRawBufferPointer(rebasing: raw[0..<33]), into: out)
+        }
     }
 
-    /// `SHA-256(0x00 || T)`: the leaf of the tile hash `T`.
+    /// `SHA-256(0x00 || T)`.
     package func leaf(_ tileHash: [UInt8]) -> [UInt8] {
-        start()
-        withUnsafeBytes(of: UInt8(0)) { digest.update($0) }
-        tileHash.withUnsafeBytes { digest.update($0) }
-        return digest.finalize()
+        [UInt8](unsafeUninitializedCapacity: 32) { buffer, count in
+            tileHash.withUnsafeBytes { leaf($0.baseAddress!, into: buffer.baseAddress!) }
+            count = 32
+        }
     }
 
     /// `SHA-256(0x01 || left || right)`.
     package func node(_ left: [UInt8], _ right: [UInt8]) -> [UInt8] {
         (left + right).withUnsafeBytes { pair in
-            var out = [UInt8](repeating: 0, count: 32)
-            out.withUnsafeMutableBytes { node(pair, into: $0.baseAddress!) }
-            return out
+            [UInt8](unsafeUninitializedCapacity: 32) { buffer, count in
+                node(pair, into: buffer.baseAddress!)
+                count = 32
+            }
         }
     }
 
     /// `SHA-256(0x01 || pair)` of the 64 bytes `pair` (left then right), written at `out`.
     package func node(_ pair: UnsafeRawBufferPointer, into out: UnsafeMutableRawPointer) {
-        start()
-        withUnsafeBytes(of: UInt8(1)) { digest.update($0) }
-        digest.update(pair)
-        let hash = digest.finalize()
-        hash.withUnsafeBytes { out.copyMemory(from: $0.baseAddress!, byteCount: 32) }
+        withUnsafeBytes(of: UInt8(1)) { Digest.sha256($0, pair, into: out) }
     }
 }

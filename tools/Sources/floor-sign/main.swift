@@ -1,7 +1,7 @@
 // The floor of `tilepack sign` (tools/bench-sign.sh, issue 45): opens an archive as tilepack
 // does (TilepackStorage's openTileArchive, a bundle by positional reads as sign opens it), reads
-// every tile through the same forEachTile and computes SHA-256 over it (libcrypto's one-shot
-// EVP_Digest), and nothing else: no coordinates, no tree, no signature, nothing written.
+// every tile through the same forEachTile and computes SHA-256 over it (libcrypto's SHA256_Init,
+// _Update, _Final on a stack context: its cheapest call), and nothing else: no coordinates, no tree, no signature, nothing written.
 //
 //   floor-sign ARCHIVE      prints "<tiles> tiles <bytes> bytes <xor of the digests' first bytes>"
 import CSHA256Floor

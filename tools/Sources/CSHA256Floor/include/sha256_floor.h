@@ -1,4 +1,4 @@
-// The signing benchmark's floor (tools/bench-sign.sh): libcrypto's one-shot SHA-256, called once
+// The signing benchmark's floor (tools/bench-sign.sh): libcrypto's SHA-256 (SHA256_Init/Update/Final), once
 // per tile by floor-sign, the least a pass that hashes every tile must do beside reading it.
 #include <stddef.h>
 
