@@ -71,7 +71,7 @@ let package = Package(
         systemLibrary("CTilepackZlibCRC", pkgConfig: "zlib", apt: ["zlib1g-dev"]),
         // CRC-32 with carry-less multiplication (PCLMUL/ARMv8 CRC): about 6x zlib's crc32 here.
         systemLibrary("CTilepackDeflate", pkgConfig: "libdeflate", apt: ["libdeflate-dev"]),
-        // MD5 and SHA-256 on Linux (OpenSSL's libcrypto); Apple platforms use CryptoKit.
+        // MD5, SHA-256 and Ed25519 on Linux (OpenSSL's libcrypto); Apple platforms use CryptoKit.
         systemLibrary("CTilepackCrypto", pkgConfig: "libcrypto", apt: ["libssl-dev"]),
         // SIMD bilinear scaling for resampling tiles (retina sizes, overzoom, fallback).
         systemLibrary("CTilepackPixman", pkgConfig: "pixman-1", apt: ["libpixman-1-dev"]),
@@ -80,7 +80,8 @@ let package = Package(
         // Floor 1: the vocabulary, and the worker pool that import, verify and patch share. Foundation only.
         .target(name: "TilepackCore"),
         // Floor 1: CRC-32 (libdeflate on Linux, the SDK's zlib on Apple platforms) and the digests
-        // (MD5, SHA-256, HMAC: libcrypto on Linux, CryptoKit on Apple platforms), below Storage and TileLayer.
+        // (MD5, SHA-256, HMAC) and Ed25519 signatures (libcrypto on Linux, CryptoKit on Apple platforms), below
+        // Storage and TileLayer.
         .target(
             name: "TilepackChecksum",
             dependencies: [linuxOnly("CTilepackDeflate"), linuxOnly("CTilepackCrypto"), "CTilepackZlibCRC"]

@@ -109,6 +109,11 @@ let package = Package(
                 .product(name: "Tilepack", package: "tilepack"), .product(name: "TilepackCurl", package: "tilepack"),
             ]),
         .executableTarget(name: "curl-fetch-floor", cSettings: [.unsafeFlags(["-O2"])], linkerSettings: [.linkedLibrary("curl")]),
+        // `tilepack sign`'s floor (tools/bench-sign.sh): every tile read as sign reads it, SHA-256 over
+        // each with libcrypto, nothing else.
+        .target(name: "CSHA256Floor", linkerSettings: [.linkedLibrary("crypto")]),
+        .executableTarget(
+            name: "floor-sign", dependencies: ["CSHA256Floor", .product(name: "TilepackStorage", package: "tilepack")]),
         // The adapter's headline: bitmaps per second delivered into request buffers.
         .executableTarget(
             name: "bench-adapter",

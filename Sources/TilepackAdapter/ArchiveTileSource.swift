@@ -69,6 +69,19 @@ public final class ArchiveTileSource: MapTileLayerDataSource, CustomStringConver
         self.init(archive: try openTileArchive(path: path), options: options, onFailure: onFailure)
     }
 
+    /// Opens the archive at `path` and serves only its publisher's tiles: each checked against the
+    /// signed root in `path.tpsig` with `key` on its first read (a ``VerifiedTileArchive``); a tile
+    /// that is not the signed one fails as a damaged tile does (`onFailure`). Throws
+    /// `SignatureError` when the archive is not signed by `key` or its release is below
+    /// `minimumRelease`.
+    public convenience init(
+        path: String, key: VerifierKey, minimumRelease: UInt64 = 0, options: Options = Options(),
+        onFailure: (@Sendable (ArchiveTileFailure) -> Void)? = nil
+    ) throws {
+        let archive = try VerifiedTileArchive(base: try openTileArchive(path: path), key: key, minimumRelease: minimumRelease)
+        self.init(archive: archive, options: options, onFailure: onFailure)
+    }
+
     private let onFailure: (@Sendable (ArchiveTileFailure) -> Void)?
 
     /// The archive served.
@@ -84,7 +97,16 @@ public final class ArchiveTileSource: MapTileLayerDataSource, CustomStringConver
     /// when the path cannot be opened.
     public func reopen(reloading layers: [MapTileLayer] = []) throws(TileArchiveError) {
         let old = reader
-        let next = ArchiveTileReader(archive: try openTileArchive(path: old.archive.path), options: old.options, onFailure: onFailure)
+        let archive: any TileArchive
+        if let verified = old.archive as? VerifiedTileArchive {
+            // A signed pack stays checked with its key (the new version's own sidecar).
+            do { archive = try verified.reopened() } catch let error as TileArchiveError { throw error } catch {
+                throw TileArchiveError(path: old.archive.path, fault: .corrupt("\(error)"))
+            }
+        } else {
+            archive = try openTileArchive(path: old.archive.path)
+        }
+        let next = ArchiveTileReader(archive: archive, options: old.options, onFailure: onFailure)
         current.withLock { $0 = next }
         for layer in layers { layer.reloadTiles() }
     }

@@ -129,6 +129,29 @@ package final class Digest: @unchecked Sendable {
         return digest.finalize()
     }
 
+    /// SHA-256 of `first` then `second` (the empty default) into the 32 bytes at `out`, with no
+    /// context object: for many short inputs in a row (a signed archive's leaves and nodes, each
+    /// tile's hash), where a ``Digest``'s per-call costs (libcrypto's EVP dispatch, the array a
+    /// ``finalize()`` returns) would cost more than the hashing. On Linux SHA-256's own libcrypto
+    /// functions on a context on the stack; CryptoKit's `SHA256` on Apple platforms.
+    package static func sha256(
+        _ first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer = UnsafeRawBufferPointer(start: nil, count: 0),
+        into out: UnsafeMutableRawPointer
+    ) {
+        #if canImport(CryptoKit)
+        var hasher = SHA256()
+        hasher.update(bufferPointer: first)
+        if second.count > 0 { hasher.update(bufferPointer: second) }
+        hasher.finalize().withUnsafeBytes { out.copyMemory(from: $0.baseAddress!, byteCount: 32) }
+        #else
+        var context = SHA256_CTX()
+        SHA256_Init(&context)
+        SHA256_Update(&context, first.baseAddress, first.count)
+        if second.count > 0 { SHA256_Update(&context, second.baseAddress, second.count) }
+        SHA256_Final(out.assumingMemoryBound(to: UInt8.self), &context)
+        #endif
+    }
+
     /// HMAC-SHA-256 (RFC 2104) of `message` under `key`, over this type's SHA-256: what AWS
     /// Signature Version 4 chains.
     package static func hmacSHA256(key: some Sequence<UInt8>, message: some Sequence<UInt8>) -> [UInt8] {

@@ -20,7 +20,7 @@ struct Tilepack: AsyncParsableCommand {
             ImportCommand.self, ExportCommand.self, ConvertCommand.self, VerifyCommand.self, InfoCommand.self,
             RenderCommand.self, FetchCommand.self, ExtractCommand.self, PlanCommand.self, MergeCommand.self, ServeCommand.self, TileCommand.self,
             DiffCommand.self, PatchCommand.self, SyncCommand.self, IndexCommand.self, MetaCommand.self,
-            UploadCommand.self,
+            UploadCommand.self, KeygenCommand.self, SignCommand.self,
         ]
     )
 

@@ -27,6 +27,12 @@ struct VerifyCommand: ParsableCommand {
     @Flag(help: "Count warnings as errors.")
     var strict = false
 
+    @Option(help: "Also check each archive's signature (ARCHIVE.tpsig) with this public key file (NAME.pub): every tile, the tree, the signed root (Specs/signing.md).")
+    var key: String?
+
+    @Option(name: .customLong("min-release"), help: "With --key: the lowest signed release accepted (an older one is a replay).")
+    var minimumRelease: UInt64 = 0
+
     @OptionGroup var threading: ThreadOptions
 
     @OptionGroup var output: OutputOptions
@@ -38,6 +44,7 @@ struct VerifyCommand: ParsableCommand {
         var warnings: Int
         var exitCode: Int32
         var verdict: String
+        var signature: SignatureCheck?
     }
 
     func run() throws {
@@ -49,11 +56,18 @@ struct VerifyCommand: ParsableCommand {
             let bar = ProgressBar.start(label: "verify \(archive)", quiet: output.quiet)
             let report = ArchiveVerifier.run(path: archive, options: options, progress: bar?.handler)
             bar?.finish()
-            let result = Output(
+            var result = Output(
                 report: report, errors: report.errorCount, warnings: report.warningCount,
                 exitCode: report.exitCode(strict: strict), verdict: report.verdict(strict: strict))
+            if let key, result.exitCode != 2 {
+                result.signature = SignatureCheck.run(archive: archive, keyFile: key, minimumRelease: minimumRelease)
+                if result.signature?.verified == false { result.exitCode = max(result.exitCode, 1) }
+            }
             outputs.append(result)
-            if !output.json { print(Self.text(result)) }
+            if !output.json {
+                print(Self.text(result))
+                if let signature = result.signature { print(signature.text) }
+            }
         }
         if output.json {
             if outputs.count == 1 { try printJSON(outputs[0]) } else { try printJSON(outputs) }

@@ -18,6 +18,8 @@ public enum TestTool: String, CaseIterable, Sendable {
     case pmtilesPython
     /// Python's `mercantile` and `shapely`, the region cover witness.
     case regionWitness
+    /// PyPI's `cryptography` (Ed25519), for tools/verify_signed.py, the signed archive witness.
+    case cryptographyPython
 
     /// Whether the tool is installed here (asked once per process).
     public var isInstalled: Bool { Self.installed[self] ?? false }
@@ -38,6 +40,8 @@ public enum TestTool: String, CaseIterable, Sendable {
             "Python's pmtiles (the PMTiles witness) is not installed: python3 -m pip install 'pmtiles==3.8.1' (as .ci/run does)"
         case .regionWitness:
             "mercantile and shapely (the region cover witness) are not installed: python3 -m pip install 'mercantile==1.2.1' 'shapely==2.2.0' (as .ci/run does)"
+        case .cryptographyPython:
+            "Python's cryptography (Ed25519 for tools/verify_signed.py, the signing witness) is not installed: python3 -m pip install 'cryptography' (as .ci/run does)"
         }
     }
 
@@ -51,6 +55,7 @@ public enum TestTool: String, CaseIterable, Sendable {
                 case .botocore: TestSupport.pythonImports("botocore")
                 case .pmtilesPython: TestSupport.pythonImports("pmtiles")
                 case .regionWitness: TestSupport.pythonImports("mercantile, shapely")
+                case .cryptographyPython: TestSupport.pythonImports("cryptography.hazmat.primitives.asymmetric.ed25519")
                 }
         }
         return found

@@ -79,28 +79,38 @@ public struct ContentIdentity: Hashable, Sendable, CustomStringConvertible {
         TileHasher().hash(tile, bytes)
     }
 
-    /// ``tileHash(_:_:)`` with one SHA-256 context reused from tile to tile: a new context per
-    /// tile (libcrypto allocates it and looks SHA-256 up each time) cost more than hashing the
-    /// bytes of a 1 KB tile. Not for use from two threads at once.
+    /// ``tileHash(_:_:)`` for a pass over many tiles, through ``Digest/sha256(_:_:into:)``: a
+    /// libcrypto EVP context per tile (allocated, SHA-256 looked up each time) cost more than
+    /// hashing the bytes of a 1 KB tile. It keeps no state (one per thread, as before).
     package final class TileHasher {
-        private let digest = Digest(.sha256)
-        private var used = false
-
         package init() {}
 
         package func hash(_ tile: TileCoordinate, _ bytes: UnsafeRawBufferPointer) -> UInt128 {
-            if used { digest.reset() }
-            used = true
+            var digest: (UInt128, UInt128) = (0, 0)
+            withUnsafeMutableBytes(of: &digest) { fullHash(tile, bytes, into: $0.baseAddress!) }
+            return UInt128(littleEndian: digest.0)
+        }
+
+        /// The whole SHA-256 whose first 16 bytes ``hash(_:_:)`` reads: the tile hash `T` a signed
+        /// archive's leaf is made of (Specs/signing.md §3).
+        package func fullHash(_ tile: TileCoordinate, _ bytes: UnsafeRawBufferPointer) -> [UInt8] {
+            [UInt8](unsafeUninitializedCapacity: 32) { buffer, count in
+                fullHash(tile, bytes, into: buffer.baseAddress!)
+                count = 32
+            }
+        }
+
+        /// ``fullHash(_:_:)`` into the 32 bytes at `out`: SHA-256's own calls, no context kept
+        /// (libcrypto's EVP context per tile cost more than hashing a 1 KB tile's bytes).
+        package func fullHash(_ tile: TileCoordinate, _ bytes: UnsafeRawBufferPointer, into out: UnsafeMutableRawPointer) {
             // z (1 byte), x and y (4 bytes each, little-endian), on the stack.
             var prefix: (UInt64, UInt64) = (0, 0)
             withUnsafeMutableBytes(of: &prefix) { raw in
                 raw[0] = UInt8(truncatingIfNeeded: tile.zoom)
                 raw.storeBytes(of: UInt32(truncatingIfNeeded: tile.x).littleEndian, toByteOffset: 1, as: UInt32.self)
                 raw.storeBytes(of: UInt32(truncatingIfNeeded: tile.y).littleEndian, toByteOffset: 5, as: UInt32.self)
-                digest.update(UnsafeRawBufferPointer(rebasing: raw[0..<9]))
+                Digest.sha256(UnsafeRawBufferPointer(rebasing: raw[0..<9]), bytes, into: out)
             }
-            digest.update(bytes)
-            return ContentIdentity.littleEndian128(digest.finalize())
         }
     }
 
@@ -134,7 +144,7 @@ public struct ContentIdentity: Hashable, Sendable, CustomStringConvertible {
         return (0..<4).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) }
     }
 
-    fileprivate static func littleEndian128(_ bytes: [UInt8]) -> UInt128 {
+    package static func littleEndian128(_ bytes: [UInt8]) -> UInt128 {
         var value: UInt128 = 0
         for i in (0..<16).reversed() { value = value << 8 | UInt128(bytes[i]) }
         return value

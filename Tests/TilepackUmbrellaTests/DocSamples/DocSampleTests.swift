@@ -22,6 +22,24 @@ import TilepackTestSupport
         #expect(throws: TileArchiveError.self) { try readOneTile(path: Self.sampleArchive + ".missing") }
     }
 
+    @Test func aSideLoadedPackIsServedOnlyWithItsPublishersKeyAndRelease() throws {
+        let dir = try TemporaryDirectory("side-loaded")
+        let pack = dir.file("sample.tilepack")
+        try FileManager.default.copyItem(atPath: Self.sampleArchive, toPath: pack)
+        // The publisher's key of the article's line (its seed: SHA-256 of "tilepack doc sample").
+        let seed = [UInt8](Data(base64Encoded: "lm6T8okbeq2YUpGiYVAW+UVKTYsuggKqg4MxiMK679M=")!)
+        let publisher = try #require(SigningKey(name: "maps.example.org/sample", seed: seed))
+        #expect(publisher.verifier.line == publisherKey + "\n")
+        _ = try ArchiveSignature.sign(archivePath: pack, key: publisher, release: 3, time: 0)
+
+        let source = try openSignedPack(path: pack, lowestRelease: 3)
+        #expect((source.archive as? VerifiedTileArchive)?.root.treeSize == 341)
+        #expect(try source.archive.tileData(at: TileCoordinate(zoom: 4, x: 3, y: 5)) != nil)
+        #expect(throws: SignatureError.self) { try openSignedPack(path: pack, lowestRelease: 4) }
+        let other = try SigningKey.generate(name: "maps.example.org/sample")
+        #expect(throws: SignatureError.self) { try openSignedPack(path: pack, lowestRelease: 0, key: other.verifier.line) }
+    }
+
     @Test func showingAnArchiveDrawsItsTilesAtTheScreensScale() async throws {
         let frame = try await showArchive(path: Self.sampleArchive, timeout: TestSupport.settleSeconds)
         #expect(frame.bitmap.width == 1024 && frame.bitmap.height == 1024)

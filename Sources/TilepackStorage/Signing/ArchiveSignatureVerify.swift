@@ -1,0 +1,83 @@
+import Foundation
+import TilepackCore
+
+extension ArchiveSignature {
+    /// Checks `archivePath` against its `.tpsig` and `key` (Specs/signing.md §8): the sidecar, the
+    /// key's signature, the stored hashes against the signed root, the release, every tile, the
+    /// metadata. Writes nothing.
+    /// - Parameters:
+    ///   - minimumRelease: the lowest release accepted (a replayed older one is refused).
+    ///   - origin: the dataset the root must be of; `nil`: any.
+    ///   - sidecarPath: the sidecar to read; `nil`: `ARCHIVE.tpsig` beside the archive.
+    /// - Throws: ``SignatureError`` naming the key, the file or the tiles; `TileArchiveError` for an archive that cannot be read.
+    public static func verify(
+        archivePath: String, key: VerifierKey, minimumRelease: UInt64 = 0, origin: String? = nil, sidecarPath: String? = nil
+    ) throws -> Report {
+        let path = sidecarPath ?? SignatureSidecar.sidecarName(of: archivePath)
+        let (sidecar, root) = try openSidecar(path: path, key: key, minimumRelease: minimumRelease, origin: origin)
+        let archive = try openTileArchive(path: archivePath, bundleAccess: .positionalReads)
+        let leaves = try leaves(of: archive, path: archivePath)
+        try compareTiles(leaves, with: sidecar, archive: archivePath)
+        guard leaves.identity == root.identity else {
+            throw SignatureError.metadata(archive: archivePath, signed: root.identity.description, actual: leaves.identity.description)
+        }
+        return Report(root: root, sidecar: path, key: key.description, tiles: leaves.ids.count)
+    }
+
+    /// Reads a sidecar and checks all of it but the tiles: the signature, the body, the stored
+    /// hashes and locator against the signed root, the release and the origin.
+    package static func openSidecar(
+        path: String, key: VerifierKey, minimumRelease: UInt64, origin: String?
+    ) throws(SignatureError) -> (SignatureSidecar, SignedRoot) {
+        let sidecar = try SignatureSidecar.read(path: path)
+        let root = try SignedRoot.open(sidecar.note, key: key, source: path)
+        func fail(_ reason: String) -> SignatureError { .sidecar(path: path, reason: reason) }
+        guard root.treeSize == UInt64(sidecar.tileIDs.count) else {
+            throw fail("its signed root is of \(root.treeSize) tiles, its tree of \(sidecar.tileIDs.count)")
+        }
+        let tree = MerkleTree(leaves: sidecar.storedLevels[0])
+        guard tree.storedLevels == sidecar.storedLevels, tree.root == root.rootHash else {
+            throw fail("its stored hashes do not give its signed root (the sidecar was rewritten or damaged)")
+        }
+        guard zip(sidecar.tileIDs, sidecar.tileIDs.dropFirst()).allSatisfy({ $0 < $1 }), sidecar.storedFences == sidecar.fences else {
+            throw fail("its tile ids are not strictly increasing or its fences are not every 256th (a damaged locator)")
+        }
+        guard root.identity.tileCount == root.treeSize else {
+            throw fail("its signed identity is of \(root.identity.tileCount) tiles, its tree of \(root.treeSize)")
+        }
+        guard root.release >= minimumRelease else { throw .olderRelease(path: path, release: root.release, minimum: minimumRelease) }
+        if let origin, root.origin != origin { throw .otherOrigin(path: path, origin: root.origin, expected: origin) }
+        return (sidecar, root)
+    }
+
+    /// Each tile's leaf against the stored leaf at its tile id; the tiles that differ, are not
+    /// signed, or are missing, named.
+    static func compareTiles(_ leaves: Leaves, with sidecar: SignatureSidecar, archive: String) throws(SignatureError) {
+        var problems: [SignatureError.TileProblem] = []
+        var count = 0
+        func note(_ id: UInt64, _ kind: SignatureError.TileProblem.Kind) {
+            count += 1
+            if problems.count < SignatureError.maximumNamedTiles, let tile = PMTilesFormat.tile(ofID: id) {
+                problems.append(SignatureError.TileProblem(tile: tile, kind: kind))
+            }
+        }
+        let stored = sidecar.storedLevels[0]
+        var i = 0
+        var j = 0
+        while i < leaves.ids.count || j < sidecar.tileIDs.count {
+            if j == sidecar.tileIDs.count || (i < leaves.ids.count && leaves.ids[i] < sidecar.tileIDs[j]) {
+                note(leaves.ids[i], .notSigned)
+                i += 1
+            } else if i == leaves.ids.count || sidecar.tileIDs[j] < leaves.ids[i] {
+                note(sidecar.tileIDs[j], .missing)
+                j += 1
+            } else {
+                let same = leaves.hashes[32 * i..<32 * i + 32].elementsEqual(stored[32 * j..<32 * j + 32])
+                if !same { note(leaves.ids[i], .bytesDiffer) }
+                i += 1
+                j += 1
+            }
+        }
+        if count > 0 { throw .tiles(archive: archive, problems: problems, count: count) }
+    }
+}

@@ -1,0 +1,141 @@
+import Foundation
+import TilepackCore
+
+/// An archive whose every tile is checked against its publisher's signed root before it is
+/// given out (Specs/signing.md): what an app opens a side-loaded pack with.
+///
+/// Opening checks the sidecar once (the key's signature, the stored hashes against the signed
+/// root, the release, the tile count and the metadata against the signed identity); each tile is
+/// then hashed on its first read and compared with its signed leaf, and remembered as checked (a
+/// bit per tile), so a tile is hashed once however often it is read. A tile whose bytes are not
+/// the signed ones, a tile the tree does not hold and a signed tile the archive lacks are errors
+/// (`TileArchiveError`, `checksumMismatch` or `corrupt`, naming the tile), never bytes.
+public final class VerifiedTileArchive: TileArchive, @unchecked Sendable {
+    /// The archive read.
+    public let base: any TileArchive
+    /// The signed root it was checked against.
+    public let root: SignedRoot
+    /// The key that signed it.
+    public let key: VerifierKey
+    private let minimumRelease: UInt64
+    private let sidecarPath: String
+    private let tileIDs: [UInt64]
+    private let leaves: [UInt8]
+    /// One bit per leaf: checked.
+    private let checked: Locked<[UInt64]>
+
+    /// Checks `base`'s sidecar (`PATH.tpsig` beside it, or `sidecarPath`)
+    /// with `key`; throws ``SignatureError`` naming the file or key, as `verify --key` does.
+    public init(base: any TileArchive, key: VerifierKey, minimumRelease: UInt64 = 0, sidecarPath: String? = nil) throws {
+        let path = sidecarPath ?? SignatureSidecar.sidecarName(of: base.path)
+        let (sidecar, root) = try ArchiveSignature.openSidecar(path: path, key: key, minimumRelease: minimumRelease, origin: nil)
+        let count = try base.tileCount()
+        guard UInt64(count) == root.treeSize else {
+            throw SignatureError.tiles(archive: base.path, problems: [], count: abs(count - Int(root.treeSize)))
+        }
+        let metadata = ContentIdentity.metadataHash(try base.metadata())
+        guard metadata == root.identity.metadata else {
+            var actual = root.identity
+            actual.metadata = metadata
+            throw SignatureError.metadata(archive: base.path, signed: root.identity.description, actual: actual.description)
+        }
+        self.base = base
+        self.root = root
+        self.key = key
+        self.minimumRelease = minimumRelease
+        self.sidecarPath = path
+        self.tileIDs = sidecar.tileIDs
+        self.leaves = sidecar.storedLevels[0]
+        self.checked = Locked([UInt64](repeating: 0, count: (sidecar.tileIDs.count + 63) / 64))
+    }
+
+    /// The same archive, opened again at its path with the same key (a new version renamed over it).
+    public func reopened() throws -> VerifiedTileArchive {
+        try VerifiedTileArchive(
+            base: try openTileArchive(path: base.path), key: key, minimumRelease: minimumRelease, sidecarPath: sidecarPath)
+    }
+
+    public var path: String { base.path }
+    public var content: TileContent? { base.content }
+    public func metadata() throws -> TileMetadata { try base.metadata() }
+    public func zoomLevels() throws -> [ZoomLevelSummary] { try base.zoomLevels() }
+    public func confirmUnchanged() throws { try base.confirmUnchanged() }
+
+    /// Whether the signed tree holds the tile.
+    public func containsTile(at tile: TileCoordinate) throws -> Bool { index(of: tile) != nil }
+
+    public func withTileBytes<R>(at tile: TileCoordinate, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R? {
+        let index = index(of: tile)
+        let result = try base.withTileBytes(at: tile) { bytes in
+            try check(tile, bytes, index: index)
+            return try body(bytes)
+        }
+        if result == nil, index != nil { throw fault(tile, "a signed tile the archive lacks") }
+        return result
+    }
+
+    public func readTile(at tile: TileCoordinate, into buffer: UnsafeMutableRawBufferPointer) throws -> Int? {
+        // A checked tile takes the archive's own path (a raw bundle decompresses into the buffer).
+        if let index = index(of: tile), isChecked(index), let count = try base.readTile(at: tile, into: buffer) { return count }
+        return try withTileBytes(at: tile) { bytes in
+            guard bytes.count <= buffer.count else {
+                throw TileArchiveError(path: path, fault: .bufferTooSmall(tile: tile, needed: bytes.count, available: buffer.count))
+            }
+            if let from = bytes.baseAddress, let to = buffer.baseAddress { to.copyMemory(from: from, byteCount: bytes.count) }
+            return bytes.count
+        }
+    }
+
+    public func forEachTile(_ body: (TileCoordinate, UnsafeRawBufferPointer) throws -> Void) throws {
+        var seen = 0
+        try base.forEachTile { tile, bytes in
+            try check(tile, bytes, index: index(of: tile))
+            seen += 1
+            try body(tile, bytes)
+        }
+        guard seen == tileIDs.count else { throw fault(nil, "\(tileIDs.count - seen) signed tiles the archive lacks") }
+    }
+
+    // MARK: - Checks
+
+    private func index(of tile: TileCoordinate) -> Int? {
+        let id = PMTilesFormat.tileID(of: tile)
+        var low = 0
+        var high = tileIDs.count
+        while low < high {
+            let mid = (low + high) / 2
+            if tileIDs[mid] < id { low = mid + 1 } else { high = mid }
+        }
+        return low < tileIDs.count && tileIDs[low] == id ? low : nil
+    }
+
+    /// How many tiles were checked so far (each once).
+    package var checkedCount: Int { checked.withLock { $0.reduce(0) { $0 + $1.nonzeroBitCount } } }
+
+    private func isChecked(_ index: Int) -> Bool { checked.withLock { $0[index / 64] & (1 << UInt64(index % 64)) != 0 } }
+
+    /// The tile's leaf against the signed one, unless it was checked before.
+    private func check(_ tile: TileCoordinate, _ bytes: UnsafeRawBufferPointer, index: Int?) throws {
+        guard let index else { throw fault(tile, "not in the signed tree") }
+        if isChecked(index) { return }
+        let leaf = TreeHasher().leaf(ContentIdentity.TileHasher().fullHash(tile, bytes))
+        guard leaf.elementsEqual(leaves[32 * index..<32 * index + 32]) else {
+            throw TileArchiveError(
+                path: path,
+                fault: .checksumMismatch(
+                    region: "tile \(tile.zoom)/\(tile.x)/\(tile.y) against release \(root.release) signed by \(key)",
+                    declared: SignedRoot.hex(leaves[32 * index..<32 * index + 32]), computed: SignedRoot.hex(leaf)))
+        }
+        checked.withLock { $0[index / 64] |= 1 << UInt64(index % 64) }
+    }
+
+    private func fault(_ tile: TileCoordinate?, _ reason: String) -> TileArchiveError {
+        let what = tile.map { "tile \($0.zoom)/\($0.x)/\($0.y): " } ?? ""
+        return TileArchiveError(path: path, fault: .corrupt("\(what)\(reason) (release \(root.release) signed by \(key))"))
+    }
+}
+
+extension SignedRoot {
+    /// Lower-case hexadecimal.
+    static func hex(_ bytes: some Sequence<UInt8>) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
+}
