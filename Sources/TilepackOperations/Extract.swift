@@ -152,7 +152,7 @@ package enum TileExtractor {
             }
         }
         do {
-            if let plan = options.plan, kind == .mbtiles || !(input is any SelectiveTileReading) {
+            if let plan = options.plan, format == .mbtiles || !(input is any SelectiveTileReading) {
                 // An MBTiles output in its index's order: the order its size was predicted for.
                 for tile in plan.tilesInWriteOrder {
                     try input.withTileBytes(at: tile) { try add(tile, $0) }

@@ -49,7 +49,7 @@ import TilepackTestSupport
         let dir = try TemporaryDirectory("plan")
         let path = try Self.world(in: dir)
         let local = try PMTilesArchive(path: path)
-        let leaves = local.root.filter { $0.runLength == 0 }
+        let leaves = (0..<local.root.count).map { local.root[$0] }.filter { $0.runLength == 0 }
         try #require(leaves.count >= 16, "\(leaves.count) leaves")
         // The leaves that hold a tile of the area, found from the tiles' ids.
         var wanted = Set<Int>()
