@@ -51,8 +51,8 @@ package enum ArchiveMetadataEditor {
     private static func editMBTiles(path: String, set: [String: String], delete: [String]) throws(TileArchiveError) {
         try MBTilesFileCheck.refuseForeignJournal(path: path)
         let connection = try SQLiteConnection(filename: path, archivePath: path, readOnly: false, uri: false, create: false)
-        try connection.execute("PRAGMA busy_timeout = 5000; BEGIN IMMEDIATE")
-        do throws(TileArchiveError) {
+        try connection.execute("PRAGMA busy_timeout = 5000")
+        try connection.inTransaction(.immediate) { () throws(TileArchiveError) in
             var metadata = TileMetadata(try MBTilesArchive.readMetadataRows(connection, path: path, strict: false))
             apply(&metadata, set: set, delete: delete)
             var set = set
@@ -74,17 +74,7 @@ package enum ArchiveMetadataEditor {
                 _ = try remove.step()
                 remove.reset()
             }
-            let insert = try connection.prepare("INSERT INTO metadata (name, value) VALUES (?1, ?2)")
-            for (key, value) in set.sorted(by: { $0.key < $1.key }) {
-                insert.bind(1, text: key)
-                insert.bind(2, text: value)
-                _ = try insert.step()
-                insert.reset()
-            }
-            try connection.execute("COMMIT")
-        } catch {
-            try? connection.execute("ROLLBACK")
-            throw error
+            try connection.insertNameValues(into: "metadata", set.sorted(by: { $0.key < $1.key }).map { (name: $0.key, value: $0.value as String?) })
         }
     }
 
