@@ -68,32 +68,11 @@ package enum TileExtractor {
         let format = try ArchiveOutput.format(of: destination)
         let options = try Self.boxOfRegion(options)
         let (read, levels) = try Self.metadataAndLevels(input, path: source)
-        var metadata = read
         if case .rawBitmap = input.content, !format.storesRawPixels {
             throw OperationError(
                 path: destination, fault: .badInput("raw-bitmap tiles can only be extracted into a .tilepack bundle (convert them first)"))
         }
-        if metadata.name?.isEmpty ?? true { metadata.name = ArchiveLocation.baseName(source) }
-        let fitted = MetadataMapping.fitted(metadata, for: format)
-        metadata = fitted.metadata
-        // The subset has its own extent and hash: the writers derive zooms and center again, and
-        // an MBTiles writer the hash when the source carried one (or when asked).
-        let carriesHash = options.aggregateTilesHash || metadata[TileMetadata.Key.aggregateTilesHash] != nil
-        for key in [TileMetadata.Key.aggregateTilesHash, TileMetadata.Key.minZoom, TileMetadata.Key.maxZoom, TileMetadata.Key.center] {
-            metadata[key] = nil
-        }
-        let declared = (try? metadata.bounds) ?? nil
-        // A box beside the archive's bounds is a mistake even when the world tiles of the low
-        // zooms touch it and would make it look like a success: refused below, before the output
-        // is finished, unless a tile wholly outside the bounds is copied (the bounds then are
-        // what is wrong, not the box).
-        var besideBounds: String?
-        if let box = options.bounds {
-            if options.region == nil, let declared {
-                besideBounds = BoxBesideBounds.mistake(box: box, bounds: [declared], declaredBy: "the archive's metadata")
-            }
-            metadata.setBounds(declared.flatMap { BoxBesideBounds.intersection($0, box) } ?? box)
-        }
+        let subset = SubsetMetadata(read, source: source, format: format, options: options)
         // The zooms and box as ranges: a PMTiles run of billions of tiles costs only the tiles it
         // shares with them, counted before anything is written.
         let selection = TileSelection(
@@ -102,95 +81,94 @@ package enum TileExtractor {
         if let count = try TileCountLimit.count(of: input, zooms: selection.zooms, bounds: selection.bounds) {
             try TileCountLimit.check(count, limit: options.maximumTiles, source: source, writing: "extract into \(destination)")
         }
-        var tileOutsideBounds = false
         let sink = try ArchiveOutput.open(
-            destination, format: format, metadata: metadata,
+            destination, format: format, metadata: subset.metadata,
             options: TileSinkOptions(
-                overwrite: options.overwrite, aggregateTilesHash: carriesHash,
+                overwrite: options.overwrite, aggregateTilesHash: subset.carriesHash,
                 keepsMixedTileCompression: options.keepsMixedTileCompression, tileIndex: options.tileIndex,
                 inputs: [input]))
-
         let zooms = levels.map(\.zoom).filter { zoom in
             (options.minZoom.map { zoom >= $0 } ?? true) && (options.maxZoom.map { zoom <= $0 } ?? true)
         }
-        var covers: [Int: RegionCover]?
-        if let region = options.region {
-            do {
-                covers = try Dictionary(uniqueKeysWithValues: zooms.map { ($0, try RegionCover(region: region, zoom: $0)) })
-            } catch {
-                throw OperationError(path: "", fault: .badInput("\(error)"))
-            }
-        }
-        let regionCovers = covers
-        let wanted: @Sendable (TileCoordinate) -> Bool = { tile in
-            if let minZoom = options.minZoom, tile.zoom < minZoom { return false }
-            if let maxZoom = options.maxZoom, tile.zoom > maxZoom { return false }
-            if let box = options.bounds, (try? box.intersects(tile)) != true { return false }
-            if let regionCovers, regionCovers[tile.zoom]?.contains(tile) != true { return false }
-            if let plan = options.plan, !plan.contains(tile) { return false }
-            return true
-        }
-        var report = ExtractReport(source: source, destination: destination)
-        report.warnings = fitted.notes
-        var began = false
-        var lastReport = start
-        func add(_ tile: TileCoordinate, _ bytes: UnsafeRawBufferPointer) throws {
-            if !began {
-                try sink.begin(content: input.content ?? TileFormat.sniff(bytes).map { .encoded($0) } ?? .encoded(.png))
-                began = true
-            }
-            try sink.add(tile, bytes: bytes)
-            if besideBounds != nil, !tileOutsideBounds, let declared, (try? declared.intersects(tile)) != true {
-                tileOutsideBounds = true
-            }
-            report.tiles += 1
-            report.bytes += bytes.count
-            let now = DispatchTime.now().uptimeNanoseconds
-            if let progress, now - lastReport > 200_000_000 {
-                lastReport = now
-                progress(OperationProgress(done: report.tiles, total: nil, bytes: report.bytes, elapsed: Double(now - start) / 1e9))
-            }
-        }
+        let covers = try regionCovers(options.region, zooms: zooms)
+        let writer = ExtractWriter(
+            sink: sink, content: input.content, watchedBounds: subset.besideBounds != nil ? subset.declared : nil,
+            progress: progress, start: start)
+        writer.report = ExtractReport(source: source, destination: destination)
+        writer.report.warnings = subset.warnings
         do {
-            if let plan = options.plan, format == .mbtiles || !(input is any SelectiveTileReading) {
-                // An MBTiles output in its index's order: the order its size was predicted for.
-                for tile in plan.tilesInWriteOrder {
-                    try input.withTileBytes(at: tile) { try add(tile, $0) }
-                }
-            } else if let selective = input as? any SelectiveTileReading {
-                try selective.forEachTile(in: selection, where: wanted, add)
-            } else if let candidates = try candidates(zooms: zooms, levels: levels, bounds: options.bounds, covers: regionCovers) {
-                for tile in candidates {
-                    try input.withTileBytes(at: tile) { try add(tile, $0) }
-                }
-            } else {
-                try input.forEachTile { tile, bytes in
-                    if wanted(tile) { try add(tile, bytes) }
-                }
-            }
+            try copy(
+                from: input, into: writer, format: format, options: options, selection: selection,
+                zooms: zooms, levels: levels, covers: covers)
         } catch {
             throw OperationError.wrapping(error, path: destination)
         }
         // A selection that holds no tile of the archive (a box with latitude and longitude
         // swapped, zooms it does not have) is a mistake, as in `import`: the sink is dropped
         // unfinished, so nothing is written.
-        if let besideBounds {
-            guard tileOutsideBounds else { throw OperationError(path: source, fault: .badInput(besideBounds + " Nothing was written.")) }
-            report.warnings.append(
-                "the box lies outside the bounds the archive's metadata declares (\(declared.map { "\($0)" } ?? "")), but the archive holds tiles there: its bounds are wrong"
+        if let besideBounds = subset.besideBounds {
+            guard writer.tileOutsideBounds else {
+                throw OperationError(path: source, fault: .badInput(besideBounds + " Nothing was written."))
+            }
+            writer.report.warnings.append(
+                "the box lies outside the bounds the archive's metadata declares (\(subset.declared.map { "\($0)" } ?? "")), but the archive holds tiles there: its bounds are wrong"
             )
         }
-        if report.tiles == 0, options.bounds != nil || options.minZoom != nil || options.maxZoom != nil, !levels.isEmpty {
-            throw OperationError(path: source, fault: .badInput(Self.nothingSelected(options: options, levels: levels, declared: declared)))
+        if writer.report.tiles == 0, options.bounds != nil || options.minZoom != nil || options.maxZoom != nil, !levels.isEmpty {
+            throw OperationError(
+                path: source, fault: .badInput(Self.nothingSelected(options: options, levels: levels, declared: subset.declared)))
         }
         do {
-            if !began, let content = input.content { try sink.begin(content: content) }
-            try sink.finish(metadata: metadata)
+            if !writer.began, let content = input.content { try sink.begin(content: content) }
+            try sink.finish(metadata: subset.metadata)
         } catch {
             throw OperationError.wrapping(error, path: destination)
         }
-        report.seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
-        return report
+        writer.report.seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        return writer.report
+    }
+
+    /// Each zoom's cover of the region (`--region`), or nil without one.
+    static func regionCovers(_ region: GeoRegion?, zooms: [Int]) throws(OperationError) -> [Int: RegionCover]? {
+        guard let region else { return nil }
+        do {
+            return try Dictionary(uniqueKeysWithValues: zooms.map { ($0, try RegionCover(region: region, zoom: $0)) })
+        } catch {
+            throw OperationError(path: "", fault: .badInput("\(error)"))
+        }
+    }
+
+    /// Reads the selected tiles into `writer` the cheapest way the input allows: a plan's tiles in
+    /// the order its size was predicted for, a selective reader's ranges, the region's tiles looked
+    /// up one by one when they are few, or every tile read once and those inside kept.
+    private static func copy(
+        from input: any TileArchive, into writer: ExtractWriter, format: TileArchiveFormat, options: ExtractOptions,
+        selection: TileSelection, zooms: [Int], levels: [ZoomLevelSummary], covers: [Int: RegionCover]?
+    ) throws {
+        let wanted: @Sendable (TileCoordinate) -> Bool = { tile in
+            if let minZoom = options.minZoom, tile.zoom < minZoom { return false }
+            if let maxZoom = options.maxZoom, tile.zoom > maxZoom { return false }
+            if let box = options.bounds, (try? box.intersects(tile)) != true { return false }
+            if let covers, covers[tile.zoom]?.contains(tile) != true { return false }
+            if let plan = options.plan, !plan.contains(tile) { return false }
+            return true
+        }
+        if let plan = options.plan, format == .mbtiles || !(input is any SelectiveTileReading) {
+            // An MBTiles output in its index's order: the order its size was predicted for.
+            for tile in plan.tilesInWriteOrder {
+                try input.withTileBytes(at: tile) { try writer.add(tile, $0) }
+            }
+        } else if let selective = input as? any SelectiveTileReading {
+            try selective.forEachTile(in: selection, where: wanted, writer.add)
+        } else if let candidates = try candidates(zooms: zooms, levels: levels, bounds: options.bounds, covers: covers) {
+            for tile in candidates {
+                try input.withTileBytes(at: tile) { try writer.add(tile, $0) }
+            }
+        } else {
+            try input.forEachTile { tile, bytes in
+                if wanted(tile) { try writer.add(tile, bytes) }
+            }
+        }
     }
 
     /// The metadata and zoom levels of an archive being read; a fault names the archive.
@@ -254,4 +232,87 @@ package enum TileExtractor {
         return ranges.flatMap { Array($0) }.sorted()
     }
 
+}
+
+/// The subset's metadata: named after its source when unnamed, fitted to the output's format,
+/// without the source's extent and hash (the writers derive zooms and center again, and an MBTiles
+/// writer the hash when the source carried one or when asked), its bounds the box's part of them.
+private struct SubsetMetadata {
+    var metadata: TileMetadata
+    /// Values the output's format cannot hold, each mapped or dropped.
+    let warnings: [String]
+    /// Whether the output carries `agg_tiles_hash`.
+    let carriesHash: Bool
+    /// The bounds the source's metadata declares.
+    let declared: GeoBoundingBox?
+    /// A box beside the archive's bounds is a mistake even when the world tiles of the low zooms
+    /// touch it and would make it look like a success: refused before the output is finished,
+    /// unless a tile wholly outside the bounds is copied (the bounds then are what is wrong, not
+    /// the box). The refusal's text, when the box lies beside them.
+    let besideBounds: String?
+
+    init(_ read: TileMetadata, source: String, format: TileArchiveFormat, options: ExtractOptions) {
+        var metadata = read
+        if metadata.name?.isEmpty ?? true { metadata.name = ArchiveLocation.baseName(source) }
+        let fitted = MetadataMapping.fitted(metadata, for: format)
+        metadata = fitted.metadata
+        warnings = fitted.notes
+        carriesHash = options.aggregateTilesHash || metadata[TileMetadata.Key.aggregateTilesHash] != nil
+        for key in [TileMetadata.Key.aggregateTilesHash, TileMetadata.Key.minZoom, TileMetadata.Key.maxZoom, TileMetadata.Key.center] {
+            metadata[key] = nil
+        }
+        let declared = (try? metadata.bounds) ?? nil
+        var besideBounds: String?
+        if let box = options.bounds {
+            if options.region == nil, let declared {
+                besideBounds = BoxBesideBounds.mistake(box: box, bounds: [declared], declaredBy: "the archive's metadata")
+            }
+            metadata.setBounds(declared.flatMap { BoxBesideBounds.intersection($0, box) } ?? box)
+        }
+        self.metadata = metadata
+        self.declared = declared
+        self.besideBounds = besideBounds
+    }
+}
+
+/// Writes an extract's tiles into its sink, begun with the first tile's content, counting them,
+/// noting a tile wholly outside the watched bounds, and reporting progress.
+private final class ExtractWriter {
+    let sink: TileSink
+    let content: TileContent?
+    /// The declared bounds, when a tile outside them would show them wrong.
+    let watchedBounds: GeoBoundingBox?
+    let progress: ProgressHandler?
+    let start: UInt64
+    var lastReport: UInt64
+    var report = ExtractReport(source: "", destination: "")
+    var began = false
+    var tileOutsideBounds = false
+
+    init(sink: TileSink, content: TileContent?, watchedBounds: GeoBoundingBox?, progress: ProgressHandler?, start: UInt64) {
+        self.sink = sink
+        self.content = content
+        self.watchedBounds = watchedBounds
+        self.progress = progress
+        self.start = start
+        lastReport = start
+    }
+
+    func add(_ tile: TileCoordinate, _ bytes: UnsafeRawBufferPointer) throws {
+        if !began {
+            try sink.begin(content: content ?? TileFormat.sniff(bytes).map { .encoded($0) } ?? .encoded(.png))
+            began = true
+        }
+        try sink.add(tile, bytes: bytes)
+        if !tileOutsideBounds, let watchedBounds, (try? watchedBounds.intersects(tile)) != true {
+            tileOutsideBounds = true
+        }
+        report.tiles += 1
+        report.bytes += bytes.count
+        let now = DispatchTime.now().uptimeNanoseconds
+        if let progress, now - lastReport > 200_000_000 {
+            lastReport = now
+            progress(OperationProgress(done: report.tiles, total: nil, bytes: report.bytes, elapsed: Double(now - start) / 1e9))
+        }
+    }
 }

@@ -71,68 +71,10 @@ package enum MapLibreOfflineExporter {
             throw OperationError(path: source, fault: .badInput("no zoom of the archive lies in the zooms asked for"))
         }
         let box = options.region?.boundingBox ?? options.bounds ?? ((try? metadata.bounds) ?? nil) ?? GeoBoundingBox.world
-        var covers: [Int: RegionCover] = [:]
-        if let region = options.region {
-            do {
-                for zoom in zooms { covers[zoom] = try RegionCover(region: region, zoom: zoom) }
-            } catch {
-                throw OperationError(path: "", fault: .badInput("\(error)"))
-            }
-        }
-
-        // The style and where its source's tiles are.
-        let name = options.sourceName
-        let directory = styleBase.deletingLastPathComponent().absoluteString
-        var tileJSONURL: String? = directory + "\(name).json"
-        var template = directory + "\(name)/{z}/{x}/{y}.\(format.fileExtension)"
-        let isVector = format == .pbf
-        var style: [String: Any]
-        if let data = options.style {
-            guard let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else {
-                throw OperationError(path: "", fault: .badInput("the style is not a JSON object"))
-            }
-            guard let sources = object["sources"] as? [String: Any], let ours = sources[name] as? [String: Any] else {
-                throw OperationError(path: "", fault: .badInput("the style has no source '\(name)' (name it with --source)"))
-            }
-            if let tiles = ours["tiles"] as? [String], let first = tiles.first {
-                template = first
-                tileJSONURL = nil
-            } else if let url = ours["url"] as? String {
-                tileJSONURL = url
-            } else {
-                throw OperationError(path: "", fault: .badInput("the style's source '\(name)' has neither a url nor tiles"))
-            }
-            style = object
-        } else {
-            guard !isVector else {
-                throw OperationError(
-                    path: source,
-                    fault: .badInput("vector tiles need a style that draws them: give one with --style FILE (and --source NAME)"))
-            }
-            style = [
-                "version": 8, "name": metadata.name ?? name,
-                "sources": [name: ["type": "raster", "url": tileJSONURL!, "tileSize": 256]],
-                "layers": [["id": name, "type": "raster", "source": name]],
-            ]
-        }
-        var tileJSON: [String: Any] = [
-            "tilejson": "3.0.0", "tiles": [template], "scheme": "xyz", "minzoom": minZoom, "maxzoom": maxZoom,
-            "bounds": [box.west, box.south, box.east, box.north], "name": metadata.name ?? name,
-        ]
-        if let attribution = metadata.attribution { tileJSON["attribution"] = attribution }
-        if let json = metadata.json, let object = (try? JSONSerialization.jsonObject(with: Data(json.utf8))) as? [String: Any],
-            let layers = object["vector_layers"]
-        {
-            tileJSON["vector_layers"] = layers
-        }
-        let definition: [String: Any] = [
-            "style_url": options.styleURL, "bounds": [box.south, box.west, box.north, box.east], "min_zoom": Double(minZoom),
-            "max_zoom": Double(maxZoom), "pixel_ratio": Double(options.pixelRatio), "include_ideographs": false,
-        ]
-        func json(_ object: Any) -> [UInt8] {
-            Array((try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data())
-        }
-
+        let covers = try TileExtractor.regionCovers(options.region, zooms: zooms) ?? [:]
+        let documents = try OfflineDocuments(
+            options: options, styleBase: styleBase, format: format, metadata: metadata, zooms: minZoom...maxZoom, box: box,
+            source: source)
         // A PMTiles archive's zooms and box as ranges of its runs: counted before anything is
         // written, and read without visiting the tiles of a run outside them.
         let selection = TileSelection(zooms: minZoom...maxZoom, bounds: options.bounds ?? options.region?.boundingBox)
@@ -141,73 +83,33 @@ package enum MapLibreOfflineExporter {
                 count, limit: options.maximumTiles, source: source, writing: "export into the MapLibre offline database \(destination)")
         }
         var report = MapLibreOfflineReport(destination: destination)
-        report.tileURLTemplate = template
-        report.tileJSONURL = tileJSONURL
+        report.tileURLTemplate = documents.template
+        report.tileJSONURL = documents.tileJSONURL
         do {
             let file = try AtomicFile(destination: destination, overwrite: options.overwrite)
             do {
                 let db = try SQLiteConnection(
                     filename: file.temporaryPath, archivePath: destination, readOnly: false, uri: false, create: true)
-                try db.execute("PRAGMA journal_mode = DELETE; PRAGMA foreign_keys = ON; BEGIN")
-                try db.execute(schema)
-                let now = Int(Date().timeIntervalSince1970)
-                let region = try db.prepare("INSERT INTO regions (definition, description) VALUES (?1, ?2)")
-                region.bind(1, text: String(decoding: json(definition), as: UTF8.self))
-                let description = json(["name": metadata.name ?? name, "writer": "tilepack"])
-                try stepBinding(region, 2, description)
-                let regionID = try db.scalarInt("SELECT last_insert_rowid()") ?? 1
-                var resources: [(String, Int, [UInt8])] = [(options.styleURL, 1, json(style))]
-                if let tileJSONURL { resources.append((tileJSONURL, 2, json(tileJSON))) }
-                for (asset, bytes) in options.styleAssets.resources {
-                    resources.append((asset.url, asset.kind.rawValue, bytes))
-                    if asset.kind == .glyphs { report.glyphRanges += 1 } else { report.spriteFiles += 1 }
-                }
-                report.missingGlyphRanges = options.styleAssets.missingGlyphRanges.count
-                let resource = try db.prepare(
-                    "INSERT INTO resources (url, kind, data, compressed, accessed) VALUES (?1, ?2, ?3, 0, ?4)")
-                let link = try db.prepare("INSERT INTO region_resources (region_id, resource_id) VALUES (?1, last_insert_rowid())")
-                for (url, kind, data) in resources {
-                    resource.bind(1, text: url)
-                    resource.bind(2, kind)
-                    resource.bind(4, now)
-                    try stepBinding(resource, 3, data)
-                    resource.reset()
-                    link.bind(1, Int(regionID))
-                    _ = try link.step()
-                    link.reset()
-                }
-                let tile = try db.prepare(
-                    "INSERT INTO tiles (url_template, pixel_ratio, z, x, y, data, compressed, accessed) VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0, ?7)"
-                )
-                let tileLink = try db.prepare("INSERT INTO region_tiles (region_id, tile_id) VALUES (?1, last_insert_rowid())")
-                let minimum = minZoom, maximum = maxZoom, bounds = options.bounds
-                func store(_ coordinate: TileCoordinate, _ bytes: UnsafeRawBufferPointer) throws {
-                    guard (minimum...maximum).contains(coordinate.zoom) else { return }
-                    if let bounds, (try? bounds.intersects(coordinate)) != true { return }
-                    if !covers.isEmpty, covers[coordinate.zoom]?.contains(coordinate) != true { return }
-                    // Stored as MapLibre keeps an HTTP body: the tile itself, not its gzip wrapping.
-                    var body = Array(bytes)
-                    if TileFormat.isGzip(bytes), case .success(let inflated) = Gzip.decompress(bytes, limit: 1 << 26) { body = inflated }
-                    tile.bind(1, text: template)
-                    tile.bind(2, options.pixelRatio)
-                    tile.bind(3, coordinate.zoom)
-                    tile.bind(4, coordinate.x)
-                    tile.bind(5, coordinate.y)
-                    tile.bind(7, now)
-                    try stepBinding(tile, 6, body)
-                    tile.reset()
-                    tileLink.bind(1, Int(regionID))
-                    _ = try tileLink.step()
-                    tileLink.reset()
-                    report.tiles += 1
-                    report.bytes += body.count
-                }
-                if let selective = input as? any SelectiveTileReading {
-                    try selective.forEachTile(in: selection, where: { _ in true }, store)
-                } else {
-                    try input.forEachTile(store)
-                }
-                try db.execute("COMMIT; PRAGMA user_version = 6")
+                try db.execute("PRAGMA journal_mode = DELETE; PRAGMA foreign_keys = ON")
+                try db.inTransaction(throwing: {
+                    try db.execute(schema)
+                    let now = Int(Date().timeIntervalSince1970)
+                    let regionID = try insertRegion(db, documents: documents, options: options, now: now, report: &report)
+                    let writer = try OfflineTileWriter(db, regionID: regionID, template: documents.template, options: options, now: now)
+                    let zoomRange = minZoom...maxZoom, bounds = options.bounds
+                    func store(_ coordinate: TileCoordinate, _ bytes: UnsafeRawBufferPointer) throws {
+                        guard zoomRange.contains(coordinate.zoom) else { return }
+                        if let bounds, (try? bounds.intersects(coordinate)) != true { return }
+                        if !covers.isEmpty, covers[coordinate.zoom]?.contains(coordinate) != true { return }
+                        try writer.store(coordinate, bytes, report: &report)
+                    }
+                    if let selective = input as? any SelectiveTileReading {
+                        try selective.forEachTile(in: selection, where: { _ in true }, store)
+                    } else {
+                        try input.forEachTile(store)
+                    }
+                })
+                try db.execute("PRAGMA user_version = 6")
             }
             try file.commit()
         } catch let error as OperationError {
@@ -217,6 +119,38 @@ package enum MapLibreOfflineExporter {
         }
         report.seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
         return report
+    }
+
+    /// Inserts the region and its resources (the style, the TileJSON, the style's glyphs and
+    /// sprites); returns the region's id.
+    private static func insertRegion(
+        _ db: SQLiteConnection, documents: OfflineDocuments, options: MapLibreOfflineOptions, now: Int,
+        report: inout MapLibreOfflineReport
+    ) throws(TileArchiveError) -> Int {
+        let region = try db.prepare("INSERT INTO regions (definition, description) VALUES (?1, ?2)")
+        region.bind(1, text: String(decoding: OfflineDocuments.json(documents.definition), as: UTF8.self))
+        try stepBinding(region, 2, OfflineDocuments.json(documents.description))
+        let regionID = Int(try db.scalarInt("SELECT last_insert_rowid()") ?? 1)
+        var resources: [(String, Int, [UInt8])] = [(options.styleURL, 1, OfflineDocuments.json(documents.style))]
+        if let tileJSONURL = documents.tileJSONURL { resources.append((tileJSONURL, 2, OfflineDocuments.json(documents.tileJSON))) }
+        for (asset, bytes) in options.styleAssets.resources {
+            resources.append((asset.url, asset.kind.rawValue, bytes))
+            if asset.kind == .glyphs { report.glyphRanges += 1 } else { report.spriteFiles += 1 }
+        }
+        report.missingGlyphRanges = options.styleAssets.missingGlyphRanges.count
+        let resource = try db.prepare("INSERT INTO resources (url, kind, data, compressed, accessed) VALUES (?1, ?2, ?3, 0, ?4)")
+        let link = try db.prepare("INSERT INTO region_resources (region_id, resource_id) VALUES (?1, last_insert_rowid())")
+        for (url, kind, data) in resources {
+            resource.bind(1, text: url)
+            resource.bind(2, kind)
+            resource.bind(4, now)
+            try stepBinding(resource, 3, data)
+            resource.reset()
+            link.bind(1, regionID)
+            _ = try link.step()
+            link.reset()
+        }
+        return regionID
     }
 
     /// Binds `bytes` (not copied) as parameter `index` and steps the statement while they are valid.
@@ -280,4 +214,43 @@ package enum MapLibreOfflineExporter {
         CREATE INDEX region_resources_resource_id ON region_resources (resource_id);
         CREATE INDEX region_tiles_tile_id ON region_tiles (tile_id);
         """
+}
+
+/// Stores tiles in an offline database's `tiles` table, each linked to the region.
+private struct OfflineTileWriter {
+    let tile: SQLiteStatement
+    let tileLink: SQLiteStatement
+    let regionID: Int
+    let template: String
+    let pixelRatio: Int
+    let now: Int
+
+    init(_ db: SQLiteConnection, regionID: Int, template: String, options: MapLibreOfflineOptions, now: Int) throws(TileArchiveError) {
+        tile = try db.prepare(
+            "INSERT INTO tiles (url_template, pixel_ratio, z, x, y, data, compressed, accessed) VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0, ?7)")
+        tileLink = try db.prepare("INSERT INTO region_tiles (region_id, tile_id) VALUES (?1, last_insert_rowid())")
+        self.regionID = regionID
+        self.template = template
+        self.pixelRatio = options.pixelRatio
+        self.now = now
+    }
+
+    /// Stores a tile as MapLibre keeps an HTTP body: the tile itself, not its gzip wrapping.
+    func store(_ coordinate: TileCoordinate, _ bytes: UnsafeRawBufferPointer, report: inout MapLibreOfflineReport) throws {
+        var body = Array(bytes)
+        if TileFormat.isGzip(bytes), case .success(let inflated) = Gzip.decompress(bytes, limit: 1 << 26) { body = inflated }
+        tile.bind(1, text: template)
+        tile.bind(2, pixelRatio)
+        tile.bind(3, coordinate.zoom)
+        tile.bind(4, coordinate.x)
+        tile.bind(5, coordinate.y)
+        tile.bind(7, now)
+        try MapLibreOfflineExporter.stepBinding(tile, 6, body)
+        tile.reset()
+        tileLink.bind(1, regionID)
+        _ = try tileLink.step()
+        tileLink.reset()
+        report.tiles += 1
+        report.bytes += body.count
+    }
 }

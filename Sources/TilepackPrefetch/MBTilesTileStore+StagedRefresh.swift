@@ -167,8 +167,10 @@ extension MBTilesTileStore {
             try state.commit(path: path)
             state.stageTile = nil
             state.findStaged = nil
-            try state.open(path: path).execute(
-                "BEGIN IMMEDIATE; DROP TABLE IF EXISTS tilepack_refresh_tiles; DROP TABLE IF EXISTS tilepack_refresh; COMMIT;")
+            let connection = try state.open(path: path)
+            try connection.inTransaction(.immediate) { () throws(TileArchiveError) in
+                try connection.execute("DROP TABLE IF EXISTS tilepack_refresh_tiles; DROP TABLE IF EXISTS tilepack_refresh;")
+            }
         }
     }
 }

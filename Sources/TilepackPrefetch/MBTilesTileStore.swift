@@ -38,7 +38,9 @@ package final class MBTilesTileStore: @unchecked Sendable {
 
     final class State {
         var connection: SQLiteConnection?
-        var inTransaction = false
+        /// The write transaction, committed in batches (``countWrite(bytes:batchBytes:batchSeconds:)``).
+        var transaction: SQLiteBatchTransaction?
+        var inTransaction: Bool { transaction?.isOpen ?? false }
         var pending = 0
         var transactionStarted = 0.0
         /// Bytes of tile data in `tiles`, kept current by every write and delete.
@@ -177,15 +179,18 @@ package final class MBTilesTileStore: @unchecked Sendable {
                 PRAGMA synchronous = OFF;
                 PRAGMA page_size = 8192;
                 PRAGMA application_id = \(MBTilesSchema.mbtilesApplicationID);
-                BEGIN;
-                CREATE TABLE metadata (name TEXT NOT NULL, value TEXT);
-                CREATE UNIQUE INDEX name ON metadata (name);
-                CREATE TABLE tiles (zoom_level INTEGER NOT NULL, tile_column INTEGER NOT NULL, tile_row INTEGER NOT NULL, tile_data BLOB);
-                CREATE UNIQUE INDEX tile_index ON tiles (zoom_level, tile_column, tile_row);
                 """)
-            try connection.execute(bookkeepingSchema)
-            try connection.replaceMetadata(metadata)
-            try connection.execute("COMMIT")
+            try connection.inTransaction { () throws(TileArchiveError) in
+                try connection.execute(
+                    """
+                    CREATE TABLE metadata (name TEXT NOT NULL, value TEXT);
+                    CREATE UNIQUE INDEX name ON metadata (name);
+                    CREATE TABLE tiles (zoom_level INTEGER NOT NULL, tile_column INTEGER NOT NULL, tile_row INTEGER NOT NULL, tile_data BLOB);
+                    CREATE UNIQUE INDEX tile_index ON tiles (zoom_level, tile_column, tile_row);
+                    """)
+                try connection.execute(bookkeepingSchema)
+                try connection.replaceMetadata(metadata)
+            }
         }
         try file.commit()
     }
@@ -410,6 +415,7 @@ package final class MBTilesTileStore: @unchecked Sendable {
                 state.touchState = nil
                 state.stageTile = nil
                 state.findStaged = nil
+                state.transaction = nil
                 state.connection = nil
             }
             if state.inTransaction { try state.commit(path: path) }
@@ -487,8 +493,8 @@ extension MBTilesTileStore.State {
 
     func beginIfNeeded(path: String) throws(TileArchiveError) {
         guard !inTransaction else { return }
-        try open(path: path).execute("BEGIN IMMEDIATE")
-        inTransaction = true
+        if transaction == nil { transaction = try SQLiteBatchTransaction(try open(path: path), .immediate) }
+        try transaction?.open()
         pending = 0
         transactionStarted = Date().timeIntervalSince1970
     }
@@ -496,15 +502,14 @@ extension MBTilesTileStore.State {
     func countWrite(bytes: Int, batchBytes: Int, batchSeconds: Double) throws(TileArchiveError) {
         pending += bytes
         if pending >= batchBytes || Date().timeIntervalSince1970 - transactionStarted >= batchSeconds {
-            guard let connection else { return }
-            try connection.execute("COMMIT")
-            inTransaction = false
+            guard connection != nil else { return }
+            try transaction?.close()
         }
     }
 
     func commit(path: String) throws(TileArchiveError) {
         guard inTransaction else { return }
-        try open(path: path).execute("COMMIT")
-        inTransaction = false
+        _ = try open(path: path)
+        try transaction?.close()
     }
 }

@@ -21,56 +21,61 @@ extension TilePatch {
                 CREATE TABLE tiles (zoom_level integer, tile_column integer, tile_row integer, tile_data blob);
                 CREATE UNIQUE INDEX tile_index ON tiles (zoom_level, tile_column, tile_row);
                 CREATE TABLE tilepack_patch (name text PRIMARY KEY, value text);
-                BEGIN;
                 """)
-            let insertMetadata = try connection.prepare("INSERT INTO metadata (name, value) VALUES (?1, ?2)")
-            func put(_ key: String, _ value: String?) throws(TileArchiveError) {
-                insertMetadata.bind(1, text: key)
-                if let value { insertMetadata.bind(2, text: value) } else { insertMetadata.bindNull(2) }
-                _ = try insertMetadata.step()
-                insertMetadata.reset()
-            }
-            for (key, value) in metadataChanges where !ContentIdentity.derivedKeys.contains(key) { try put(key, value) }
-            if let aggregateHashBefore { try put("agg_tiles_hash_before_apply", aggregateHashBefore) }
-            if let aggregateHashAfter { try put("agg_tiles_hash_after_apply", aggregateHashAfter) }
-            // The rows in agg_tiles_hash's order (zoom, column, TMS row); NULL data for a deletion.
-            var rows: [(zoom: Int, x: Int, row: Int, bytes: [UInt8]?)] = deletions.map { ($0.zoom, $0.x, $0.row(in: .tms), nil) }
-            rows += tiles.map { ($0.coordinate.zoom, $0.coordinate.x, $0.coordinate.row(in: .tms), $0.bytes) }
-            rows.sort { ($0.zoom, $0.x, $0.row) < ($1.zoom, $1.x, $1.row) }
-            let insertTile = try connection.prepare(
-                "INSERT INTO tiles (zoom_level, tile_column, tile_row, tile_data) VALUES (?1, ?2, ?3, ?4)")
-            for row in rows {
-                insertTile.bind(1, row.zoom)
-                insertTile.bind(2, row.x)
-                insertTile.bind(3, row.row)
-                if let bytes = row.bytes {
-                    try bytes.withUnsafeBytes { buffer in
-                        try insertTile.bind(4, blobNoCopy: buffer)
-                        _ = try insertTile.step()
-                    }
-                } else {
-                    insertTile.bindNull(4)
-                    _ = try insertTile.step()
-                }
-                insertTile.reset()
-            }
-            // martin: "a new agg_tiles_hash will be generated for the diff file itself" (NULL data adds nothing).
-            try put(TileMetadata.Key.aggregateTilesHash, try MBTilesAggregateHash.compute(connection))
-            let insertPatch = try connection.prepare("INSERT INTO tilepack_patch (name, value) VALUES (?1, ?2)")
-            for (key, value) in [("before", before?.description), ("after", after?.description), ("content", content)] {
-                guard let value else { continue }
-                insertPatch.bind(1, text: key)
-                insertPatch.bind(2, text: value)
-                _ = try insertPatch.step()
-                insertPatch.reset()
-            }
-            try connection.execute("COMMIT; PRAGMA journal_mode = DELETE;")
+            try connection.inTransaction(throwing: { try writeRows(connection) })
+            try connection.execute("PRAGMA journal_mode = DELETE")
         } catch let error as TileArchiveError {
             throw error
         } catch {
             throw TileArchiveError(path: path, fault: .io(errno: 0, reason: "\(error)"))
         }
         try file.commit()
+    }
+
+    /// The patch's rows: its metadata changes, its tiles (NULL data for a deletion), the patch's own
+    /// `agg_tiles_hash` and tilepack's identities.
+    private func writeRows(_ connection: SQLiteConnection) throws {
+        let insertMetadata = try connection.prepare("INSERT INTO metadata (name, value) VALUES (?1, ?2)")
+        func put(_ key: String, _ value: String?) throws(TileArchiveError) {
+            insertMetadata.bind(1, text: key)
+            if let value { insertMetadata.bind(2, text: value) } else { insertMetadata.bindNull(2) }
+            _ = try insertMetadata.step()
+            insertMetadata.reset()
+        }
+        for (key, value) in metadataChanges where !ContentIdentity.derivedKeys.contains(key) { try put(key, value) }
+        if let aggregateHashBefore { try put("agg_tiles_hash_before_apply", aggregateHashBefore) }
+        if let aggregateHashAfter { try put("agg_tiles_hash_after_apply", aggregateHashAfter) }
+        // The rows in agg_tiles_hash's order (zoom, column, TMS row); NULL data for a deletion.
+        var rows: [(zoom: Int, x: Int, row: Int, bytes: [UInt8]?)] = deletions.map { ($0.zoom, $0.x, $0.row(in: .tms), nil) }
+        rows += tiles.map { ($0.coordinate.zoom, $0.coordinate.x, $0.coordinate.row(in: .tms), $0.bytes) }
+        rows.sort { ($0.zoom, $0.x, $0.row) < ($1.zoom, $1.x, $1.row) }
+        let insertTile = try connection.prepare(
+            "INSERT INTO tiles (zoom_level, tile_column, tile_row, tile_data) VALUES (?1, ?2, ?3, ?4)")
+        for row in rows {
+            insertTile.bind(1, row.zoom)
+            insertTile.bind(2, row.x)
+            insertTile.bind(3, row.row)
+            if let bytes = row.bytes {
+                try bytes.withUnsafeBytes { buffer in
+                    try insertTile.bind(4, blobNoCopy: buffer)
+                    _ = try insertTile.step()
+                }
+            } else {
+                insertTile.bindNull(4)
+                _ = try insertTile.step()
+            }
+            insertTile.reset()
+        }
+        // martin: "a new agg_tiles_hash will be generated for the diff file itself" (NULL data adds nothing).
+        try put(TileMetadata.Key.aggregateTilesHash, try MBTilesAggregateHash.compute(connection))
+        let insertPatch = try connection.prepare("INSERT INTO tilepack_patch (name, value) VALUES (?1, ?2)")
+        for (key, value) in [("before", before?.description), ("after", after?.description), ("content", content)] {
+            guard let value else { continue }
+            insertPatch.bind(1, text: key)
+            insertPatch.bind(2, text: value)
+            _ = try insertPatch.step()
+            insertPatch.reset()
+        }
     }
 
     /// Reads an MBTiles patch: tilepack's (with its identities) or martin's own (without).

@@ -19,22 +19,23 @@ final class MBTilesReader: @unchecked Sendable {
     let connection: SQLiteConnection
     let lookup: SQLiteStatement
     let exists: SQLiteStatement
-    /// Whether it keeps a read transaction open (``MBTilesOpenOptions/keepsReadTransactions``).
-    private(set) var inTransaction = false
+    /// The read transaction it keeps open between tiles (``MBTilesOpenOptions/keepsReadTransactions``),
+    /// made on first use.
+    private var readTransaction: SQLiteBatchTransaction?
+    /// Whether it keeps a read transaction open.
+    var inTransaction: Bool { readTransaction?.isOpen ?? false }
 
     /// Begins a read transaction (deferred: SQLite takes its shared lock at the first read and
     /// keeps it until ``endTransaction()``).
     func beginTransaction() throws(TileArchiveError) {
-        try connection.execute("BEGIN")
-        inTransaction = true
+        if readTransaction == nil { readTransaction = try SQLiteBatchTransaction(connection) }
+        try readTransaction?.open()
     }
 
     /// Ends the read transaction; a connection whose transaction does not end (none should
     /// fail: it wrote nothing) is rolled back.
     func endTransaction() {
-        guard inTransaction else { return }
-        inTransaction = false
-        if (try? connection.execute("COMMIT")) == nil { try? connection.execute("ROLLBACK") }
+        try? readTransaction?.close()
     }
 
     init(connection: SQLiteConnection, memoryMapSize: Int) throws(TileArchiveError) {

@@ -35,8 +35,9 @@ public final class MBTilesWriter {
     private var findStored: SQLiteStatement?
     /// `DELETE` of one tile, made on first use (``removeTile(at:)``).
     private var deleteTile: SQLiteStatement?
-    private var begin: SQLiteStatement?
-    private var commit: SQLiteStatement?
+    /// The write transaction: a new file's committed every so many tiles (``countWritten(_:bytes:)``),
+    /// an update's once, by ``finish()``.
+    private var transaction: SQLiteBatchTransaction?
     private var pending = 0
     /// Tile bytes written in the open transaction of a bulk load.
     private var pendingBytes = 0
@@ -164,7 +165,7 @@ public final class MBTilesWriter {
                     FROM map JOIN images ON images.tile_id = map.tile_id;
                 """)
         }
-        try prepareStatements(connection, beginSQL: "BEGIN")
+        try prepareStatements(connection, transaction: .deferred)
         try beginTransaction()
         if storesHash { runningHash = BackgroundMD5() }
         if options.contentIdentity { runningIdentity = ContentIdentity() }
@@ -203,7 +204,7 @@ public final class MBTilesWriter {
         countsDistinct = !schema.tilesAreUnique
         summarizesByColumns = schema.kind == .flat && schema.hasIndexInCoordinateOrder && schema.tilesAreUnique
         metadata = TileMetadata()
-        try prepareStatements(connection, beginSQL: "BEGIN IMMEDIATE")
+        try prepareStatements(connection, transaction: .immediate)
         try beginTransaction()
         if !schema.hasMetadataTable {
             try connection.execute("CREATE TABLE metadata (name TEXT NOT NULL, value TEXT); CREATE UNIQUE INDEX name ON metadata (name);")
@@ -217,9 +218,8 @@ public final class MBTilesWriter {
         if !finished { cancel() }
     }
 
-    private func prepareStatements(_ connection: SQLiteConnection, beginSQL: String) throws(TileArchiveError) {
-        begin = try connection.prepare(beginSQL)
-        commit = try connection.prepare("COMMIT")
+    private func prepareStatements(_ connection: SQLiteConnection, transaction kind: SQLiteTransactionKind) throws(TileArchiveError) {
+        transaction = try SQLiteBatchTransaction(connection, kind)
         switch schemaKind {
         case .flat:
             insertTile = try connection.prepare(
@@ -518,15 +518,11 @@ public final class MBTilesWriter {
     }
 
     private func beginTransaction() throws(TileArchiveError) {
-        guard let begin else { return }
-        defer { begin.reset() }
-        _ = try begin.step()
+        try transaction?.open()
     }
 
     func commitTransaction() throws(TileArchiveError) {
-        guard let commit else { return }
-        defer { commit.reset() }
-        _ = try commit.step()
+        try transaction?.close()
         pending = 0
         pendingBytes = 0
     }
@@ -537,9 +533,7 @@ public final class MBTilesWriter {
         runningIdentity = nil
         guard !finished else { return }
         finished = true
-        if isUpdate, let connection {
-            try? connection.execute("ROLLBACK")
-        }
+        if isUpdate { transaction?.rollBack() }
         close()
         atomicFile?.discard()
     }
@@ -552,8 +546,7 @@ public final class MBTilesWriter {
         findImage = nil
         findStored = nil
         deleteTile = nil
-        begin = nil
-        commit = nil
+        transaction = nil
         connection = nil
         original = nil
     }
