@@ -61,23 +61,7 @@ package enum ArchiveConverter {
         let format = try ArchiveOutput.format(of: destination)
         let sourceRaw: RawBitmapLayout? = if case .rawBitmap(let layout) = input.content { layout } else { nil }
         let encodeToPNG = sourceRaw != nil && (!format.storesRawPixels || options.encode == nil)
-        var metadata: TileMetadata
-        let total: Int?
-        do {
-            metadata = try input.metadata()
-            // Kept only where a patch checks it (an MBTiles file patched in place).
-            metadata[ContentIdentity.metadataKey] = nil
-            total = try input.tileCount()
-        } catch {
-            throw OperationError.wrapping(error, path: source)
-        }
-        var notes: [String] = []
-        if metadata.name?.isEmpty ?? true {
-            // As import names a tileset after its folder: the archive after its file.
-            let name = URL(fileURLWithPath: source).deletingPathExtension().lastPathComponent
-            metadata.name = name
-            notes.append("\(source) has no name in its metadata: named '\(name)' after its file")
-        }
+        var (metadata, total, notes) = try sourceMetadata(of: input, source: source)
         let fitted = MetadataMapping.fitted(metadata, for: format)
         metadata = fitted.metadata
         // PMTiles to PMTiles carries runs as runs (`copyRuns`); every other way writes each tile,
@@ -105,8 +89,6 @@ package enum ArchiveConverter {
         var report = ConvertReport(source: source, destination: destination)
         report.notes = notes
         report.warnings = fitted.notes
-        var began = false
-        var lastReport = start
         do {
             if let encoding = options.format {
                 guard options.encode == nil, sourceRaw == nil else {
@@ -119,76 +101,23 @@ package enum ArchiveConverter {
                     start: start)
                 metadata[TileMetadata.Key.aggregateTilesHash] = nil
                 metadata[TileMetadata.Key.format] = encoding.format.metadataValue
-                try sink.finish(metadata: metadata)
-                report.seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
-                return report
-            }
-            if let pmtiles = input as? PMTilesArchive, let runs = sink.pmtilesWriter, options.encode == nil {
+            } else if let pmtiles = input as? PMTilesArchive, let runs = sink.pmtilesWriter, options.encode == nil {
                 // PMTiles to PMTiles: runs are carried as ranges, each run's bytes read once, so a
                 // run of billions of ocean tiles costs what one tile costs (a tile-by-tile copy
                 // would write the same file, tile by tile).
                 try copyRuns(
                     from: pmtiles, to: sink, runs: runs, metadata: metadata, report: &report, progress: progress, total: total,
                     start: start)
-                try sink.finish(metadata: metadata)
-                report.seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
-                return report
-            }
-            try input.forEachTile { tile, bytes in
-                report.bytesIn += bytes.count
-                var payload: [UInt8]?
-                var content: TileContent
-                if let pixelFormat = options.encode, sourceRaw == nil {
-                    // Decode to raw pixels.
-                    let bitmap = try ImageDecoder.decode(bytes, pixelFormat: pixelFormat)
-                    guard bitmap.width == bitmap.height else {
-                        throw OperationError(
-                            path: source, fault: .badInput("tile \(tile) is \(bitmap.width)x\(bitmap.height): a raw tile must be square"))
-                    }
-                    payload = bitmap.pixels
-                    content = .rawBitmap(RawBitmapLayout(pixelFormat: pixelFormat, width: bitmap.width, height: bitmap.height))
-                } else if let raw = sourceRaw {
-                    guard let bitmap = Bitmap(width: raw.width, height: raw.height, pixelFormat: raw.pixelFormat, pixels: Array(bytes))
-                    else {
-                        throw OperationError(
-                            path: source, fault: .badInput("tile \(tile): \(bytes.count) bytes do not make a \(raw) bitmap"))
-                    }
-                    if let pixelFormat = options.encode, format.storesRawPixels {
-                        let converted = bitmap.converted(to: pixelFormat)
-                        payload = converted.pixels
-                        content = .rawBitmap(RawBitmapLayout(pixelFormat: pixelFormat, width: raw.width, height: raw.height))
-                    } else {
-                        payload = Array(try PNGEncoder.encode(bitmap))
-                        content = .encoded(.png)
-                    }
-                } else {
-                    guard let format = TileFormat.sniff(bytes) ?? ((try? metadata.format) ?? nil) else {
-                        throw OperationError(path: source, fault: .badInput("tile \(tile) is of no known format"))
-                    }
-                    content = .encoded(format)
+            } else {
+                let transcoder = TileTranscoder(
+                    source: source, encode: options.encode, sourceRaw: sourceRaw, storesRawPixels: format.storesRawPixels,
+                    declared: (try? metadata.format) ?? nil)
+                try copyTiles(from: input, to: sink, transcoder: transcoder, report: &report, progress: progress, total: total, start: start)
+                if options.encode != nil || encodeToPNG {
+                    // The bytes changed: the old hash and format no longer describe them.
+                    metadata[TileMetadata.Key.aggregateTilesHash] = nil
+                    metadata[TileMetadata.Key.format] = encodeToPNG ? TileFormat.png.metadataValue : nil
                 }
-                if !began {
-                    try sink.begin(content: content)
-                    began = true
-                }
-                if let payload {
-                    try payload.withUnsafeBytes { try sink.add(tile, bytes: $0) }
-                    report.bytesOut += payload.count
-                } else {
-                    try sink.add(tile, bytes: bytes)
-                    report.bytesOut += bytes.count
-                }
-                report.tiles += 1
-                let now = DispatchTime.now().uptimeNanoseconds
-                if let progress, now - lastReport > 200_000_000 {
-                    lastReport = now
-                    progress(OperationProgress(done: report.tiles, total: total, bytes: report.bytesIn, elapsed: Double(now - start) / 1e9))
-                }
-            }
-            if options.encode != nil || encodeToPNG {
-                // The bytes changed: the old hash and format no longer describe them.
-                metadata[TileMetadata.Key.aggregateTilesHash] = nil
-                metadata[TileMetadata.Key.format] = encodeToPNG ? TileFormat.png.metadataValue : nil
             }
             try sink.finish(metadata: metadata)
         } catch {
@@ -196,6 +125,101 @@ package enum ArchiveConverter {
         }
         report.seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
         return report
+    }
+
+    /// The source's metadata, less its content identity (kept only where a patch checks it: an
+    /// MBTiles file patched in place), named after its file when it has no name (as import names
+    /// a tileset after its folder); its tile count; and the note saying so.
+    private static func sourceMetadata(
+        of input: any TileArchive, source: String
+    ) throws(OperationError) -> (TileMetadata, Int?, [String]) {
+        var metadata: TileMetadata
+        let total: Int?
+        do {
+            metadata = try input.metadata()
+            metadata[ContentIdentity.metadataKey] = nil
+            total = try input.tileCount()
+        } catch {
+            throw OperationError.wrapping(error, path: source)
+        }
+        var notes: [String] = []
+        if metadata.name?.isEmpty ?? true {
+            let name = URL(fileURLWithPath: source).deletingPathExtension().lastPathComponent
+            metadata.name = name
+            notes.append("\(source) has no name in its metadata: named '\(name)' after its file")
+        }
+        return (metadata, total, notes)
+    }
+
+    /// Copies every tile of `input` into `sink` as `transcoder` makes it, tile by tile.
+    private static func copyTiles(
+        from input: any TileArchive, to sink: TileSink, transcoder: TileTranscoder, report: inout ConvertReport,
+        progress: ProgressHandler?, total: Int?, start: UInt64
+    ) throws {
+        var began = false
+        var lastReport = start
+        try input.forEachTile { tile, bytes in
+            report.bytesIn += bytes.count
+            let (payload, content) = try transcoder.payload(of: tile, bytes: bytes)
+            if !began {
+                try sink.begin(content: content)
+                began = true
+            }
+            if let payload {
+                try payload.withUnsafeBytes { try sink.add(tile, bytes: $0) }
+                report.bytesOut += payload.count
+            } else {
+                try sink.add(tile, bytes: bytes)
+                report.bytesOut += bytes.count
+            }
+            report.tiles += 1
+            let now = DispatchTime.now().uptimeNanoseconds
+            if let progress, now - lastReport > 200_000_000 {
+                lastReport = now
+                progress(OperationProgress(done: report.tiles, total: total, bytes: report.bytesIn, elapsed: Double(now - start) / 1e9))
+            }
+        }
+    }
+}
+
+/// What a tile-by-tile conversion writes for each tile: its bytes as they are, decoded to raw
+/// pixels (`--encode`), a raw tile's pixels converted, or a raw tile encoded as PNG.
+private struct TileTranscoder {
+    let source: String
+    /// The raw pixel format asked for (`--encode`).
+    let encode: PixelFormat?
+    /// The source's raw-bitmap layout, when it is a raw bundle.
+    let sourceRaw: RawBitmapLayout?
+    /// Whether the output's format stores raw pixels.
+    let storesRawPixels: Bool
+    /// The format the source's metadata declares.
+    let declared: TileFormat?
+
+    /// The payload to write (nil: `bytes` as they are) and what it holds.
+    func payload(of tile: TileCoordinate, bytes: UnsafeRawBufferPointer) throws -> ([UInt8]?, TileContent) {
+        if let pixelFormat = encode, sourceRaw == nil {
+            // Decode to raw pixels.
+            let bitmap = try ImageDecoder.decode(bytes, pixelFormat: pixelFormat)
+            guard bitmap.width == bitmap.height else {
+                throw OperationError(
+                    path: source, fault: .badInput("tile \(tile) is \(bitmap.width)x\(bitmap.height): a raw tile must be square"))
+            }
+            return (bitmap.pixels, .rawBitmap(RawBitmapLayout(pixelFormat: pixelFormat, width: bitmap.width, height: bitmap.height)))
+        }
+        if let raw = sourceRaw {
+            guard let bitmap = Bitmap(width: raw.width, height: raw.height, pixelFormat: raw.pixelFormat, pixels: Array(bytes)) else {
+                throw OperationError(path: source, fault: .badInput("tile \(tile): \(bytes.count) bytes do not make a \(raw) bitmap"))
+            }
+            if let pixelFormat = encode, storesRawPixels {
+                let converted = bitmap.converted(to: pixelFormat)
+                return (converted.pixels, .rawBitmap(RawBitmapLayout(pixelFormat: pixelFormat, width: raw.width, height: raw.height)))
+            }
+            return (Array(try PNGEncoder.encode(bitmap)), .encoded(.png))
+        }
+        guard let format = TileFormat.sniff(bytes) ?? declared else {
+            throw OperationError(path: source, fault: .badInput("tile \(tile) is of no known format"))
+        }
+        return (nil, .encoded(format))
     }
 }
 

@@ -54,15 +54,7 @@ package enum TileExporter {
             try TileCountLimit.check(
                 total, limit: options.maximumTiles, source: archive.path, writing: "export into the folder \(directory)")
         }
-        try SafeTree.makeFolder(directory, allowExisting: true)
-        if !options.overwrite, let names = SafeTree.entryNames(directory), let first = names.min() {
-            let more = names.count > 1 ? " and \(names.count - 1) more \(names.count == 2 ? "entry" : "entries")" : ""
-            throw OperationError(
-                path: directory,
-                fault: .badInput(
-                    "the folder is not empty: it holds \"\(first)\"\(more); export into a new or empty folder, or use --force to write into it"
-                ))
-        }
+        try prepareFolder(directory, overwrite: options.overwrite)
         var created = Set<String>()
         var lastReport = start
         let raw: RawBitmapLayout? = if case .rawBitmap(let layout) = archive.content { layout } else { nil }
@@ -110,10 +102,33 @@ package enum TileExporter {
         } catch {
             throw OperationError(path: archive.path, fault: .io("\(error)"))
         }
+        try writeMetadata(metadata, to: directory, options: options, raw: raw != nil)
+        report.seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        return report
+    }
+
+    /// Makes the export's folder, refusing one that holds files unless `overwrite` is set.
+    private static func prepareFolder(_ directory: String, overwrite: Bool) throws(OperationError) {
+        try SafeTree.makeFolder(directory, allowExisting: true)
+        if !overwrite, let names = SafeTree.entryNames(directory), let first = names.min() {
+            let more = names.count > 1 ? " and \(names.count - 1) more \(names.count == 2 ? "entry" : "entries")" : ""
+            throw OperationError(
+                path: directory,
+                fault: .badInput(
+                    "the folder is not empty: it holds \"\(first)\"\(more); export into a new or empty folder, or use --force to write into it"
+                ))
+        }
+    }
+
+    /// Writes `metadata.json`, which import reads back: the archive's metadata with the tree's
+    /// scheme and layout (and format `png` for a raw bundle's tiles, written as PNG).
+    private static func writeMetadata(
+        _ metadata: TileMetadata, to directory: String, options: ExportOptions, raw: Bool
+    ) throws(OperationError) {
         var entries = metadata.entries
         entries["scheme"] = options.scheme.rawValue
         entries["layout"] = options.layout.rawValue
-        if raw != nil { entries["format"] = TileFormat.png.metadataValue }
+        if raw { entries["format"] = TileFormat.png.metadataValue }
         do {
             if options.overwrite { SafeTree.removeStaleTemporaries(directory) }
             let json = try JSONSerialization.data(withJSONObject: entries, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
@@ -123,8 +138,6 @@ package enum TileExporter {
         } catch {
             throw OperationError(path: directory + "/metadata.json", fault: .io("\(error)"))
         }
-        report.seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
-        return report
     }
 }
 

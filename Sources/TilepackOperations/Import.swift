@@ -104,6 +104,74 @@ package enum TileImporter {
         let start = DispatchTime.now().uptimeNanoseconds
         try checkIsFolder(source)
         let evidence = try TreeEvidence.read(root: source)
+        var walker = try walker(of: source, evidence: evidence, options: options, report: &report)
+        let total = progress == nil ? nil : countFiles(source)
+        let metadata = initialMetadata(evidence: evidence, source: source, options: options)
+        let format = try ArchiveOutput.format(of: destination)
+        // MBTiles: tiles in agg_tiles_hash's order, so the writer hashes (when asked) and counts
+        // them as they come.
+        if format == .mbtiles { walker.rowOrder = .tms }
+        let sink = try ArchiveOutput.open(
+            destination, format: format, metadata: metadata, encode: options.encode,
+            options: TileSinkOptions(
+                overwrite: options.overwrite, append: options.append, deduplicate: options.deduplicate,
+                aggregateTilesHash: options.aggregateTilesHash,
+                keepsMixedTileCompression: options.keepsMixedTileCompression, tileIndex: options.tileIndex))
+        var tally = ImportTally(
+            boundsCheck: evidence.bounds.map { DeclaredBoundsCheck(bounds: $0, layout: walker.layout, scheme: walker.scheme) })
+        var lastReport = start
+
+        // The tree is walked and each batch started on the workers by a thread of its own, up to
+        // three batches ahead of this one, which writes them.
+        let prepare = sink.prepare, usesCRC = sink.usesCRC
+        let shelf = TileFileReader.ScratchShelf()
+        let feeder = BatchFeeder(walker: walker, depth: 3) { files in
+            TileFileReader.start(files, options: options, usesCRC: usesCRC, prepare: prepare, pool: pool, shelf: shelf)
+        }
+        defer { feeder.stop() }
+        defer { tally.recordZooms(in: &report) }
+        // What the walk and the reads set aside, in path order, for the report however the import ends.
+        @discardableResult
+        func setAside() -> (skipped: [SkippedFile], filtered: Int, filteredExtent: FilteredExtent) {
+            let walk = feeder.stop()
+            report.filtered = walk.filtered
+            report.skipped = (walk.skipped + tally.readFailures).sorted { $0.path < $1.path }
+            return walk
+        }
+        do throws(OperationError) {
+            while let batch = feeder.next() {
+                batch.wait()
+                try tally.take(batch, into: sink, options: options, destination: destination, report: &report)
+                // Stops a wrong --layout or --scheme before the whole tree is read.
+                if let note = try tally.boundsCheck?.check() { report.notes.append(note) }
+                if tally.tilesSeen > 0 { feeder.meanTileBytes = tally.bytesSeen / tally.tilesSeen }
+                // The batch's tile bytes were allocated by the workers: let a worker free them too
+                // (a free into another thread's heap is slower, and this thread is the busy one).
+                pool.submit { [batch] in withExtendedLifetime(batch) {} }
+                let now = DispatchTime.now().uptimeNanoseconds
+                if let progress, now - lastReport > 200_000_000 {
+                    lastReport = now
+                    progress(OperationProgress(done: tally.done, total: total, bytes: report.bytes, elapsed: Double(now - start) / 1e9))
+                }
+            }
+        } catch {
+            setAside()
+            throw error
+        }
+        // Every file not imported, whether the walk or the reading found it, in path order.
+        let walk = setAside()
+        try finish(
+            sink, metadata: metadata, tally: tally, evidence: evidence, filtered: walk.filteredExtent, source: source,
+            destination: destination, options: options, report: &report)
+        report.seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        progress?(OperationProgress(done: tally.done, total: total, bytes: report.bytes, elapsed: report.seconds))
+    }
+
+    /// The walker of the tree at `source`, its scheme and layout taken from the flags or the tree's
+    /// evidence (which the report notes), its zooms, box and shard from the options.
+    private static func walker(
+        of source: String, evidence: TreeEvidence, options: ImportOptions, report: inout ImportReport
+    ) throws(OperationError) -> TileTreeWalker {
         let scheme = try evidence.resolveScheme(flag: options.scheme)
         let layout = try evidence.resolveLayout(flag: options.layout)
         report.scheme = scheme
@@ -118,7 +186,6 @@ package enum TileImporter {
         {
             throw OperationError(path: source, fault: .badInput(mistake + " Nothing was written."))
         }
-        var boundsCheck = evidence.bounds.map { DeclaredBoundsCheck(bounds: $0, layout: layout, scheme: scheme) }
         var walker = TileTreeWalker(
             root: source, layout: layout, scheme: scheme,
             minZoom: options.minZoom, maxZoom: options.maxZoom, bounds: options.bounds)
@@ -126,8 +193,12 @@ package enum TileImporter {
             walker.columns = TreeShards.selection(root: source, shard: shard)
             report.notes.append("shard \(shard): \(walker.columns?.count ?? 0) column folders of the tree")
         }
-        let total = progress == nil ? nil : countFiles(source)
+        return walker
+    }
 
+    /// The tree's metadata with the user's over it, named after the folder when unnamed, without
+    /// a format: the tiles decide it (a declared one is compared with them at the end).
+    private static func initialMetadata(evidence: TreeEvidence, source: String, options: ImportOptions) -> TileMetadata {
         var metadata = TileMetadata(evidence.metadata)
         for (key, value) in options.metadata { metadata[key] = value }
         if metadata.name == nil {
@@ -135,116 +206,18 @@ package enum TileImporter {
             let folderName = URL(fileURLWithPath: source).standardizedFileURL.lastPathComponent
             metadata.name = String(decoding: PathBytes.bytes(of: folderName), as: UTF8.self)
         }
-        // The tiles decide the format; a declared one is compared with them at the end.
         metadata[TileMetadata.Key.format] = nil
-        let format = try ArchiveOutput.format(of: destination)
-        // MBTiles: tiles in agg_tiles_hash's order, so the writer hashes (when asked) and counts
-        // them as they come.
-        if format == .mbtiles { walker.rowOrder = .tms }
-        let sink = try ArchiveOutput.open(
-            destination, format: format, metadata: metadata, encode: options.encode,
-            options: TileSinkOptions(
-                overwrite: options.overwrite, append: options.append, deduplicate: options.deduplicate,
-                aggregateTilesHash: options.aggregateTilesHash,
-                keepsMixedTileCompression: options.keepsMixedTileCompression, tileIndex: options.tileIndex))
+        return metadata
+    }
 
-        var archiveFormat: TileFormat?
-        var rawSize: Int?
-        var lastReport = start
-        var done = 0
-
-        // The tree is walked and each batch started on the workers by a thread of its own, up to
-        // three batches ahead of this one, which writes them.
-        let prepare = sink.prepare, usesCRC = sink.usesCRC
-        let shelf = TileFileReader.ScratchShelf()
-        let feeder = BatchFeeder(walker: walker, depth: 3) { files in
-            TileFileReader.start(files, options: options, usesCRC: usesCRC, prepare: prepare, pool: pool, shelf: shelf)
-        }
-        defer { feeder.stop() }
-        var readFailures: [SkippedFile] = []
-        // Tiles per zoom (an array indexed by zoom: a dictionary update per tile costs a hash).
-        var zoomCounts = [Int](repeating: 0, count: TileCoordinate.maximumZoom + 1)
-        defer { for (zoom, count) in zoomCounts.enumerated() where count > 0 { report.zooms[zoom] = count } }
-        var bytesSeen = 0
-        var tilesSeen = 0
-        // The columns and rows of the deepest zoom's tiles: what the metadata's bounds must cover.
-        var deepest: TileExtent?
-        // What the walk and the reads set aside, in path order, for the report however the import ends.
-        @discardableResult
-        func setAside() -> (skipped: [SkippedFile], filtered: Int, filteredExtent: FilteredExtent) {
-            let walk = feeder.stop()
-            report.filtered = walk.filtered
-            report.skipped = (walk.skipped + readFailures).sorted { $0.path < $1.path }
-            return walk
-        }
-        do throws(OperationError) {
-            while let batch = feeder.next() {
-                batch.wait()
-                // By index, the file's tile read in place: a copy of each `TileFile` would retain its
-                // folder, an object the walker and the workers retain and release too.
-                for index in batch.inputs.indices {
-                    done += 1
-                    let tile = batch.inputs[index].tile
-                    switch batch[index] {
-                    case .failure(let failure):
-                        readFailures.append(SkippedFile(path: batch.inputs[index].path, reason: failure.reason))
-                    case .success(let read):
-                        if let archiveFormat, read.format != archiveFormat, !options.allowMixedFormats {
-                            throw OperationError(
-                                path: batch.inputs[index].path,
-                                fault: .badInput(
-                                    "this tile is \(read.format) but earlier tiles are \(archiveFormat): the tree mixes formats (use --allow-mixed-formats to import it anyway)"
-                                ))
-                        }
-                        if let size = read.rawSize {
-                            if let rawSize, rawSize != size {
-                                readFailures.append(
-                                    SkippedFile(
-                                        path: batch.inputs[index].path,
-                                        reason: "\(size)x\(size) pixels, but earlier tiles are \(rawSize)x\(rawSize)"))
-                                continue
-                            }
-                            rawSize = size
-                        }
-                        do {
-                            if archiveFormat == nil {
-                                archiveFormat = read.format
-                                try sink.begin(
-                                    content: read.rawSize.map {
-                                        .rawBitmap(RawBitmapLayout(pixelFormat: options.encode ?? .rgba8888, width: $0, height: $0))
-                                    } ?? .encoded(read.format))
-                            }
-                            try sink.add(tile, prepared: read.prepared)
-                        } catch {
-                            throw OperationError.wrapping(error, path: destination)
-                        }
-                        report.imported += 1
-                        report.bytes += read.byteCount
-                        bytesSeen += read.byteCount
-                        tilesSeen += 1
-                        zoomCounts[tile.zoom] += 1
-                        deepest = TileExtent.adding(tile, to: deepest)
-                        boundsCheck?.add(tile)
-                    }
-                }
-                // Stops a wrong --layout or --scheme before the whole tree is read.
-                if let note = try boundsCheck?.check() { report.notes.append(note) }
-                if tilesSeen > 0 { feeder.meanTileBytes = bytesSeen / tilesSeen }
-                // The batch's tile bytes were allocated by the workers: let a worker free them too
-                // (a free into another thread's heap is slower, and this thread is the busy one).
-                pool.submit { [batch] in withExtendedLifetime(batch) {} }
-                let now = DispatchTime.now().uptimeNanoseconds
-                if let progress, now - lastReport > 200_000_000 {
-                    lastReport = now
-                    progress(OperationProgress(done: done, total: total, bytes: report.bytes, elapsed: Double(now - start) / 1e9))
-                }
-            }
-        } catch {
-            setAside()
-            throw error
-        }
-
-        if let archiveFormat {
+    /// Sets the format the tiles have, refuses an import that wrote nothing, widens the metadata
+    /// to the tiles, and finishes the archive.
+    private static func finish(
+        _ sink: TileSink, metadata: TileMetadata, tally: ImportTally, evidence: TreeEvidence, filtered: FilteredExtent,
+        source: String, destination: String, options: ImportOptions, report: inout ImportReport
+    ) throws(OperationError) {
+        var metadata = metadata
+        if let archiveFormat = tally.archiveFormat {
             report.format = archiveFormat.metadataValue
             if let declared = evidence.format, declared != archiveFormat {
                 report.notes.append(
@@ -252,17 +225,15 @@ package enum TileImporter {
             }
             metadata.setFormat(archiveFormat)
         }
-        // Every file not imported, whether the walk or the reading found it, in path order.
-        let walk = setAside()
         if report.imported == 0 {
-            throw OperationError(path: source, fault: .badInput(nothingImported(report, filtered: walk.filteredExtent, options: options)))
+            throw OperationError(path: source, fault: .badInput(nothingImported(report, filtered: filtered, options: options)))
         }
         // Tiles beyond what the metadata declares (a tree exported, then given deeper tiles):
         // the metadata is widened to them, and the import says so once.
-        let zooms = zoomCounts.indices.filter { zoomCounts[$0] > 0 }
+        let zooms = tally.zoomCounts.indices.filter { tally.zoomCounts[$0] > 0 }
         if let lowest = zooms.first, let highest = zooms.last,
             let note = Self.widen(
-                &metadata, toZooms: lowest...highest, deepest: deepest,
+                &metadata, toZooms: lowest...highest, deepest: tally.deepest,
                 declaredBy: evidence.metadata.isEmpty ? "the metadata" : "the tree's metadata")
         {
             report.notes.append(note)
@@ -272,8 +243,6 @@ package enum TileImporter {
         } catch {
             throw OperationError.wrapping(error, path: destination)
         }
-        report.seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
-        progress?(OperationProgress(done: done, total: total, bytes: report.bytes, elapsed: report.seconds))
     }
 
     /// Widens `metadata`'s `minzoom`, `maxzoom` and `bounds` where the tiles go beyond them (the
@@ -368,131 +337,84 @@ package enum TileImporter {
     }
 }
 
-/// One tile read, checked and prepared for the sink by a worker.
-struct ReadTile: Sendable {
-    var format: TileFormat
-    /// The file's bytes, or the decoded pixels when encoding raw bitmaps, made ready for the sink.
-    var prepared: PreparedTile
-    /// How many bytes that was before the sink's preparation.
-    var byteCount: Int
-    /// The side in pixels when the bytes are raw pixels.
+/// What an import has taken from its batches so far: the tiles' format and raw size, the files
+/// read and those that failed, the tiles per zoom, the deepest zoom's extent, and the check of
+/// the bounds the tree declares.
+struct ImportTally {
+    var archiveFormat: TileFormat?
     var rawSize: Int?
-}
+    /// Files taken, imported or not.
+    var done = 0
+    var readFailures: [SkippedFile] = []
+    /// Tiles per zoom (an array indexed by zoom: a dictionary update per tile costs a hash).
+    var zoomCounts = [Int](repeating: 0, count: TileCoordinate.maximumZoom + 1)
+    var bytesSeen = 0
+    var tilesSeen = 0
+    /// The columns and rows of the deepest zoom's tiles: what the metadata's bounds must cover.
+    var deepest: TileExtent?
+    var boundsCheck: DeclaredBoundsCheck?
 
-/// Reading and checking tile files, on worker threads.
-enum TileFileReader {
-    struct ReadFailure: Error { var reason: String }
-
-    typealias Batch = ParallelBatch<TileFile, Result<ReadTile, ReadFailure>, Scratch>
-    typealias Prepare = @Sendable (consuming TileBytes, UInt32?, SourceFile?) -> PreparedTile
-
-    /// A worker's reusable read buffer, and whether its last file was large.
-    struct Scratch {
-        var buffer: [UInt8] = []
-        var lastWasLarge = false
+    init(boundsCheck: DeclaredBoundsCheck?) {
+        self.boundsCheck = boundsCheck
     }
 
-    /// The scratches of an import's batches, kept from one batch to the next: a batch of 512
-    /// small tiles would otherwise allocate and zero a new 256 KiB read buffer on every worker
-    /// (a 50,000-tile import made 200 of them, 50 MB of zeroing).
-    final class ScratchShelf: Sendable {
-        private let shelf = Locked<[Scratch]>([])
-
-        init() {}
-
-        func take() -> Scratch { shelf.withLock { $0.popLast() } ?? Scratch() }
-        func put(_ scratch: consuming Scratch) {
-            let scratch = scratch
-            shelf.withLock { $0.append(scratch) }
-        }
-    }
-
-    /// Starts reading `files` on the threads of `pool`, each tile then made ready by `prepare`
-    /// (given the file's CRC-32 where the check derives it, when `usesCRC`); the workers' read
-    /// buffers come from `shelf` and go back to it.
-    static func start(
-        _ files: [TileFile], options: ImportOptions, usesCRC: Bool = false,
-        prepare: @escaping Prepare, pool: WorkerPool, shelf: ScratchShelf = ScratchShelf()
-    ) -> Batch {
-        let batch = Batch(files)
-        if !files.isEmpty {
-            batch.start(
-                on: pool, makeState: { shelf.take() },
-                work: { scratch, file in
-                    read(file, options: options, computingCRC: usesCRC, scratch: &scratch, prepare: prepare)
-                }, done: { shelf.put($0) })
-        }
-        return batch
-    }
-
-    /// Files at least this long have their CRC-32 derived from their PNG chunks' when asked. A
-    /// smaller tile is stored LZ4-compressed more often than not, and the CRC of its file is of
-    /// no use then.
-    static let crcFromChunksLength = 16 << 10
-
-    /// Reads, checks and prepares one file. A small file's bytes are checked and handed to
-    /// `prepare` where they lie in the worker's buffer (lent): a sink that compresses them makes
-    /// no copy of the file's bytes.
-    static func read(
-        _ file: TileFile, options: ImportOptions, computingCRC: Bool = false,
-        scratch: inout Scratch, prepare: Prepare
-    ) -> Result<ReadTile, ReadFailure> {
-        let read: FileReading.Bytes
-        var identity: FileVersion?
-        do throws(FileReading.Failure) {
-            read = try FileReading.readLending(
-                file.path, folderDescriptor: file.folder.descriptor, name: file.name, scratch: &scratch.buffer,
-                expectLarge: scratch.lastWasLarge, identity: &identity)
-        } catch {
-            return .failure(ReadFailure(reason: error.description))
-        }
-        switch consume read {
-        case .inScratch(let count):
-            scratch.lastWasLarge = count >= FileReading.largeFileSize
-            return scratch.buffer.withUnsafeBytes { buffer in
-                checked(
-                    UnsafeRawBufferPointer(rebasing: buffer[0..<count]), file: file, options: options,
-                    computingCRC: computingCRC, identity: nil, prepare: prepare)
-            }
-        case .array(let bytes):
-            scratch.lastWasLarge = bytes.count >= FileReading.largeFileSize
-            return bytes.withUnsafeBytes { buffer in
-                checked(
-                    buffer, owned: bytes, file: file, options: options, computingCRC: computingCRC,
-                    identity: identity, prepare: prepare)
+    /// Writes a batch's tiles into `sink` (begun with the first tile's content), setting aside
+    /// the files that failed to read or whose raw size differs from the first's.
+    mutating func take(
+        _ batch: TileFileReader.Batch, into sink: TileSink, options: ImportOptions, destination: String,
+        report: inout ImportReport
+    ) throws(OperationError) {
+        // By index, the file's tile read in place: a copy of each `TileFile` would retain its
+        // folder, an object the walker and the workers retain and release too.
+        for index in batch.inputs.indices {
+            done += 1
+            let tile = batch.inputs[index].tile
+            switch batch[index] {
+            case .failure(let failure):
+                readFailures.append(SkippedFile(path: batch.inputs[index].path, reason: failure.reason))
+            case .success(let read):
+                if let archiveFormat, read.format != archiveFormat, !options.allowMixedFormats {
+                    throw OperationError(
+                        path: batch.inputs[index].path,
+                        fault: .badInput(
+                            "this tile is \(read.format) but earlier tiles are \(archiveFormat): the tree mixes formats (use --allow-mixed-formats to import it anyway)"
+                        ))
+                }
+                if let size = read.rawSize {
+                    if let rawSize, rawSize != size {
+                        readFailures.append(
+                            SkippedFile(
+                                path: batch.inputs[index].path, reason: "\(size)x\(size) pixels, but earlier tiles are \(rawSize)x\(rawSize)"))
+                        continue
+                    }
+                    rawSize = size
+                }
+                do {
+                    if archiveFormat == nil {
+                        archiveFormat = read.format
+                        try sink.begin(
+                            content: read.rawSize.map {
+                                .rawBitmap(RawBitmapLayout(pixelFormat: options.encode ?? .rgba8888, width: $0, height: $0))
+                            } ?? .encoded(read.format))
+                    }
+                    try sink.add(tile, prepared: read.prepared)
+                } catch {
+                    throw OperationError.wrapping(error, path: destination)
+                }
+                report.imported += 1
+                report.bytes += read.byteCount
+                bytesSeen += read.byteCount
+                tilesSeen += 1
+                zoomCounts[tile.zoom] += 1
+                deepest = TileExtent.adding(tile, to: deepest)
+                boundsCheck?.add(tile)
             }
         }
     }
 
-    /// The tile of `bytes` (the array `owned` when there is one), checked and prepared.
-    private static func checked(
-        _ bytes: UnsafeRawBufferPointer, owned: [UInt8]? = nil, file: TileFile, options: ImportOptions,
-        computingCRC: Bool, identity: FileVersion?, prepare: Prepare
-    ) -> Result<ReadTile, ReadFailure> {
-        let deriveCRC = computingCRC && options.encode == nil && bytes.count >= crcFromChunksLength
-        let format: TileFormat, crc: UInt32?
-        do throws(TileIntegrity.Finding) {
-            (format, crc) = deriveCRC ? try TileIntegrity.checkComputingCRC(bytes) : (try TileIntegrity.check(bytes), nil)
-        } catch {
-            return .failure(ReadFailure(reason: error.description))
-        }
-        guard let pixelFormat = options.encode else {
-            let prepared = prepare(
-                owned.map { .owned($0) } ?? .lent(bytes), crc,
-                identity.map { SourceFile(path: file.path, identity: $0) })
-            return .success(ReadTile(format: format, prepared: prepared, byteCount: bytes.count))
-        }
-        do {
-            let bitmap = try ImageDecoder.decode(Data(bytes), pixelFormat: pixelFormat)
-            guard bitmap.width == bitmap.height else {
-                return .failure(ReadFailure(reason: "\(bitmap.width)x\(bitmap.height) pixels: a tile must be square"))
-            }
-            let count = bitmap.pixels.count
-            return .success(
-                ReadTile(format: format, prepared: prepare(.owned(bitmap.pixels), nil, nil), byteCount: count, rawSize: bitmap.width))
-        } catch {
-            return .failure(ReadFailure(reason: "cannot decode for --encode: \(error)"))
-        }
+    /// The tiles per zoom, into the report.
+    func recordZooms(in report: inout ImportReport) {
+        for (zoom, count) in zoomCounts.enumerated() where count > 0 { report.zooms[zoom] = count }
     }
 }
 

@@ -61,62 +61,12 @@ package enum ArchiveInspector {
     static let maximumTilesVisited = 1 << 24
 
     package static func run(path: String) throws(OperationError) -> ArchiveInfo {
-        let archive: any TileArchive
-        let format: TileArchiveFormat
-        if ArchiveLocation.isRemote(path) {
-            archive = try ArchiveLocation.open(path)
-            format = .pmtiles
-        } else {
-            do {
-                format = try TileArchiveFormat.detect(path: path)
-                archive = try openTileArchive(path: path, bundleAccess: .positionalReads)
-            } catch {
-                throw OperationError(path: path, fault: .archive(error))
-            }
-        }
-        let layout: String =
-            switch archive {
-            case let mbtiles as MBTilesArchive: "MBTiles, \(mbtiles.schema.kind) schema"
-            case let bundle as BundleArchive: "bundle, \(bundle.payloadCount) stored payloads"
-            case let pmtiles as PMTilesArchive:
-                "PMTiles v3, \(pmtiles.header.tileType) tiles, tile compression \(pmtiles.header.tileCompression), \(pmtiles.header.clustered ? "clustered" : "not clustered")"
-            default: format.description
-            }
-        var levels: [Int: ArchiveInfo.Level] = [:]
-        var hashes: [Int: [Int]] = [:]  // content hash -> sizes, for a distinct count
-        var distinct = 0
-        var tiles = 0
-        var bytesTotal = 0
+        let (archive, format) = try open(path)
+        var statistics = TileStatistics()
         var identity: String?
         let metadata: TileMetadata
         do {
             metadata = try archive.metadata()
-            /// Counts `range`'s tiles (one tile, or a run's square), all holding `bytes`.
-            func take(_ range: TileRange, _ bytes: UnsafeRawBufferPointer) {
-                let n = range.count
-                tiles += n
-                bytesTotal += n * bytes.count
-                var level =
-                    levels[range.zoom]
-                    ?? ArchiveInfo.Level(
-                        zoom: range.zoom, tiles: 0, bytes: 0, minX: range.columns.lowerBound, maxX: range.columns.upperBound,
-                        minY: range.rows.lowerBound, maxY: range.rows.upperBound)
-                level.tiles += n
-                level.bytes += n * bytes.count
-                level.minX = min(level.minX, range.columns.lowerBound)
-                level.maxX = max(level.maxX, range.columns.upperBound)
-                level.minY = min(level.minY, range.rows.lowerBound)
-                level.maxY = max(level.maxY, range.rows.upperBound)
-                levels[range.zoom] = level
-                var hasher = Hasher()
-                hasher.combine(bytes: bytes)
-                let key = hasher.finalize()
-                // A 64-bit hash and the length tell contents apart well enough for a statistic.
-                if hashes[key]?.contains(bytes.count) != true {
-                    hashes[key, default: []].append(bytes.count)
-                    distinct += 1
-                }
-            }
             if let pmtiles = archive as? PMTilesArchive,
                 try pmtiles.zoomLevels().reduce(0, { $0 + $1.tileCount }) > Self.maximumTilesVisited
             {
@@ -124,13 +74,13 @@ package enum ArchiveInspector {
                 let base = Int(pmtiles.header.tileDataOffset)
                 try pmtiles.forEachRun { _, ids, offset, length in
                     try pmtiles.source.withBytes(offset: base + Int(offset), length: length) { bytes in
-                        for square in PMTilesFormat.squares(of: ids) { take(square, bytes) }
+                        for square in PMTilesFormat.squares(of: ids) { statistics.take(square, bytes) }
                     }
                 }
             } else {
                 var content = ContentIdentity(metadata: ContentIdentity.metadataHash(metadata))
                 try archive.forEachTile { tile, bytes in
-                    take(TileRange(tile: tile), bytes)
+                    statistics.take(TileRange(tile: tile), bytes)
                     content.add(tile, bytes)
                 }
                 identity = content.description
@@ -138,19 +88,86 @@ package enum ArchiveInspector {
         } catch {
             throw OperationError.wrapping(error, path: path)
         }
-        let sorted = levels.keys.sorted().compactMap { levels[$0] }
-        var bounds: GeoBoundingBox?
-        if let top = sorted.last,
+        let size = (archive as? PMTilesArchive)?.source.count ?? FileSystem.stat(path).map { Int($0.st_size) } ?? 0
+        let (tiles, distinct) = (statistics.tiles, statistics.distinct)
+        return ArchiveInfo(
+            path: path, format: format, layout: layout(of: archive, format: format), content: archive.content.map { "\($0)" },
+            fileSize: size, metadata: metadata.entries, levels: statistics.sortedLevels, tiles: tiles,
+            tileBytes: statistics.bytesTotal, distinctTiles: distinct, dedupRatio: distinct > 0 ? Double(tiles) / Double(distinct) : 1,
+            bounds: statistics.bounds, identity: identity)
+    }
+
+    /// The archive at `path` (local, or remote PMTiles) and its format.
+    private static func open(_ path: String) throws(OperationError) -> (any TileArchive, TileArchiveFormat) {
+        if ArchiveLocation.isRemote(path) {
+            return (try ArchiveLocation.open(path), .pmtiles)
+        }
+        do {
+            let format = try TileArchiveFormat.detect(path: path)
+            return (try openTileArchive(path: path, bundleAccess: .positionalReads), format)
+        } catch {
+            throw OperationError(path: path, fault: .archive(error))
+        }
+    }
+
+    /// How the archive stores its tiles, in a few words.
+    private static func layout(of archive: any TileArchive, format: TileArchiveFormat) -> String {
+        switch archive {
+        case let mbtiles as MBTilesArchive: "MBTiles, \(mbtiles.schema.kind) schema"
+        case let bundle as BundleArchive: "bundle, \(bundle.payloadCount) stored payloads"
+        case let pmtiles as PMTilesArchive:
+            "PMTiles v3, \(pmtiles.header.tileType) tiles, tile compression \(pmtiles.header.tileCompression), \(pmtiles.header.clustered ? "clustered" : "not clustered")"
+        default: format.description
+        }
+    }
+}
+
+/// The counts `info` reports of an archive's tiles: per zoom and in all, with their bytes, the
+/// distinct contents, and each zoom's extent.
+private struct TileStatistics {
+    var levels: [Int: ArchiveInfo.Level] = [:]
+    var hashes: [Int: [Int]] = [:]  // content hash -> sizes, for a distinct count
+    var distinct = 0
+    var tiles = 0
+    var bytesTotal = 0
+
+    /// Counts `range`'s tiles (one tile, or a run's square), all holding `bytes`.
+    mutating func take(_ range: TileRange, _ bytes: UnsafeRawBufferPointer) {
+        let n = range.count
+        tiles += n
+        bytesTotal += n * bytes.count
+        var level =
+            levels[range.zoom]
+            ?? ArchiveInfo.Level(
+                zoom: range.zoom, tiles: 0, bytes: 0, minX: range.columns.lowerBound, maxX: range.columns.upperBound,
+                minY: range.rows.lowerBound, maxY: range.rows.upperBound)
+        level.tiles += n
+        level.bytes += n * bytes.count
+        level.minX = min(level.minX, range.columns.lowerBound)
+        level.maxX = max(level.maxX, range.columns.upperBound)
+        level.minY = min(level.minY, range.rows.lowerBound)
+        level.maxY = max(level.maxY, range.rows.upperBound)
+        levels[range.zoom] = level
+        var hasher = Hasher()
+        hasher.combine(bytes: bytes)
+        let key = hasher.finalize()
+        // A 64-bit hash and the length tell contents apart well enough for a statistic.
+        if hashes[key]?.contains(bytes.count) != true {
+            hashes[key, default: []].append(bytes.count)
+            distinct += 1
+        }
+    }
+
+    /// The zoom levels, lowest first.
+    var sortedLevels: [ArchiveInfo.Level] { levels.keys.sorted().compactMap { levels[$0] } }
+
+    /// The box of the deepest zoom's tiles.
+    var bounds: GeoBoundingBox? {
+        guard let top = sortedLevels.last,
             let nw = TileCoordinate(validatingZoom: top.zoom, x: top.minX, y: top.minY),
             let se = TileCoordinate(validatingZoom: top.zoom, x: top.maxX, y: top.maxY)
-        {
-            let a = WebMercator.boundingBox(of: nw), b = WebMercator.boundingBox(of: se)
-            bounds = GeoBoundingBox(west: a.west, south: b.south, east: b.east, north: a.north)
-        }
-        let size = (archive as? PMTilesArchive)?.source.count ?? FileSystem.stat(path).map { Int($0.st_size) } ?? 0
-        return ArchiveInfo(
-            path: path, format: format, layout: layout, content: archive.content.map { "\($0)" },
-            fileSize: size, metadata: metadata.entries, levels: sorted, tiles: tiles, tileBytes: bytesTotal,
-            distinctTiles: distinct, dedupRatio: distinct > 0 ? Double(tiles) / Double(distinct) : 1, bounds: bounds, identity: identity)
+        else { return nil }
+        let a = WebMercator.boundingBox(of: nw), b = WebMercator.boundingBox(of: se)
+        return GeoBoundingBox(west: a.west, south: b.south, east: b.east, north: a.north)
     }
 }
