@@ -72,22 +72,8 @@ package enum ArchiveMerger {
                 path: destination,
                 fault: .badInput("the inputs hold different tiles (\(first) and \(other)): merge archives of one tile type"))
         }
-        var metadata: TileMetadata
-        var carriesHash = options.aggregateTilesHash
-        do {
-            let all = try archives.map { try $0.metadata() }
-            metadata = all[0]
-            if all.contains(where: { $0[TileMetadata.Key.aggregateTilesHash] != nil }) { carriesHash = true }
-            for key in derivedKeys where Set(all.map { $0[key] }).count > 1 {
-                metadata[key] = nil
-            }
-            metadata[TileMetadata.Key.aggregateTilesHash] = nil
-        } catch {
-            throw OperationError.wrapping(error, path: inputs[0])
-        }
-        if metadata.name?.isEmpty ?? true { metadata.name = ArchiveLocation.baseName(destination) }
-        let fitted = MetadataMapping.fitted(metadata, for: format)
-        metadata = fitted.metadata
+        let (metadata, carriesHash, fitNotes) = try mergedMetadata(
+            archives, inputs: inputs, destination: destination, format: format, options: options)
         // Every tile of every input is written on its own (a PMTiles input's runs too).
         var total = 0
         for (index, archive) in archives.enumerated() {
@@ -102,36 +88,15 @@ package enum ArchiveMerger {
                 keepsMixedTileCompression: options.keepsMixedTileCompression, tileIndex: options.tileIndex,
                 inputs: archives))
         var report = MergeReport(inputs: inputs, destination: destination)
-        report.warnings = fitted.notes
+        report.warnings = fitNotes
         var lastReport = start
         do {
             if let content = contents.first { try sink.begin(content: content) }
             for (index, archive) in archives.enumerated() {
                 try archive.forEachTile { tile, bytes in
-                    // Held by another input too? Identical bytes: the first holder writes them.
-                    var keep = true
-                    for (other, peer) in archives.enumerated() where other != index {
-                        let same: Bool? = try peer.withTileBytes(at: tile) { $0.elementsEqual(bytes) }
-                        guard let same else { continue }
-                        if other < index && same {
-                            keep = false
-                            break
-                        }
-                        if !same {
-                            switch options.onDuplicate {
-                            case .error:
-                                throw OperationError(
-                                    path: destination,
-                                    fault: .conflict(
-                                        "tile \(tile) differs between \(inputs[min(index, other)]) and \(inputs[max(index, other)]) (use --on-duplicate first or last)"
-                                    ))
-                            case .first where other < index, .last where other > index:
-                                keep = false
-                            default: break
-                            }
-                            if !keep { break }
-                        }
-                    }
+                    let keep = try keeps(
+                        tile, bytes, of: index, archives: archives, inputs: inputs, onDuplicate: options.onDuplicate,
+                        destination: destination)
                     if !keep {
                         report.duplicates += 1
                         return
@@ -151,5 +116,56 @@ package enum ArchiveMerger {
         }
         report.seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
         return report
+    }
+
+    /// The first input's metadata, without the derived keys the inputs disagree on and without
+    /// `agg_tiles_hash`, named after the output when unnamed, fitted to its format; whether the
+    /// output carries a hash (asked, or an input carries one); the fitting's notes.
+    private static func mergedMetadata(
+        _ archives: [any TileArchive], inputs: [String], destination: String, format: TileArchiveFormat, options: MergeOptions
+    ) throws(OperationError) -> (TileMetadata, Bool, [String]) {
+        var metadata: TileMetadata
+        var carriesHash = options.aggregateTilesHash
+        do {
+            let all = try archives.map { try $0.metadata() }
+            metadata = all[0]
+            if all.contains(where: { $0[TileMetadata.Key.aggregateTilesHash] != nil }) { carriesHash = true }
+            for key in derivedKeys where Set(all.map { $0[key] }).count > 1 {
+                metadata[key] = nil
+            }
+            metadata[TileMetadata.Key.aggregateTilesHash] = nil
+        } catch {
+            throw OperationError.wrapping(error, path: inputs[0])
+        }
+        if metadata.name?.isEmpty ?? true { metadata.name = ArchiveLocation.baseName(destination) }
+        let fitted = MetadataMapping.fitted(metadata, for: format)
+        return (fitted.metadata, carriesHash, fitted.notes)
+    }
+
+    /// Whether input `index` writes `tile`: a tile held by another input too is written by the
+    /// first holder when the bytes are identical, else as `onDuplicate` says (or refused).
+    private static func keeps(
+        _ tile: TileCoordinate, _ bytes: UnsafeRawBufferPointer, of index: Int, archives: [any TileArchive], inputs: [String],
+        onDuplicate: DuplicateRule, destination: String
+    ) throws -> Bool {
+        for (other, peer) in archives.enumerated() where other != index {
+            let same: Bool? = try peer.withTileBytes(at: tile) { $0.elementsEqual(bytes) }
+            guard let same else { continue }
+            if other < index && same { return false }
+            if !same {
+                switch onDuplicate {
+                case .error:
+                    throw OperationError(
+                        path: destination,
+                        fault: .conflict(
+                            "tile \(tile) differs between \(inputs[min(index, other)]) and \(inputs[max(index, other)]) (use --on-duplicate first or last)"
+                        ))
+                case .first where other < index, .last where other > index:
+                    return false
+                default: break
+                }
+            }
+        }
+        return true
     }
 }

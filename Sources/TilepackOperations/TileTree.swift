@@ -183,59 +183,8 @@ package struct TileTreeWalker: Sequence, Sendable {
                 }
                 return
             }
-            // Every tile of this folder has the same zoom and the same folder number (x for zxy,
-            // the row for zyx): they sort by the number in their file name, in the order asked for.
-            let z = group.numbers[0]
-            let rowOrder = walker.rowOrder
-            var tiles: [TileFile?] = []
-            var accepted: [Bool] = []
-            tiles.reserveCapacity(files.count)
-            accepted.reserveCapacity(files.count)
-            // (key, index in `tiles`): sorted as plain integers, without copying a `TileFile`
-            // (and retaining its folder) in every comparison.
-            var order: [(key: Int, index: Int)] = []
-            order.reserveCapacity(files.count)
-            for (name, folder) in files {
-                let utf8 = name.utf8
-                guard let dot = utf8.lastIndex(of: UInt8(ascii: ".")), dot != utf8.startIndex else {
-                    pending.append(
-                        .skipped(
-                            SkippedFile(path: folder.path + "/" + name, reason: name.hasPrefix(".") ? "hidden file" : "no file extension")))
-                    continue
-                }
-                guard let number = Self.number(utf8[..<dot]) else {
-                    pending.append(.skipped(SkippedFile(path: folder.path + "/" + name, reason: "file name is not a number")))
-                    continue
-                }
-                let (x, row) = walker.layout == .zxy ? (group.numbers[1], number) : (number, group.numbers[1])
-                let tile: TileCoordinate
-                do {
-                    tile = try TileCoordinate(zoom: z, x: x, row: row, scheme: walker.scheme)
-                } catch {
-                    pending.append(.skipped(SkippedFile(path: folder.path + "/" + name, reason: "out of range: \(error)")))
-                    continue
-                }
-                let key = walker.layout == .zxy ? tile.row(in: rowOrder) : tile.x
-                order.append((key, tiles.count))
-                tiles.append(TileFile(tile: tile, folder: folder, name: name))
-                accepted.append(walker.accepts(tile))
-            }
-            // By key; of two names for one tile (equal keys) the shortest path first (`7/65/45.png`
-            // before `007/65/045.png`), which is the one imported. A total order, so the result does
-            // not depend on the listing's order.
-            order.sort { $0.key != $1.key ? $0.key < $1.key : $0.index < $1.index }
-            var start = 0
-            while start < order.count {
-                var end = start + 1
-                while end < order.count, order[end].key == order[start].key { end += 1 }
-                if end - start > 1 {
-                    order[start..<end].sort { a, b in
-                        let pathA = tiles[a.index]?.path ?? "", pathB = tiles[b.index]?.path ?? ""
-                        return (pathA.utf8.count, pathA) < (pathB.utf8.count, pathB)
-                    }
-                }
-                start = end
-            }
+            var (tiles, accepted, order) = tileFiles(files, zoom: group.numbers[0], folderNumber: group.numbers[1])
+            Self.sort(&order, tiles: tiles)
             // The tile and the entry in `pending` of the last file taken.
             var previous: (tile: TileCoordinate, entry: Int)?
             for (_, index) in order {
@@ -257,6 +206,69 @@ package struct TileTreeWalker: Sequence, Sendable {
                 }
                 previous = (file.tile, pending.count)
                 pending.append(accepted[index] ? .tile(file) : .filtered(file))
+            }
+        }
+
+        /// The tiles of a deepest folder's files, whether the walker's filters accept each, and
+        /// each one's sort key (its number along the folder in the row order asked for) with its
+        /// index; files that name no tile are reported skipped. Every tile of the folder has the
+        /// same zoom and folder number (x for zxy, the row for zyx).
+        private mutating func tileFiles(
+            _ files: [Candidate], zoom z: Int, folderNumber: Int
+        ) -> (tiles: [TileFile?], accepted: [Bool], order: [(key: Int, index: Int)]) {
+            let rowOrder = walker.rowOrder
+            var tiles: [TileFile?] = []
+            var accepted: [Bool] = []
+            tiles.reserveCapacity(files.count)
+            accepted.reserveCapacity(files.count)
+            // (key, index in `tiles`): sorted as plain integers, without copying a `TileFile`
+            // (and retaining its folder) in every comparison.
+            var order: [(key: Int, index: Int)] = []
+            order.reserveCapacity(files.count)
+            for (name, folder) in files {
+                let utf8 = name.utf8
+                guard let dot = utf8.lastIndex(of: UInt8(ascii: ".")), dot != utf8.startIndex else {
+                    pending.append(
+                        .skipped(
+                            SkippedFile(path: folder.path + "/" + name, reason: name.hasPrefix(".") ? "hidden file" : "no file extension")))
+                    continue
+                }
+                guard let number = Self.number(utf8[..<dot]) else {
+                    pending.append(.skipped(SkippedFile(path: folder.path + "/" + name, reason: "file name is not a number")))
+                    continue
+                }
+                let (x, row) = walker.layout == .zxy ? (folderNumber, number) : (number, folderNumber)
+                let tile: TileCoordinate
+                do {
+                    tile = try TileCoordinate(zoom: z, x: x, row: row, scheme: walker.scheme)
+                } catch {
+                    pending.append(.skipped(SkippedFile(path: folder.path + "/" + name, reason: "out of range: \(error)")))
+                    continue
+                }
+                let key = walker.layout == .zxy ? tile.row(in: rowOrder) : tile.x
+                order.append((key, tiles.count))
+                tiles.append(TileFile(tile: tile, folder: folder, name: name))
+                accepted.append(walker.accepts(tile))
+            }
+            return (tiles, accepted, order)
+        }
+
+        /// Sorts by key; of two names for one tile (equal keys) the shortest path first
+        /// (`7/65/45.png` before `007/65/045.png`), which is the one imported. A total order, so
+        /// the result does not depend on the listing's order.
+        private static func sort(_ order: inout [(key: Int, index: Int)], tiles: [TileFile?]) {
+            order.sort { $0.key != $1.key ? $0.key < $1.key : $0.index < $1.index }
+            var start = 0
+            while start < order.count {
+                var end = start + 1
+                while end < order.count, order[end].key == order[start].key { end += 1 }
+                if end - start > 1 {
+                    order[start..<end].sort { a, b in
+                        let pathA = tiles[a.index]?.path ?? "", pathB = tiles[b.index]?.path ?? ""
+                        return (pathA.utf8.count, pathA) < (pathB.utf8.count, pathB)
+                    }
+                }
+                start = end
             }
         }
 

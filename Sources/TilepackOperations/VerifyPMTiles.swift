@@ -47,6 +47,31 @@ extension ArchiveVerifier {
         }
 
         // The directories: every entry, counted as the header counts them.
+        guard let addressed = checkDirectories(of: archive, collector: &collector) else { return }
+        // Every tile: tile types tilepack cannot decode (AVIF, MLT, ...) are only counted.
+        var checker = ContentChecker(options: options, pool: pool, progress: progress, start: start)
+        checkTiles(of: archive, addressed: addressed, checker: &checker, collector: &collector)
+        let metadata: TileMetadata
+        do {
+            metadata = try archive.metadata()
+        } catch {
+            collector.add(
+                VerifyFinding(
+                    .error, "metadata", "cannot read the metadata: \((error as? TileArchiveError)?.fault.description ?? "\(error)")"))
+            return
+        }
+        // A hash carried over from MBTiles (convert keeps it): the tiles must still hash to it.
+        checkAggregateHash(of: archive, metadata: metadata, addressed: addressed, collector: &collector)
+        let levels = checker.levels.keys.sorted().compactMap { checker.levels[$0] }
+        var summary = TileContentSummary(levels: levels, format: (try? metadata.format) ?? nil)
+        summary.sniffedFormat = checker.formats.keys.sorted { checker.formats[$0]! > checker.formats[$1]! }.first
+        checkMetadata(metadata, summary: summary, checker: checker, collector: &collector)
+    }
+
+    /// Every directory entry, its counts against the header's, clustering and the zooms; the
+    /// tiles the directories address, or nil when they cannot be read.
+    private static func checkDirectories(of archive: PMTilesArchive, collector: inout Collector) -> UInt64? {
+        let header = archive.header
         var addressed: UInt64 = 0
         var entries: UInt64 = 0
         var contents = Set<UInt64>()
@@ -67,7 +92,7 @@ extension ArchiveVerifier {
         } catch {
             collector.add(
                 VerifyFinding(.error, "container", "directories: \((error as? TileArchiveError)?.fault.description ?? "\(error)")"))
-            return
+            return nil
         }
         for (what, declared, counted) in [
             ("addressed tiles", header.addressedTiles, addressed),
@@ -87,8 +112,15 @@ extension ArchiveVerifier {
                     .warning, "container",
                     "the header's zooms are \(header.minZoom)...\(header.maxZoom), the tiles' \(zooms.lowerBound)...\(zooms.upperBound)"))
         }
+        return addressed
+    }
 
-        // Every tile: tile types tilepack cannot decode (AVIF, MLT, ...) are only counted.
+    /// Every tile decoded (or, past ``maximumTilesVisited``, each run's bytes once), tiles the
+    /// header calls gzip-compressed checked for gzip, and the header's tile type against them.
+    private static func checkTiles(
+        of archive: PMTilesArchive, addressed: UInt64, checker: inout ContentChecker, collector: inout Collector
+    ) {
+        let header = archive.header
         let decodable = header.tileType.tileFormat != nil || header.tileType == .unknown
         if !decodable && addressed > 0 {
             collector.add(
@@ -101,9 +133,8 @@ extension ArchiveVerifier {
                     .warning, "tile",
                     "tiles compressed with \(header.tileCompression) are not decoded (tilepack decodes gzip or uncompressed tiles)"))
         }
-        let checkTiles =
+        let checksContent =
             decodable && (header.tileCompression == .none || header.tileCompression == .gzip || header.tileCompression == .unknown)
-        var checker = ContentChecker(options: options, pool: pool, progress: progress, start: start)
         // Tiles the header calls gzip-compressed must be gzip (a reader inflates them first).
         var notGzip = 0
         var firstNotGzip: TileCoordinate?
@@ -112,7 +143,7 @@ extension ArchiveVerifier {
                 notGzip += 1
                 if firstNotGzip == nil { firstNotGzip = tile }
             }
-            if checkTiles { checker.add(tile: tile, label: TileReference(tile), bytes: bytes, collector: &collector) }
+            if checksContent { checker.add(tile: tile, label: TileReference(tile), bytes: bytes, collector: &collector) }
         }
         do {
             if addressed <= Self.maximumTilesVisited {
@@ -149,17 +180,13 @@ extension ArchiveVerifier {
         {
             collector.add(VerifyFinding(.error, "tile", "the header's tile type is \(header.tileType), but \(count) tiles are \(sniffed)"))
         }
+    }
 
-        let metadata: TileMetadata
-        do {
-            metadata = try archive.metadata()
-        } catch {
-            collector.add(
-                VerifyFinding(
-                    .error, "metadata", "cannot read the metadata: \((error as? TileArchiveError)?.fault.description ?? "\(error)")"))
-            return
-        }
-        // A hash carried over from MBTiles (convert keeps it): the tiles must still hash to it.
+    /// `agg_tiles_hash` (carried over from MBTiles) against the tiles, unless its algorithm is not
+    /// one tilepack computes or the archive addresses too many tiles to hash one by one.
+    private static func checkAggregateHash(
+        of archive: PMTilesArchive, metadata: TileMetadata, addressed: UInt64, collector: inout Collector
+    ) {
         if let algorithm = metadata.unsupportedHashAlgorithm {
             collector.add(
                 VerifyFinding(.warning, "hash", "unsupported hash algorithm \(algorithm), not checked", key: TileMetadata.Key.hashAlgorithm)
@@ -183,9 +210,5 @@ extension ArchiveVerifier {
                 collector.add(VerifyFinding(.error, "hash", "computing agg_tiles_hash failed: \(error)"))
             }
         }
-        let levels = checker.levels.keys.sorted().compactMap { checker.levels[$0] }
-        var summary = TileContentSummary(levels: levels, format: (try? metadata.format) ?? nil)
-        summary.sniffedFormat = checker.formats.keys.sorted { checker.formats[$0]! > checker.formats[$1]! }.first
-        checkMetadata(metadata, summary: summary, checker: checker, collector: &collector)
     }
 }
