@@ -261,33 +261,39 @@ public enum PMTilesFormat {
         guard reader.remaining == 0 else {
             return .failure(DirectoryFault("\(reader.remaining) bytes follow the last entry"))
         }
+        if let fault = checkPlaces(of: entries, tileDataLength: tileDataLength, leafDataLength: leafDataLength) {
+            return .failure(fault)
+        }
+        return .success(entries)
+    }
+
+    /// The first entry that lies outside its section (`tileDataLength` for tiles, `leafDataLength`
+    /// for leaves), whose run overlaps the next entry, or that is over the size limits.
+    private static func checkPlaces(of entries: [Entry], tileDataLength: UInt64, leafDataLength: UInt64) -> DirectoryFault? {
+        let count = entries.count
         for (i, entry) in entries.enumerated() {
             let limit = entry.runLength == 0 ? leafDataLength : tileDataLength
             guard entry.offset <= limit, UInt64(entry.length) <= limit - entry.offset else {
                 let what = entry.runLength == 0 ? "leaf directory" : "tile data"
-                return .failure(
-                    DirectoryFault(
-                        "entry \(i): \(entry.length) bytes at offset \(entry.offset) lie outside the \(what) section (\(limit) bytes)"))
+                return DirectoryFault(
+                    "entry \(i): \(entry.length) bytes at offset \(entry.offset) lie outside the \(what) section (\(limit) bytes)")
             }
             if entry.runLength > 0 {
                 let end = entry.tileID + UInt64(entry.runLength)
                 let next = i + 1 < count ? entries[i + 1].tileID : idLimit
                 guard end <= next else {
-                    return .failure(
-                        DirectoryFault("entry \(i): a run of \(entry.runLength) tiles from id \(entry.tileID) overlaps the next entry"))
+                    return DirectoryFault("entry \(i): a run of \(entry.runLength) tiles from id \(entry.tileID) overlaps the next entry")
                 }
                 guard Int(entry.length) <= maximumTileLength else {
-                    return .failure(DirectoryFault("entry \(i): a tile of \(entry.length) bytes, over the limit of \(maximumTileLength)"))
+                    return DirectoryFault("entry \(i): a tile of \(entry.length) bytes, over the limit of \(maximumTileLength)")
                 }
             } else {
                 guard Int(entry.length) <= maximumDirectoryLength else {
-                    return .failure(
-                        DirectoryFault("entry \(i): a leaf directory of \(entry.length) bytes, over the limit of \(maximumDirectoryLength)")
-                    )
+                    return DirectoryFault("entry \(i): a leaf directory of \(entry.length) bytes, over the limit of \(maximumDirectoryLength)")
                 }
             }
         }
-        return .success(entries)
+        return nil
     }
 
     /// The tiles of the ids `ids` (inside one zoom, below `idLimit`) as the fewest aligned squares:

@@ -180,36 +180,6 @@ public final class PMTilesWriter {
         return content
     }
 
-    /// Where contents copied from ``copySource`` lie there -> the content holding those bytes: the
-    /// offsets that come ascending (as a clustered base's contents come, each new one after the
-    /// last) in an array searched by halves, any other in a dictionary.
-    private struct CopiedContents {
-        private var ascending: [(offset: Int, content: UInt32)] = []
-        private var others: [Int: UInt32] = [:]
-
-        mutating func reserveCapacity(_ count: Int) { ascending.reserveCapacity(count) }
-
-        func content(at offset: Int) -> UInt32? {
-            if !others.isEmpty, let content = others[offset] { return content }
-            guard let last = ascending.last, offset <= last.offset else { return nil }
-            var low = 0, high = ascending.count
-            while low < high {
-                let middle = (low + high) / 2
-                if ascending[middle].offset < offset { low = middle + 1 } else { high = middle }
-            }
-            return ascending[low].offset == offset ? ascending[low].content : nil
-        }
-
-        /// `content` holds the bytes at `offset` (in place of any content said to before).
-        mutating func insert(_ content: UInt32, at offset: Int) {
-            if ascending.last.map({ offset > $0.offset }) ?? true {
-                ascending.append((offset, content))
-            } else {
-                others[offset] = content
-            }
-        }
-    }
-
     /// What every added tile must be: no empty tile, none over the format's limit, no id past the last zoom.
     private func checkAdding(ids: Range<UInt64>, length: Int) throws(TileArchiveError) {
         guard !finished else { throw TileArchiveError(path: destination, fault: .io(errno: 0, reason: "the writer is already finished")) }
@@ -382,48 +352,9 @@ public final class PMTilesWriter {
             gzipped = try gzipPlainContents()
         }
 
-        // Clustered: each content placed where its first tile (in tile-id order) needs it.
-        var placed = [UInt64](repeating: .max, count: contents.count)
-        var order: [Int] = []
-        order.reserveCapacity(contents.count)
-        var dataLength: UInt64 = 0
-        var entries: [PMTilesFormat.Entry] = []
-        for tile in tiles {
-            let content = Int(tile.content)
-            if placed[content] == .max {
-                placed[content] = dataLength
-                dataLength += UInt64(contents[content].length)
-                order.append(content)
-            }
-            if var last = entries.last, last.tileID + UInt64(last.runLength) == tile.tileID, last.offset == placed[content],
-                UInt64(last.runLength) + UInt64(tile.runLength) <= UInt64(UInt32.max)
-            {
-                last.runLength += tile.runLength
-                entries[entries.count - 1] = last
-            } else {
-                entries.append(
-                    PMTilesFormat.Entry(
-                        tileID: tile.tileID, offset: placed[content], length: contents[content].length, runLength: tile.runLength))
-            }
-        }
-
+        let (order, dataLength, entries) = clusteredEntries()
         let (root, leaves, leafCount) = Self.directories(entries)
-        var header = PMTilesHeader()
-        header.clustered = true
-        header.internalCompression = .gzip
-        let tileType = resolvedTileType()
-        header.tileType = tileType
-        header.tileCompression =
-            tileType == .mvt ? (gzipTiles == addressed && addressed > 0 ? .gzip : (gzipTiles == 0 ? .none : .unknown)) : .none
-        header.addressedTiles = addressed
-        header.tileEntries = UInt64(entries.count)
-        header.tileContents = UInt64(contents.count)
-        let minZoom = tiles.first.map { PMTilesFormat.zoom(ofID: $0.tileID) } ?? 0
-        let maxZoom = tiles.last.map { PMTilesFormat.zoom(ofID: $0.tileID + UInt64($0.runLength) - 1) } ?? 0
-        header.minZoom = UInt8(minZoom)
-        header.maxZoom = UInt8(maxZoom)
-        setPlace(&header, minZoom: minZoom, maxZoom: maxZoom)
-
+        var header = header(describing: entries)
         let metadataBytes = Gzip.compress(PMTilesMetadata.encode(metadata))
         guard metadataBytes.count <= PMTilesFormat.maximumMetadataLength else {
             throw TileArchiveError(
@@ -456,6 +387,59 @@ public final class PMTilesWriter {
         return Summary(
             addressedTiles: Int(addressed), tileEntries: entries.count, tileContents: contents.count,
             leafDirectories: leafCount, fileLength: fileLength, header: header, gzippedContents: gzipped)
+    }
+
+    /// The directory entries, clustered: each content placed where its first tile (in tile-id
+    /// order) needs it, consecutive tiles of one content merged into runs; with the contents in
+    /// the order they are written and the tile data's length.
+    private func clusteredEntries() -> (order: [Int], dataLength: UInt64, entries: [PMTilesFormat.Entry]) {
+        var placed = [UInt64](repeating: .max, count: contents.count)
+        var order: [Int] = []
+        order.reserveCapacity(contents.count)
+        var dataLength: UInt64 = 0
+        var entries: [PMTilesFormat.Entry] = []
+        for tile in tiles {
+            let content = Int(tile.content)
+            if placed[content] == .max {
+                placed[content] = dataLength
+                dataLength += UInt64(contents[content].length)
+                order.append(content)
+            }
+            if var last = entries.last, last.tileID + UInt64(last.runLength) == tile.tileID, last.offset == placed[content],
+                UInt64(last.runLength) + UInt64(tile.runLength) <= UInt64(UInt32.max)
+            {
+                last.runLength += tile.runLength
+                entries[entries.count - 1] = last
+            } else {
+                entries.append(
+                    PMTilesFormat.Entry(
+                        tileID: tile.tileID, offset: placed[content], length: contents[content].length, runLength: tile.runLength))
+            }
+        }
+
+        return (order, dataLength, entries)
+    }
+
+    /// The header's description of the tiles: clustered, its compressions and tile type, its counts,
+    /// zooms, bounds and center.
+    private func header(describing entries: [PMTilesFormat.Entry]) -> PMTilesHeader {
+        var header = PMTilesHeader()
+        header.clustered = true
+        header.internalCompression = .gzip
+        let tileType = resolvedTileType()
+        header.tileType = tileType
+        header.tileCompression =
+            tileType == .mvt ? (gzipTiles == addressed && addressed > 0 ? .gzip : (gzipTiles == 0 ? .none : .unknown)) : .none
+        header.addressedTiles = addressed
+        header.tileEntries = UInt64(entries.count)
+        header.tileContents = UInt64(contents.count)
+        let minZoom = tiles.first.map { PMTilesFormat.zoom(ofID: $0.tileID) } ?? 0
+        let maxZoom = tiles.last.map { PMTilesFormat.zoom(ofID: $0.tileID + UInt64($0.runLength) - 1) } ?? 0
+        header.minZoom = UInt8(minZoom)
+        header.maxZoom = UInt8(maxZoom)
+        setPlace(&header, minZoom: minZoom, maxZoom: maxZoom)
+
+        return header
     }
 
     /// Appends the contents in `order`: spooled ones through memory, runs of contents that lie back
@@ -586,46 +570,6 @@ public final class PMTilesWriter {
             header.centerLonE7 = e7((bounds.west + bounds.east) / 2)
             header.centerLatE7 = e7((bounds.south + bounds.north) / 2)
             header.centerZoom = UInt8(clamping: minZoom)
-        }
-    }
-
-    /// The root directory and the leaf directories (gzip-compressed), so that the header and the
-    /// root fit in the first ``PMTilesFormat/initialFetchLength`` bytes: the root alone when it
-    /// fits, else leaves of `n` entries each, `n` growing by a fifth until the root of leaves fits.
-    package static func directories(_ entries: [PMTilesFormat.Entry]) -> (root: [UInt8], leaves: [UInt8], leafCount: Int) {
-        let budget = PMTilesFormat.initialFetchLength - PMTilesFormat.headerLength
-        // Compressed only as far as the budget: a directory of many entries is given up on early.
-        if let whole = PMTilesFormat.encodeDirectory(entries).withUnsafeBytes({ Gzip.compress($0, limit: budget) }) {
-            return (whole, [], 0)
-        }
-        var leafSize = max(4096, entries.count / 3500)
-        while true {
-            // The leaves encoded and compressed on every core (each on its own: the same bytes
-            // whichever thread makes them), then laid end to end in order.
-            let size = leafSize
-            let starts = Array(stride(from: 0, to: entries.count, by: size))
-            // Each iteration writes its own element, read after all have returned.
-            nonisolated(unsafe) let results = UnsafeMutableBufferPointer<[UInt8]>.allocate(capacity: starts.count)
-            results.initialize(repeating: [])
-            defer { results.deallocate() }
-            DispatchQueue.concurrentPerform(iterations: starts.count) { i in
-                let end = min(entries.count, starts[i] + size)
-                results[i] = Gzip.compress(PMTilesFormat.encodeDirectory(Array(entries[starts[i]..<end])))
-            }
-            let packed = Array(results)
-            _ = results.deinitialize()
-            var leaves: [UInt8] = []
-            leaves.reserveCapacity(packed.reduce(0) { $0 + $1.count })
-            var rootEntries: [PMTilesFormat.Entry] = []
-            for (start, leaf) in zip(starts, packed) {
-                rootEntries.append(
-                    PMTilesFormat.Entry(
-                        tileID: entries[start].tileID, offset: UInt64(leaves.count), length: UInt32(leaf.count), runLength: 0))
-                leaves += leaf
-            }
-            let root = Gzip.compress(PMTilesFormat.encodeDirectory(rootEntries))
-            if root.count <= budget { return (root, leaves, rootEntries.count) }
-            leafSize += leafSize / 5
         }
     }
 
