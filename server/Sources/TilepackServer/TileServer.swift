@@ -10,7 +10,7 @@ import TilepackStorage
 import UnixSignals
 
 /// `tilepack serve`: archives over HTTP on Hummingbird 2's server core (see `Specs/serve.md`;
-/// connections in ``TileChannel``).
+/// connections in ``InlineHTTP1Channel``).
 ///
 /// ```swift
 /// let server = try TileServer(options: TileServerOptions(archivePaths: ["world.mbtiles"], port: 0))
@@ -67,7 +67,7 @@ package final class TileServer: Sendable {
             service.catalog.slots.contains { $0.remote != nil } ? NIOThreadPool(numberOfThreads: Self.storeReadThreads) : nil
         storeReads?.start()
         defer { storeReads?.shutdownGracefully { _ in } }
-        let channel = TileChannel(
+        let channel = InlineHTTP1Channel(
             service: service, idleTimeout: .nanoseconds(Int64(max(options.idleTimeout, 0.1) * 1e9)),
             headerTimeout: .nanoseconds(Int64(max(options.headerTimeout, 0.1) * 1e9)), connections: connections,
             storeReads: storeReads)

@@ -22,7 +22,7 @@ struct ServerResponse: Sendable {
 }
 
 /// The HTTP contract of `Specs/serve.md` as one synchronous function of the request head, so that
-/// routing and headers are tested without a socket; ``TileChannel`` answers requests with it.
+/// routing and headers are tested without a socket; ``InlineHTTP1Channel`` answers requests with it.
 final class TileService: Sendable {
     let options: TileServerOptions
     let catalog: ArchiveCatalog

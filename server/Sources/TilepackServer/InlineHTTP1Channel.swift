@@ -9,8 +9,9 @@ import TilepackRequestHead
 @_spi(HTTP1) import enum TilepackHTTP.HTTP1Syntax
 
 /// A connection of `tilepack serve`: HTTP/1.1 on Hummingbird's server core (binding, the
-/// connection limit, graceful shutdown), every request parsed (``RequestHead``) and answered on
-/// the event loop that read it, its answer written as one buffer.
+/// connection limit, graceful shutdown), every request parsed (``RequestHead``) and answered
+/// inline, on the event loop that read it (where Hummingbird's own `HTTP1Channel` hands it to a
+/// task), its answer written as one buffer.
 ///
 /// Answering a tile is synchronous work of a few microseconds (a `pread` or an SQLite lookup in
 /// the page cache, then headers), so it runs where the request was read, as nginx's workers do.
@@ -21,7 +22,7 @@ import TilepackRequestHead
 /// A tile of a remote archive whose bytes are not held (neither in its first request's bytes nor
 /// in its cache) waits for the store, milliseconds to seconds: that answer is made on a thread of
 /// `storeReads` instead, so the loop goes on answering the other connections meanwhile.
-struct TileChannel: ServerChildChannel {
+struct InlineHTTP1Channel: ServerChildChannel {
     struct Value: ServerChildChannelValue {
         let channel: any Channel
     }
