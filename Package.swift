@@ -22,7 +22,8 @@ let package = Package(
     platforms: [.macOS(.v15), .iOS(.v18)],
     products: [
         // What an app links: `import Tilepack` re-exports Core, Storage, Imaging, TileLayer, the
-        // Adapter and Prefetch. It stands on the platform: HTTP through URLSession, MD5 from CryptoKit or libcrypto.
+        // Adapter, Prefetch, Update and URLSession. It stands on the platform: HTTP through
+        // URLSession, MD5 from CryptoKit or libcrypto.
         .library(name: "Tilepack", targets: ["Tilepack"]),
         // Archives at http(s):// URLs (PMTiles and bundles by range requests) for apps that read
         // remote archives: `RemoteArchive.open(url:)` gives the same `TileArchive` read API.
@@ -64,12 +65,11 @@ let package = Package(
         systemLibrary("CTilepackTurboJPEG", pkgConfig: "libturbojpeg", apt: ["libturbojpeg0-dev"]),
         systemLibrary("CTilepackWebP", pkgConfig: "libwebp", apt: ["libwebp-dev"]),
         systemLibrary("CTilepackLZ4", pkgConfig: "liblz4", apt: ["liblz4-dev"]),
+        // zlib: gzip and zlib streams, and CRC-32 on Apple platforms (the SDK's zlib; on Linux the
+        // reference the libdeflate CRC is tested against). Imported by TilepackCompression alone.
         systemLibrary("CTilepackZlib", pkgConfig: "zlib", apt: ["zlib1g-dev"]),
-        // zlib's crc32 for TilepackChecksum: CRC-32 on Apple platforms (the SDK's zlib), and on
-        // Linux the reference the libdeflate CRC is tested against (a module of its own, so that
-        // each C module keeps one importer).
-        systemLibrary("CTilepackZlibCRC", pkgConfig: "zlib", apt: ["zlib1g-dev"]),
-        // CRC-32 with carry-less multiplication (PCLMUL/ARMv8 CRC): about 6x zlib's crc32 here.
+        // CRC-32 with carry-less multiplication (PCLMUL/ARMv8 CRC): about 6x zlib's crc32 here;
+        // whole zlib streams for PNG and whole gzip members inflated. Imported by TilepackCompression alone.
         systemLibrary("CTilepackDeflate", pkgConfig: "libdeflate", apt: ["libdeflate-dev"]),
         // MD5, SHA-256 and Ed25519 on Linux (OpenSSL's libcrypto); Apple platforms use CryptoKit.
         systemLibrary("CTilepackCrypto", pkgConfig: "libcrypto", apt: ["libssl-dev"]),
@@ -79,12 +79,16 @@ let package = Package(
 
         // Floor 1: the vocabulary, and the worker pool that import, verify and patch share. Foundation only.
         .target(name: "TilepackCore"),
-        // Floor 1: CRC-32 (libdeflate on Linux, the SDK's zlib on Apple platforms) and the digests
-        // (MD5, SHA-256, HMAC) and Ed25519 signatures (libcrypto on Linux, CryptoKit on Apple platforms), below
-        // Storage and TileLayer.
+        // Floor 1: compression, the one importer of zlib and libdeflate: gzip (PMTiles directories
+        // and metadata, vector tiles), whole zlib streams for the PNG encoder (libdeflate, Linux),
+        // and the CRC-32 routines of both libraries, which Checksum's CRC-32 calls.
+        .target(name: "TilepackCompression", dependencies: ["CTilepackZlib", linuxOnly("CTilepackDeflate")]),
+        // Floor 1, over Compression: CRC-32 (libdeflate on Linux, the SDK's zlib on Apple platforms)
+        // and the digests (MD5, SHA-256, HMAC) and Ed25519 signatures (libcrypto on Linux, CryptoKit
+        // on Apple platforms), below Storage and TileLayer.
         .target(
             name: "TilepackChecksum",
-            dependencies: [linuxOnly("CTilepackDeflate"), linuxOnly("CTilepackCrypto"), "CTilepackZlibCRC"]
+            dependencies: ["TilepackCompression", linuxOnly("CTilepackCrypto")]
         ),
 
         // Floor 2: archives (MBTiles, bundle, PMTiles: the one door to read one), their content
@@ -92,13 +96,14 @@ let package = Package(
         .target(
             name: "TilepackStorage",
             dependencies: [
-                "TilepackCore", "TilepackChecksum", "CTilepackSQLite", linuxOnly("CTilepackLZ4"), "CTilepackZlib",
+                "TilepackCore", "TilepackChecksum", "TilepackCompression", "CTilepackSQLite", linuxOnly("CTilepackLZ4"),
             ]
         ),
         .target(
             name: "TilepackImaging",
             dependencies: [
-                "TilepackCore", "TilepackChecksum", linuxOnly("CTilepackPNG"), linuxOnly("CTilepackTurboJPEG"), linuxOnly("CTilepackWebP"),
+                "TilepackCore", "TilepackChecksum", "TilepackCompression", linuxOnly("CTilepackPNG"), linuxOnly("CTilepackTurboJPEG"),
+                linuxOnly("CTilepackWebP"),
                 linuxOnly("CTilepackPixman"),
             ]
         ),
@@ -127,7 +132,7 @@ let package = Package(
         // Floor 3: updates: the patch formats, diff, patch (in place or rewritten), the tile hash
         // index of an archive, the one check that an archive is a patch's base, and the background
         // request an app patches (and syncs) with.
-        .target(name: "TilepackUpdate", dependencies: ["TilepackCore", "TilepackChecksum", "TilepackStorage"]),
+        .target(name: "TilepackUpdate", dependencies: ["TilepackCore", "TilepackChecksum", "TilepackCompression", "TilepackStorage"]),
 
         // Floor 3: archives over HTTP(S) range requests, behind Storage's byte-source protocol; sync over the update module.
         .target(
@@ -137,7 +142,8 @@ let package = Package(
         .target(
             name: "TilepackOperations",
             dependencies: [
-                "TilepackCore", "TilepackChecksum", "TilepackStorage", "TilepackImaging", "TilepackHTTP", "TilepackRemote", "TilepackUpdate", "TilepackPlan",
+                "TilepackCore", "TilepackChecksum", "TilepackCompression", "TilepackStorage", "TilepackImaging", "TilepackHTTP", "TilepackRemote",
+                "TilepackUpdate", "TilepackPlan",
             ]
         ),
 
@@ -166,7 +172,7 @@ let package = Package(
             dependencies: ["TilepackCore", "TilepackStorage", "TileLayer", "TilepackAdapter", "TilepackOperations"]
         ),
 
-        // The `Tilepack` product's module: one import for an app. Its privacy manifest declares the
+        // Floor 5: the `Tilepack` product's module, one import for an app. Its privacy manifest declares the
         // file-timestamp APIs the library calls (stat, fstat: file versions, the disk cache).
         .target(
             name: "Tilepack",

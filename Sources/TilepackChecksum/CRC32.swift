@@ -1,17 +1,13 @@
-internal import CTilepackZlibCRC
-
-#if canImport(CTilepackDeflate)
-internal import CTilepackDeflate
-#endif
+internal import TilepackCompression
 
 /// CRC-32 (ISO-HDLC: the CRC of zlib, PNG and gzip), the one implementation tilepack computes
 /// with, below both Storage and the tile layer. On Linux it is libdeflate's, which uses carry-less
 /// multiplication where the CPU has it (about 6x zlib's `crc32` on this project's machines: 23
 /// against 4 GB/s on 64 KiB); on Apple platforms, which ship no libdeflate, the SDK's zlib
-/// (``ZlibCRC32``, also built on Linux, where the tests hold it to libdeflate's). Bundle payloads,
-/// PNG chunk checks and the tile layer's disk cache go through it; zlib and libpng still check
-/// their own streams with zlib's. Combining is the same arithmetic as zlib's
-/// `crc32_combine_gen`/`_op`, in Swift. A module of its own (the one importer of libdeflate).
+/// (``ZlibCRC32``, also built on Linux, where the tests hold it to libdeflate's). Both are
+/// TilepackCompression's, the one importer of zlib and libdeflate. Bundle payloads, PNG chunk
+/// checks and the tile layer's disk cache go through it; zlib and libpng still check their own
+/// streams with zlib's. Combining is the same arithmetic as zlib's `crc32_combine_gen`/`_op`, in Swift.
 package enum CRC32 {
     /// The CRC-32 of `bytes`, continuing from `crc` (0 to start).
     package static func checksum(_ bytes: UnsafeRawBufferPointer, continuing crc: UInt32 = 0) -> UInt32 {
@@ -52,45 +48,5 @@ package enum CRC32 {
             b = b & 1 != 0 ? (b >> 1) ^ 0xEDB8_8320 : b >> 1
         }
         return product
-    }
-}
-
-/// A CRC-32 implementation: the same function of the bytes from one library or another.
-package protocol CRC32Engine {
-    /// The CRC-32 of `bytes`, continuing from `crc` (0 to start).
-    static func update(_ crc: UInt32, _ bytes: UnsafeRawBufferPointer) -> UInt32
-}
-
-#if canImport(CTilepackDeflate) && !PortableCodecs
-/// The platform's CRC-32: libdeflate's where it is linked (Linux).
-typealias PlatformCRC32 = LibdeflateCRC32
-#else
-/// The platform's CRC-32: the SDK's zlib on Apple platforms (and on Linux with the `PortableCodecs` trait).
-typealias PlatformCRC32 = ZlibCRC32
-#endif
-
-#if canImport(CTilepackDeflate)
-/// libdeflate's CRC-32 (carry-less multiplication where the CPU has it), Linux's.
-package enum LibdeflateCRC32: CRC32Engine {
-    package static func update(_ crc: UInt32, _ bytes: UnsafeRawBufferPointer) -> UInt32 {
-        guard let base = bytes.baseAddress, bytes.count > 0 else { return crc }
-        return libdeflate_crc32(crc, base, bytes.count)
-    }
-}
-#endif
-
-/// zlib's CRC-32: Apple platforms' (every SDK has zlib); on Linux the tests' reference for libdeflate's.
-package enum ZlibCRC32: CRC32Engine {
-    package static func update(_ crc: UInt32, _ bytes: UnsafeRawBufferPointer) -> UInt32 {
-        guard let base = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count > 0 else { return crc }
-        // zlib's length is a 32-bit uInt: longer buffers go in pieces.
-        var result = crc
-        var done = 0
-        while done < bytes.count {
-            let piece = min(bytes.count - done, 1 << 30)
-            result = UInt32(truncatingIfNeeded: crc32(uLong(result), base + done, uInt(piece)))
-            done += piece
-        }
-        return result
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 internal import TilepackChecksum
+internal import TilepackCompression
 
 /// PNG files written by tilepack itself where libdeflate is linked (Linux): each row filtered
 /// with the filter libpng's heuristic would pick (the least sum of absolute filtered bytes), the

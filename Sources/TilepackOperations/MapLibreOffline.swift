@@ -1,6 +1,7 @@
 import Foundation
 import TilepackCore
 @_spi(TilepackInternal) import TilepackStorage
+@_spi(TilepackInternal) import TilepackCompression
 
 /// Options of ``MapLibreOfflineExporter`` (Specs/maplibre-offline.md).
 package struct MapLibreOfflineOptions: Sendable {

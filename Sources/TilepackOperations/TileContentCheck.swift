@@ -2,6 +2,7 @@ import Foundation
 import TilepackCore
 import TilepackImaging
 @_spi(TilepackInternal) import TilepackStorage
+@_spi(TilepackInternal) import TilepackCompression
 
 /// Checks that one tile's content is whole: an image decodes completely, a vector tile inflates
 /// and parses as MVT, a JSON tile parses. Used by `verify` on every tile.

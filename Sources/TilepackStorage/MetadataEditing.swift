@@ -1,5 +1,6 @@
 import Foundation
 import TilepackCore
+@_spi(TilepackInternal) internal import TilepackCompression
 
 /// How `tilepack meta set` and `meta delete` changed a file.
 public enum MetadataEditMethod: String, Sendable, Codable {

@@ -2,6 +2,7 @@ import Foundation
 internal import TilepackChecksum
 import TilepackCore
 @_spi(TilepackInternal) import TilepackStorage
+@_spi(TilepackInternal) internal import TilepackCompression
 
 /// The difference between two versions of a tileset (Specs/updates.md §2): the added and changed
 /// tiles whole, the deleted tiles, the metadata changes, and what identifies the version it applies

@@ -5,6 +5,7 @@ import TilepackCore
 import TilepackTestSupport
 
 @testable import TilepackImaging
+@_spi(TilepackInternal) import TilepackCompression
 
 @Suite struct PNGEncoderTests {
     @Test(arguments: PixelFormat.allCases)

@@ -4,6 +4,7 @@ import TilepackCore
 import TilepackOperations
 @_spi(TilepackInternal) import TilepackStorage
 import TilepackTestSupport
+@_spi(TilepackInternal) import TilepackCompression
 
 /// Archives and metadata from other tools convert into every format (issue 31).
 @Suite struct MetadataMappingTests {

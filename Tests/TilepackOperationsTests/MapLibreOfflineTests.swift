@@ -6,6 +6,7 @@ import TilepackHTTP
 import TilepackOperations
 @_spi(TilepackInternal) import TilepackStorage
 import TilepackTestSupport
+@_spi(TilepackInternal) import TilepackCompression
 
 /// `export --maplibre-offline` (issue 31 item 6), read back by `tools/maplibre/read_offline.py`,
 /// a reader written from maplibre-native's schema and database code.

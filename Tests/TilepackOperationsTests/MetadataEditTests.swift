@@ -4,6 +4,7 @@ import TilepackCore
 import TilepackOperations
 @_spi(TilepackInternal) import TilepackStorage
 import TilepackTestSupport
+@_spi(TilepackInternal) import TilepackCompression
 
 /// `tilepack meta` (issue 31): metadata changed in place or by a rewrite, in every format, with
 /// the tiles, agg_tiles_hash and every checksum kept true.

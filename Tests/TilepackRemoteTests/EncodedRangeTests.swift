@@ -5,6 +5,7 @@ import TilepackHTTP
 import TilepackRemote
 @_spi(TilepackInternal) import TilepackStorage
 import TilepackTestSupport
+@_spi(TilepackInternal) import TilepackCompression
 
 /// Issue 47, item 3: a server that answers a range with `Content-Encoding: gzip` (a CDN that
 /// compresses on the fly) counts the range in encoded bytes, whatever a transport then decodes.

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @_spi(TilepackInternal) import TilepackStorage
 import TilepackTestSupport
+@_spi(TilepackInternal) import TilepackCompression
 
 /// `Gzip.decompress`: a whole member inflated by libdeflate where it is here, into the length its
 /// trailer states, and by zlib's streaming inflate otherwise; whichever runs, the same bytes come

@@ -5,6 +5,7 @@ import TilepackChecksum
 import TilepackTestSupport
 
 @_spi(TilepackInternal) @testable import TilepackStorage
+@_spi(TilepackInternal) import TilepackCompression
 
 /// The portable LZ4 block codec (Apple platforms' codec) held to liblz4 on Linux: each reads the
 /// other's blocks, and both give the same answer on the same block, byte for byte.

@@ -3,6 +3,7 @@ import Testing
 import TilepackCore
 @_spi(TilepackInternal) import TilepackStorage
 import TilepackTestSupport
+@_spi(TilepackInternal) import TilepackCompression
 
 /// PMTiles v3: tile ids, the fixtures written by other tools, the writer's round trip and layout.
 @Suite struct PMTilesTests {

@@ -5,6 +5,7 @@ import TilepackOperations
 @_spi(TilepackInternal) import TilepackStorage
 import TilepackTestSupport
 import TilepackUpdate
+@_spi(TilepackInternal) import TilepackCompression
 
 /// The tile hash index says whether its archive is canonical, that is what tilepack's writer makes
 /// of its tiles (Specs/updates.md §7.1); a patch whose base's index says so copies the kept

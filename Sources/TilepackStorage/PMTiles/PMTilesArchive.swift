@@ -1,5 +1,6 @@
 import Foundation
 import TilepackCore
+@_spi(TilepackInternal) internal import TilepackCompression
 
 /// A PMTiles v3 archive opened for reading (see `Specs/pmtiles.md`), from a local file or any
 /// ``ByteSource`` (a remote object through `TilepackRemote`).

@@ -1,5 +1,6 @@
 import Foundation
 import TilepackCore
+@_spi(TilepackInternal) internal import TilepackCompression
 
 extension PMTilesWriter {
     /// The root directory and the leaf directories (gzip-compressed), so that the header and the

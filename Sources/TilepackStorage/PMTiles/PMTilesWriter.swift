@@ -1,5 +1,6 @@
 import Foundation
 import TilepackCore
+@_spi(TilepackInternal) internal import TilepackCompression
 
 /// Writes a PMTiles v3 archive (see `Specs/pmtiles.md`): clustered (tile data in tile-id order,
 /// that is by zoom and along the Hilbert curve), identical tiles stored once (compared byte for

@@ -7,6 +7,7 @@ import TilepackImaging
 import TilepackRemote
 import TilepackRequestHead
 @_spi(TilepackInternal) import TilepackStorage
+@_spi(TilepackInternal) import TilepackCompression
 
 /// A response before it goes on the wire.
 struct ServerResponse: Sendable {

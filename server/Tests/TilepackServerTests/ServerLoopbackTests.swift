@@ -6,6 +6,7 @@ import TilepackImaging
 import TilepackTestSupport
 
 @testable import TilepackServer
+@_spi(TilepackInternal) import TilepackCompression
 
 /// The real server on a loopback port, spoken to with raw HTTP/1.1.
 @Suite struct ServerLoopbackTests {

@@ -1,13 +1,12 @@
 internal import CTilepackZlib
 import Foundation
-internal import TilepackChecksum
 
 /// gzip (RFC 1952) through the system zlib (a whole member inflated by libdeflate where it is
 /// here, `ZlibStream`): the one place above zlib that compresses and inflates
 /// gzip (PMTiles directories and metadata, vector tiles stored gzip-compressed, checked by
 /// `verify` and decompressed by the server for clients that do not accept gzip). Inflating is
 /// always bounded: a small input that claims to inflate without bound is an error, not an
-/// allocation. Whether bytes are gzip at all is ``TileFormat/isGzip(_:)``'s to say.
+/// allocation. Whether bytes are gzip at all is Core's `TileFormat.isGzip(_:)` to say.
 @_spi(TilepackInternal) public enum Gzip {
     /// Why a stream did not inflate.
     public enum Failure: Error, Hashable, Sendable, CustomStringConvertible {

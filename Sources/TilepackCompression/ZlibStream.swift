@@ -5,9 +5,9 @@ import Foundation
 /// Whole-buffer zlib streams (RFC 1950) by libdeflate, for the PNG encoder's image data: at its
 /// level 2, on map tiles, about 7x faster than zlib's level 6 with `Z_FILTERED` (libpng's
 /// default) for 5 % more bytes; and whole gzip members inflated for ``inflateGzip(_:length:)``'s
-/// callers. It lives here because this module is libdeflate's one importer
-/// (it also computes the CRC-32); Linux only, as libdeflate is: elsewhere ``isAvailable`` is
-/// false and the PNG encoder keeps the platform's own.
+/// callers. It lives beside ``Gzip`` in the one module that imports libdeflate and zlib (whose
+/// CRC-32 routines Checksum's `CRC32` calls); Linux only, as libdeflate is: elsewhere
+/// ``isAvailable`` is false and the PNG encoder keeps the platform's own.
 package enum ZlibStream {
     package static let isAvailable = true
 
