@@ -66,7 +66,7 @@ package enum ArchiveConverter {
         do {
             metadata = try input.metadata()
             // Kept only where a patch checks it (an MBTiles file patched in place).
-            metadata[ContentIdentity.metadataKey] = nil
+            for key in [ContentIdentity.metadataKey, MBTilesIdentityStamp.key] { metadata[key] = nil }
             total = try input.tileCount()
         } catch {
             throw OperationError.wrapping(error, path: source)

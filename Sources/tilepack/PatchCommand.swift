@@ -36,6 +36,8 @@ struct PatchCommand: ParsableCommand {
         for warning in report.warnings { printError("warning: \(patch): \(warning)") }
         if json {
             try printJSON(report)
+        } else if report.alreadyApplied {
+            print("\(report.base): already at the version this patch makes (\(report.after ?? "")): nothing written")
         } else {
             print(
                 "patched \(report.output)\(report.inPlace ? " in place" : ""): \(report.tilesWritten) tiles written, \(report.tilesDeleted) deleted, \(report.metadataChanges) metadata changes in \(String(format: "%.2f", report.seconds)) s"
