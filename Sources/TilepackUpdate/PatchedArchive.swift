@@ -242,17 +242,7 @@ extension PatchedArchive {
     /// archive was last changed no later than the index. `nil` otherwise (no index, or one of
     /// another version).
     static func storedIndex(of path: String, _ archive: any TileArchive) -> TileHashIndex? {
-        let sidecar = TileHashIndex.sidecarName(of: path)
-        guard let file = FileSystem.stat(path), let indexFile = FileSystem.stat(sidecar),
-            case (let changed, let indexed) = (FileVersion(file), FileVersion(indexFile)),
-            (changed.modifiedSeconds, changed.modifiedNanoseconds) <= (indexed.modifiedSeconds, indexed.modifiedNanoseconds),
-            let count = try? archive.tileCount(), TileHashIndex.isFileLength(Int(indexFile.st_size), tiles: count),
-            let data = FileManager.default.contents(atPath: sidecar),
-            let index = try? TileHashIndex.decode(Array(data), name: sidecar),
-            index.archiveLength == UInt64(file.st_size), index.identity.tileCount == UInt64(count),
-            let metadata = try? archive.metadata(), index.identity.metadata == ContentIdentity.metadataHash(metadata)
-        else { return nil }
-        return index
+        (try? TileHashIndex.beside(path, archive: archive)) ?? nil
     }
 
     /// The result's tile hashes from the base's index and the changed tiles alone: the base's
