@@ -201,8 +201,8 @@ package final class StagedByteSource: ByteSource, @unchecked Sendable {
         let total = wanted.reduce(0) { $0 + $1.count }
         var staged = 0
         try progress?(total, 0)
-        try remote.fetch(ranges: wanted, maximumRangesPerRequest: maximumRangesPerRequest) { range, data in
-            try append(range, data)
+        try remote.fetch(ranges: wanted, maximumRangesPerRequest: maximumRangesPerRequest, observe: arrivals) { range, data in
+            try appendMissing(range, data)
             staged += data.count
             try progress?(total, staged)
         }
@@ -213,10 +213,14 @@ package final class StagedByteSource: ByteSource, @unchecked Sendable {
         let bytes = [UInt8](data)
         let crc = bytes.withUnsafeBytes { CRC32.checksum($0) }
         let record = Self.le64(range.lowerBound) + Self.le32(bytes.count) + Self.le32(Int(crc)) + bytes
-        let at = state.withLock { $0.end }
+        // The place reserved first: the bytes of a request in flight are appended from the
+        // transport's thread (``arrivals(_:)``).
+        let at = state.withLock { state in
+            defer { state.end += record.count }
+            return state.end
+        }
         try Self.write(descriptor, record, at: at, path: path)
         state.withLock { state in
-            state.end = at + record.count
             state.stagedBytes += bytes.count
             let index = state.ranges.firstIndex { $0.range.lowerBound > range.lowerBound } ?? state.ranges.count
             state.ranges.insert((range, at + 16), at: index)

@@ -1,6 +1,7 @@
 import Foundation
 import TilepackChecksum
 import TilepackCore
+import TilepackHTTP
 import TilepackStorage
 
 extension StagedByteSource.State {
@@ -39,5 +40,54 @@ extension StagedByteSource {
         try appendBinding(key)
         for (range, bytes) in kept { try append(range, Data(bytes)) }
         _ = fsync(descriptor)
+    }
+}
+
+/// The bytes of a one-range request kept as they arrive (Specs/updates.md §8 item 5): a request
+/// killed in flight (the connection dropped, the process killed) loses at most the last 64 KiB it
+/// received, not the whole range.
+extension StagedByteSource {
+    /// Bytes of a request in flight are staged in pieces of this many.
+    static let arrivalPiece = 64 << 10
+
+    /// An observer of the body of the request for `range`: each whole 64 KiB piece that arrives
+    /// in a 206 answer of exactly that range (and of the object pinned) is appended to the file.
+    func arrivals(_ range: Range<Int>) -> HTTPBodyObserver {
+        let pending = Locked<(start: Int, bytes: [UInt8], usable: Bool)>((range.lowerBound, [], false))
+        let count = self.count, etag = self.etag
+        return HTTPBodyObserver { [weak self] status, fields, offset, bytes in
+            guard let self else { return }
+            let pieces: [(Range<Int>, [UInt8])] = pending.withLock { state in
+                if offset == 0 {
+                    // A new answer (or a retry's): usable when it is the range asked, of the object pinned.
+                    let answered = fields.value(named: "content-range").flatMap(HTTPByteSource.parseContentRange)
+                    state = (
+                        range.lowerBound, [],
+                        status == 206 && answered?.range == range && answered?.size == count
+                            && (etag == nil || fields.value(named: "etag") == etag)
+                    )
+                }
+                guard state.usable else { return [] }
+                state.bytes += bytes
+                var out: [(Range<Int>, [UInt8])] = []
+                while state.bytes.count >= Self.arrivalPiece {
+                    out.append((state.start..<(state.start + Self.arrivalPiece), Array(state.bytes.prefix(Self.arrivalPiece))))
+                    state.bytes.removeFirst(Self.arrivalPiece)
+                    state.start += Self.arrivalPiece
+                }
+                return out
+            }
+            for (piece, data) in pieces { try? self.append(piece, Data(data)) }
+            if !pieces.isEmpty { _ = fsync(self.descriptor) }
+        }
+    }
+
+    /// Appends the parts of `range` (whose bytes are `data`) not staged yet: what arrived while
+    /// the request was in flight is not written twice.
+    func appendMissing(_ range: Range<Int>, _ data: Data) throws(TileArchiveError) {
+        for piece in missing([range], gap: 0) {
+            let start = piece.lowerBound - range.lowerBound
+            try append(piece, data.subdata(in: start..<(start + piece.count)))
+        }
     }
 }

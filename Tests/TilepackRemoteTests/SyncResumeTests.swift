@@ -79,4 +79,41 @@ import TilepackTestSupport
         #expect(report.notes.contains { $0.contains("sends no ETag and has no tile index, so a resume cannot be bound to the object") })
         #expect(try SyncTests.identity(setup.v1.pmtiles) == SyncTests.identity(setup.v2.pmtiles))
     }
+
+    /// Issue 44 item 3: a request killed in flight keeps what arrived, in 64 KiB pieces: the
+    /// rerun fetches again at most 64 KiB of the bytes the killed request received.
+    @Test func aKilledRequestKeepsTheBytesThatArrived() throws {
+        let setup = try SyncTests.Setup(indexed: false)
+        let publisher = try SyncTests.Publisher(files: ["v2.pmtiles": SyncTests.fileBytes(setup.v2.pmtiles)!])
+        defer { publisher.server.stop() }
+        let arrived = 1_000_000
+        let cut = Locked<Range<Int>?>(nil)
+        // The first range request past the first 16 KiB: its answer breaks off after `arrived` bytes.
+        publisher.fault.withLock {
+            $0 = { _, range, data in
+                guard let range, range.lowerBound > 0, range.count > arrived else { return nil }
+                let first = cut.withLock { value -> Bool in
+                    defer { value = value ?? range }
+                    return value == nil
+                }
+                guard first else { return nil }
+                return .truncated(
+                    status: 206,
+                    headers: ["ETag": publisher.etag.withLock { $0 }, "Content-Range": "bytes \(range.lowerBound)-\(range.upperBound - 1)/\(data.count)"],
+                    body: data.subdata(in: range), sent: arrived)
+            }
+        }
+        #expect(throws: OperationError.self) {
+            try ArchiveSync.run(local: setup.v1.pmtiles, url: publisher.url("v2.pmtiles"), options: SyncTests.noRetry())
+        }
+        let killed = try #require(cut.withLock { $0 })
+        publisher.served.withLock { $0 = [] }
+        let report = try ArchiveSync.run(local: setup.v1.pmtiles, url: publisher.url("v2.pmtiles"), options: SyncTests.noRetry())
+        #expect(try SyncTests.identity(setup.v1.pmtiles) == SyncTests.identity(setup.v2.pmtiles))
+        // What the second sync fetched of the bytes that had arrived.
+        let received = killed.lowerBound..<(killed.lowerBound + arrived)
+        let again = Self.tileRanges(publisher).reduce(0) { sum, range in sum + (range.clamped(to: received).count) }
+        #expect(again <= 64 << 10, "fetched again: \(again) bytes of the \(arrived) that arrived")
+        #expect(report.resumedBytes >= arrived - (64 << 10))
+    }
 }
