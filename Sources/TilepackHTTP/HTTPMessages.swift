@@ -14,6 +14,8 @@ public struct HTTPRequest: Sendable, Hashable {
     public var maximumBodyBytes: Int
     /// The bytes sent with the request (a `PUT` or `POST`), `nil` for none.
     public var body: Data?
+    /// Told of the response body's bytes as they arrive (`nil`: nobody).
+    public var bodyObserver: HTTPBodyObserver?
 
     public init(
         url: URL, method: String = "GET", headers: [String: String] = [:],

@@ -89,6 +89,7 @@ public struct HTTPIncomingResponse: Sendable {
             body.reserveCapacity(declared)
         }
         body.append(contentsOf: bytes)
+        request.bodyObserver?.receive(status, fields, body.count - bytes.count, bytes)
         return true
     }
 

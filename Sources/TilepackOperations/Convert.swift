@@ -137,7 +137,7 @@ package enum ArchiveConverter {
         let total: Int?
         do {
             metadata = try input.metadata()
-            metadata[ContentIdentity.metadataKey] = nil
+            for key in [ContentIdentity.metadataKey, MBTilesIdentityStamp.key] { metadata[key] = nil }
             total = try input.tileCount()
         } catch {
             throw OperationError.wrapping(error, path: source)

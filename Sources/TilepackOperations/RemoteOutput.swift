@@ -15,7 +15,8 @@ package enum RemoteOutput {
     /// The tile hash index `build` wrote beside the file (`--index`) goes up after the archive, as
     /// the object `KEY.tpindex` (the name `sync` reads), by multipart upload too; a build that
     /// wrote none and replaced an object (`overwrite`) deletes a `KEY.tpindex` left beside it,
-    /// which described the object replaced, as a build into a file removes the file's.
+    /// which described the object replaced, as a build into a file removes the file's
+    /// (``S3Client/uploadSidecars(of:beside:replacing:options:)``, as `tilepack upload`).
     package static func write<R>(
         to destination: String, overwrite: Bool, temporaryFolder: String? = nil, client: S3Client? = nil,
         _ build: (String) throws -> R
@@ -34,26 +35,28 @@ package enum RemoteOutput {
         let result = try build(local)
         let options = uploadOptions
         _ = try s3(destination) { () async throws(S3Error) in try await client.upload(file: local, to: location, options: options) }
-        let index = TileHashIndex.sidecarName(of: local)
-        let indexLocation = S3Location(bucket: location.bucket, key: TileHashIndex.sidecarName(of: location.key))
-        if FileSystem.stat(index) != nil {
-            _ = try s3(indexLocation.description) { () async throws(S3Error) in
-                try await client.upload(file: index, to: indexLocation, options: options)
-            }
-        } else if overwrite {
-            try s3(indexLocation.description) { () async throws(S3Error) in try await client.delete(indexLocation) }
+        _ = try s3(destination) { () async throws(S3Error) in
+            try await client.uploadSidecars(of: local, beside: location, replacing: overwrite, options: options)
         }
         return result
     }
 
     /// Uploads the file at `path` as it is to `destination` (`s3://BUCKET/KEY`) by multipart
     /// upload (``S3Client/upload(file:to:options:)``): the object appears whole or not at all. An
-    /// existing object is an error unless `overwrite`. Returns the object's ETag.
+    /// existing object is an error unless `overwrite`. Then the sidecars beside the file go up
+    /// beside the object, or with `overwrite` stale ones are deleted
+    /// (``S3Client/uploadSidecars(of:beside:replacing:options:)``). Returns the object's ETag.
     @discardableResult
-    package static func upload(file path: String, to destination: String, overwrite: Bool, client: S3Client? = nil) throws -> String? {
+    package static func upload(file path: String, to destination: String, overwrite: Bool, client: S3Client? = nil) throws -> (
+        etag: String?, sidecars: [S3Client.SidecarUpload]
+    ) {
         let (location, client) = try target(destination, overwrite: overwrite, client: client)
         let options = uploadOptions
-        return try s3(destination) { () async throws(S3Error) in try await client.upload(file: path, to: location, options: options) }
+        let etag = try s3(destination) { () async throws(S3Error) in try await client.upload(file: path, to: location, options: options) }
+        let sidecars = try s3(destination) { () async throws(S3Error) in
+            try await client.uploadSidecars(of: path, beside: location, replacing: overwrite, options: options)
+        }
+        return (etag, sidecars)
     }
 
     /// How the command uploads: part checksums unless `AWS_REQUEST_CHECKSUM_CALCULATION` is

@@ -313,12 +313,13 @@ public final class HTTPByteSource: ByteSource, @unchecked Sendable {
     /// One range request, retried as the options say, with every answer checked.
     static func fetch(
         url: URL, range: Range<Int>, etag: String?, client: HTTPClient, options: Options, expectedSize: Int?,
-        lastModified: String? = nil, authority: (any RangeRequestAuthority)? = nil
+        lastModified: String? = nil, authority: (any RangeRequestAuthority)? = nil, observer: HTTPBodyObserver? = nil
     ) throws(TileArchiveError) -> Fetched {
         let name = authority?.name ?? url.absoluteString
         func fail(_ fault: TileArchiveError.Fault) -> TileArchiveError { TileArchiveError(path: name, fault: fault) }
         var request = HTTPRequest(url: url, timeout: options.timeout, maximumBodyBytes: max(range.count, 1) + 1024)
         request.setRange(UInt64(range.lowerBound)..<UInt64(range.upperBound))
+        request.bodyObserver = observer
         pin(&request, etag: etag, lastModified: lastModified)
         let attempts = Locked(1)
         let outcome = send(request, client: client, retry: options.retry, authority: authority, attempts: attempts)

@@ -19,15 +19,17 @@ extension HTTPByteSource {
     /// answer) while the server answers them, one range a request once it does not (it ignored the
     /// ranges: status 200; or answered only the first). Every answer is checked as a single range's
     /// is: the object's ETag or Last-Modified and size, each part's `Content-Range` and length.
-    /// The cache is not used or filled.
+    /// The cache is not used or filled. `observe` gives a one-range request an observer of its
+    /// body's bytes as they arrive (``HTTPRequest/bodyObserver``).
     package func fetch(
-        ranges: [Range<Int>], maximumRangesPerRequest: Int = 256, _ body: (Range<Int>, Data) throws -> Void
+        ranges: [Range<Int>], maximumRangesPerRequest: Int = 256, observe: ((Range<Int>) -> HTTPBodyObserver)? = nil,
+        _ body: (Range<Int>, Data) throws -> Void
     ) throws {
         var i = 0
         while i < ranges.count {
             let multiple = state.withLock { $0.multipleRanges } ?? true
             if !multiple || ranges.count - i == 1 {
-                let data = try fetchUncached(ranges[i])
+                let data = try fetchUncached(ranges[i], observer: observe?(ranges[i]))
                 try body(ranges[i], data)
                 i += 1
                 continue
@@ -55,10 +57,10 @@ extension HTTPByteSource {
     }
 
     /// One range by one request, checked, not cached.
-    private func fetchUncached(_ range: Range<Int>) throws(TileArchiveError) -> Data {
+    private func fetchUncached(_ range: Range<Int>, observer: HTTPBodyObserver?) throws(TileArchiveError) -> Data {
         let result = try Self.fetch(
             url: url, range: range, etag: etag, client: client, options: options, expectedSize: count,
-            lastModified: lastModified, authority: authority)
+            lastModified: lastModified, authority: authority, observer: observer)
         state.withLock { state in
             state.requests += result.attempts
             state.receivedBytes += result.body.count

@@ -65,40 +65,12 @@ public enum ArchiveSync {
         var report = SyncReport(local: local, url: text)
         let format = try SyncWriter.format(of: local)
         let lower = text.lowercased()
-        // The archive and its index beside it: by URL, or as S3 objects (signed requests).
-        let remote: HTTPByteSource
-        let fetchIndex: (_ limit: Int) throws(TileArchiveError) -> RemoteTileIndex.Answer
-        let indexName = TileHashIndex.sidecarName(of: text)
-        if S3Location.isS3(text) {
-            guard let location = S3Location(text), !location.key.isEmpty else {
-                throw OperationError(path: text, fault: .badInput("not an s3://BUCKET/KEY URL of a bundle or PMTiles archive"))
-            }
-            let client = s3 ?? .environment
-            do { remote = try HTTPByteSource(s3: location, client: client, options: options) } catch {
-                throw OperationError(path: text, fault: .archive(error))
-            }
-            let indexLocation = S3Location(bucket: location.bucket, key: TileHashIndex.sidecarName(of: location.key))
-            fetchIndex = { limit throws(TileArchiveError) in
-                try RemoteTileIndex.fetch(s3: indexLocation, client: client, limit: limit, options: options)
-            }
-        } else {
-            guard lower.hasPrefix("http://") || lower.hasPrefix("https://"), let url = URL(string: text),
-                let indexURL = URL(string: indexName)
-            else {
-                throw OperationError(
-                    path: text, fault: .badInput("sync takes an http://, https:// or s3:// URL of a bundle or PMTiles archive"))
-            }
-            do { remote = try HTTPByteSource(url: url, options: options) } catch {
-                throw OperationError(path: text, fault: .archive(error))
-            }
-            fetchIndex = { limit throws(TileArchiveError) in try RemoteTileIndex.fetch(url: indexURL, limit: limit, options: options) }
-        }
+        let (remote, fetchIndex, indexName) = try openRemote(text, options: options, s3: s3)
         let staging: StagedByteSource
         do { staging = try StagedByteSource(remote: remote, path: local + ".tpsync") } catch {
             throw OperationError(path: local, fault: .archive(error))
         }
         if let discarded = staging.discarded { report.notes.append(discarded) }
-        report.resumedBytes = staging.resumedBytes
         // A bundle is opened without its whole index (36 bytes a tile): its keys now, the entries
         // of the tiles to fetch when they are known.
         let archive: any TileArchive
@@ -111,26 +83,12 @@ public enum ArchiveSync {
             throw error
         }
         do {
-            if let pmtiles = archive as? PMTilesArchive {
-                // The metadata and the leaf directories, which lie together, in one request.
-                let header = pmtiles.header
-                let sections = [
-                    Int(header.metadataOffset)..<Int(header.metadataOffset + header.metadataLength),
-                    Int(header.leafOffset)..<Int(header.leafOffset + header.leafLength),
-                ]
-                try staging.stage(sections.filter { !$0.isEmpty }, gap: 64 << 10, maximumRangesPerRequest: 1)
-            }
-            // Coordinates first: the index can be no longer than 8 bytes a tile.
-            var tiles: [TileCoordinate] = []
-            if let bundle = archive as? SparseBundleArchive {
-                tiles = try bundle.tileCoordinates()
-            } else {
-                try forEachTileCoordinate(of: archive) { tiles.append($0) }
-                tiles.sort()
-            }
+            let tiles = try tileCoordinates(of: archive, staging: staging)
+            // The index can be no longer than 8 bytes a tile.
             let limit = TileHashIndex.headerLength + 8 * tiles.count + 4
             switch try fetchIndex(limit) {
             case .absent(let status):
+                try bind(staging, to: nil, report: &report)
                 report.mode = "full"
                 report.fullReason = "\(text) has no tile index (\(indexName): HTTP \(status)): synced by a full download"
                 try fullDownload(
@@ -140,6 +98,7 @@ public enum ArchiveSync {
                 report.indexBytes = bytes.count
                 report.bytesReceived += bytes.count
                 let index = try TileHashIndex.decode(bytes, name: indexName)
+                try bind(staging, to: index.identity, report: &report)
                 try indexedSync(
                     archive: archive, tiles: tiles, index: index, indexName: indexName, staging: staging, local: local, format: format,
                     source: text, request: request, report: &report)
@@ -156,28 +115,70 @@ public enum ArchiveSync {
         return report
     }
 
+    /// The archive at `text` (an `http(s)://` URL, or an `s3://` object read with signed requests),
+    /// how to fetch its tile index beside it (at most `limit` bytes), and the index's name.
+    static func openRemote(_ text: String, options: HTTPByteSource.Options, s3: S3Client?) throws(OperationError) -> (
+        HTTPByteSource, (_ limit: Int) throws(TileArchiveError) -> RemoteTileIndex.Answer, String
+    ) {
+        let indexName = TileHashIndex.sidecarName(of: text)
+        if S3Location.isS3(text) {
+            guard let location = S3Location(text), !location.key.isEmpty else {
+                throw OperationError(path: text, fault: .badInput("not an s3://BUCKET/KEY URL of a bundle or PMTiles archive"))
+            }
+            let client = s3 ?? .environment
+            let remote: HTTPByteSource
+            do { remote = try HTTPByteSource(s3: location, client: client, options: options) } catch {
+                throw OperationError(path: text, fault: .archive(error))
+            }
+            let indexLocation = S3Location(bucket: location.bucket, key: TileHashIndex.sidecarName(of: location.key))
+            return (
+                remote,
+                { limit throws(TileArchiveError) in try RemoteTileIndex.fetch(s3: indexLocation, client: client, limit: limit, options: options) },
+                indexName
+            )
+        }
+        guard text.lowercased().hasPrefix("http://") || text.lowercased().hasPrefix("https://"), let url = URL(string: text),
+            let indexURL = URL(string: indexName)
+        else {
+            throw OperationError(path: text, fault: .badInput("sync takes an http://, https:// or s3:// URL of a bundle or PMTiles archive"))
+        }
+        let remote: HTTPByteSource
+        do { remote = try HTTPByteSource(url: url, options: options) } catch { throw OperationError(path: text, fault: .archive(error)) }
+        return (
+            remote, { limit throws(TileArchiveError) in try RemoteTileIndex.fetch(url: indexURL, limit: limit, options: options) }, indexName
+        )
+    }
+
+    /// The remote archive's tiles, ascending: a bundle's from its keys, a PMTiles' from its
+    /// directories (its metadata and leaf directories, which lie together, staged in one request).
+    static func tileCoordinates(of archive: any TileArchive, staging: StagedByteSource) throws -> [TileCoordinate] {
+        if let pmtiles = archive as? PMTilesArchive {
+            let header = pmtiles.header
+            let sections = [
+                Int(header.metadataOffset)..<Int(header.metadataOffset + header.metadataLength),
+                Int(header.leafOffset)..<Int(header.leafOffset + header.leafLength),
+            ]
+            try staging.stage(sections.filter { !$0.isEmpty }, gap: 64 << 10, maximumRangesPerRequest: 1)
+        }
+        if let bundle = archive as? SparseBundleArchive { return try bundle.tileCoordinates() }
+        var tiles: [TileCoordinate] = []
+        try forEachTileCoordinate(of: archive) { tiles.append($0) }
+        return tiles.sorted()
+    }
+
+    /// Binds the staged bytes to the version's index identity (`nil`: none, a full download), so
+    /// that a resume is tied to what was fetched, never to the URL (``StagedByteSource/bind(index:)``).
+    static func bind(_ staging: StagedByteSource, to identity: ContentIdentity?, report: inout SyncReport) throws {
+        if let note = try staging.bind(index: identity) { report.notes.append(note) }
+        report.resumedBytes = staging.resumedBytes
+    }
+
     /// Only the tiles whose hash the local copy lacks.
     static func indexedSync(
         archive: any TileArchive, tiles: [TileCoordinate], index: TileHashIndex, indexName: String, staging: StagedByteSource,
         local: String, format: TileArchiveFormat, source: String, request: SyncRequest?, report: inout SyncReport
     ) throws {
-        func mismatch(_ what: String) -> OperationError {
-            OperationError(
-                path: indexName,
-                fault: .badInput(
-                    "the index is not the index of \(source): \(what) (they are of different versions: the publisher may be replacing them; sync again later)"
-                ))
-        }
-        guard index.archiveLength == UInt64(staging.count) else {
-            throw mismatch("it was made for an archive of \(index.archiveLength) bytes, the archive has \(staging.count)")
-        }
-        guard index.hashes.count == tiles.count else {
-            throw mismatch("it lists \(index.hashes.count) tiles, the archive has \(tiles.count)")
-        }
-        let metadata = try archive.metadata()
-        guard ContentIdentity.metadataHash(metadata) == index.identity.metadata else {
-            throw mismatch("its identity's metadata hash is not the archive's metadata's")
-        }
+        let metadata = try checkBinding(index, of: archive, tiles: tiles, indexName: indexName, staging: staging, source: source)
         report.tiles = tiles.count
         // What the local copy holds, by hash.
         let localArchive: (any TileArchive)? = FileSystem.stat(local) != nil ? try open(local) : nil
@@ -189,7 +190,6 @@ public enum ArchiveSync {
             }
         }
         // One remote tile for each hash the local copy lacks.
-        var expected: [TileCoordinate: UInt64] = [:]
         var wanted: [TileCoordinate: UInt64] = [:]
         var seen = Set<UInt64>()
         for (tile, h) in zip(tiles, index.hashes) {
@@ -199,7 +199,6 @@ public enum ArchiveSync {
             } else {
                 report.tilesReused += 1
             }
-            expected[tile] = h
         }
         // Fetch them, staged, each checked against its hash as it is read.
         let gap = staging.remote.answersMultipleRanges == false ? singleRangeGap : multipartGap
@@ -240,6 +239,32 @@ public enum ArchiveSync {
         report.identity = identity?.description
     }
 
+    /// Checks that `index` is the index of the remote archive (Specs/updates.md §7.2: its length,
+    /// tile count and metadata hash) before any tile is fetched; the archive's metadata.
+    static func checkBinding(
+        _ index: TileHashIndex, of archive: any TileArchive, tiles: [TileCoordinate], indexName: String, staging: StagedByteSource,
+        source: String
+    ) throws -> TileMetadata {
+        func mismatch(_ what: String) -> OperationError {
+            OperationError(
+                path: indexName,
+                fault: .badInput(
+                    "the index is not the index of \(source): \(what) (they are of different versions: the publisher may be replacing them; sync again later)"
+                ))
+        }
+        guard index.archiveLength == UInt64(staging.count) else {
+            throw mismatch("it was made for an archive of \(index.archiveLength) bytes, the archive has \(staging.count)")
+        }
+        guard index.hashes.count == tiles.count else {
+            throw mismatch("it lists \(index.hashes.count) tiles, the archive has \(tiles.count)")
+        }
+        let metadata = try archive.metadata()
+        guard ContentIdentity.metadataHash(metadata) == index.identity.metadata else {
+            throw mismatch("its identity's metadata hash is not the archive's metadata's")
+        }
+        return metadata
+    }
+
     /// The whole archive, in ranges of at most 8 MiB, staged, then written as LOCAL's format.
     static func fullDownload(
         archive: any TileArchive, staging: StagedByteSource, local: String, format: TileArchiveFormat, source: String,
@@ -274,15 +299,7 @@ public enum ArchiveSync {
         } catch {
             throw OperationError.wrapping(error, path: local)
         }
-        let identity = try ContentIdentity.compute(open(sink.stagedPath))
-        if let expected, identity.tileCount != expected.tileCount || identity.tiles != expected.tiles {
-            staging.remove()
-            throw OperationError(
-                path: local,
-                fault: .badInput(
-                    "the synced archive's tiles are \(identity.tilesDescription), the index of \(source) says \(expected.tilesDescription): \(local) was left as it was"
-                ))
-        }
+        let identity = try checkStaged(sink.stagedPath, local: local, source: source, expected: expected, staging: staging)
         if let expected, identity.metadata != expected.metadata {
             // The publisher's metadata was checked against the index before it was written; the
             // writer of LOCAL's format fills keys of its own (bounds, zooms, a name).
@@ -296,6 +313,25 @@ public enum ArchiveSync {
         do { try sink.commit() } catch { throw OperationError.wrapping(error, path: local) }
         staging.remove()
         return expected == nil ? nil : identity
+    }
+
+    /// The one check of the staged result before it replaces LOCAL: every check of what a sync
+    /// made goes here (the written file's tiles against the index's identity; a signed root's
+    /// replay check, Specs/signing.md §7, joins it). Throws, with the staging file removed, when
+    /// the result must not replace LOCAL; returns the written file's identity.
+    static func checkStaged(
+        _ stagedPath: String, local: String, source: String, expected: ContentIdentity?, staging: StagedByteSource
+    ) throws -> ContentIdentity {
+        let identity = try ContentIdentity.compute(open(stagedPath))
+        if let expected, identity.tileCount != expected.tileCount || identity.tiles != expected.tiles {
+            staging.remove()
+            throw OperationError(
+                path: local,
+                fault: .badInput(
+                    "the synced archive's tiles are \(identity.tilesDescription), the index of \(source) says \(expected.tilesDescription): \(local) was left as it was"
+                ))
+        }
+        return identity
     }
 
     /// A local archive, read with `pread` (another process may cut the file).

@@ -7,7 +7,9 @@ import TilepackStorage
 /// A remote object read through a staging file beside the local copy it will replace
 /// (Specs/updates.md §8.3): the ranges fetched for a sync are appended to the file as they arrive
 /// and read back from it, so that an interrupted sync resumes with what it had, and no byte of the
-/// object is downloaded twice while the object (its ETag) stays the same.
+/// object is downloaded twice while the object stays the same: a resume is bound to what was
+/// fetched (its ETag, its length and its tile index's identity, ``bind(index:)``), never to the
+/// URL it was reached by.
 ///
 /// Reads outside the staged ranges (a header, a directory) go to the ``HTTPByteSource``;
 /// ``stage(_:)`` fetches the ranges that are not staged yet, several in one request where the
@@ -19,29 +21,44 @@ package final class StagedByteSource: ByteSource, @unchecked Sendable {
     package var name: String { remote.name }
     package var count: Int { remote.count }
 
-    private let descriptor: Int32
-    private struct State {
+    let descriptor: Int32
+    struct State {
         /// Staged ranges, ascending by their first byte, each with where its bytes are in the file.
         var ranges: [(range: Range<Int>, at: Int)] = []
         var end = 0
         var stagedBytes = 0
+        /// An earlier sync's records of an object no ETag pins: used only once ``bind(index:)``
+        /// finds the same index identity (the object's length is in the header).
+        var pending: [(range: Range<Int>, at: Int)] = []
+        var pendingBytes = 0
+        /// The index identity the records are bound to (`none`: a full download), when bound.
+        var bound: String?
+        /// Where this sync's own records begin.
+        var runStart = 0
+        var headerLength = 0
     }
-    private let state = Locked(State())
-    /// The bytes staged when the file was opened (an earlier, interrupted sync's).
-    package let resumedBytes: Int
+    let state = Locked(State())
+    /// The staged bytes of an earlier, interrupted sync that this one uses.
+    package var resumedBytes: Int { state.withLock { $0.runStart > $0.headerLength ? $0.stagedBytes - $0.ownBytes : 0 } }
     /// Why an earlier staging file was not used (another object, a damaged record), if one was not.
-    package let discarded: String?
+    package private(set) var discarded: String?
+    /// The object's ETag (`nil`: the server sends none, and only the index binds a resume).
+    let etag: String?
 
-    static let magic = Array("TPSYNC01".utf8)
+    static let magic = Array("TPSYNC02".utf8)
+    /// A record's offset field that marks the binding record (its bytes: the index identity).
+    static let bindingMark = UInt64.max
 
-    /// Opens the staging file at `path` for `remote`: an earlier one for the same URL, pin (ETag)
-    /// and size is resumed (its records checked; a torn last record cut off), any other is
-    /// replaced.
+    /// Opens the staging file at `path` for `remote`: an earlier one of the same object (its ETag
+    /// and size; without an ETag its size, the rest left to ``bind(index:)``) is resumed (its
+    /// records checked; a torn last record cut off), any other is replaced. The URL is not part
+    /// of it: the same object through another host, port or presigned URL resumes.
     package init(remote: HTTPByteSource, path: String) throws(TileArchiveError) {
         self.remote = remote
         self.path = path
-        // The object the staged bytes are of: its URL, what pins it (its ETag) and its size.
-        let header = Data("{\"pin\":\(Self.quoted(remote.pin)),\"size\":\(remote.count),\"url\":\(Self.quoted(remote.name))}".utf8)
+        etag = remote.etag
+        // The object the staged bytes are of: its ETag (or none) and its size.
+        let header = Data("{\"etag\":\(remote.etag.map(Self.quoted) ?? "null"),\"size\":\(remote.count)}".utf8)
         let fd = FileSystem.open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard fd >= 0 else {
             let code = errno
@@ -59,12 +76,21 @@ package final class StagedByteSource: ByteSource, @unchecked Sendable {
                 var at = headerBytes.count
                 while at + 16 <= size {
                     let head = Self.pread(fd, offset: at, length: 16)
-                    let offset = Int(Self.get64(head, 0)), length = Int(Self.get32(head, 8)), crc = Self.get32(head, 12)
-                    guard length > 0, at + 16 + length <= size, offset >= 0, offset <= remote.count - length else { break }
+                    let mark = Self.get64(head, 0), length = Int(Self.get32(head, 8)), crc = Self.get32(head, 12)
+                    let offset = Int(truncatingIfNeeded: mark)
+                    guard length > 0, at + 16 + length <= size, mark == Self.bindingMark || (offset >= 0 && offset <= remote.count - length)
+                    else { break }
                     let bytes = Self.pread(fd, offset: at + 16, length: length)
                     guard bytes.withUnsafeBytes({ CRC32.checksum($0) }) == crc else { break }
-                    loaded.ranges.append((offset..<(offset + length), at + 16))
-                    loaded.stagedBytes += length
+                    if mark == Self.bindingMark {
+                        loaded.bound = String(decoding: bytes, as: UTF8.self)
+                    } else if remote.etag != nil {
+                        loaded.ranges.append((offset..<(offset + length), at + 16))
+                        loaded.stagedBytes += length
+                    } else {
+                        loaded.pending.append((offset..<(offset + length), at + 16))
+                        loaded.pendingBytes += length
+                    }
                     at += 16 + length
                 }
                 if at < size { _ = ftruncate(fd, off_t(at)) }
@@ -80,7 +106,8 @@ package final class StagedByteSource: ByteSource, @unchecked Sendable {
             loaded = State(ranges: [], end: headerBytes.count, stagedBytes: 0)
         }
         loaded.ranges.sort { $0.range.lowerBound < $1.range.lowerBound }
-        resumedBytes = loaded.stagedBytes
+        loaded.headerLength = headerBytes.count
+        loaded.runStart = loaded.end
         discarded = reason
         state.withLock { $0 = loaded }
         // The bytes opening fetched are staged too, so that a full download does not fetch them again.
@@ -94,6 +121,39 @@ package final class StagedByteSource: ByteSource, @unchecked Sendable {
     /// Removes the staging file (after a sync that replaced the local copy, or one whose bytes
     /// cannot be trusted).
     package func remove() { _ = FileSystem.unlink(path) }
+
+    /// Ties the staged records to the version's tile index (`nil`: the object has none, a full
+    /// download), Specs/updates.md §8 item 5: an earlier sync's records count only when they were
+    /// bound to the same identity (or, for an object its ETag pins, to none yet); records of an
+    /// object no ETag pins need the index, and without one a resume is refused, said in the
+    /// returned note. Records of another identity are dropped (this sync's kept).
+    package func bind(index: ContentIdentity?) throws(TileArchiveError) -> String? {
+        let key = index?.description ?? "none"
+        let (bound, earlier, earlierBytes) = state.withLock { ($0.bound, $0.runStart > $0.headerLength, $0.pendingBytes + $0.stagedBytes - $0.ownBytes) }
+        if bound == key {
+            state.withLock { state in
+                state.ranges = (state.ranges + state.pending).sorted { $0.range.lowerBound < $1.range.lowerBound }
+                state.stagedBytes += state.pendingBytes
+                state.pending = []
+                state.pendingBytes = 0
+            }
+            return nil
+        }
+        if etag == nil && index == nil {
+            state.withLock { $0.pending = [] ; $0.pendingBytes = 0 }
+            guard earlier else { return nil }
+            return "\(remote.name) sends no ETag and has no tile index, so a resume cannot be bound to the object: the \(earlierBytes) bytes staged by an earlier sync were not used"
+        }
+        if bound == nil && etag != nil {
+            try appendBinding(key)
+            return nil
+        }
+        try restart(binding: key)
+        guard earlier, earlierBytes > 0 else { return nil }
+        return bound == nil
+            ? "\(path) held \(earlierBytes) bytes of an object no ETag pins, not bound to an index: started again"
+            : "\(path) held bytes of another version (index \(bound ?? "")): started again"
+    }
 
     /// The bytes staged so far.
     package var stagedBytes: Int { state.withLock { $0.stagedBytes } }
@@ -141,22 +201,26 @@ package final class StagedByteSource: ByteSource, @unchecked Sendable {
         let total = wanted.reduce(0) { $0 + $1.count }
         var staged = 0
         try progress?(total, 0)
-        try remote.fetch(ranges: wanted, maximumRangesPerRequest: maximumRangesPerRequest) { range, data in
-            try append(range, data)
+        try remote.fetch(ranges: wanted, maximumRangesPerRequest: maximumRangesPerRequest, observe: arrivals) { range, data in
+            try appendMissing(range, data)
             staged += data.count
             try progress?(total, staged)
         }
         _ = fsync(descriptor)
     }
 
-    private func append(_ range: Range<Int>, _ data: Data) throws(TileArchiveError) {
+    func append(_ range: Range<Int>, _ data: Data) throws(TileArchiveError) {
         let bytes = [UInt8](data)
         let crc = bytes.withUnsafeBytes { CRC32.checksum($0) }
         let record = Self.le64(range.lowerBound) + Self.le32(bytes.count) + Self.le32(Int(crc)) + bytes
-        let at = state.withLock { $0.end }
+        // The place reserved first: the bytes of a request in flight are appended from the
+        // transport's thread (``arrivals(_:)``).
+        let at = state.withLock { state in
+            defer { state.end += record.count }
+            return state.end
+        }
         try Self.write(descriptor, record, at: at, path: path)
         state.withLock { state in
-            state.end = at + record.count
             state.stagedBytes += bytes.count
             let index = state.ranges.firstIndex { $0.range.lowerBound > range.lowerBound } ?? state.ranges.count
             state.ranges.insert((range, at + 16), at: index)

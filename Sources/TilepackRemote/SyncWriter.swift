@@ -87,6 +87,7 @@ enum SyncWriter {
         var metadata = try archive.metadata()
         // Kept only where a patch checks it (an MBTiles file patched in place).
         metadata[ContentIdentity.metadataKey] = nil
+        metadata[MBTilesIdentityStamp.key] = nil
         guard metadata.name?.isEmpty ?? true else { return (metadata, []) }
         // As convert names an archive that has no name: after its file.
         let name = URL(fileURLWithPath: source).deletingPathExtension().lastPathComponent

@@ -54,6 +54,7 @@ package enum ArchiveMetadataEditor {
         let connection = try SQLiteConnection(filename: path, archivePath: path, readOnly: false, uri: false, create: false)
         try connection.execute("PRAGMA busy_timeout = 5000")
         try connection.inTransaction(.immediate) { () throws(TileArchiveError) in
+            let counter = connection.fileChangeCounter()
             var metadata = TileMetadata(try MBTilesArchive.readMetadataRows(connection, path: path, strict: false))
             apply(&metadata, set: set, delete: delete)
             var set = set
@@ -64,9 +65,11 @@ package enum ArchiveMetadataEditor {
                 if var identity = ContentIdentity(stored) {
                     identity.metadata = ContentIdentity.metadataHash(metadata)
                     set[ContentIdentity.metadataKey] = identity.description
+                    set[MBTilesIdentityStamp.key] = MBTilesIdentityStamp.stamp(counterAtBegin: counter)
                 } else {
                     delete.append(ContentIdentity.metadataKey)
                 }
+                if set[MBTilesIdentityStamp.key] == nil { delete.append(MBTilesIdentityStamp.key) }
             }
             try checkLimits(metadata, path: path)
             let remove = try connection.prepare("DELETE FROM metadata WHERE name = ?1")

@@ -79,6 +79,7 @@ public enum ArchiveDiff {
             patch.after = after
             patch.content = (newArchive.content ?? oldArchive.content)?.description
             patch.metadataChanges = TilePatch.metadataChanges(from: oldMetadata, to: newMetadata)
+            patch.newAggregateHash = newMetadata[TileMetadata.Key.aggregateTilesHash]
             if asMBTiles {
                 // martin's hashes, computed as martin does.
                 patch.aggregateHashBefore = try MBTilesAggregateHash.compute(oldArchive)

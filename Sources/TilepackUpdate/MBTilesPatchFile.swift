@@ -69,7 +69,9 @@ extension TilePatch {
         // martin: "a new agg_tiles_hash will be generated for the diff file itself" (NULL data adds nothing).
         try put(TileMetadata.Key.aggregateTilesHash, try MBTilesAggregateHash.compute(connection))
         let insertPatch = try connection.prepare("INSERT INTO tilepack_patch (name, value) VALUES (?1, ?2)")
-        for (key, value) in [("before", before?.description), ("after", after?.description), ("content", content)] {
+        // agg_tiles_hash: NEW's, or empty when NEW carries none (the result carries exactly that).
+        let carried = newAggregateHash ?? ""
+        for (key, value) in [("before", before?.description), ("after", after?.description), ("content", content), ("agg_tiles_hash", carried)] {
             guard let value else { continue }
             insertPatch.bind(1, text: key)
             insertPatch.bind(2, text: value)
@@ -94,6 +96,7 @@ extension TilePatch {
             guard names.contains("tiles") else { throw fail(.notAPatch("an SQLite file without a 'tiles' table")) }
             var patch = TilePatch()
             patch.origin = .martin
+            var carried: String?
             if names.contains("tilepack_patch") {
                 let rows = try connection.prepare("SELECT name, value FROM tilepack_patch")
                 while try rows.step() {
@@ -105,6 +108,7 @@ extension TilePatch {
                         }
                         if name == "before" { patch.before = identity } else { patch.after = identity }
                     case "content": patch.content = value
+                    case "agg_tiles_hash": carried = value
                     default: break
                     }
                 }
@@ -129,6 +133,8 @@ extension TilePatch {
                     }
                 }
             }
+            // Without tilepack's row (martin's patches, tilepack's before it wrote one): what martin's apply sets.
+            patch.newAggregateHash = carried.map { $0.isEmpty ? nil : $0 } ?? patch.aggregateHashAfter
             let rows = try connection.prepare("SELECT zoom_level, tile_column, tile_row, tile_data FROM tiles")
             while try rows.step() {
                 guard rows.type(0) == .integer, rows.type(1) == .integer, rows.type(2) == .integer,

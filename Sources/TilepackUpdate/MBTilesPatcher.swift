@@ -13,6 +13,9 @@ public struct PatchOutcome: Sendable {
     public var tilesWritten = 0
     public var tilesDeleted = 0
     public var metadataChanges = 0
+    /// Whether the base's stored identity was trusted (the file provably unchanged since it was
+    /// stored, ``MBTilesIdentityStamp``) rather than computed from its tiles.
+    public var usedStoredIdentity = false
 
     public init() {}
 }
@@ -138,15 +141,18 @@ public enum MBTilesPatcher {
         if patch.before != nil {
             let metadata = writer.metadata
             var base: ContentIdentity
+            // Trusted only while the file is provably the one it was stored in (its change counter).
             if let stored = metadata[ContentIdentity.metadataKey].flatMap(ContentIdentity.init),
+                MBTilesIdentityStamp.proves(metadata[MBTilesIdentityStamp.key], counterNow: writer.counterAtBegin),
                 try UInt64(writer.storedTileCount()) == stored.tileCount
             {
+                outcome.usedStoredIdentity = true
                 base = stored
                 base.metadata = ContentIdentity.metadataHash(metadata)
             } else {
                 base = try ContentIdentity.compute(reader)
             }
-            try patch.requireBase(.identity(base), path: path)
+            try patch.requireBase(.identity(base), path: path, metadata: metadata)
             try step(0.5)
             outcome.before = base
             // What the changed and deleted tiles contribute now comes out.

@@ -10,6 +10,11 @@ public struct PatchReport: Sendable, Codable {
     public var output: String
     /// Whether an MBTiles base was patched in place (one transaction) rather than rewritten.
     public var inPlace = false
+    /// The base was already the version the patch makes: nothing was written (Specs/updates.md §4 item 2).
+    public var alreadyApplied = false
+    /// An MBTiles base patched in place: whether its stored identity was trusted (the file
+    /// provably unchanged since it was stored) rather than computed from every tile.
+    public var usedStoredIdentity: Bool?
     /// The base's identity and the result's, as checked (`nil`: nothing to check them against).
     public var before: String?
     public var after: String?
@@ -122,9 +127,11 @@ public enum ArchivePatcher {
             }
         }
         do { outcome = try MBTilesPatcher.apply(patch, to: base, progress: progress) } catch {
+            if report.notes(alreadyApplied: error) { return }
             throw OperationError(path: base, fault: .badInput(error.fault.description))
         }
         report.inPlace = true
+        report.usedStoredIdentity = outcome.usedStoredIdentity
         report.before = outcome.before?.description
         report.after = outcome.after?.description
         report.warnings = outcome.warnings
@@ -148,7 +155,10 @@ public enum ArchivePatcher {
         let patched = PatchedArchive(
             base: archive, patch: patch, storedIndex: storedIndex,
             copySource: copySource.flatMap { $0.isStill(at: base) ? $0 : nil })
-        try patched.checkBeforeWriting()
+        do { try patched.checkBeforeWriting() } catch {
+            if report.notes(alreadyApplied: error) { return }
+            throw OperationError(path: base, fault: .badInput(error.fault.description))
+        }
         if let request {
             let total = max(1, (try? archive.tileCount()) ?? 1)
             patched.onTiles = { (done) throws(OperationError) in try request.advance(0.95 * Double(done) / Double(total)) }
@@ -164,7 +174,10 @@ public enum ArchivePatcher {
         } catch {
             failed.store(true, ordering: .relaxed)
             _ = try? hashes?.value()
-            if let failure = patched.failure { throw OperationError(path: base, fault: .badInput(failure.fault.description)) }
+            if let failure = patched.failure {
+                if report.notes(alreadyApplied: failure) { return }
+                throw OperationError(path: base, fault: .badInput(failure.fault.description))
+            }
             throw error
         }
         report.before = patch.before.map { _ in patched.checked.before.description }
@@ -188,6 +201,17 @@ public enum ArchivePatcher {
                 report.warnings.append("the result's tile hash index was not written: \(error)")
             }
         }
+    }
+}
+
+extension PatchReport {
+    /// Whether `error` says the base is already the version the patch makes, which is no
+    /// failure: then the report says so and that nothing was written.
+    fileprivate mutating func notes(alreadyApplied error: TilePatchError) -> Bool {
+        guard case .alreadyApplied(let version) = error.fault else { return false }
+        alreadyApplied = true
+        after = version
+        return true
     }
 }
 

@@ -46,14 +46,34 @@ extension TilePatch {
         }
     }
 
-    /// Throws `wrongBase` (naming both versions, and saying so when the archive is already the
-    /// patch's target) when `evidence` shows the archive at `path` is not this patch's base.
-    package func requireBase(_ evidence: ArchiveEvidence, path: String) throws(TilePatchError) {
+    /// Throws when `evidence` shows the archive at `path` is not this patch's base: `alreadyApplied`
+    /// when it is the version the patch makes, `onlyMetadataDiffers` when its tiles are the base's
+    /// or the target's and only its metadata (`metadata`, as read, names the keys where it can) is
+    /// not, else `wrongBase` naming both versions.
+    package func requireBase(_ evidence: ArchiveEvidence, path: String, metadata: TileMetadata? = nil) throws(TilePatchError) {
         let match = match(evidence)
         guard match.isBase == false else { return }
-        let applied = match.isTarget == true ? " (the version this patch makes: it was applied already)" : ""
+        if match.isTarget == true { throw TilePatchError(path: path, fault: .alreadyApplied(version: Self.describe(evidence))) }
+        if case .identity(let found) = evidence {
+            for (version, name) in [(before, "base"), (after, "target")] {
+                guard let version, version.tileCount == found.tileCount, version.tiles == found.tiles else { continue }
+                throw TilePatchError(
+                    path: path, fault: .onlyMetadataDiffers(version: name, keys: differingKeys(metadata, fromTarget: name == "target")))
+            }
+        }
         throw TilePatchError(
-            path: path, fault: .wrongBase(expected: expected(evidence, version: \.before), found: Self.describe(evidence) + applied))
+            path: path, fault: .wrongBase(expected: expected(evidence, version: \.before), found: Self.describe(evidence)))
+    }
+
+    /// The keys where `metadata` is known to differ from the version whose tiles it has: the
+    /// target's, the keys the patch sets (or deletes) to another value than `metadata` holds; the
+    /// base's, the keys whose change the patch records but `metadata` already holds (a patch
+    /// carries its versions' metadata as a hash and the changes alone, so other keys go unnamed).
+    private func differingKeys(_ metadata: TileMetadata?, fromTarget: Bool) -> [String] {
+        guard let metadata else { return [] }
+        return metadataChanges.filter { ContentIdentity.derivedKeys.contains($0.key) == false }.compactMap { change in
+            (metadata[change.key] == change.value) != fromTarget ? change.key : nil
+        }
     }
 
     /// Throws `wrongTileType` when `archive`'s tiles are of another type than the patch's.

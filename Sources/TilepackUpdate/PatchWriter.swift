@@ -21,6 +21,7 @@ enum PatchWriter {
             metadata = try patched.metadata()
             // Kept only where a patch checks it (an MBTiles file patched in place).
             metadata[ContentIdentity.metadataKey] = nil
+            metadata[MBTilesIdentityStamp.key] = nil
             total = try patched.tileCount()
         } catch {
             throw OperationError.wrapping(error, path: patchPath)

@@ -55,13 +55,18 @@ final class PatchedArchive: TileArchive, @unchecked Sendable {
     var copied: Int? { state.withLock { $0.copied } }
 
     /// What can be refused before a tile is read: another tile type, another tile count.
-    func checkBeforeWriting() throws(OperationError) {
-        do throws(TilePatchError) {
-            try patch.requireTileType(of: base)
-            if let stored = storedBefore { try patch.requireBase(.identity(stored), path: base.path) }
-            if let count = try? base.tileCount() { try patch.requireBase(.tileCount(count), path: base.path) }
-        } catch {
-            throw OperationError(path: base.path, fault: .badInput(error.fault.description))
+    func checkBeforeWriting() throws(TilePatchError) {
+        try patch.requireTileType(of: base)
+        if let stored = storedBefore { try patch.requireBase(.identity(stored), path: base.path, metadata: try? base.metadata()) }
+        if let count = try? base.tileCount() {
+            // Refused by its count, yet of the target's: one pass over its tiles (nothing written)
+            // says whether it is the target already, or what else it is.
+            if patch.match(.tileCount(count)).isBase == false, patch.after?.tileCount == UInt64(count),
+                let found = try? ContentIdentity.compute(base)
+            {
+                try patch.requireBase(.identity(found), path: base.path, metadata: try? base.metadata())
+            }
+            try patch.requireBase(.tileCount(count), path: base.path)
         }
     }
 
@@ -70,9 +75,9 @@ final class PatchedArchive: TileArchive, @unchecked Sendable {
         let algorithm = metadata[TileMetadata.Key.hashAlgorithm]
         patch.apply(to: &metadata)
         for key in ContentIdentity.derivedKeys { metadata[key] = nil }
-        metadata[TileMetadata.Key.aggregateTilesHash] = patch.aggregateHashAfter
+        metadata[TileMetadata.Key.aggregateTilesHash] = patch.newAggregateHash
         // The hash's algorithm (`md5`), which the patch does not carry, as the base names it.
-        if patch.aggregateHashAfter != nil { metadata[TileMetadata.Key.hashAlgorithm] = algorithm }
+        if patch.newAggregateHash != nil { metadata[TileMetadata.Key.hashAlgorithm] = algorithm }
         return metadata
     }
 
@@ -153,7 +158,7 @@ final class PatchedArchive: TileArchive, @unchecked Sendable {
             metadata: ContentIdentity.metadataHash(try metadata()))
         var failure: TilePatchError?
         do throws(TilePatchError) {
-            try patch.requireBase(.identity(before), path: base.path)
+            try patch.requireBase(.identity(before), path: base.path, metadata: try? base.metadata())
             try patch.requireTarget(.identity(after), path: base.path)
         } catch { failure = error }
         state.withLock { $0 = (failure, before, after, tally.dropped, copied) }
@@ -237,17 +242,7 @@ extension PatchedArchive {
     /// archive was last changed no later than the index. `nil` otherwise (no index, or one of
     /// another version).
     static func storedIndex(of path: String, _ archive: any TileArchive) -> TileHashIndex? {
-        let sidecar = TileHashIndex.sidecarName(of: path)
-        guard let file = FileSystem.stat(path), let indexFile = FileSystem.stat(sidecar),
-            case (let changed, let indexed) = (FileVersion(file), FileVersion(indexFile)),
-            (changed.modifiedSeconds, changed.modifiedNanoseconds) <= (indexed.modifiedSeconds, indexed.modifiedNanoseconds),
-            let count = try? archive.tileCount(), TileHashIndex.isFileLength(Int(indexFile.st_size), tiles: count),
-            let data = FileManager.default.contents(atPath: sidecar),
-            let index = try? TileHashIndex.decode(Array(data), name: sidecar),
-            index.archiveLength == UInt64(file.st_size), index.identity.tileCount == UInt64(count),
-            let metadata = try? archive.metadata(), index.identity.metadata == ContentIdentity.metadataHash(metadata)
-        else { return nil }
-        return index
+        (try? TileHashIndex.beside(path, archive: archive)) ?? nil
     }
 
     /// The result's tile hashes from the base's index and the changed tiles alone: the base's

@@ -36,6 +36,12 @@ public struct TilePatch: Sendable {
     /// martin's `agg_tiles_hash_before_apply` and `agg_tiles_hash_after_apply`.
     public var aggregateHashBefore: String?
     public var aggregateHashAfter: String?
+    /// The `agg_tiles_hash` the new version carries in its metadata (`nil`: none), which a
+    /// rewritten result carries exactly, whichever layout the patch came in (Specs/updates.md §2.2,
+    /// §3): a tilepack patch file's `aggAfter`; an MBTiles patch's `tilepack_patch` row
+    /// `agg_tiles_hash`, or for martin's own patches `agg_tiles_hash_after_apply`, as martin's
+    /// apply sets it.
+    public var newAggregateHash: String?
     /// What the tiles are (``TileContent``'s description: `png`, `pbf`, `raw rgba8 256x256`);
     /// `nil` when the patch does not say.
     public var content: String?
@@ -86,6 +92,11 @@ public struct TilePatchError: Error, Sendable, CustomStringConvertible {
         case binaryDiff(table: String)
         /// The base is not the version the patch was made from.
         case wrongBase(expected: String, found: String)
+        /// The archive is the version the patch makes: the patch was applied already (nothing to do).
+        case alreadyApplied(version: String)
+        /// The archive's tiles are the patch's `base` or `target` version's, its metadata is not
+        /// (`keys`: those known to differ, Specs/updates.md §4 item 2).
+        case onlyMetadataDiffers(version: String, keys: [String])
         /// The patch carries tiles of another type than the base's.
         case wrongTileType(patch: String, base: String)
         /// The patched archive is not the version the patch makes: nothing was replaced.
@@ -102,6 +113,9 @@ public struct TilePatchError: Error, Sendable, CustomStringConvertible {
                 "a martin binary-diff patch (table '\(table)'): its tiles are bsdiff deltas, which tilepack does not apply (make a whole-tile patch with `mbtiles diff` without --patch-type, or with `tilepack diff`)"
             case .wrongBase(let expected, let found):
                 "made for another base: it applies to \(expected), this archive is \(found)"
+            case .alreadyApplied(let version): "already at the version this patch makes (\(version)): nothing to do"
+            case .onlyMetadataDiffers(let version, let keys):
+                "the tiles match (the patch's \(version) version's); only the metadata differs (\(keys.isEmpty ? "keys the patch does not change: compare `tilepack meta` of both versions" : "keys " + keys.joined(separator: ", "))): nothing was changed"
             case .wrongTileType(let patch, let base): "its tiles are \(patch), the base's are \(base)"
             case .resultMismatch(let expected, let found):
                 "the patched archive would be \(found), not \(expected) as the patch says: nothing was changed"
@@ -239,6 +253,7 @@ extension TilePatch {
         patch.after = after
         patch.aggregateHashBefore = header.aggBefore
         patch.aggregateHashAfter = header.aggAfter
+        patch.newAggregateHash = header.aggAfter
         patch.content = header.content
         var reader = BodyReader(bytes: body, path: path)
         for _ in 0..<header.metadataChanges {

@@ -6,7 +6,7 @@ struct PatchCommand: ParsableCommand {
         commandName: "patch",
         abstract: "Apply a patch (tilepack's, or an MBTiles patch of tilepack's or martin's) to an archive.",
         discussion:
-            "The base must be the version the patch was made from (its content identity), and the result is checked against the version the patch makes before it becomes visible. An MBTiles base is patched in place in one transaction; a bundle or PMTiles is written beside and renamed over it (or written to OUT), byte-identical to `tilepack convert NEW` into its format."
+            "The base must be the version the patch was made from (its content identity), and the result is checked against the version the patch makes before it becomes visible. An MBTiles base is patched in place in one transaction; a bundle or PMTiles is written beside and renamed over it (or written to OUT), byte-identical to `tilepack convert NEW` into its format (whichever patch layout, .tppatch or MBTiles). An archive that is already the version the patch makes is said so (exit 0, nothing written); one whose tiles match but whose metadata differs is refused naming the keys."
     )
 
     @Argument(help: "The archive to patch.")
@@ -36,6 +36,8 @@ struct PatchCommand: ParsableCommand {
         for warning in report.warnings { printError("warning: \(patch): \(warning)") }
         if json {
             try printJSON(report)
+        } else if report.alreadyApplied {
+            print("\(report.base): already at the version this patch makes (\(report.after ?? "")): nothing written")
         } else {
             print(
                 "patched \(report.output)\(report.inPlace ? " in place" : ""): \(report.tilesWritten) tiles written, \(report.tilesDeleted) deleted, \(report.metadataChanges) metadata changes in \(String(format: "%.2f", report.seconds)) s"

@@ -31,7 +31,7 @@ public struct ContentIdentity: Hashable, Sendable, CustomStringConvertible {
     /// ``metadataHash(_:)``: they are derived from the tiles, and a patch sets them.
     public static let derivedKeys: Set<String> = [
         TileMetadata.Key.aggregateTilesHash, TileMetadata.Key.hashAlgorithm, "agg_tiles_hash_before_apply", "agg_tiles_hash_after_apply",
-        metadataKey,
+        metadataKey, MBTilesIdentityStamp.key,
     ]
 
     /// `tpid1:<tile count>:<32 hex digits of tiles>:<32 hex digits of metadata>`.

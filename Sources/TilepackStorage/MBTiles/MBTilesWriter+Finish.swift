@@ -125,6 +125,7 @@ extension MBTilesWriter {
             contentIdentity = identity
         }
         metadata[ContentIdentity.metadataKey] = contentIdentity?.description
+        metadata[MBTilesIdentityStamp.key] = contentIdentity == nil ? nil : MBTilesIdentityStamp.stamp(counterAtBegin: counterAtBegin)
         // Which function made the hashes (martin's hash_algorithm): MD5 for agg_tiles_hash and
         // for the ids of a deduplicated file tilepack creates; a new file with no hash at all
         // names none (a source's fnv1a would describe hashes that are not there).

@@ -71,6 +71,9 @@ public final class MBTilesWriter {
     /// (``MBTilesWriterOptions/contentIdentity``); every other update drops a stored one, which
     /// it would make stale.
     package var contentIdentity: ContentIdentity?
+    /// The file's change counter when the current transaction began (``MBTilesIdentityStamp``):
+    /// `nil` in WAL mode. A stored identity is trusted only while it is the stamp stored with it.
+    package private(set) var counterAtBegin: UInt32?
     /// A new file's tiles summed as they are written (count and hash sum; the metadata's hash is
     /// taken in ``finish()``); `nil` when not asked for, or once a tile is removed.
     private(set) var runningIdentity: ContentIdentity?
@@ -519,6 +522,7 @@ public final class MBTilesWriter {
 
     private func beginTransaction() throws(TileArchiveError) {
         try transaction?.open()
+        counterAtBegin = connection?.fileChangeCounter()
     }
 
     func commitTransaction() throws(TileArchiveError) {
