@@ -27,6 +27,8 @@ package struct ExtractOptions: Sendable {
     /// `--budget`: only the tiles of this plan (``ArchivePlanning``), written in the order its
     /// size prediction assumes.
     package var plan: TilePlan?
+    /// `--key`: each tile checked against the source's signed root, the output's `.tpsig` written.
+    package var verification: ExtractVerification?
     package init() {}
 }
 
@@ -139,6 +141,7 @@ package enum TileExtractor {
                 try sink.begin(content: input.content ?? TileFormat.sniff(bytes).map { .encoded($0) } ?? .encoded(.png))
                 began = true
             }
+            try options.verification?.check(tile, bytes)
             try sink.add(tile, bytes: bytes)
             if besideBounds != nil, !tileOutsideBounds, let declared, (try? declared.intersects(tile)) != true {
                 tileOutsideBounds = true
@@ -185,8 +188,10 @@ package enum TileExtractor {
         }
         do {
             if !began, let content = input.content { try sink.begin(content: content) }
+            try options.verification?.finish(writingBeside: destination)
             try sink.finish(metadata: metadata)
         } catch {
+            options.verification?.discard()
             throw OperationError.wrapping(error, path: destination)
         }
         report.seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9

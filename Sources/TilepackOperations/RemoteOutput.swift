@@ -34,14 +34,16 @@ package enum RemoteOutput {
         let result = try build(local)
         let options = uploadOptions
         _ = try s3(destination) { () async throws(S3Error) in try await client.upload(file: local, to: location, options: options) }
-        let index = TileHashIndex.sidecarName(of: local)
-        let indexLocation = S3Location(bucket: location.bucket, key: TileHashIndex.sidecarName(of: location.key))
-        if FileSystem.stat(index) != nil {
-            _ = try s3(indexLocation.description) { () async throws(S3Error) in
-                try await client.upload(file: index, to: indexLocation, options: options)
+        for suffix in [TileHashIndex.sidecarName(of: ""), SignatureSidecar.sidecarName(of: "")] {
+            let index = local + suffix
+            let indexLocation = S3Location(bucket: location.bucket, key: location.key + suffix)
+            if FileSystem.stat(index) != nil {
+                _ = try s3(indexLocation.description) { () async throws(S3Error) in
+                    try await client.upload(file: index, to: indexLocation, options: options)
+                }
+            } else if overwrite {
+                try s3(indexLocation.description) { () async throws(S3Error) in try await client.delete(indexLocation) }
             }
-        } else if overwrite {
-            try s3(indexLocation.description) { () async throws(S3Error) in try await client.delete(indexLocation) }
         }
         return result
     }

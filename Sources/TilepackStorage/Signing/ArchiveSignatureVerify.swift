@@ -14,6 +14,9 @@ extension ArchiveSignature {
         archivePath: String, key: VerifierKey, minimumRelease: UInt64 = 0, origin: String? = nil, sidecarPath: String? = nil
     ) throws -> Report {
         let path = sidecarPath ?? SignatureSidecar.sidecarName(of: archivePath)
+        if ExtractSignature.isExtractSignature(path: path) {
+            return try verifyExtract(archivePath: archivePath, sidecarPath: path, key: key, minimumRelease: minimumRelease, origin: origin)
+        }
         let (sidecar, root) = try openSidecar(path: path, key: key, minimumRelease: minimumRelease, origin: origin)
         let archive = try openTileArchive(path: archivePath, bundleAccess: .positionalReads)
         let leaves = try leaves(of: archive, path: archivePath)
@@ -32,9 +35,7 @@ extension ArchiveSignature {
         let sidecar = try SignatureSidecar.read(path: path)
         let root = try SignedRoot.open(sidecar.note, key: key, source: path)
         func fail(_ reason: String) -> SignatureError { .sidecar(path: path, reason: reason) }
-        guard root.treeSize == UInt64(sidecar.tileIDs.count) else {
-            throw fail("its signed root is of \(root.treeSize) tiles, its tree of \(sidecar.tileIDs.count)")
-        }
+        try checkRoot(root, treeSize: sidecar.tileIDs.count, minimumRelease: minimumRelease, origin: origin, path: path)
         let tree = MerkleTree(leaves: sidecar.storedLevels[0])
         guard tree.storedLevels == sidecar.storedLevels, tree.root == root.rootHash else {
             throw fail("its stored hashes do not give its signed root (the sidecar was rewritten or damaged)")
@@ -42,12 +43,22 @@ extension ArchiveSignature {
         guard zip(sidecar.tileIDs, sidecar.tileIDs.dropFirst()).allSatisfy({ $0 < $1 }), sidecar.storedFences == sidecar.fences else {
             throw fail("its tile ids are not strictly increasing or its fences are not every 256th (a damaged locator)")
         }
+        return (sidecar, root)
+    }
+
+    /// The signed root's tree size against the sidecar's, its identity's tile count, its release
+    /// against the lowest accepted, its origin against the expected one.
+    package static func checkRoot(
+        _ root: SignedRoot, treeSize: Int, minimumRelease: UInt64, origin: String?, path: String
+    ) throws(SignatureError) {
+        guard root.treeSize == UInt64(treeSize) else {
+            throw .sidecar(path: path, reason: "its signed root is of \(root.treeSize) tiles, its tree of \(treeSize)")
+        }
         guard root.identity.tileCount == root.treeSize else {
-            throw fail("its signed identity is of \(root.identity.tileCount) tiles, its tree of \(root.treeSize)")
+            throw .sidecar(path: path, reason: "its signed identity is of \(root.identity.tileCount) tiles, its tree of \(root.treeSize)")
         }
         guard root.release >= minimumRelease else { throw .olderRelease(path: path, release: root.release, minimum: minimumRelease) }
         if let origin, root.origin != origin { throw .otherOrigin(path: path, origin: root.origin, expected: origin) }
-        return (sidecar, root)
     }
 
     /// Each tile's leaf against the stored leaf at its tile id; the tiles that differ, are not
