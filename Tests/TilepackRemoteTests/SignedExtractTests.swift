@@ -191,3 +191,33 @@ import TilepackTestSupport
         }
     }
 }
+
+extension SignedExtractTests {
+    /// A verified remote extract reads the sidecar in a few range requests beside the unverified
+    /// extract's, and its proof is Specs/signing.md §6's minimal one for the extract's tiles.
+    @Test func aRemoteVerifiedExtractReadsTheProofByRange() throws {
+        let dir = try TemporaryDirectory("signed-extract")
+        let server = try LoopbackHTTPServer(files: dir.url)
+        defer { server.stop() }
+        let source = dir.file("world.pmtiles")
+        try Self.write(Self.tiles, to: source)
+        _ = try ArchiveSignature.sign(archivePath: source, key: Self.key, release: 7, time: 0)
+        var options = ExtractOptions()
+        options.bounds = Self.box
+        _ = try TileExtractor.run(source: "\(server.baseURL)/world.pmtiles", destination: dir.file("plain.mbtiles"), options: options)
+        let plain = server.requests.count
+        let verification = try ExtractVerification(source: "\(server.baseURL)/world.pmtiles", key: Self.key.verifier)
+        options.verification = verification
+        let report = try TileExtractor.run(source: "\(server.baseURL)/world.pmtiles", destination: dir.file("alps.mbtiles"), options: options)
+        let sidecarRequests = server.requests.dropFirst(plain).filter { $0.path.hasSuffix(".tpsig") }
+        let archiveRequests = server.requests.count - plain - sidecarRequests.count
+        let signature = try ExtractSignature.read(path: dir.file("alps.mbtiles.tpsig"))
+        let tree = MerkleTree(leaves: try SignatureSidecar.read(path: source + ".tpsig").storedLevels[0])
+        // The archive read as the unverified extract reads it; the sidecar in at most 2 + one per
+        // zoom (7) requests: its header, root and fences, the tile-id groups, the proof's hashes.
+        #expect(archiveRequests == plain, "\(archiveRequests) archive requests, unverified \(plain)")
+        #expect(sidecarRequests.count <= 2 + 7, "\(sidecarRequests.count) sidecar requests")
+        #expect(signature.proof.hashes == tree.proof(for: signature.proof.indices))
+        #expect(signature.tileIDs.count == report.tiles)
+    }
+}
