@@ -41,6 +41,15 @@ package final class ExtractVerification: @unchecked Sendable {
         }
     }
 
+    /// `verify ARCHIVE --key` of an `http(s)://` or `s3://` archive: every tile read by range and
+    /// checked against `ARCHIVE.tpsig`, read by range beside it.
+    package static func verifyRemote(_ location: String, key: VerifierKey, minimumRelease: UInt64) throws -> ArchiveSignature.Report {
+        let archive = try ArchiveLocation.open(location)
+        let sidecar: any ByteSource
+        do { sidecar = try remoteSource(location + ".tpsig") } catch { throw named(error, path: location + ".tpsig") }
+        return try ArchiveSignature.verify(archive: archive, sidecar: sidecar, key: key, minimumRelease: minimumRelease)
+    }
+
     /// A signature error as the operation's (it names its file, tile or key itself).
     static func named(_ error: any Error, path: String) -> OperationError {
         if let error = error as? SignatureError { return OperationError(path: "", fault: .badInput("\(error)")) }
@@ -49,7 +58,7 @@ package final class ExtractVerification: @unchecked Sendable {
 
     /// A remote sidecar read by range, pinned as an archive is, its neighbours not coalesced
     /// across gaps (a proof's hashes are 32 bytes apart from what it does not need).
-    static func remoteSource(_ location: String) throws -> any ByteSource {
+    package static func remoteSource(_ location: String) throws -> any ByteSource {
         var options = HTTPByteSource.Options()
         options.coalescingGap = 256
         options.initialLength = 4096 + 64

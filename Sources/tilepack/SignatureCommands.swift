@@ -106,7 +106,10 @@ struct SignatureCheck: Encodable {
     static func run(archive: String, keyFile: String, minimumRelease: UInt64) -> SignatureCheck {
         do {
             let key = try VerifierKey(contentsOf: keyFile)
-            let report = try ArchiveSignature.verify(archivePath: archive, key: key, minimumRelease: minimumRelease)
+            let report =
+                ArchiveLocation.isRemote(archive)
+                ? try ExtractVerification.verifyRemote(archive, key: key, minimumRelease: minimumRelease)
+                : try ArchiveSignature.verify(archivePath: archive, key: key, minimumRelease: minimumRelease)
             return SignatureCheck(verified: true, signed: SignCommand.Output(report, archive: archive))
         } catch {
             return SignatureCheck(verified: false, error: "\(error)")

@@ -220,4 +220,24 @@ extension SignedExtractTests {
         #expect(signature.proof.hashes == tree.proof(for: signature.proof.indices))
         #expect(signature.tileIDs.count == report.tiles)
     }
+
+    /// `verify URL --key`: the archive and its `.tpsig` read by range; a changed tile named.
+    @Test func aRemoteArchiveVerifiesAgainstItsSidecarByRange() throws {
+        let dir = try TemporaryDirectory("signed-verify")
+        let server = try LoopbackHTTPServer(files: dir.url)
+        defer { server.stop() }
+        let source = dir.file("world.pmtiles")
+        try Self.write(Self.tiles, to: source)
+        _ = try ArchiveSignature.sign(archivePath: source, key: Self.key, release: 7, time: 0)
+        let url = "\(server.baseURL)/world.pmtiles"
+        let report = try ExtractVerification.verifyRemote(url, key: Self.key.verifier, minimumRelease: 7)
+        #expect(report.tiles == Self.tiles.count && report.sidecar == url + ".tpsig")
+        var tiles = Self.tiles
+        Self.flip(&tiles, 100)
+        try Self.write(tiles, to: source)
+        #expect(throws: SignatureError.tiles(archive: url, problems: [.init(tile: tiles[100].0, kind: .bytesDiffer)], count: 1)) {
+            try ExtractVerification.verifyRemote(url, key: Self.key.verifier, minimumRelease: 7)
+        }
+        #expect(throws: SignatureError.self) { try ExtractVerification.verifyRemote(url, key: Self.forger.verifier, minimumRelease: 0) }
+    }
 }

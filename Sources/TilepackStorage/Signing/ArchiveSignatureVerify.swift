@@ -19,12 +19,29 @@ extension ArchiveSignature {
         }
         let (sidecar, root) = try openSidecar(path: path, key: key, minimumRelease: minimumRelease, origin: origin)
         let archive = try openTileArchive(path: archivePath, bundleAccess: .positionalReads)
-        let leaves = try leaves(of: archive, path: archivePath)
-        try compareTiles(leaves, with: sidecar, archive: archivePath)
+        return try verifyTiles(of: archive, against: sidecar, root: root, sidecarName: path, key: key)
+    }
+
+    /// ``verify(archivePath:key:minimumRelease:origin:sidecarPath:)`` of an archive read by range
+    /// (`RemoteArchive`) and its sidecar (`ARCHIVE.tpsig` beside it, read by range too).
+    public static func verify(
+        archive: any TileArchive, sidecar source: any ByteSource, key: VerifierKey, minimumRelease: UInt64 = 0, origin: String? = nil
+    ) throws -> Report {
+        let sidecar = try SignatureSidecar.read(source: source)
+        let root = try checkSidecar(sidecar, path: source.name, key: key, minimumRelease: minimumRelease, origin: origin)
+        return try verifyTiles(of: archive, against: sidecar, root: root, sidecarName: source.name, key: key)
+    }
+
+    /// Every tile of `archive` against the checked sidecar, then the metadata against the signed identity.
+    static func verifyTiles(
+        of archive: any TileArchive, against sidecar: SignatureSidecar, root: SignedRoot, sidecarName: String, key: VerifierKey
+    ) throws -> Report {
+        let leaves = try leaves(of: archive, path: archive.path)
+        try compareTiles(leaves, with: sidecar, archive: archive.path)
         guard leaves.identity == root.identity else {
-            throw SignatureError.metadata(archive: archivePath, signed: root.identity.description, actual: leaves.identity.description)
+            throw SignatureError.metadata(archive: archive.path, signed: root.identity.description, actual: leaves.identity.description)
         }
-        return Report(root: root, sidecar: path, key: key.description, tiles: leaves.ids.count)
+        return Report(root: root, sidecar: sidecarName, key: key.description, tiles: leaves.ids.count)
     }
 
     /// Reads a sidecar and checks all of it but the tiles: the signature, the body, the stored
@@ -33,6 +50,13 @@ extension ArchiveSignature {
         path: String, key: VerifierKey, minimumRelease: UInt64, origin: String?
     ) throws(SignatureError) -> (SignatureSidecar, SignedRoot) {
         let sidecar = try SignatureSidecar.read(path: path)
+        return (sidecar, try checkSidecar(sidecar, path: path, key: key, minimumRelease: minimumRelease, origin: origin))
+    }
+
+    /// The checks of ``openSidecar(path:key:minimumRelease:origin:)`` on a sidecar read.
+    static func checkSidecar(
+        _ sidecar: SignatureSidecar, path: String, key: VerifierKey, minimumRelease: UInt64, origin: String?
+    ) throws(SignatureError) -> SignedRoot {
         let root = try SignedRoot.open(sidecar.note, key: key, source: path)
         func fail(_ reason: String) -> SignatureError { .sidecar(path: path, reason: reason) }
         try checkRoot(root, treeSize: sidecar.tileIDs.count, minimumRelease: minimumRelease, origin: origin, path: path)
@@ -43,7 +67,7 @@ extension ArchiveSignature {
         guard zip(sidecar.tileIDs, sidecar.tileIDs.dropFirst()).allSatisfy({ $0 < $1 }), sidecar.storedFences == sidecar.fences else {
             throw fail("its tile ids are not strictly increasing or its fences are not every 256th (a damaged locator)")
         }
-        return (sidecar, root)
+        return root
     }
 
     /// The signed root's tree size against the sidecar's, its identity's tile count, its release
