@@ -123,7 +123,7 @@ package final class SignedTreeReader {
         if count & (count - 1) == 0 {
             let level = count.trailingZeroBitCount
             let stored = try read(storedRange(level: level, index: a >> level))
-            return Self.fold(stored, levels: level % MerkleTree.tileHeight)
+            return StoredTreeCheck.fold(stored, levels: level % MerkleTree.tileHeight)
         }
         let k = Self.split(count)
         return TreeHasher().node(try hash(a, a + k), try hash(a + k, b))
@@ -141,24 +141,6 @@ package final class SignedTreeReader {
     private func read(_ range: (offset: Int, length: Int)) throws -> [UInt8] {
         hashBytesRead += range.length
         return try Self.bytes(source, range.offset, range.length)
-    }
-
-    /// `2^levels` hashes folded pairwise, level by level, to one.
-    private static func fold(_ hashes: [UInt8], levels: Int) -> [UInt8] {
-        var current = hashes
-        let hasher = TreeHasher()
-        for _ in 0..<levels {
-            var next = [UInt8](repeating: 0, count: current.count / 2)
-            current.withUnsafeBytes { from in
-                next.withUnsafeMutableBytes { to in
-                    for j in 0..<(current.count / 64) {
-                        hasher.node(UnsafeRawBufferPointer(rebasing: from[64 * j..<64 * j + 64]), into: to.baseAddress! + 32 * j)
-                    }
-                }
-            }
-            current = next
-        }
-        return current
     }
 
     /// The largest power of two below `count` (> 1).
