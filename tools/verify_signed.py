@@ -304,11 +304,37 @@ def check_vectors(path):
     return {"vectors": path, "tiles": len(leaves), "root": base64.b64encode(mth(leaves)).decode(), "agree": True}
 
 
-def check_mbtiles(archive, key_path, sidecar_path, min_release):
-    name, public, _ = parse_key(open(key_path).read())
-    root, ids, stored = check_sidecar(open(sidecar_path, "rb").read(), name, public, min_release)
+# §7.1 an extract's .tpsig ---------------------------------------------------------------------------
+
+def check_extract_sidecar(data, name, public_key, min_release=0):
+    """The extract form: the source's signed root, the extract's tile ids and leaves, and the proof
+    that those leaves are leaves of the signed tree. Returns the root, the ids and the leaves."""
+    if len(data) < 32 or data[:8] != b"TPSIGX01":
+        raise Refused("not a TPSIGX01 sidecar")
+    c, flags, k, reserved = struct.unpack_from("<IIQQ", data, 8)
+    if flags or reserved or not 1 <= c <= 4096 or k < 1:
+        raise Refused("bad extract sidecar header")
+    at = 32 + (c + 7) // 8 * 8
+    if any(data[32 + c:at]) or len(data) < at + 40 * k:
+        raise Refused("the extract sidecar is truncated or its padding is not zero")
+    root = open_note(data[32:32 + c], name, public_key, min_release)
+    ids = list(struct.unpack_from("<%dQ" % k, data, at))
+    at += 8 * k
+    leaves = [data[at + 32 * i:at + 32 * i + 32] for i in range(k)]
+    at += 32 * k
+    n, indices, hashes = decode_proof(data[at:])
+    if n != root["tree_size"] or len(indices) != k or any(a >= b for a, b in zip(indices, indices[1:])) \
+            or any(a >= b for a, b in zip(ids, ids[1:])) or (indices and indices[-1] >= n):
+        raise Refused("the proof is not of the extract's tiles in the signed tree")
+    if proof_root(n, indices, leaves, hashes) != root["root"]:
+        raise Refused("the extract's leaves and proof do not give the signed root")
+    return root, ids, leaves, len(hashes)
+
+
+def read_mbtiles(archive):
     db = sqlite3.connect("file:%s?mode=ro" % archive, uri=True)
-    metadata = dict(db.execute("SELECT name, value FROM metadata"))
+    db.text_factory = bytes
+    metadata = {k.decode(): v.decode() for k, v in db.execute("SELECT name, value FROM metadata")}
     mine = []
     total = 0
     for z, column, row, data in db.execute("SELECT zoom_level, tile_column, tile_row, tile_data FROM tiles"):
@@ -317,11 +343,30 @@ def check_mbtiles(archive, key_path, sidecar_path, min_release):
         total += int.from_bytes(th[:16], "little")
         mine.append((tile_id(z, column, y), leaf_hash(th), "%d/%d/%d" % (z, column, y)))
     mine.sort()
+    return metadata, mine, total
+
+
+def compare_tiles(mine, ids, stored):
     if [m[0] for m in mine] != ids:
         raise Refused("the archive's tiles are not the signed coordinates")
     bad = [m[2] for m, s in zip(mine, stored) if m[1] != s]
     if bad:
         raise Refused("tiles differ from the signed ones: " + ", ".join(bad[:20]))
+
+
+def check_mbtiles(archive, key_path, sidecar_path, min_release):
+    name, public, _ = parse_key(open(key_path).read())
+    data = open(sidecar_path, "rb").read()
+    if data[:8] == b"TPSIGX01":
+        root, ids, leaves, proof_hashes = check_extract_sidecar(data, name, public, min_release)
+        _, mine, _ = read_mbtiles(archive)
+        compare_tiles(mine, ids, leaves)
+        return {"archive": archive, "origin": root["origin"], "release": root["release"], "tiles": len(mine),
+                "root": base64.b64encode(root["root"]).decode(), "extract": True, "proof_hashes": proof_hashes,
+                "tree_size": root["tree_size"]}
+    root, ids, stored = check_sidecar(data, name, public, min_release)
+    metadata, mine, total = read_mbtiles(archive)
+    compare_tiles(mine, ids, stored)
     if mth([m[1] for m in mine]) != root["root"]:
         raise Refused("the tiles do not give the signed root")
     identity = identity_text(len(mine), total, metadata_hash(metadata))
@@ -335,6 +380,14 @@ def main(argv):
     try:
         if argv[:1] == ["--vectors"]:
             result = check_vectors(argv[1])
+        elif argv[:1] == ["--minimal-proof"]:
+            # --minimal-proof SOURCE.tpsig EXTRACT.mbtiles: the hashes of the minimal multi-leaf proof
+            # of the extract's tiles in the source's signed tree (the benchmark's floor).
+            _, n, _, ids, _ = parse_sidecar(open(argv[1], "rb").read())
+            _, mine, _ = read_mbtiles(argv[2])
+            position = {tid: i for i, tid in enumerate(ids)}
+            indices = sorted(position[m[0]] for m in mine)
+            result = {"tree_size": n, "leaves": len(indices), "hashes": minimal_proof_size(n, indices)}
         else:
             archive = argv[0]
             options = dict(zip(argv[1::2], argv[2::2]))

@@ -27,6 +27,8 @@ package struct ExtractOptions: Sendable {
     /// `--budget`: only the tiles of this plan (``ArchivePlanning``), written in the order its
     /// size prediction assumes.
     package var plan: TilePlan?
+    /// `--key`: each tile checked against the source's signed root, the output's `.tpsig` written.
+    package var verification: ExtractVerification?
     package init() {}
 }
 
@@ -93,7 +95,7 @@ package enum TileExtractor {
         let covers = try regionCovers(options.region, zooms: zooms)
         let writer = ExtractWriter(
             sink: sink, content: input.content, watchedBounds: subset.besideBounds != nil ? subset.declared : nil,
-            progress: progress, start: start)
+            verification: options.verification, progress: progress, start: start)
         writer.report = ExtractReport(source: source, destination: destination)
         writer.report.warnings = subset.warnings
         do {
@@ -120,8 +122,10 @@ package enum TileExtractor {
         }
         do {
             if !writer.began, let content = input.content { try sink.begin(content: content) }
+            try options.verification?.finish(writingBeside: destination)
             try sink.finish(metadata: subset.metadata)
         } catch {
+            options.verification?.discard()
             throw OperationError.wrapping(error, path: destination)
         }
         writer.report.seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
@@ -282,6 +286,8 @@ private final class ExtractWriter {
     let content: TileContent?
     /// The declared bounds, when a tile outside them would show them wrong.
     let watchedBounds: GeoBoundingBox?
+    /// `--key`: each tile checked against the source's signed root before it is written.
+    let verification: ExtractVerification?
     let progress: ProgressHandler?
     let start: UInt64
     var lastReport: UInt64
@@ -289,10 +295,14 @@ private final class ExtractWriter {
     var began = false
     var tileOutsideBounds = false
 
-    init(sink: TileSink, content: TileContent?, watchedBounds: GeoBoundingBox?, progress: ProgressHandler?, start: UInt64) {
+    init(
+        sink: TileSink, content: TileContent?, watchedBounds: GeoBoundingBox?, verification: ExtractVerification?,
+        progress: ProgressHandler?, start: UInt64
+    ) {
         self.sink = sink
         self.content = content
         self.watchedBounds = watchedBounds
+        self.verification = verification
         self.progress = progress
         self.start = start
         lastReport = start
@@ -303,6 +313,7 @@ private final class ExtractWriter {
             try sink.begin(content: content ?? TileFormat.sniff(bytes).map { .encoded($0) } ?? .encoded(.png))
             began = true
         }
+        try verification?.check(tile, bytes)
         try sink.add(tile, bytes: bytes)
         if !tileOutsideBounds, let watchedBounds, (try? watchedBounds.intersects(tile)) != true {
             tileOutsideBounds = true

@@ -20,8 +20,12 @@ package struct ArchiveLayerFactory: RenderLayerFactory {
     }
 
     package func makeLayer(for input: String, options: RenderLayerOptions) throws -> MapTileLayer {
+        var archive = try ArchiveLocation.open(input, bundleAccess: .memoryMap)
+        if let key = options.key {
+            archive = try VerifiedTileArchive(base: archive, key: key, minimumRelease: options.minimumRelease)
+        }
         let source = ArchiveTileSource(
-            archive: try ArchiveLocation.open(input, bundleAccess: .memoryMap),
+            archive: archive,
             options: ArchiveTileSource.Options(
                 reader: ArchiveReaderOptions(cacheByteLimit: 64 << 20)))
         return source.makeLayer(name: input, tileSize: options.tileSize)

@@ -1,6 +1,7 @@
 import Foundation
 import TileLayer
 import TilepackCore
+import TilepackStorage
 
 /// `tilepack render`'s layer composition, as a library: each input (an archive or a URL
 /// template) becomes a tile layer, bottom to top in the order given, drawn by a headless map view.
@@ -116,11 +117,17 @@ package struct RenderLayerOptions: Sendable {
     package var tileSize: Int
     package var flipped: Bool
     package var maximumZ: Int
+    /// `--key`: every archive layer's tiles checked against its signed root (ARCHIVE.tpsig), each on its first read.
+    package var key: VerifierKey?
+    /// `--min-release`: the lowest signed release accepted.
+    package var minimumRelease: UInt64 = 0
 
-    package init(tileSize: Int = TileSize.default, flipped: Bool = false, maximumZ: Int = 21) {
+    package init(tileSize: Int = TileSize.default, flipped: Bool = false, maximumZ: Int = 21, key: VerifierKey? = nil, minimumRelease: UInt64 = 0) {
         self.tileSize = tileSize
         self.flipped = flipped
         self.maximumZ = maximumZ
+        self.key = key
+        self.minimumRelease = minimumRelease
     }
 }
 

@@ -174,6 +174,8 @@ struct ArchiveOutputOptions: ParsableArguments {
             "A .tilepack or .pmtiles output: also write its tile hash index beside it (ARCHIVE.tpindex, as `tilepack index` does), to publish with it for `tilepack sync`. An .mbtiles output stores its content identity instead, so that its first `tilepack patch` reads only the tiles it changes."
     )
     var tileIndex = false
+
+    @OptionGroup var signing: SigningOptions
 }
 
 /// `--max-tiles N`: the most tiles a command writes one by one (``TileCountLimit``).

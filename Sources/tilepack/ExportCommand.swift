@@ -224,8 +224,11 @@ struct ConvertCommand: ParsableCommand {
         options.tileIndex = archiveOutput.tileIndex
         let bar = ProgressBar.start(label: "convert", quiet: outputOptions.quiet)
         defer { bar?.finish() }
+        let key = try archiveOutput.signing.key()
         let report = try RemoteOutput.write(to: output, overwrite: force, temporaryFolder: upload.tmpdir) { local in
-            try ArchiveConverter.run(source: input, destination: local, options: options, progress: bar?.handler)
+            try archiveOutput.signing.signed(local, key: key, as: output) {
+                try ArchiveConverter.run(source: input, destination: local, options: options, progress: bar?.handler)
+            }
         }
         bar?.finish()
         if outputOptions.json {

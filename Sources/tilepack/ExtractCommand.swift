@@ -28,6 +28,8 @@ struct ExtractCommand: ParsableCommand {
 
     @OptionGroup var budgetOptions: BudgetOptions
 
+    @OptionGroup var keyOptions: ExtractKeyOptions
+
     @OptionGroup var corridor: RouteOptions
 
     @OptionGroup var archiveOutput: ArchiveOutputOptions
@@ -47,6 +49,9 @@ struct ExtractCommand: ParsableCommand {
             throw ValidationError("--budget needs the area: exactly one of --bbox, --region and --route")
         }
         if corridor.route != nil, budgetOptions.budget == nil { throw ValidationError("--route goes with --budget here") }
+        if keyOptions.key != nil, archiveOutput.signing.privateKey != nil {
+            throw ValidationError("--key keeps the publisher's signature (the output's .tpsig is its proof) and --sign signs anew: give one")
+        }
     }
 
     func run() throws {
@@ -72,8 +77,12 @@ struct ExtractCommand: ParsableCommand {
         if let note = area.bbox?.box.antimeridianNote { printError("note: \(note)") }
         let bar = ProgressBar.start(label: "extract", quiet: outputOptions.quiet)
         defer { bar?.finish() }
+        options.verification = try keyOptions.verification(source: source)
+        let key = try archiveOutput.signing.key()
         let report = try RemoteOutput.write(to: output, overwrite: force, temporaryFolder: upload.tmpdir) { local in
-            try TileExtractor.run(source: source, destination: local, options: options, progress: bar?.handler)
+            try archiveOutput.signing.signed(local, key: key, as: output) {
+                try TileExtractor.run(source: source, destination: local, options: options, progress: bar?.handler)
+            }
         }
         bar?.finish()
         if outputOptions.json {
@@ -127,8 +136,11 @@ struct MergeCommand: ParsableCommand {
         let bar = ProgressBar.start(label: "merge", quiet: outputOptions.quiet)
         defer { bar?.finish() }
         let inputs = try RemoteInputs.expand(Array(paths.dropLast()))
+        let key = try archiveOutput.signing.key()
         let report = try RemoteOutput.write(to: paths.last!, overwrite: force, temporaryFolder: upload.tmpdir) { local in
-            try ArchiveMerger.run(inputs: inputs, destination: local, options: options, progress: bar?.handler)
+            try archiveOutput.signing.signed(local, key: key, as: paths.last!) {
+                try ArchiveMerger.run(inputs: inputs, destination: local, options: options, progress: bar?.handler)
+            }
         }
         bar?.finish()
         if outputOptions.json {

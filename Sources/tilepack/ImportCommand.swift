@@ -119,8 +119,11 @@ struct ImportCommand: ParsableCommand {
         }
         let bar = ProgressBar.start(label: "import", quiet: output.quiet)
         defer { bar?.finish() }
+        let key = try archiveOutput.signing.key()
         let result = try RemoteOutput.write(to: archive, overwrite: force, temporaryFolder: upload.tmpdir) { local in
-            try TileImporter.run(source: tree, destination: local, options: options, progress: bar?.handler)
+            try archiveOutput.signing.signed(local, key: key, as: archive) {
+                try TileImporter.run(source: tree, destination: local, options: options, progress: bar?.handler)
+            }
         }
         bar?.finish()
         if output.json {

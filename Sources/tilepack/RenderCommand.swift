@@ -51,6 +51,15 @@ struct RenderCommand: AsyncParsableCommand {
     @Option(name: .customLong("max-z"), help: "The deepest zoom with tiles; deeper views scale these tiles up.")
     var maxZ: Int = 21
 
+    @Option(
+        help: ArgumentHelp(
+            "Draw only tiles of the publisher's: each archive layer checked against its signed root (ARCHIVE.tpsig) with this public key file (NAME.pub), each tile on its first read (a tile that is not the signed one is not drawn).",
+            valueName: "public-key-file"))
+    var key: String?
+
+    @Option(name: .customLong("min-release"), help: "With --key: the lowest signed release accepted (an older one is a replay).")
+    var minimumRelease: UInt64 = 0
+
     @Option(help: "Seconds to wait for tiles.")
     var timeout: Double = 60
 
@@ -86,7 +95,10 @@ struct RenderCommand: AsyncParsableCommand {
         do {
             result = try await MapRender.render(
                 inputs: inputs, center: centre, zoom: zoom, viewport: viewport, scale: screenScale,
-                options: RenderLayerOptions(tileSize: tileSize, flipped: tms, maximumZ: maxZ), timeout: timeout)
+                options: RenderLayerOptions(
+                    tileSize: tileSize, flipped: tms, maximumZ: maxZ, key: try key.map { try VerifierKey(contentsOf: $0) },
+                    minimumRelease: minimumRelease),
+                timeout: timeout)
         } catch let error as RenderError {
             for note in error.notes { printError(note) }
             switch error.kind {

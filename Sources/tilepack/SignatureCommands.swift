@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import TilepackOperations
 import TilepackStorage
 
 struct KeygenCommand: ParsableCommand {
@@ -70,6 +71,9 @@ struct SignCommand: ParsableCommand {
         var archive, sidecar, key, origin, root, identity, time: String
         var release: UInt64
         var tiles: Int
+        /// The signed tree's size, and whether the archive is an extract proven against it.
+        var treeSize: UInt64
+        var extract: Bool
     }
 
     func run() throws {
@@ -89,7 +93,7 @@ extension SignCommand.Output {
         self.init(
             archive: archive, sidecar: report.sidecar, key: report.key, origin: report.root.origin,
             root: Data(report.root.rootHash).base64EncodedString(), identity: report.root.identity.description, time: report.root.time,
-            release: report.root.release, tiles: report.tiles)
+            release: report.root.release, tiles: report.tiles, treeSize: report.root.treeSize, extract: report.extract)
     }
 }
 
@@ -102,7 +106,10 @@ struct SignatureCheck: Encodable {
     static func run(archive: String, keyFile: String, minimumRelease: UInt64) -> SignatureCheck {
         do {
             let key = try VerifierKey(contentsOf: keyFile)
-            let report = try ArchiveSignature.verify(archivePath: archive, key: key, minimumRelease: minimumRelease)
+            let report =
+                ArchiveLocation.isRemote(archive)
+                ? try ExtractVerification.verifyRemote(archive, key: key, minimumRelease: minimumRelease)
+                : try ArchiveSignature.verify(archivePath: archive, key: key, minimumRelease: minimumRelease)
             return SignatureCheck(verified: true, signed: SignCommand.Output(report, archive: archive))
         } catch {
             return SignatureCheck(verified: false, error: "\(error)")
@@ -111,6 +118,69 @@ struct SignatureCheck: Encodable {
 
     var text: String {
         guard let signed else { return "Error: signature: \(error ?? "")" }
+        if signed.extract {
+            return "signature: release \(signed.release) of \(signed.origin) by \(signed.key), signed \(signed.time): all \(signed.tiles) tiles of this extract are the publisher's, proven against its signed tree of \(signed.treeSize) (the extract's metadata is its own, not signed)"
+        }
         return "signature: release \(signed.release) of \(signed.origin) by \(signed.key), signed \(signed.time): all \(signed.tiles) tiles, the metadata and the tree are the signed ones"
+    }
+}
+
+/// `--sign NAME.key --release N` on every writer that takes `--index` (import, convert, extract,
+/// merge): the output signed once it is written, its `.tpsig` beside it (uploaded beside an
+/// `s3://` output, as the `.tpindex` is).
+struct SigningOptions: ParsableArguments {
+    @Option(
+        name: .customLong("sign"),
+        help: ArgumentHelp(
+            "Sign the output with this private key file (NAME.key, from `tilepack keygen`): writes OUTPUT.tpsig, as `tilepack sign` does.",
+            valueName: "key-file"))
+    var privateKey: String?
+
+    @Option(help: "With --sign: the release number (an integer the publisher increases with each release).")
+    var release: UInt64?
+
+    @Option(help: "With --sign: the dataset's name (default: KEYNAME/OUTPUT's file name without its extension).")
+    var origin: String?
+
+    func validate() throws {
+        if privateKey != nil, release == nil { throw ValidationError("--sign needs --release N") }
+        if privateKey == nil, release != nil || origin != nil { throw ValidationError("--release and --origin go with --sign") }
+    }
+
+    /// The key, read before anything is written (a wrong key file fails the command at once).
+    func key() throws -> SigningKey? { try privateKey.map { try SigningKey(contentsOf: $0) } }
+
+    /// Runs `build`, which writes the archive at `path` (`destination`, or its local copy for an
+    /// `s3://` one), then signs it with `key` (from ``key()``) as `tilepack sign` does.
+    func signed<R>(_ path: String, key: SigningKey?, as destination: String, _ build: () throws -> R) throws -> R {
+        let result = try build()
+        try sign(path, key: key, destination: destination)
+        return result
+    }
+
+    func sign(_ path: String, key: SigningKey?, destination: String) throws {
+        guard let key, let release else { return }
+        let epoch = ProcessInfo.processInfo.environment["SOURCE_DATE_EPOCH"].flatMap { Int64($0) }
+        let origin = origin ?? ArchiveSignature.defaultOrigin(key: key, archivePath: destination)
+        _ = try ArchiveSignature.sign(
+            archivePath: path, key: key, release: release, origin: origin, time: epoch ?? Int64(Date().timeIntervalSince1970))
+    }
+}
+
+/// `extract --key NAME.pub [--min-release N]`: the source's tiles checked against its signed root,
+/// the output's `.tpsig` the extract's proof.
+struct ExtractKeyOptions: ParsableArguments {
+    @Option(
+        help: ArgumentHelp(
+            "Check every tile copied against the source's signed root (SOURCE.tpsig, read by range for a URL) with this public key file (NAME.pub), and write OUTPUT.tpsig: the signed root and the proof of the output's tiles, for `verify OUTPUT --key`.",
+            valueName: "public-key-file"))
+    var key: String?
+
+    @Option(name: .customLong("min-release"), help: "With --key: the lowest signed release accepted (an older one is a replay).")
+    var minimumRelease: UInt64 = 0
+
+    func verification(source: String) throws -> ExtractVerification? {
+        guard let key else { return nil }
+        return try ExtractVerification(source: source, key: try VerifierKey(contentsOf: key), minimumRelease: minimumRelease)
     }
 }

@@ -27,7 +27,7 @@ struct VerifyCommand: ParsableCommand {
     @Flag(help: "Count warnings as errors.")
     var strict = false
 
-    @Option(help: "Also check each archive's signature (ARCHIVE.tpsig) with this public key file (NAME.pub): every tile, the tree, the signed root (Specs/signing.md).")
+    @Option(help: "Also check each archive's signature (ARCHIVE.tpsig, read by range beside an http(s):// or s3:// archive) with this public key file (NAME.pub): every tile, the tree, the signed root; for an extract made with `extract --key`, every tile against the proof its .tpsig holds (Specs/signing.md).")
     var key: String?
 
     @Option(name: .customLong("min-release"), help: "With --key: the lowest signed release accepted (an older one is a replay).")

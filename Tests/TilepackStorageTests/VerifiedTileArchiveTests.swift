@@ -50,4 +50,38 @@ import TilepackTestSupport
         try Fixture.write(Fixture.tiles, format: .pmtiles, to: path, metadata: TileMetadata(["name": "other", "format": "png"]))
         #expect(throws: SignatureError.self) { try VerifiedTileArchive(base: try openTileArchive(path: path), key: Fixture.key.verifier) }
     }
+
+    /// A large pack's sidecar is checked a group of 256 leaves at a time (StoredTreeCheck): a tile
+    /// and its stored leaf rewritten together (the level-8 hash left) are refused at the tile's
+    /// first read, as is every tile of that group; the other groups are served; a changed level-8
+    /// hash refuses the open.
+    @Test func aRewrittenLeafInAFullGroupIsRefusedOnItsGroupsFirstRead() throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.file("big.pmtiles")
+        var tiles = (0..<700).map { i in (TileCoordinate(uncheckedZoom: 5, x: i % 32, y: i / 32), Array("tile \(i)".utf8)) }
+        try Fixture.write(tiles, format: .pmtiles, to: path)
+        _ = try ArchiveSignature.sign(archivePath: path, key: Fixture.key, release: 1, time: 0)
+        var sidecar = try SignatureSidecar.read(path: path + ".tpsig")
+        let original = sidecar
+        // Leaf 10 (group 0, full): its tile changed and its stored leaf rewritten to match.
+        let index = 10
+        let victim = try #require(PMTilesFormat.tile(ofID: sidecar.tileIDs[index]))
+        let at = try #require(tiles.firstIndex { $0.0 == victim })
+        tiles[at].1 = Array("forged".utf8)
+        try Fixture.write(tiles, format: .pmtiles, to: path)
+        let leaf = TreeHasher().leaf(ContentIdentity.TileHasher().fullHash(victim, tiles[at].1.withUnsafeBytes { UnsafeRawBufferPointer($0) }))
+        sidecar.storedLevels[0].replaceSubrange((32 * index)..<(32 * index + 32), with: leaf)
+        try Data(sidecar.encoded()).write(to: URL(fileURLWithPath: path + ".tpsig"))
+        let archive = try VerifiedTileArchive(base: try openTileArchive(path: path), key: Fixture.key.verifier)
+        #expect(throws: TileArchiveError.self) { try archive.tileData(at: victim) }
+        let neighbour = try #require(PMTilesFormat.tile(ofID: sidecar.tileIDs[index + 1]))
+        #expect(throws: TileArchiveError.self) { try archive.tileData(at: neighbour) }
+        let elsewhere = try #require(PMTilesFormat.tile(ofID: sidecar.tileIDs[300]))
+        #expect(try archive.tileData(at: elsewhere) == Data(tiles.first { $0.0 == elsewhere }!.1))
+        // A level-8 hash changed: the open is refused, naming the sidecar.
+        var upper = original
+        upper.storedLevels[1][3] ^= 1
+        try Data(upper.encoded()).write(to: URL(fileURLWithPath: path + ".tpsig"))
+        #expect(throws: SignatureError.self) { try VerifiedTileArchive(base: try openTileArchive(path: path), key: Fixture.key.verifier) }
+    }
 }

@@ -14,6 +14,9 @@ public enum ArchiveSignature {
         public var key: String
         /// The tiles hashed.
         public var tiles: Int
+        /// Whether the sidecar is an extract's (the source's signed root and a proof of the
+        /// extract's tiles, Specs/signing.md §7.1): the tiles are checked, the metadata is the extract's own.
+        public var extract = false
     }
 
     /// The leaves of an archive: its tiles' ids and leaf hashes in leaf order, and its identity.
@@ -75,14 +78,19 @@ public enum ArchiveSignature {
         }
         let sidecar = SignatureSidecar(note: note, tileIDs: leaves.ids, storedLevels: tree.storedLevels)
         let path = SignatureSidecar.sidecarName(of: archivePath)
+        try writeAtomically(sidecar.encoded(), to: path)
+        return Report(root: root, sidecar: path, key: key.verifier.description, tiles: tree.size)
+    }
+
+    /// Writes a signature file beside `path` and renames it into place, replacing an older one.
+    package static func writeAtomically(_ bytes: [UInt8], to path: String) throws {
         let file = try AtomicFile(destination: path, overwrite: true)
         do {
-            try Data(sidecar.encoded()).write(to: URL(fileURLWithPath: file.temporaryPath))
+            try Data(bytes).write(to: URL(fileURLWithPath: file.temporaryPath))
         } catch {
             throw TileArchiveError(path: path, fault: .io(errno: 0, reason: "cannot write the signature: \(error.localizedDescription)"))
         }
         try file.commit()
-        return Report(root: root, sidecar: path, key: key.verifier.description, tiles: tree.size)
     }
 
     /// `<key name>/<file name without its extension>`.

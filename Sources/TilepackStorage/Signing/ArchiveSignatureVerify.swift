@@ -14,40 +14,76 @@ extension ArchiveSignature {
         archivePath: String, key: VerifierKey, minimumRelease: UInt64 = 0, origin: String? = nil, sidecarPath: String? = nil
     ) throws -> Report {
         let path = sidecarPath ?? SignatureSidecar.sidecarName(of: archivePath)
+        if ExtractSignature.isExtractSignature(path: path) {
+            return try verifyExtract(archivePath: archivePath, sidecarPath: path, key: key, minimumRelease: minimumRelease, origin: origin)
+        }
         let (sidecar, root) = try openSidecar(path: path, key: key, minimumRelease: minimumRelease, origin: origin)
         let archive = try openTileArchive(path: archivePath, bundleAccess: .positionalReads)
-        let leaves = try leaves(of: archive, path: archivePath)
-        try compareTiles(leaves, with: sidecar, archive: archivePath)
+        return try verifyTiles(of: archive, against: sidecar, root: root, sidecarName: path, key: key)
+    }
+
+    /// ``verify(archivePath:key:minimumRelease:origin:sidecarPath:)`` of an archive read by range
+    /// (`RemoteArchive`) and its sidecar (`ARCHIVE.tpsig` beside it, read by range too).
+    public static func verify(
+        archive: any TileArchive, sidecar source: any ByteSource, key: VerifierKey, minimumRelease: UInt64 = 0, origin: String? = nil
+    ) throws -> Report {
+        let sidecar = try SignatureSidecar.read(source: source)
+        let root = try checkSidecar(sidecar, path: source.name, key: key, minimumRelease: minimumRelease, origin: origin)
+        return try verifyTiles(of: archive, against: sidecar, root: root, sidecarName: source.name, key: key)
+    }
+
+    /// Every tile of `archive` against the checked sidecar, then the metadata against the signed identity.
+    static func verifyTiles(
+        of archive: any TileArchive, against sidecar: SignatureSidecar, root: SignedRoot, sidecarName: String, key: VerifierKey
+    ) throws -> Report {
+        let leaves = try leaves(of: archive, path: archive.path)
+        try compareTiles(leaves, with: sidecar, archive: archive.path)
         guard leaves.identity == root.identity else {
-            throw SignatureError.metadata(archive: archivePath, signed: root.identity.description, actual: leaves.identity.description)
+            throw SignatureError.metadata(archive: archive.path, signed: root.identity.description, actual: leaves.identity.description)
         }
-        return Report(root: root, sidecar: path, key: key.description, tiles: leaves.ids.count)
+        return Report(root: root, sidecar: sidecarName, key: key.description, tiles: leaves.ids.count)
     }
 
     /// Reads a sidecar and checks all of it but the tiles: the signature, the body, the stored
     /// hashes and locator against the signed root, the release and the origin.
+    /// - Parameter wholeTree: `false`: the stored hashes are left to a ``StoredTreeCheck``.
     package static func openSidecar(
-        path: String, key: VerifierKey, minimumRelease: UInt64, origin: String?
+        path: String, key: VerifierKey, minimumRelease: UInt64, origin: String?, wholeTree: Bool = true
     ) throws(SignatureError) -> (SignatureSidecar, SignedRoot) {
         let sidecar = try SignatureSidecar.read(path: path)
+        return (sidecar, try checkSidecar(sidecar, path: path, key: key, minimumRelease: minimumRelease, origin: origin, wholeTree: wholeTree))
+    }
+
+    /// The checks of ``openSidecar(path:key:minimumRelease:origin:)`` on a sidecar read.
+    static func checkSidecar(
+        _ sidecar: SignatureSidecar, path: String, key: VerifierKey, minimumRelease: UInt64, origin: String?, wholeTree: Bool = true
+    ) throws(SignatureError) -> SignedRoot {
         let root = try SignedRoot.open(sidecar.note, key: key, source: path)
         func fail(_ reason: String) -> SignatureError { .sidecar(path: path, reason: reason) }
-        guard root.treeSize == UInt64(sidecar.tileIDs.count) else {
-            throw fail("its signed root is of \(root.treeSize) tiles, its tree of \(sidecar.tileIDs.count)")
-        }
-        let tree = MerkleTree(leaves: sidecar.storedLevels[0])
-        guard tree.storedLevels == sidecar.storedLevels, tree.root == root.rootHash else {
+        try checkRoot(root, treeSize: sidecar.tileIDs.count, minimumRelease: minimumRelease, origin: origin, path: path)
+        let tree = wholeTree ? MerkleTree(leaves: sidecar.storedLevels[0]) : nil
+        guard tree.map({ $0.storedLevels == sidecar.storedLevels && $0.root == root.rootHash }) ?? true else {
             throw fail("its stored hashes do not give its signed root (the sidecar was rewritten or damaged)")
         }
         guard zip(sidecar.tileIDs, sidecar.tileIDs.dropFirst()).allSatisfy({ $0 < $1 }), sidecar.storedFences == sidecar.fences else {
             throw fail("its tile ids are not strictly increasing or its fences are not every 256th (a damaged locator)")
         }
+        return root
+    }
+
+    /// The signed root's tree size against the sidecar's, its identity's tile count, its release
+    /// against the lowest accepted, its origin against the expected one.
+    package static func checkRoot(
+        _ root: SignedRoot, treeSize: Int, minimumRelease: UInt64, origin: String?, path: String
+    ) throws(SignatureError) {
+        guard root.treeSize == UInt64(treeSize) else {
+            throw .sidecar(path: path, reason: "its signed root is of \(root.treeSize) tiles, its tree of \(treeSize)")
+        }
         guard root.identity.tileCount == root.treeSize else {
-            throw fail("its signed identity is of \(root.identity.tileCount) tiles, its tree of \(root.treeSize)")
+            throw .sidecar(path: path, reason: "its signed identity is of \(root.identity.tileCount) tiles, its tree of \(root.treeSize)")
         }
         guard root.release >= minimumRelease else { throw .olderRelease(path: path, release: root.release, minimum: minimumRelease) }
         if let origin, root.origin != origin { throw .otherOrigin(path: path, origin: root.origin, expected: origin) }
-        return (sidecar, root)
     }
 
     /// Each tile's leaf against the stored leaf at its tile id; the tiles that differ, are not

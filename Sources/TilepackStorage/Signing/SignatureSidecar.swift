@@ -89,6 +89,24 @@ package struct SignatureSidecar: Sendable {
         return decode(bytes, noteLength: noteLength, size: size)
     }
 
+    /// Reads a sidecar from `source` (an `http(s)://` or `s3://` object read by range): its header,
+    /// then, its length checked against it, the rest in one read.
+    package static func read(source: any ByteSource) throws -> SignatureSidecar {
+        let path = source.name
+        let header = try SignedTreeReader.bytes(source, 0, min(headerLength, source.count))
+        let (noteLength, size) = try parseHeader(header, path: path)
+        let expected = fileLength(noteLength: noteLength, size: size)
+        guard source.count == expected else {
+            let what = source.count < expected ? "truncated" : "longer than its tree"
+            throw SignatureError.sidecar(path: path, reason: "\(what): \(source.count) bytes, the signed root and tree of \(size) leaves need \(expected)")
+        }
+        let bytes = try SignedTreeReader.bytes(source, 0, expected)
+        guard bytes[(headerLength + noteLength)..<(headerLength + (noteLength + 7) / 8 * 8)].allSatisfy({ $0 == 0 }) else {
+            throw SignatureError.sidecar(path: path, reason: "the padding after its signed root is not zero bytes (a damaged sidecar)")
+        }
+        return decode(bytes, noteLength: noteLength, size: size)
+    }
+
     /// The note length and tree size of a header, checked.
     package static func parseHeader(_ header: [UInt8], path: String) throws(SignatureError) -> (Int, Int) {
         guard header.count == headerLength else {

@@ -21,6 +21,8 @@ public final class VerifiedTileArchive: TileArchive, @unchecked Sendable {
     private let sidecarPath: String
     private let tileIDs: [UInt64]
     private let leaves: [UInt8]
+    /// The stored leaves checked against the signed root a group at a time.
+    private let tree: StoredTreeCheck
     /// One bit per leaf: checked.
     private let checked: Locked<[UInt64]>
 
@@ -28,7 +30,9 @@ public final class VerifiedTileArchive: TileArchive, @unchecked Sendable {
     /// with `key`; throws ``SignatureError`` naming the file or key, as `verify --key` does.
     public init(base: any TileArchive, key: VerifierKey, minimumRelease: UInt64 = 0, sidecarPath: String? = nil) throws {
         let path = sidecarPath ?? SignatureSidecar.sidecarName(of: base.path)
-        let (sidecar, root) = try ArchiveSignature.openSidecar(path: path, key: key, minimumRelease: minimumRelease, origin: nil)
+        let (sidecar, root) = try ArchiveSignature.openSidecar(
+            path: path, key: key, minimumRelease: minimumRelease, origin: nil, wholeTree: false)
+        let tree = try StoredTreeCheck(levels: sidecar.storedLevels, size: sidecar.tileIDs.count, root: root.rootHash, path: path)
         let count = try base.tileCount()
         guard UInt64(count) == root.treeSize else {
             throw SignatureError.tiles(archive: base.path, problems: [], count: abs(count - Int(root.treeSize)))
@@ -46,6 +50,7 @@ public final class VerifiedTileArchive: TileArchive, @unchecked Sendable {
         self.sidecarPath = path
         self.tileIDs = sidecar.tileIDs
         self.leaves = sidecar.storedLevels[0]
+        self.tree = tree
         self.checked = Locked([UInt64](repeating: 0, count: (sidecar.tileIDs.count + 63) / 64))
     }
 
@@ -118,6 +123,11 @@ public final class VerifiedTileArchive: TileArchive, @unchecked Sendable {
     private func check(_ tile: TileCoordinate, _ bytes: UnsafeRawBufferPointer, index: Int?) throws {
         guard let index else { throw fault(tile, "not in the signed tree") }
         if isChecked(index) { return }
+        guard tree.leafIsChecked(index) else {
+            throw TileArchiveError(
+                path: sidecarPath,
+                fault: .corrupt("the stored hashes of tile \(tile.zoom)/\(tile.x)/\(tile.y)'s group do not give the signed root (the sidecar was rewritten or damaged)"))
+        }
         let leaf = TreeHasher().leaf(ContentIdentity.TileHasher().fullHash(tile, bytes))
         guard leaf.elementsEqual(leaves[32 * index..<32 * index + 32]) else {
             throw TileArchiveError(
