@@ -151,7 +151,7 @@ let package = Package(
         // own persistent MBTiles store; estimate, progress, cancel, resume, eviction, purge.
         .target(
             name: "TilepackPrefetch",
-            dependencies: ["TilepackCore", "TilepackStorage", "TilepackImaging", "TilepackHTTP"]
+            dependencies: ["TilepackCore", "TilepackStorage", "TilepackImaging", "TilepackHTTP", "TilepackPlan"]
         ),
 
         // Floor 3: the budget planner: which tiles of an area fit a byte budget, from Core's covers

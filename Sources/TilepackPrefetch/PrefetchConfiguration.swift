@@ -35,8 +35,13 @@ public struct PrefetchConfiguration: Hashable, Sendable {
     public var requestTimeout: Double = 30
     /// The largest tile body accepted.
     public var maximumTileBytes: Int = 16 << 20
-    /// Tiles sampled per zoom for a byte estimate.
+    /// The least tiles sampled per zoom for a byte estimate (or all of a zoom with fewer): the
+    /// sample is 2% of the area's tiles, stratified by zoom and area, and at least this many a
+    /// zoom (`Specs/plan.md` §4).
     public var samplesPerZoom: Int = 8
+    /// The seed of the estimate's draw; `nil`: one from the request (the same request, the same
+    /// sample tiles, the same estimate).
+    public var sampleSeed: UInt64?
 
     public init() {}
 
