@@ -122,6 +122,7 @@ public final class MapDataPrefetcher: Sendable {
         case .rejected(let rejection): return rejection
         case .accepted(let checked): cover = checked
         }
+        if let budget = options.budget, budget <= 0 { return .rejected(.invalidParameters, "the budget must be above 0 bytes") }
         guard let store else { return .rejected(.operationNotAllowed, "there is no store to fetch into") }
         guard !store.isReadOnly else { return .rejected(.operationNotAllowed, "the store \(store.path) is read-only") }
         let region: TileRegionRecord

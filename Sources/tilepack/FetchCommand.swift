@@ -79,8 +79,12 @@ struct FetchCommand: AsyncParsableCommand {
 
     @OptionGroup var server: TileServerOptions
 
-    @Option(help: "The store's capacity in MB; tiles of no kept region are evicted past it.")
+    @Option(
+        help:
+            "The store's capacity in MB: past it, tiles of no kept region (earlier fetches' leftovers) are evicted; it never limits this fetch, whose region is kept: --budget does.")
     var capacity: Int = 256
+
+    @OptionGroup(title: "Within a budget (as plan TEMPLATE plans it)") var budgetOptions: BudgetOptions
 
     @Flag(
         help:
@@ -122,6 +126,10 @@ struct FetchCommand: AsyncParsableCommand {
         if route == nil && radius != nil { throw ValidationError("--radius goes with --route") }
         if capacity < 0 { throw ValidationError("--capacity must not be negative") }
         if estimate && (refresh || retryFailed) { throw ValidationError("--estimate downloads nothing: no --refresh or --retry-failed") }
+        if estimate && budgetOptions.budget != nil {
+            throw ValidationError("--estimate with --budget is a plan: run `tilepack plan TEMPLATE` with the same area, zooms and --budget")
+        }
+        if retryFailed && budgetOptions.budget != nil { throw ValidationError("--retry-failed asks again for failed tiles only: no --budget") }
     }
 
     func run() async throws {
@@ -135,7 +143,10 @@ struct FetchCommand: AsyncParsableCommand {
         if estimate { return try await runEstimate(request, with: prefetcher) }
 
         let events = prefetcher.events()
-        let submission = prefetcher.fetchMapData(for: request, options: PrefetchOptions(refresh: refresh, onlyFailed: retryFailed))
+        let submission = prefetcher.fetchMapData(
+            for: request,
+            options: PrefetchOptions(
+                refresh: refresh, onlyFailed: retryFailed, budget: budgetOptions.budget?.bytes, focus: try budgetOptions.planFocus()))
         guard submission.accepted else {
             await prefetcher.close()
             if !storeExisted {
@@ -242,12 +253,20 @@ struct FetchCommand: AsyncParsableCommand {
         print(
             "\(report.status): \(report.downloaded) tiles downloaded (\(Self.bytes(report.bytes))) into \(output) in \(String(format: "%.2f", report.seconds)) s (\(Int(rate)) tiles/s); \(report.alreadyPresent) already present, \(report.absent) absent, \(report.failed) failed of \(report.tiles)"
         )
+        if let budget = report.budget { print(Self.budgetLine(budget)) }
         // Per tile: -q leaves them to --json (the summary counts them).
         if !outputOptions.quiet {
             for failure in report.failures.prefix(10) { printError("failed: \(failure)") }
             if report.failures.count > 10 { printError("... and \(report.failed - 10) more failed (see --json)") }
         }
         if let error = report.error { printError("error: \(error)") }
+    }
+
+    /// What a fetch with --budget carried out.
+    static func budgetLine(_ budget: PrefetchBudgetReport) -> String {
+        let complete = budget.completeZoom.map { "every tile to zoom \($0)" } ?? "not every tile of the lowest zoom"
+        let left = budget.leftOut > 0 ? "; \(budget.leftOut) planned tiles left out: the area's bytes reached the budget" : ""
+        return "budget \(bytes(budget.budget)): planned \(budget.plannedTiles) tiles, \(complete), the deepest at zoom \(budget.deepestZoom.map(String.init) ?? "-"), about \(bytes(budget.plannedBytes)) ± \(bytes(budget.margin)) of tiles\(left)"
     }
 
     /// What a fetch or estimate says when every tile it asked for is absent.
