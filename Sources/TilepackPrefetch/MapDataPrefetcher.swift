@@ -144,8 +144,9 @@ public final class MapDataPrefetcher: Sendable {
     }
 
     /// Starts estimating the size of `request` (HERE's NMAMapDataPrefetcher's `estimateMapDataSizeForBoundingBox:`):
-    /// the exact tile count, the tiles missing from the store, and their bytes from a sample of
-    /// ``PrefetchConfiguration/samplesPerZoom`` tiles per zoom (downloaded, not stored).
+    /// the exact tile count, the tiles missing from the store, and their bytes from the budget
+    /// planner's stratified sample (``sampleSizes(for:seed:)``: 2% of the tiles, at least
+    /// ``PrefetchConfiguration/samplesPerZoom`` a zoom; downloaded, not stored) with a 95% margin.
     public func estimateMapDataSize(for request: PrefetchRequest) -> PrefetchSubmission {
         let cover: PrefetchCover
         switch check(request) {
