@@ -163,7 +163,7 @@ let package = Package(
         // headless map view), under the command, which keeps its arguments and output.
         .target(
             name: "TilepackRender",
-            dependencies: ["TilepackCore", "TilepackStorage", "TileLayer", "TilepackAdapter", "TilepackOperations"]
+            dependencies: ["TilepackCore", "TilepackStorage", "TileLayer", "TilepackAdapter", "TilepackOperations", "TilepackPlan"]
         ),
 
         // The `Tilepack` product's module: one import for an app. Its privacy manifest declares the
@@ -219,7 +219,7 @@ let package = Package(
                 "TilepackRemote", "TilepackHTTP", "TilepackStorage", "TilepackUpdate", "TilepackOperations", "TilepackPlan", "TilepackTestSupport",
             ]),
         .testTarget(name: "TilepackOperationsTests", dependencies: ["TilepackOperations", "TilepackUpdate", "TilepackPlan", "TilepackTestSupport"]),
-        .testTarget(name: "TilepackRenderTests", dependencies: ["TilepackRender", "TilepackOperations", "TilepackTestSupport"]),
+        .testTarget(name: "TilepackRenderTests", dependencies: ["TilepackRender", "TilepackOperations", "TilepackPlan", "TilepackTestSupport"]),
         // The command's parsing, messages and exit statuses: `@testable import tilepack`, and the built binary.
         .testTarget(name: "TilepackCLITests", dependencies: ["tilepack", "TilepackOperations", "TilepackUpdate", "TilepackTestSupport"]),
         .testTarget(

@@ -4,6 +4,9 @@ import TilepackCore
 import TilepackOperations
 import TilepackPlan
 import TilepackPrefetch
+import TilepackRender
+import TilepackStorage
+import TileLayer
 
 /// `plan TEMPLATE` and `fetch --budget`: the plan of a tile server's tiles, from the prefetcher's
 /// sample (`Specs/plan.md` §4).
@@ -38,5 +41,26 @@ enum ServerPlanning {
                 "every one of the \(sampled) sample tiles is absent (404 or 204): is the box outside what the server has, or are its latitude and longitude swapped (the order is west,south,east,north)?"
             )
         }
+    }
+}
+
+/// `plan --png`: the picture of a plan (TilepackRender's ``PlanPicture``) and its legend.
+enum PlanPNG {
+    /// Draws `plan` over `archive`'s tiles (nil: the tint alone) into `path`; the line to print.
+    static func write(_ plan: TilePlan, over archive: String?, to path: String, force: Bool) async throws -> String {
+        if let archive { try OutputIsInput.refuse(output: path, inputs: [archive]) }
+        let picture: (frame: MapFrame, zoom: Int)
+        do {
+            picture = try await PlanPicture.render(plan: plan, archive: archive)
+        } catch let error as RenderError {
+            throw CommandFailure(path, "\(error.reason); nothing was written")
+        }
+        try RenderCommand.writePNG(picture.frame.bitmap, to: path, force: force)
+        let legend = plan.levels.filter { $0.taken > 0 }.map { level in
+            let colour = PlanPicture.colour(zoom: level.zoom)
+            return "zoom \(level.zoom) " + String(format: "#%02X%02X%02X", colour.r, colour.g, colour.b)
+        }
+        let size = "\(picture.frame.bitmap.width)x\(picture.frame.bitmap.height) px"
+        return "wrote \(path): \(size), the view at zoom \(picture.zoom), each place tinted by the deepest zoom it gets: \(legend.joined(separator: ", "))"
     }
 }

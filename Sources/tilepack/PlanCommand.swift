@@ -120,6 +120,12 @@ struct PlanCommand: AsyncParsableCommand {
     @Option(name: .customLong("output-format"), help: "The format the budget is for: mbtiles, pmtiles or tilepack (default mbtiles).")
     var outputFormat: String = "mbtiles"
 
+    @Option(help: "Also draw the plan into this PNG: the area over the archive's tiles that the plan takes, tinted by the zoom each place gets.")
+    var png: String?
+
+    @Flag(help: "\(SharedHelp.force) (the PNG).")
+    var force = false
+
     @OptionGroup(title: "From a tile server (SOURCE a URL template)") var server: TileServerOptions
 
     @OptionGroup var outputOptions: OutputOptions
@@ -148,6 +154,10 @@ struct PlanCommand: AsyncParsableCommand {
             try printJSON(plan)
         } else {
             print(PlanTable.text(plan, source: source))
+        }
+        if let png {
+            let line = try await PlanPNG.write(plan, over: isTemplate ? nil : source, to: png, force: force)
+            if !outputOptions.json { print(line) }
         }
     }
 }
