@@ -172,7 +172,7 @@ let package = Package(
             name: "Tilepack",
             dependencies: [
                 "TilepackCore", "TilepackStorage", "TilepackImaging", "TileLayer", "TilepackAdapter", "TilepackPrefetch",
-                "TilepackURLSession", "TilepackUpdate",
+                "TilepackPlan", "TilepackURLSession", "TilepackUpdate",
             ],
             resources: [.copy("PrivacyInfo.xcprivacy")]
         ),
