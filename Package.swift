@@ -157,7 +157,7 @@ let package = Package(
         // own persistent MBTiles store; estimate, progress, cancel, resume, eviction, purge.
         .target(
             name: "TilepackPrefetch",
-            dependencies: ["TilepackCore", "TilepackStorage", "TilepackImaging", "TilepackHTTP"]
+            dependencies: ["TilepackCore", "TilepackStorage", "TilepackImaging", "TilepackHTTP", "TilepackPlan"]
         ),
 
         // Floor 3: the budget planner: which tiles of an area fit a byte budget, from Core's covers
@@ -169,7 +169,7 @@ let package = Package(
         // headless map view), under the command, which keeps its arguments and output.
         .target(
             name: "TilepackRender",
-            dependencies: ["TilepackCore", "TilepackStorage", "TileLayer", "TilepackAdapter", "TilepackOperations"]
+            dependencies: ["TilepackCore", "TilepackStorage", "TileLayer", "TilepackAdapter", "TilepackOperations", "TilepackPlan"]
         ),
 
         // Floor 5: the `Tilepack` product's module, one import for an app. Its privacy manifest declares the
@@ -178,7 +178,7 @@ let package = Package(
             name: "Tilepack",
             dependencies: [
                 "TilepackCore", "TilepackStorage", "TilepackImaging", "TileLayer", "TilepackAdapter", "TilepackPrefetch",
-                "TilepackURLSession", "TilepackUpdate",
+                "TilepackPlan", "TilepackURLSession", "TilepackUpdate",
             ],
             resources: [.copy("PrivacyInfo.xcprivacy")]
         ),
@@ -225,7 +225,7 @@ let package = Package(
                 "TilepackRemote", "TilepackHTTP", "TilepackStorage", "TilepackUpdate", "TilepackOperations", "TilepackPlan", "TilepackTestSupport",
             ]),
         .testTarget(name: "TilepackOperationsTests", dependencies: ["TilepackOperations", "TilepackUpdate", "TilepackPlan", "TilepackTestSupport"]),
-        .testTarget(name: "TilepackRenderTests", dependencies: ["TilepackRender", "TilepackOperations", "TilepackTestSupport"]),
+        .testTarget(name: "TilepackRenderTests", dependencies: ["TilepackRender", "TilepackOperations", "TilepackPlan", "TilepackTestSupport"]),
         // The command's parsing, messages and exit statuses: `@testable import tilepack`, and the built binary.
         .testTarget(name: "TilepackCLITests", dependencies: ["tilepack", "TilepackOperations", "TilepackUpdate", "TilepackTestSupport"]),
         .testTarget(

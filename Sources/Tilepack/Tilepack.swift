@@ -7,6 +7,8 @@
 // - TileLayer: the map SDK's custom raster tile layer (NMAMapTileLayer, MKTileOverlay semantics).
 // - TilepackAdapter: any archive served to a tile layer as a raw-bitmap data source.
 // - TilepackPrefetch: offline prefetch of a box or a route corridor from a tile server.
+// - TilepackPlan: the budget planner: the deepest zooms of an area that fit the space an app has
+//   (`TilePlan`, `PlanFocus`; the prefetcher plans and fetches within a budget).
 // - TilepackURLSession: URLSession, the HTTP transport of every client made without one.
 // - TilepackUpdate: updates: diff, patch (`PatchRequest` applies one in the background), the
 //   patch formats. Its request and status types are those a sync (`SyncRequest`, in the
@@ -18,6 +20,7 @@
 @_exported import TilepackAdapter
 @_exported import TilepackCore
 @_exported import TilepackImaging
+@_exported import TilepackPlan
 @_exported import TilepackPrefetch
 @_exported import TilepackStorage
 @_exported import TilepackURLSession

@@ -21,6 +21,22 @@ public struct AreaTileSizes: Sendable {
 
         static func key(x: Int, y: Int) -> UInt64 { UInt64(x) << 32 | UInt64(y) }
 
+        /// Appends a tile; `content` nil (or with bit 63 set): a content known to no other tile.
+        mutating func append(key: UInt64, length: Int, stored: Int, content: UInt64?) {
+            keys.append(key)
+            lengths.append(length)
+            self.stored.append(stored)
+            // Unknown contents: bit 63, the zoom and the tile's place in its level, unique.
+            contents.append(content.flatMap { $0 < 1 << 63 ? $0 : nil } ?? (1 << 63 | UInt64(zoom) << 56 | UInt64(keys.count)))
+        }
+
+        mutating func reserve(_ count: Int) {
+            keys.reserveCapacity(count)
+            lengths.reserveCapacity(count)
+            stored.reserveCapacity(count)
+            contents.reserveCapacity(count)
+        }
+
         /// The index of the tile at (x, y), or `nil`.
         func index(x: Int, y: Int) -> Int? {
             let key = Self.key(x: x, y: y)
@@ -83,19 +99,14 @@ public struct AreaTileSizes: Sendable {
     public static func read(from archive: any TileArchive, area: PlanArea, zooms: ClosedRange<Int>) throws -> AreaTileSizes {
         var sizes = AreaTileSizes(zooms: zooms)
         let covers = try zooms.map { zoom throws(GeometryError) in try area.cover(atZoom: zoom) }
-        var unknown: UInt64 = 1 << 63
+        for (index, cover) in covers.enumerated() { sizes.levels[index].reserve(min(cover.count, 1 << 24)) }
+        // One access to `sizes` a tile: each access to a variable a closure captures is checked
+        // at run time (Swift's exclusivity), which cost more than SQLite's step did.
         func add(_ record: TileSizeRecord) {
             let index = record.tile.zoom - zooms.lowerBound
             guard covers.indices.contains(index), covers[index].contains(x: record.tile.x, y: record.tile.y) else { return }
-            sizes.levels[index].keys.append(Level.key(x: record.tile.x, y: record.tile.y))
-            sizes.levels[index].lengths.append(record.length)
-            sizes.levels[index].stored.append(record.storedLength)
-            if let content = record.content, content < 1 << 63 {
-                sizes.levels[index].contents.append(content)
-            } else {
-                sizes.levels[index].contents.append(unknown)
-                unknown += 1
-            }
+            sizes.levels[index].append(
+                key: Level.key(x: record.tile.x, y: record.tile.y), length: record.length, stored: record.storedLength, content: record.content)
         }
         if let reader = archive as? any TileSizeReading {
             try reader.forEachTileSize(in: covers.flatMap(\.frame), add)

@@ -30,24 +30,28 @@ public struct SampledSizes: Sendable {
     /// The tiles of the area at all zooms.
     public let population: Int
 
-    /// Draws the sample: `fraction` of the area's tiles at most (0.02 by default), from `seed`.
+    /// Draws the sample: `fraction` of the area's tiles (0.02 by default), and at least
+    /// `minimumPerZoom` tiles of each zoom (at least 2; all of a zoom with fewer), from `seed`.
     /// - Throws: ``GeometryError`` for an invalid area.
-    public init(area: PlanArea, zooms: ClosedRange<Int>, fraction: Double = maximumFraction, seed: UInt64) throws(GeometryError) {
+    public init(
+        area: PlanArea, zooms: ClosedRange<Int>, fraction: Double = maximumFraction, minimumPerZoom: Int = 2, seed: UInt64
+    ) throws(GeometryError) {
         self.area = area
         self.zooms = zooms
         let covers = try zooms.map { zoom throws(GeometryError) in try area.cover(atZoom: zoom) }
         let counts = covers.map(\.count)
         let all = counts.reduce(0, +)
         population = all
-        let budget = max(2, Int((Double(all) * min(fraction, 1)).rounded(.down)))
+        let least = max(2, minimumPerZoom)
+        let budget = max(2, Int((Double(all) * min(max(fraction, 0), 1)).rounded(.down)))
         var random = PlanRandom(seed: seed)
         var strata: [Stratum] = []
-        // Each zoom's share of the sample, by its tiles, at least 2 (or all of a smaller zoom);
-        // the largest shares give back what the minimums took beyond the budget.
+        // Each zoom's share of the sample, by its tiles, at least `least` (or all of a smaller
+        // zoom); the largest shares give back what the minimums took beyond the budget.
         var shares = counts.map { count in
-            min(count, max(2, Int((Double(budget) * Double(count) / Double(max(1, all))).rounded(.down))))
+            min(count, max(least, Int((Double(budget) * Double(count) / Double(max(1, all))).rounded(.down))))
         }
-        while shares.reduce(0, +) > budget, let largest = shares.indices.max(by: { shares[$0] < shares[$1] }), shares[largest] > 2 {
+        while shares.reduce(0, +) > budget, let largest = shares.indices.max(by: { shares[$0] < shares[$1] }), shares[largest] > least {
             shares[largest] -= 1
         }
         for (index, (cover, count)) in zip(covers, counts).enumerated() where count > 0 {

@@ -37,6 +37,9 @@ public struct TilePlan: Sendable, Encodable {
     public var deepestZoom: Int?
     /// The focus the plan prefers, as `[longitude, latitude]` points.
     public var focus: [[Double]]?
+    /// For an estimate, the tiles measured (downloaded, or stored already) of the area's tiles.
+    public var sampledTiles: Int?
+    public var areaTiles: Int?
 
     /// The taken tiles of each zoom, `x << 32 | y` ascending, indexed by `zoom - zooms.lowerBound`.
     var chosen: [[UInt64]]
@@ -44,6 +47,7 @@ public struct TilePlan: Sendable, Encodable {
 
     enum CodingKeys: String, CodingKey {
         case budget, format, levels, tileBytes, tiles, predictedSize, margin, confidence, exact, completeZoom, deepestZoom, focus
+        case sampledTiles, areaTiles
     }
 
     init(budget: Int, format: PlanOutputFormat, levels: [Level], chosen: [[UInt64]], lowestZoom: Int) {

@@ -32,10 +32,13 @@ extension TilePlanner.State {
         var cost = 0
         var seen = Set<UInt64>()
         for tile in eligible {
-            let l = sizes.levels[tile.level]
-            let content = l.contents[tile.i]
-            let fresh = !shares || (!contents.contains(content) && seen.insert(content).inserted)
-            cost += model.marginal(length: l.lengths[tile.i], stored: l.stored[tile.i], newContent: fresh)
+            let index = offsets[tile.level] + tile.i
+            guard shares else {
+                cost += freshCosts[index]
+                continue
+            }
+            let content = sizes.levels[tile.level].contents[tile.i]
+            cost += !contents.contains(content) && seen.insert(content).inserted ? freshCosts[index] : repeatedCosts[index]
         }
         guard used + cost <= limit else { return false }
         for tile in eligible { take(level: tile.level, i: tile.i) }
@@ -46,7 +49,7 @@ extension TilePlanner.State {
     /// detail per byte first; a taken tile's children join the candidates.
     mutating func takeByDetailPerByte(limit: Int) {
         func priority(_ level: Int, _ i: Int) -> Double {
-            Foundation.pow(4, -depth(level: level, i: i)) / Double(max(1, cost(level: level, i: i)))
+            Foundation.exp2(-2 * depth(level: level, i: i)) / Double(max(1, cost(level: level, i: i)))
         }
         // The first candidates sorted once (a million-tile area offers hundreds of thousands);
         // the children of taken tiles, offered later, in a heap; the larger of the two heads next.

@@ -58,6 +58,10 @@ public enum TilePlanner {
         var contents = Set<UInt64>()
         let shares: Bool
         var predictedSize = 0
+        /// Each tile's marginal cost (by offset) when its content is new, and when it is not:
+        /// computed once, asked for several times a tile.
+        let freshCosts: [Int]
+        let repeatedCosts: [Int]
 
         init(sizes: AreaTileSizes, model: OutputSizeModel, focus: PlanFocus.Prepared?) {
             self.sizes = sizes
@@ -69,6 +73,21 @@ public enum TilePlanner {
             taken = [Bool](repeating: false, count: offsets.last!)
             used = model.fixed
             shares = model.format != .mbtiles
+            var fresh: [Int] = [], repeated: [Int] = []
+            fresh.reserveCapacity(offsets.last!)
+            for level in sizes.levels {
+                for i in level.keys.indices { fresh.append(model.marginal(length: level.lengths[i], stored: level.stored[i], newContent: true)) }
+            }
+            if shares {
+                repeated.reserveCapacity(offsets.last!)
+                for level in sizes.levels {
+                    for i in level.keys.indices {
+                        repeated.append(model.marginal(length: level.lengths[i], stored: level.stored[i], newContent: false))
+                    }
+                }
+            }
+            freshCosts = fresh
+            repeatedCosts = shares ? repeated : fresh
         }
 
         func locate(_ index: Int) -> (level: Int, i: Int) {
@@ -96,8 +115,8 @@ public enum TilePlanner {
         }
 
         func cost(level: Int, i: Int) -> Int {
-            let l = sizes.levels[level]
-            return model.marginal(length: l.lengths[i], stored: l.stored[i], newContent: !shares || !contents.contains(l.contents[i]))
+            let index = offsets[level] + i
+            return !shares || !contents.contains(sizes.levels[level].contents[i]) ? freshCosts[index] : repeatedCosts[index]
         }
 
         mutating func take(level: Int, i: Int) {

@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import TilepackCore
 import TilepackHTTP
+import TilepackPlan
 import TilepackStorage
 
 /// One fetch: workers take the area's tiles in order, skip what the store has, download the
@@ -17,8 +18,8 @@ final class FetchJob: RequestJob, @unchecked Sendable {
     /// The URLs of the version being fetched (`{version}` replaced).
     private let template: Locked<TemplateURLs>
 
-    private let state = Locked(Counters())
-    private let feed: Locked<Feed>
+    let state = Locked(Counters())
+    let feed: Locked<Feed>
     private let cancelled = Atomic<Bool>(false)
     private let result = Locked<PrefetchReport?>(nil)
     /// Stored tiles since the capacity was last checked (the writer's queue only).
@@ -50,6 +51,8 @@ final class FetchJob: RequestJob, @unchecked Sendable {
         /// started again because it changed.
         var version: String?
         var restarts = 0
+        /// With a budget: the plan and where the fetch stops (FetchJob+Budget.swift).
+        var budget: BudgetState?
     }
 
     /// How often a refresh starts again after the source's version changed before it ends as a failure.
@@ -204,6 +207,8 @@ final class FetchJob: RequestJob, @unchecked Sendable {
             let tiles = failed.map(\.tile).filter { cover.contains($0) }
             feed.withLock { $0 = .list(tiles, 0) }
             state.withLock { $0.total = tiles.count }
+        } else if let budget = options.budget {
+            guard await planBudget(budget) else { return }
         }
         // Zooms where the store held nothing when the fetch began: their tiles are not looked up
         // one by one (this fetch asks for each tile once). A fetch running beside another on the
@@ -232,7 +237,7 @@ final class FetchJob: RequestJob, @unchecked Sendable {
         await withTaskGroup(of: Void.self) { group in
             for _ in 0..<workers {
                 group.addTask { [self] in
-                    while !isCancelled, let tile = feed.withLock({ $0.next() }) {
+                    while !isCancelled, withinBudget, let tile = feed.withLock({ $0.next() }) {
                         await process(tile, downloader: downloader, writer: writer, emptyZooms: emptyZooms)
                         // A server that refuses every connection ends the fetch, not tile by tile.
                         if let unreachable = downloader.unreachable { fail(with: unreachable) }
@@ -374,7 +379,7 @@ final class FetchJob: RequestJob, @unchecked Sendable {
     }
 
     /// A store fault ends the fetch as a failure.
-    private func fail(with message: String) {
+    func fail(with message: String) {
         state.withLock { if $0.storeError == nil { $0.storeError = message } }
         cancelled.store(true, ordering: .relaxed)
     }
@@ -400,7 +405,8 @@ final class FetchJob: RequestJob, @unchecked Sendable {
                     alreadyPresent: counters.alreadyPresent, notModified: counters.notModified, absent: counters.absent,
                     failed: counters.failed, bytes: counters.bytes, requests: counters.requests,
                     seconds: Date().timeIntervalSince1970 - counters.started, failures: counters.failures, evicted: counters.evicted,
-                    error: counters.storeError, version: counters.version, restarts: counters.restarts)
+                    error: counters.storeError, version: counters.version, restarts: counters.restarts,
+                    budget: counters.budget?.report(settled: counters.done))
             }
         }
         let expected = report(storeError: nil).status

@@ -248,12 +248,17 @@ package final class MBTilesTileStore: @unchecked Sendable {
 
     /// The number of stored tiles inside `range` (one index range scan).
     package func countTiles(in range: TileRange) throws(TileArchiveError) -> Int {
+        try storedTiles(in: range).tiles
+    }
+
+    /// The stored tiles inside `range` (absent ones included) and their bytes (one index range scan).
+    package func storedTiles(in range: TileRange) throws(TileArchiveError) -> (tiles: Int, bytes: Int) {
         try withState { state throws(TileArchiveError) in
             let statement = try state.open(path: path).prepare(
-                "SELECT count(*) FROM tiles WHERE zoom_level = ?1 AND tile_column BETWEEN ?2 AND ?3 AND tile_row BETWEEN ?4 AND ?5")
+                "SELECT count(*), total(length(tile_data)) FROM tiles WHERE zoom_level = ?1 AND tile_column BETWEEN ?2 AND ?3 AND tile_row BETWEEN ?4 AND ?5")
             statement.bind(tileRange: range)
-            guard try statement.step() else { return 0 }
-            return Int(statement.int64(0))
+            guard try statement.step() else { return (0, 0) }
+            return (Int(statement.int64(0)), Int(statement.double(1)))
         }
     }
 

@@ -122,6 +122,7 @@ public final class MapDataPrefetcher: Sendable {
         case .rejected(let rejection): return rejection
         case .accepted(let checked): cover = checked
         }
+        if let budget = options.budget, budget <= 0 { return .rejected(.invalidParameters, "the budget must be above 0 bytes") }
         guard let store else { return .rejected(.operationNotAllowed, "there is no store to fetch into") }
         guard !store.isReadOnly else { return .rejected(.operationNotAllowed, "the store \(store.path) is read-only") }
         let region: TileRegionRecord
@@ -143,8 +144,9 @@ public final class MapDataPrefetcher: Sendable {
     }
 
     /// Starts estimating the size of `request` (HERE's NMAMapDataPrefetcher's `estimateMapDataSizeForBoundingBox:`):
-    /// the exact tile count, the tiles missing from the store, and their bytes from a sample of
-    /// ``PrefetchConfiguration/samplesPerZoom`` tiles per zoom (downloaded, not stored).
+    /// the exact tile count, the tiles missing from the store, and their bytes from the budget
+    /// planner's stratified sample (``sampleSizes(for:seed:)``: 2% of the tiles, at least
+    /// ``PrefetchConfiguration/samplesPerZoom`` a zoom; downloaded, not stored) with a 95% margin.
     public func estimateMapDataSize(for request: PrefetchRequest) -> PrefetchSubmission {
         let cover: PrefetchCover
         switch check(request) {

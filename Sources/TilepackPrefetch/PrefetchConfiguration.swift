@@ -1,6 +1,7 @@
 import Foundation
 import TilepackCore
 import TilepackHTTP
+import TilepackPlan
 
 /// How a ``MapDataPrefetcher`` downloads and keeps tiles.
 public struct PrefetchConfiguration: Hashable, Sendable {
@@ -35,8 +36,13 @@ public struct PrefetchConfiguration: Hashable, Sendable {
     public var requestTimeout: Double = 30
     /// The largest tile body accepted.
     public var maximumTileBytes: Int = 16 << 20
-    /// Tiles sampled per zoom for a byte estimate.
+    /// The least tiles sampled per zoom for a byte estimate (or all of a zoom with fewer): the
+    /// sample is 2% of the area's tiles, stratified by zoom and area, and at least this many a
+    /// zoom (`Specs/plan.md` §4).
     public var samplesPerZoom: Int = 8
+    /// The seed of the estimate's draw; `nil`: one from the request (the same request, the same
+    /// sample tiles, the same estimate).
+    public var sampleSeed: UInt64?
 
     public init() {}
 
@@ -69,9 +75,19 @@ public struct PrefetchOptions: Hashable, Sendable {
     public var refresh = false
     /// Request only the area's tiles recorded as failed.
     public var onlyFailed = false
+    /// The most bytes of tiles the fetch may leave in the store for the area: the budget
+    /// planner's plan of a sample (``MapDataPrefetcher/plan(_:budget:format:focus:seed:)``) is
+    /// fetched, shallowest zoom first, and the fetch stops taking tiles before the area's stored
+    /// bytes would pass it. `nil`: the whole area. The store's ``PrefetchConfiguration/capacity``
+    /// evicts only tiles of no kept region, so for this fetch the budget is what limits it.
+    public var budget: Int?
+    /// With a budget: prefer detail near these points (`Specs/plan.md` §2).
+    public var focus: PlanFocus?
 
-    public init(refresh: Bool = false, onlyFailed: Bool = false) {
+    public init(refresh: Bool = false, onlyFailed: Bool = false, budget: Int? = nil, focus: PlanFocus? = nil) {
         self.refresh = refresh
         self.onlyFailed = onlyFailed
+        self.budget = budget
+        self.focus = focus
     }
 }

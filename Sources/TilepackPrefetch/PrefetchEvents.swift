@@ -112,6 +112,8 @@ public struct PrefetchReport: Hashable, Sendable, Codable {
     public var version: String? = nil
     /// How often a refresh started again because the source's version changed under it.
     public var restarts: Int? = nil
+    /// With a budget (``PrefetchOptions/budget``): the plan carried out and where it stopped.
+    public var budget: PrefetchBudgetReport? = nil
 
     public static let maximumListedFailures = 1000
 }

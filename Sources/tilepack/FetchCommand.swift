@@ -77,45 +77,14 @@ struct FetchCommand: AsyncParsableCommand {
     @Flag(help: "Print the tile count and a byte estimate; download no tile into the archive.")
     var estimate = false
 
-    @Option(help: "Requests in flight per host: over as many connections on http/1.1, multiplexed on one HTTP/2 connection on https.")
-    var concurrency: Int = 8
+    @OptionGroup var server: TileServerOptions
 
-    /// Removed with tilepack's own sockets client (HTTP/1.1 pipelining): given, it is an error
-    /// that says so.
-    @Option(help: .hidden)
-    var pipeline: String?
-
-    #if os(Linux)
-    @Option(help: "What moves the bytes: curl (libcurl's multi interface; HTTP/2 multiplexing on https).", transform: FetchTransport.parse)
-    var transport: FetchTransport = .platformDefault
-    #else
-    @Option(help: "What moves the bytes: urlsession (the library's transport).", transform: FetchTransport.parse)
-    var transport: FetchTransport = .platformDefault
-
-    @Option(help: "URLSessions to spread the requests over (default: one per core).")
-    var sessions: Int?
-    #endif
-
-    @Option(help: "At most N requests per second.")
-    var rate: Double?
-
-    @Option(name: .customLong("user-agent"), help: "The User-Agent header (default: tilepack/<version>).")
-    var userAgent: String?
-
-    @Option(help: "How the server numbers rows: xyz (north = 0) or tms.")
-    var scheme: TileScheme = .xyz
-
-    @Option(help: "The screen scale put into {scale}: 1, 2 or 3; tiles are then 256 x scale pixels.")
-    var scale: Int = 1
-
-    @Option(name: .customLong("tile-size"), help: "The size every raster tile must have (default 256 x scale).")
-    var tileSize: Int?
-
-    @Option(help: "What {s} stands for, comma-separated.")
-    var subdomains: String = "a,b,c"
-
-    @Option(help: "The store's capacity in MB; tiles of no kept region are evicted past it.")
+    @Option(
+        help:
+            "The store's capacity in MB: past it, tiles of no kept region (earlier fetches' leftovers) are evicted; it never limits this fetch, whose region is kept: --budget does.")
     var capacity: Int = 256
+
+    @OptionGroup(title: "Within a budget (as plan TEMPLATE plans it)") var budgetOptions: BudgetOptions
 
     @Flag(
         help:
@@ -155,17 +124,12 @@ struct FetchCommand: AsyncParsableCommand {
         }
         if route != nil && radius == nil { throw ValidationError("--route needs --radius METRES") }
         if route == nil && radius != nil { throw ValidationError("--radius goes with --route") }
-        if !(1...256).contains(concurrency) { throw ValidationError("--concurrency must be 1-256") }
-        if pipeline != nil {
-            throw ValidationError(
-                "--pipeline was removed with tilepack's own sockets transport (HTTP/1.1 pipelining); \(FetchTransport.removal)")
-        }
-        #if !os(Linux)
-        if let sessions, !(1...64).contains(sessions) { throw ValidationError("--sessions must be 1-64") }
-        #endif
-        if let rate, !(rate > 0 && rate.isFinite) { throw ValidationError("--rate must be above 0") }
         if capacity < 0 { throw ValidationError("--capacity must not be negative") }
         if estimate && (refresh || retryFailed) { throw ValidationError("--estimate downloads nothing: no --refresh or --retry-failed") }
+        if estimate && budgetOptions.budget != nil {
+            throw ValidationError("--estimate with --budget is a plan: run `tilepack plan TEMPLATE` with the same area, zooms and --budget")
+        }
+        if retryFailed && budgetOptions.budget != nil { throw ValidationError("--retry-failed asks again for failed tiles only: no --budget") }
     }
 
     func run() async throws {
@@ -175,11 +139,14 @@ struct FetchCommand: AsyncParsableCommand {
         let storeExisted = estimate || FileSystem.lstat(output) != nil
         let prefetcher = try MapDataPrefetcher(
             storePath: output, source: prefetchSource(), configuration: prefetchConfiguration(), createStore: !estimate,
-            transport: transport.make(concurrency: concurrency))
+            transport: server.transport.make(concurrency: server.concurrency))
         if estimate { return try await runEstimate(request, with: prefetcher) }
 
         let events = prefetcher.events()
-        let submission = prefetcher.fetchMapData(for: request, options: PrefetchOptions(refresh: refresh, onlyFailed: retryFailed))
+        let submission = prefetcher.fetchMapData(
+            for: request,
+            options: PrefetchOptions(
+                refresh: refresh, onlyFailed: retryFailed, budget: budgetOptions.budget?.bytes, focus: try budgetOptions.planFocus()))
         guard submission.accepted else {
             await prefetcher.close()
             if !storeExisted {
@@ -220,21 +187,13 @@ struct FetchCommand: AsyncParsableCommand {
     }
 
     private func prefetchConfiguration() -> PrefetchConfiguration {
-        var configuration = PrefetchConfiguration()
-        configuration.connectionsPerHost = concurrency
-        configuration.requestsPerSecond = rate
-        #if !os(Linux)
-        if let sessions { configuration.sessions = sessions }
-        #endif
+        var configuration = server.configuration()
         configuration.capacity = capacity * 1024 * 1024
-        if let userAgent { configuration.userAgent = userAgent }
         return configuration
     }
 
     private func prefetchSource() -> PrefetchSource {
-        var source = PrefetchSource(
-            urlTemplate: urlTemplate, scheme: scheme, scale: scale,
-            subdomains: subdomains.split(separator: ",").map { String($0) }, tileSize: tileSize)
+        var source = server.source(template: urlTemplate)
         source.versionURL = versionURL
         return source
     }
@@ -294,12 +253,20 @@ struct FetchCommand: AsyncParsableCommand {
         print(
             "\(report.status): \(report.downloaded) tiles downloaded (\(Self.bytes(report.bytes))) into \(output) in \(String(format: "%.2f", report.seconds)) s (\(Int(rate)) tiles/s); \(report.alreadyPresent) already present, \(report.absent) absent, \(report.failed) failed of \(report.tiles)"
         )
+        if let budget = report.budget { print(Self.budgetLine(budget)) }
         // Per tile: -q leaves them to --json (the summary counts them).
         if !outputOptions.quiet {
             for failure in report.failures.prefix(10) { printError("failed: \(failure)") }
             if report.failures.count > 10 { printError("... and \(report.failed - 10) more failed (see --json)") }
         }
         if let error = report.error { printError("error: \(error)") }
+    }
+
+    /// What a fetch with --budget carried out.
+    static func budgetLine(_ budget: PrefetchBudgetReport) -> String {
+        let complete = budget.completeZoom.map { "every tile to zoom \($0)" } ?? "not every tile of the lowest zoom"
+        let left = budget.leftOut > 0 ? "; \(budget.leftOut) planned tiles left out: the area's bytes reached the budget" : ""
+        return "budget \(bytes(budget.budget)): planned \(budget.plannedTiles) tiles, \(complete), the deepest at zoom \(budget.deepestZoom.map(String.init) ?? "-"), about \(bytes(budget.plannedBytes)) ± \(bytes(budget.margin)) of tiles\(left)"
     }
 
     /// What a fetch or estimate says when every tile it asked for is absent.

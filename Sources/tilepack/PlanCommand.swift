@@ -84,19 +84,25 @@ struct RouteOptions: ParsableArguments {
     }
 }
 
-struct PlanCommand: ParsableCommand {
+struct PlanCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "plan",
-        abstract: "Choose the deepest zooms of an area that fit a byte budget, reading only the archive's index.",
+        abstract: "Choose the deepest zooms of an area that fit a byte budget, from an archive's index or a tile server's sample.",
         discussion: """
             Every tile of the area at the lowest zoom is taken, then whole deeper zooms while they fit, then \
             the tiles that add the most detail per byte, never a tile without its parent; with --focus or \
             --focus-route detail falls off with distance (Specs/plan.md). The sizes are the archive's own \
             (MBTiles length(tile_data), PMTiles directories, a bundle's index), so the plan's tile bytes are \
             what `extract --budget` writes, and the output's size is predicted for its format.
+
+            From a tile server (SOURCE a URL template with {z} {x} {y}, as `fetch` takes it; --max-zoom \
+            needed) the sizes are estimated from a sample of 2% of the area's tiles (at least 8 a zoom), \
+            stratified by zoom and area and downloaded as `fetch` downloads (--rate, --concurrency, \
+            retries, Retry-After), never stored: the plan keeps its expected size plus its 95% margin \
+            within the budget, and `fetch --budget` downloads it.
             """)
 
-    @Argument(help: "The archive to plan from (local, http(s):// or s3://).")
+    @Argument(help: "The archive to plan from (local, http(s):// or s3://), or a tile server's URL template.")
     var source: String
 
     @OptionGroup var area: AreaOptions
@@ -114,10 +120,21 @@ struct PlanCommand: ParsableCommand {
     @Option(name: .customLong("output-format"), help: "The format the budget is for: mbtiles, pmtiles or tilepack (default mbtiles).")
     var outputFormat: String = "mbtiles"
 
+    @Option(help: "Also draw the plan into this PNG: the area over the archive's tiles that the plan takes, tinted by the zoom each place gets.")
+    var png: String?
+
+    @Flag(help: "\(SharedHelp.force) (the PNG).")
+    var force = false
+
+    @OptionGroup(title: "From a tile server (SOURCE a URL template)") var server: TileServerOptions
+
     @OptionGroup var outputOptions: OutputOptions
+
+    var isTemplate: Bool { source.contains("{z}") }
 
     func validate() throws {
         try checkZooms(minZoom: minZoom, maxZoom: maxZoom)
+        if isTemplate && maxZoom == nil { throw ValidationError("a tile server's plan needs --max-zoom Z (from --min-zoom, default 0)") }
         if budgetOptions.budget == nil { throw ValidationError("give the budget: --budget 500MB") }
         if [area.bbox != nil, area.region != nil, corridor.route != nil].filter({ $0 }).count != 1 {
             throw ValidationError("give exactly one of --bbox, --region and --route")
@@ -125,22 +142,29 @@ struct PlanCommand: ParsableCommand {
         if PlanOutputFormat(path: "." + outputFormat) == nil { throw ValidationError("--output-format is mbtiles, pmtiles or tilepack") }
     }
 
-    func run() throws {
+    func run() async throws {
         let request = PlanRequest(
             area: try corridor.planArea(area), minZoom: minZoom, maxZoom: maxZoom, budget: budgetOptions.budget!.bytes,
             format: PlanOutputFormat(path: "." + outputFormat)!, focus: try budgetOptions.planFocus())
-        let plan = try ArchivePlanning.plan(source: source, request: request)
+        let plan =
+            isTemplate
+            ? try await ServerPlanning.plan(template: source, request: request, server: server)
+            : try ArchivePlanning.plan(source: source, request: request)
         if outputOptions.json {
             try printJSON(plan)
         } else {
-            print(PlanTable.text(plan))
+            print(PlanTable.text(plan, source: source))
+        }
+        if let png {
+            let line = try await PlanPNG.write(plan, over: isTemplate ? nil : source, to: png, force: force)
+            if !outputOptions.json { print(line) }
         }
     }
 }
 
 /// The plan as the table `tilepack plan` prints.
 enum PlanTable {
-    static func text(_ plan: TilePlan) -> String {
+    static func text(_ plan: TilePlan, source: String) -> String {
         var lines = ["zoom  tiles taken/available    bytes taken/available  where (west,south,east,north)"]
         for level in plan.levels {
             let share = "\(level.taken)/\(level.available)".padding(toLength: 22, withPad: " ", startingAt: 0)
@@ -153,6 +177,11 @@ enum PlanTable {
         lines.append(
             "\(plan.tiles) tiles, \(FetchCommand.bytes(plan.tileBytes)) of tiles; the \(plan.format.rawValue) file about \(FetchCommand.bytes(plan.predictedSize)) (\(margin)) against a budget of \(FetchCommand.bytes(plan.budget))"
         )
+        if let sampled = plan.sampledTiles, let all = plan.areaTiles {
+            let share = String(format: "%.1f%%", 100 * Double(sampled) / Double(max(1, all)))
+            let confidence = Int(((plan.confidence ?? 0.95) * 100).rounded())
+            lines.append("estimated from \(sampled) sample tiles of the area's \(all) (\(share)) at \(source); the margin is at \(confidence)% confidence")
+        }
         let complete = plan.completeZoom.map { "every tile to zoom \($0)" } ?? "not every tile of the lowest zoom"
         lines.append("\(complete), the deepest tiles at zoom \(plan.deepestZoom.map(String.init) ?? "-")")
         let left = plan.levels.filter { $0.taken < $0.available }

@@ -108,15 +108,20 @@ struct RenderCommand: AsyncParsableCommand {
         }
         for note in result.notes { printError(note) }
         let frame = result.frame
-        let png = try PNGEncoder.encode(frame.bitmap)
+        try Self.writePNG(frame.bitmap, to: output, force: force)
+        let real = frame.drawn.filter { !$0.isApproximate }.count
+        let approximate = frame.drawn.count - real
+        print("wrote \(output): \(frame.bitmap.width)x\(frame.bitmap.height) px, \(real) tiles, \(approximate) scaled up from lower zooms")
+    }
+
+    /// Writes `bitmap` as a PNG at `output` (beside it first, then renamed into place).
+    static func writePNG(_ bitmap: Bitmap, to output: String, force: Bool) throws {
+        let png = try PNGEncoder.encode(bitmap)
         let file = try AtomicFile(destination: output, overwrite: force)
         guard FileSystem.createFile(file.temporaryPath, contents: Data(png)) == nil else {
             throw CommandFailure(output, "cannot write it")
         }
         try file.commit()
-        let real = frame.drawn.filter { !$0.isApproximate }.count
-        let approximate = frame.drawn.count - real
-        print("wrote \(output): \(frame.bitmap.width)x\(frame.bitmap.height) px, \(real) tiles, \(approximate) scaled up from lower zooms")
     }
 
     /// The largest side of the rendered canvas, in pixels (size x scale).

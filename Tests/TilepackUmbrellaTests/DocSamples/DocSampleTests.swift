@@ -86,6 +86,38 @@ import TilepackTestSupport
         #expect(try archive.tileData(at: tile) == served)
     }
 
+    @Test func planningADownloadFetchesThePlanTheUserSawWithinTheBudget() async throws {
+        let tiles = TestSupport.packageRoot.appendingPathComponent("samples/tiles")
+        let server = try LoopbackHTTPServer(files: tiles)
+        defer { server.stop() }
+        let directory = try TemporaryDirectory("doc-plan")
+        let store = directory.file("planned.mbtiles")
+        let template = server.baseURL + "/{z}/{x}/{y}.png"
+        let bern = GeoCoordinate(latitude: 46.95, longitude: 7.45)
+        // Declined: nothing is stored.
+        let declined = try await downloadWithinSpace(template: template, storePath: store, freeBytes: 90_000, home: bern) { _ in false }
+        let nothing = try openTileArchive(path: store).tileCount()
+        #expect(declined == nil && nothing == 0)
+        var shown: TilePlan?
+        let report = try #require(
+            try await downloadWithinSpace(template: template, storePath: store, freeBytes: 90_000, home: bern) { plan in
+                shown = plan
+                return true
+            })
+        let plan = try #require(shown)
+        let budget = try #require(report.budget)
+        #expect(report.status == .success && budget.plannedTiles == plan.tiles && budget.deepestZoom == plan.deepestZoom, "\(report)")
+        // Deeper around home than elsewhere, and within the budget.
+        #expect((plan.deepestZoom ?? 0) > (plan.completeZoom ?? 0) && plan.predictedSize + plan.margin <= 90_000, "\(plan)")
+        let archive = try openTileArchive(path: store)
+        var bytes = 0, stored = 0
+        try archive.forEachTile { _, data in
+            bytes += data.count
+            stored += 1
+        }
+        #expect(bytes <= 90_000 && stored == report.downloaded && stored <= plan.tiles, "\(stored) tiles, \(bytes) bytes stored")
+    }
+
     /// The colour the new version of the updating article's tests draws tile 1/1/0 in.
     static let blue = RGBA8(r: 20, g: 60, b: 200)
 

@@ -21,6 +21,8 @@ import TilepackPlan
 import TilepackStorage
 
 let arguments = CommandLine.arguments.dropFirst().compactMap { Int($0) }
+/// `--no-write`: the timings alone (for a profiler: callgrind over one run).
+let writes = !CommandLine.arguments.contains("--no-write")
 let tileCount = arguments.first ?? 1_000_000
 let runs = arguments.count > 1 ? arguments[1] : 5
 let path = "/tmp/bench-plan-\(tileCount).mbtiles"
@@ -155,7 +157,7 @@ func write(_ plan: TilePlan, format: PlanOutputFormat) throws -> Int {
 }
 
 print("== the size prediction at scale (goal: within 1% or 64 KiB, never above the budget) ==")
-for format in PlanOutputFormat.allCases {
+for format in PlanOutputFormat.allCases where writes {
     let plan = TilePlanner.plan(all, budget: budget, format: format)
     let size = try write(plan, format: format)
     let error = abs(size - plan.predictedSize)
