@@ -63,7 +63,8 @@ extension ByteSource {
 ///
 /// A file is never memory-mapped: another process may truncate it in place while it is read, and
 /// a map then faults the reader (SIGBUS); `pread` gives a short read, reported as `truncated`
-/// naming the file. Each read copies its bytes into a buffer that lives for the call; a reader
+/// naming the file. Each read copies its bytes into a buffer kept for the file's reads (one
+/// per thread reading at once, see `ReadBuffers`; allocated for the call past them); a reader
 /// going through many neighbouring ranges reads up to ``coalescedReadLength`` bytes of them with
 /// one call (``read(offset:into:)``), as one call costs more than copying a small gap.
 public struct FileByteSource: ByteSource {
@@ -80,11 +81,26 @@ public struct FileByteSource: ByteSource {
     private final class OpenFile: Sendable {
         let descriptor: Int32
         let size: Int
+        /// What ``withBytes(offset:length:_:)`` reads into.
+        let buffers = ReadBuffers()
         init(descriptor: Int32, size: Int) {
             self.descriptor = descriptor
             self.size = size
         }
         deinit { close(descriptor) }
+
+        /// A buffer of ``buffers`` holding the bytes `offset ..< offset + length` (`length` > 0),
+        /// to give back to it. Not generic, so that a lookup makes no generic metadata.
+        func read(offset: Int, length: Int, name: String) throws(TileArchiveError) -> UnsafeMutableRawPointer {
+            let buffer = buffers.take(length)
+            do throws(TileArchiveError) {
+                try MappedBytes.readFully(descriptor, into: UnsafeMutableRawBufferPointer(start: buffer, count: length), at: offset, path: name)
+            } catch {
+                buffers.give(buffer, length: length)
+                throw error
+            }
+            return buffer
+        }
     }
 
     /// The default ``coalescedReadLength`` of a file: 1 MiB (bench-pmtiles-read: a pass with
@@ -121,10 +137,9 @@ public struct FileByteSource: ByteSource {
             return try body(UnsafeRawBufferPointer(rebasing: bytes.buffer[offset..<(offset + length)]))
         case .file(let file):
             guard length > 0 else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
-            return try withUnsafeTemporaryAllocation(byteCount: length, alignment: 16) { buffer in
-                try MappedBytes.readFully(file.descriptor, into: buffer, at: offset, path: name)
-                return try body(UnsafeRawBufferPointer(buffer))
-            }
+            let buffer = try file.read(offset: offset, length: length, name: name)
+            defer { file.buffers.give(buffer, length: length) }
+            return try body(UnsafeRawBufferPointer(start: buffer, count: length))
         }
     }
 

@@ -64,9 +64,9 @@ import TilepackTestSupport
         #expect(PMTilesArchive.stripWidth(of: level(zoom: 31, columns: 2, rows: 1, bytes: Int(UInt32.max)), zoom: 31, bytes: .max) > 1)
     }
 
-    /// The directory's search (every 8th id, then a block of 8 without branches) finds the entry a
-    /// plain search finds, for every id around every entry, in directories of 0 to 40 entries
-    /// (full and partial last blocks) with gaps and runs.
+    /// The directory's search (a bucket of ids from a table, then its few entries counted, or
+    /// searched by halves when the ids bunch) finds the entry a plain search finds, for every id
+    /// around every entry, in directories of 0 to 40 entries with gaps and runs.
     @Test func theDirectorySearchFindsWhatAPlainSearchFinds() {
         var random = SplitMix64(seed: 47)
         for count in 0...40 {
@@ -77,13 +77,88 @@ import TilepackTestSupport
                 entries.append(PMTilesFormat.Entry(tileID: id, offset: random.next() % 1000, length: 7, runLength: run))
                 id += 1 + random.next() % 4
             }
-            let directory = PMTilesDirectory(entries)
-            #expect(directory.count == count)
-            for probe in 0...(id + 2) {
-                let plain = entries.lastIndex { $0.tileID <= probe }
-                #expect(directory.lastEntry(atMost: probe) == plain, "\(count) entries, id \(probe)")
-                if let plain { #expect(directory[plain] == entries[plain]) }
-            }
+            Self.expectPlainSearch(entries, probes: Array(0...(id + 2)))
         }
     }
+
+    /// Ids that bunch (a dense stretch, a gap of billions, another stretch, one id near the last
+    /// zoom's end): most buckets are empty and one holds hundreds of entries, searched by halves.
+    @Test func theDirectorySearchFindsBunchedAndFarApartIds() {
+        var ids = Array(UInt64(10)..<300) + Array(UInt64(5_000_000_000)..<5_000_000_200)
+        ids.append(PMTilesFormat.idLimit - 1)
+        let entries = ids.enumerated().map { PMTilesFormat.Entry(tileID: $1, offset: UInt64($0) * 10, length: 10, runLength: 1) }
+        var probes: [UInt64] = [0, 9, 150, 299, 300, 301, 4_999_999_999, 5_000_000_100, 5_000_000_300, PMTilesFormat.idLimit - 2]
+        probes += ids.flatMap { [$0 &- 1, $0, $0 + 1] }
+        Self.expectPlainSearch(entries, probes: probes)
+    }
+
+    static func expectPlainSearch(_ entries: [PMTilesFormat.Entry], probes: [UInt64]) {
+        let directory = PMTilesDirectory(entries)
+        #expect(directory.count == entries.count)
+        for probe in probes {
+            let plain = entries.lastIndex { $0.tileID <= probe }
+            #expect(directory.lastEntry(atMost: probe) == plain, "\(entries.count) entries, id \(probe)")
+            if let plain { #expect(directory[plain] == entries[plain]) }
+        }
+    }
+
+    /// The leaves kept in their parents stay within the archive's bound (here 5,000 entries: one
+    /// leaf of 4,096), every lookup still finding its tile while leaves are let go and read again.
+    @Test func keptLeavesStayWithinTheBound() throws {
+        let dir = try TemporaryDirectory("pmtiles-leaves")
+        let path = dir.file("leaves.pmtiles")
+        let writer = try PMTilesWriter(destination: path)
+        var tiles: [TileCoordinate] = []
+        for x in 0..<128 {
+            for y in 0..<128 { tiles.append(TileCoordinate(uncheckedZoom: 7, x: x, y: y)) }
+        }
+        // Lengths that vary, random, so that the root directory does not compress into 16 KiB.
+        func bytes(_ tile: TileCoordinate) -> [UInt8] {
+            var random = SplitMix64(seed: UInt64(tile.x << 8 | tile.y))
+            return Array("\(tile.x),\(tile.y);".utf8) + [UInt8](repeating: UInt8(tile.x), count: random.below(1500))
+        }
+        for tile in tiles { try writer.addTile(at: tile, bytes: bytes(tile)) }
+        try writer.finish()
+        let archive = try PMTilesArchive(source: FileByteSource(path: path), keepingLeafEntries: 5000)
+        #expect((0..<archive.root.count).allSatisfy { archive.root[$0].runLength == 0 }, "the root points to leaves")
+        #expect(archive.root.count >= 4)
+        var random = SplitMix64(seed: 3)
+        for _ in 0..<2000 {
+            let tile = tiles[random.below(tiles.count)]
+            #expect(try archive.withTileBytes(at: tile) { Array($0) } == bytes(tile))
+            #expect(archive.leaves.heldEntries <= 5000)
+        }
+        #expect(archive.leaves.heldEntries > 0)
+    }
+
+    /// Reads from many threads at once, some nested inside another read's body, each get their
+    /// own bytes (the file's pooled buffers are never handed to two reads at once), short reads
+    /// and reads longer than a pooled buffer alike.
+    @Test func readsAtOnceEachGetTheirOwnBytes() throws {
+        let dir = try TemporaryDirectory("file-reads")
+        let path = dir.file("bytes.bin")
+        let content = (0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ $0 >> 9) }
+        try Data(content).write(to: URL(fileURLWithPath: path))
+        let source = try FileByteSource(path: path)
+        let failures = Locked(0)
+        DispatchQueue.concurrentPerform(iterations: 8) { thread in
+            var random = SplitMix64(seed: UInt64(thread))
+            for _ in 0..<300 {
+                let length = random.next() % 10 == 0 ? 70_000 + random.below(100_000) : 1 + random.below(5000)
+                let offset = random.below(content.count - length)
+                let inner = random.below(content.count - 100)
+                let same = try? source.withBytes(offset: offset, length: length) { outer -> Bool in
+                    let nested = try source.withBytes(offset: inner, length: 100) { Array($0) == Array(content[inner..<(inner + 100)]) }
+                    return nested && Array(outer) == Array(content[offset..<(offset + length)])
+                }
+                if same != true { failures.withLock { $0 += 1 } }
+            }
+        }
+        #expect(failures.withLock { $0 } == 0)
+    }
+}
+
+extension SplitMix64 {
+    /// A number in `0 ..< n`.
+    fileprivate mutating func below(_ n: Int) -> Int { Int(next() % UInt64(max(1, n))) }
 }

@@ -19,7 +19,7 @@ public struct PMTilesArchive: TileArchive {
     public let source: any ByteSource
 
     let root: PMTilesDirectory
-    private let leaves: LeafCache
+    let leaves: LeafCache
     /// `source` when it is a local file: read without a call through the protocol.
     private let file: FileByteSource?
     private let cachedMetadata = Locked<TileMetadata?>(nil)
@@ -34,6 +34,11 @@ public struct PMTilesArchive: TileArchive {
 
     /// Opens an archive from any byte source.
     public init(source: any ByteSource) throws(TileArchiveError) {
+        try self.init(source: source, keepingLeafEntries: LeafCache.maximumEntries)
+    }
+
+    /// Opens an archive that keeps leaf directories of at most `keepingLeafEntries` entries in all.
+    init(source: any ByteSource, keepingLeafEntries: Int) throws(TileArchiveError) {
         let name = source.name
         func fail(_ fault: TileArchiveError.Fault) -> TileArchiveError { TileArchiveError(path: name, fault: fault) }
         let size = source.count
@@ -102,7 +107,7 @@ public struct PMTilesArchive: TileArchive {
         self.file = source as? FileByteSource
         self.header = header
         self.root = PMTilesDirectory(root)
-        self.leaves = LeafCache()
+        self.leaves = LeafCache(maximumEntries: keepingLeafEntries)
         if let format = header.tileType.tileFormat {
             content = .encoded(format)
         } else {
@@ -189,13 +194,15 @@ public struct PMTilesArchive: TileArchive {
 
     // MARK: Directories
 
-    func leaf(_ entry: PMTilesFormat.Entry) throws(TileArchiveError) -> PMTilesDirectory {
-        if let cached = leaves.get(entry.offset) { return cached }
+    /// The leaf directory that entry `index` of `parent` points to: kept in `parent` once read.
+    func leaf(at index: Int, in parent: PMTilesDirectory) throws(TileArchiveError) -> PMTilesDirectory {
+        if let cached = parent.child(at: index) { return cached }
+        let entry = parent[index]
         let leaf = PMTilesDirectory(
             try Self.readDirectory(
                 source: source, header: header, offset: Int(header.leafOffset + entry.offset), length: Int(entry.length),
                 what: "the leaf directory at offset \(entry.offset)"))
-        leaves.put(entry.offset, leaf)
+        leaves.keep(leaf, at: index, in: parent, root: root)
         return leaf
     }
 
@@ -212,7 +219,7 @@ public struct PMTilesArchive: TileArchive {
             if entry.runLength > 0 {
                 return id - entry.tileID < UInt64(entry.runLength) ? (entry.offset, Int(entry.length)) : nil
             }
-            directory = try leaf(entry)
+            directory = try leaf(at: index, in: directory)
         }
         throw TileArchiveError(path: path, fault: .corrupt("directories nest deeper than \(PMTilesFormat.maximumDirectoryDepth) levels"))
     }
@@ -258,7 +265,7 @@ public struct PMTilesArchive: TileArchive {
                     next = end
                 } else {
                     let leafEnd = i + 1 < directory.count ? directory[i + 1].tileID : end
-                    try walk(try leaf(entry), depth: depth + 1, end: leafEnd)
+                    try walk(try leaf(at: i, in: directory), depth: depth + 1, end: leafEnd)
                 }
             }
         }

@@ -37,7 +37,7 @@ extension PMTilesArchive: TileSizeReading {
                     throw TileArchiveError(path: path, fault: .corrupt("tile id \(entry.tileID) is out of order in a directory"))
                 }
                 if entry.runLength == 0 {
-                    if meets(entry.tileID..<next) { try walk(try leaf(entry), depth: depth + 1, end: next) }
+                    if meets(entry.tileID..<next) { try walk(try leaf(at: i, in: directory), depth: depth + 1, end: next) }
                     continue
                 }
                 let ids = entry.tileID..<(entry.tileID + UInt64(entry.runLength))

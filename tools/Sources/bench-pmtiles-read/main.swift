@@ -131,6 +131,26 @@ func everyBytePass(_ archive: PMTilesArchive) throws {
     Sink.shared.value &+= Int(truncatingIfNeeded: sink)
 }
 
+/// The directory search alone: where each looked-up tile lies, its bytes not read.
+func locateOnly(_ archive: PMTilesArchive, _ lookups: [TileCoordinate]) throws {
+    var sink = 0
+    for tile in lookups { sink &+= try archive.location(of: tile)?.length ?? 0 }
+    Sink.shared.value &+= sink
+}
+
+/// The directory search, then one bare `pread` of the range it found into one reused buffer: the
+/// least a lookup through the directories can cost without a map (the floor plus the search).
+func locateThenRead(_ archive: PMTilesArchive, _ lookups: [TileCoordinate], fd: Int32, buffer: UnsafeMutableRawBufferPointer) throws {
+    var sink = 0
+    let base = Int(archive.header.tileDataOffset)
+    for tile in lookups {
+        guard let (offset, length) = try archive.location(of: tile), length > 0 else { continue }
+        guard pread(fd, buffer.baseAddress, length, off_t(base + Int(offset))) == length else { fatalError("short read") }
+        sink &+= Int(buffer[length - 1])
+    }
+    Sink.shared.value &+= sink
+}
+
 /// Bare `pread`s of the given ranges into one reused buffer: the floor of a lookup without a map.
 func bareReads(fd: Int32, _ ranges: [(offset: Int, length: Int)], buffer: UnsafeMutableRawBufferPointer) {
     var sink = 0
@@ -162,6 +182,8 @@ let contenders: [(name: String, body: () throws -> Void)] = [
     ("pread-lookups", { try randomLookups(positional, lookups) }),
     ("floor-lookups", { bareReads(fd: fd, located, buffer: buffer) }),
     ("mmap-lookups", { try randomLookups(mapped, lookups) }),
+    ("locate", { try locateOnly(positional, lookups) }),
+    ("locate-pread", { try locateThenRead(positional, lookups, fd: fd, buffer: buffer) }),
     ("pread-pass", { try onePass(positional) }),
     ("floor-pass", { bareReads(fd: fd, windows, buffer: buffer) }),
     ("mmap-pass", { try onePass(mapped) }),
@@ -190,6 +212,9 @@ if let only = options.only {
         [
             line("random lookups (pread)", "pread-lookups", vs: "bare pread floor", "floor-lookups", work: options.reads, goal: 1 / 1.2),
             line("random lookups (pread)", "pread-lookups", vs: "memory-mapped", "mmap-lookups", work: options.reads),
+            line("the directory search alone", "locate", vs: "bare pread floor", "floor-lookups", work: options.reads),
+            line("the search, then a bare pread", "locate-pread", vs: "bare pread floor", "floor-lookups", work: options.reads),
+            line("random lookups (pread)", "pread-lookups", vs: "the search and a bare pread", "locate-pread", work: options.reads),
             line("forEachTile pass, one byte a tile (pread)", "pread-pass", vs: "memory-mapped", "mmap-pass", work: n),
             line("the tile data alone, read front to back by bare pread", "floor-pass", vs: "memory-mapped pass", "mmap-pass", work: n),
             line("forEachTile pass, one byte a tile (pread)", "pread-pass", vs: "the copy alone", "floor-pass", work: n),
