@@ -31,6 +31,12 @@ package enum ArchivePlanning {
     }
 
     package static func plan(archive: any TileArchive, request: PlanRequest) throws(OperationError) -> TilePlan {
+        let (sizes, metadataBytes) = try self.sizes(archive: archive, request: request)
+        return TilePlanner.plan(sizes, budget: request.budget, format: request.format, focus: request.focus, metadataBytes: metadataBytes)
+    }
+
+    /// The sizes of the request's tiles, read from the archive's index, and its metadata's bytes.
+    package static func sizes(archive: any TileArchive, request: PlanRequest) throws(OperationError) -> (AreaTileSizes, Int) {
         let metadata: TileMetadata
         let held: ClosedRange<Int>?
         do {
@@ -52,8 +58,7 @@ package enum ArchivePlanning {
         guard request.budget > 0 else { throw OperationError(path: "", fault: .badInput("the budget must be above 0 bytes")) }
         do {
             let sizes = try AreaTileSizes.read(from: archive, area: request.area, zooms: zooms)
-            let metadataBytes = (try? JSONSerialization.data(withJSONObject: metadata.entries))?.count ?? 1024
-            return TilePlanner.plan(sizes, budget: request.budget, format: request.format, focus: request.focus, metadataBytes: metadataBytes)
+            return (sizes, (try? JSONSerialization.data(withJSONObject: metadata.entries))?.count ?? 1024)
         } catch let error as GeometryError {
             throw OperationError(path: "", fault: .badInput("\(error)"))
         } catch {

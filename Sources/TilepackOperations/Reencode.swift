@@ -18,7 +18,7 @@ package struct ReencodedZoom: Sendable, Codable, Hashable {
 /// `convert --format`: every raster tile decoded and encoded again (``TileEncoding``), on every
 /// core, in batches read in the archive's order and written in that order, with each zoom's bytes
 /// before and after and the PSNR of the new tiles against the originals.
-enum TileReencoder {
+package enum TileReencoder {
     /// Tiles per batch (two batches in flight: a few tens of MB of 100 KB tiles at most).
     static let batchTiles = 128
 
@@ -29,6 +29,15 @@ enum TileReencoder {
         var bytes: [UInt8]
         var psnr: Double?
         var failure: String?
+    }
+
+    /// One tile decoded and encoded again, and the PSNR of the new pixels against the old
+    /// (``identicalPSNR`` when equal; nil when no pixel is opaque in both).
+    package static func reencode(_ tile: [UInt8], encoding: TileEncoding, zoom: Int) throws -> (bytes: [UInt8], psnr: Double?) {
+        let original = try tile.withUnsafeBytes { raw in try ImageDecoder.decode(raw, pixelFormat: .rgba8888) }
+        let encoded = try encoding.encode(original, zoom: zoom)
+        let again = try ImageDecoder.decode(encoded, pixelFormat: .rgba8888)
+        return (Array(encoded), peakSignalToNoise(original, again).map { $0.isInfinite ? identicalPSNR : $0 })
     }
 
     static func run(
@@ -47,11 +56,8 @@ enum TileReencoder {
                 let work = ParallelBatch<(tile: TileCoordinate, bytes: [UInt8]), Result, Void>(batch)
                 work.start(on: pool, makeState: {}) { _, item in
                     do {
-                        let original = try item.bytes.withUnsafeBytes { raw in try ImageDecoder.decode(raw, pixelFormat: .rgba8888) }
-                        let encoded = try encoding.encode(original, zoom: item.tile.zoom)
-                        let again = try ImageDecoder.decode(encoded, pixelFormat: .rgba8888)
-                        let psnr = peakSignalToNoise(original, again).map { $0.isInfinite ? identicalPSNR : $0 }
-                        return Result(bytes: Array(encoded), psnr: psnr)
+                        let (bytes, psnr) = try reencode(item.bytes, encoding: encoding, zoom: item.tile.zoom)
+                        return Result(bytes: bytes, psnr: psnr)
                     } catch {
                         return Result(bytes: [], failure: "tile \(item.tile): \(error)")
                     }

@@ -151,3 +151,20 @@ extension AreaTileSizes {
         return sizes
     }
 }
+
+extension AreaTileSizes {
+    /// The sizes the tiles would have re-encoded: each length (and stored length) times its zoom's
+    /// ratio of bytes after to bytes before (1 for a zoom without one), the contents as they are
+    /// (equal tiles stay equal), with the estimate's relative margin at `confidence`.
+    public func scaled(by ratios: [Int: Double], relativeMargin: Double, confidence: Double) -> AreaTileSizes {
+        var result = self
+        for index in result.levels.indices {
+            let ratio = ratios[result.levels[index].zoom] ?? 1
+            result.levels[index].lengths = result.levels[index].lengths.map { Int((Double($0) * ratio).rounded()) }
+            result.levels[index].stored = result.levels[index].lengths
+        }
+        result.relativeMargin = relativeMargin
+        result.confidence = confidence
+        return result
+    }
+}

@@ -120,6 +120,8 @@ struct PlanCommand: AsyncParsableCommand {
     @Option(name: .customLong("output-format"), help: "The format the budget is for: mbtiles, pmtiles or tilepack (default mbtiles).")
     var outputFormat: String = "mbtiles"
 
+    @OptionGroup(title: "Re-encoding candidates (an archive of raster tiles)") var candidates: PlanCandidateOptions
+
     @Option(help: "Also draw the plan into this PNG: the area over the archive's tiles that the plan takes, tinted by the zoom each place gets.")
     var png: String?
 
@@ -140,6 +142,7 @@ struct PlanCommand: AsyncParsableCommand {
             throw ValidationError("give exactly one of --bbox, --region and --route")
         }
         if PlanOutputFormat(path: "." + outputFormat) == nil { throw ValidationError("--output-format is mbtiles, pmtiles or tilepack") }
+        if isTemplate && candidates.format != nil { throw ValidationError("--format plans re-encodings of an archive's tiles, not a tile server's") }
     }
 
     func run() async throws {
@@ -150,10 +153,13 @@ struct PlanCommand: AsyncParsableCommand {
             isTemplate
             ? try await ServerPlanning.plan(template: source, request: request, server: server)
             : try ArchivePlanning.plan(source: source, request: request)
+        let encodings = try candidates.encodings()
+        let reencoded = encodings.isEmpty ? [] : try ArchivePlanning.candidates(source: source, request: request, encodings: encodings)
         if outputOptions.json {
-            try printJSON(plan)
+            if reencoded.isEmpty { try printJSON(plan) } else { try printJSON(PlanWithCandidates(plan: plan, candidates: reencoded)) }
         } else {
             print(PlanTable.text(plan, source: source))
+            if !reencoded.isEmpty { print(PlanCandidateOptions.table(reencoded, original: plan)) }
         }
         if let png {
             let line = try await PlanPNG.write(plan, over: isTemplate ? nil : source, to: png, force: force)
