@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Publish, then sync from s3:// (issue 44's "from publisher to app in one piece"): two versions of
-# a tile tree (bench-lib.sh's tree to zoom ZOOM, default 7: 21,845 tiles; v2 re-renders every
-# 50th tile, deletes zoom ZOOM's column 0 and adds 256 tiles one zoom deeper) published into moto's
+# a tile tree (bench-lib.sh's tree to zoom ZOOM, default 7: 21,845 tiles; v2 re-renders the tiles
+# of one region, the west-north eighth of each zoom's columns and rows (1/64 of the tiles, as
+# make-versions re-renders one region), or with CHANGE=scattered every 50th tile in file order,
+# deletes zoom ZOOM's column 0 and adds 256 tiles one zoom deeper) published into moto's
 # S3 server on loopback (PyPI moto[server]) the two ways a publisher does it:
 #   - `tilepack import TREE s3://bench/import/v2.EXT --index` (built, uploaded, its index after it);
 #   - `tilepack import TREE v2.EXT --index` then `tilepack upload v2.EXT s3://bench/upload/v2.EXT`
@@ -11,11 +13,11 @@
 # the index, directories, gaps). Each figure beside its floor in the same run: the changed and
 # added tiles' bytes (`tilepack diff`'s tileBytes) plus the index's, as a ratio. Goal: <= 1.15x.
 # The synced copy is checked to hold v2's identity.
-#   bash tools/bench-publish.sh    (ZOOM=N; TILEPACK_BIN=path: a release build of tilepack)
+#   bash tools/bench-publish.sh    (ZOOM=N; CHANGE=region|scattered; TILEPACK_BIN=path: a release build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source tools/bench-lib.sh
-zoom="${ZOOM:-7}"
+zoom="${ZOOM:-7}"; change="${CHANGE:-region}"
 for tool in nginx python3 moto_server curl bc; do command -v "$tool" >/dev/null || { echo "bench-publish needs $tool (moto[server]: pip)"; exit 1; }; done
 tilepack="$(release_tilepack)"
 work="$(mktemp -d /tmp/bench-publish.XXXXXX)"; chmod 755 "$work"
@@ -28,9 +30,9 @@ wait_port() { for _ in $(seq 300); do curl -s -o /dev/null "http://127.0.0.1:$1/
 # The two versions as tile trees.
 make_bench_tree "$work/v1" "$zoom"
 cp -r "$work/v1" "$work/v2"
-python3 - "$work/v2" "$zoom" <<'PY'
+python3 - "$work/v2" "$zoom" "$change" <<'PY'
 import os, shutil, struct, sys, zlib
-root, zoom = sys.argv[1], int(sys.argv[2])
+root, zoom, change = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 def chunk(text):
     body = b"tEXt" + text
     return struct.pack(">I", len(body) - 4) + body + struct.pack(">I", zlib.crc32(body) & 0xffffffff)
@@ -39,7 +41,8 @@ for z in range(zoom + 1):
     for x in range(1 << z):
         for y in range(1 << z):
             n += 1
-            if n % 50 == 0:   # re-rendered: another comment chunk, other bytes
+            edge = max(1, (1 << z) // 8)
+            if (n % 50 == 0) if change == "scattered" else (x < edge and y < edge and z >= 3):   # re-rendered: other bytes
                 path = f"{root}/{z}/{x}/{y}.png"
                 src = open(path, "rb").read()
                 open(path, "wb").write(src[:-12] + chunk(f"v2 {z}/{x}/{y} ".encode() * 20) + src[-12:])
@@ -107,4 +110,4 @@ for ext in tilepack pmtiles; do
             "$(echo "$wire / $denominator" | bc -l)" "$requests" "$same" "$mode"
     done
 done
-echo "goal: wire <= 1.15x the changed tiles' bytes plus the index; load after: $(uptime | sed 's/.*load average: //')"
+echo "changes: $change; goal: wire <= 1.15x the changed tiles' bytes plus the index; load after: $(uptime | sed 's/.*load average: //')"

@@ -64,7 +64,6 @@ public enum ArchiveSync {
         let start = DispatchTime.now().uptimeNanoseconds
         var report = SyncReport(local: local, url: text)
         let format = try SyncWriter.format(of: local)
-        let lower = text.lowercased()
         let (remote, fetchIndex, indexName) = try openRemote(text, options: options, s3: s3)
         let staging: StagedByteSource
         do { staging = try StagedByteSource(remote: remote, path: local + ".tpsync") } catch {
