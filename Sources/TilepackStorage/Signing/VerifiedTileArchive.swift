@@ -4,12 +4,14 @@ import TilepackCore
 /// An archive whose every tile is checked against its publisher's signed root before it is
 /// given out (Specs/signing.md): what an app opens a side-loaded pack with.
 ///
-/// Opening checks the sidecar once (the key's signature, the stored hashes against the signed
-/// root, the release, the tile count and the metadata against the signed identity); each tile is
-/// then hashed on its first read and compared with its signed leaf, and remembered as checked (a
-/// bit per tile), so a tile is hashed once however often it is read. A tile whose bytes are not
-/// the signed ones, a tile the tree does not hold and a signed tile the archive lacks are errors
-/// (`TileArchiveError`, `checksumMismatch` or `corrupt`, naming the tile), never bytes.
+/// Opening checks the sidecar's signed root (the key's signature, the release, the tile count, the
+/// metadata against the signed identity) and the stored hashes the root folds from; the rest of
+/// the sidecar is read a group of 256 tiles at a time, each group checked against the root on its
+/// first use. Each tile is then hashed on its first read and compared with its signed leaf, and
+/// remembered as checked (a bit per tile), so a tile is hashed once however often it is read. A
+/// tile whose bytes are not the signed ones, a tile the tree does not hold and a signed tile the
+/// archive lacks are errors (`TileArchiveError`, `checksumMismatch` or `corrupt`, naming the
+/// tile), never bytes.
 public final class VerifiedTileArchive: TileArchive, @unchecked Sendable {
     /// The archive read.
     public let base: any TileArchive
