@@ -46,23 +46,22 @@ extension ArchiveSignature {
 
     /// Reads a sidecar and checks all of it but the tiles: the signature, the body, the stored
     /// hashes and locator against the signed root, the release and the origin.
-    /// - Parameter wholeTree: `false`: the stored hashes are left to a ``StoredTreeCheck``.
     package static func openSidecar(
-        path: String, key: VerifierKey, minimumRelease: UInt64, origin: String?, wholeTree: Bool = true
+        path: String, key: VerifierKey, minimumRelease: UInt64, origin: String?
     ) throws(SignatureError) -> (SignatureSidecar, SignedRoot) {
         let sidecar = try SignatureSidecar.read(path: path)
-        return (sidecar, try checkSidecar(sidecar, path: path, key: key, minimumRelease: minimumRelease, origin: origin, wholeTree: wholeTree))
+        return (sidecar, try checkSidecar(sidecar, path: path, key: key, minimumRelease: minimumRelease, origin: origin))
     }
 
     /// The checks of ``openSidecar(path:key:minimumRelease:origin:)`` on a sidecar read.
     static func checkSidecar(
-        _ sidecar: SignatureSidecar, path: String, key: VerifierKey, minimumRelease: UInt64, origin: String?, wholeTree: Bool = true
+        _ sidecar: SignatureSidecar, path: String, key: VerifierKey, minimumRelease: UInt64, origin: String?
     ) throws(SignatureError) -> SignedRoot {
         let root = try SignedRoot.open(sidecar.note, key: key, source: path)
         func fail(_ reason: String) -> SignatureError { .sidecar(path: path, reason: reason) }
         try checkRoot(root, treeSize: sidecar.tileIDs.count, minimumRelease: minimumRelease, origin: origin, path: path)
-        let tree = wholeTree ? MerkleTree(leaves: sidecar.storedLevels[0]) : nil
-        guard tree.map({ $0.storedLevels == sidecar.storedLevels && $0.root == root.rootHash }) ?? true else {
+        let tree = MerkleTree(leaves: sidecar.storedLevels[0])
+        guard tree.storedLevels == sidecar.storedLevels, tree.root == root.rootHash else {
             throw fail("its stored hashes do not give its signed root (the sidecar was rewritten or damaged)")
         }
         guard zip(sidecar.tileIDs, sidecar.tileIDs.dropFirst()).allSatisfy({ $0 < $1 }), sidecar.storedFences == sidecar.fences else {

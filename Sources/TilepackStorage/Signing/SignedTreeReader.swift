@@ -4,8 +4,9 @@ import TilepackCore
 /// fences at open, then only the tile-id groups and the stored hashes a set of tiles needs. What a
 /// verified extract of a remote archive reads instead of the whole sidecar.
 ///
-/// Not thread-safe: one reader per extract, used from its thread.
-package final class SignedTreeReader {
+/// Not thread-safe: one reader per extract, used from its thread, or under a lock
+/// (``VerifiedTileArchive``).
+package final class SignedTreeReader: @unchecked Sendable {
     /// The sidecar's bytes (a local file, or an `http(s)://` or `s3://` object read by range).
     package let source: any ByteSource
     /// The checked signed root.
@@ -17,6 +18,9 @@ package final class SignedTreeReader {
     private let fences: [UInt64]
     private let idsOffset: Int
     private var idGroups: [Int: [UInt64]] = [:]
+    /// Groups of 256 stored hashes read, by (stored level, group), and those checked against the root.
+    private var hashGroups: [[Int]: [UInt8]] = [:]
+    private var checkedGroups: Set<[Int]> = []
     /// The hash bytes read for proofs and leaves (the benchmark's "proof bytes").
     package private(set) var hashBytesRead = 0
 
@@ -107,6 +111,35 @@ package final class SignedTreeReader {
 
     // MARK: - Hashes from the stored levels
 
+    /// The root folded from the stored levels: the top level and each level's partial last group
+    /// (Specs/signing.md §5), the hashes a reader trusts once it equals the signed root.
+    package func storedRoot() throws -> [UInt8] { size == 0 ? MerkleTree(leaves: []).root : try hash(0, size) }
+
+    /// The stored hash at (level `8·stored`, `index`), checked against the root: a hash of a
+    /// partial group is (``storedRoot()`` folds it); a full group of 256 is folded once and
+    /// compared with its checked parent one stored level up. `nil`: the group does not fold to it
+    /// (the sidecar was rewritten or damaged).
+    package func checkedHash(stored: Int, index: Int) throws -> [UInt8]? {
+        let group = index / SignatureSidecar.groupSize
+        let count = size >> (MerkleTree.tileHeight * stored)
+        let first = group * SignatureSidecar.groupSize
+        let key = [stored, group]
+        let hashes: [UInt8]
+        if let held = hashGroups[key] {
+            hashes = held
+        } else {
+            hashes = try read(storedRange(level: MerkleTree.tileHeight * stored, index: first, count: min(SignatureSidecar.groupSize, count - first)))
+            hashGroups[key] = hashes
+        }
+        let mine = Array(hashes[(32 * (index - first))..<(32 * (index - first) + 32)])
+        if first + SignatureSidecar.groupSize > count || checkedGroups.contains(key) { return mine }
+        guard let parent = try checkedHash(stored: stored + 1, index: group),
+            Self.fold(hashes, levels: MerkleTree.tileHeight) == parent
+        else { return nil }
+        checkedGroups.insert(key)
+        return mine
+    }
+
     /// The complete subtrees (level, index) whose fold is `MTH(D[a:b])`, left to right.
     private func completeSubtrees(_ a: Int, _ b: Int) -> [(level: Int, index: Int)] {
         let count = b - a
@@ -123,24 +156,43 @@ package final class SignedTreeReader {
         if count & (count - 1) == 0 {
             let level = count.trailingZeroBitCount
             let stored = try read(storedRange(level: level, index: a >> level))
-            return StoredTreeCheck.fold(stored, levels: level % MerkleTree.tileHeight)
+            return Self.fold(stored, levels: level % MerkleTree.tileHeight)
         }
         let k = Self.split(count)
         return TreeHasher().node(try hash(a, a + k), try hash(a + k, b))
     }
 
-    /// The bytes of the stored hashes that give the complete subtree at (`level`, `index`).
-    private func storedRange(level: Int, index: Int) -> (offset: Int, length: Int) {
+    /// The bytes of the stored hashes that give the complete subtree at (`level`, `index`) (or
+    /// `count` such subtrees, side by side).
+    private func storedRange(level: Int, index: Int, count: Int = 1) -> (offset: Int, length: Int) {
         let stored = level - level % MerkleTree.tileHeight
-        let width = 1 << (level - stored)
+        let width = (1 << (level - stored)) * count
         var offset = idsOffset + 8 * size
         for below in stride(from: 0, to: stored, by: MerkleTree.tileHeight) { offset += 32 * (size >> below) }
-        return (offset + 32 * index * width, 32 * width)
+        return (offset + 32 * index * (width / count), 32 * width)
     }
 
     private func read(_ range: (offset: Int, length: Int)) throws -> [UInt8] {
         hashBytesRead += range.length
         return try Self.bytes(source, range.offset, range.length)
+    }
+
+    /// `2^levels` hashes folded pairwise, level by level, to one.
+    static func fold(_ hashes: [UInt8], levels: Int) -> [UInt8] {
+        var current = hashes
+        let hasher = TreeHasher()
+        for _ in 0..<levels {
+            var next = [UInt8](repeating: 0, count: current.count / 2)
+            current.withUnsafeBytes { from in
+                next.withUnsafeMutableBytes { to in
+                    for j in 0..<(current.count / 64) {
+                        hasher.node(UnsafeRawBufferPointer(rebasing: from[64 * j..<64 * j + 64]), into: to.baseAddress! + 32 * j)
+                    }
+                }
+            }
+            current = next
+        }
+        return current
     }
 
     /// The largest power of two below `count` (> 1).

@@ -4,12 +4,14 @@ import TilepackCore
 /// An archive whose every tile is checked against its publisher's signed root before it is
 /// given out (Specs/signing.md): what an app opens a side-loaded pack with.
 ///
-/// Opening checks the sidecar once (the key's signature, the stored hashes against the signed
-/// root, the release, the tile count and the metadata against the signed identity); each tile is
-/// then hashed on its first read and compared with its signed leaf, and remembered as checked (a
-/// bit per tile), so a tile is hashed once however often it is read. A tile whose bytes are not
-/// the signed ones, a tile the tree does not hold and a signed tile the archive lacks are errors
-/// (`TileArchiveError`, `checksumMismatch` or `corrupt`, naming the tile), never bytes.
+/// Opening checks the sidecar's signed root (the key's signature, the release, the tile count, the
+/// metadata against the signed identity) and the stored hashes the root folds from; the rest of
+/// the sidecar is read a group of 256 tiles at a time, each group checked against the root on its
+/// first use. Each tile is then hashed on its first read and compared with its signed leaf, and
+/// remembered as checked (a bit per tile), so a tile is hashed once however often it is read. A
+/// tile whose bytes are not the signed ones, a tile the tree does not hold and a signed tile the
+/// archive lacks are errors (`TileArchiveError`, `checksumMismatch` or `corrupt`, naming the
+/// tile), never bytes.
 public final class VerifiedTileArchive: TileArchive, @unchecked Sendable {
     /// The archive read.
     public let base: any TileArchive
@@ -19,10 +21,9 @@ public final class VerifiedTileArchive: TileArchive, @unchecked Sendable {
     public let key: VerifierKey
     private let minimumRelease: UInt64
     private let sidecarPath: String
-    private let tileIDs: [UInt64]
-    private let leaves: [UInt8]
-    /// The stored leaves checked against the signed root a group at a time.
-    private let tree: StoredTreeCheck
+    /// The sidecar, read by parts as tiles are read (a group of 256 tile ids and leaves at a time).
+    private let sidecar: Locked<SignedTreeReader>
+    private let size: Int
     /// One bit per leaf: checked.
     private let checked: Locked<[UInt64]>
 
@@ -30,9 +31,8 @@ public final class VerifiedTileArchive: TileArchive, @unchecked Sendable {
     /// with `key`; throws ``SignatureError`` naming the file or key, as `verify --key` does.
     public init(base: any TileArchive, key: VerifierKey, minimumRelease: UInt64 = 0, sidecarPath: String? = nil) throws {
         let path = sidecarPath ?? SignatureSidecar.sidecarName(of: base.path)
-        let (sidecar, root) = try ArchiveSignature.openSidecar(
-            path: path, key: key, minimumRelease: minimumRelease, origin: nil, wholeTree: false)
-        let tree = try StoredTreeCheck(levels: sidecar.storedLevels, size: sidecar.tileIDs.count, root: root.rootHash, path: path)
+        let reader = try Self.openSidecar(path: path, key: key, minimumRelease: minimumRelease)
+        let root = reader.root
         let count = try base.tileCount()
         guard UInt64(count) == root.treeSize else {
             throw SignatureError.tiles(archive: base.path, problems: [], count: abs(count - Int(root.treeSize)))
@@ -48,10 +48,9 @@ public final class VerifiedTileArchive: TileArchive, @unchecked Sendable {
         self.key = key
         self.minimumRelease = minimumRelease
         self.sidecarPath = path
-        self.tileIDs = sidecar.tileIDs
-        self.leaves = sidecar.storedLevels[0]
-        self.tree = tree
-        self.checked = Locked([UInt64](repeating: 0, count: (sidecar.tileIDs.count + 63) / 64))
+        self.sidecar = Locked(reader)
+        self.size = reader.size
+        self.checked = Locked([UInt64](repeating: 0, count: (reader.size + 63) / 64))
     }
 
     /// The same archive, opened again at its path with the same key (a new version renamed over it).
@@ -66,11 +65,28 @@ public final class VerifiedTileArchive: TileArchive, @unchecked Sendable {
     public func zoomLevels() throws -> [ZoomLevelSummary] { try base.zoomLevels() }
     public func confirmUnchanged() throws { try base.confirmUnchanged() }
 
+    /// The sidecar's header, signed root (the key's signature, the release) and fences, and the
+    /// stored hashes the root is folded from (its top level and right edge), checked; the rest is
+    /// read and checked a group at a time as tiles are read. A million tiles: about 40 KB read and
+    /// a few hundred hashes at open, where the whole sidecar is 40 MB and its tree 2,000,000 hashes.
+    private static func openSidecar(path: String, key: VerifierKey, minimumRelease: UInt64) throws -> SignedTreeReader {
+        let source: FileByteSource
+        do { source = try FileByteSource(path: path, coalescedReadLength: 1) } catch {
+            let missing = FileSystem.stat(path) == nil
+            throw SignatureError.sidecar(path: path, reason: missing ? "missing: the archive is not signed (tilepack sign writes it)" : "\(error.fault)")
+        }
+        let reader = try SignedTreeReader(source: source, key: key, minimumRelease: minimumRelease, origin: nil)
+        guard try reader.storedRoot() == reader.root.rootHash else {
+            throw SignatureError.sidecar(path: path, reason: "its stored hashes do not give its signed root (the sidecar was rewritten or damaged)")
+        }
+        return reader
+    }
+
     /// Whether the signed tree holds the tile.
-    public func containsTile(at tile: TileCoordinate) throws -> Bool { index(of: tile) != nil }
+    public func containsTile(at tile: TileCoordinate) throws -> Bool { try index(of: tile) != nil }
 
     public func withTileBytes<R>(at tile: TileCoordinate, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R? {
-        let index = index(of: tile)
+        let index = try index(of: tile)
         let result = try base.withTileBytes(at: tile) { bytes in
             try check(tile, bytes, index: index)
             return try body(bytes)
@@ -81,7 +97,7 @@ public final class VerifiedTileArchive: TileArchive, @unchecked Sendable {
 
     public func readTile(at tile: TileCoordinate, into buffer: UnsafeMutableRawBufferPointer) throws -> Int? {
         // A checked tile takes the archive's own path (a raw bundle decompresses into the buffer).
-        if let index = index(of: tile), isChecked(index), let count = try base.readTile(at: tile, into: buffer) { return count }
+        if let index = try index(of: tile), isChecked(index), let count = try base.readTile(at: tile, into: buffer) { return count }
         return try withTileBytes(at: tile) { bytes in
             guard bytes.count <= buffer.count else {
                 throw TileArchiveError(path: path, fault: .bufferTooSmall(tile: tile, needed: bytes.count, available: buffer.count))
@@ -94,24 +110,18 @@ public final class VerifiedTileArchive: TileArchive, @unchecked Sendable {
     public func forEachTile(_ body: (TileCoordinate, UnsafeRawBufferPointer) throws -> Void) throws {
         var seen = 0
         try base.forEachTile { tile, bytes in
-            try check(tile, bytes, index: index(of: tile))
+            try check(tile, bytes, index: try index(of: tile))
             seen += 1
             try body(tile, bytes)
         }
-        guard seen == tileIDs.count else { throw fault(nil, "\(tileIDs.count - seen) signed tiles the archive lacks") }
+        guard seen == size else { throw fault(nil, "\(size - seen) signed tiles the archive lacks") }
     }
 
     // MARK: - Checks
 
-    private func index(of tile: TileCoordinate) -> Int? {
+    private func index(of tile: TileCoordinate) throws -> Int? {
         let id = PMTilesFormat.tileID(of: tile)
-        var low = 0
-        var high = tileIDs.count
-        while low < high {
-            let mid = (low + high) / 2
-            if tileIDs[mid] < id { low = mid + 1 } else { high = mid }
-        }
-        return low < tileIDs.count && tileIDs[low] == id ? low : nil
+        return try sidecar.withLock { reader throws in try reader.leafIndex(of: id) }
     }
 
     /// How many tiles were checked so far (each once).
@@ -123,18 +133,19 @@ public final class VerifiedTileArchive: TileArchive, @unchecked Sendable {
     private func check(_ tile: TileCoordinate, _ bytes: UnsafeRawBufferPointer, index: Int?) throws {
         guard let index else { throw fault(tile, "not in the signed tree") }
         if isChecked(index) { return }
-        guard tree.leafIsChecked(index) else {
+        let leaf = TreeHasher().leaf(ContentIdentity.TileHasher().fullHash(tile, bytes))
+        let signed = try sidecar.withLock { reader throws in try reader.checkedHash(stored: 0, index: index) }
+        guard let signed else {
             throw TileArchiveError(
                 path: sidecarPath,
                 fault: .corrupt("the stored hashes of tile \(tile.zoom)/\(tile.x)/\(tile.y)'s group do not give the signed root (the sidecar was rewritten or damaged)"))
         }
-        let leaf = TreeHasher().leaf(ContentIdentity.TileHasher().fullHash(tile, bytes))
-        guard leaf.elementsEqual(leaves[32 * index..<32 * index + 32]) else {
+        guard leaf == signed else {
             throw TileArchiveError(
                 path: path,
                 fault: .checksumMismatch(
                     region: "tile \(tile.zoom)/\(tile.x)/\(tile.y) against release \(root.release) signed by \(key)",
-                    declared: SignedRoot.hex(leaves[32 * index..<32 * index + 32]), computed: SignedRoot.hex(leaf)))
+                    declared: SignedRoot.hex(signed), computed: SignedRoot.hex(leaf)))
         }
         checked.withLock { $0[index / 64] |= 1 << UInt64(index % 64) }
     }
