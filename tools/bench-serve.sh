@@ -3,7 +3,8 @@
 # zooms 0-8 (87,381 tiles, 190 MB: three times the server's 64 MiB tile cache), 32 connections,
 # release builds, in one run, from a bundle, an MBTiles file and a PMTiles. Contenders alternate
 # round by round; each figure is printed with nginx's of the same round as a ratio, then the medians.
-#   bash tools/bench-serve.sh            (ROUNDS=3 DURATION=10 CONNECTIONS=32 MAXZOOM=8 to change)
+#   bash tools/bench-serve.sh            (ROUNDS=3 DURATION=10 CONNECTIONS=32 MAXZOOM=8 to change;
+#                                         TILEPACK_BIN and SERVE_BIN: release builds made elsewhere)
 # Needs nginx (Debian nginx-light) and wrk. Goals: each archive >= 1.0x nginx's requests/s, p99
 # latency <= 1.2x nginx's (issue 47: MBTiles was at 0.80x), memory flat under load.
 set -euo pipefail
@@ -13,8 +14,13 @@ for tool in nginx wrk python3; do command -v "$tool" >/dev/null || { echo "bench
 work="$(mktemp -d /tmp/bench-serve.XXXXXX)"; chmod 755 "$work"
 echo "machine: $(nproc) cores; load before: $(uptime | sed 's/.*load average: //')"
 
-swift build -c release --package-path server --product tilepack-serve >/dev/null
-serve_bin="$(swift build -c release --package-path server --show-bin-path)"
+# SERVE_BIN: a tilepack-serve built elsewhere (another commit's, to compare two builds).
+if [ -n "${SERVE_BIN:-}" ]; then
+  serve="$SERVE_BIN"
+else
+  swift build -c release --package-path server --product tilepack-serve >/dev/null
+  serve="$(swift build -c release --package-path server --show-bin-path)/tilepack-serve"
+fi
 
 source tools/bench-lib.sh
 # Only makes the archives (TILEPACK_BIN: a release build made elsewhere).
@@ -60,7 +66,7 @@ http {
 NGINX
 nginx -c "$work/nginx.conf" -p "$work" &
 nginx_pid=$!
-"$serve_bin/tilepack-serve" --port 0 "$work/tiles.tilepack" "$work/tiles_mb.mbtiles" "$work/tiles_pm.pmtiles" > "$work/serve.out" 2> "$work/serve.err" &
+"$serve" --port 0 "$work/tiles.tilepack" "$work/tiles_mb.mbtiles" "$work/tiles_pm.pmtiles" > "$work/serve.out" 2> "$work/serve.err" &
 serve_pid=$!
 trap 'kill $nginx_pid $serve_pid 2>/dev/null || true' EXIT
 for _ in $(seq 100); do [ -s "$work/serve.out" ] && break; sleep 0.1; done

@@ -32,6 +32,11 @@ public struct MBTilesOpenOptions: Hashable, Sendable {
     /// ``MBTilesArchive/endReadTransactions()``; reads see its change from then on. No effect on
     /// an `immutable` file, which takes no locks.
     public var keepsReadTransactions: Bool
+    /// Bytes of pages each read connection keeps in its own cache (`PRAGMA cache_size`); `nil`
+    /// = SQLite's default (2 MiB). A server looking up tiles at random keeps more, so that the
+    /// index and the tables' inner pages stay in memory and a lookup reads only the page that
+    /// holds its tile. The cache fills only as pages are read.
+    public var pageCacheBytes: Int? = nil
 
     public init(
         immutable: Bool = false, maximumIdleConnections: Int = max(4, ProcessInfo.processInfo.activeProcessorCount),
@@ -135,7 +140,8 @@ public final class MBTilesArchive: TileArchive {
             }
         }
         keepsTransactions = options.keepsReadTransactions && !immutable
-        let reader = try MBTilesReader(connection: connection, memoryMapSize: options.effectiveMemoryMapSize)
+        let reader = try MBTilesReader(
+            connection: connection, memoryMapSize: options.effectiveMemoryMapSize, pageCacheBytes: options.pageCacheBytes)
         self.content = try Self.detectContent(reader: reader, schema: schema)
         self.pool = Locked(ReaderPool(idle: [reader]))
     }
@@ -413,7 +419,7 @@ public final class MBTilesArchive: TileArchive {
         try MBTilesReader(
             connection: SQLiteConnection(
                 filename: uri, archivePath: path, readOnly: true, uri: true, stepTimeLimit: options.stepTimeLimit, workLimit: workLimit),
-            memoryMapSize: options.effectiveMemoryMapSize)
+            memoryMapSize: options.effectiveMemoryMapSize, pageCacheBytes: options.pageCacheBytes)
     }
 
     @inline(__always)
