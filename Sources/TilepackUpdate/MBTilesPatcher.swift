@@ -14,7 +14,7 @@ public struct PatchOutcome: Sendable {
     public var tilesDeleted = 0
     public var metadataChanges = 0
     /// Whether the base's stored identity was trusted (the file provably unchanged since it was
-    /// stored, ``MBTilesIdentityStamp``) rather than computed from its tiles.
+    /// stored, by its SQLite file change counter) rather than computed from its tiles.
     public var usedStoredIdentity = false
 
     public init() {}

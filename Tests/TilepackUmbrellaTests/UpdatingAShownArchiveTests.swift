@@ -170,9 +170,14 @@ import TilepackTestSupport
         #expect(FileManager.default.contents(atPath: base) == before)
         #expect(
             try FileManager.default.contentsOfDirectory(atPath: dir.url.path).sorted() == ["map.tilepack", "v1-v2.tppatch", "v2.tilepack"])
+        // Given the version it makes: nothing to do, nothing written, no failure.
+        let again = PatchRequest.start(base: new, patch: patch)
+        #expect(await again.finished() == .success && again.report?.alreadyApplied == true)
         // A patch that does not fit fails with the patch's typed error, not as cancelled.
-        let other = PatchRequest.start(base: new, patch: patch)
+        let v3 = dir.file("v3.tilepack")
+        try Self.write(version: 3, to: v3, in: dir)
+        let other = PatchRequest.start(base: v3, patch: patch)
         #expect(await other.finished() == .failure)
-        #expect(other.error?.description.contains(new) == true, "\(String(describing: other.error))")
+        #expect(other.error?.description.contains(v3) == true, "\(String(describing: other.error))")
     }
 }
