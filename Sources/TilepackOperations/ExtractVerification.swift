@@ -50,6 +50,22 @@ package final class ExtractVerification: @unchecked Sendable {
         return try ArchiveSignature.verify(archive: archive, sidecar: sidecar, key: key, minimumRelease: minimumRelease)
     }
 
+    /// `info ARCHIVE --key`: the signed root beside a file or an `http(s)://` / `s3://` archive,
+    /// checked without reading a tile: the key's signature, the release, and the stored hashes
+    /// the root folds from (the sidecar's header, root and fences, its top level and right edge).
+    package static func signedRoot(of location: String, key: VerifierKey, minimumRelease: UInt64) throws(OperationError) -> SignedRoot {
+        let verification = try ExtractVerification(source: location, key: key, minimumRelease: minimumRelease)
+        do {
+            guard try verification.reader.storedRoot() == verification.reader.root.rootHash else {
+                throw SignatureError.sidecar(
+                    path: verification.reader.source.name, reason: "its stored hashes do not give its signed root (the sidecar was rewritten or damaged)")
+            }
+        } catch {
+            throw named(error, path: verification.reader.source.name)
+        }
+        return verification.reader.root
+    }
+
     /// A signature error as the operation's (it names its file, tile or key itself).
     static func named(_ error: any Error, path: String) -> OperationError {
         if let error = error as? SignatureError { return OperationError(path: "", fault: .badInput("\(error)")) }

@@ -184,3 +184,52 @@ struct ExtractKeyOptions: ParsableArguments {
         return try ExtractVerification(source: source, key: try VerifierKey(contentsOf: key), minimumRelease: minimumRelease)
     }
 }
+
+/// `info --key NAME.pub [--min-release N]`: each archive's signed root, checked without reading a tile.
+struct SignedRootOptions: ParsableArguments {
+    @Option(
+        help: ArgumentHelp(
+            "Also show each archive's signed root (with --json, only the signed roots) (ARCHIVE.tpsig, read by range beside an http(s):// or s3:// archive), checked with this public key file (NAME.pub): the signature, the release and the stored hashes, not the tiles (`verify --key` checks every tile).",
+            valueName: "public-key-file"))
+    var key: String?
+
+    @Option(name: .customLong("min-release"), help: "With --key: the lowest signed release accepted (an older one is a replay).")
+    var minimumRelease: UInt64 = 0
+
+    struct Shown: Encodable {
+        var archive: String
+        var origin: String
+        var release: UInt64
+        var tiles: UInt64
+        var root: String
+        var identity: String
+        var time: String
+        var key: String
+    }
+
+    /// Each archive's signed root, checked (as JSON: an object, or an array for several); the
+    /// first refusal fails the command, naming the file or key.
+    func show(archives: [String], keyFile: String, json: Bool) throws {
+        let verifier = try VerifierKey(contentsOf: keyFile)
+        var shown: [Shown] = []
+        for archive in archives {
+            let root = try ExtractVerification.signedRoot(of: archive, key: verifier, minimumRelease: minimumRelease)
+            shown.append(
+                Shown(
+                    archive: archive, origin: root.origin, release: root.release, tiles: root.treeSize,
+                    root: Data(root.rootHash).base64EncodedString(), identity: root.identity.description, time: root.time,
+                    key: verifier.description))
+            if !json {
+                print("  signature  release \(root.release) of \(root.origin) by \(verifier), signed \(root.time): \(root.treeSize) tiles, root checked (not the tiles: `verify --key` checks them)")
+            }
+        }
+        if json { try printJSON(shown.count == 1 ? AnyEncodable(shown[0]) : AnyEncodable(shown)) }
+    }
+}
+
+/// One of two JSON shapes.
+struct AnyEncodable: Encodable {
+    let value: any Encodable
+    init(_ value: any Encodable) { self.value = value }
+    func encode(to encoder: any Encoder) throws { try value.encode(to: encoder) }
+}

@@ -104,7 +104,15 @@ struct InfoCommand: ParsableCommand {
     @Flag(help: "\(SharedHelp.json) (one object, or an array for several archives).")
     var json = false
 
+    @OptionGroup var signature: SignedRootOptions
+
     func run() throws {
+        // With --key and --json, the signed roots are the output.
+        if !(json && signature.key != nil) { try showInfo() }
+        if let key = signature.key { try signature.show(archives: archives, keyFile: key, json: json) }
+    }
+
+    func showInfo() throws {
         var infos: [ArchiveInfo] = []
         var failure: OperationError?
         for archive in archives {

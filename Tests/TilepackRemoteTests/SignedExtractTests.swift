@@ -240,4 +240,29 @@ extension SignedExtractTests {
         }
         #expect(throws: SignatureError.self) { try ExtractVerification.verifyRemote(url, key: Self.forger.verifier, minimumRelease: 0) }
     }
+
+    /// `info URL --key`: the signed root checked by range without a tile: a root of another key and
+    /// a changed level-8 hash are refused; the archive itself is not read.
+    @Test func theSignedRootOfARemoteArchiveIsCheckedWithoutATile() throws {
+        let dir = try TemporaryDirectory("signed-info")
+        let server = try LoopbackHTTPServer(files: dir.url)
+        defer { server.stop() }
+        let source = dir.file("world.pmtiles")
+        try Self.write(Self.tiles, to: source)
+        _ = try ArchiveSignature.sign(archivePath: source, key: Self.key, release: 7, time: 0)
+        let url = "\(server.baseURL)/world.pmtiles"
+        let root = try ExtractVerification.signedRoot(of: url, key: Self.key.verifier, minimumRelease: 7)
+        #expect(root.release == 7 && root.treeSize == UInt64(Self.tiles.count))
+        #expect(server.requests.allSatisfy { $0.path.hasSuffix(".tpsig") }, "\(server.requests.map(\.target))")
+        #expect(throws: OperationError.self) { try ExtractVerification.signedRoot(of: url, key: Self.forger.verifier, minimumRelease: 0) }
+        var sidecar = try SignatureSidecar.read(path: source + ".tpsig")
+        sidecar.storedLevels[1][40] ^= 1
+        try Data(sidecar.encoded()).write(to: URL(fileURLWithPath: source + ".tpsig"))
+        do {
+            _ = try ExtractVerification.signedRoot(of: url, key: Self.key.verifier, minimumRelease: 0)
+            Issue.record("a changed level-8 hash was accepted")
+        } catch {
+            #expect("\(error)".contains("world.pmtiles.tpsig: its stored hashes do not give its signed root"), "\(error)")
+        }
+    }
 }
