@@ -55,25 +55,4 @@ import TilepackTestSupport
         try Self.writer(path).execute(Self.patch)
         #expect(try archive.tileData(at: Self.tile) == Data("new".utf8))
     }
-
-    /// `pageCacheBytes` (the server's 16 MiB): every read connection keeps that many bytes of
-    /// pages, the first and those opened later for reads at once; without it, SQLite's default.
-    @Test func everyReadConnectionKeepsThePageCacheAskedFor() throws {
-        let dir = try TemporaryDirectory("mbtiles-cache")
-        let path = try Self.makeFile(dir)
-        var options = MBTilesOpenOptions()
-        options.pageCacheBytes = 16 << 20
-        let archive = try MBTilesArchive(path: path, options: options)
-        let first = try archive.checkout()
-        let second = try archive.checkout()
-        #expect(first !== second)
-        for reader in [first, second] { #expect(try reader.connection.scalarInt("PRAGMA cache_size") == -16384) }
-        archive.checkin(first)
-        archive.checkin(second)
-        let plain = try MBTilesArchive(path: path)
-        let reader = try plain.checkout()
-        #expect(try reader.connection.scalarInt("PRAGMA cache_size") == -2000)
-        plain.checkin(reader)
-        #expect(try archive.tileData(at: Self.tile) == Data("old".utf8))
-    }
 }

@@ -32,11 +32,6 @@ public struct MBTilesOpenOptions: Hashable, Sendable {
     /// ``MBTilesArchive/endReadTransactions()``; reads see its change from then on. No effect on
     /// an `immutable` file, which takes no locks.
     public var keepsReadTransactions: Bool
-    /// Bytes of pages each read connection keeps in its own cache (`PRAGMA cache_size`); `nil`
-    /// = SQLite's default (2 MiB). A server looking up tiles at random keeps more, so that the
-    /// index and the tables' inner pages stay in memory and a lookup reads only the page that
-    /// holds its tile. The cache fills only as pages are read.
-    public var pageCacheBytes: Int? = nil
 
     public init(
         immutable: Bool = false, maximumIdleConnections: Int = max(4, ProcessInfo.processInfo.activeProcessorCount),
@@ -140,8 +135,7 @@ public final class MBTilesArchive: TileArchive {
             }
         }
         keepsTransactions = options.keepsReadTransactions && !immutable
-        let reader = try MBTilesReader(
-            connection: connection, memoryMapSize: options.effectiveMemoryMapSize, pageCacheBytes: options.pageCacheBytes)
+        let reader = try MBTilesReader(connection: connection, memoryMapSize: options.effectiveMemoryMapSize)
         self.content = try Self.detectContent(reader: reader, schema: schema)
         self.pool = Locked(ReaderPool(idle: [reader]))
     }
@@ -419,7 +413,7 @@ public final class MBTilesArchive: TileArchive {
         try MBTilesReader(
             connection: SQLiteConnection(
                 filename: uri, archivePath: path, readOnly: true, uri: true, stepTimeLimit: options.stepTimeLimit, workLimit: workLimit),
-            memoryMapSize: options.effectiveMemoryMapSize, pageCacheBytes: options.pageCacheBytes)
+            memoryMapSize: options.effectiveMemoryMapSize)
     }
 
     @inline(__always)

@@ -38,11 +38,9 @@ final class MBTilesReader: @unchecked Sendable {
         try? readTransaction?.close()
     }
 
-    init(connection: SQLiteConnection, memoryMapSize: Int, pageCacheBytes: Int? = nil) throws(TileArchiveError) {
+    init(connection: SQLiteConnection, memoryMapSize: Int) throws(TileArchiveError) {
         self.connection = connection
         if memoryMapSize > 0 { try connection.execute("PRAGMA mmap_size = \(memoryMapSize)") }
-        // A negative cache_size is KiB.
-        if let pageCacheBytes { try connection.execute("PRAGMA cache_size = -\(max(1, pageCacheBytes >> 10))") }
         lookup = try connection.prepare(
             "SELECT tile_data FROM tiles WHERE zoom_level = ?1 AND tile_column = ?2 AND tile_row = ?3 LIMIT 1")
         exists = try connection.prepare(

@@ -181,13 +181,10 @@ final class ArchiveGeneration: Sendable, AtomicReference {
             // Its connections keep their read transactions between tiles (SQLite's per-query lock
             // and change checks, six system calls, were a third of a tile's time: bench-serve.sh),
             // ended by the watcher at each of its looks, so a patch waits at most that long.
-            // Each connection keeps 16 MiB of pages (SQLite's default 2 MiB held neither the
-            // index nor the tables' inner pages of a large archive: 1.49 page reads a random
-            // tile; 0.93 with 16 MiB, on bench-serve.sh's 156 MB archive).
             let immutable = info.st_mode & 0o222 == 0
-            var mbtiles = MBTilesOpenOptions(immutable: immutable, memoryMapSize: 0, keepsReadTransactions: true)
-            mbtiles.pageCacheBytes = Self.mbtilesPageCacheBytes
-            let archive = try openTileArchive(path: pinned, bundleAccess: .positionalReads, mbtiles: mbtiles)
+            let archive = try openTileArchive(
+                path: pinned, bundleAccess: .positionalReads,
+                mbtiles: MBTilesOpenOptions(immutable: immutable, memoryMapSize: 0, keepsReadTransactions: true))
             return try ArchiveGeneration(
                 name: name, path: path, archive: archive, identity: .file(FileIdentity(info)), descriptor: descriptor)
         } catch let error as TileArchiveError {
@@ -198,9 +195,6 @@ final class ArchiveGeneration: Sendable, AtomicReference {
             throw TileServerError("\(path): \(error)")
         }
     }
-
-    /// The page cache of each read connection of an MBTiles file (filled only as pages are read).
-    static let mbtilesPageCacheBytes = 16 << 20
 
     /// What a file that is not a regular one is, for messages.
     static func kind(of mode: mode_t) -> String {
