@@ -32,6 +32,23 @@ public struct SyncReport: Sendable, Codable {
     public var multipleRanges: Bool?
     public var notes: [String] = []
     public var seconds = 0.0
+    /// With a key: the signed root the result was checked against (now `LOCAL.tpsig`).
+    public var signed: Signed?
+
+    /// The signed root of a verified sync.
+    public struct Signed: Sendable, Codable {
+        public var origin: String
+        public var release: UInt64
+        public var time: String
+        /// The key that signed it, `name+keyid`.
+        public var key: String
+        init(root: SignedRoot, key: VerifierKey) {
+            origin = root.origin
+            release = root.release
+            time = root.time
+            self.key = key.description
+        }
+    }
 }
 
 /// Brings a local archive to the version published at an `http(s)://` URL or in an `s3://` object
@@ -49,22 +66,30 @@ public enum ArchiveSync {
     /// One request's headers (about 300 bytes both ways) against a gap's bytes.
     public static let singleRangeGap = 1024
 
-    /// - Parameter s3: for an `s3://BUCKET/KEY` URL, the client whose configuration and credentials
+    /// - Parameters:
+    ///   - s3: for an `s3://BUCKET/KEY` URL, the client whose configuration and credentials
     ///   sign the requests (`nil`: the environment's, `S3Client.environment`).
-    public static func run(local: String, url text: String, options: HTTPByteSource.Options = .init(), s3: S3Client? = nil)
-        throws(OperationError) -> SyncReport
-    {
-        try run(local: local, url: text, options: options, s3: s3, request: nil)
+    ///   - key: check the publisher's signature (`URL.tpsig`, Specs/signing.md §7): its key, its
+    ///   release against the local archive's own `LOCAL.tpsig` and the lowest accepted, every tile
+    ///   of the result before it replaces LOCAL; `LOCAL.tpsig` is then replaced with it.
+    public static func run(
+        local: String, url text: String, options: HTTPByteSource.Options = .init(), s3: S3Client? = nil, key: SyncKey? = nil
+    ) throws(OperationError) -> SyncReport {
+        try run(local: local, url: text, options: options, s3: s3, key: key, request: nil)
     }
 
-    static func run(local: String, url text: String, options: HTTPByteSource.Options, s3: S3Client? = nil, request: SyncRequest?)
-        throws(OperationError)
-        -> SyncReport
-    {
+    static func run(
+        local: String, url text: String, options: HTTPByteSource.Options, s3: S3Client? = nil, key: SyncKey? = nil, request: SyncRequest?
+    ) throws(OperationError) -> SyncReport {
         let start = DispatchTime.now().uptimeNanoseconds
         var report = SyncReport(local: local, url: text)
         let format = try SyncWriter.format(of: local)
         let (remote, fetchIndex, indexName) = try openRemote(text, options: options, s3: s3)
+        // Checked before anything is staged: a replay or a foreign root costs no tile.
+        let signature = try key.map { trust throws(OperationError) in
+            try SyncSignature(url: text, local: local, trust: trust, options: options, s3: s3)
+        }
+        if let signature { report.signed = SyncReport.Signed(root: signature.root, key: signature.key) }
         let staging: StagedByteSource
         do { staging = try StagedByteSource(remote: remote, path: local + ".tpsync") } catch {
             throw OperationError(path: local, fault: .archive(error))
@@ -77,7 +102,10 @@ public enum ArchiveSync {
             archive =
                 SparseBundleArchive.isBundle(staging) ? try SparseBundleArchive(source: staging) : try openTileArchive(source: staging)
         } catch { throw OperationError(path: text, fault: .archive(error)) }
-        do { try SyncWriter.check(archive.content, source: text, into: format, local: local) } catch {
+        do {
+            try SyncWriter.check(archive.content, source: text, into: format, local: local)
+            try signature?.checkMetadata(of: archive, source: text)
+        } catch {
             staging.remove()
             throw error
         }
@@ -91,7 +119,8 @@ public enum ArchiveSync {
                 report.mode = "full"
                 report.fullReason = "\(text) has no tile index (\(indexName): HTTP \(status)): synced by a full download"
                 try fullDownload(
-                    archive: archive, staging: staging, local: local, format: format, source: text, request: request, report: &report)
+                    archive: archive, staging: staging, local: local, format: format, source: text, signature: signature, request: request,
+                    report: &report)
             case .index(let bytes, let multipleRanges):
                 if let multipleRanges { remote.assumeMultipleRanges(multipleRanges) }
                 report.indexBytes = bytes.count
@@ -100,7 +129,7 @@ public enum ArchiveSync {
                 try bind(staging, to: index.identity, report: &report)
                 try indexedSync(
                     archive: archive, tiles: tiles, index: index, indexName: indexName, staging: staging, local: local, format: format,
-                    source: text, request: request, report: &report)
+                    source: text, signature: signature, request: request, report: &report)
             }
         } catch let error as OperationError {
             throw error
@@ -175,7 +204,8 @@ public enum ArchiveSync {
     /// Only the tiles whose hash the local copy lacks.
     static func indexedSync(
         archive: any TileArchive, tiles: [TileCoordinate], index: TileHashIndex, indexName: String, staging: StagedByteSource,
-        local: String, format: TileArchiveFormat, source: String, request: SyncRequest?, report: inout SyncReport
+        local: String, format: TileArchiveFormat, source: String, signature: SyncSignature?, request: SyncRequest?,
+        report: inout SyncReport
     ) throws {
         let metadata = try checkBinding(index, of: archive, tiles: tiles, indexName: indexName, staging: staging, source: source)
         report.tiles = tiles.count
@@ -233,8 +263,8 @@ public enum ArchiveSync {
             remote: archive, local: localArchive, tiles: tiles, hashes: index.hashes, held: held, fetched: fetched, metadata: metadata,
             request: request)
         let identity = try writeAndSwap(
-            synced, local: local, format: format, source: source, expected: index.identity, staging: staging, request: request,
-            report: &report)
+            synced, local: local, format: format, source: source, expected: index.identity, staging: staging, signature: signature,
+            request: request, report: &report)
         report.identity = identity?.description
     }
 
@@ -267,7 +297,7 @@ public enum ArchiveSync {
     /// The whole archive, in ranges of at most 8 MiB, staged, then written as LOCAL's format.
     static func fullDownload(
         archive: any TileArchive, staging: StagedByteSource, local: String, format: TileArchiveFormat, source: String,
-        request: SyncRequest?, report: inout SyncReport
+        signature: SyncSignature?, request: SyncRequest?, report: inout SyncReport
     ) throws {
         let step = staging.remote.options.maximumRequestBytes
         let chunks = stride(from: 0, to: staging.count, by: step).map { $0..<min($0 + step, staging.count) }
@@ -280,7 +310,8 @@ public enum ArchiveSync {
         report.tilesFetched = report.tiles
         report.fetchedTileBytes = staging.count
         _ = try writeAndSwap(
-            whole, local: local, format: format, source: source, expected: nil, staging: staging, request: request, report: &report)
+            whole, local: local, format: format, source: source, expected: nil, staging: staging, signature: signature, request: request,
+            report: &report)
     }
 
     /// Writes `archive` beside LOCAL (in LOCAL's format, by its extension), checks the written
@@ -288,7 +319,7 @@ public enum ArchiveSync {
     /// cancelled meanwhile; the staging file is removed.
     static func writeAndSwap(
         _ archive: any TileArchive, local: String, format: TileArchiveFormat, source: String, expected: ContentIdentity?,
-        staging: StagedByteSource, request: SyncRequest?, report: inout SyncReport
+        staging: StagedByteSource, signature: SyncSignature?, request: SyncRequest?, report: inout SyncReport
     ) throws -> ContentIdentity? {
         let sink: TileSink
         do {
@@ -298,7 +329,8 @@ public enum ArchiveSync {
         } catch {
             throw OperationError.wrapping(error, path: local)
         }
-        let identity = try checkStaged(sink.stagedPath, local: local, source: source, expected: expected, staging: staging)
+        let identity = try checkStaged(
+            sink.stagedPath, local: local, source: source, expected: expected, staging: staging, signature: signature)
         if let expected, identity.metadata != expected.metadata {
             // The publisher's metadata was checked against the index before it was written; the
             // writer of LOCAL's format fills keys of its own (bounds, zooms, a name).
@@ -308,20 +340,34 @@ public enum ArchiveSync {
             )
         }
         // The last moment a cancel leaves LOCAL as it was (the staging file kept, to resume from).
+        let signatureFile = try signature?.stage(beside: local)
         try request?.advance(0)
-        do { try sink.commit() } catch { throw OperationError.wrapping(error, path: local) }
+        do {
+            try sink.commit()
+            // After the archive: a LOCAL.tpsig never names tiles LOCAL does not hold yet.
+            try signatureFile?.commit()
+        } catch { throw OperationError.wrapping(error, path: local) }
         staging.remove()
         return expected == nil ? nil : identity
     }
 
     /// The one check of the staged result before it replaces LOCAL: every check of what a sync
-    /// made goes here (the written file's tiles against the index's identity; a signed root's
-    /// replay check, Specs/signing.md §7, joins it). Throws, with the staging file removed, when
+    /// made goes here (the written file's tiles against the index's identity and, with a key,
+    /// against the signed tree, Specs/signing.md §7). Throws, with the staging file removed, when
     /// the result must not replace LOCAL; returns the written file's identity.
     static func checkStaged(
-        _ stagedPath: String, local: String, source: String, expected: ContentIdentity?, staging: StagedByteSource
+        _ stagedPath: String, local: String, source: String, expected: ContentIdentity?, staging: StagedByteSource,
+        signature: SyncSignature? = nil
     ) throws -> ContentIdentity {
-        let identity = try ContentIdentity.compute(open(stagedPath))
+        let identity: ContentIdentity
+        if let signature {
+            do { identity = try signature.checkTiles(of: open(stagedPath), local: local, source: source) } catch {
+                staging.remove()
+                throw error
+            }
+        } else {
+            identity = try ContentIdentity.compute(open(stagedPath))
+        }
         if let expected, identity.tileCount != expected.tileCount || identity.tiles != expected.tiles {
             staging.remove()
             throw OperationError(
@@ -445,13 +491,14 @@ public final class SyncRequest: BackgroundRequest<SyncReport>, @unchecked Sendab
     /// thread of its own; `onChange` is told of every change of progress or status (on that thread).
     /// - Parameter s3: for an `s3://BUCKET/KEY` URL, the client whose configuration and credentials
     ///   sign the requests (`nil`: the environment's, ``S3Client/environment``).
+    /// - Parameter key: check the publisher's signature, as ``ArchiveSync/run(local:url:options:s3:key:)`` does.
     public static func start(
-        local: String, url: String, options: HTTPByteSource.Options = .init(), s3: S3Client? = nil,
+        local: String, url: String, options: HTTPByteSource.Options = .init(), s3: S3Client? = nil, key: SyncKey? = nil,
         onChange: (@Sendable (SyncRequest) -> Void)? = nil
     ) -> SyncRequest {
         let request = SyncRequest(local: local, url: url, onChange: onChange)
         request.run { () throws(OperationError) in
-            try ArchiveSync.run(local: local, url: url, options: options, s3: s3, request: request)
+            try ArchiveSync.run(local: local, url: url, options: options, s3: s3, key: key, request: request)
         }
         return request
     }

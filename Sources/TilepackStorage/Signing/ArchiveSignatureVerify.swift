@@ -54,7 +54,7 @@ extension ArchiveSignature {
     }
 
     /// The checks of ``openSidecar(path:key:minimumRelease:origin:)`` on a sidecar read.
-    static func checkSidecar(
+    package static func checkSidecar(
         _ sidecar: SignatureSidecar, path: String, key: VerifierKey, minimumRelease: UInt64, origin: String?
     ) throws(SignatureError) -> SignedRoot {
         let root = try SignedRoot.open(sidecar.note, key: key, source: path)
@@ -87,7 +87,7 @@ extension ArchiveSignature {
 
     /// Each tile's leaf against the stored leaf at its tile id; the tiles that differ, are not
     /// signed, or are missing, named.
-    static func compareTiles(_ leaves: Leaves, with sidecar: SignatureSidecar, archive: String) throws(SignatureError) {
+    package static func compareTiles(_ leaves: Leaves, with sidecar: SignatureSidecar, archive: String) throws(SignatureError) {
         var problems: [SignatureError.TileProblem] = []
         var count = 0
         func note(_ id: UInt64, _ kind: SignatureError.TileProblem.Kind) {
