@@ -63,7 +63,7 @@ import TilepackUpdate
         #expect(verified.root.release == 2)
     }
 
-    @Test func anOlderReleaseReplayedOverTheLocalOneOrBelowMinReleaseIsRefused() throws {
+    @Test func anOlderReleaseReplayedOverTheLocalOneBelowMinReleaseOrOfAnotherDatasetIsRefused() throws {
         let setup = try SyncTests.Setup(indexed: false)
         _ = try ArchiveIndexer.run(archive: setup.v1.pmtiles)
         _ = try ArchiveIndexer.run(archive: setup.v2.pmtiles)
@@ -80,6 +80,11 @@ import TilepackUpdate
         let fresh = setup.dir.file("fresh.pmtiles")
         let low = try Self.refused(fresh, url, key: SyncKey(key: Self.key.verifier, minimumRelease: 3))
         #expect(low.contains("release 1") && low.contains("release 3"), "\(low)")
+        // A root of another dataset than the local one's, even of a newer release.
+        _ = try ArchiveSignature.sign(archivePath: setup.v1.pmtiles, key: Self.key, release: 9, origin: "example.org/other", time: 0)
+        publisher.files.withLock { $0 = Self.served(setup.v1.pmtiles, as: "world.pmtiles") }
+        let other = try Self.refused(setup.v2.pmtiles, url, key: SyncKey(key: Self.key.verifier))
+        #expect(other.contains("\"example.org/other\"") && other.contains("\"\(Self.origin)\""), "\(other)")
     }
 
     @Test func aRootNotSignedByTheKeyOrNoSignatureAtAllIsRefused() throws {

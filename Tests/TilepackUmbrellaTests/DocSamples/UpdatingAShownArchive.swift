@@ -23,12 +23,15 @@ func applyPatch(
 /// Brings the archive at `path` to the version published at `url`, an https:// URL or an
 /// s3://BUCKET/KEY object read with the app's own client `s3` (its endpoint, region and
 /// credentials provider, as for reading a remote archive). With the publisher's tile index beside
-/// it (`tilepack index`), only the tiles whose bytes changed are downloaded.
+/// it (`tilepack index`), only the tiles whose bytes changed are downloaded. With the publisher's
+/// public key (`SyncKey(key: try VerifierKey(contentsOf: "publisher.pub"))`), the publisher's
+/// signature (`url.tpsig`) must be of the key and of a release no older than the copy's own
+/// (`path.tpsig`, replaced with it), and every tile is checked against it before the copy is replaced.
 func syncArchive(
-    _ path: String, from url: String, s3: S3Client? = nil, shownBy source: ArchiveTileSource, in layer: MapTileLayer,
-    progress: @escaping @Sendable (Double) -> Void
+    _ path: String, from url: String, s3: S3Client? = nil, key: SyncKey? = nil, shownBy source: ArchiveTileSource,
+    in layer: MapTileLayer, progress: @escaping @Sendable (Double) -> Void
 ) async throws -> SyncReport {
-    let request = SyncRequest.start(local: path, url: url, s3: s3) { request in
+    let request = SyncRequest.start(local: path, url: url, s3: s3, key: key) { request in
         progress(request.progress)
     }
     return try await showWhenDone(request, path: path, shownBy: source, in: layer)
