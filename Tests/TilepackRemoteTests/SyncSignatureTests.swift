@@ -120,3 +120,40 @@ import TilepackUpdate
         #expect(error.contains("tile 6/9/0: its bytes differ from the signed tile") && error.contains(".tpsig"), "\(error)")
     }
 }
+
+/// `sync --key` from an `s3://` object (moto's S3 on loopback): `KEY.tpsig` read by signed
+/// requests with the app's client, as the archive is; a replayed release refused there too.
+@Suite(.needs(.motoServer))
+struct S3SyncSignatureTests {
+    @Test func aSignedObjectSyncsThroughTheAppsClientAndAReplayIsRefused() async throws {
+        let moto = try await MotoS3.shared()
+        let setup = try SyncTests.Setup(indexed: false)
+        for (path, release) in [(setup.v1.bundle, UInt64(1)), (setup.v2.bundle, 2)] {
+            _ = try ArchiveIndexer.run(archive: path)
+            try SyncSignatureTests.sign(path, release: release)
+        }
+        let s3 = S3SyncTests.appClient(moto, S3SyncTests.AppCredentials(moto.keys))
+        let prefix = "sync-key/\(UUID().uuidString)"
+        for (name, data) in SyncSignatureTests.served(setup.v2.bundle, as: "world.tilepack")
+            .merging(SyncSignatureTests.served(setup.v1.bundle, as: "old.tilepack"), uniquingKeysWith: { a, _ in a })
+        {
+            _ = try await s3.put(data, at: S3Location(bucket: "tiles", key: "\(prefix)/\(name)"))
+        }
+        let local = setup.dir.file("app.tilepack")
+        try FileManager.default.copyItem(atPath: setup.v1.bundle, toPath: local)
+        try FileManager.default.copyItem(atPath: setup.v1.bundle + ".tpsig", toPath: local + ".tpsig")
+        let trust = SyncKey(key: SyncSignatureTests.key.verifier)
+        let request = SyncRequest.start(local: local, url: "s3://tiles/\(prefix)/world.tilepack", s3: s3, key: trust)
+        #expect(await request.finished() == .success, "\(String(describing: request.error))")
+        #expect(request.report?.signed?.release == 2 && request.report?.mode == "index", "\(String(describing: request.report))")
+        #expect(SyncTests.fileBytes(local + ".tpsig") == SyncTests.fileBytes(setup.v2.bundle + ".tpsig"))
+        // The old release's object, synced over the new local copy: refused, nothing changed.
+        let before = [SyncTests.fileBytes(local), SyncTests.fileBytes(local + ".tpsig")]
+        let replay = SyncRequest.start(local: local, url: "s3://tiles/\(prefix)/old.tilepack", s3: s3, key: trust)
+        #expect(await replay.finished() == .failure)
+        let message = replay.error?.description ?? ""
+        #expect(message.contains("s3://tiles/\(prefix)/old.tilepack.tpsig") && message.contains("release 1"), "\(message)")
+        #expect([SyncTests.fileBytes(local), SyncTests.fileBytes(local + ".tpsig")] == before)
+        #expect(!FileManager.default.fileExists(atPath: local + ".tpsync"))
+    }
+}
