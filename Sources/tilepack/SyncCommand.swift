@@ -17,9 +17,9 @@ struct SyncCommand: ParsableCommand {
     var url: String
 
     @Option(
-        help:
-            "Check the publisher's signature (URL.tpsig) with this public key file (NAME.pub): the key, the release against LOCAL.tpsig's, every tile of the result (Specs/signing.md); LOCAL.tpsig is then replaced with it."
-    )
+        help: ArgumentHelp(
+            "Check the publisher's signature (URL.tpsig) with this public key file (NAME.pub): the key, the release against LOCAL.tpsig's, every tile of the result (Specs/signing.md); LOCAL.tpsig is then replaced with it.",
+            valueName: "public-key-file"))
     var key: String?
 
     @Option(help: "With --key, the lowest release accepted (an older signed release is refused as a replay).")
