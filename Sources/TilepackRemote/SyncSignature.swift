@@ -106,7 +106,8 @@ final class SyncSignature: @unchecked Sendable {
         guard hash != root.identity.metadata else { return }
         var actual = root.identity
         actual.metadata = hash
-        throw Self.refusal(SignatureError.metadata(archive: source, signed: root.identity.description, actual: actual.description), path: name)
+        throw Self.refusal(
+            SignatureError.metadata(archive: source, signed: root.identity.description, actual: actual.description), path: name)
     }
 
     /// Every tile of the staged result against the signed tree (one pass, which also gives its
@@ -116,7 +117,8 @@ final class SyncSignature: @unchecked Sendable {
         do {
             try ArchiveSignature.compareTiles(leaves, with: sidecar, archive: "\(source) (synced for \(local))")
         } catch {
-            throw OperationError(path: "", fault: .badInput("\(error) (checked against \(name), signed by \(key)): \(local) was left as it was"))
+            throw OperationError(
+                path: "", fault: .badInput("\(error) (checked against \(name), signed by \(key)): \(local) was left as it was"))
         }
         return leaves.identity
     }

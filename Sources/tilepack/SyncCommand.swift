@@ -48,7 +48,9 @@ struct SyncCommand: ParsableCommand {
         )
         if let identity = report.identity { print("  now \(identity) (checked)") }
         if let signed = report.signed {
-            print("  signed: \(signed.origin) release \(signed.release) (\(signed.time)) by \(signed.key), every tile checked; \(local).tpsig replaced")
+            print(
+                "  signed: \(signed.origin) release \(signed.release) (\(signed.time)) by \(signed.key), every tile checked; \(local).tpsig replaced"
+            )
         }
     }
 }
