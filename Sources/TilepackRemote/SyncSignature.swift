@@ -41,11 +41,30 @@ final class SyncSignature: @unchecked Sendable {
                     "cannot be read (\(error.fault)): --key asks for the signature of \(url), and it has none here; nothing was changed"))
         }
         do {
+            // The signed root first (within the first answer's bytes): a root the key did not
+            // sign, an older release or a replay is refused before the tree (40 bytes a tile) is read.
+            let early = try Self.signedRoot(of: source, key: trust.key)
+            if early.release < trust.minimumRelease {
+                throw SignatureError.olderRelease(path: name, release: early.release, minimum: trust.minimumRelease)
+            }
+            try Self.checkReplay(of: early, from: name, local: local, key: trust.key)
             sidecar = try SignatureSidecar.read(source: source)
             root = try ArchiveSignature.checkSidecar(
                 sidecar, path: name, key: trust.key, minimumRelease: trust.minimumRelease, origin: nil)
+        } catch let error as OperationError {
+            throw error
         } catch { throw Self.refusal(error, path: name) }
-        try checkReplay(local: local)
+    }
+
+    /// The signed root of a sidecar read by range, checked with `key`, without its tree.
+    static func signedRoot(of source: any ByteSource, key: VerifierKey) throws -> SignedRoot {
+        let header = try source.withBytes(offset: 0, length: min(SignatureSidecar.headerLength, source.count)) { [UInt8]($0) }
+        let (noteLength, _) = try SignatureSidecar.parseHeader(header, path: source.name)
+        guard source.count >= SignatureSidecar.headerLength + noteLength else {
+            throw SignatureError.sidecar(path: source.name, reason: "truncated: \(source.count) bytes, shorter than its signed root")
+        }
+        let note = try source.withBytes(offset: SignatureSidecar.headerLength, length: noteLength) { [UInt8]($0) }
+        return try SignedRoot.open(note, key: key, source: source.name)
     }
 
     static func open(_ name: String, options: HTTPByteSource.Options, s3: S3Client?) throws(TileArchiveError) -> HTTPByteSource {
@@ -58,11 +77,11 @@ final class SyncSignature: @unchecked Sendable {
 
     /// The remote root against the local archive's own (`LOCAL.tpsig`, when there is one): the
     /// same dataset, a release no older.
-    func checkReplay(local: String) throws(OperationError) {
+    static func checkReplay(of root: SignedRoot, from name: String, local: String, key: VerifierKey) throws(OperationError) {
         let localName = SignatureSidecar.sidecarName(of: local)
         guard FileSystem.stat(localName) != nil else { return }
         let held: SignedRoot
-        do { held = try Self.signedRoot(ofFile: localName, key: key) } catch {
+        do { held = try Self.signedRoot(of: FileByteSource(path: localName), key: key) } catch {
             throw OperationError(
                 path: localName,
                 fault: .badInput(
@@ -82,20 +101,6 @@ final class SyncSignature: @unchecked Sendable {
                     "release \(root.release) is older than release \(held.release), the local archive's (\(localName)): a replayed older version; nothing was changed"
                 ))
         }
-    }
-
-    /// The signed root of a sidecar file, checked with `key`, read without its tree (its header
-    /// and note only).
-    static func signedRoot(ofFile path: String, key: VerifierKey) throws -> SignedRoot {
-        guard let handle = FileHandle(forReadingAtPath: path) else {
-            throw SignatureError.sidecar(path: path, reason: String(cString: strerror(errno)))
-        }
-        defer { try? handle.close() }
-        let header = [UInt8]((try handle.read(upToCount: SignatureSidecar.headerLength)) ?? Data())
-        let (noteLength, _) = try SignatureSidecar.parseHeader(header, path: path)
-        let note = [UInt8]((try handle.read(upToCount: noteLength)) ?? Data())
-        guard note.count == noteLength else { throw SignatureError.sidecar(path: path, reason: "truncated in its signed root") }
-        return try SignedRoot.open(note, key: key, source: path)
     }
 
     /// The remote archive's metadata against the signed identity's, before a tile is fetched.

@@ -99,6 +99,8 @@ import TilepackUpdate
         let other = try Self.refused(setup.v1.pmtiles, publisher.url("v2.pmtiles"), key: SyncKey(key: Self.key.verifier))
         #expect(other.contains("not signed by the key \(Self.key.verifier)") || other.contains("does not verify"), "\(other)")
         #expect(other.contains(publisher.url("v2.pmtiles.tpsig")), "\(other)")
+        // Refused from the first answer's 16 KiB: the sidecar's tree (120 KB here) was never asked for.
+        #expect(publisher.served.withLock { $0 }.allSatisfy { $0.count <= 16 << 10 }, "\(publisher.served.withLock { $0 })")
         let none = try Self.refused(setup.v1.pmtiles, publisher.url("unsigned.pmtiles"), key: SyncKey(key: Self.key.verifier))
         #expect(none.contains(publisher.url("unsigned.pmtiles.tpsig")) && none.contains("404"), "\(none)")
     }
