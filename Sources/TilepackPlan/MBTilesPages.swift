@@ -66,7 +66,8 @@ enum MBTilesPages {
         // Interior pages: a divider per leaf (a child pointer and a rowid; a whole key for the index).
         let interior = Packer.pages(items: table.pages - 1, size: 4 + 4 + 2, space: pageSize - 12)
             + Packer.pages(items: index.pages - 1, size: 4 + 16 + 2, space: pageSize - 12)
-        return (table.pages + index.pages + overflowPages + interior) * pageSize
+        // The table's and the index's root pages exist with no row.
+        return (max(table.pages, 1) + max(index.pages, 1) + overflowPages + interior) * pageSize
     }
 
     /// Cells laid into pages in order, a new page when the next does not fit.

@@ -42,7 +42,9 @@ struct OutputSizeModel {
     /// What a file of no tiles costs.
     var fixed: Int {
         switch format {
-        case .mbtiles: return 4 * Self.pageSize + 2 * metadataBytes + Self.slack
+        // The schema page, the metadata table's and its name index's: the tiles' two roots are
+        // ``MBTilesPages``' (an extract of one small tile is 5 pages).
+        case .mbtiles: return 3 * Self.pageSize + 2 * metadataBytes + Self.slack
         case .bundle: return BundleFormat.headerLength + metadataBytes + BundleFormat.zoomTableLength + 16 + Self.slack
         case .pmtiles: return PMTilesFormat.headerLength + metadataBytes + Self.slack
         }

@@ -97,19 +97,30 @@ extension TilePlanner.State {
     }
 
     /// Gives back the last tiles taken (never a parent before its children) until the predicted
-    /// file fits `limit`.
+    /// file fits `limit`: the longest prefix of the taken order that fits. Marginal costs narrow it
+    /// down (a few predictions), a bisection finds it: page-sized steps in a prediction can make the
+    /// marginal sum give back more than needed (a one-tile plan given back to none).
     mutating func giveBack(limit: Int) {
-        var tiles = plannedTiles()
-        var predicted = model.predict(tiles)
-        while predicted > limit, !order.isEmpty {
-            var over = predicted - limit
-            while over > 0, let last = order.popLast() {
-                taken[last] = false
-                let tile = tiles.removeLast()
-                over -= model.marginal(length: tile.length, stored: tile.stored, newContent: true)
+        let all = plannedTiles()
+        var predicted = model.predict(all)
+        var fits = all.count, over = all.count
+        while predicted > limit, fits > 0 {
+            over = fits
+            var excess = predicted - limit
+            while excess > 0, fits > 0 {
+                fits -= 1
+                excess -= model.marginal(length: all[fits].length, stored: all[fits].stored, newContent: true)
             }
-            predicted = model.predict(tiles)
+            predicted = model.predict(Array(all[..<fits]))
         }
+        // The prefix of `fits` tiles fits (or is empty), the one of `over` does not (or is all).
+        while over - fits > 1 {
+            let middle = (fits + over) / 2
+            let size = model.predict(Array(all[..<middle]))
+            if size <= limit { (fits, predicted) = (middle, size) } else { over = middle }
+        }
+        for index in order[fits...] { taken[index] = false }
+        order.removeSubrange(fits...)
         predictedSize = predicted
     }
 }

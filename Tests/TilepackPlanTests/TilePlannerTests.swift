@@ -40,6 +40,25 @@ struct TilePlannerTests {
         }
     }
 
+    /// Giving back keeps the longest prefix of what was taken that fits: by marginal costs alone it
+    /// overshot on page-sized steps, down to no tile where the lowest zoom alone fits (a 66 kB
+    /// budget took none of the sample's tiles, a 64 kB one its zoom 0).
+    @Test func givingBackKeepsWhatFits() throws {
+        let world = GeoBoundingBox(west: -180, south: -85, east: 180, north: 85)
+        let sizes = try AreaTileSizes.estimated(area: .boundingBox(world), zooms: 0...4, size: Self.size)
+        let top = sizes.levels[0]
+        let alone = [PlannedTile(zoom: 0, x: 0, y: 0, length: top.lengths[0], stored: top.stored[0], content: top.contents[0])]
+        for format in PlanOutputFormat.allCases {
+            // The file of the zoom-0 tile alone, as the planner predicts it (metadata as its default).
+            let fits = OutputSizeModel(format: format, metadataBytes: 1024).predict(alone)
+            for budget in stride(from: fits, through: fits + 150_000, by: 1_000) {
+                let plan = TilePlanner.plan(sizes, budget: budget, format: format)
+                #expect(plan.predictedSize <= budget, "\(format) at \(budget)")
+                #expect(plan.levels[0].taken == 1, "\(format): \(budget) bytes took no tile, the zoom-0 file (\(fits)) fits")
+            }
+        }
+    }
+
     @Test func noTileIsTakenWithoutItsParent() throws {
         let sizes = try Self.sizes(8...16)
         let focus = try PlanFocus(points: [Self.center], radius: 500)
