@@ -137,18 +137,7 @@ public final class TileRequest: @unchecked Sendable, CustomStringConvertible {
                     message: "a tile request cannot be completed with status pending"))
             return false
         }
-        let previous = status_.withLock { current -> TileRequestStatus in
-            let previous = current
-            if current == .pending { current = status }
-            return previous
-        }
-        guard previous == .pending else {
-            diagnose(
-                TileLayerDiagnostic(
-                    kind: .requestCompletedAgain, tile: tile,
-                    message: "completed as \(status) after it was already \(previous); ignored"))
-            return false
-        }
+        guard settle(as: status, how: "as \(status)") else { return false }
         if status == .complete {
             // No copy: the bitmap shares the buffer's storage.
             if let bitmap = Bitmap(width: tileSize, height: tileSize, pixelFormat: pixelFormat, pixels: storage) {
@@ -184,19 +173,25 @@ public final class TileRequest: @unchecked Sendable, CustomStringConvertible {
                 ))
             return false
         }
+        guard settle(as: .complete, how: "with an image") else { return false }
+        finish(.complete(image))
+        return true
+    }
+
+    /// Moves a pending request to `status`, once: false (and a diagnostic saying it was completed
+    /// `how` after it already was) when it is no longer pending.
+    private func settle(as status: TileRequestStatus, how: String) -> Bool {
         let previous = status_.withLock { current -> TileRequestStatus in
             let previous = current
-            if current == .pending { current = .complete }
+            if current == .pending { current = status }
             return previous
         }
         guard previous == .pending else {
             diagnose(
                 TileLayerDiagnostic(
-                    kind: .requestCompletedAgain, tile: tile,
-                    message: "completed with an image after it was already \(previous); ignored"))
+                    kind: .requestCompletedAgain, tile: tile, message: "completed \(how) after it was already \(previous); ignored"))
             return false
         }
-        finish(.complete(image))
         return true
     }
 

@@ -76,23 +76,13 @@ public struct TileMetadata: Hashable, Sendable {
     /// The `format` value parsed into a ``TileFormat``; `nil` when absent.
     public var format: TileFormat? {
         get throws(TileMetadataError) {
-            guard let text = entries[Key.format] else { return nil }
-            guard let format = TileFormat(metadataValue: text) else {
-                throw .malformed(key: Key.format, value: text, expected: "png, jpg, webp, gif, pbf or json")
-            }
-            return format
+            try parsedValue(Key.format, expected: "png, jpg, webp, gif, pbf or json") { TileFormat(metadataValue: $0) }
         }
     }
 
     /// The `type` value: `overlay` or `baselayer`.
     public var layerType: LayerType? {
-        get throws(TileMetadataError) {
-            guard let text = entries[Key.type] else { return nil }
-            guard let type = LayerType(rawValue: text) else {
-                throw .malformed(key: Key.type, value: text, expected: "overlay or baselayer")
-            }
-            return type
-        }
+        get throws(TileMetadataError) { try parsedValue(Key.type, expected: "overlay or baselayer") { LayerType(rawValue: $0) } }
     }
 
     /// `bounds`: `west,south,east,north` in degrees.
@@ -169,11 +159,15 @@ public struct TileMetadata: Hashable, Sendable {
     }
 
     private func zoomValue(_ key: String) throws(TileMetadataError) -> Int? {
+        try parsedValue(key, expected: "a whole number in 0...\(TileCoordinate.maximumZoom)") { Self.zoom($0) }
+    }
+
+    /// `key`'s value as `parse` reads it: `nil` when the key is absent, `malformed` (saying what
+    /// was `expected`) when `parse` cannot read it.
+    private func parsedValue<Value>(_ key: String, expected: String, _ parse: (String) -> Value?) throws(TileMetadataError) -> Value? {
         guard let text = entries[key] else { return nil }
-        guard let zoom = Self.zoom(text) else {
-            throw .malformed(key: key, value: text, expected: "a whole number in 0...\(TileCoordinate.maximumZoom)")
-        }
-        return zoom
+        guard let value = parse(text) else { throw .malformed(key: key, value: text, expected: expected) }
+        return value
     }
 
     /// Accepts `5` and, as some writers store it, `5.0`.

@@ -5,20 +5,12 @@ import TilepackStorage
 
 /// Options of ``ArchiveConverter``.
 package struct ConvertOptions: Sendable {
-    /// Replace an existing output.
-    package var overwrite = false
+    /// How the output is written (`--force`, `--agg-tiles-hash`, `--keep-mixed-compression`, `--index`).
+    package var writing = ArchiveWriteOptions()
     /// MBTiles output: store identical tiles once (`map` + `images`); otherwise flat.
     package var deduplicate = false
     /// Bundle output: decode every image and store raw pixels in this format.
     package var encode: PixelFormat?
-    /// MBTiles output: store `agg_tiles_hash` even when the source carries none.
-    package var aggregateTilesHash = false
-    /// PMTiles output of vector tiles that mix gzip and plain ones: keep every tile's bytes and
-    /// say compression `unknown` (which MapLibre Native cannot read) instead of gzipping the plain ones.
-    package var keepsMixedTileCompression = false
-    /// A bundle or PMTiles output: write its tile hash index beside it (`ARCHIVE.tpindex`, for
-    /// `sync`; Specs/updates.md §7.4). Without it, an index left beside the archive replaced is removed.
-    package var tileIndex = false
     /// Re-encode every raster tile (`--format`, `--quality`, `--lossless`).
     package var format: TileEncoding?
     /// The most tiles written one by one (`--max-tiles`, default 500,000,000): a larger input is
@@ -67,17 +59,13 @@ package enum ArchiveConverter {
         // PMTiles to PMTiles carries runs as runs (`copyRuns`); every other way writes each tile,
         // and so does a tile hash index: a count past the limit is refused before the output exists.
         let carriesRuns =
-            input is PMTilesArchive && format == .pmtiles && options.encode == nil && options.format == nil && !options.tileIndex
+            input is PMTilesArchive && format == .pmtiles && options.encode == nil && options.format == nil && !options.writing.tileIndex
         if !carriesRuns, let total {
             try TileCountLimit.check(total, limit: options.maximumTiles, source: source, writing: "convert into \(destination)")
         }
-        let sink = try ArchiveOutput.open(
-            destination, format: format, metadata: metadata, encode: options.encode,
-            options: TileSinkOptions(
-                overwrite: options.overwrite, deduplicate: options.deduplicate,
-                aggregateTilesHash: options.aggregateTilesHash || metadata[TileMetadata.Key.aggregateTilesHash] != nil,
-                keepsMixedTileCompression: options.keepsMixedTileCompression, tileIndex: options.tileIndex,
-                inputs: [input]))
+        var sinkOptions = options.writing.sinkOptions(carriesHash: metadata[TileMetadata.Key.aggregateTilesHash] != nil, inputs: [input])
+        sinkOptions.deduplicate = options.deduplicate
+        let sink = try ArchiveOutput.open(destination, format: format, metadata: metadata, encode: options.encode, options: sinkOptions)
 
         if format == .mbtiles, total == 0, metadata[TileMetadata.Key.format] == nil {
             throw OperationError(
@@ -112,7 +100,8 @@ package enum ArchiveConverter {
                 let transcoder = TileTranscoder(
                     source: source, encode: options.encode, sourceRaw: sourceRaw, storesRawPixels: format.storesRawPixels,
                     declared: (try? metadata.format) ?? nil)
-                try copyTiles(from: input, to: sink, transcoder: transcoder, report: &report, progress: progress, total: total, start: start)
+                try copyTiles(
+                    from: input, to: sink, transcoder: transcoder, report: &report, progress: progress, total: total, start: start)
                 if options.encode != nil || encodeToPNG {
                     // The bytes changed: the old hash and format no longer describe them.
                     metadata[TileMetadata.Key.aggregateTilesHash] = nil

@@ -5,21 +5,14 @@ import TilepackStorage
 
 /// Options of ``TileExtractor``.
 package struct ExtractOptions: Sendable {
+    /// How the output is written (`--force`, `--agg-tiles-hash`, `--keep-mixed-compression`, `--index`).
+    package var writing = ArchiveWriteOptions()
     /// The region; `nil` for the whole archive.
     package var bounds: GeoBoundingBox?
     /// An area of polygons instead of a box (`--region`): the tiles sharing area with it.
     package var region: GeoRegion?
     package var minZoom: Int?
     package var maxZoom: Int?
-    package var overwrite = false
-    /// MBTiles output: store `agg_tiles_hash` even when the source carries none.
-    package var aggregateTilesHash = false
-    /// PMTiles output of vector tiles that mix gzip and plain ones: keep every tile's bytes and
-    /// say compression `unknown` (which MapLibre Native cannot read) instead of gzipping the plain ones.
-    package var keepsMixedTileCompression = false
-    /// A bundle or PMTiles output: write its tile hash index beside it (`ARCHIVE.tpindex`, for
-    /// `sync`; Specs/updates.md §7.4). Without it, an index left beside the archive replaced is removed.
-    package var tileIndex = false
     /// The most tiles written (`--max-tiles`, default 500,000,000): a PMTiles selection of more
     /// (counted from its runs) is refused before anything is written. Extract cuts tiles out of
     /// runs (a box is squares of them, not runs), so a .pmtiles output is written tile by tile too.
@@ -85,10 +78,7 @@ package enum TileExtractor {
         }
         let sink = try ArchiveOutput.open(
             destination, format: format, metadata: subset.metadata,
-            options: TileSinkOptions(
-                overwrite: options.overwrite, aggregateTilesHash: subset.carriesHash,
-                keepsMixedTileCompression: options.keepsMixedTileCompression, tileIndex: options.tileIndex,
-                inputs: [input]))
+            options: options.writing.sinkOptions(carriesHash: subset.carriesHash, inputs: [input]))
         let zooms = levels.map(\.zoom).filter { zoom in
             (options.minZoom.map { zoom >= $0 } ?? true) && (options.maxZoom.map { zoom <= $0 } ?? true)
         }
@@ -261,7 +251,7 @@ private struct SubsetMetadata {
         let fitted = MetadataMapping.fitted(metadata, for: format)
         metadata = fitted.metadata
         warnings = fitted.notes
-        carriesHash = options.aggregateTilesHash || metadata[TileMetadata.Key.aggregateTilesHash] != nil
+        carriesHash = options.writing.aggregateTilesHash || metadata[TileMetadata.Key.aggregateTilesHash] != nil
         for key in [TileMetadata.Key.aggregateTilesHash, TileMetadata.Key.minZoom, TileMetadata.Key.maxZoom, TileMetadata.Key.center] {
             metadata[key] = nil
         }

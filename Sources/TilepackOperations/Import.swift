@@ -5,6 +5,8 @@ import TilepackImaging
 
 /// Options of ``TileImporter``.
 package struct ImportOptions: Sendable {
+    /// How the output is written (`--force`, `--agg-tiles-hash`, `--keep-mixed-compression`, `--index`).
+    package var writing = ArchiveWriteOptions()
     /// The folder layout; `nil` takes it from the tree's `metadata.json`, else zxy.
     package var layout: TileTreeLayout?
     /// The row scheme; `nil` takes it from the tree's description files, else XYZ.
@@ -18,21 +20,10 @@ package struct ImportOptions: Sendable {
     package var metadata: [String: String] = [:]
     /// Add to an existing archive instead of creating one.
     package var append = false
-    /// Replace an existing output file.
-    package var overwrite = false
     /// For a bundle: decode every image and store raw pixels in this format.
     package var encode: PixelFormat?
     /// For MBTiles: store identical tiles once (`map` + `images`).
     package var deduplicate = false
-    /// For MBTiles: compute and store `agg_tiles_hash` (off by default: the MD5 is one serial pass
-    /// over every byte; an archive appended to keeps the hash it carries, recomputed).
-    package var aggregateTilesHash = false
-    /// PMTiles output of vector tiles that mix gzip and plain ones: keep every tile's bytes and
-    /// say compression `unknown` (which MapLibre Native cannot read) instead of gzipping the plain ones.
-    package var keepsMixedTileCompression = false
-    /// A bundle or PMTiles output: write its tile hash index beside it (`ARCHIVE.tpindex`, for
-    /// `sync`; Specs/updates.md §7.4). Without it, an index left beside the archive replaced is removed.
-    package var tileIndex = false
     /// Import only this part of the tree (see ``TreeShards``); `nil` for the whole tree.
     package var shard: ShardSpec?
     /// Files read at once.
@@ -111,12 +102,9 @@ package enum TileImporter {
         // MBTiles: tiles in agg_tiles_hash's order, so the writer hashes (when asked) and counts
         // them as they come.
         if format == .mbtiles { walker.rowOrder = .tms }
-        let sink = try ArchiveOutput.open(
-            destination, format: format, metadata: metadata, encode: options.encode,
-            options: TileSinkOptions(
-                overwrite: options.overwrite, append: options.append, deduplicate: options.deduplicate,
-                aggregateTilesHash: options.aggregateTilesHash,
-                keepsMixedTileCompression: options.keepsMixedTileCompression, tileIndex: options.tileIndex))
+        var sinkOptions = options.writing.sinkOptions(carriesHash: false)
+        (sinkOptions.append, sinkOptions.deduplicate) = (options.append, options.deduplicate)
+        let sink = try ArchiveOutput.open(destination, format: format, metadata: metadata, encode: options.encode, options: sinkOptions)
         var tally = ImportTally(
             boundsCheck: evidence.bounds.map { DeclaredBoundsCheck(bounds: $0, layout: walker.layout, scheme: walker.scheme) })
         var lastReport = start
@@ -384,7 +372,8 @@ struct ImportTally {
                     if let rawSize, rawSize != size {
                         readFailures.append(
                             SkippedFile(
-                                path: batch.inputs[index].path, reason: "\(size)x\(size) pixels, but earlier tiles are \(rawSize)x\(rawSize)"))
+                                path: batch.inputs[index].path,
+                                reason: "\(size)x\(size) pixels, but earlier tiles are \(rawSize)x\(rawSize)"))
                         continue
                     }
                     rawSize = size

@@ -15,16 +15,9 @@ package enum DuplicateRule: String, Sendable, Codable, CaseIterable {
 
 /// Options of ``ArchiveMerger``.
 package struct MergeOptions: Sendable {
+    /// How the output is written (`--force`, `--agg-tiles-hash`, `--keep-mixed-compression`, `--index`).
+    package var writing = ArchiveWriteOptions()
     package var onDuplicate: DuplicateRule = .error
-    package var overwrite = false
-    /// MBTiles output: store `agg_tiles_hash` even when no input carries one.
-    package var aggregateTilesHash = false
-    /// PMTiles output of vector tiles that mix gzip and plain ones: keep every tile's bytes and
-    /// say compression `unknown` (which MapLibre Native cannot read) instead of gzipping the plain ones.
-    package var keepsMixedTileCompression = false
-    /// A bundle or PMTiles output: write its tile hash index beside it (`ARCHIVE.tpindex`, for
-    /// `sync`; Specs/updates.md §7.4). Without it, an index left beside the archive replaced is removed.
-    package var tileIndex = false
     /// The most tiles written (`--max-tiles`, default 500,000,000): inputs holding more in all (a
     /// PMTiles run of billions of tiles) are refused before anything is written.
     package var maximumTiles = TileCountLimit.defaultMaximum
@@ -83,10 +76,7 @@ package enum ArchiveMerger {
             total, limit: options.maximumTiles, source: inputs.joined(separator: ", "), writing: "merge into \(destination)")
         let sink = try ArchiveOutput.open(
             destination, format: format, metadata: metadata,
-            options: TileSinkOptions(
-                overwrite: options.overwrite, aggregateTilesHash: carriesHash,
-                keepsMixedTileCompression: options.keepsMixedTileCompression, tileIndex: options.tileIndex,
-                inputs: archives))
+            options: options.writing.sinkOptions(carriesHash: carriesHash, inputs: archives))
         var report = MergeReport(inputs: inputs, destination: destination)
         report.warnings = fitNotes
         var lastReport = start
@@ -125,7 +115,7 @@ package enum ArchiveMerger {
         _ archives: [any TileArchive], inputs: [String], destination: String, format: TileArchiveFormat, options: MergeOptions
     ) throws(OperationError) -> (TileMetadata, Bool, [String]) {
         var metadata: TileMetadata
-        var carriesHash = options.aggregateTilesHash
+        var carriesHash = options.writing.aggregateTilesHash
         do {
             let all = try archives.map { try $0.metadata() }
             metadata = all[0]

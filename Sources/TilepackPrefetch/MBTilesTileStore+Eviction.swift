@@ -58,7 +58,7 @@ extension MBTilesTileStore {
             try state.beginIfNeeded(path: path)
             for tile in records {
                 guard let delete = state.deleteState else { break }
-                Self.bind(delete, tile)
+                delete.bindTile(tile)
                 defer { delete.reset() }
                 _ = try delete.step()
             }
@@ -74,10 +74,10 @@ extension MBTilesTileStore {
         try state.beginIfNeeded(path: path)
         for (tile, size) in victims {
             guard let deleteTile = state.deleteTile, let deleteState = state.deleteState else { break }
-            bind(deleteTile, tile)
+            deleteTile.bindTile(tile)
             _ = try deleteTile.step()
             deleteTile.reset()
-            bind(deleteState, tile)
+            deleteState.bindTile(tile)
             _ = try deleteState.step()
             deleteState.reset()
             result.tiles += 1

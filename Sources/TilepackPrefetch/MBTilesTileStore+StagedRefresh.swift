@@ -77,7 +77,7 @@ extension MBTilesTileStore {
                     """)
             }
             guard let insert = state.stageTile else { return }
-            Self.bind(insert, record.tile)
+            insert.bindTile(record.tile)
             insert.bind(4, record.outcome.rawValue)
             insert.bind(5, record.httpStatus)
             insert.bind(6, record.attempts)
@@ -107,7 +107,7 @@ extension MBTilesTileStore {
                     "SELECT 1 FROM tilepack_refresh_tiles WHERE zoom_level = ?1 AND tile_column = ?2 AND tile_row = ?3")
             }
             guard let find = state.findStaged else { return false }
-            Self.bind(find, tile)
+            find.bindTile(tile)
             defer { find.reset() }
             return try find.step()
         }

@@ -219,7 +219,7 @@ package final class MBTilesTileStore: @unchecked Sendable {
     package func record(of tile: TileCoordinate) throws(TileArchiveError) -> TileStateRecord? {
         try withState { state throws(TileArchiveError) in
             guard let find = state.findState else { return nil }
-            Self.bind(find, tile)
+            find.bindTile(tile)
             defer { find.reset() }
             guard try find.step() else { return nil }
             guard let outcome = TileFetchOutcome(rawValue: Int(find.int64(0))) else { return nil }
@@ -239,7 +239,7 @@ package final class MBTilesTileStore: @unchecked Sendable {
     package func storedSize(of tile: TileCoordinate) throws(TileArchiveError) -> Int? {
         try withState { state throws(TileArchiveError) in
             guard let find = state.findBytes else { return nil }
-            Self.bind(find, tile)
+            find.bindTile(tile)
             defer { find.reset() }
             guard try find.step() else { return nil }
             return find.type(0) == .null ? 0 : Int(find.int64(0))
@@ -255,7 +255,8 @@ package final class MBTilesTileStore: @unchecked Sendable {
     package func storedTiles(in range: TileRange) throws(TileArchiveError) -> (tiles: Int, bytes: Int) {
         try withState { state throws(TileArchiveError) in
             let statement = try state.open(path: path).prepare(
-                "SELECT count(*), total(length(tile_data)) FROM tiles WHERE zoom_level = ?1 AND tile_column BETWEEN ?2 AND ?3 AND tile_row BETWEEN ?4 AND ?5")
+                "SELECT count(*), total(length(tile_data)) FROM tiles WHERE zoom_level = ?1 AND tile_column BETWEEN ?2 AND ?3 AND tile_row BETWEEN ?4 AND ?5"
+            )
             statement.bind(tileRange: range)
             guard try statement.step() else { return (0, 0) }
             return (Int(statement.int64(0)), Int(statement.double(1)))
@@ -268,7 +269,7 @@ package final class MBTilesTileStore: @unchecked Sendable {
             let connection = try state.open(path: path)
             let statement = try connection.prepare(
                 "SELECT tile_data FROM tiles WHERE zoom_level = ?1 AND tile_column = ?2 AND tile_row = ?3")
-            Self.bind(statement, tile)
+            statement.bindTile(tile)
             guard try statement.step(), let bytes = statement.bytes(0) else { return nil }
             return Data(bytes)
         }
@@ -330,7 +331,7 @@ package final class MBTilesTileStore: @unchecked Sendable {
                 if previous == nil { state.tileCount += 1 }
             }
             guard let upsert = state.upsertState else { return }
-            Self.bind(upsert, record.tile)
+            upsert.bindTile(record.tile)
             upsert.bind(4, record.outcome.rawValue)
             upsert.bind(5, record.httpStatus)
             upsert.bind(6, record.attempts)
@@ -356,7 +357,7 @@ package final class MBTilesTileStore: @unchecked Sendable {
         try withWritableState { state throws(TileArchiveError) in
             try state.beginIfNeeded(path: path)
             guard let touch = state.touchState else { return false }
-            Self.bind(touch, tile)
+            touch.bindTile(tile)
             touch.bind(4, double: time)
             touch.bind(5, double: time)
             touch.bind(6, attempts)
@@ -449,7 +450,7 @@ package final class MBTilesTileStore: @unchecked Sendable {
         _ data: Data, of tile: TileCoordinate, with statement: SQLiteStatement,
         changes connection: SQLiteConnection?
     ) throws(TileArchiveError) -> Bool {
-        bind(statement, tile)
+        statement.bindTile(tile)
         let written = data.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) -> Result<Void, TileArchiveError> in
             defer { statement.reset() }
             return Result { () throws(TileArchiveError) in
@@ -463,17 +464,10 @@ package final class MBTilesTileStore: @unchecked Sendable {
 
     private static func storedSize(_ state: State, _ tile: TileCoordinate) throws(TileArchiveError) -> Int? {
         guard let find = state.findBytes else { return nil }
-        bind(find, tile)
+        find.bindTile(tile)
         defer { find.reset() }
         guard try find.step() else { return nil }
         return find.type(0) == .null ? 0 : Int(find.int64(0))
-    }
-
-    /// Binds the tile as (zoom_level, tile_column, tile_row) TMS at parameters 1-3.
-    static func bind(_ statement: SQLiteStatement, _ tile: TileCoordinate) {
-        statement.bind(1, tile.zoom)
-        statement.bind(2, tile.x)
-        statement.bind(3, tile.row(in: .tms))
     }
 
     static func bind(_ statement: SQLiteStatement, _ index: Int32, _ text: String?) {

@@ -154,50 +154,6 @@ struct ThreadOptions: ParsableArguments {
     }
 }
 
-/// What a command that writes a new archive may add to it.
-struct ArchiveOutputOptions: ParsableArguments {
-    @Flag(
-        name: .customLong("agg-tiles-hash"),
-        help: "MBTiles output: compute and store agg_tiles_hash (an MD5 of every tile; kept anyway when the input carries one).")
-    var aggregateTilesHash = false
-
-    @Flag(
-        name: .customLong("keep-mixed-compression"),
-        help:
-            "PMTiles output of vector tiles some gzipped and some not: keep every tile's bytes and write compression 'unknown', which MapLibre Native cannot read (default: gzip the plain ones)."
-    )
-    var keepsMixedTileCompression = false
-
-    @Flag(
-        name: .customLong("index"),
-        help:
-            "A .tilepack or .pmtiles output: also write its tile hash index beside it (ARCHIVE.tpindex, as `tilepack index` does), to publish with it for `tilepack sync`. An .mbtiles output stores its content identity instead, so that its first `tilepack patch` reads only the tiles it changes."
-    )
-    var tileIndex = false
-
-    @OptionGroup var signing: SigningOptions
-}
-
-/// `--max-tiles N`: the most tiles a command writes one by one (``TileCountLimit``).
-struct TileLimitOptions: ParsableArguments {
-    @Option(
-        name: .customLong("max-tiles"),
-        help: ArgumentHelp(
-            "Refuse, before writing anything, to write more than N tiles one by one (a PMTiles run stores billions of tiles once; convert from PMTiles to PMTiles keeps runs and is not limited).",
-            valueName: "N"))
-    var maxTiles: Int = TileCountLimit.defaultMaximum
-
-    func validate() throws {
-        if maxTiles < 0 { throw ValidationError("--max-tiles is a count of tiles, not \(maxTiles)") }
-    }
-}
-
-/// Where an `s3://` output is built before it is uploaded.
-struct UploadOptions: ParsableArguments {
-    @Option(help: "An s3:// output: the folder it is built in before the upload (default: the system's temporary folder).")
-    var tmpdir: String?
-}
-
 /// `-q/--quiet` and `--json`, for every command that reports progress or a result.
 struct OutputOptions: ParsableArguments {
     @Flag(name: .shortAndLong, help: ArgumentHelp(SharedHelp.quiet))

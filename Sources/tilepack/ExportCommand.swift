@@ -167,8 +167,6 @@ struct ConvertCommand: ParsableCommand {
     @Argument(help: "The output (\(TileArchiveFormat.extensions())).")
     var output: String
 
-    @OptionGroup var archiveOutput: ArchiveOutputOptions
-
     @Flag(help: "MBTiles output: store identical tiles once (map + images schema).")
     var dedup = false
 
@@ -184,14 +182,9 @@ struct ConvertCommand: ParsableCommand {
     @Flag(help: "With --format webp: lossless.")
     var lossless = false
 
-    @Flag(help: "\(SharedHelp.force).")
-    var force = false
+    @OptionGroup var writer: ArchiveWriterOptions
 
     @OptionGroup var limit: TileLimitOptions
-
-    @OptionGroup var outputOptions: OutputOptions
-
-    @OptionGroup var upload: UploadOptions
 
     /// The re-encoding asked for (`--format`, `--quality`, `--lossless`), or `nil`.
     /// - Throws: `ValidationError`, a usage error: `validate()` calls it first.
@@ -216,22 +209,13 @@ struct ConvertCommand: ParsableCommand {
         var options = ConvertOptions()
         options.maximumTiles = limit.maxTiles
         options.format = try encoding()
-        options.overwrite = force
         options.deduplicate = dedup
         options.encode = encode?.pixelFormat
-        options.aggregateTilesHash = archiveOutput.aggregateTilesHash
-        options.keepsMixedTileCompression = archiveOutput.keepsMixedTileCompression
-        options.tileIndex = archiveOutput.tileIndex
-        let bar = ProgressBar.start(label: "convert", quiet: outputOptions.quiet)
-        defer { bar?.finish() }
-        let key = try archiveOutput.signing.key()
-        let report = try RemoteOutput.write(to: output, overwrite: force, temporaryFolder: upload.tmpdir) { local in
-            try archiveOutput.signing.signed(local, key: key, as: output) {
-                try ArchiveConverter.run(source: input, destination: local, options: options, progress: bar?.handler)
-            }
+        options.writing = writer.writing
+        let report = try writer.write(to: output, label: "convert") { local, progress in
+            try ArchiveConverter.run(source: input, destination: local, options: options, progress: progress)
         }
-        bar?.finish()
-        if outputOptions.json {
+        if writer.output.json {
             try printJSON(report)
         } else {
             for note in report.notes { printError("note: \(note)") }

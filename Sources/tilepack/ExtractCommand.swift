@@ -9,7 +9,7 @@ struct ExtractCommand: ParsableCommand {
         commandName: "extract",
         abstract: "Copy a region of an archive into a new archive of any format.",
         discussion:
-            "The input is any archive tilepack reads; the output's extension (\(TileArchiveFormat.extensions())) chooses its format. Only the tiles of the region are read."
+            "The input is any archive tilepack reads; the output's extension (\(TileArchiveFormat.extensions())) chooses its format. Only the tiles of the region are read. With --key, every tile copied is checked against the source's signed root (SOURCE.tpsig, read by range for a URL) and OUTPUT.tpsig is written: the signed root and the proof of the output's tiles, for `verify OUTPUT --key`."
     )
 
     @Argument(help: "The archive to read.")
@@ -28,20 +28,13 @@ struct ExtractCommand: ParsableCommand {
 
     @OptionGroup var budgetOptions: BudgetOptions
 
-    @OptionGroup var keyOptions: ExtractKeyOptions
+    @OptionGroup var publisher: PublisherKeyOptions
 
     @OptionGroup var corridor: RouteOptions
 
-    @OptionGroup var archiveOutput: ArchiveOutputOptions
-
-    @Flag(help: "\(SharedHelp.force).")
-    var force = false
+    @OptionGroup var writer: ArchiveWriterOptions
 
     @OptionGroup var limit: TileLimitOptions
-
-    @OptionGroup var outputOptions: OutputOptions
-
-    @OptionGroup var upload: UploadOptions
 
     func validate() throws {
         try checkZooms(minZoom: minZoom, maxZoom: maxZoom)
@@ -49,8 +42,9 @@ struct ExtractCommand: ParsableCommand {
             throw ValidationError("--budget needs the area: exactly one of --bbox, --region and --route")
         }
         if corridor.route != nil, budgetOptions.budget == nil { throw ValidationError("--route goes with --budget here") }
-        if keyOptions.key != nil, archiveOutput.signing.privateKey != nil {
-            throw ValidationError("--key keeps the publisher's signature (the output's .tpsig is its proof) and --sign signs anew: give one")
+        if publisher.key != nil, writer.archive.signing.privateKey != nil {
+            throw ValidationError(
+                "--key keeps the publisher's signature (the output's .tpsig is its proof) and --sign signs anew: give one")
         }
     }
 
@@ -60,10 +54,7 @@ struct ExtractCommand: ParsableCommand {
         options.region = area.region?.region
         options.minZoom = minZoom
         options.maxZoom = maxZoom
-        options.overwrite = force
-        options.aggregateTilesHash = archiveOutput.aggregateTilesHash
-        options.keepsMixedTileCompression = archiveOutput.keepsMixedTileCompression
-        options.tileIndex = archiveOutput.tileIndex
+        options.writing = writer.writing
         options.maximumTiles = limit.maxTiles
         if let budget = budgetOptions.budget, let format = PlanOutputFormat(path: output) {
             options.plan = try ArchivePlanning.plan(
@@ -75,17 +66,13 @@ struct ExtractCommand: ParsableCommand {
             if corridor.route != nil { options.bounds = options.plan?.extent }
         }
         if let note = area.bbox?.box.antimeridianNote { printError("note: \(note)") }
-        let bar = ProgressBar.start(label: "extract", quiet: outputOptions.quiet)
-        defer { bar?.finish() }
-        options.verification = try keyOptions.verification(source: source)
-        let key = try archiveOutput.signing.key()
-        let report = try RemoteOutput.write(to: output, overwrite: force, temporaryFolder: upload.tmpdir) { local in
-            try archiveOutput.signing.signed(local, key: key, as: output) {
-                try TileExtractor.run(source: source, destination: local, options: options, progress: bar?.handler)
-            }
+        options.verification = try publisher.verifier().map {
+            try ExtractVerification(source: source, key: $0, minimumRelease: publisher.lowestRelease)
         }
-        bar?.finish()
-        if outputOptions.json {
+        let report = try writer.write(to: output, label: "extract") { local, progress in
+            try TileExtractor.run(source: source, destination: local, options: options, progress: progress)
+        }
+        if writer.output.json {
             try printJSON(report)
         } else {
             for warning in report.warnings { printError("warning: \(warning)") }
@@ -110,16 +97,9 @@ struct MergeCommand: ParsableCommand {
     @Option(name: .customLong("on-duplicate"), help: "A tile in several inputs with different bytes: error, first or last.")
     var onDuplicate: DuplicateRule = .error
 
-    @OptionGroup var archiveOutput: ArchiveOutputOptions
-
-    @Flag(help: "\(SharedHelp.force).")
-    var force = false
+    @OptionGroup var writer: ArchiveWriterOptions
 
     @OptionGroup var limit: TileLimitOptions
-
-    @OptionGroup var outputOptions: OutputOptions
-
-    @OptionGroup var upload: UploadOptions
 
     func validate() throws {
         if paths.count < 2 { throw ValidationError("give at least one input and the output") }
@@ -128,22 +108,13 @@ struct MergeCommand: ParsableCommand {
     func run() throws {
         var options = MergeOptions()
         options.onDuplicate = onDuplicate
-        options.overwrite = force
-        options.aggregateTilesHash = archiveOutput.aggregateTilesHash
-        options.keepsMixedTileCompression = archiveOutput.keepsMixedTileCompression
-        options.tileIndex = archiveOutput.tileIndex
+        options.writing = writer.writing
         options.maximumTiles = limit.maxTiles
-        let bar = ProgressBar.start(label: "merge", quiet: outputOptions.quiet)
-        defer { bar?.finish() }
         let inputs = try RemoteInputs.expand(Array(paths.dropLast()))
-        let key = try archiveOutput.signing.key()
-        let report = try RemoteOutput.write(to: paths.last!, overwrite: force, temporaryFolder: upload.tmpdir) { local in
-            try archiveOutput.signing.signed(local, key: key, as: paths.last!) {
-                try ArchiveMerger.run(inputs: inputs, destination: local, options: options, progress: bar?.handler)
-            }
+        let report = try writer.write(to: paths.last!, label: "merge") { local, progress in
+            try ArchiveMerger.run(inputs: inputs, destination: local, options: options, progress: progress)
         }
-        bar?.finish()
-        if outputOptions.json {
+        if writer.output.json {
             try printJSON(report)
         } else {
             for warning in report.warnings { printError("warning: \(warning)") }

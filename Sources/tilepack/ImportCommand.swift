@@ -59,16 +59,13 @@ struct ImportCommand: ParsableCommand {
     @Flag(help: "MBTiles: store identical tiles once (map + images schema).")
     var dedup = false
 
-    @OptionGroup var archiveOutput: ArchiveOutputOptions
+    @OptionGroup var writer: ArchiveWriterOptions
 
     @Flag(name: .customLong("allow-mixed-formats"), help: "Import a tree whose tiles are of more than one format.")
     var allowMixedFormats = false
 
     @Flag(help: "Add to an existing archive; a tile already there is replaced.")
     var append = false
-
-    @Flag(help: "\(SharedHelp.force).")
-    var force = false
 
     @Option(
         help:
@@ -80,16 +77,12 @@ struct ImportCommand: ParsableCommand {
 
     @OptionGroup var threading: ThreadOptions
 
-    @OptionGroup var output: OutputOptions
-
-    @OptionGroup var upload: UploadOptions
-
     func validate() throws {
         try checkZooms(minZoom: minZoom, maxZoom: maxZoom)
         if let type, TileMetadata.LayerType(rawValue: type) == nil {
             throw ValidationError("--type must be overlay or baselayer")
         }
-        if append && force { throw ValidationError("--append and --force exclude each other") }
+        if append && writer.force { throw ValidationError("--append and --force exclude each other") }
         if append && archive.lowercased().hasPrefix("s3://") { throw ValidationError("--append cannot add to an object in S3") }
         if encode != nil && TileArchiveFormat.named(by: archive)?.storesRawPixels != true {
             throw ValidationError("--encode stores raw pixels, which only a .tilepack bundle can hold")
@@ -105,33 +98,24 @@ struct ImportCommand: ParsableCommand {
         options.bounds = bbox?.box
         options.allowMixedFormats = allowMixedFormats
         options.append = append
-        options.overwrite = force
         options.encode = encode?.pixelFormat
         options.deduplicate = dedup
-        options.aggregateTilesHash = archiveOutput.aggregateTilesHash
-        options.keepsMixedTileCompression = archiveOutput.keepsMixedTileCompression
-        options.tileIndex = archiveOutput.tileIndex
+        options.writing = writer.writing
         options.shard = shard?.spec
         if let threads = threading.threads { options.threads = threads }
         options.reportPath = report
         for (key, value) in [("name", name), ("attribution", attribution), ("description", description), ("type", type)] {
             if let value { options.metadata[key] = value }
         }
-        let bar = ProgressBar.start(label: "import", quiet: output.quiet)
-        defer { bar?.finish() }
-        let key = try archiveOutput.signing.key()
-        let result = try RemoteOutput.write(to: archive, overwrite: force, temporaryFolder: upload.tmpdir) { local in
-            try archiveOutput.signing.signed(local, key: key, as: archive) {
-                try TileImporter.run(source: tree, destination: local, options: options, progress: bar?.handler)
-            }
+        let result = try writer.write(to: archive, label: "import") { local, progress in
+            try TileImporter.run(source: tree, destination: local, options: options, progress: progress)
         }
-        bar?.finish()
-        if output.json {
+        if writer.output.json {
             try printJSON(result)
         } else {
             for note in result.notes { printError("note: \(note)") }
             // Per file: -q leaves them to --report (the summary counts them).
-            if !output.quiet {
+            if !writer.output.quiet {
                 for skipped in result.skipped.prefix(20) { printError("skipped: \(skipped)") }
                 if result.skipped.count > 20 { printError("... and \(result.skipped.count - 20) more skipped (see --report)") }
             }

@@ -18,7 +18,9 @@ struct RenderCommand: AsyncParsableCommand {
             {x} {y} {z} {scale} placeholders, {-y} for TMS rows (http://, https://, file:// or a \
             local path). An archive \
             layer takes its bounds, zoom levels and transparency from the archive; the first URL \
-            layer is opaque, later ones are drawn as transparent overlays.
+            layer is opaque, later ones are drawn as transparent overlays. With --key, only the \
+            publisher's tiles are drawn: each archive layer is checked against its signed root, each \
+            tile on its first read (a tile that is not the signed one is not drawn).
             Example: tilepack render 'tiles/{z}/{x}/{y}.png' --center -0.01,51.54 --zoom 14 --size 800x600 -o map.png
             """)
 
@@ -51,14 +53,7 @@ struct RenderCommand: AsyncParsableCommand {
     @Option(name: .customLong("max-z"), help: "The deepest zoom with tiles; deeper views scale these tiles up.")
     var maxZ: Int = 21
 
-    @Option(
-        help: ArgumentHelp(
-            "Draw only tiles of the publisher's: each archive layer checked against its signed root (ARCHIVE.tpsig) with this public key file (NAME.pub), each tile on its first read (a tile that is not the signed one is not drawn).",
-            valueName: "public-key-file"))
-    var key: String?
-
-    @Option(name: .customLong("min-release"), help: "With --key: the lowest signed release accepted (an older one is a replay).")
-    var minimumRelease: UInt64 = 0
+    @OptionGroup var publisher: PublisherKeyOptions
 
     @Option(help: "Seconds to wait for tiles.")
     var timeout: Double = 60
@@ -96,8 +91,8 @@ struct RenderCommand: AsyncParsableCommand {
             result = try await MapRender.render(
                 inputs: inputs, center: centre, zoom: zoom, viewport: viewport, scale: screenScale,
                 options: RenderLayerOptions(
-                    tileSize: tileSize, flipped: tms, maximumZ: maxZ, key: try key.map { try VerifierKey(contentsOf: $0) },
-                    minimumRelease: minimumRelease),
+                    tileSize: tileSize, flipped: tms, maximumZ: maxZ, key: try publisher.verifier(),
+                    minimumRelease: publisher.lowestRelease),
                 timeout: timeout)
         } catch let error as RenderError {
             for note in error.notes { printError(note) }

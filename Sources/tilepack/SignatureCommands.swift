@@ -119,9 +119,11 @@ struct SignatureCheck: Encodable {
     var text: String {
         guard let signed else { return "Error: signature: \(error ?? "")" }
         if signed.extract {
-            return "signature: release \(signed.release) of \(signed.origin) by \(signed.key), signed \(signed.time): all \(signed.tiles) tiles of this extract are the publisher's, proven against its signed tree of \(signed.treeSize) (the extract's metadata is its own, not signed)"
+            return
+                "signature: release \(signed.release) of \(signed.origin) by \(signed.key), signed \(signed.time): all \(signed.tiles) tiles of this extract are the publisher's, proven against its signed tree of \(signed.treeSize) (the extract's metadata is its own, not signed)"
         }
-        return "signature: release \(signed.release) of \(signed.origin) by \(signed.key), signed \(signed.time): all \(signed.tiles) tiles, the metadata and the tree are the signed ones"
+        return
+            "signature: release \(signed.release) of \(signed.origin) by \(signed.key), signed \(signed.time): all \(signed.tiles) tiles, the metadata and the tree are the signed ones"
     }
 }
 
@@ -167,35 +169,8 @@ struct SigningOptions: ParsableArguments {
     }
 }
 
-/// `extract --key NAME.pub [--min-release N]`: the source's tiles checked against its signed root,
-/// the output's `.tpsig` the extract's proof.
-struct ExtractKeyOptions: ParsableArguments {
-    @Option(
-        help: ArgumentHelp(
-            "Check every tile copied against the source's signed root (SOURCE.tpsig, read by range for a URL) with this public key file (NAME.pub), and write OUTPUT.tpsig: the signed root and the proof of the output's tiles, for `verify OUTPUT --key`.",
-            valueName: "public-key-file"))
-    var key: String?
-
-    @Option(name: .customLong("min-release"), help: "With --key: the lowest signed release accepted (an older one is a replay).")
-    var minimumRelease: UInt64 = 0
-
-    func verification(source: String) throws -> ExtractVerification? {
-        guard let key else { return nil }
-        return try ExtractVerification(source: source, key: try VerifierKey(contentsOf: key), minimumRelease: minimumRelease)
-    }
-}
-
 /// `info --key NAME.pub [--min-release N]`: each archive's signed root, checked without reading a tile.
-struct SignedRootOptions: ParsableArguments {
-    @Option(
-        help: ArgumentHelp(
-            "Also show each archive's signed root (with --json, only the signed roots) (ARCHIVE.tpsig, read by range beside an http(s):// or s3:// archive), checked with this public key file (NAME.pub): the signature, the release and the stored hashes, not the tiles (`verify --key` checks every tile).",
-            valueName: "public-key-file"))
-    var key: String?
-
-    @Option(name: .customLong("min-release"), help: "With --key: the lowest signed release accepted (an older one is a replay).")
-    var minimumRelease: UInt64 = 0
-
+enum SignedRoots {
     struct Shown: Encodable {
         var archive: String
         var origin: String
@@ -209,8 +184,7 @@ struct SignedRootOptions: ParsableArguments {
 
     /// Each archive's signed root, checked (as JSON: an object, or an array for several); the
     /// first refusal fails the command, naming the file or key.
-    func show(archives: [String], keyFile: String, json: Bool) throws {
-        let verifier = try VerifierKey(contentsOf: keyFile)
+    static func show(archives: [String], key verifier: VerifierKey, minimumRelease: UInt64, json: Bool) throws {
         var shown: [Shown] = []
         for archive in archives {
             let root = try ExtractVerification.signedRoot(of: archive, key: verifier, minimumRelease: minimumRelease)
@@ -220,7 +194,9 @@ struct SignedRootOptions: ParsableArguments {
                     root: Data(root.rootHash).base64EncodedString(), identity: root.identity.description, time: root.time,
                     key: verifier.description))
             if !json {
-                print("  signature  release \(root.release) of \(root.origin) by \(verifier), signed \(root.time): \(root.treeSize) tiles, root checked (not the tiles: `verify --key` checks them)")
+                print(
+                    "  signature  release \(root.release) of \(root.origin) by \(verifier), signed \(root.time): \(root.treeSize) tiles, root checked (not the tiles: `verify --key` checks them)"
+                )
             }
         }
         if json { try printJSON(shown.count == 1 ? AnyEncodable(shown[0]) : AnyEncodable(shown)) }

@@ -16,24 +16,13 @@ struct SyncCommand: ParsableCommand {
     @Argument(help: "The http(s):// or s3://BUCKET/KEY URL of the published bundle or PMTiles archive.")
     var url: String
 
-    @Option(
-        help: ArgumentHelp(
-            "Check the publisher's signature (URL.tpsig) with this public key file (NAME.pub): the key, the release against LOCAL.tpsig's, every tile of the result (Specs/signing.md); LOCAL.tpsig is then replaced with it.",
-            valueName: "public-key-file"))
-    var key: String?
-
-    @Option(help: "With --key, the lowest release accepted (an older signed release is refused as a replay).")
-    var minRelease: UInt64?
+    @OptionGroup var publisher: PublisherKeyOptions
 
     @Flag(help: "\(SharedHelp.json): what was done.")
     var json = false
 
-    func validate() throws {
-        if minRelease != nil, key == nil { throw ValidationError("--min-release is a check of the signature: give --key too") }
-    }
-
     func run() throws {
-        let trust = try key.map { SyncKey(key: try VerifierKey(contentsOf: $0), minimumRelease: minRelease ?? 0) }
+        let trust = try publisher.verifier().map { SyncKey(key: $0, minimumRelease: publisher.lowestRelease) }
         let report = try ArchiveSync.run(local: local, url: url, key: trust)
         if json {
             try printJSON(report)

@@ -16,6 +16,10 @@ struct VerifyCommand: ParsableCommand {
             usable archive (not SQLite, no tiles table, a PMTiles or other file); with several \
             archives, the highest of theirs. --json prints one report, or an array of them for \
             several archives.
+
+            --key also checks each archive's signature: every tile, the tree, the signed root; for an \
+            extract made with `extract --key`, every tile against the proof its .tpsig holds \
+            (Specs/signing.md).
             """)
 
     @Argument(help: "The archives (\(TileArchiveFormat.extensions()); recognised by their bytes).")
@@ -27,11 +31,7 @@ struct VerifyCommand: ParsableCommand {
     @Flag(help: "Count warnings as errors.")
     var strict = false
 
-    @Option(help: "Also check each archive's signature (ARCHIVE.tpsig, read by range beside an http(s):// or s3:// archive) with this public key file (NAME.pub): every tile, the tree, the signed root; for an extract made with `extract --key`, every tile against the proof its .tpsig holds (Specs/signing.md).")
-    var key: String?
-
-    @Option(name: .customLong("min-release"), help: "With --key: the lowest signed release accepted (an older one is a replay).")
-    var minimumRelease: UInt64 = 0
+    @OptionGroup var publisher: PublisherKeyOptions
 
     @OptionGroup var threading: ThreadOptions
 
@@ -59,8 +59,8 @@ struct VerifyCommand: ParsableCommand {
             var result = Output(
                 report: report, errors: report.errorCount, warnings: report.warningCount,
                 exitCode: report.exitCode(strict: strict), verdict: report.verdict(strict: strict))
-            if let key, result.exitCode != 2 {
-                result.signature = SignatureCheck.run(archive: archive, keyFile: key, minimumRelease: minimumRelease)
+            if let key = publisher.key, result.exitCode != 2 {
+                result.signature = SignatureCheck.run(archive: archive, keyFile: key, minimumRelease: publisher.lowestRelease)
                 if result.signature?.verified == false { result.exitCode = max(result.exitCode, 1) }
             }
             outputs.append(result)
@@ -96,6 +96,10 @@ struct InfoCommand: ParsableCommand {
             --json prints one object, or an array for several archives; bounds and the metadata's \
             bounds, center and zooms are numbers, its json key an object. Exit status 2 when an \
             input is not an archive (the others are still shown).
+
+            --key also shows each archive's signed root (with --json, only the signed roots), checked: \
+            the signature, the release and the stored hashes, not the tiles (`verify --key` checks \
+            every tile).
             """)
 
     @Argument(help: "The archives (\(TileArchiveFormat.extensions()); recognised by their bytes).")
@@ -104,12 +108,14 @@ struct InfoCommand: ParsableCommand {
     @Flag(help: "\(SharedHelp.json) (one object, or an array for several archives).")
     var json = false
 
-    @OptionGroup var signature: SignedRootOptions
+    @OptionGroup var publisher: PublisherKeyOptions
 
     func run() throws {
         // With --key and --json, the signed roots are the output.
-        if !(json && signature.key != nil) { try showInfo() }
-        if let key = signature.key { try signature.show(archives: archives, keyFile: key, json: json) }
+        if !(json && publisher.key != nil) { try showInfo() }
+        if let key = try publisher.verifier() {
+            try SignedRoots.show(archives: archives, key: key, minimumRelease: publisher.lowestRelease, json: json)
+        }
     }
 
     func showInfo() throws {

@@ -5,9 +5,9 @@ import TilepackCore
 import TilepackImaging
 import TilepackOperations
 import TilepackTestSupport
+import TilepackUpdate
 
 @testable import tilepack
-import TilepackUpdate
 
 /// The built `tilepack` binary, run as a user runs it.
 enum Binary {
@@ -46,23 +46,23 @@ func message(_ body: () throws -> Any) -> String? {
     /// `--agg-tiles-hash` reaches the options of every command that writes MBTiles; off by default.
     @Test func aggTilesHashFlagIsOffUnlessGiven() throws {
         let plain = try #require(try CommandLineArguments.parse(["import", "tree", "out.mbtiles"]) as? ImportCommand)
-        #expect(!plain.archiveOutput.aggregateTilesHash)
+        #expect(!plain.writer.archive.aggregateTilesHash)
         let asked = try #require(try CommandLineArguments.parse(["import", "tree", "out.mbtiles", "--agg-tiles-hash"]) as? ImportCommand)
-        #expect(asked.archiveOutput.aggregateTilesHash)
+        #expect(asked.writer.archive.aggregateTilesHash)
         #expect(
-            (try CommandLineArguments.parse(["convert", "a.tilepack", "b.mbtiles", "--agg-tiles-hash"]) as? ConvertCommand)?.archiveOutput
+            (try CommandLineArguments.parse(["convert", "a.tilepack", "b.mbtiles", "--agg-tiles-hash"]) as? ConvertCommand)?.writer.archive
                 .aggregateTilesHash == true)
         #expect(
-            (try CommandLineArguments.parse(["extract", "a.tilepack", "b.mbtiles", "--agg-tiles-hash"]) as? ExtractCommand)?.archiveOutput
+            (try CommandLineArguments.parse(["extract", "a.tilepack", "b.mbtiles", "--agg-tiles-hash"]) as? ExtractCommand)?.writer.archive
                 .aggregateTilesHash == true)
         #expect(
             (try CommandLineArguments.parse(["merge", "a.mbtiles", "b.mbtiles", "c.mbtiles", "--agg-tiles-hash"]) as? MergeCommand)?
-                .archiveOutput.aggregateTilesHash == true)
+                .writer.archive.aggregateTilesHash == true)
         // --keep-mixed-compression likewise, for PMTiles outputs.
-        #expect(!plain.archiveOutput.keepsMixedTileCompression)
+        #expect(!plain.writer.archive.keepsMixedTileCompression)
         #expect(
             (try CommandLineArguments.parse(["merge", "a.pmtiles", "b.pmtiles", "c.pmtiles", "--keep-mixed-compression"]) as? MergeCommand)?
-                .archiveOutput.keepsMixedTileCompression == true)
+                .writer.archive.keepsMixedTileCompression == true)
     }
 
     @Test func centerTakesALeadingMinusInLonLatOrder() throws {

@@ -1,10 +1,10 @@
 import Foundation
 import Testing
+@_spi(TilepackInternal) import TilepackCompression
 import TilepackCore
 import TilepackOperations
 @_spi(TilepackInternal) import TilepackStorage
 import TilepackTestSupport
-@_spi(TilepackInternal) import TilepackCompression
 
 /// Archives and metadata from other tools convert into every format (issue 31).
 @Suite struct MetadataMappingTests {
@@ -268,7 +268,7 @@ import TilepackTestSupport
         var options = ConvertOptions()
         _ = try ArchiveConverter.run(source: fixture, destination: dir.file("plain.mbtiles"), options: options)
         #expect(try MBTilesArchive(path: dir.file("plain.mbtiles")).metadata()[TileMetadata.Key.hashAlgorithm] == nil)
-        options.aggregateTilesHash = true
+        options.writing.aggregateTilesHash = true
         _ = try ArchiveConverter.run(source: fixture, destination: dir.file("hashed.mbtiles"), options: options)
         let hashed = try MBTilesArchive(path: dir.file("hashed.mbtiles")).metadata()
         #expect(hashed[TileMetadata.Key.hashAlgorithm] == "md5" && hashed[TileMetadata.Key.aggregateTilesHash] != nil)
@@ -375,7 +375,7 @@ import TilepackTestSupport
         for (tile, bytes) in tiles { try writer.addTile(at: tile, bytes: bytes) }
         _ = try writer.finish()
         var options = ConvertOptions()
-        options.keepsMixedTileCompression = keep
+        options.writing.keepsMixedTileCompression = keep
         _ = try ArchiveConverter.run(source: dir.file("mixed.pmtiles"), destination: dir.file("out.pmtiles"), options: options)
         let archive = try PMTilesArchive(path: dir.file("out.pmtiles"))
         #expect(archive.header.tileCompression == (keep ? .unknown : .gzip))

@@ -163,7 +163,7 @@ import TilepackTestSupport
         #expect(ArchiveVerifier.run(path: out).exitCode(strict: true) == 0)
 
         var force = ImportOptions()
-        force.overwrite = true
+        force.writing.overwrite = true
         _ = try TileImporter.run(source: dir.file("high"), destination: out, options: force)
         #expect(try MBTilesArchive(path: out).tileCount() == 16)
     }
@@ -245,7 +245,7 @@ import TilepackTestSupport
         #expect(try stored("plain.mbtiles") == nil)
         #expect(clean("plain.mbtiles"))
         var asked = ImportOptions()
-        asked.aggregateTilesHash = true
+        asked.writing.aggregateTilesHash = true
         _ = try TileImporter.run(source: dir.file("low"), destination: dir.file("hashed.mbtiles"), options: asked)
         #expect(try stored("hashed.mbtiles") == computed("hashed.mbtiles"))
         #expect(try stored("hashed.mbtiles") != MBTilesAggregateHash.empty)

@@ -35,11 +35,11 @@ import TilepackTestSupport
             for output in spellings {
                 var extract = ExtractOptions()
                 extract.minZoom = 1
-                extract.overwrite = true
+                extract.writing.overwrite = true
                 var convert = ConvertOptions()
-                convert.overwrite = true
+                convert.writing.overwrite = true
                 var merge = MergeOptions()
-                merge.overwrite = true
+                merge.writing.overwrite = true
                 var export = ExportOptions()
                 export.overwrite = true
                 let runs: [(String, () throws -> Void)] = [

@@ -54,11 +54,12 @@ import TilepackTestSupport
         for output in ["mbtiles", "tilepack", "pmtiles"] {
             for budget in [900_000, 4_000_000] {
                 let format = try #require(PlanOutputFormat(path: "out.\(output)"))
-                let plan = try ArchivePlanning.plan(source: source, request: PlanRequest(area: .boundingBox(box), budget: budget, format: format))
+                let plan = try ArchivePlanning.plan(
+                    source: source, request: PlanRequest(area: .boundingBox(box), budget: budget, format: format))
                 var options = ExtractOptions()
                 options.bounds = box
                 options.plan = plan
-                options.overwrite = true
+                options.writing.overwrite = true
                 let destination = dir.file("out-\(budget).\(output)")
                 let report = try TileExtractor.run(source: source, destination: destination, options: options)
                 let size = Int(try #require(FileSystem.lstat(destination)).st_size)

@@ -472,7 +472,7 @@ struct PrefetchRequestTests {
         let directory = try TemporaryDirectory()
         let path = directory.file("made.mbtiles")
         var options = ConvertOptions()
-        options.tileIndex = true
+        options.writing.tileIndex = true
         _ = try ArchiveConverter.run(source: TestSupport.fixture("martin/world_cities.mbtiles"), destination: path, options: options)
         #expect(try MBTilesArchive(path: path).metadata()[ContentIdentity.metadataKey] != nil)
         try MBTilesTileStore(path: path, readOnly: true).close()

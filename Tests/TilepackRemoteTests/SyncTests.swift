@@ -136,26 +136,26 @@ import TilepackUpdate
         for ext in ["tilepack", "pmtiles"] {
             let out = setup.dir.file("built.\(ext)")
             var convert = ConvertOptions()
-            convert.tileIndex = true
+            convert.writing.tileIndex = true
             _ = try ArchiveConverter.run(source: setup.v2.bundle, destination: out, options: convert)
             #expect(try index(out) == built(out))
             // Replaced by v1 without the index: v2's index goes with v2.
-            convert.tileIndex = false
-            convert.overwrite = true
+            convert.writing.tileIndex = false
+            convert.writing.overwrite = true
             _ = try ArchiveConverter.run(source: setup.v1.bundle, destination: out, options: convert)
             #expect(try index(out) == nil)
 
             let extracted = setup.dir.file("extracted.\(ext)")
             var extract = ExtractOptions()
             extract.maxZoom = 5
-            extract.tileIndex = true
+            extract.writing.tileIndex = true
             _ = try TileExtractor.run(source: setup.v2.pmtiles, destination: extracted, options: extract)
             #expect(try index(extracted) == built(extracted) && built(extracted).hashes.count == 32 * 32)
 
             let merged = setup.dir.file("merged.\(ext)")
             var merge = MergeOptions()
             merge.onDuplicate = .first
-            merge.tileIndex = true
+            merge.writing.tileIndex = true
             _ = try ArchiveMerger.run(inputs: [extracted, setup.v1.pmtiles], destination: merged, options: merge)
             #expect(try index(merged) == built(merged))
         }

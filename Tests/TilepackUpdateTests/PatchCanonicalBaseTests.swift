@@ -1,11 +1,11 @@
 import Foundation
 import Testing
+@_spi(TilepackInternal) import TilepackCompression
 import TilepackCore
 import TilepackOperations
 @_spi(TilepackInternal) import TilepackStorage
 import TilepackTestSupport
 import TilepackUpdate
-@_spi(TilepackInternal) import TilepackCompression
 
 /// The tile hash index says whether its archive is canonical, that is what tilepack's writer makes
 /// of its tiles (Specs/updates.md §7.1); a patch whose base's index says so copies the kept
@@ -91,7 +91,7 @@ import TilepackUpdate
         #expect(try Self.indexOf(old).canonical)
 
         var options = ConvertOptions()
-        options.tileIndex = true
+        options.writing.tileIndex = true
         let built = dir.file("built.\(ext)")
         _ = try ArchiveConverter.run(source: dir.file("v1.mbtiles"), destination: built, options: options)
         #expect(try Self.indexOf(built).canonical)

@@ -287,7 +287,7 @@ extension UpdateTests {
             try ContentIdentity.compute(try openTileArchive(path: dir.file(name))).description
         }
         var indexed = ConvertOptions()
-        indexed.tileIndex = true
+        indexed.writing.tileIndex = true
         var deduplicated = indexed
         deduplicated.deduplicate = true
         _ = try ArchiveConverter.run(source: Self.v1, destination: dir.file("plain.mbtiles"), options: ConvertOptions())
@@ -300,7 +300,7 @@ extension UpdateTests {
             source: dir.file("a.pmtiles"), destination: dir.file("from-pmtiles.mbtiles"), options: indexed)
         let tree = TestSupport.packageRoot.appendingPathComponent("samples/tiles").path
         var importIndexed = ImportOptions()
-        importIndexed.tileIndex = true
+        importIndexed.writing.tileIndex = true
         _ = try TileImporter.run(source: tree, destination: dir.file("imported.mbtiles"), options: importIndexed)
         for name in ["flat.mbtiles", "dedup.mbtiles", "from-pmtiles.mbtiles", "imported.mbtiles"] {
             let value = try #require(try stored(name), "\(name) stores no identity")

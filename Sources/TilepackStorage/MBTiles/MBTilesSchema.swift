@@ -237,3 +237,13 @@ package struct MBTilesSchema: Hashable, Sendable {
         return false
     }
 }
+
+extension SQLiteStatement {
+    /// Binds `tile` as MBTiles keys it, (zoom_level, tile_column, tile_row) with TMS rows, at
+    /// parameters 1-3.
+    package func bindTile(_ tile: TileCoordinate) {
+        bind(1, tile.zoom)
+        bind(2, tile.x)
+        bind(3, tile.row(in: .tms))
+    }
+}

@@ -450,9 +450,7 @@ public final class MBTilesWriter {
             deleteTile = try connection.prepare("DELETE FROM \(table) WHERE zoom_level = ?1 AND tile_column = ?2 AND tile_row = ?3")
         }
         guard let statement = deleteTile else { return false }
-        statement.bind(1, tile.zoom)
-        statement.bind(2, tile.x)
-        statement.bind(3, tile.row(in: .tms))
+        statement.bindTile(tile)
         defer { statement.reset() }
         _ = try statement.step()
         return connection.changes > 0
@@ -466,9 +464,7 @@ public final class MBTilesWriter {
             findStored = try connection.prepare("SELECT tile_data FROM tiles WHERE zoom_level = ?1 AND tile_column = ?2 AND tile_row = ?3")
         }
         guard let find = findStored else { return nil }
-        find.bind(1, tile.zoom)
-        find.bind(2, tile.x)
-        find.bind(3, tile.row(in: .tms))
+        find.bindTile(tile)
         defer { find.reset() }
         guard try find.step() else { return nil }
         return try body(find.bytes(0) ?? UnsafeRawBufferPointer(start: nil, count: 0))
