@@ -30,22 +30,23 @@ public struct AreaTileSizes: Sendable {
             contents.append(content.flatMap { $0 < 1 << 63 ? $0 : nil } ?? (1 << 63 | UInt64(zoom) << 56 | UInt64(keys.count)))
         }
 
+        /// Takes the tiles read as columns (the level was empty), each content as ``append`` keeps it.
+        mutating func adopt(_ read: TileLengthColumns) {
+            keys = read.keys
+            lengths = read.lengths
+            stored = read.lengths
+            let zoom = UInt64(zoom)
+            contents = read.keys.indices.map { i in
+                if let content = read.contents?[i], content < 1 << 63 { return content }
+                return 1 << 63 | zoom << 56 | UInt64(i + 1)
+            }
+        }
+
         mutating func reserve(_ count: Int) {
             keys.reserveCapacity(count)
             lengths.reserveCapacity(count)
             stored.reserveCapacity(count)
             contents.reserveCapacity(count)
-        }
-
-        /// The index of the tile at (x, y), or `nil`.
-        func index(x: Int, y: Int) -> Int? {
-            let key = Self.key(x: x, y: y)
-            var low = 0, high = keys.count
-            while low < high {
-                let middle = (low + high) / 2
-                if keys[middle] < key { low = middle + 1 } else { high = middle }
-            }
-            return low < keys.count && keys[low] == key ? low : nil
         }
 
         func tile(_ index: Int) -> TileCoordinate {
@@ -106,9 +107,15 @@ public struct AreaTileSizes: Sendable {
             let index = record.tile.zoom - zooms.lowerBound
             guard covers.indices.contains(index), covers[index].contains(x: record.tile.x, y: record.tile.y) else { return }
             sizes.levels[index].append(
-                key: Level.key(x: record.tile.x, y: record.tile.y), length: record.length, stored: record.storedLength, content: record.content)
+                key: Level.key(x: record.tile.x, y: record.tile.y), length: record.length, stored: record.storedLength,
+                content: record.content)
         }
-        if let reader = archive as? any TileSizeReading {
+        if let mbtiles = archive as? MBTilesArchive {
+            // Exactly the area's tiles, a column a query, read as columns of numbers.
+            for (index, cover) in covers.enumerated() {
+                sizes.levels[index].adopt(try mbtiles.tileLengths(zoom: cover.zoom, spans: cover.columnSpans))
+            }
+        } else if let reader = archive as? any TileSizeReading {
             try reader.forEachTileSize(in: covers.flatMap(\.frame), add)
         } else {
             for cover in covers {

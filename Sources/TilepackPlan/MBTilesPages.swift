@@ -48,26 +48,67 @@ enum MBTilesPages {
             return UInt64(tile.zoom) << 58 | UInt64(tile.x) << 29 | UInt64((1 << tile.zoom) - 1 - tile.y)
         }
         let permutation = order.indices.sorted { order[$0] < order[$1] }
-        var table = Packer(space: pageSize - 8), index = Packer(space: pageSize - 8)
-        var overflowPages = 0
-        for (i, position) in permutation.enumerated() {
+        var layout = Layout(pageSize: pageSize)
+        for position in permutation {
             let tile = tiles[position]
-            let rowid = i + 1
-            let row = (1 << tile.zoom) - 1 - tile.y
-            let ints = integerLength(tile.zoom) + integerLength(tile.x) + integerLength(row)
-            let blobType = 2 * tile.length + 12
+            layout.add(zoom: tile.zoom, x: tile.x, row: (1 << tile.zoom) - 1 - tile.y, length: tile.length)
+        }
+        return layout.bytes
+    }
+
+    /// The same for the tiles `taken` marks in levels sorted by (x, y) (offsets as the planner's):
+    /// a column read from its south end is in TMS order already, so nothing is sorted.
+    static func bytes(of levels: [AreaTileSizes.Level], offsets: [Int], taken: [Bool], pageSize: Int) -> Int {
+        var layout = Layout(pageSize: pageSize)
+        for (index, level) in levels.enumerated() {
+            let last = (1 << level.zoom) - 1
+            var start = 0
+            while start < level.count {
+                let x = level.keys[start] >> 32
+                var end = start + 1
+                while end < level.count, level.keys[end] >> 32 == x { end += 1 }
+                for i in (start..<end).reversed() where taken[offsets[index] + i] {
+                    layout.add(zoom: level.zoom, x: Int(x), row: last - Int(level.keys[i] & 0xFFFF_FFFF), length: level.lengths[i])
+                }
+                start = end
+            }
+        }
+        return layout.bytes
+    }
+
+    /// The rows laid out in `tile_index` order, as the writer inserts them.
+    struct Layout {
+        let pageSize: Int
+        var table: Packer, index: Packer
+        var overflowPages = 0
+        var rows = 0
+
+        init(pageSize: Int) {
+            self.pageSize = pageSize
+            table = Packer(space: pageSize - 8)
+            index = Packer(space: pageSize - 8)
+        }
+
+        mutating func add(zoom: Int, x: Int, row: Int, length: Int) {
+            rows += 1
+            let ints = integerLength(zoom) + integerLength(x) + integerLength(row)
+            let blobType = 2 * length + 12
             let header = varintLength(4 + varintLength(blobType)) + 3 + varintLength(blobType)
-            let cell = tableCell(payload: header + ints + tile.length, rowid: rowid, pageSize: pageSize)
+            let cell = tableCell(payload: header + ints + length, rowid: rows, pageSize: pageSize)
             table.add(cell.local + 2)
             overflowPages += cell.overflowPages
-            let key = 5 + ints + integerLength(rowid)
+            let key = 5 + ints + integerLength(rows)
             index.add(varintLength(key) + key + 2)
         }
-        // Interior pages: a divider per leaf (a child pointer and a rowid; a whole key for the index).
-        let interior = Packer.pages(items: table.pages - 1, size: 4 + 4 + 2, space: pageSize - 12)
-            + Packer.pages(items: index.pages - 1, size: 4 + 16 + 2, space: pageSize - 12)
-        // The table's and the index's root pages exist with no row.
-        return (max(table.pages, 1) + max(index.pages, 1) + overflowPages + interior) * pageSize
+
+        var bytes: Int {
+            // Interior pages: a divider per leaf (a child pointer and a rowid; a whole key for the index).
+            let interior =
+                Packer.pages(items: table.pages - 1, size: 4 + 4 + 2, space: pageSize - 12)
+                + Packer.pages(items: index.pages - 1, size: 4 + 16 + 2, space: pageSize - 12)
+            // The table's and the index's root pages exist with no row.
+            return (max(table.pages, 1) + max(index.pages, 1) + overflowPages + interior) * pageSize
+        }
     }
 
     /// Cells laid into pages in order, a new page when the next does not fit.

@@ -76,6 +76,24 @@ struct OutputSizeModel {
         }
     }
 
+    /// The size of the file written with the tiles `taken` marks (by offset in the levels).
+    func predict(_ levels: [AreaTileSizes.Level], offsets: [Int], taken: [Bool]) -> Int {
+        guard format != .mbtiles else {
+            return fixed + MBTilesPages.bytes(of: levels, offsets: offsets, taken: taken, pageSize: Self.pageSize)
+        }
+        var tiles: [PlannedTile] = []
+        for (index, level) in levels.enumerated() {
+            for i in level.keys.indices where taken[offsets[index] + i] {
+                let key = level.keys[i]
+                tiles.append(
+                    PlannedTile(
+                        zoom: level.zoom, x: Int(key >> 32), y: Int(key & 0xFFFF_FFFF), length: level.lengths[i], stored: level.stored[i],
+                        content: level.contents[i]))
+            }
+        }
+        return predict(tiles)
+    }
+
     /// The index (keys, payload numbers, records) and the payloads, each at a multiple of 8.
     static func bundleBytes(_ tiles: [PlannedTile]) -> Int {
         var seen = Set<UInt64>()

@@ -1,4 +1,5 @@
 import TilepackCore
+import TilepackStorage
 
 /// Where a plan takes tiles: a box, a polygon region or a route's corridor, with Core's covers
 /// (``TileCover``, `RegionCover`, `RouteCover`) deciding which tiles of each zoom belong to it, as
@@ -66,6 +67,32 @@ public struct AreaCover: Sendable {
         }
         guard low < rows.count, rows[low].row == y else { return false }
         return rows[low].columns.contains { $0.contains(x) }
+    }
+
+    /// The area's tiles as columns, west to east and each column's runs north to south: exactly
+    /// its tiles, so an index asked for them needs no test per row (a region's rows turned into
+    /// columns in one pass over its tiles).
+    var columnSpans: [TileColumnSpan] {
+        var spans: [TileColumnSpan] = []
+        if let rows, let west = frame.first?.columns.lowerBound, let east = frame.first?.columns.upperBound {
+            // Per column, where its open run started and the last row it reached.
+            var start = [Int](repeating: -1, count: east - west + 1), reached = start
+            for row in rows {
+                for columns in row.columns {
+                    for x in columns {
+                        let c = x - west
+                        if start[c] >= 0, reached[c] != row.row - 1 { spans.append(TileColumnSpan(x: x, rows: start[c]...reached[c])) }
+                        if start[c] < 0 || reached[c] != row.row - 1 { start[c] = row.row }
+                        reached[c] = row.row
+                    }
+                }
+            }
+            for c in start.indices where start[c] >= 0 { spans.append(TileColumnSpan(x: west + c, rows: start[c]...reached[c])) }
+        } else {
+            for range in frame { for x in range.columns { spans.append(TileColumnSpan(x: x, rows: range.rows)) } }
+        }
+        spans.sort { ($0.x, $0.rows.lowerBound) < ($1.x, $1.rows.lowerBound) }
+        return spans
     }
 
     /// The number of the area's tiles, without enumerating them.

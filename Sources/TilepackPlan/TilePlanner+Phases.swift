@@ -7,7 +7,7 @@ extension TilePlanner.State {
         if focus == nil {
             // Depth is the zoom: a group is a level.
             for level in sizes.levels.indices {
-                guard takeGroup(sizes.levels[level].keys.indices.map { (level, $0) }, limit: limit) else { return }
+                guard takeLevel(level, limit: limit) else { return }
             }
             return
         }
@@ -24,6 +24,21 @@ extension TilePlanner.State {
             guard takeGroup(all[start..<end].map { ($0.level, $0.i) }, limit: limit) else { return }
             start = end
         }
+    }
+
+    /// ``takeGroup(_:limit:)`` of a whole level, without a list of its tiles where no bytes are shared.
+    private mutating func takeLevel(_ level: Int, limit: Int) -> Bool {
+        guard !shares else { return takeGroup(sizes.levels[level].keys.indices.map { (level, $0) }, limit: limit) }
+        let offset = offsets[level]
+        var cost = 0
+        for i in sizes.levels[level].keys.indices where parentTaken(level: level, i: i) { cost += freshCosts[offset + i] }
+        guard used + cost <= limit else { return false }
+        for i in sizes.levels[level].keys.indices where parentTaken(level: level, i: i) {
+            taken[offset + i] = true
+            order.append(offset + i)
+        }
+        used += cost
+        return true
     }
 
     /// Takes the group's tiles whose parents are taken when all of them fit; false when they do not.
@@ -48,52 +63,58 @@ extension TilePlanner.State {
     /// The rest of the budget, tile by tile, to the untaken tiles whose parents are taken, most
     /// detail per byte first; a taken tile's children join the candidates.
     mutating func takeByDetailPerByte(limit: Int) {
-        func priority(_ level: Int, _ i: Int) -> Double {
-            Foundation.exp2(-2 * depth(level: level, i: i)) / Double(max(1, cost(level: level, i: i)))
+        // Without a focus a tile's depth is its zoom: its level's weight, computed once.
+        let weights = sizes.levels.map { Foundation.exp2(-2 * Double($0.zoom)) }
+        func priority(_ level: Int, _ i: Int, cost: Int) -> Double {
+            (focus == nil ? weights[level] : Foundation.exp2(-2 * depth(level: level, i: i))) / Double(max(1, cost))
         }
-        // The first candidates sorted once (a million-tile area offers hundreds of thousands);
-        // the children of taken tiles, offered later, in a heap; the larger of the two heads next.
-        var first: [(priority: Double, item: Int)] = []
+        // The first candidates (a million-tile area offers hundreds of thousands) ordered as far
+        // as the budget reads them; the children of taken tiles, offered later, in a heap; the
+        // larger of the two heads next.
+        var priorities: [Double] = [], items: [Int] = [], least: [Int] = []
+        priorities.reserveCapacity(taken.count - order.count)
+        items.reserveCapacity(taken.count - order.count)
+        least.reserveCapacity(taken.count - order.count)
         for level in sizes.levels.indices {
             for i in sizes.levels[level].keys.indices where !taken[offsets[level] + i] && parentTaken(level: level, i: i) {
-                first.append((priority(level, i), offsets[level] + i))
+                let index = offsets[level] + i
+                priorities.append(priority(level, i, cost: cost(level: level, i: i)))
+                items.append(index)
+                least.append(min(freshCosts[index], repeatedCosts[index]))
             }
         }
-        first.sort { $0.priority > $1.priority }
-        var next = 0
+        var first = CandidateOrder(priorities: priorities, items: items, costs: least)
         var heap = PriorityHeap()
-        func offer(_ level: Int, _ i: Int) { heap.push(priority: priority(level, i), item: offsets[level] + i) }
         while true {
             let index: Int
-            if next < first.count, heap.top.map({ first[next].priority >= $0 }) ?? true {
-                index = first[next].item
-                next += 1
+            var known: Int?
+            if let head = first.peek(remaining: limit - used), heap.top.map({ head.priority >= $0 }) ?? true {
+                (index, known) = (head.item, shares ? nil : head.cost)
+                first.advance()
             } else if let popped = heap.pop() {
                 index = popped
             } else {
                 break
             }
             let (level, i) = locate(index)
-            guard !taken[index], used + cost(level: level, i: i) <= limit else { continue }
-            take(level: level, i: i)
+            let price = known ?? cost(level: level, i: i)
+            guard !taken[index], used + price <= limit else { continue }
+            take(level: level, i: i, cost: price)
             guard level + 1 < sizes.levels.count else { continue }
-            let key = sizes.levels[level].keys[i]
-            let x = Int(key >> 32) * 2, y = Int(key & 0xFFFF_FFFF) * 2
-            for (cx, cy) in [(x, y), (x, y + 1), (x + 1, y), (x + 1, y + 1)] {
-                if let child = sizes.levels[level + 1].index(x: cx, y: cy) { offer(level + 1, child) }
+            links.linkChildren(of: level, levels: sizes.levels)
+            let (start, list) = links.children[level]!
+            for child in list[start[i]..<start[i + 1]] {
+                heap.push(priority: priority(level + 1, child, cost: cost(level: level + 1, i: child)), item: offsets[level + 1] + child)
             }
         }
     }
 
-    /// The taken tiles as the size model sees them.
-    func plannedTiles() -> [PlannedTile] {
-        order.map { index in
-            let (level, i) = locate(index)
-            let l = sizes.levels[level]
-            let key = l.keys[i]
-            return PlannedTile(
-                zoom: l.zoom, x: Int(key >> 32), y: Int(key & 0xFFFF_FFFF), length: l.lengths[i], stored: l.stored[i], content: l.contents[i])
-        }
+    /// The file's predicted size with the first `count` tiles of the taken order.
+    func predict(prefix count: Int) -> Int {
+        guard count < order.count else { return model.predict(sizes.levels, offsets: offsets, taken: taken) }
+        var mask = taken
+        for index in order[count...] { mask[index] = false }
+        return model.predict(sizes.levels, offsets: offsets, taken: mask)
     }
 
     /// Gives back the last tiles taken (never a parent before its children) until the predicted
@@ -101,22 +122,23 @@ extension TilePlanner.State {
     /// down (a few predictions), a bisection finds it: page-sized steps in a prediction can make the
     /// marginal sum give back more than needed (a one-tile plan given back to none).
     mutating func giveBack(limit: Int) {
-        let all = plannedTiles()
-        var predicted = model.predict(all)
-        var fits = all.count, over = all.count
+        var predicted = predict(prefix: order.count)
+        var fits = order.count, over = order.count
         while predicted > limit, fits > 0 {
             over = fits
             var excess = predicted - limit
             while excess > 0, fits > 0 {
                 fits -= 1
-                excess -= model.marginal(length: all[fits].length, stored: all[fits].stored, newContent: true)
+                let (level, i) = locate(order[fits])
+                let l = sizes.levels[level]
+                excess -= model.marginal(length: l.lengths[i], stored: l.stored[i], newContent: true)
             }
-            predicted = model.predict(Array(all[..<fits]))
+            predicted = predict(prefix: fits)
         }
         // The prefix of `fits` tiles fits (or is empty), the one of `over` does not (or is all).
         while over - fits > 1 {
             let middle = (fits + over) / 2
-            let size = model.predict(Array(all[..<middle]))
+            let size = predict(prefix: middle)
             if size <= limit { (fits, predicted) = (middle, size) } else { over = middle }
         }
         for index in order[fits...] { taken[index] = false }

@@ -62,6 +62,8 @@ public enum TilePlanner {
         /// computed once, asked for several times a tile.
         let freshCosts: [Int]
         let repeatedCosts: [Int]
+        /// Parents and children by index.
+        var links: PlanLinks
 
         init(sizes: AreaTileSizes, model: OutputSizeModel, focus: PlanFocus.Prepared?) {
             self.sizes = sizes
@@ -71,12 +73,15 @@ public enum TilePlanner {
             for level in sizes.levels { offsets.append(offsets.last! + level.count) }
             self.offsets = offsets
             taken = [Bool](repeating: false, count: offsets.last!)
+            order.reserveCapacity(offsets.last!)
             used = model.fixed
             shares = model.format != .mbtiles
             var fresh: [Int] = [], repeated: [Int] = []
             fresh.reserveCapacity(offsets.last!)
             for level in sizes.levels {
-                for i in level.keys.indices { fresh.append(model.marginal(length: level.lengths[i], stored: level.stored[i], newContent: true)) }
+                for i in level.keys.indices {
+                    fresh.append(model.marginal(length: level.lengths[i], stored: level.stored[i], newContent: true))
+                }
             }
             if shares {
                 repeated.reserveCapacity(offsets.last!)
@@ -88,6 +93,7 @@ public enum TilePlanner {
             }
             freshCosts = fresh
             repeatedCosts = shares ? repeated : fresh
+            links = PlanLinks(levels: sizes.levels)
         }
 
         func locate(_ index: Int) -> (level: Int, i: Int) {
@@ -109,9 +115,8 @@ public enum TilePlanner {
         /// Whether the tile's parent is taken (a tile of the lowest zoom has none to wait for).
         func parentTaken(level: Int, i: Int) -> Bool {
             guard level > 0 else { return true }
-            let key = sizes.levels[level].keys[i]
-            guard let parent = sizes.levels[level - 1].index(x: Int(key >> 33), y: Int((key & 0xFFFF_FFFF) >> 1)) else { return false }
-            return taken[offsets[level - 1] + parent]
+            let parent = Int(links.parents[level][i])
+            return parent >= 0 && taken[offsets[level - 1] + parent]
         }
 
         func cost(level: Int, i: Int) -> Int {
@@ -119,8 +124,8 @@ public enum TilePlanner {
             return !shares || !contents.contains(sizes.levels[level].contents[i]) ? freshCosts[index] : repeatedCosts[index]
         }
 
-        mutating func take(level: Int, i: Int) {
-            used += cost(level: level, i: i)
+        mutating func take(level: Int, i: Int, cost known: Int? = nil) {
+            used += known ?? cost(level: level, i: i)
             if shares { contents.insert(sizes.levels[level].contents[i]) }
             taken[offsets[level] + i] = true
             order.append(offsets[level] + i)

@@ -34,3 +34,28 @@ public protocol TileSizeReading: TileArchive {
     /// `nil` when it holds no tile.
     func zoomRange() throws -> ClosedRange<Int>?
 }
+
+/// One column of an area's tiles at one zoom: what the planner asks an MBTiles index for, one
+/// seek each (`tile_column = x AND tile_row BETWEEN ...`), so that SQLite reads exactly the area's
+/// rows and no test per row is left.
+package struct TileColumnSpan: Hashable, Sendable {
+    package var x: Int
+    /// XYZ rows.
+    package var rows: ClosedRange<Int>
+
+    package init(x: Int, rows: ClosedRange<Int>) {
+        self.x = x
+        self.rows = rows
+    }
+}
+
+/// Tiles and their sizes as columns of numbers, one entry a tile (no record per tile).
+package struct TileLengthColumns: Sendable {
+    /// `x << 32 | y`, ascending when the spans were and the index gave each column's rows in order.
+    package var keys: [UInt64] = []
+    package var lengths: [Int] = []
+    /// The content of each tile when the archive knows it (a deduplicated MBTiles' `images` row).
+    package var contents: [UInt64]?
+
+    package init() {}
+}

@@ -2,6 +2,12 @@
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#ifdef __linux__
+#include <linux/perf_event.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 struct mbtiles_floor_reader {
     sqlite3 *db;
@@ -133,4 +139,63 @@ done:
     sqlite3_close_v2(db);
     *rows = count;
     return sum;
+}
+
+int64_t mbtiles_floor_sum_column_lengths(const char *uri, const int32_t *zoom, const int32_t *x, const int32_t *r0, const int32_t *r1,
+                                         int64_t n, int read_rows, int64_t *rows) {
+    sqlite3 *db = NULL;
+    sqlite3_stmt *s = NULL;
+    int64_t sum = 0, count = 0;
+    int flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_PRIVATECACHE;
+    const char *sql = read_rows ? "SELECT length(tile_data), tile_row FROM tiles WHERE zoom_level = ?1 AND tile_column = ?2 "
+                                  "AND tile_row BETWEEN ?3 AND ?4"
+                                : "SELECT length(tile_data) FROM tiles WHERE zoom_level = ?1 AND tile_column = ?2 "
+                                  "AND tile_row BETWEEN ?3 AND ?4";
+    if (sqlite3_open_v2(uri, &db, flags, NULL) != SQLITE_OK || sqlite3_prepare_v3(db, sql, -1, 0, &s, NULL) != SQLITE_OK) {
+        fprintf(stderr, "floor open: %s\n", sqlite3_errmsg(db));
+        sum = -1;
+        goto done;
+    }
+    for (int64_t i = 0; i < n && sum >= 0; i++) {
+        sqlite3_bind_int64(s, 1, zoom[i]);
+        sqlite3_bind_int64(s, 2, x[i]);
+        sqlite3_bind_int64(s, 3, r0[i]);
+        sqlite3_bind_int64(s, 4, r1[i]);
+        int rc;
+        while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+            sum += sqlite3_column_int64(s, 0);
+            if (read_rows) sum += sqlite3_column_int64(s, 1);
+            count++;
+        }
+        if (rc != SQLITE_DONE) sum = -1;
+        sqlite3_reset(s);
+    }
+done:
+    sqlite3_finalize(s);
+    sqlite3_close_v2(db);
+    *rows = count;
+    return sum;
+}
+
+int floor_instruction_counter_open(void) {
+#ifdef __linux__
+    struct perf_event_attr attr;
+    memset(&attr, 0, sizeof attr);
+    attr.type = PERF_TYPE_HARDWARE;
+    attr.size = sizeof attr;
+    attr.config = PERF_COUNT_HW_INSTRUCTIONS;
+    attr.exclude_kernel = 1;
+    attr.exclude_hv = 1;
+    return (int)syscall(SYS_perf_event_open, &attr, 0, -1, -1, 0);
+#else
+    return -1;
+#endif
+}
+
+int64_t floor_instruction_counter_read(int fd) {
+    uint64_t value = 0;
+#ifdef __linux__
+    if (fd >= 0 && read(fd, &value, sizeof value) == sizeof value) return (int64_t)value;
+#endif
+    return -1;
 }

@@ -26,4 +26,15 @@ int mbtiles_floor_bulk_insert(const char *path, const int32_t *z, const int32_t 
 int64_t mbtiles_floor_sum_lengths(const char *uri, const int32_t *zoom, const int32_t *x0, const int32_t *x1, const int32_t *r0,
                                   const int32_t *r1, int64_t n, int64_t *rows);
 
+/// The same over exact columns: `tile_column = x[i] AND tile_row BETWEEN r0[i] AND r1[i]` (one
+/// seek a column, only the area's rows), reading `tile_row, length(tile_data)` when `read_rows`
+/// (what a plan must read) or the length alone.
+int64_t mbtiles_floor_sum_column_lengths(const char *uri, const int32_t *zoom, const int32_t *x, const int32_t *r0, const int32_t *r1,
+                                         int64_t n, int read_rows, int64_t *rows);
+
+/// A counter of this thread's user-space instructions (perf_event_open), or -1 where there is none.
+int floor_instruction_counter_open(void);
+/// The counter's value, or -1.
+int64_t floor_instruction_counter_read(int fd);
+
 #endif
