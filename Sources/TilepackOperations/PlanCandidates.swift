@@ -49,7 +49,10 @@ extension ArchivePlanning {
                 }
             }
             let ratios = before.keys.reduce(into: [Int: Double]()) { $0[$1] = after[$1]!.reduce(0, +) / max(1, before[$1]!.reduce(0, +)) }
-            let (ratio, margin) = ratioEstimate(before: before.values.flatMap { $0 }, after: after.values.flatMap { $0 })
+            // Paired tile by tile: both sides in the same order of zooms (two dictionaries need not
+            // iterate alike, and a mispaired sample gave a margin that missed).
+            let zooms = before.keys.sorted()
+            let (ratio, margin) = ratioEstimate(before: zooms.flatMap { before[$0]! }, after: zooms.flatMap { after[$0]! })
             let scaled = sizes.scaled(by: ratios, relativeMargin: margin, confidence: 0.95)
             var plan = TilePlanner.plan(scaled, budget: request.budget, format: request.format, focus: request.focus, metadataBytes: metadataBytes)
             plan.sampledTiles = sample.count
