@@ -3,17 +3,18 @@ import Synchronization
 import TilepackCore
 
 /// A decoded PMTiles directory (the root or a leaf), kept small so that a random lookup touches
-/// as little memory as it can: on this project's benchmark machine each dependent load into a
-/// megabyte-sized table after a `pread` costs a tenth of the `pread` (bench-pmtiles-read's
-/// `floor-touch` contenders).
+/// as little memory as it can: on this project's benchmark machine one load at a random place of
+/// a table the size of the leaf entries, after each `pread`, costs a tenth to a sixth of the
+/// `pread`, two dependent loads a quarter (bench-pmtiles-read's `floor-touch` contenders).
 ///
 /// **Entries.** Kept compact, 12 bytes each (``CompactEntries``): the tile id as a 32-bit
 /// delta from the directory's first id, the offset as a 32-bit delta from its smallest offset,
 /// and the length (24 bits) with the run length (8 bits: 0 to 254 as they are; 255 for a longer
 /// run, found in a small sorted side table). A directory whose ids span 2^32 or more, whose
 /// offsets do, or with a length of 2^24 or more keeps the 24-byte entries instead
-/// (``WideEntries``): nothing is ever truncated. A leaf of a real archive (4,096 entries of one
-/// neighbourhood) always fits; a root of a large one may not, and is small.
+/// (``WideEntries``): nothing is ever truncated. A leaf (a few thousand entries of one
+/// neighbourhood) fits unless it points to tiles more than 4 GiB apart (a shared ocean tile far
+/// back in a planet); a root of a large archive may not fit, and is small.
 ///
 /// **Search.** The ids from the first to the last are cut into buckets of a power of two of ids
 /// each (about ``entriesPerBucket`` entries a bucket when the ids are evenly spread, as a leaf's
