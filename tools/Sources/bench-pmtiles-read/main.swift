@@ -3,7 +3,7 @@
 // place then killed the reader with SIGBUS), release build.
 //
 //   swift run -c release --package-path tools bench-pmtiles-read [--tiles N] [--reads N] [--rounds N]
-//       [--window BYTES] [--dir PATH] [--only CONTENDER]
+//       [--window BYTES] [--dir PATH] [--only CONTENDER] [--entry-bytes N]
 //
 // Writes one PMTiles of synthetic tiles (PNG-signed incompressible payloads of 100 B to 6 KB,
 // 30 % "ocean" tiles sharing 4 payloads), then measures, warm (just written: in the page cache),
@@ -17,6 +17,11 @@
 // each read by one bare `pread` into one buffer; and the tile data section read front to back in
 // windows of `--window` bytes by bare `pread`s (the copy every reader without a map pays, whatever
 // it does with the bytes). `--only NAME` runs one contender alone, for a profiler.
+// Two more floors (`floor-touch1`, `floor-touch2`): the lookups' bare preads each followed by one
+// or two dependent loads at random places of a table as large as the leaf entries (`--entry-bytes`
+// a entry, 12 by default: the compact directory's): the least a lookup that reads its entry pays.
+// Each contender is timed in wall time and in this thread's CPU time (getrusage), both reported:
+// on a shared machine the CPU time leaves out what other processes ran.
 import BenchSupport
 import Foundation
 import TilepackCore
