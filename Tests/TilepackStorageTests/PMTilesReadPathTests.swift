@@ -1,8 +1,9 @@
 import Foundation
 import Testing
 import TilepackCore
-@testable import TilepackStorage
 import TilepackTestSupport
+
+@testable import TilepackStorage
 
 /// The read path of a local PMTiles (issue 47, item 6): the directory search and the full pass's
 /// reads, which bench-pmtiles-read times; here what they find and how many calls they make.
@@ -90,6 +91,53 @@ import TilepackTestSupport
         var probes: [UInt64] = [0, 9, 150, 299, 300, 301, 4_999_999_999, 5_000_000_100, 5_000_000_300, PMTilesFormat.idLimit - 2]
         probes += ids.flatMap { [$0 &- 1, $0, $0 + 1] }
         Self.expectPlainSearch(entries, probes: probes)
+    }
+
+    /// Entries kept in 12 bytes give back exactly what was decoded: runs of 0, 1, 254 and 255
+    /// and longer (kept beside the entries), offsets past 2^40 that span less than 2^32, and ids
+    /// and offsets spanning exactly 2^32 - 1.
+    @Test func compactEntriesKeepEveryValue() {
+        let runs: [UInt32] = [1, 0, 254, 255, 256, 1, 3, .max, 1, 1000, 0, 254]
+        let far = UInt64(1) << 41
+        var entries = runs.enumerated().map { index, run in
+            PMTilesFormat.Entry(tileID: UInt64(index) * 5_000, offset: far + UInt64(index) * 70_000, length: 70_000, runLength: run)
+        }
+        // The last id and the last offset each exactly 2^32 - 1 past the first.
+        entries.append(
+            PMTilesFormat.Entry(
+                tileID: UInt64(UInt32.max), offset: far + UInt64(UInt32.max), length: CompactEntries.lengthLimit - 1, runLength: 1))
+        let directory = PMTilesDirectory(entries)
+        #expect(directory.isCompact)
+        Self.expectPlainSearch(
+            entries, probes: entries.flatMap { [$0.tileID, $0.tileID + 1, $0.tileID + 4_999] } + [UInt64(UInt32.max) + 5])
+    }
+
+    /// A directory whose values do not fit 12 bytes keeps its entries in 24, exact: ids spanning
+    /// 2^32, offsets spanning 2^32, a length of 2^24 (never truncated to the compact width).
+    @Test func entriesThatDoNotFitStayWide() {
+        func entries(lastID: UInt64, lastOffset: UInt64, lastLength: UInt32) -> [PMTilesFormat.Entry] {
+            [
+                PMTilesFormat.Entry(tileID: 7, offset: 100, length: 10, runLength: 1),
+                PMTilesFormat.Entry(tileID: 9, offset: 110, length: 10, runLength: 300),
+                PMTilesFormat.Entry(tileID: lastID, offset: lastOffset, length: lastLength, runLength: 2),
+            ]
+        }
+        let idSpan = entries(lastID: 7 + (UInt64(1) << 32), lastOffset: 120, lastLength: 10)
+        let offsetSpan = entries(lastID: 20, lastOffset: 100 + (UInt64(1) << 32), lastLength: 10)
+        let longTile = entries(lastID: 20, lastOffset: 120, lastLength: CompactEntries.lengthLimit)
+        for wide in [idSpan, offsetSpan, longTile] {
+            #expect(!PMTilesDirectory(wide).isCompact)
+            Self.expectPlainSearch(wide, probes: wide.flatMap { [$0.tileID &- 1, $0.tileID, $0.tileID + 1] } + [0, 1 << 20])
+        }
+        // One less of each fits.
+        for fits in [
+            entries(lastID: 7 + UInt64(UInt32.max), lastOffset: 120, lastLength: 10),
+            entries(lastID: 20, lastOffset: 100 + UInt64(UInt32.max), lastLength: 10),
+            entries(lastID: 20, lastOffset: 120, lastLength: CompactEntries.lengthLimit - 1),
+        ] {
+            #expect(PMTilesDirectory(fits).isCompact)
+            Self.expectPlainSearch(fits, probes: fits.flatMap { [$0.tileID &- 1, $0.tileID, $0.tileID + 1] })
+        }
     }
 
     static func expectPlainSearch(_ entries: [PMTilesFormat.Entry], probes: [UInt64]) {

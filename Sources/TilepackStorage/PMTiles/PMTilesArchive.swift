@@ -212,8 +212,14 @@ public struct PMTilesArchive: TileArchive {
     }
 
     func location(ofID id: UInt64) throws(TileArchiveError) -> (offset: UInt64, length: Int)? {
-        var directory = root
-        for _ in 0..<PMTilesFormat.maximumDirectoryDepth {
+        // The root searched where it is (no reference to it taken: a retain and a release fewer).
+        guard let rootIndex = root.lastEntry(atMost: id) else { return nil }
+        let rootEntry = root[rootIndex]
+        if rootEntry.runLength > 0 {
+            return id - rootEntry.tileID < UInt64(rootEntry.runLength) ? (rootEntry.offset, Int(rootEntry.length)) : nil
+        }
+        var directory = try leaf(at: rootIndex, in: root)
+        for _ in 1..<PMTilesFormat.maximumDirectoryDepth {
             guard let index = directory.lastEntry(atMost: id) else { return nil }
             let entry = directory[index]
             if entry.runLength > 0 {
@@ -418,7 +424,8 @@ public struct PMTilesArchive: TileArchive {
     public func withTileBytes<R>(at tile: TileCoordinate, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R? {
         guard let (offset, length) = try location(of: tile) else { return nil }
         let start = Int(header.tileDataOffset + offset)
-        if let file { return try file.withBytes(offset: start, length: length, body) }
+        // Reached in place, not bound to a copy (a copy retained and released the file and its name).
+        if let result = try file?.withBytes(offset: start, length: length, body) { return result }
         return try source.withBytes(offset: start, length: length, body)
     }
 
