@@ -30,6 +30,8 @@ public struct SyncReport: Sendable, Codable {
     /// included (0 for a full download).
     public var planUnits = 0
     public var planBytes = 0
+    /// Of ``planBytes``, the tiles' own stored bytes (the rest are the gaps the units span).
+    public var planTileBytes = 0
     /// HTTP requests made (the first, for the header, and the index's included; retries counted).
     public var requests = 0
     /// Whether the server answered several ranges in one request (`nil`: never asked).

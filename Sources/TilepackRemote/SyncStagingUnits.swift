@@ -234,6 +234,7 @@ extension ArchiveSync {
             if let plan = units.plan {
                 report.planUnits = plan.units.count
                 report.planBytes = plan.fetchBytes
+                report.planTileBytes = plan.changedBytes
             }
             return fetched
         }

@@ -36,8 +36,9 @@ public struct TransferUnit: Sendable, Hashable, Codable, Identifiable {
 /// checks the tiles against the index's hashes before anything replaces the local copy.
 ///
 /// Joining: two neighbouring ranges are fetched as one unit, gap and all, when the gap between
-/// them is at most ``maximumGap`` bytes, the unit stays within ``maximumUnitBytes``, and all the
-/// gaps joined stay within `(bound - 1)` times the changed bytes; the smallest gaps are joined
+/// them is at most `maximumGap` bytes (an argument of the initializer), the unit stays within
+/// ``maximumUnitBytes``, and all the gaps joined stay within `(bound - 1)` times the changed
+/// bytes; the smallest gaps are joined
 /// first, which gives the fewest units the budget allows. So the bytes fetched are at most
 /// `bound` times the changed bytes.
 public struct SyncPlan: Sendable, Hashable, Codable {

@@ -48,7 +48,7 @@ struct SyncCommand: ParsableCommand {
         )
         if report.planUnits > 0 {
             print(
-                "  sync plan: \(report.planUnits) transfer units, \(report.planBytes) bytes for \(report.fetchedTileBytes) bytes of tiles (\(String(format: "%.3f", Double(report.planBytes) / Double(max(report.fetchedTileBytes, 1))))x)"
+                "  sync plan: \(report.planUnits) transfer unit\(report.planUnits == 1 ? "" : "s"), \(report.planBytes) bytes (\(report.planTileBytes) of them the tiles' stored bytes)"
             )
         }
         if let identity = report.identity { print("  now \(identity) (checked)") }
