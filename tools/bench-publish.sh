@@ -12,7 +12,12 @@
 # nginx in front of moto, which counts every byte it sends ($bytes_sent: status lines, headers,
 # the index, directories, gaps). Each figure beside its floor in the same run: the changed and
 # added tiles' bytes (`tilepack diff`'s tileBytes) plus the index's, as a ratio. Goal: <= 1.15x.
-# The synced copy is checked to hold v2's identity.
+# The synced copy is checked to hold v2's identity. `units` and `unit bytes` are the sync plan's
+# (its transfer units, and the bytes they span with their gaps: Specs/updates.md §8.1). `floor`:
+# the changed tiles and the index plus one answer's status line and headers (measured: the index
+# answer's bytes less the index) for each unit, as a ratio of the same denominator: what any
+# transport pays for those units where the server answers one range a request (S3). The units
+# are joined only across gaps shorter than a request's headers, so fewer units would cost more.
 #   bash tools/bench-publish.sh    (ZOOM=N; CHANGE=region|scattered; TILEPACK_BIN=path: a release build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -85,7 +90,7 @@ pids+=($!)
 wait_port "$proxy_port"
 
 cd "$work"
-printf '%-9s %-8s %8s %10s %12s %8s %9s %s\n' format publish tiles wire "tiles+index" ratio requests "identity"
+printf '%-9s %-8s %8s %10s %12s %8s %9s %6s %10s %8s %s\n' format publish tiles wire "tiles+index" ratio requests units "unit bytes" floor "identity"
 for ext in tilepack pmtiles; do
     "$tilepack" import v1 "v1.$ext" --quiet >/dev/null
     "$tilepack" import v2 "v2.$ext" --index --quiet >/dev/null
@@ -101,13 +106,19 @@ for ext in tilepack pmtiles; do
         sleep 0.3
         mode=$(echo "$json" | python3 -c 'import json,sys; print(json.load(sys.stdin)["mode"])')
         fetched=$(echo "$json" | python3 -c 'import json,sys; print(json.load(sys.stdin)["tilesFetched"])')
+        units=$(echo "$json" | python3 -c 'import json,sys; print(json.load(sys.stdin).get("planUnits", "-"))')
+        unitbytes=$(echo "$json" | python3 -c 'import json,sys; print(json.load(sys.stdin).get("planBytes", "-"))')
         wire=$(awk '{s += $1} END {print s}' access.log)
         requests=$(wc -l < access.log)
+        # One answer's status line and headers: the index's answer less the index.
+        header=$(awk -v n="$indexbytes" '/tpindex/ {print $1 - n; exit}' access.log)
         got=$("$tilepack" info "mine.$ext" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["identity"])')
         same="differs"; [ "${got%:*}" = "${want%:*}" ] && same="v2's tiles"
         denominator=$((tilebytes + indexbytes))
-        printf '%-9s %-8s %8s %10s %12s %7.3fx %9s %s (%s sync)\n' "$ext" "$way" "$fetched" "$wire" "$denominator" \
-            "$(echo "$wire / $denominator" | bc -l)" "$requests" "$same" "$mode"
+        # The floor: the changed tiles and the index, plus one answer's headers for each unit.
+        floor=$(echo "($denominator + $units * $header) / $denominator" | bc -l)
+        printf '%-9s %-8s %8s %10s %12s %7.3fx %9s %6s %10s %7.3fx %s (%s sync)\n' "$ext" "$way" "$fetched" "$wire" "$denominator" \
+            "$(echo "$wire / $denominator" | bc -l)" "$requests" "$units" "$unitbytes" "$floor" "$same" "$mode"
     done
 done
 echo "changes: $change; goal: wire <= 1.15x the changed tiles' bytes plus the index; load after: $(uptime | sed 's/.*load average: //')"

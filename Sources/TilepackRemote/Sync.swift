@@ -26,6 +26,12 @@ public struct SyncReport: Sendable, Codable {
     public var bytesReceived = 0
     /// Bytes an interrupted sync had staged that this one used.
     public var resumedBytes = 0
+    /// The sync plan's transfer units (Specs/updates.md §8.1) and the bytes they span, gaps
+    /// included (0 for a full download).
+    public var planUnits = 0
+    public var planBytes = 0
+    /// Of ``planBytes``, the tiles' own stored bytes (the rest are the gaps the units span).
+    public var planTileBytes = 0
     /// HTTP requests made (the first, for the header, and the index's included; retries counted).
     public var requests = 0
     /// Whether the server answered several ranges in one request (`nil`: never asked).
@@ -72,14 +78,18 @@ public enum ArchiveSync {
     ///   - key: check the publisher's signature (`URL.tpsig`, Specs/signing.md §7): its key, its
     ///   release against the local archive's own `LOCAL.tpsig` and the lowest accepted, every tile
     ///   of the result before it replaces LOCAL; `LOCAL.tpsig` is then replaced with it.
+    ///   - transport: who fetches the sync plan's units (`nil`: tilepack's own HTTP transport); an
+    ///   app's downloader, or the units it saved (``DeliveredUnits``), Specs/updates.md §8.1.
     public static func run(
-        local: String, url text: String, options: HTTPByteSource.Options = .init(), s3: S3Client? = nil, key: SyncKey? = nil
+        local: String, url text: String, options: HTTPByteSource.Options = .init(), s3: S3Client? = nil, key: SyncKey? = nil,
+        transport: (any SyncTransport)? = nil
     ) throws(OperationError) -> SyncReport {
-        try run(local: local, url: text, options: options, s3: s3, key: key, request: nil)
+        try run(local: local, url: text, options: options, s3: s3, key: key, delivery: SyncDelivery(transport: transport), request: nil)
     }
 
     static func run(
-        local: String, url text: String, options: HTTPByteSource.Options, s3: S3Client? = nil, key: SyncKey? = nil, request: SyncRequest?
+        local: String, url text: String, options: HTTPByteSource.Options, s3: S3Client? = nil, key: SyncKey? = nil,
+        delivery: SyncDelivery = SyncDelivery(), request: SyncRequest?
     ) throws(OperationError) -> SyncReport {
         let start = DispatchTime.now().uptimeNanoseconds
         var report = SyncReport(local: local, url: text)
@@ -129,7 +139,7 @@ public enum ArchiveSync {
                 try bind(staging, to: index.identity, report: &report)
                 try indexedSync(
                     archive: archive, tiles: tiles, index: index, indexName: indexName, staging: staging, local: local, format: format,
-                    source: text, signature: signature, request: request, report: &report)
+                    source: text, signature: signature, delivery: delivery, request: request, report: &report)
             }
         } catch let error as OperationError {
             throw error
@@ -161,19 +171,23 @@ public enum ArchiveSync {
             let indexLocation = S3Location(bucket: location.bucket, key: TileHashIndex.sidecarName(of: location.key))
             return (
                 remote,
-                { limit throws(TileArchiveError) in try RemoteTileIndex.fetch(s3: indexLocation, client: client, limit: limit, options: options) },
+                { limit throws(TileArchiveError) in
+                    try RemoteTileIndex.fetch(s3: indexLocation, client: client, limit: limit, options: options)
+                },
                 indexName
             )
         }
         guard text.lowercased().hasPrefix("http://") || text.lowercased().hasPrefix("https://"), let url = URL(string: text),
             let indexURL = URL(string: indexName)
         else {
-            throw OperationError(path: text, fault: .badInput("sync takes an http://, https:// or s3:// URL of a bundle or PMTiles archive"))
+            throw OperationError(
+                path: text, fault: .badInput("sync takes an http://, https:// or s3:// URL of a bundle or PMTiles archive"))
         }
         let remote: HTTPByteSource
         do { remote = try HTTPByteSource(url: url, options: options) } catch { throw OperationError(path: text, fault: .archive(error)) }
         return (
-            remote, { limit throws(TileArchiveError) in try RemoteTileIndex.fetch(url: indexURL, limit: limit, options: options) }, indexName
+            remote, { limit throws(TileArchiveError) in try RemoteTileIndex.fetch(url: indexURL, limit: limit, options: options) },
+            indexName
         )
     }
 
@@ -204,7 +218,7 @@ public enum ArchiveSync {
     /// Only the tiles whose hash the local copy lacks.
     static func indexedSync(
         archive: any TileArchive, tiles: [TileCoordinate], index: TileHashIndex, indexName: String, staging: StagedByteSource,
-        local: String, format: TileArchiveFormat, source: String, signature: SyncSignature?, request: SyncRequest?,
+        local: String, format: TileArchiveFormat, source: String, signature: SyncSignature?, delivery: SyncDelivery, request: SyncRequest?,
         report: inout SyncReport
     ) throws {
         let metadata = try checkBinding(index, of: archive, tiles: tiles, indexName: indexName, staging: staging, source: source)
@@ -229,35 +243,10 @@ public enum ArchiveSync {
                 report.tilesReused += 1
             }
         }
-        // Fetch them, staged, each checked against its hash as it is read.
-        let gap = staging.remote.answersMultipleRanges == false ? singleRangeGap : multipartGap
-        var fetched: [UInt64: TileCoordinate] = [:]
-        let planner = StagingPlanner(staging: staging, gap: gap, request: request)
-        var fetchedBytes = 0
-        func check(_ tile: TileCoordinate, _ bytes: UnsafeRawBufferPointer) throws {
-            let h = TileHashIndex.hash(bytes)
-            guard h == wanted[tile] else {
-                staging.remove()
-                throw OperationError(
-                    path: source,
-                    fault: .badInput(
-                        "tile \(tile)'s bytes (hash \(String(h, radix: 16))) are not what the index says (\(String(wanted[tile] ?? 0, radix: 16))): the server sent other bytes; nothing was changed"
-                    ))
-            }
-            fetchedBytes += bytes.count
-            fetched[h] = tile
-        }
-        if archive is SparseBundleArchive {
-            // The payload numbers and records of the tiles to fetch, then their payloads; only the
-            // payloads' bytes count in the progress.
-            let entries = StagingPlanner(staging: staging, gap: gap, request: nil)
-            try SparseBundleArchive(source: planner, entries: entries).forEachTile(where: { wanted[$0] != nil }, check)
-        } else if let pmtiles = try openTileArchive(source: planner) as? PMTilesArchive {
-            try pmtiles.forEachTile(where: { wanted[$0] != nil }, check)
-        } else {
-            try archive.forEachTile { tile, bytes in if wanted[tile] != nil { try check(tile, bytes) } }
-        }
-        report.fetchedTileBytes = fetchedBytes
+        // Fetch them by the sync plan's units, staged, each tile checked against its hash as it is read.
+        let fetched = try fetchWanted(
+            archive: archive, wanted: wanted, identity: index.identity.description, staging: staging, source: source, delivery: delivery,
+            request: request, report: &report)
         // The new version: the local tiles that stay, the fetched ones, the remote metadata.
         let synced = SyncedArchive(
             remote: archive, local: localArchive, tiles: tiles, hashes: index.hashes, held: held, fetched: fetched, metadata: metadata,

@@ -36,6 +36,8 @@ package final class StagedByteSource: ByteSource, @unchecked Sendable {
         /// Where this sync's own records begin.
         var runStart = 0
         var headerLength = 0
+        /// The sync plan recorded last (its JSON), if any (``recordPlan(_:)``).
+        var plan: Data?
     }
     let state = Locked(State())
     /// The staged bytes of an earlier, interrupted sync that this one uses.
@@ -48,6 +50,11 @@ package final class StagedByteSource: ByteSource, @unchecked Sendable {
     static let magic = Array("TPSYNC02".utf8)
     /// A record's offset field that marks the binding record (its bytes: the index identity).
     static let bindingMark = UInt64.max
+    /// The mark of a plan record (its bytes: the sync plan's JSON, Specs/updates.md §8.1).
+    static let planMark = UInt64.max - 1
+    /// The mark of a discard record (its bytes: two 8-byte offsets, a range whose staged bytes a
+    /// check found wrong and which is fetched again).
+    static let discardMark = UInt64.max - 2
 
     /// Opens the staging file at `path` for `remote`: an earlier one of the same object (its ETag
     /// and size; without an ETag its size, the rest left to ``bind(index:)``) is resumed (its
@@ -78,12 +85,18 @@ package final class StagedByteSource: ByteSource, @unchecked Sendable {
                     let head = Self.pread(fd, offset: at, length: 16)
                     let mark = Self.get64(head, 0), length = Int(Self.get32(head, 8)), crc = Self.get32(head, 12)
                     let offset = Int(truncatingIfNeeded: mark)
-                    guard length > 0, at + 16 + length <= size, mark == Self.bindingMark || (offset >= 0 && offset <= remote.count - length)
+                    guard length > 0, at + 16 + length <= size, mark >= Self.discardMark || (offset >= 0 && offset <= remote.count - length)
                     else { break }
                     let bytes = Self.pread(fd, offset: at + 16, length: length)
                     guard bytes.withUnsafeBytes({ CRC32.checksum($0) }) == crc else { break }
                     if mark == Self.bindingMark {
                         loaded.bound = String(decoding: bytes, as: UTF8.self)
+                    } else if mark == Self.planMark {
+                        loaded.plan = Data(bytes)
+                    } else if mark == Self.discardMark {
+                        let low = Int(truncatingIfNeeded: Self.get64(bytes, 0)), high = Int(truncatingIfNeeded: Self.get64(bytes, 8))
+                        guard length == 16, low >= 0, low <= high else { break }
+                        loaded.discard(low..<high)
                     } else if remote.etag != nil {
                         loaded.ranges.append((offset..<(offset + length), at + 16))
                         loaded.stagedBytes += length
@@ -129,7 +142,9 @@ package final class StagedByteSource: ByteSource, @unchecked Sendable {
     /// returned note. Records of another identity are dropped (this sync's kept).
     package func bind(index: ContentIdentity?) throws(TileArchiveError) -> String? {
         let key = index?.description ?? "none"
-        let (bound, earlier, earlierBytes) = state.withLock { ($0.bound, $0.runStart > $0.headerLength, $0.pendingBytes + $0.stagedBytes - $0.ownBytes) }
+        let (bound, earlier, earlierBytes) = state.withLock {
+            ($0.bound, $0.runStart > $0.headerLength, $0.pendingBytes + $0.stagedBytes - $0.ownBytes)
+        }
         if bound == key {
             state.withLock { state in
                 state.ranges = (state.ranges + state.pending).sorted { $0.range.lowerBound < $1.range.lowerBound }
@@ -140,9 +155,13 @@ package final class StagedByteSource: ByteSource, @unchecked Sendable {
             return nil
         }
         if etag == nil && index == nil {
-            state.withLock { $0.pending = [] ; $0.pendingBytes = 0 }
+            state.withLock {
+                $0.pending = []
+                $0.pendingBytes = 0
+            }
             guard earlier else { return nil }
-            return "\(remote.name) sends no ETag and has no tile index, so a resume cannot be bound to the object: the \(earlierBytes) bytes staged by an earlier sync were not used"
+            return
+                "\(remote.name) sends no ETag and has no tile index, so a resume cannot be bound to the object: the \(earlierBytes) bytes staged by an earlier sync were not used"
         }
         if bound == nil && etag != nil {
             try appendBinding(key)

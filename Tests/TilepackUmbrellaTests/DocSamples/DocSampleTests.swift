@@ -194,4 +194,31 @@ import TilepackTestSupport
         }
         #expect(FileManager.default.contents(atPath: base) == before)
     }
+
+    /// The background article: the plan, its units downloaded by URLSession (FoundationNetworking's
+    /// on Linux) as files, then applied; the archive is the new version.
+    @Test(.needs(.nginx)) func syncingInTheBackgroundDownloadsTheUnitsThenAppliesThem() async throws {
+        let directory = try TemporaryDirectory("doc-background")
+        let www = try TemporaryDirectory("doc-background-www")
+        let new = www.file("v2.tilepack")
+        let (base, _, _, _) = try await Self.shownSample(in: directory, new: new)
+        _ = try ArchiveIndexer.run(archive: new)
+        let server = try NginxServer(root: www.url)
+        defer { server.stop() }
+        let url = "\(server.baseURL)/v2.tilepack"
+        let plan = try planSync(base, from: url)
+        #expect(plan.units.count == 1 && plan.changedBytes > 0, "\(plan)")
+        let folder = directory.file("units")
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let downloads = UnitDownloads(plan: plan, url: URL(string: url)!, folder: folder, identifier: "doc-background")
+        downloads.start()
+        for _ in 0..<300 where !plan.units.allSatisfy({ FileManager.default.fileExists(atPath: downloads.units.path(of: $0)) }) {
+            try await Task.sleep(nanoseconds: 100_000_000)
+        }
+        downloads.session.finishTasksAndInvalidate()
+        let report = try applySync(base, from: url, folder: folder)
+        #expect(report.tilesFetched == 1 && report.planUnits == 1, "\(report)")
+        #expect(try ContentIdentity.compute(openTileArchive(path: base)) == ContentIdentity.compute(openTileArchive(path: new)))
+        #expect(!FileManager.default.fileExists(atPath: folder))
+    }
 }
