@@ -13,9 +13,11 @@
 #   - sync: `tilepack sync` from nginx on loopback, with and without multi-range answers (below).
 # Release builds; everything under $BENCH_WORK (default /tmp/tilepack-bench/update).
 #
-#   tools/bench-update.sh [--tiles N] [--apply-only | --sync-only]
+#   tools/bench-update.sh [--tiles N] [--apply-only | --sync-only | --scale [--changed M]]
 #                         (--apply-only: the apply times alone; --sync-only: the sync counts alone;
-#                          TILEPACK_BIN=path: use that release build of tilepack)
+#                          --scale: issue 44's apply at 100,000 and 1,000,000 tiles, below
+#                          (tools/bench-update-scale.sh); TILEPACK_BIN=path: use that release build
+#                          of tilepack)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source tools/bench-lib.sh
@@ -28,7 +30,9 @@ while [ $# -gt 0 ]; do
         --tiles) tiles="$2"; shift 2 ;;
         --apply-only) apply_only=1; shift ;;
         --sync-only) sync_only=1; shift ;;
-        *) echo "usage: $0 [--tiles N] [--apply-only | --sync-only]" >&2; exit 2 ;;
+        --scale) scale=1; shift ;;
+        --changed) changed="$2"; shift 2 ;;
+        *) echo "usage: $0 [--tiles N] [--apply-only | --sync-only | --scale [--changed M]]" >&2; exit 2 ;;
     esac
 done
 mkdir -p "$work"
@@ -45,6 +49,11 @@ fi
 
 # TILEPACK_BIN: a release tilepack already built; else the static release build (bench-lib.sh).
 tilepack="$(release_tilepack)"
+if [ -n "${scale:-}" ]; then
+    source tools/bench-update-scale.sh
+    scale_bench "${changed:-10000}"
+    exit 0
+fi
 
 if [ ! -f "$work/v2-$tiles.mbtiles" ]; then
     swift build -c release --package-path tools --product make-versions

@@ -107,8 +107,8 @@ import TilepackUpdate
     }
 
     /// A stored identity is trusted while the file's change counter is the one stored with it;
-    /// an `UPDATE` by another tool (the tile count unchanged) moves the counter, and the next
-    /// patch computes the identity, finds another base and changes nothing.
+    /// an `UPDATE` by another tool (the tile count unchanged) or a `DELETE` moves the counter, and
+    /// the next patch computes the identity, finds another base and changes nothing.
     @Test func aStoredIdentityIsTrustedOnlyWhileTheFileIsUnchanged() throws {
         let dir = try TemporaryDirectory()
         let base = dir.file("base.mbtiles"), forward = dir.file("f.tppatch"), back = dir.file("b.tppatch")
@@ -130,6 +130,18 @@ import TilepackUpdate
             "\(error)".contains("made for another base")
         }
         #expect(try Self.bytes(base) == changed)
+        // The counter alone says so when another tool deletes a tile (the table is not counted).
+        let other = dir.file("other.mbtiles")
+        try Self.copy(Self.v1, to: other)
+        _ = try ArchivePatcher.run(base: other, patch: forward)
+        try Self.sql(other, "DELETE FROM tiles WHERE rowid = (SELECT min(rowid) FROM tiles WHERE zoom_level = 6)")
+        let deleted = try Self.bytes(other)
+        #expect {
+            try ArchivePatcher.run(base: other, patch: back)
+        } throws: { error in
+            "\(error)".contains("made for another base")
+        }
+        #expect(try Self.bytes(other) == deleted)
         // In WAL mode commits leave the counter: never trusted there.
         let wal = dir.file("wal.mbtiles")
         try Self.copy(Self.v1, to: wal)

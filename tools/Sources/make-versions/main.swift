@@ -4,6 +4,8 @@
 // deletes 0.5% in another and adds one deeper zoom over a small area.
 //
 //   make-versions OUT_DIR [--tiles 50000]   writes OUT_DIR/v1.mbtiles and OUT_DIR/v2.mbtiles
+//   make-versions OUT_DIR --tiles N --changed M   v2 differs from v1 in exactly M tiles, spread
+//                                                 over the archive (Scattered.swift)
 import Foundation
 import TileSynth
 import TilepackCore
@@ -16,9 +18,19 @@ if let i = arguments.firstIndex(of: "--tiles"), i + 1 < arguments.count, let n =
     count = n
     arguments.removeSubrange(i...(i + 1))
 }
-guard let out = arguments.first else {
-    FileHandle.standardError.write(Data("usage: make-versions OUT_DIR [--tiles N]\n".utf8))
+var scattered: Int?
+if let i = arguments.firstIndex(of: "--changed"), i + 1 < arguments.count, let n = Int(arguments[i + 1]), n >= 0 {
+    scattered = n
+    arguments.removeSubrange(i...(i + 1))
+}
+guard let out = arguments.first, arguments.count == 1 else {
+    FileHandle.standardError.write(Data("usage: make-versions OUT_DIR [--tiles N] [--changed M]\n".utf8))
     exit(2)
+}
+
+if let scattered {
+    try Scattered.write(out: out, count: count, changed: scattered, rerendered: rerendered)
+    exit(0)
 }
 
 let tiles = TileSynth.firstTiles(count)
