@@ -218,6 +218,8 @@ extension SignedExtractTests {
         #expect(archiveRequests == plain, "\(archiveRequests) archive requests, unverified \(plain)")
         #expect(sidecarRequests.count <= 2 + 7, "\(sidecarRequests.count) sidecar requests")
         #expect(signature.proof.hashes == tree.proof(for: signature.proof.indices))
+        // Each proof hash is one stored node (Specs/signing.md §5): the hash bytes read are the proof's.
+        #expect(verification.reader.hashBytesRead == 32 * signature.proof.hashes.count)
         #expect(signature.tileIDs.count == report.tiles)
     }
 
@@ -255,8 +257,9 @@ extension SignedExtractTests {
         #expect(root.release == 7 && root.treeSize == UInt64(Self.tiles.count))
         #expect(server.requests.allSatisfy { $0.path.hasSuffix(".tpsig") }, "\(server.requests.map(\.target))")
         #expect(throws: OperationError.self) { try ExtractVerification.signedRoot(of: url, key: Self.forger.verifier, minimumRelease: 0) }
+        // A node of level 8 changed (5,461 leaves: levels 0 to 13; info checks levels 5 to 13).
         var sidecar = try SignatureSidecar.read(path: source + ".tpsig")
-        sidecar.storedLevels[1][40] ^= 1
+        sidecar.storedLevels[8][40] ^= 1
         try Data(sidecar.encoded()).write(to: URL(fileURLWithPath: source + ".tpsig"))
         do {
             _ = try ExtractVerification.signedRoot(of: url, key: Self.key.verifier, minimumRelease: 0)

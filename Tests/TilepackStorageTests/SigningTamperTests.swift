@@ -137,14 +137,14 @@ import TilepackTestSupport
     @Test func aTreeWithStoredUpperLevelsRoundTripsAndItsUpperHashesAreChecked() throws {
         let dir = try TemporaryDirectory()
         let path = dir.file("big.pmtiles")
-        // 700 tiles of zoom 5 (1,024 places): levels 0 and 8 stored, a partial last group.
+        // 700 tiles of zoom 5 (1,024 places): levels 0 to 10 stored, each ending in a partial node.
         let tiles = (0..<700).map { i in (TileCoordinate(uncheckedZoom: 5, x: i % 32, y: i / 32), Array("tile \(i)".utf8)) }
         try Self.write(tiles, format: .pmtiles, to: path)
         _ = try ArchiveSignature.sign(archivePath: path, key: Self.key, release: 1, time: 0)
         var sidecar = try SignatureSidecar.read(path: path + ".tpsig")
-        #expect(sidecar.storedLevels.map(\.count) == [700 * 32, 2 * 32] && sidecar.storedFences.count == 3)
+        #expect(sidecar.storedLevels.map(\.count) == [700, 350, 175, 88, 44, 22, 11, 6, 3, 2, 1].map { 32 * $0 } && sidecar.storedFences.count == 3)
         #expect(try ArchiveSignature.verify(archivePath: path, key: Self.key.verifier).tiles == 700)
-        sidecar.storedLevels[1][40] ^= 1
+        sidecar.storedLevels[8][40] ^= 1
         try Data(sidecar.encoded()).write(to: URL(fileURLWithPath: path + ".tpsig"))
         guard case .sidecar(_, let reason) = try Self.refusal(path) else { Issue.record("a changed level-8 hash not refused"); return }
         #expect(reason.contains("do not give its signed root"))

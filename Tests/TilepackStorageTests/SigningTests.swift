@@ -90,7 +90,15 @@ import TilepackTestSupport
             let leaves = Self.leaves(n)
             let tree = MerkleTree(leaves: leaves.flatMap { $0 })
             #expect(tree.root == Self.naiveRoot(leaves), "n = \(n)")
-            #expect(tree.storedLevels.count == MerkleTree.storedLevelCount(size: n))
+            #expect(tree.storedLevels.count == MerkleTree.levelCount(size: n))
+            // Every level (Specs/signing.md §5): node j of level l is MTH(D[j·2^l : min((j+1)·2^l, n)]).
+            for (level, nodes) in tree.storedLevels.enumerated() {
+                #expect(nodes.count == 32 * MerkleTree.nodeCount(size: n, level: level), "n = \(n), level \(level)")
+                for j in 0..<(nodes.count / 32) {
+                    let span = Array(leaves[(j << level)..<min((j + 1) << level, n)])
+                    #expect(Array(nodes[(32 * j)..<(32 * j + 32)]) == Self.naiveRoot(span), "n = \(n), level \(level), node \(j)")
+                }
+            }
         }
     }
 

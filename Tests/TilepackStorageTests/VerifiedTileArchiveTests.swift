@@ -78,9 +78,10 @@ import TilepackTestSupport
         #expect(throws: TileArchiveError.self) { try archive.tileData(at: neighbour) }
         let elsewhere = try #require(PMTilesFormat.tile(ofID: sidecar.tileIDs[300]))
         #expect(try archive.tileData(at: elsewhere) == Data(tiles.first { $0.0 == elsewhere }!.1))
-        // A level-8 hash changed: the open is refused, naming the sidecar.
+        // A level-8 node changed (700 leaves: levels 2 to 10 are checked at open): the open is
+        // refused, naming the sidecar.
         var upper = original
-        upper.storedLevels[1][3] ^= 1
+        upper.storedLevels[8][3] ^= 1
         try Data(upper.encoded()).write(to: URL(fileURLWithPath: path + ".tpsig"))
         #expect(throws: SignatureError.self) { try VerifiedTileArchive(base: try openTileArchive(path: path), key: Fixture.key.verifier) }
     }

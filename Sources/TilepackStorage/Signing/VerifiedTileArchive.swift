@@ -134,7 +134,7 @@ public final class VerifiedTileArchive: TileArchive, @unchecked Sendable {
         guard let index else { throw fault(tile, "not in the signed tree") }
         if isChecked(index) { return }
         let leaf = TreeHasher().leaf(ContentIdentity.TileHasher().fullHash(tile, bytes))
-        let signed = try sidecar.withLock { reader throws in try reader.checkedHash(stored: 0, index: index) }
+        let signed = try sidecar.withLock { reader throws in try reader.checkedHash(level: 0, index: index) }
         guard let signed else {
             throw TileArchiveError(
                 path: sidecarPath,
