@@ -16,7 +16,7 @@ import TilepackTestSupport
     /// A box over central Europe: 1 + 1 + 1 + 2 + 4 + ... tiles a zoom.
     static let box = GeoBoundingBox(west: 5, south: 44, east: 17, north: 48)
 
-    /// Zooms 0-6 of the world, 5,461 distinct tiles (levels 0 and 8 of the tree stored).
+    /// Zooms 0-6 of the world, 5,461 distinct tiles (levels 0 to 13 of the tree).
     static let tiles: [(TileCoordinate, [UInt8])] = {
         var out: [(TileCoordinate, [UInt8])] = []
         for zoom in 0...6 {

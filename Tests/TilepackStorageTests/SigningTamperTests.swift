@@ -150,6 +150,23 @@ import TilepackTestSupport
         #expect(reason.contains("do not give its signed root"))
     }
 
+    /// A sidecar of the first layout (`TPSIG001`: every 8th level stored) is refused by name, saying
+    /// what to do (re-sign), by `verify`, by a side-loaded pack's open and by the independent verifier.
+    @Test func aSidecarOfTheFirstLayoutIsRefusedByName() throws {
+        let dir = try TemporaryDirectory()
+        let path = try Self.signed(.pmtiles, in: dir)
+        let sidecar = try SignatureSidecar.read(path: path + ".tpsig")
+        // TPSIG001's bytes for 40 leaves: the same header, root, fences and ids, then level 0 alone.
+        var old = SignatureSidecar(note: sidecar.note, tileIDs: sidecar.tileIDs, storedLevels: [sidecar.storedLevels[0]]).encoded()
+        old.replaceSubrange(0..<8, with: Array("TPSIG001".utf8))
+        try Data(old).write(to: URL(fileURLWithPath: path + ".tpsig"))
+        guard case .sidecar(let named, let reason) = try Self.refusal(path) else { Issue.record("a TPSIG001 sidecar was not refused"); return }
+        #expect(named == path + ".tpsig" && reason.contains("TPSIG001") && reason.contains("re-sign"), "\(reason)")
+        #expect(throws: SignatureError.sidecar(path: path + ".tpsig", reason: reason)) {
+            try VerifiedTileArchive(base: try openTileArchive(path: path), key: Self.key.verifier)
+        }
+    }
+
     /// Every byte of the sidecar counts: any damage (a flipped bit, a byte dropped or added, the
     /// end cut) is refused with a SignatureError, never accepted, never a crash.
     @Test func anyDamageToTheSidecarIsRefused() throws {

@@ -89,11 +89,12 @@ package struct SignatureSidecar: Sendable {
         try put(locator)
         locator = []
         try put(leaves)
+        if leaves.isEmpty { return MerkleTree(leaves: []).root }
         if let levels {
             for level in levels.dropFirst() { try put(level) }
-            return levels.last.map { Array($0.prefix(32)) } ?? MerkleTree(leaves: []).root
+            return Array(levels[levels.count - 1].prefix(32))
         }
-        guard leaves.count > 32 else { return leaves.isEmpty ? MerkleTree(leaves: []).root : leaves }
+        guard leaves.count > 32 else { return leaves }
         var level = MerkleTree.parents(of: leaves)
         try put(level)
         while level.count > 32 {
