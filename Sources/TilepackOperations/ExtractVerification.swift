@@ -32,7 +32,8 @@ package final class ExtractVerification: @unchecked Sendable {
                 bytes = try Self.remoteSource(location)
             } else {
                 guard FileManager.default.fileExists(atPath: location) else {
-                    throw SignatureError.sidecar(path: location, reason: "missing: \(source) is not signed, and --key asks for its signature")
+                    throw SignatureError.sidecar(
+                        path: location, reason: "missing: \(source) is not signed, and --key asks for its signature")
                 }
                 bytes = try FileByteSource(path: location)
             }
@@ -60,7 +61,8 @@ package final class ExtractVerification: @unchecked Sendable {
         do {
             guard try verification.reader.storedRoot() == verification.reader.root.rootHash else {
                 throw SignatureError.sidecar(
-                    path: verification.reader.source.name, reason: "its stored hashes do not give its signed root (the sidecar was rewritten or damaged)")
+                    path: verification.reader.source.name,
+                    reason: "its stored hashes do not give its signed root (the sidecar was rewritten or damaged)")
             }
         } catch {
             throw named(error, path: verification.reader.source.name)
@@ -141,6 +143,7 @@ package final class ExtractVerification: @unchecked Sendable {
             let named = differ.prefix(SignatureError.maximumNamedTiles).map { SignatureError.TileProblem(tile: $0, kind: .bytesDiffer) }
             return .tiles(archive: archiveName, problems: Array(named), count: differ.count)
         }
-        return .sidecar(path: reader.source.name, reason: "its stored hashes do not give its signed root (the sidecar was rewritten or damaged)")
+        return .sidecar(
+            path: reader.source.name, reason: "its stored hashes do not give its signed root (the sidecar was rewritten or damaged)")
     }
 }

@@ -65,7 +65,9 @@ final class SyncSignature: @unchecked Sendable {
             try ArchiveSignature.checkRoot(early, treeSize: size, minimumRelease: trust.minimumRelease, origin: nil, path: name)
             root = early
             note = try source.withBytes(offset: SignatureSidecar.headerLength, length: noteLength) { [UInt8]($0) }
-            idsOffset = SignatureSidecar.headerLength + (noteLength + 7) / 8 * 8 + 8 * ((size + SignatureSidecar.groupSize - 1) / SignatureSidecar.groupSize)
+            idsOffset =
+                SignatureSidecar.headerLength + (noteLength + 7) / 8 * 8 + 8
+                * ((size + SignatureSidecar.groupSize - 1) / SignatureSidecar.groupSize)
         } catch let error as OperationError {
             throw error
         } catch { throw Self.refusal(error, path: name) }
@@ -146,7 +148,8 @@ final class SyncSignature: @unchecked Sendable {
         do { refusal = try namedTiles(leaves, archive: "\(source) (synced for \(local))") } catch {
             throw Self.refusal(error, path: name)
         }
-        throw OperationError(path: "", fault: .badInput("\(refusal) (checked against \(name), signed by \(key)): \(local) was left as it was"))
+        throw OperationError(
+            path: "", fault: .badInput("\(refusal) (checked against \(name), signed by \(key)): \(local) was left as it was"))
     }
 
     /// The tiles of `leaves` that differ from the publisher's leaves at their tile ids, are not in
@@ -194,7 +197,9 @@ final class SyncSignature: @unchecked Sendable {
             }
         }
         guard count == 0 else { return .tiles(archive: archive, problems: problems, count: count) }
-        return .sidecar(path: name, reason: "its stored leaves are the synced tiles', which do not give its signed root (the sidecar was rewritten or damaged)")
+        return .sidecar(
+            path: name,
+            reason: "its stored leaves are the synced tiles', which do not give its signed root (the sidecar was rewritten or damaged)")
     }
 
     /// `LOCAL.tpsig`, staged beside LOCAL by ``checkTiles(of:local:source:)``, not yet in place:

@@ -74,7 +74,8 @@ public enum ArchiveSignature {
             time: SignedRoot.time(seconds: time))
         let note = Array(root.signed(by: key).utf8)
         guard note.count <= SignedRoot.maximumNoteLength else {
-            throw SignatureError.cannotSign(path: archivePath, reason: "the signed root is over \(SignedRoot.maximumNoteLength) bytes (a long origin)")
+            throw SignatureError.cannotSign(
+                path: archivePath, reason: "the signed root is over \(SignedRoot.maximumNoteLength) bytes (a long origin)")
         }
         let path = SignatureSidecar.sidecarName(of: archivePath)
         let file = try AtomicFile(destination: path, overwrite: true)

@@ -68,14 +68,18 @@ package struct SignatureSidecar: Sendable {
     /// `levels` when they were built (`sign`), else each level computed from the one below as it is
     /// written and then let go (a sync holds its leaves and a level of half as many, not the tree).
     /// Returns the root written (the top level's node).
-    package static func write(note: [UInt8], tileIDs: [UInt64], leaves: [UInt8], levels: [[UInt8]]? = nil, to path: String) throws -> [UInt8] {
+    package static func write(note: [UInt8], tileIDs: [UInt64], leaves: [UInt8], levels: [[UInt8]]? = nil, to path: String) throws
+        -> [UInt8]
+    {
         guard let handle = FileHandle(forWritingAtPath: path) else {
-            throw TileArchiveError(path: path, fault: .io(errno: errno, reason: "cannot write the signature: \(String(cString: strerror(errno)))"))
+            throw TileArchiveError(
+                path: path, fault: .io(errno: errno, reason: "cannot write the signature: \(String(cString: strerror(errno)))"))
         }
         defer { try? handle.close() }
         func put(_ bytes: [UInt8]) throws {
             do { try handle.write(contentsOf: bytes) } catch {
-                throw TileArchiveError(path: path, fault: .io(errno: 0, reason: "cannot write the signature: \(error.localizedDescription)"))
+                throw TileArchiveError(
+                    path: path, fault: .io(errno: 0, reason: "cannot write the signature: \(error.localizedDescription)"))
             }
         }
         let head = SignatureSidecar(note: note, tileIDs: [], storedLevels: [])
@@ -84,7 +88,9 @@ package struct SignatureSidecar: Sendable {
         try put(header)
         var locator: [UInt8] = []
         locator.reserveCapacity(8 * (tileIDs.count + tileIDs.count / groupSize + 1))
-        for fence in stride(from: 0, to: tileIDs.count, by: groupSize) { withUnsafeBytes(of: tileIDs[fence].littleEndian) { locator += $0 } }
+        for fence in stride(from: 0, to: tileIDs.count, by: groupSize) {
+            withUnsafeBytes(of: tileIDs[fence].littleEndian) { locator += $0 }
+        }
         for id in tileIDs { withUnsafeBytes(of: id.littleEndian) { locator += $0 } }
         try put(locator)
         locator = []
@@ -137,7 +143,8 @@ package struct SignatureSidecar: Sendable {
         let expected = fileLength(noteLength: noteLength, size: size)
         guard source.count == expected else {
             let what = source.count < expected ? "truncated" : "longer than its tree"
-            throw SignatureError.sidecar(path: path, reason: "\(what): \(source.count) bytes, the signed root and tree of \(size) leaves need \(expected)")
+            throw SignatureError.sidecar(
+                path: path, reason: "\(what): \(source.count) bytes, the signed root and tree of \(size) leaves need \(expected)")
         }
         let bytes = try SignedTreeReader.bytes(source, 0, expected)
         guard bytes[(headerLength + noteLength)..<(headerLength + (noteLength + 7) / 8 * 8)].allSatisfy({ $0 == 0 }) else {
@@ -165,7 +172,9 @@ package struct SignatureSidecar: Sendable {
         guard (1...SignedRoot.maximumNoteLength).contains(noteLength) else {
             throw .sidecar(path: path, reason: "its signed root is \(noteLength) bytes, not 1 to \(SignedRoot.maximumNoteLength)")
         }
-        guard u32(12) == 0, u64(24) == 0 else { throw .sidecar(path: path, reason: "flags or reserved bytes this version does not know are set") }
+        guard u32(12) == 0, u64(24) == 0 else {
+            throw .sidecar(path: path, reason: "flags or reserved bytes this version does not know are set")
+        }
         let size = u64(16)
         guard size < maximumTreeSize else { throw .sidecar(path: path, reason: "its tree of \(size) leaves is over the 2^32 limit") }
         return (noteLength, Int(size))

@@ -47,7 +47,8 @@ package final class SignedTreeReader: @unchecked Sendable {
         let expected = SignatureSidecar.fileLength(noteLength: noteLength, size: size)
         guard source.count == expected else {
             let what = source.count < expected ? "truncated" : "longer than its tree"
-            throw SignatureError.sidecar(path: path, reason: "\(what): \(source.count) bytes, the signed root and tree of \(size) leaves need \(expected)")
+            throw SignatureError.sidecar(
+                path: path, reason: "\(what): \(source.count) bytes, the signed root and tree of \(size) leaves need \(expected)")
         }
         let padded = (noteLength + 7) / 8 * 8
         let groups = (size + SignatureSidecar.groupSize - 1) / SignatureSidecar.groupSize
@@ -63,7 +64,9 @@ package final class SignedTreeReader: @unchecked Sendable {
         self.fences = Self.u64s(head, from: padded, count: groups)
         self.idsOffset = SignatureSidecar.headerLength + padded + 8 * groups
         var offsets = [idsOffset + 8 * size]
-        for level in 0..<MerkleTree.levelCount(size: size) { offsets.append(offsets[level] + 32 * MerkleTree.nodeCount(size: size, level: level)) }
+        for level in 0..<MerkleTree.levelCount(size: size) {
+            offsets.append(offsets[level] + 32 * MerkleTree.nodeCount(size: size, level: level))
+        }
         self.levelOffsets = offsets
     }
 
@@ -207,14 +210,15 @@ package final class SignedTreeReader: @unchecked Sendable {
 
     // MARK: - Reading
 
-    /// Fetches `ranges` in one batch (neighbours less than 64 bytes apart joined), kept until read.
+    /// Fetches `ranges` in one batch (touching neighbours joined: no byte beyond a proof's nodes
+    /// is asked for), kept until read.
     private func prefetch(_ ranges: [Range<Int>]) throws {
         let wanted = Set(ranges.filter { fetched[$0.lowerBound]?.count != $0.count }.map { [$0.lowerBound, $0.upperBound] })
             .map { $0[0]..<$0[1] }.sorted { $0.lowerBound < $1.lowerBound }
         guard !wanted.isEmpty else { return }
         var merged: [Range<Int>] = []
         for range in wanted {
-            if let last = merged.last, range.lowerBound <= last.upperBound + 64 {
+            if let last = merged.last, range.lowerBound <= last.upperBound {
                 merged[merged.count - 1] = last.lowerBound..<max(last.upperBound, range.upperBound)
             } else {
                 merged.append(range)
@@ -230,7 +234,8 @@ package final class SignedTreeReader: @unchecked Sendable {
         for range in wanted {
             while merged[m].upperBound < range.upperBound { m += 1 }
             guard let part = parts[merged[m]], part.count == merged[m].count else {
-                throw SignatureError.sidecar(path: source.name, reason: "a batch of ranges came back without bytes \(range.lowerBound)-\(range.upperBound - 1)")
+                throw SignatureError.sidecar(
+                    path: source.name, reason: "a batch of ranges came back without bytes \(range.lowerBound)-\(range.upperBound - 1)")
             }
             let start = range.lowerBound - merged[m].lowerBound
             fetched[range.lowerBound] = Array(part[start..<(start + range.count)])

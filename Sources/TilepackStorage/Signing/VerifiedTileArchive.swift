@@ -34,7 +34,8 @@ public final class VerifiedTileArchive: TileArchive, @unchecked Sendable {
         let source: FileByteSource
         do { source = try FileByteSource(path: path, coalescedReadLength: 1) } catch {
             let missing = FileSystem.stat(path) == nil
-            throw SignatureError.sidecar(path: path, reason: missing ? "missing: the archive is not signed (tilepack sign writes it)" : "\(error.fault)")
+            throw SignatureError.sidecar(
+                path: path, reason: missing ? "missing: the archive is not signed (tilepack sign writes it)" : "\(error.fault)")
         }
         try self.init(base: base, key: key, minimumRelease: minimumRelease, sidecar: source)
     }
@@ -85,7 +86,8 @@ public final class VerifiedTileArchive: TileArchive, @unchecked Sendable {
         let path = source.name
         let reader = try SignedTreeReader(source: source, key: key, minimumRelease: minimumRelease, origin: nil)
         guard try reader.storedRoot() == reader.root.rootHash else {
-            throw SignatureError.sidecar(path: path, reason: "its stored hashes do not give its signed root (the sidecar was rewritten or damaged)")
+            throw SignatureError.sidecar(
+                path: path, reason: "its stored hashes do not give its signed root (the sidecar was rewritten or damaged)")
         }
         return reader
     }
@@ -146,7 +148,9 @@ public final class VerifiedTileArchive: TileArchive, @unchecked Sendable {
         guard let signed else {
             throw TileArchiveError(
                 path: sidecarPath,
-                fault: .corrupt("the stored hashes of tile \(tile.zoom)/\(tile.x)/\(tile.y)'s group do not give the signed root (the sidecar was rewritten or damaged)"))
+                fault: .corrupt(
+                    "the stored hashes of tile \(tile.zoom)/\(tile.x)/\(tile.y)'s group do not give the signed root (the sidecar was rewritten or damaged)"
+                ))
         }
         guard leaf == signed else {
             throw TileArchiveError(
