@@ -138,7 +138,9 @@ final class ArchiveGeneration: Sendable, AtomicReference {
         do {
             let source = try location.open(settings)
             var archive = try openTileArchive(source: source)
-            if let signature = settings.signature { archive = try signature.verified(archive, sidecar: try location.openSidecar(settings)) }
+            if let signature = settings.signature {
+                archive = try signature.verified(archive, sidecar: try location.openSidecar(settings))
+            }
             return try ArchiveGeneration(
                 name: name, path: location.text, archive: archive, identity: .object(source.version), descriptor: -1, remote: source)
         } catch let error as TileArchiveError {

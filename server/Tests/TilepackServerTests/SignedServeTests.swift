@@ -58,7 +58,9 @@ import TilepackTestSupport
                 #expect(answer.status >= 500 && answer.body != tampered[victim].1, "\(name) \(bad): \(answer.status)")
                 #expect(!answer.text.isEmpty && answer.text.contains("tile \(bad)"), "\(answer.text)")
             }
-            #expect(logged.withLock { $0 }.contains { $0.contains("tile \(bad) of '\(name)'") && $0.contains("release 3") }, "\(logged.withLock { $0 })")
+            #expect(
+                logged.withLock { $0 }.contains { $0.contains("tile \(bad) of '\(name)'") && $0.contains("release 3") },
+                "\(logged.withLock { $0 })")
             let answer = try await server.get("/\(name)/\(fine.zoom)/\(fine.x)/\(fine.y).png")
             #expect(answer.status == 200 && answer.body == tiles[good].1, "\(name) \(fine): \(answer.status)")
         }
