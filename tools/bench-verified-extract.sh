@@ -4,8 +4,11 @@
 # multiple byte ranges), counted in nginx's access log: the requests and bytes of the archive and
 # of its .tpsig; the sidecar's bytes split into its locator (header, signed root, fences, tile ids)
 # and its hashes; and the hashes against the minimal multi-leaf proof of the same leaves, computed
-# by the independent verifier (tools/verify_signed.py --minimal-proof). Figures, not timings: the
-# counts do not drift with load.
+# by the independent verifier (tools/verify_signed.py --minimal-proof). The verified extract runs
+# twice: against nginx as it is (several ranges a request: a batch of ranges is one request), and
+# against the same files under /one/, where nginx has `max_ranges 1` (one range a request, as S3:
+# tilepack then joins ranges up to 32 KiB apart). Figures, not timings: the counts do not drift
+# with load.
 #   ARCHIVE=path.pmtiles KEY=publisher.pub [AREAS="W,S,E,N ..."] tools/bench-verified-extract.sh
 # ARCHIVE defaults to bench-sign.sh's million-tile PMTiles (signed with its bench key) under
 # $BENCH_WORK (default /tmp/tilepack-bench); TILEPACK_BIN a release build, else built here.
@@ -33,25 +36,27 @@ http {
   log_format ranges '\$uri|\$http_range|\$status|\$body_bytes_sent';
   access_log $run/logs/access.log ranges;
   client_body_temp_path $run; proxy_temp_path $run; fastcgi_temp_path $run; uwsgi_temp_path $run; scgi_temp_path $run;
-  server { listen 127.0.0.1:$port; root $run/www; disable_symlinks off; etag on; }
+  server { listen 127.0.0.1:$port; root $run/www; disable_symlinks off; etag on;
+    location /one/ { alias $run/www/; max_ranges 1; } }
 }
 EOF
 nginx -c "$run/nginx.conf" -p "$run"
 for area in $areas; do
     : > "$run/logs/access.log.plain"
-    for mode in plain verified; do
+    for mode in plain verified single; do
         : > "$run/logs/access.log"
         kill -USR1 "$(cat "$run/nginx.pid")"
         rm -f "$run/out-$mode.mbtiles" "$run/out-$mode.mbtiles.tpsig"
-        extra=(); [ "$mode" = verified ] && extra=(--key "$key")
-        "$tilepack" extract "http://127.0.0.1:$port/world.pmtiles" "$run/out-$mode.mbtiles" --bbox "$area" -q "${extra[@]}" > /dev/null
+        extra=(); [ "$mode" != plain ] && extra=(--key "$key")
+        prefix=""; [ "$mode" = single ] && prefix="/one"
+        "$tilepack" extract "http://127.0.0.1:$port$prefix/world.pmtiles" "$run/out-$mode.mbtiles" --bbox "$area" -q "${extra[@]}" > /dev/null
         sleep 0.2   # nginx writes its log line after the response
         cp "$run/logs/access.log" "$run/logs/$mode.log"
     done
     minimal=$(python3 tools/verify_signed.py --minimal-proof "$archive.tpsig" "$run/out-verified.mbtiles")
-    python3 - "$run/logs/plain.log" "$run/logs/verified.log" "$archive.tpsig" "$minimal" "$area" <<'PY'
+    python3 - "$run/logs/plain.log" "$run/logs/verified.log" "$archive.tpsig" "$minimal" "$area" "$run/logs/single.log" <<'PY'
 import json, struct, sys
-plain, verified, sidecar, minimal, area = sys.argv[1:6]
+plain, verified, sidecar, minimal, area, single = sys.argv[1:7]
 minimal = json.loads(minimal)
 with open(sidecar, "rb") as f:
     head = f.read(32)
@@ -67,7 +72,7 @@ def load(path):
             for part in rng[6:].split(","):
                 a, b = part.strip().split("-")
                 spans.append((int(a), int(b) + 1))
-        rows.append((uri, spans, int(sent)))
+        rows.append((uri, spans, int(sent), status))
     return rows
 def overlap(spans, lo, hi):
     return sum(max(0, min(b, hi) - max(a, lo)) for a, b in spans)
@@ -87,5 +92,14 @@ print("  archive bytes: verified %d, unverified %d (ratio %.3f)" % (sum(r[2] for
 print("  sidecar bytes %d: locator %d (header, root, fences, tile ids), hashes %d" % (side_bytes, locator, hashes))
 print("  proof: %d hashes = %d bytes (the minimal multi-leaf proof, tools/verify_signed.py); hashes read / minimal = %.2fx (goal <= 1.2x); all sidecar bytes / minimal = %.2fx"
       % (minimal["hashes"], floor, hashes / floor, side_bytes / floor))
+s = load(single)
+side_s = [r for r in s if r[0].endswith(".tpsig")]
+archive_s = [r for r in s if not r[0].endswith(".tpsig")]
+hashes_s = sum(overlap(r[1], hashes_start, 1 << 62) for r in side_s)
+print("  one range a request (nginx max_ranges 1, as S3): requests %d (archive %d + sidecar %d), allowed %d; hash bytes %d = %.2fx the minimal proof; sidecar bytes %d"
+      % (len(s), len(archive_s), len(side_s), len(p) + 2 + 11, hashes_s, hashes_s / floor, sum(r[2] for r in side_s)))
+whole = [r for r in side_s if r[3] == "200"]
+print("    of which %d answered with the whole file (the multi-range probe, refused): %d bytes sent before it was cut off"
+      % (len(whole), sum(r[2] for r in whole)))
 PY
 done

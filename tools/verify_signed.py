@@ -101,13 +101,19 @@ def mth(leaves):
     return node_hash(mth(leaves[:k]), mth(leaves[k:]))
 
 
-def complete_levels(leaves):
-    """Every level's complete subtree hashes, level 0 first (§3)."""
+def tree_levels(leaves):
+    """Every level of §5's sidecar, level 0 first: node j of level l is MTH(D[j*2^l : min((j+1)*2^l, n)]),
+    which is node(2j, 2j+1) of the level below, or its node 2j alone when 2j+1 is past its end."""
     levels = [list(leaves)]
-    while len(levels[-1]) >= 2:
+    while len(levels[-1]) > 1:
         below = levels[-1]
-        levels.append([node_hash(below[2 * j], below[2 * j + 1]) for j in range(len(below) // 2)])
+        levels.append([node_hash(below[j], below[j + 1]) if j + 1 < len(below) else below[j] for j in range(0, len(below), 2)])
     return levels
+
+
+def node_level(count):
+    """The level of the node over `count` leaves: ceil(log2(count))."""
+    return (count - 1).bit_length() if count > 1 else 0
 
 
 # §4 the signed root ------------------------------------------------------------------------------
@@ -150,20 +156,16 @@ def open_note(note, name, public_key, min_release=0):
 # §5 the sidecar ----------------------------------------------------------------------------------
 
 def parse_sidecar(data):
-    if len(data) < 32 or data[:8] != b"TPSIG001":
-        raise Refused("not a TPSIG001 sidecar")
+    if data[:8] == b"TPSIG001":
+        raise Refused("a TPSIG001 sidecar (the first layout): re-sign the archive")
+    if len(data) < 32 or data[:8] != b"TPSIG002":
+        raise Refused("not a TPSIG002 sidecar")
     c, flags, n, reserved = struct.unpack_from("<IIQQ", data, 8)
     if flags or reserved or not 1 <= c <= 4096:
         raise Refused("bad sidecar header")
     at = 32 + (c + 7) // 8 * 8
     fences_count = (n + 255) // 256
-    levels_count = []
-    level = 0
-    while (n >> level) > 0 or level == 0:
-        levels_count.append(n >> level)
-        level += 8
-        if (n >> level) == 0:
-            break
+    levels_count = [(n + (1 << level) - 1) >> level for level in range(node_level(n) + 1)]
     need = at + 8 * fences_count + 8 * n + 32 * sum(levels_count)
     if len(data) != need:
         raise Refused("the sidecar is %d bytes, its tree of %d leaves needs %d (truncated)" % (len(data), n, need))
@@ -184,8 +186,7 @@ def check_sidecar(data, name, public_key, min_release=0):
     root = open_note(note, name, public_key, min_release)
     if root["tree_size"] != n:
         raise Refused("tree sizes differ")
-    levels = complete_levels(stored[0])
-    if [levels[l] for l in range(0, len(levels), 8)] != stored or mth(stored[0]) != root["root"]:
+    if tree_levels(stored[0]) != stored or mth(stored[0]) != root["root"]:
         raise Refused("the stored hashes do not give the signed root")
     if any(a >= b for a, b in zip(ids, ids[1:])) or fences != ids[::256]:
         raise Refused("the locator is damaged")
@@ -228,6 +229,23 @@ def proof_root(n, indices, leaves, hashes):
     if position[0] != len(hashes):
         raise Refused("the proof has hashes left over")
     return root
+
+
+def proof_from_levels(n, indices, stored):
+    """§5: each hash of §6's proof, D[a:b], read as node (ceil(log2(b-a)), a >> level) of the sidecar."""
+    out = []
+
+    def walk(a, b, chosen):
+        if not chosen:
+            level = node_level(b - a)
+            out.append(stored[level][a >> level])
+        elif b - a > 1:
+            k = largest_power_below(b - a)
+            walk(a, a + k, [i for i in chosen if i < a + k])
+            walk(a + k, b, [i for i in chosen if i >= a + k])
+
+    walk(0, n, sorted(indices))
+    return out
 
 
 def minimal_proof_size(n, indices):
@@ -301,6 +319,12 @@ def check_vectors(path):
     assert root["release"] == v["signed_root"]["release"] and root["origin"] == v["signed_root"]["origin"]
     signed, ids, stored = check_sidecar(bytes.fromhex(v["sidecar"]), name, public)
     assert signed == root and ids == [t["tile_id"] for t in v["tiles"]] and stored == leaves
+    levels = parse_sidecar(bytes.fromhex(v["sidecar"]))[4]
+    for level, nodes in enumerate(levels):
+        width = 1 << level
+        assert nodes == [mth(leaves[j * width:(j + 1) * width]) for j in range(len(nodes))]
+    for p in v["proofs"]:
+        assert proof_from_levels(len(leaves), p["indices"], levels) == decode_proof(bytes.fromhex(p["encoded"]))[2]
     return {"vectors": path, "tiles": len(leaves), "root": base64.b64encode(mth(leaves)).decode(), "agree": True}
 
 

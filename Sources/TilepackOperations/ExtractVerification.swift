@@ -8,14 +8,16 @@ import TilepackStorage
 /// `.tpsig`: the source's signed root, the tiles' leaves and their multi-leaf proof.
 ///
 /// The source's `.tpsig` (beside it: a file, or `URL.tpsig` / `s3://BUCKET/KEY.tpsig` read by
-/// range) is read in part: its header, signed root and fences at once; the tile-id groups of the
-/// tiles copied as they come; the proof's stored hashes at the end, announced together. Each tile
-/// is hashed as it is copied and must be in the signed tree; before the output is renamed into
-/// place, the tiles' leaves and the proof must give the signed root, else the tiles that differ
-/// from their stored leaves are named (or the sidecar, when none does) and nothing is written.
+/// range) is read in part: its header, signed root and fences at once; at the end, the tile-id
+/// groups of the tiles copied, in one batch of ranges, then the proof's nodes, in another. Each
+/// tile is hashed as it is copied; before the output is renamed into place, each must be in the
+/// signed tree, and the tiles' leaves and the proof must give the signed root, else the tiles
+/// the tree lacks or that differ from their stored leaves are named (or the sidecar, when none
+/// does) and nothing is written.
 package final class ExtractVerification: @unchecked Sendable {
     package let reader: SignedTreeReader
     private var entries: [(index: Int, id: UInt64, leaf: [UInt8])] = []
+    private var copied: [(id: UInt64, leaf: [UInt8])] = []
     private var written: String?
     private let archiveName: String
     private let tileHasher = ContentIdentity.TileHasher()
@@ -30,7 +32,8 @@ package final class ExtractVerification: @unchecked Sendable {
                 bytes = try Self.remoteSource(location)
             } else {
                 guard FileManager.default.fileExists(atPath: location) else {
-                    throw SignatureError.sidecar(path: location, reason: "missing: \(source) is not signed, and --key asks for its signature")
+                    throw SignatureError.sidecar(
+                        path: location, reason: "missing: \(source) is not signed, and --key asks for its signature")
                 }
                 bytes = try FileByteSource(path: location)
             }
@@ -58,7 +61,8 @@ package final class ExtractVerification: @unchecked Sendable {
         do {
             guard try verification.reader.storedRoot() == verification.reader.root.rootHash else {
                 throw SignatureError.sidecar(
-                    path: verification.reader.source.name, reason: "its stored hashes do not give its signed root (the sidecar was rewritten or damaged)")
+                    path: verification.reader.source.name,
+                    reason: "its stored hashes do not give its signed root (the sidecar was rewritten or damaged)")
             }
         } catch {
             throw named(error, path: verification.reader.source.name)
@@ -83,17 +87,22 @@ package final class ExtractVerification: @unchecked Sendable {
         return try HTTPByteSource(url: url, options: options)
     }
 
-    /// One tile about to be copied: hashed with its coordinate; a tile the signed tree does not
-    /// hold is refused at once, naming it.
+    /// One tile about to be copied: hashed with its coordinate (its place in the signed tree is
+    /// looked up at the end, with the others', in one batch).
     package func check(_ tile: TileCoordinate, _ bytes: UnsafeRawBufferPointer) throws {
-        let id = PMTilesFormat.tileID(of: tile)
-        let found: Int?
-        do { found = try reader.leafIndex(of: id) } catch { throw Self.named(error, path: reader.source.name) }
-        guard let index = found else {
-            throw Self.named(SignatureError.tiles(archive: archiveName, problems: [.init(tile: tile, kind: .notSigned)], count: 1), path: "")
+        copied.append((PMTilesFormat.tileID(of: tile), treeHasher.leaf(tileHasher.fullHash(tile, bytes))))
+    }
+
+    /// Each copied tile's leaf index; a tile the signed tree does not hold is refused, naming it.
+    private func locate() throws {
+        let indices = try reader.leafIndices(of: copied.map(\.id))
+        let outside = zip(copied, indices).filter { $0.1 == nil }.compactMap { PMTilesFormat.tile(ofID: $0.0.id) }
+        guard outside.isEmpty else {
+            let named = outside.prefix(SignatureError.maximumNamedTiles).map { SignatureError.TileProblem(tile: $0, kind: .notSigned) }
+            throw SignatureError.tiles(archive: archiveName, problems: Array(named), count: outside.count)
         }
-        let leaf = treeHasher.leaf(tileHasher.fullHash(tile, bytes))
-        entries.append((index, id, leaf))
+        entries = zip(copied, indices).map { ($0.1!, $0.0.id, $0.0.leaf) }
+        copied = []
     }
 
     /// The tiles checked against the signed root through their proof, then the output's `.tpsig`
@@ -103,6 +112,7 @@ package final class ExtractVerification: @unchecked Sendable {
     }
 
     private func checkAndWrite(beside destination: String) throws {
+        try locate()
         entries.sort { $0.index < $1.index }
         guard !entries.isEmpty else { return }
         let indices = entries.map(\.index)
@@ -133,6 +143,7 @@ package final class ExtractVerification: @unchecked Sendable {
             let named = differ.prefix(SignatureError.maximumNamedTiles).map { SignatureError.TileProblem(tile: $0, kind: .bytesDiffer) }
             return .tiles(archive: archiveName, problems: Array(named), count: differ.count)
         }
-        return .sidecar(path: reader.source.name, reason: "its stored hashes do not give its signed root (the sidecar was rewritten or damaged)")
+        return .sidecar(
+            path: reader.source.name, reason: "its stored hashes do not give its signed root (the sidecar was rewritten or damaged)")
     }
 }

@@ -15,23 +15,29 @@ public struct SyncKey: Sendable {
     }
 }
 
-/// A verified sync's signature (Specs/signing.md §7): `URL.tpsig`, read by range with the
-/// archive's options (pinned by its ETag, signed requests for `s3://`) before anything is staged,
-/// its signed root checked with the key, its stored hashes against the root, and its release
-/// against `--min-release` and against the local archive's own `LOCAL.tpsig` (a replayed older
-/// version, or another dataset, is refused). The staged result's tiles are then checked against
-/// it before the rename (``checkTiles(of:local:source:)``), and it is written as `LOCAL.tpsig`
-/// after the archive (``stage(beside:)``).
+/// A verified sync's signature (Specs/signing.md §7.2): `URL.tpsig`, read by range with the
+/// archive's options (pinned by its ETag, signed requests for `s3://`) before anything is staged:
+/// its header and signed root only (within the first request's bytes), checked with the key, its
+/// release against `--min-release` and against the local archive's own `LOCAL.tpsig` (a replayed
+/// older version, or another dataset, is refused). The staged result's tiles are then checked
+/// against the signed root itself (``checkTiles(of:local:source:)``): the tree of every tile of the
+/// result must give it, so the publisher's tree is not downloaded; only a refusal reads its tile ids
+/// and leaves, a part at a time, to name the tiles. `LOCAL.tpsig` is the tree just computed, under
+/// the publisher's signed root, committed after the archive (``stage(beside:)``).
 final class SyncSignature: @unchecked Sendable {
     let name: String
-    let sidecar: SignatureSidecar
+    let note: [UInt8]
     let root: SignedRoot
     let key: VerifierKey
+    private let source: HTTPByteSource
+    /// Where the publisher's tile ids and leaves start in `URL.tpsig`.
+    private let idsOffset: Int
+    /// `LOCAL.tpsig`, written by ``checkTiles(of:local:source:)`` when the tiles gave the signed root.
+    private var staged: AtomicFile?
 
     init(url: String, local: String, trust: SyncKey, options: HTTPByteSource.Options, s3: S3Client?) throws(OperationError) {
         name = SignatureSidecar.sidecarName(of: url)
         key = trust.key
-        let source: HTTPByteSource
         do {
             source = try Self.open(name, options: options, s3: s3)
         } catch {
@@ -41,16 +47,27 @@ final class SyncSignature: @unchecked Sendable {
                     "cannot be read (\(error.fault)): --key asks for the signature of \(url), and it has none here; nothing was changed"))
         }
         do {
-            // The signed root first (within the first answer's bytes): a root the key did not
-            // sign, an older release or a replay is refused before the tree (40 bytes a tile) is read.
+            // The signed root alone (within the first answer's bytes): a root the key did not
+            // sign, an older release or a replay is refused before anything else is read.
             let early = try Self.signedRoot(of: source, key: trust.key)
             if early.release < trust.minimumRelease {
                 throw SignatureError.olderRelease(path: name, release: early.release, minimum: trust.minimumRelease)
             }
             try Self.checkReplay(of: early, from: name, local: local, key: trust.key)
-            sidecar = try SignatureSidecar.read(source: source)
-            root = try ArchiveSignature.checkSidecar(
-                sidecar, path: name, key: trust.key, minimumRelease: trust.minimumRelease, origin: nil)
+            let header = try source.withBytes(offset: 0, length: SignatureSidecar.headerLength) { [UInt8]($0) }
+            let (noteLength, size) = try SignatureSidecar.parseHeader(header, path: name)
+            let expected = SignatureSidecar.fileLength(noteLength: noteLength, size: size)
+            guard source.count == expected else {
+                let what = source.count < expected ? "truncated" : "longer than its tree"
+                throw SignatureError.sidecar(
+                    path: name, reason: "\(what): \(source.count) bytes, the signed root and tree of \(size) leaves need \(expected)")
+            }
+            try ArchiveSignature.checkRoot(early, treeSize: size, minimumRelease: trust.minimumRelease, origin: nil, path: name)
+            root = early
+            note = try source.withBytes(offset: SignatureSidecar.headerLength, length: noteLength) { [UInt8]($0) }
+            idsOffset =
+                SignatureSidecar.headerLength + (noteLength + 7) / 8 * 8 + 8
+                * ((size + SignatureSidecar.groupSize - 1) / SignatureSidecar.groupSize)
         } catch let error as OperationError {
             throw error
         } catch { throw Self.refusal(error, path: name) }
@@ -115,28 +132,83 @@ final class SyncSignature: @unchecked Sendable {
             SignatureError.metadata(archive: source, signed: root.identity.description, actual: actual.description), path: name)
     }
 
-    /// Every tile of the staged result against the signed tree (one pass, which also gives its
-    /// identity); the tiles that differ, are not signed or are missing, named.
+    /// Every tile of the staged result against the signed root (one pass, which also gives its
+    /// identity): the tree of its tiles, written as `LOCAL.tpsig` (staged) as it is computed, must
+    /// give the signed root; else the publisher's tile ids and leaves are read to name the tiles
+    /// that differ, are not signed or are missing.
     func checkTiles(of archive: any TileArchive, local: String, source: String) throws -> ContentIdentity {
         let leaves = try ArchiveSignature.leaves(of: archive, path: local)
-        do {
-            try ArchiveSignature.compareTiles(leaves, with: sidecar, archive: "\(source) (synced for \(local))")
-        } catch {
-            throw OperationError(
-                path: "", fault: .badInput("\(error) (checked against \(name), signed by \(key)): \(local) was left as it was"))
+        let file = try AtomicFile(destination: SignatureSidecar.sidecarName(of: local), overwrite: true)
+        let computed = try SignatureSidecar.write(note: note, tileIDs: leaves.ids, leaves: leaves.hashes, to: file.temporaryPath)
+        if UInt64(leaves.ids.count) == root.treeSize, computed == root.rootHash {
+            staged = file
+            return leaves.identity
         }
-        return leaves.identity
+        let refusal: SignatureError
+        do { refusal = try namedTiles(leaves, archive: "\(source) (synced for \(local))") } catch {
+            throw Self.refusal(error, path: name)
+        }
+        throw OperationError(
+            path: "", fault: .badInput("\(refusal) (checked against \(name), signed by \(key)): \(local) was left as it was"))
     }
 
-    /// `LOCAL.tpsig` written beside LOCAL, not yet in place: the caller commits it once the
-    /// archive is renamed into place (dropped uncommitted, it is removed).
-    func stage(beside local: String) throws -> AtomicFile {
-        let path = SignatureSidecar.sidecarName(of: local)
-        let file = try AtomicFile(destination: path, overwrite: true)
-        do { try Data(sidecar.encoded()).write(to: URL(fileURLWithPath: file.temporaryPath)) } catch {
-            throw TileArchiveError(path: path, fault: .io(errno: 0, reason: "cannot write the signature: \(error.localizedDescription)"))
+    /// The tiles of `leaves` that differ from the publisher's leaves at their tile ids, are not in
+    /// its tree, or are missing from `leaves`: its tile ids and leaves read by range, 16,384 at a
+    /// time (bounded memory); the sidecar itself when no tile differs.
+    private func namedTiles(_ leaves: ArchiveSignature.Leaves, archive: String) throws -> SignatureError {
+        let size = Int(root.treeSize)
+        let chunk = 16384
+        var ids: [UInt64] = []
+        var stored: [UInt8] = []
+        var first = 0
+        func load(_ j: Int) throws {
+            guard j >= first + ids.count else { return }
+            first = j
+            let count = min(chunk, size - j)
+            ids = try source.withBytes(offset: idsOffset + 8 * j, length: 8 * count) { raw in
+                (0..<count).map { UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: 8 * $0, as: UInt64.self)) }
+            }
+            stored = try source.withBytes(offset: idsOffset + 8 * size + 32 * j, length: 32 * count) { [UInt8]($0) }
         }
-        return file
+        var problems: [SignatureError.TileProblem] = []
+        var count = 0
+        func note(_ id: UInt64, _ kind: SignatureError.TileProblem.Kind) {
+            count += 1
+            if problems.count < SignatureError.maximumNamedTiles, let tile = PMTilesFormat.tile(ofID: id) {
+                problems.append(SignatureError.TileProblem(tile: tile, kind: kind))
+            }
+        }
+        var i = 0
+        var j = 0
+        while i < leaves.ids.count || j < size {
+            if j < size { try load(j) }
+            let theirs = j < size ? ids[j - first] : nil
+            if let theirs, i < leaves.ids.count, leaves.ids[i] == theirs {
+                let at = 32 * (j - first)
+                if !leaves.hashes[(32 * i)..<(32 * i + 32)].elementsEqual(stored[at..<(at + 32)]) { note(theirs, .bytesDiffer) }
+                i += 1
+                j += 1
+            } else if let theirs, i == leaves.ids.count || theirs < leaves.ids[i] {
+                note(theirs, .missing)
+                j += 1
+            } else {
+                note(leaves.ids[i], .notSigned)
+                i += 1
+            }
+        }
+        guard count == 0 else { return .tiles(archive: archive, problems: problems, count: count) }
+        return .sidecar(
+            path: name,
+            reason: "its stored leaves are the synced tiles', which do not give its signed root (the sidecar was rewritten or damaged)")
+    }
+
+    /// `LOCAL.tpsig`, staged beside LOCAL by ``checkTiles(of:local:source:)``, not yet in place:
+    /// the caller commits it once the archive is renamed into place (dropped uncommitted, it is removed).
+    func stage(beside local: String) throws -> AtomicFile {
+        guard let staged, staged.destination == SignatureSidecar.sidecarName(of: local) else {
+            throw OperationError(path: local, fault: .badInput("the synced tiles were not checked against \(name) before the rename"))
+        }
+        return staged
     }
 
     /// A signature error as the operation's (it names its file, tile or key itself).

@@ -16,7 +16,7 @@ import TilepackTestSupport
     /// A box over central Europe: 1 + 1 + 1 + 2 + 4 + ... tiles a zoom.
     static let box = GeoBoundingBox(west: 5, south: 44, east: 17, north: 48)
 
-    /// Zooms 0-6 of the world, 5,461 distinct tiles (levels 0 and 8 of the tree stored).
+    /// Zooms 0-6 of the world, 5,461 distinct tiles (levels 0 to 13 of the tree).
     static let tiles: [(TileCoordinate, [UInt8])] = {
         var out: [(TileCoordinate, [UInt8])] = []
         for zoom in 0...6 {
@@ -108,51 +108,79 @@ import TilepackTestSupport
         func index(_ t: [(TileCoordinate, [UInt8])], _ i: Int) -> Int { t.firstIndex { $0.0 == tiles[i].0 }! }
         return [
             Case(description: "source: a flipped bit", tamper: source { flip(&$0, a) }, atExtract: true, named: [tileName(a), "differ"]),
-            Case(description: "source: two tiles swapped", tamper: source { ($0[a].1, $0[b].1) = ($0[b].1, $0[a].1) }, atExtract: true, named: [tileName(a), tileName(b)]),
-            Case(description: "source: a tile moved into the box", tamper: source { $0[outside].0 = TileCoordinate(uncheckedZoom: 7, x: 66, y: 45) }, atExtract: true, named: ["tile 7/66/45", "not in the signed tree"]),
-            Case(description: "source: the hashes rewritten to match", tamper: { path, _ in
-                var t = tiles
-                flip(&t, a)
-                try write(t, to: path)
-                let original = try SignatureSidecar.read(path: path + ".tpsig")
-                let leaves = try ArchiveSignature.leaves(of: try openTileArchive(path: path), path: path)
-                let forged = SignatureSidecar(note: original.note, tileIDs: leaves.ids, storedLevels: MerkleTree(leaves: leaves.hashes).storedLevels)
-                try Data(forged.encoded()).write(to: URL(fileURLWithPath: path + ".tpsig"))
-            }, atExtract: true, named: [".tpsig", "do not give its signed root"]),
-            Case(description: "source: an older release replayed", tamper: { _, _ in }, atExtract: true, minimumRelease: 8, named: [".tpsig", "release 7 is older than release 8"]),
-            Case(description: "source: a root signed by another key", tamper: { path, _ in
-                _ = try ArchiveSignature.sign(archivePath: path, key: forger, release: 9, time: 0)
-            }, atExtract: true, named: ["not signed by the key \(key.verifier)"]),
-            Case(description: "source: a truncated sidecar", tamper: { path, _ in
-                let bytes = try Data(contentsOf: URL(fileURLWithPath: path + ".tpsig"))
-                try bytes.prefix(bytes.count - 100).write(to: URL(fileURLWithPath: path + ".tpsig"))
-            }, atExtract: true, named: [".tpsig", "truncated"]),
-            Case(description: "extract: a flipped bit", tamper: output { flip(&$0, index($0, a)) }, atExtract: false, named: [tileName(a), "differ"]),
-            Case(description: "extract: two tiles swapped", tamper: output { t in
-                let (i, j) = (index(t, a), index(t, b))
-                (t[i].1, t[j].1) = (t[j].1, t[i].1)
-            }, atExtract: false, named: [tileName(a), tileName(b)]),
-            Case(description: "extract: a tile moved", tamper: output { $0[index($0, a)].0 = TileCoordinate(uncheckedZoom: 7, x: 1, y: 1) }, atExtract: false, named: ["tile 7/1/1: not in the signed tree", "\(tileName(a)): a signed tile the archive lacks"]),
-            Case(description: "extract: its leaves rewritten to match", tamper: { _, out in
-                var t = try allTiles(out)
-                flip(&t, index(t, a))
-                try writeMBTiles(t, to: out)
-                var signature = try ExtractSignature.read(path: out + ".tpsig")
-                let leaves = try ArchiveSignature.leaves(of: try openTileArchive(path: out), path: out)
-                signature.leaves = leaves.hashes
-                try Data(signature.encoded()).write(to: URL(fileURLWithPath: out + ".tpsig"))
-            }, atExtract: false, named: [".tpsig", "do not give its signed root"]),
-            Case(description: "extract: a truncated proof", tamper: { _, out in
-                let bytes = try Data(contentsOf: URL(fileURLWithPath: out + ".tpsig"))
-                try bytes.prefix(bytes.count - 32).write(to: URL(fileURLWithPath: out + ".tpsig"))
-            }, atExtract: false, named: [".tpsig", "truncated"]),
-            Case(description: "extract: a root signed by another key", tamper: { _, out in
-                var signature = try ExtractSignature.read(path: out + ".tpsig")
-                let root = try SignedRoot.open(signature.note, key: key.verifier, source: "")
-                signature.note = Array(root.signed(by: forger).utf8)
-                try Data(signature.encoded()).write(to: URL(fileURLWithPath: out + ".tpsig"))
-            }, atExtract: false, named: ["not signed by the key \(key.verifier)"]),
-            Case(description: "extract: an older release replayed", tamper: { _, _ in }, atExtract: false, minimumRelease: 8, named: ["release 7 is older than release 8"]),
+            Case(
+                description: "source: two tiles swapped", tamper: source { ($0[a].1, $0[b].1) = ($0[b].1, $0[a].1) }, atExtract: true,
+                named: [tileName(a), tileName(b)]),
+            Case(
+                description: "source: a tile moved into the box",
+                tamper: source { $0[outside].0 = TileCoordinate(uncheckedZoom: 7, x: 66, y: 45) }, atExtract: true,
+                named: ["tile 7/66/45", "not in the signed tree"]),
+            Case(
+                description: "source: the hashes rewritten to match",
+                tamper: { path, _ in
+                    var t = tiles
+                    flip(&t, a)
+                    try write(t, to: path)
+                    let original = try SignatureSidecar.read(path: path + ".tpsig")
+                    let leaves = try ArchiveSignature.leaves(of: try openTileArchive(path: path), path: path)
+                    let forged = SignatureSidecar(
+                        note: original.note, tileIDs: leaves.ids, storedLevels: MerkleTree(leaves: leaves.hashes).storedLevels)
+                    try Data(forged.encoded()).write(to: URL(fileURLWithPath: path + ".tpsig"))
+                }, atExtract: true, named: [".tpsig", "do not give its signed root"]),
+            Case(
+                description: "source: an older release replayed", tamper: { _, _ in }, atExtract: true, minimumRelease: 8,
+                named: [".tpsig", "release 7 is older than release 8"]),
+            Case(
+                description: "source: a root signed by another key",
+                tamper: { path, _ in
+                    _ = try ArchiveSignature.sign(archivePath: path, key: forger, release: 9, time: 0)
+                }, atExtract: true, named: ["not signed by the key \(key.verifier)"]),
+            Case(
+                description: "source: a truncated sidecar",
+                tamper: { path, _ in
+                    let bytes = try Data(contentsOf: URL(fileURLWithPath: path + ".tpsig"))
+                    try bytes.prefix(bytes.count - 100).write(to: URL(fileURLWithPath: path + ".tpsig"))
+                }, atExtract: true, named: [".tpsig", "truncated"]),
+            Case(
+                description: "extract: a flipped bit", tamper: output { flip(&$0, index($0, a)) }, atExtract: false,
+                named: [tileName(a), "differ"]),
+            Case(
+                description: "extract: two tiles swapped",
+                tamper: output { t in
+                    let (i, j) = (index(t, a), index(t, b))
+                    (t[i].1, t[j].1) = (t[j].1, t[i].1)
+                }, atExtract: false, named: [tileName(a), tileName(b)]),
+            Case(
+                description: "extract: a tile moved", tamper: output { $0[index($0, a)].0 = TileCoordinate(uncheckedZoom: 7, x: 1, y: 1) },
+                atExtract: false, named: ["tile 7/1/1: not in the signed tree", "\(tileName(a)): a signed tile the archive lacks"]),
+            Case(
+                description: "extract: its leaves rewritten to match",
+                tamper: { _, out in
+                    var t = try allTiles(out)
+                    flip(&t, index(t, a))
+                    try writeMBTiles(t, to: out)
+                    var signature = try ExtractSignature.read(path: out + ".tpsig")
+                    let leaves = try ArchiveSignature.leaves(of: try openTileArchive(path: out), path: out)
+                    signature.leaves = leaves.hashes
+                    try Data(signature.encoded()).write(to: URL(fileURLWithPath: out + ".tpsig"))
+                }, atExtract: false, named: [".tpsig", "do not give its signed root"]),
+            Case(
+                description: "extract: a truncated proof",
+                tamper: { _, out in
+                    let bytes = try Data(contentsOf: URL(fileURLWithPath: out + ".tpsig"))
+                    try bytes.prefix(bytes.count - 32).write(to: URL(fileURLWithPath: out + ".tpsig"))
+                }, atExtract: false, named: [".tpsig", "truncated"]),
+            Case(
+                description: "extract: a root signed by another key",
+                tamper: { _, out in
+                    var signature = try ExtractSignature.read(path: out + ".tpsig")
+                    let root = try SignedRoot.open(signature.note, key: key.verifier, source: "")
+                    signature.note = Array(root.signed(by: forger).utf8)
+                    try Data(signature.encoded()).write(to: URL(fileURLWithPath: out + ".tpsig"))
+                }, atExtract: false, named: ["not signed by the key \(key.verifier)"]),
+            Case(
+                description: "extract: an older release replayed", tamper: { _, _ in }, atExtract: false, minimumRelease: 8,
+                named: ["release 7 is older than release 8"]),
         ]
     }
 
@@ -208,7 +236,8 @@ extension SignedExtractTests {
         let plain = server.requests.count
         let verification = try ExtractVerification(source: "\(server.baseURL)/world.pmtiles", key: Self.key.verifier)
         options.verification = verification
-        let report = try TileExtractor.run(source: "\(server.baseURL)/world.pmtiles", destination: dir.file("alps.mbtiles"), options: options)
+        let report = try TileExtractor.run(
+            source: "\(server.baseURL)/world.pmtiles", destination: dir.file("alps.mbtiles"), options: options)
         let sidecarRequests = server.requests.dropFirst(plain).filter { $0.path.hasSuffix(".tpsig") }
         let archiveRequests = server.requests.count - plain - sidecarRequests.count
         let signature = try ExtractSignature.read(path: dir.file("alps.mbtiles.tpsig"))
@@ -218,6 +247,8 @@ extension SignedExtractTests {
         #expect(archiveRequests == plain, "\(archiveRequests) archive requests, unverified \(plain)")
         #expect(sidecarRequests.count <= 2 + 7, "\(sidecarRequests.count) sidecar requests")
         #expect(signature.proof.hashes == tree.proof(for: signature.proof.indices))
+        // Each proof hash is one stored node (Specs/signing.md §5): the hash bytes read are the proof's.
+        #expect(verification.reader.hashBytesRead == 32 * signature.proof.hashes.count)
         #expect(signature.tileIDs.count == report.tiles)
     }
 
@@ -255,8 +286,9 @@ extension SignedExtractTests {
         #expect(root.release == 7 && root.treeSize == UInt64(Self.tiles.count))
         #expect(server.requests.allSatisfy { $0.path.hasSuffix(".tpsig") }, "\(server.requests.map(\.target))")
         #expect(throws: OperationError.self) { try ExtractVerification.signedRoot(of: url, key: Self.forger.verifier, minimumRelease: 0) }
+        // A node of level 8 changed (5,461 leaves: levels 0 to 13; info checks levels 5 to 13).
         var sidecar = try SignatureSidecar.read(path: source + ".tpsig")
-        sidecar.storedLevels[1][40] ^= 1
+        sidecar.storedLevels[8][40] ^= 1
         try Data(sidecar.encoded()).write(to: URL(fileURLWithPath: source + ".tpsig"))
         do {
             _ = try ExtractVerification.signedRoot(of: url, key: Self.key.verifier, minimumRelease: 0)

@@ -59,6 +59,11 @@ import TilepackUpdate
         #expect(report.signed?.release == 2 && report.signed?.origin == Self.origin && report.tilesFetched < report.tiles)
         #expect(try SyncTests.identity(setup.v1.pmtiles).tiles == SyncTests.identity(setup.v2.pmtiles).tiles)
         #expect(SyncTests.fileBytes(setup.v1.pmtiles + ".tpsig") == SyncTests.fileBytes(setup.v2.pmtiles + ".tpsig"))
+        // Of the publisher's sidecar only its first answer (header and signed root) was read: the
+        // tiles were checked against the root by their own tree, which LOCAL.tpsig is.
+        let sidecarRequests = publisher.server.requests.filter { $0.path.hasSuffix(".tpsig") }
+        let sidecarSize = try #require(SyncTests.fileBytes(setup.v2.pmtiles + ".tpsig")).count
+        #expect(sidecarRequests.count == 1 && sidecarSize > 16 << 10, "\(sidecarRequests.map(\.target)), \(sidecarSize) bytes")
         let verified = try ArchiveSignature.verify(archivePath: setup.v1.pmtiles, key: Self.key.verifier, minimumRelease: 2)
         #expect(verified.root.release == 2)
     }

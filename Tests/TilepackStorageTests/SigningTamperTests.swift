@@ -16,7 +16,8 @@ import TilepackTestSupport
         for z in 0...3 {
             for x in 0..<(1 << z) {
                 for y in 0..<(1 << z) where out.count < 40 {
-                    out.append((TileCoordinate(uncheckedZoom: z, x: x, y: y), [UInt8](BundleFixtures.pngLike(60 + out.count, seed: out.count))))
+                    out.append(
+                        (TileCoordinate(uncheckedZoom: z, x: x, y: y), [UInt8](BundleFixtures.pngLike(60 + out.count, seed: out.count))))
                 }
             }
         }
@@ -51,9 +52,13 @@ import TilepackTestSupport
     /// The error `verify` throws, after checking that it wrote nothing and changed nothing.
     static func refusal(_ path: String, key: VerifierKey = key.verifier, minimumRelease: UInt64 = 0) throws -> SignatureError? {
         let folder = FileSystem.split(path).folder
-        let before = try FileManager.default.contentsOfDirectory(atPath: folder).sorted().map { ($0, try Data(contentsOf: URL(fileURLWithPath: folder + "/" + $0))) }
+        let before = try FileManager.default.contentsOfDirectory(atPath: folder).sorted().map {
+            ($0, try Data(contentsOf: URL(fileURLWithPath: folder + "/" + $0)))
+        }
         defer {
-            let after = try? FileManager.default.contentsOfDirectory(atPath: folder).sorted().map { ($0, try Data(contentsOf: URL(fileURLWithPath: folder + "/" + $0))) }
+            let after = try? FileManager.default.contentsOfDirectory(atPath: folder).sorted().map {
+                ($0, try Data(contentsOf: URL(fileURLWithPath: folder + "/" + $0)))
+            }
             #expect(after.map { $0.map(\.0) } == before.map(\.0) && after.map { $0.map(\.1) } == before.map(\.1), "verify wrote nothing")
         }
         do {
@@ -72,7 +77,8 @@ import TilepackTestSupport
     @Test(arguments: Format.allCases) func anUntouchedArchiveVerifies(_ format: Format) throws {
         let dir = try TemporaryDirectory()
         let path = try Self.signed(format, in: dir)
-        let report = try ArchiveSignature.verify(archivePath: path, key: Self.key.verifier, minimumRelease: 5, origin: "example.org/maps/world")
+        let report = try ArchiveSignature.verify(
+            archivePath: path, key: Self.key.verifier, minimumRelease: 5, origin: "example.org/maps/world")
         #expect(report.tiles == Self.tiles.count && report.root.release == 5)
         // Another origin is refused (a receiver that knows the dataset's name).
         #expect(
@@ -107,7 +113,9 @@ import TilepackTestSupport
         moved[6].0 = to
         try Self.write(moved, format: format, to: path)
         let problems = Self.problems(try Self.refusal(path))
-        #expect(problems.contains(.init(tile: to, kind: .notSigned)) && problems.contains(.init(tile: from, kind: .missing)) && problems.count == 2)
+        #expect(
+            problems.contains(.init(tile: to, kind: .notSigned)) && problems.contains(.init(tile: from, kind: .missing))
+                && problems.count == 2)
     }
 
     @Test func hashesRewrittenToMatchAreRefusedNamingTheSidecar() throws {
@@ -122,10 +130,14 @@ import TilepackTestSupport
         // the tile hash index rewritten to match too (it is no evidence).
         let archive = try openTileArchive(path: path)
         let leaves = try ArchiveSignature.leaves(of: archive, path: path)
-        let forged = SignatureSidecar(note: original.note, tileIDs: leaves.ids, storedLevels: MerkleTree(leaves: leaves.hashes).storedLevels)
+        let forged = SignatureSidecar(
+            note: original.note, tileIDs: leaves.ids, storedLevels: MerkleTree(leaves: leaves.hashes).storedLevels)
         try Data(forged.encoded()).write(to: URL(fileURLWithPath: sidecarPath))
         try TileHashIndex.updateSidecar(of: path, writes: true)
-        guard case .sidecar(let named, let reason) = try Self.refusal(path) else { Issue.record("not refused as a sidecar"); return }
+        guard case .sidecar(let named, let reason) = try Self.refusal(path) else {
+            Issue.record("not refused as a sidecar")
+            return
+        }
         #expect(named == sidecarPath && reason.contains("do not give its signed root"))
         // One stored leaf hash changed alone.
         var stored = original
@@ -137,17 +149,42 @@ import TilepackTestSupport
     @Test func aTreeWithStoredUpperLevelsRoundTripsAndItsUpperHashesAreChecked() throws {
         let dir = try TemporaryDirectory()
         let path = dir.file("big.pmtiles")
-        // 700 tiles of zoom 5 (1,024 places): levels 0 and 8 stored, a partial last group.
+        // 700 tiles of zoom 5 (1,024 places): levels 0 to 10 stored, each ending in a partial node.
         let tiles = (0..<700).map { i in (TileCoordinate(uncheckedZoom: 5, x: i % 32, y: i / 32), Array("tile \(i)".utf8)) }
         try Self.write(tiles, format: .pmtiles, to: path)
         _ = try ArchiveSignature.sign(archivePath: path, key: Self.key, release: 1, time: 0)
         var sidecar = try SignatureSidecar.read(path: path + ".tpsig")
-        #expect(sidecar.storedLevels.map(\.count) == [700 * 32, 2 * 32] && sidecar.storedFences.count == 3)
+        #expect(
+            sidecar.storedLevels.map(\.count) == [700, 350, 175, 88, 44, 22, 11, 6, 3, 2, 1].map { 32 * $0 }
+                && sidecar.storedFences.count == 3)
         #expect(try ArchiveSignature.verify(archivePath: path, key: Self.key.verifier).tiles == 700)
-        sidecar.storedLevels[1][40] ^= 1
+        sidecar.storedLevels[8][40] ^= 1
         try Data(sidecar.encoded()).write(to: URL(fileURLWithPath: path + ".tpsig"))
-        guard case .sidecar(_, let reason) = try Self.refusal(path) else { Issue.record("a changed level-8 hash not refused"); return }
+        guard case .sidecar(_, let reason) = try Self.refusal(path) else {
+            Issue.record("a changed level-8 hash not refused")
+            return
+        }
         #expect(reason.contains("do not give its signed root"))
+    }
+
+    /// A sidecar of the first layout (`TPSIG001`: every 8th level stored) is refused by name, saying
+    /// what to do (re-sign), by `verify`, by a side-loaded pack's open and by the independent verifier.
+    @Test func aSidecarOfTheFirstLayoutIsRefusedByName() throws {
+        let dir = try TemporaryDirectory()
+        let path = try Self.signed(.pmtiles, in: dir)
+        let sidecar = try SignatureSidecar.read(path: path + ".tpsig")
+        // TPSIG001's bytes for 40 leaves: the same header, root, fences and ids, then level 0 alone.
+        var old = SignatureSidecar(note: sidecar.note, tileIDs: sidecar.tileIDs, storedLevels: [sidecar.storedLevels[0]]).encoded()
+        old.replaceSubrange(0..<8, with: Array("TPSIG001".utf8))
+        try Data(old).write(to: URL(fileURLWithPath: path + ".tpsig"))
+        guard case .sidecar(let named, let reason) = try Self.refusal(path) else {
+            Issue.record("a TPSIG001 sidecar was not refused")
+            return
+        }
+        #expect(named == path + ".tpsig" && reason.contains("TPSIG001") && reason.contains("re-sign"), "\(reason)")
+        #expect(throws: SignatureError.sidecar(path: path + ".tpsig", reason: reason)) {
+            try VerifiedTileArchive(base: try openTileArchive(path: path), key: Self.key.verifier)
+        }
     }
 
     /// Every byte of the sidecar counts: any damage (a flipped bit, a byte dropped or added, the
@@ -162,7 +199,10 @@ import TilepackTestSupport
         var padded = whole
         padded[32 + noteLength] = 1
         try Data(padded).write(to: URL(fileURLWithPath: path + ".tpsig"))
-        guard case .sidecar(_, let reason) = try Self.refusal(path) else { Issue.record("non-zero padding not refused"); return }
+        guard case .sidecar(_, let reason) = try Self.refusal(path) else {
+            Issue.record("non-zero padding not refused")
+            return
+        }
         #expect(reason.contains("padding"))
         var random = SplitMix64(seed: 45)
         for round in 0..<300 {
@@ -206,7 +246,10 @@ import TilepackTestSupport
         let whole = try Data(contentsOf: URL(fileURLWithPath: sidecar))
         for cut in [1, 32, whole.count - 40, whole.count - 10] {
             try whole.prefix(whole.count - cut).write(to: URL(fileURLWithPath: sidecar))
-            guard case .sidecar(let named, let reason) = try Self.refusal(path) else { Issue.record("cut \(cut) not refused"); continue }
+            guard case .sidecar(let named, let reason) = try Self.refusal(path) else {
+                Issue.record("cut \(cut) not refused")
+                continue
+            }
             #expect(named == sidecar && reason.contains("truncated"), "cut \(cut): \(reason)")
         }
         try whole.write(to: URL(fileURLWithPath: sidecar))
@@ -214,11 +257,17 @@ import TilepackTestSupport
         #expect(try Self.refusal(path, minimumRelease: 6) == .olderRelease(path: sidecar, release: 5, minimum: 6))
         // The tiles the signed ones, the metadata not.
         try Self.write(Self.tiles, format: .tilepack, to: path, metadata: TileMetadata(["name": "renamed", "format": "png"]))
-        guard case .metadata(let archive, _, _) = try Self.refusal(path) else { Issue.record("other metadata not refused"); return }
+        guard case .metadata(let archive, _, _) = try Self.refusal(path) else {
+            Issue.record("other metadata not refused")
+            return
+        }
         #expect(archive == path)
         // No sidecar at all.
         try FileManager.default.removeItem(atPath: sidecar)
-        guard case .sidecar(_, let reason) = try Self.refusal(path) else { Issue.record("a missing sidecar not refused"); return }
+        guard case .sidecar(_, let reason) = try Self.refusal(path) else {
+            Issue.record("a missing sidecar not refused")
+            return
+        }
         #expect(reason.contains("missing"))
     }
 }

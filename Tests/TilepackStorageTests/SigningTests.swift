@@ -24,18 +24,24 @@ import TilepackTestSupport
 
     @Test func ed25519IsRFC8032() throws {
         // RFC 8032 §7.1, TEST 1 (the empty message) and TEST 2 (one byte, 0x72).
-        let key = try #require(SigningKey(name: "rfc", seed: Self.bytes(hex: "9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60")))
+        let key = try #require(
+            SigningKey(name: "rfc", seed: Self.bytes(hex: "9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60")))
         #expect(key.verifier.publicKey == Self.bytes(hex: "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a"))
         #if !canImport(CryptoKit)  // CryptoKit's signatures add randomness; libcrypto's are RFC 8032's
         #expect(
             key.sign([])
                 == Self.bytes(
-                    hex: "e5564300c360ac729086e2cc806e828a84877f1eb8e5d974d873e065224901555fb8821590a33bacc61e39701cf9b46bd25bf5f0595bbe24655141438e7a100b"))
+                    hex:
+                        "e5564300c360ac729086e2cc806e828a84877f1eb8e5d974d873e065224901555fb8821590a33bacc61e39701cf9b46bd25bf5f0595bbe24655141438e7a100b"
+                ))
         #endif
-        let second = try #require(SigningKey(name: "rfc2", seed: Self.bytes(hex: "4ccd089b28ff96da9db6c346ec114e0f5b8a319f35aba624da8cf6ed4fb8a6fb")))
+        let second = try #require(
+            SigningKey(name: "rfc2", seed: Self.bytes(hex: "4ccd089b28ff96da9db6c346ec114e0f5b8a319f35aba624da8cf6ed4fb8a6fb")))
         #expect(second.verifier.publicKey == Self.bytes(hex: "3d4017c3e843895a92b70aa74d1b7ebc9c982ccf2ec4968cc0cd55f12af4660c"))
         let signature = Self.bytes(
-            hex: "92a009a9f0d4cab8720e820b5f642540a2b27b5416503f8fb3762223ebdb69da085ac1e43e15996e458f3613d0f11d8c387b2eaeb4302aeeb00d291612bb0c00")
+            hex:
+                "92a009a9f0d4cab8720e820b5f642540a2b27b5416503f8fb3762223ebdb69da085ac1e43e15996e458f3613d0f11d8c387b2eaeb4302aeeb00d291612bb0c00"
+        )
         #expect(second.verifier.isValid(signature: signature, of: [0x72]))
         #expect(!second.verifier.isValid(signature: signature, of: [0x73]))
         #expect(!key.verifier.isValid(signature: signature, of: [0x72]))
@@ -52,7 +58,9 @@ import TilepackTestSupport
         #expect(try VerifierKey(contentsOf: dir.file("k.pub")) == key.verifier)
         let mode = try FileManager.default.attributesOfItem(atPath: dir.file("k.key"))[.posixPermissions] as? Int
         #expect(mode == 0o600)
-        #expect(throws: (any Error).self) { try key.write(privateKeyTo: dir.file("k.key"), publicKeyTo: dir.file("k.pub"), overwrite: false) }
+        #expect(throws: (any Error).self) {
+            try key.write(privateKeyTo: dir.file("k.key"), publicKeyTo: dir.file("k.pub"), overwrite: false)
+        }
 
         // A key id that is not the name's and key's, a renamed key, a private key given as public.
         var parts = key.verifier.line.split(separator: "+").map(String.init)
@@ -90,7 +98,15 @@ import TilepackTestSupport
             let leaves = Self.leaves(n)
             let tree = MerkleTree(leaves: leaves.flatMap { $0 })
             #expect(tree.root == Self.naiveRoot(leaves), "n = \(n)")
-            #expect(tree.storedLevels.count == MerkleTree.storedLevelCount(size: n))
+            #expect(tree.storedLevels.count == MerkleTree.levelCount(size: n))
+            // Every level (Specs/signing.md §5): node j of level l is MTH(D[j·2^l : min((j+1)·2^l, n)]).
+            for (level, nodes) in tree.storedLevels.enumerated() {
+                #expect(nodes.count == 32 * MerkleTree.nodeCount(size: n, level: level), "n = \(n), level \(level)")
+                for j in 0..<(nodes.count / 32) {
+                    let span = Array(leaves[(j << level)..<min((j + 1) << level, n)])
+                    #expect(Array(nodes[(32 * j)..<(32 * j + 32)]) == Self.naiveRoot(span), "n = \(n), level \(level), node \(j)")
+                }
+            }
         }
     }
 
@@ -100,7 +116,9 @@ import TilepackTestSupport
             let leaves = Self.leaves(n)
             let tree = MerkleTree(leaves: leaves.flatMap { $0 })
             for _ in 0..<20 {
-                let indices = Array(Set((0..<Int.random(in: 1...min(n, 9), using: &random)).map { _ in Int.random(in: 0..<n, using: &random) })).sorted()
+                let indices = Array(
+                    Set((0..<Int.random(in: 1...min(n, 9), using: &random)).map { _ in Int.random(in: 0..<n, using: &random) })
+                ).sorted()
                 let proof = tree.proof(for: indices)
                 let proven = indices.map { leaves[$0] }
                 #expect(MerkleTree.root(size: n, indices: indices, leaves: proven, proof: proof) == tree.root)
@@ -109,7 +127,9 @@ import TilepackTestSupport
                 var wrong = proven
                 wrong[0][0] ^= 1
                 #expect(MerkleTree.root(size: n, indices: indices, leaves: wrong, proof: proof) != tree.root)
-                if !proof.isEmpty { #expect(MerkleTree.root(size: n, indices: indices, leaves: proven, proof: Array(proof.dropLast())) == nil) }
+                if !proof.isEmpty {
+                    #expect(MerkleTree.root(size: n, indices: indices, leaves: proven, proof: Array(proof.dropLast())) == nil)
+                }
                 #expect(MerkleTree.root(size: n, indices: indices, leaves: proven, proof: proof + [tree.root]) == nil)
             }
         }

@@ -44,7 +44,8 @@ import TilepackTestSupport
             origin: "example.org/maps/vectors", treeSize: UInt64(tree.size), rootHash: tree.root, identity: identity, release: 3,
             time: SignedRoot.time(seconds: 1_767_323_045))
         let note = root.signed(by: key)
-        let sidecar = SignatureSidecar(note: Array(note.utf8), tileIDs: ordered.map { PMTilesFormat.tileID(of: $0.0) }, storedLevels: tree.storedLevels)
+        let sidecar = SignatureSidecar(
+            note: Array(note.utf8), tileIDs: ordered.map { PMTilesFormat.tileID(of: $0.0) }, storedLevels: tree.storedLevels)
         return [
             "key": [
                 "name": key.name, "seed": hex(0..<32), "public_key": hex(key.verifier.publicKey),
@@ -59,7 +60,8 @@ import TilepackTestSupport
     }
 
     @Test func theSpecsVectorsAreWhatTilepackComputes() throws {
-        let computed = try JSONSerialization.data(withJSONObject: try Self.vectors(), options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
+        let computed = try JSONSerialization.data(
+            withJSONObject: try Self.vectors(), options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
         if ProcessInfo.processInfo.environment["TILEPACK_WRITE_SIGNING_VECTORS"] != nil {
             try (computed + Data("\n".utf8)).write(to: URL(fileURLWithPath: Self.path))
         }

@@ -28,7 +28,10 @@ import TilepackTestSupport
             _ = try archive.tileData(at: tiles[12].0)
             Issue.record("the tampered tile was given out")
         } catch let error as TileArchiveError {
-            guard case .checksumMismatch(let region, _, _) = error.fault else { Issue.record("\(error)"); return }
+            guard case .checksumMismatch(let region, _, _) = error.fault else {
+                Issue.record("\(error)")
+                return
+            }
             #expect(region.hasPrefix("tile \(tiles[12].0.zoom)/\(tiles[12].0.x)/\(tiles[12].0.y) against release 5"))
         }
         var buffer = [UInt8](repeating: 0, count: 4096)
@@ -69,7 +72,8 @@ import TilepackTestSupport
         let at = try #require(tiles.firstIndex { $0.0 == victim })
         tiles[at].1 = Array("forged".utf8)
         try Fixture.write(tiles, format: .pmtiles, to: path)
-        let leaf = TreeHasher().leaf(ContentIdentity.TileHasher().fullHash(victim, tiles[at].1.withUnsafeBytes { UnsafeRawBufferPointer($0) }))
+        let leaf = TreeHasher().leaf(
+            ContentIdentity.TileHasher().fullHash(victim, tiles[at].1.withUnsafeBytes { UnsafeRawBufferPointer($0) }))
         sidecar.storedLevels[0].replaceSubrange((32 * index)..<(32 * index + 32), with: leaf)
         try Data(sidecar.encoded()).write(to: URL(fileURLWithPath: path + ".tpsig"))
         let archive = try VerifiedTileArchive(base: try openTileArchive(path: path), key: Fixture.key.verifier)
@@ -78,9 +82,10 @@ import TilepackTestSupport
         #expect(throws: TileArchiveError.self) { try archive.tileData(at: neighbour) }
         let elsewhere = try #require(PMTilesFormat.tile(ofID: sidecar.tileIDs[300]))
         #expect(try archive.tileData(at: elsewhere) == Data(tiles.first { $0.0 == elsewhere }!.1))
-        // A level-8 hash changed: the open is refused, naming the sidecar.
+        // A level-8 node changed (700 leaves: levels 2 to 10 are checked at open): the open is
+        // refused, naming the sidecar.
         var upper = original
-        upper.storedLevels[1][3] ^= 1
+        upper.storedLevels[8][3] ^= 1
         try Data(upper.encoded()).write(to: URL(fileURLWithPath: path + ".tpsig"))
         #expect(throws: SignatureError.self) { try VerifiedTileArchive(base: try openTileArchive(path: path), key: Fixture.key.verifier) }
     }

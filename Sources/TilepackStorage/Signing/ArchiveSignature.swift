@@ -74,11 +74,13 @@ public enum ArchiveSignature {
             time: SignedRoot.time(seconds: time))
         let note = Array(root.signed(by: key).utf8)
         guard note.count <= SignedRoot.maximumNoteLength else {
-            throw SignatureError.cannotSign(path: archivePath, reason: "the signed root is over \(SignedRoot.maximumNoteLength) bytes (a long origin)")
+            throw SignatureError.cannotSign(
+                path: archivePath, reason: "the signed root is over \(SignedRoot.maximumNoteLength) bytes (a long origin)")
         }
-        let sidecar = SignatureSidecar(note: note, tileIDs: leaves.ids, storedLevels: tree.storedLevels)
         let path = SignatureSidecar.sidecarName(of: archivePath)
-        try writeAtomically(sidecar.encoded(), to: path)
+        let file = try AtomicFile(destination: path, overwrite: true)
+        _ = try SignatureSidecar.write(note: note, tileIDs: leaves.ids, leaves: leaves.hashes, levels: tree.levels, to: file.temporaryPath)
+        try file.commit()
         return Report(root: root, sidecar: path, key: key.verifier.description, tiles: tree.size)
     }
 

@@ -1,18 +1,20 @@
 internal import TilepackChecksum
 
 /// The Merkle tree of a signed archive (Specs/signing.md §3): RFC 6962's tree hash over leaf
-/// hashes, with every complete subtree's hash kept by level, so that the root, the stored levels
-/// of the sidecar (every eighth) and any proof come from one build.
+/// hashes, with every node of the tree kept by level, so that the root, the sidecar's levels
+/// (§5: every level) and any proof come from one build.
 ///
-/// Hashes are 32 bytes, kept in flat arrays: `levels[l]` holds the ⌊n/2^l⌋ complete subtrees of
-/// level `l`, 32 bytes each.
+/// Hashes are 32 bytes, kept in flat arrays: `levels[l]` holds the ⌈n/2^l⌉ nodes of level `l`,
+/// node `j` being `MTH(D[j·2^l : min((j+1)·2^l, n)])` (the last one, on the tree's right edge,
+/// may hold fewer leaves); the top level holds the root alone.
 package struct MerkleTree: Sendable {
     /// The number of leaves.
     package let size: Int
-    /// Every level's complete subtree hashes, level 0 (the leaves) first.
+    /// Every level's nodes, level 0 (the leaves) first, the root's level last.
     package let levels: [[UInt8]]
 
-    /// The levels the sidecar stores: tlog's hash tiles of height 8 (0, 8, 16, ...).
+    /// The levels a reader folds at once to check a group of 256 stored hashes against the
+    /// level above (``SignedTreeReader/checkedHash(level:index:)``).
     package static let tileHeight = 8
 
     /// Builds the tree of `leaves` (32 bytes each, in leaf order).
@@ -20,56 +22,57 @@ package struct MerkleTree: Sendable {
         precondition(leaves.count % 32 == 0)
         size = leaves.count / 32
         var levels = [leaves]
-        let hasher = TreeHasher()
-        while levels[levels.count - 1].count >= 64 {
-            let below = levels[levels.count - 1]
-            let count = below.count / 64
-            var level = [UInt8](repeating: 0, count: 32 * count)
-            below.withUnsafeBytes { from in
-                level.withUnsafeMutableBytes { to in
-                    for j in 0..<count {
-                        hasher.node(UnsafeRawBufferPointer(rebasing: from[64 * j..<64 * j + 64]), into: to.baseAddress! + 32 * j)
-                    }
-                }
-            }
-            levels.append(level)
+        while levels[levels.count - 1].count > 32 {
+            levels.append(Self.parents(of: levels[levels.count - 1]))
         }
         self.levels = levels
     }
 
-    /// The hash of the complete subtree at `level`, `index`.
-    package func complete(level: Int, index: Int) -> [UInt8] { Array(levels[level][32 * index..<32 * index + 32]) }
+    /// The level above `below` (32-byte nodes): each pair joined with `node`, a last node
+    /// without a pair carried up as it is (RFC 6962: a subtree of one part is that part).
+    package static func parents(of below: [UInt8]) -> [UInt8] {
+        let pairs = below.count / 64
+        let carried = below.count % 64 != 0
+        let hasher = TreeHasher()
+        var level = [UInt8](repeating: 0, count: 32 * (pairs + (carried ? 1 : 0)))
+        below.withUnsafeBytes { from in
+            level.withUnsafeMutableBytes { to in
+                for j in 0..<pairs {
+                    hasher.node(UnsafeRawBufferPointer(rebasing: from[64 * j..<64 * j + 64]), into: to.baseAddress! + 32 * j)
+                }
+                if carried { (to.baseAddress! + 32 * pairs).copyMemory(from: from.baseAddress! + 64 * pairs, byteCount: 32) }
+            }
+        }
+        return level
+    }
+
+    /// The node at `level`, `index`.
+    package func node(level: Int, index: Int) -> [UInt8] { Array(levels[level][32 * index..<32 * index + 32]) }
 
     /// RFC 6962's `MTH(D[a:b])` (`a` aligned as every subtree of the tree is).
     package func hash(_ a: Int, _ b: Int) -> [UInt8] {
         let count = b - a
         if count == 0 { return Digest.hash(.sha256, [UInt8]()) }
-        if count & (count - 1) == 0 {
-            let level = count.trailingZeroBitCount
-            return complete(level: level, index: a >> level)
-        }
+        let level = Self.levelOf(count: count)
+        if a & ((1 << level) - 1) == 0, b == min(a + (1 << level), size) { return node(level: level, index: a >> level) }
         let k = 1 << (Int.bitWidth - 1 - (count - 1).leadingZeroBitCount)
         return TreeHasher().node(hash(a, a + k), hash(a + k, b))
     }
 
+    /// The level of a node over `count` leaves: ⌈log2 count⌉.
+    package static func levelOf(count: Int) -> Int { count <= 1 ? 0 : Int.bitWidth - (count - 1).leadingZeroBitCount }
+
     /// The root: `MTH` of every leaf.
     package var root: [UInt8] { hash(0, size) }
 
-    /// The stored levels (0, 8, 16, ... while non-empty), concatenated: the sidecar's hash part.
-    package var storedLevels: [[UInt8]] {
-        stride(from: 0, to: levels.count, by: Self.tileHeight).map { levels[$0] }
-    }
+    /// The levels the sidecar stores: every level, the leaves first, the root last.
+    package var storedLevels: [[UInt8]] { levels }
 
-    /// The number of stored levels of a tree of `size` leaves.
-    package static func storedLevelCount(size: Int) -> Int {
-        var count = 0
-        var level = 0
-        while size >> level > 0 {
-            count += 1
-            level += tileHeight
-        }
-        return max(count, 1)
-    }
+    /// The number of levels of a tree of `size` leaves (one for 0 or 1 leaf).
+    package static func levelCount(size: Int) -> Int { levelOf(count: size) + 1 }
+
+    /// The number of nodes of level `level` of a tree of `size` leaves: ⌈size/2^level⌉.
+    package static func nodeCount(size: Int, level: Int) -> Int { (size + (1 << level) - 1) >> level }
 
     /// The proof of the leaves at `indices` (sorted, distinct, each below ``size``): the hashes of
     /// every maximal subtree that holds none of them, left to right (Specs/signing.md §6).

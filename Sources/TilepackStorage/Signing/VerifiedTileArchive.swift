@@ -29,9 +29,22 @@ public final class VerifiedTileArchive: TileArchive, @unchecked Sendable {
 
     /// Checks `base`'s sidecar (`PATH.tpsig` beside it, or `sidecarPath`)
     /// with `key`; throws ``SignatureError`` naming the file or key, as `verify --key` does.
-    public init(base: any TileArchive, key: VerifierKey, minimumRelease: UInt64 = 0, sidecarPath: String? = nil) throws {
+    public convenience init(base: any TileArchive, key: VerifierKey, minimumRelease: UInt64 = 0, sidecarPath: String? = nil) throws {
         let path = sidecarPath ?? SignatureSidecar.sidecarName(of: base.path)
-        let reader = try Self.openSidecar(path: path, key: key, minimumRelease: minimumRelease)
+        let source: FileByteSource
+        do { source = try FileByteSource(path: path, coalescedReadLength: 1) } catch {
+            let missing = FileSystem.stat(path) == nil
+            throw SignatureError.sidecar(
+                path: path, reason: missing ? "missing: the archive is not signed (tilepack sign writes it)" : "\(error.fault)")
+        }
+        try self.init(base: base, key: key, minimumRelease: minimumRelease, sidecar: source)
+    }
+
+    /// Checks `base` against the sidecar read from `sidecar` (a file, or the `.tpsig` of a remote
+    /// archive read by range beside it: `tilepack serve --key` of an `http(s)://` or `s3://` archive).
+    public init(base: any TileArchive, key: VerifierKey, minimumRelease: UInt64 = 0, sidecar source: any ByteSource) throws {
+        let path = source.name
+        let reader = try Self.openSidecar(source, key: key, minimumRelease: minimumRelease)
         let root = reader.root
         let count = try base.tileCount()
         guard UInt64(count) == root.treeSize else {
@@ -69,15 +82,12 @@ public final class VerifiedTileArchive: TileArchive, @unchecked Sendable {
     /// stored hashes the root is folded from (its top level and right edge), checked; the rest is
     /// read and checked a group at a time as tiles are read. A million tiles: about 40 KB read and
     /// a few hundred hashes at open, where the whole sidecar is 40 MB and its tree 2,000,000 hashes.
-    private static func openSidecar(path: String, key: VerifierKey, minimumRelease: UInt64) throws -> SignedTreeReader {
-        let source: FileByteSource
-        do { source = try FileByteSource(path: path, coalescedReadLength: 1) } catch {
-            let missing = FileSystem.stat(path) == nil
-            throw SignatureError.sidecar(path: path, reason: missing ? "missing: the archive is not signed (tilepack sign writes it)" : "\(error.fault)")
-        }
+    private static func openSidecar(_ source: any ByteSource, key: VerifierKey, minimumRelease: UInt64) throws -> SignedTreeReader {
+        let path = source.name
         let reader = try SignedTreeReader(source: source, key: key, minimumRelease: minimumRelease, origin: nil)
         guard try reader.storedRoot() == reader.root.rootHash else {
-            throw SignatureError.sidecar(path: path, reason: "its stored hashes do not give its signed root (the sidecar was rewritten or damaged)")
+            throw SignatureError.sidecar(
+                path: path, reason: "its stored hashes do not give its signed root (the sidecar was rewritten or damaged)")
         }
         return reader
     }
@@ -134,11 +144,13 @@ public final class VerifiedTileArchive: TileArchive, @unchecked Sendable {
         guard let index else { throw fault(tile, "not in the signed tree") }
         if isChecked(index) { return }
         let leaf = TreeHasher().leaf(ContentIdentity.TileHasher().fullHash(tile, bytes))
-        let signed = try sidecar.withLock { reader throws in try reader.checkedHash(stored: 0, index: index) }
+        let signed = try sidecar.withLock { reader throws in try reader.checkedHash(level: 0, index: index) }
         guard let signed else {
             throw TileArchiveError(
                 path: sidecarPath,
-                fault: .corrupt("the stored hashes of tile \(tile.zoom)/\(tile.x)/\(tile.y)'s group do not give the signed root (the sidecar was rewritten or damaged)"))
+                fault: .corrupt(
+                    "the stored hashes of tile \(tile.zoom)/\(tile.x)/\(tile.y)'s group do not give the signed root (the sidecar was rewritten or damaged)"
+                ))
         }
         guard leaf == signed else {
             throw TileArchiveError(

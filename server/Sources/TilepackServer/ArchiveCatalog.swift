@@ -1,6 +1,7 @@
 import Atomics
 import Foundation
 import TilepackCore
+import TilepackStorage
 
 /// The fixed table of served archives, built once at start. Request paths are only ever looked
 /// up in it: no part of a request reaches the file system.
@@ -30,7 +31,9 @@ final class ArchiveCatalog: Sendable {
                     name: name, path: path, remote: location, settings: remote,
                     generation: try ArchiveGeneration.open(name: name, remote: location, settings: remote))
             } else {
-                slot = ArchiveSlot(name: name, path: path, generation: try ArchiveGeneration.open(name: name, path: path))
+                slot = ArchiveSlot(
+                    name: name, path: path, settings: remote,
+                    generation: try ArchiveGeneration.open(name: name, path: path, signature: remote.signature))
             }
             slots.append(slot)
             byName[name] = slot
@@ -58,6 +61,31 @@ struct RemoteSettings: Sendable {
     var recheckInterval = 60.0
     /// How long one request to the store may take (each is tried twice).
     var timeout: Duration = .seconds(10)
+    /// `--key`: each archive's tiles checked against its signed root (`ARCHIVE.tpsig`).
+    var signature: SignatureCheck?
+}
+
+/// `serve --key`: the publisher's key and the lowest release served.
+struct SignatureCheck: Sendable {
+    var key: VerifierKey
+    var minimumRelease: UInt64
+
+    /// The key of `path`; an unreadable or malformed key file is an error naming it.
+    init(keyPath path: String, minimumRelease: UInt64) throws(TileServerError) {
+        do { key = try VerifierKey(contentsOf: path) } catch { throw TileServerError("--key: \(error)") }
+        self.minimumRelease = minimumRelease
+    }
+
+    /// `archive` checked against `sidecar` (its `.tpsig`): its signed root, release and metadata
+    /// now, each tile on its first read.
+    func verified(_ archive: any TileArchive, sidecar: any ByteSource) throws -> any TileArchive {
+        try VerifiedTileArchive(base: archive, key: key, minimumRelease: minimumRelease, sidecar: sidecar)
+    }
+
+    /// `archive` checked against the file `PATH.tpsig` beside the archive file given as `path`.
+    func verified(_ archive: any TileArchive, path: String) throws -> any TileArchive {
+        try VerifiedTileArchive(base: archive, key: key, minimumRelease: minimumRelease, sidecarPath: path + ".tpsig")
+    }
 }
 
 /// One served archive: its current generation, replaced when the file (or remote object) is.
@@ -133,7 +161,7 @@ final class ArchiveSlot: Sendable {
             opened = try? ArchiveGeneration.open(name: name, remote: remote, settings: settings)
         } else {
             guard case .success(let identity) = FileIdentity.of(path: path), .file(identity) != old.identity else { return nil }
-            opened = try? ArchiveGeneration.open(name: name, path: path)
+            opened = try? ArchiveGeneration.open(name: name, path: path, signature: settings.signature)
         }
         guard let generation = opened else { return nil }
         return status.withLock { status in
@@ -185,7 +213,7 @@ final class ArchiveSlot: Sendable {
                 return .unchanged
             }
             do {
-                let generation = try ArchiveGeneration.open(name: name, path: path)
+                let generation = try ArchiveGeneration.open(name: name, path: path, signature: settings.signature)
                 status.withLock {
                     publish(generation, in: &$0)
                     $0.pendingIdentity = nil

@@ -137,7 +137,10 @@ final class ArchiveGeneration: Sendable, AtomicReference {
     static func open(name: String, remote location: RemoteLocation, settings: RemoteSettings) throws(TileServerError) -> ArchiveGeneration {
         do {
             let source = try location.open(settings)
-            let archive = try openTileArchive(source: source)
+            var archive = try openTileArchive(source: source)
+            if let signature = settings.signature {
+                archive = try signature.verified(archive, sidecar: try location.openSidecar(settings))
+            }
             return try ArchiveGeneration(
                 name: name, path: location.text, archive: archive, identity: .object(source.version), descriptor: -1, remote: source)
         } catch let error as TileArchiveError {
@@ -152,7 +155,8 @@ final class ArchiveGeneration: Sendable, AtomicReference {
     /// cannot mix two files. Opened without blocking: a FIFO (or a device) at `path`, given at
     /// start or renamed over a served file, is refused at once rather than waiting for a writer
     /// for ever (start-up, or the reload watcher, would hang).
-    static func open(name: String, path: String) throws(TileServerError) -> ArchiveGeneration {
+    /// With `signature` (`serve --key`), each tile is checked against `PATH.tpsig` on its first read.
+    static func open(name: String, path: String, signature: SignatureCheck? = nil) throws(TileServerError) -> ArchiveGeneration {
         let descriptor = Foundation.open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard descriptor >= 0 else {
             let code = errno
@@ -182,9 +186,10 @@ final class ArchiveGeneration: Sendable, AtomicReference {
             // and change checks, six system calls, were a third of a tile's time: bench-serve.sh),
             // ended by the watcher at each of its looks, so a patch waits at most that long.
             let immutable = info.st_mode & 0o222 == 0
-            let archive = try openTileArchive(
+            var archive = try openTileArchive(
                 path: pinned, bundleAccess: .positionalReads,
                 mbtiles: MBTilesOpenOptions(immutable: immutable, memoryMapSize: 0, keepsReadTransactions: true))
+            if let signature { archive = try signature.verified(archive, path: path) }
             return try ArchiveGeneration(
                 name: name, path: path, archive: archive, identity: .file(FileIdentity(info)), descriptor: descriptor)
         } catch let error as TileArchiveError {

@@ -63,6 +63,24 @@ struct RemoteLocation: Sendable {
         }
     }
 
+    /// The archive's signature sidecar beside it (`URL.tpsig`, `s3://BUCKET/KEY.tpsig`), opened now
+    /// and read by range as tiles are checked (Specs/signing.md §5), pinned by its own version.
+    func openSidecar(_ settings: RemoteSettings) throws(TileArchiveError) -> HTTPByteSource {
+        let options = Self.options(settings)
+        switch kind {
+        case .http(let url):
+            var parts = URLComponents(url: url, resolvingAgainstBaseURL: false)
+            parts?.path += ".tpsig"
+            guard let sidecar = parts?.url else { throw TileArchiveError(path: text + ".tpsig", fault: .corrupt("not a URL")) }
+            return try HTTPByteSource(url: sidecar, client: settings.store.http, options: options)
+        case .s3(let location):
+            guard let sidecar = S3Location(location.description + ".tpsig") else {
+                throw TileArchiveError(path: text + ".tpsig", fault: .corrupt("not an s3:// URL"))
+            }
+            return try HTTPByteSource(s3: sidecar, client: settings.store.s3, options: options)
+        }
+    }
+
     /// The object's version now (a `HEAD`; one byte by range for a presigned URL).
     func currentVersion(_ settings: RemoteSettings) throws(TileArchiveError) -> RemoteObjectVersion {
         switch kind {

@@ -43,6 +43,12 @@ package struct TileServerOptions: Sendable, Hashable {
     /// Seconds one request to the store of a remote archive may take (tried twice); a store that
     /// does not answer in time gives 504.
     package var remoteTimeout: Double
+    /// A publisher's public key file (`NAME.pub`, Specs/signing.md §1): every tile is checked
+    /// against its archive's signed root (`ARCHIVE.tpsig` beside it, a file or read by range) on
+    /// its first read, and a tile that is not the signed one is a 5xx, never served.
+    package var keyPath: String?
+    /// With ``keyPath``: the lowest signed release served (an older one is a replay).
+    package var minimumRelease: UInt64 = 0
 
     /// `no-cache`: caches keep tiles but ask again each time, and the strong ETag turns the question
     /// into a 304 without a body. A replaced archive is seen on the next view. See `Specs/serve.md`.

@@ -50,7 +50,10 @@ final class TileService: Sendable {
             paths: options.archivePaths,
             remote: RemoteSettings(
                 store: store, cacheBytes: options.remoteCacheBytes, recheckInterval: options.recheckInterval,
-                timeout: .nanoseconds(Int64(max(options.remoteTimeout, 0.001) * 1e9))))
+                timeout: .nanoseconds(Int64(max(options.remoteTimeout, 0.001) * 1e9)),
+                signature: try options.keyPath.map { path throws(TileServerError) in
+                    try SignatureCheck(keyPath: path, minimumRelease: options.minimumRelease)
+                }))
         self.leaflet = LeafletAssets(folder: options.leafletPath)
         self.metrics = ServerMetrics()
         self.encodedTiles = EncodedTileCache(capacity: options.encodedTileCacheBytes)

@@ -95,6 +95,15 @@ struct TilepackServe: AsyncParsableCommand {
         help: "Seconds a request to a remote archive's store may take (tried twice; then 504).")
     var storeTimeout = 10.0
 
+    @Option(
+        help: ArgumentHelp(
+            "Serve only the publisher's tiles: each archive checked against its signed root (ARCHIVE.tpsig beside it, a file or read by range) with this public key file (NAME.pub), each tile on its first read; a tile that is not the signed one is a 5xx with a log line naming it, never served.",
+            valueName: "public-key-file"))
+    var key: String?
+
+    @Option(name: .customLong("min-release"), help: "With --key: the lowest signed release served (an older one is a replay).")
+    var minRelease: UInt64?
+
     /// `60`, `60s`, `1.5m` in seconds.
     static func seconds(_ text: String) throws -> Double {
         let (number, scale): (Substring, Double) =
@@ -115,15 +124,18 @@ struct TilepackServe: AsyncParsableCommand {
         guard (1...1024).contains(threads) else { throw ValidationError("--threads must be 1-1024, not \(threads)") }
         guard (0...65536).contains(pngCacheMB) else { throw ValidationError("--png-cache-mb must be 0-65536") }
         guard (0...65536).contains(cacheSizeMB) else { throw ValidationError("--cache-size must be 0-65536 (MiB)") }
+        guard minRelease == nil || key != nil else { throw ValidationError("--min-release goes with --key") }
     }
 
     func run() async throws {
-        let options = TileServerOptions(
+        var options = TileServerOptions(
             archivePaths: archives, host: host, port: port, publicURL: publicURL, cacheControl: cacheControl,
             corsOrigins: corsOrigins, token: token, leafletPath: leafletPath, reloadInterval: reloadInterval,
             encodedTileCacheBytes: pngCacheMB << 20, maximumConnections: maxConnections, idleTimeout: idleTimeout,
             eventLoops: threads, headerTimeout: headerTimeout, remoteCacheBytes: cacheSizeMB << 20, recheckInterval: recheck,
             remoteTimeout: storeTimeout)
+        options.keyPath = key
+        options.minimumRelease = minRelease ?? 0
         #if os(Linux)
         // Remote archives' range requests through libcurl (kept-alive connections, HTTP/2 on
         // https), not FoundationNetworking's URLSession.
