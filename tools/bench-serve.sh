@@ -4,9 +4,14 @@
 # release builds, in one run, from a bundle, an MBTiles file and a PMTiles. Contenders alternate
 # round by round; each figure is printed with nginx's of the same round as a ratio, then the medians.
 #   bash tools/bench-serve.sh            (ROUNDS=3 DURATION=10 CONNECTIONS=32 MAXZOOM=8 to change;
-#                                         TILEPACK_BIN and SERVE_BIN: release builds made elsewhere)
+#                                         TILEPACK_BIN and SERVE_BIN: release builds made elsewhere;
+#                                         BEFORE_BIN: another tilepack-serve, a contender "before"
+#                                         serving the MBTiles file, to compare two builds in one run)
 # Needs nginx (Debian nginx-light) and wrk. Goals: each archive >= 1.0x nginx's requests/s, p99
 # latency <= 1.2x nginx's (issue 47: MBTiles was at 0.80x), memory flat under load.
+# Last run (ROUNDS=3, BEFORE_BIN = the build before MBTiles reads by rowid, load 2-25): MBTiles
+# 0.99x nginx's requests/s (median of the rounds' ratios; before: 0.94x), p99 0.68x nginx's,
+# CPU 21.0 us a request against nginx's 16.7 (1.25x; before: 23.0, 1.38x). Not yet 1.0x.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds="${ROUNDS:-3}"; duration="${DURATION:-10}"; connections="${CONNECTIONS:-32}"; maxzoom="${MAXZOOM:-8}"
@@ -68,16 +73,30 @@ nginx -c "$work/nginx.conf" -p "$work" &
 nginx_pid=$!
 "$serve" --port 0 "$work/tiles.tilepack" "$work/tiles_mb.mbtiles" "$work/tiles_pm.pmtiles" > "$work/serve.out" 2> "$work/serve.err" &
 serve_pid=$!
-trap 'kill $nginx_pid $serve_pid 2>/dev/null || true' EXIT
+before_pid=""
+contenders="bundle mbtiles pmtiles"
+if [ -n "${BEFORE_BIN:-}" ]; then
+  "$BEFORE_BIN" --port 0 "$work/tiles_mb.mbtiles" > "$work/before.out" 2> "$work/before.err" &
+  before_pid=$!
+  contenders="bundle mbtiles before pmtiles"
+fi
+trap 'kill $nginx_pid $serve_pid $before_pid 2>/dev/null || true' EXIT
 for _ in $(seq 100); do [ -s "$work/serve.out" ] && break; sleep 0.1; done
 serve_base="$(sed -n 's/^serving //p' "$work/serve.out" | head -1)"
 serve_base="${serve_base%/}"
+before_base=""
+if [ -n "$before_pid" ]; then
+  for _ in $(seq 100); do [ -s "$work/before.out" ] && break; sleep 0.1; done
+  before_base="$(sed -n 's/^serving //p' "$work/before.out" | head -1)"
+  before_base="${before_base%/}"
+fi
 sleep 0.5
 curl -sf -o /dev/null "http://127.0.0.1:$port/0/0/0.png" || { echo "nginx did not start"; cat "$work/nginx-error.log"; exit 1; }
 curl -sf -o /dev/null "$serve_base/tiles/0/0/0.png" || { echo "tilepack-serve did not start"; cat "$work/serve.err"; exit 1; }
 for name in tiles tiles_mb tiles_pm; do
   cmp <(curl -s "http://127.0.0.1:$port/6/33/20.png") <(curl -s "$serve_base/$name/6/33/20.png") || { echo "nginx and tilepack serve ($name) differ"; exit 1; }
 done
+[ -z "$before_base" ] || cmp <(curl -s "http://127.0.0.1:$port/6/33/20.png") <(curl -s "$before_base/tiles_mb/6/33/20.png") || { echo "nginx and BEFORE_BIN differ"; exit 1; }
 rss() { awk '/VmRSS/ {print $2}' "/proc/$serve_pid/status"; }
 
 # CPU time (user + system, clock ticks) of the given processes.
@@ -102,11 +121,13 @@ for r in $(seq "$rounds"); do
   printf "%-6s %-8s %12.0f %9.2f %10s %8s %12.1f %8s\n" "$r" nginx "$n_rps" "$n_p99" "1.00x" "1.00x" "$n_cpu" "1.00x"
   all[nginx]+="$n_rps,$n_p99 "
   all[nginx_cpu]+="$n_cpu "
-  for contender in bundle mbtiles pmtiles; do
+  for contender in $contenders; do
     # The archives hold the same tiles: the bundle is served as "tiles", the MBTiles file as
-    # "tiles_mb", the PMTiles as "tiles_pm".
+    # "tiles_mb", the PMTiles as "tiles_pm"; "before" is BEFORE_BIN's server of the MBTiles file.
     prefix="/tiles"; [ "$contender" = mbtiles ] && prefix="/tiles_mb"; [ "$contender" = pmtiles ] && prefix="/tiles_pm"
-    read -r rps p99 cpu <<< "$(run "$contender" "$prefix" "$serve_base" "$serve_pid")"
+    base="$serve_base"; pid="$serve_pid"
+    if [ "$contender" = before ]; then prefix="/tiles_mb"; base="$before_base"; pid="$before_pid"; fi
+    read -r rps p99 cpu <<< "$(run "$contender" "$prefix" "$base" "$pid")"
     printf "%-6s %-8s %12.0f %9.2f %9.2fx %7.2fx %12.1f %7.2fx\n" "$r" "$contender" "$rps" "$p99" "$(echo "$rps / $n_rps" | bc -l)" \
       "$(echo "$p99 / $n_p99" | bc -l)" "$cpu" "$(echo "$cpu / $n_cpu" | bc -l)"
     all[$contender]+="$rps,$p99 "
@@ -118,7 +139,7 @@ done
 echo "medians over $rounds rounds ($duration s each, $connections connections, wrk -t2):"
 n_rps="$(for v in ${all[nginx]}; do echo "${v%,*}"; done | median)"; n_p99="$(for v in ${all[nginx]}; do echo "${v#*,}"; done | median)"
 printf "  %-8s %10.0f requests/s   p99 %7.2f ms\n" nginx "$n_rps" "$n_p99"
-for contender in bundle mbtiles pmtiles; do
+for contender in $contenders; do
   rps="$(for v in ${all[$contender]}; do echo "${v%,*}"; done | median)"; p99="$(for v in ${all[$contender]}; do echo "${v#*,}"; done | median)"
   printf "  %-8s %10.0f requests/s   p99 %7.2f ms   %.2fx nginx's requests/s, %.2fx its p99\n" "$contender" "$rps" "$p99" \
     "$(echo "$rps / $n_rps" | bc -l)" "$(echo "$p99 / $n_p99" | bc -l)"

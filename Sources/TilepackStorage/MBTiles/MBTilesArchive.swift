@@ -1,60 +1,6 @@
 import Foundation
 import TilepackCore
 
-/// How to open an MBTiles file for reading.
-public struct MBTilesOpenOptions: Hashable, Sendable {
-    /// The caller promises the file cannot change while it is open (an app bundle, a read-only
-    /// volume): SQLite then takes no locks and never looks for a journal (`immutable=1`).
-    /// Leave `false` for a file another process might write; it is still opened read-only.
-    public var immutable: Bool
-    /// How many idle read connections the archive keeps for reuse. More concurrent readers than
-    /// this still work; the extra connections are closed when they are returned.
-    public var maximumIdleConnections: Int
-    /// Seconds one step of a query may run before it is stopped with an error, so that a
-    /// hostile file (a `tiles` view over an endless recursive query) cannot hang the reader.
-    /// Legitimate steps are far shorter; `nil` turns the limit off.
-    public var stepTimeLimit: Double?
-    /// Bytes of the file SQLite may memory-map (`PRAGMA mmap_size`), so page reads need no
-    /// `read(2)`. `nil` = the default: 1 GiB for an immutable file, 0 (off) otherwise, because
-    /// a mapped file that another process truncates would crash the reader (SIGBUS).
-    public var memoryMapSize: Int?
-    /// SQLite virtual-machine instructions one query may run, all its steps together, before it
-    /// is stopped with an error: a `tiles` view that yields rows without end is stopped too.
-    /// `nil` = the default, 10^9 + 64 per byte of the file (a legitimate query runs far fewer:
-    /// a few instructions per byte). Applies only with a `stepTimeLimit`.
-    public var workLimit: Int?
-    /// Whether a pooled connection keeps its read transaction from one read to the next, until
-    /// ``MBTilesArchive/endReadTransactions()`` (`false`: each read is a transaction of its own).
-    /// A read transaction of a file that may be written costs SQLite's lock and change checks
-    /// (a look for a journal and for a WAL, an `fstat`, a `pread` of the change counter, a lock
-    /// and an unlock): kept, they are paid once a period, not once a tile. Another process still
-    /// reads the file (the lock is a shared one), and a writer waits for the next call of
-    /// ``MBTilesArchive/endReadTransactions()``; reads see its change from then on. No effect on
-    /// an `immutable` file, which takes no locks.
-    public var keepsReadTransactions: Bool
-
-    public init(
-        immutable: Bool = false, maximumIdleConnections: Int = max(4, ProcessInfo.processInfo.activeProcessorCount),
-        stepTimeLimit: Double? = 60, memoryMapSize: Int? = nil, workLimit: Int? = nil, keepsReadTransactions: Bool = false
-    ) {
-        self.immutable = immutable
-        self.maximumIdleConnections = max(1, maximumIdleConnections)
-        self.stepTimeLimit = stepTimeLimit
-        self.memoryMapSize = memoryMapSize
-        self.workLimit = workLimit
-        self.keepsReadTransactions = keepsReadTransactions
-    }
-
-    /// The default work limit for a file of `fileSize` bytes.
-    static func defaultWorkLimit(fileSize: Int) -> Int {
-        let (scaled, overflow) = fileSize.multipliedReportingOverflow(by: 64)
-        return overflow ? .max : 1_000_000_000 &+ scaled
-    }
-
-    /// The `mmap_size` these options give.
-    var effectiveMemoryMapSize: Int { max(0, memoryMapSize ?? (immutable ? 1 << 30 : 0)) }
-}
-
 /// An MBTiles archive opened read-only: the ``TileArchive`` read API over an MBTiles (SQLite) file.
 ///
 /// Opens the file with `mode=ro` (and `immutable=1` when the options say so), so no journal,
@@ -78,6 +24,9 @@ public final class MBTilesArchive: TileArchive {
     public let recovery: String?
     /// The work limit of every query (see ``MBTilesOpenOptions/workLimit``).
     public let workLimit: Int
+    /// The rowid of every tile, when the options ask for it and the file allows it
+    /// (``MBTilesOpenOptions/rowidIndexLimit``).
+    let rowidIndex: MBTilesRowidIndex?
 
     private let uri: String
     private let pool: Locked<ReaderPool>
@@ -135,7 +84,10 @@ public final class MBTilesArchive: TileArchive {
             }
         }
         keepsTransactions = options.keepsReadTransactions && !immutable
-        let reader = try MBTilesReader(connection: connection, memoryMapSize: options.effectiveMemoryMapSize)
+        rowidIndex =
+            schema.kind == .flat && schema.tilesAreUnique ? try MBTilesRowidIndex.build(connection, limit: options.rowidIndexLimit) : nil
+        let reader = try MBTilesReader(
+            connection: connection, memoryMapSize: options.effectiveMemoryMapSize, readsByRowid: rowidIndex != nil)
         self.content = try Self.detectContent(reader: reader, schema: schema)
         self.pool = Locked(ReaderPool(idle: [reader]))
     }
@@ -176,10 +128,12 @@ public final class MBTilesArchive: TileArchive {
     public func withTileBytes<R>(at tile: TileCoordinate, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R? {
         let reader = try checkout()
         defer { checkin(reader) }
+        let row = tile.row(in: .tms)
+        if let result = try withIndexedTileBytes(reader: reader, at: tile, row: row, body) { return result }
         let statement = reader.lookup
         statement.bind(1, tile.zoom)
         statement.bind(2, tile.x)
-        statement.bind(3, tile.row(in: .tms))
+        statement.bind(3, row)
         defer { statement.reset() }
         guard try statement.step() else { return nil }
         let bytes = try tileBytes(statement, column: 0, tile: tile)
@@ -413,7 +367,7 @@ public final class MBTilesArchive: TileArchive {
         try MBTilesReader(
             connection: SQLiteConnection(
                 filename: uri, archivePath: path, readOnly: true, uri: true, stepTimeLimit: options.stepTimeLimit, workLimit: workLimit),
-            memoryMapSize: options.effectiveMemoryMapSize)
+            memoryMapSize: options.effectiveMemoryMapSize, readsByRowid: rowidIndex != nil)
     }
 
     @inline(__always)
@@ -495,7 +449,7 @@ public final class MBTilesArchive: TileArchive {
     // MARK: Helpers
 
     @inline(__always)
-    private func tileBytes(_ statement: SQLiteStatement, column: Int32, tile: TileCoordinate) throws(TileArchiveError)
+    func tileBytes(_ statement: SQLiteStatement, column: Int32, tile: TileCoordinate) throws(TileArchiveError)
         -> UnsafeRawBufferPointer
     {
         switch statement.type(column) {

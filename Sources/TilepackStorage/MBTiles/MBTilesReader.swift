@@ -19,6 +19,9 @@ final class MBTilesReader: @unchecked Sendable {
     let connection: SQLiteConnection
     let lookup: SQLiteStatement
     let exists: SQLiteStatement
+    /// The read of a tile by rowid (``MBTilesRowidIndex``), with its coordinates to check; `nil`
+    /// when the archive has no rowid index.
+    let byRowid: SQLiteStatement?
     /// The read transaction it keeps open between tiles (``MBTilesOpenOptions/keepsReadTransactions``),
     /// made on first use.
     private var readTransaction: SQLiteBatchTransaction?
@@ -38,12 +41,14 @@ final class MBTilesReader: @unchecked Sendable {
         try? readTransaction?.close()
     }
 
-    init(connection: SQLiteConnection, memoryMapSize: Int) throws(TileArchiveError) {
+    init(connection: SQLiteConnection, memoryMapSize: Int, readsByRowid: Bool = false) throws(TileArchiveError) {
         self.connection = connection
         if memoryMapSize > 0 { try connection.execute("PRAGMA mmap_size = \(memoryMapSize)") }
         lookup = try connection.prepare(
             "SELECT tile_data FROM tiles WHERE zoom_level = ?1 AND tile_column = ?2 AND tile_row = ?3 LIMIT 1")
         exists = try connection.prepare(
             "SELECT 1 FROM tiles WHERE zoom_level = ?1 AND tile_column = ?2 AND tile_row = ?3 LIMIT 1")
+        byRowid =
+            readsByRowid ? try connection.prepare("SELECT zoom_level, tile_column, tile_row, tile_data FROM tiles WHERE rowid = ?1") : nil
     }
 }

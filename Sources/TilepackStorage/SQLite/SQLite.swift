@@ -257,6 +257,10 @@ package final class SQLiteStatement {
         sqlite3_reset(handle)
     }
 
+    /// How many times the statement has been run (stepped, then reset): SQLite's
+    /// `SQLITE_STMTSTATUS_RUN`, for tests that check which query answered.
+    package var runCount: Int { Int(sqlite3_stmt_status(handle, SQLITE_STMTSTATUS_RUN, 0)) }
+
     func clearBindings() {
         sqlite3_clear_bindings(handle)
     }

@@ -185,10 +185,11 @@ final class ArchiveGeneration: Sendable, AtomicReference {
             // Its connections keep their read transactions between tiles (SQLite's per-query lock
             // and change checks, six system calls, were a third of a tile's time: bench-serve.sh),
             // ended by the watcher at each of its looks, so a patch waits at most that long.
-            let immutable = info.st_mode & 0o222 == 0
-            var archive = try openTileArchive(
-                path: pinned, bundleAccess: .positionalReads,
-                mbtiles: MBTilesOpenOptions(immutable: immutable, memoryMapSize: 0, keepsReadTransactions: true))
+            // Tiles are read by rowid, from an index of them in memory (a hint checked at each
+            // read, so a patched file is served as SQL gives it): one B-tree walk a tile, not two.
+            var mbtiles = MBTilesOpenOptions(immutable: info.st_mode & 0o222 == 0, memoryMapSize: 0, keepsReadTransactions: true)
+            mbtiles.rowidIndexLimit = Self.rowidIndexLimit
+            var archive = try openTileArchive(path: pinned, bundleAccess: .positionalReads, mbtiles: mbtiles)
             if let signature { archive = try signature.verified(archive, path: path) }
             return try ArchiveGeneration(
                 name: name, path: path, archive: archive, identity: .file(FileIdentity(info)), descriptor: descriptor)
@@ -200,6 +201,10 @@ final class ArchiveGeneration: Sendable, AtomicReference {
             throw TileServerError("\(path): \(error)")
         }
     }
+
+    /// Up to how many tiles an MBTiles file's rowids are held in memory (16 bytes a tile: 64 MiB
+    /// at most, per generation); a larger file is read by coordinates.
+    static let rowidIndexLimit = 4 << 20
 
     /// What a file that is not a regular one is, for messages.
     static func kind(of mode: mode_t) -> String {
