@@ -49,12 +49,13 @@ extension ArchivePlanning {
                 }
             }
             let ratios = before.keys.reduce(into: [Int: Double]()) { $0[$1] = after[$1]!.reduce(0, +) / max(1, before[$1]!.reduce(0, +)) }
-            // Paired tile by tile: both sides in the same order of zooms (two dictionaries need not
-            // iterate alike, and a mispaired sample gave a margin that missed).
+            // Paired tile by tile, in one order of zooms (two dictionaries need not iterate alike).
             let zooms = before.keys.sorted()
-            let (ratio, margin) = ratioEstimate(before: zooms.flatMap { before[$0]! }, after: zooms.flatMap { after[$0]! })
+            let (ratio, _) = ratioEstimate(before: zooms.flatMap { before[$0]! }, after: zooms.flatMap { after[$0]! })
+            let margin = zoomMargin(zooms: zooms, before: before, after: after, sizes: sizes)
             let scaled = sizes.scaled(by: ratios, relativeMargin: margin, confidence: 0.95)
-            var plan = TilePlanner.plan(scaled, budget: request.budget, format: request.format, focus: request.focus, metadataBytes: metadataBytes)
+            var plan = TilePlanner.plan(
+                scaled, budget: request.budget, format: request.format, focus: request.focus, metadataBytes: metadataBytes)
             plan.sampledTiles = sample.count
             plan.areaTiles = sizes.levels.reduce(0) { $0 + $1.count }
             psnrs.sort()
@@ -63,6 +64,20 @@ extension ArchivePlanning {
                 ratios: Dictionary(uniqueKeysWithValues: ratios.map { ("\($0.key)", $0.value) }),
                 medianPSNR: psnrs.isEmpty ? nil : psnrs[psnrs.count / 2], lowestPSNR: psnrs.first)
         }
+    }
+
+    /// The relative 95% margin of sizes scaled by each zoom's own ratio: the widest zoom's (each
+    /// zoom's total is then within it, and so is their sum), each with the finite-population
+    /// correction (a zoom sampled whole is exact). One pooled margin understated it: the pooled
+    /// ratio's spread is not the error of ratios estimated zoom by zoom from 8 tiles each.
+    static func zoomMargin(zooms: [Int], before: [Int: [Double]], after: [Int: [Double]], sizes: AreaTileSizes) -> Double {
+        zooms.map { zoom in
+            let sampled = before[zoom]!.count
+            let population = sizes.levels.first { $0.zoom == zoom }?.count ?? sampled
+            guard population > sampled else { return 0 }
+            let margin = ratioEstimate(before: before[zoom]!, after: after[zoom]!).margin
+            return margin * (Double(population - sampled) / Double(population)).squareRoot()
+        }.max() ?? 0
     }
 
     /// The ratio Σ after / Σ before and its relative 95% margin: `1.96 · s_d / (√n · x̄) / R`, `d = y − R x`.

@@ -151,7 +151,9 @@ public struct SampledSizes: Sendable {
         let low = 0.02425
         if p < low || p > 1 - low {
             let q = (-2 * log(p < low ? p : 1 - p)).squareRoot()
-            let x = (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) / ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1)
+            let x =
+                (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5])
+                / ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1)
             return p < low ? x : -x
         }
         let q = p - 0.5, r = q * q
@@ -161,7 +163,7 @@ public struct SampledSizes: Sendable {
 }
 
 /// SplitMix64: the sample's draws from a seed (the same seed, the same tiles).
-struct PlanRandom {
+struct PlanRandom: RandomNumberGenerator {
     var state: UInt64
     init(seed: UInt64) { state = seed }
     mutating func next() -> UInt64 {
@@ -190,7 +192,9 @@ extension AreaCover {
             var offset = position - starts[low]
             if let rows = cover.rows {
                 for columns in rows[low].columns {
-                    if offset < columns.count { return TileCoordinate(uncheckedZoom: cover.zoom, x: columns.lowerBound + offset, y: rows[low].row) }
+                    if offset < columns.count {
+                        return TileCoordinate(uncheckedZoom: cover.zoom, x: columns.lowerBound + offset, y: rows[low].row)
+                    }
                     offset -= columns.count
                 }
                 preconditionFailure("position \(position) past the row's tiles")

@@ -170,14 +170,8 @@ final class SyncSignature: @unchecked Sendable {
             }
             stored = try source.withBytes(offset: idsOffset + 8 * size + 32 * j, length: 32 * count) { [UInt8]($0) }
         }
-        var problems: [SignatureError.TileProblem] = []
-        var count = 0
-        func note(_ id: UInt64, _ kind: SignatureError.TileProblem.Kind) {
-            count += 1
-            if problems.count < SignatureError.maximumNamedTiles, let tile = PMTilesFormat.tile(ofID: id) {
-                problems.append(SignatureError.TileProblem(tile: tile, kind: kind))
-            }
-        }
+        var found = TileProblems()
+        func note(_ id: UInt64, _ kind: SignatureError.TileProblem.Kind) { found.note(id, kind) }
         var i = 0
         var j = 0
         while i < leaves.ids.count || j < size {
@@ -196,7 +190,7 @@ final class SyncSignature: @unchecked Sendable {
                 i += 1
             }
         }
-        guard count == 0 else { return .tiles(archive: archive, problems: problems, count: count) }
+        guard found.count == 0 else { return .tiles(archive: archive, problems: found.named, count: found.count) }
         return .sidecar(
             path: name,
             reason: "its stored leaves are the synced tiles', which do not give its signed root (the sidecar was rewritten or damaged)")

@@ -123,7 +123,7 @@ struct PlanSpeedPartsTests {
     /// The order is a stable sort by priority, highest first; a bucket whose cheapest tile does
     /// not fit is passed over, and no tile that fits is.
     @Test func candidatesComeInTheOrderOfAStableSort() {
-        var rng = SplitMix(seed: 47)
+        var rng = PlanRandom(seed: 47)
         // Few distinct priorities (ties), over several octaves, and some unique ones.
         let values = (0..<40).map { _ in Double.random(in: 1e-9...1e-3, using: &rng) }
         var priorities: [Double] = [], costs: [Int] = []
@@ -158,7 +158,7 @@ struct PlanSpeedPartsTests {
         let levels = try Self.sparseLevels()
         var offsets = [0]
         for level in levels { offsets.append(offsets.last! + level.count) }
-        var rng = SplitMix(seed: 46)
+        var rng = PlanRandom(seed: 46)
         for share in [1, 2, 5] {
             // Lengths from 10 bytes to past a page (overflow pages), a tile in `share` taken.
             var sized = levels
@@ -177,18 +177,6 @@ struct PlanSpeedPartsTests {
             tiles.shuffle()
             let fromMask = MBTilesPages.bytes(of: sized, offsets: offsets, taken: taken, pageSize: 8192)
             #expect(fromMask == MBTilesPages.bytes(of: tiles, pageSize: 8192), "one tile in \(share)")
-        }
-    }
-
-    struct SplitMix: RandomNumberGenerator {
-        var state: UInt64
-        init(seed: UInt64) { state = seed }
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
         }
     }
 }

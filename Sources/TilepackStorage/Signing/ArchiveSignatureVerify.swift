@@ -88,14 +88,8 @@ extension ArchiveSignature {
     /// Each tile's leaf against the stored leaf at its tile id; the tiles that differ, are not
     /// signed, or are missing, named.
     package static func compareTiles(_ leaves: Leaves, with sidecar: SignatureSidecar, archive: String) throws(SignatureError) {
-        var problems: [SignatureError.TileProblem] = []
-        var count = 0
-        func note(_ id: UInt64, _ kind: SignatureError.TileProblem.Kind) {
-            count += 1
-            if problems.count < SignatureError.maximumNamedTiles, let tile = PMTilesFormat.tile(ofID: id) {
-                problems.append(SignatureError.TileProblem(tile: tile, kind: kind))
-            }
-        }
+        var found = TileProblems()
+        func note(_ id: UInt64, _ kind: SignatureError.TileProblem.Kind) { found.note(id, kind) }
         let stored = sidecar.storedLevels[0]
         var i = 0
         var j = 0
@@ -113,6 +107,6 @@ extension ArchiveSignature {
                 j += 1
             }
         }
-        if count > 0 { throw .tiles(archive: archive, problems: problems, count: count) }
+        if found.count > 0 { throw .tiles(archive: archive, problems: found.named, count: found.count) }
     }
 }

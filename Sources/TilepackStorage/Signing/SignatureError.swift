@@ -54,7 +54,8 @@ public enum SignatureError: Error, Sendable, Equatable, CustomStringConvertible 
             let others = signers.isEmpty ? "it has no signature" : "it is signed by \(signers.joined(separator: ", ")) only"
             return "\(path): not signed by the key \(key): \(others)"
         case .badSignature(let key, let path):
-            return "\(path): the signature of the key \(key) does not verify (the signed root was altered, or signed by another key of that name)"
+            return
+                "\(path): the signature of the key \(key) does not verify (the signed root was altered, or signed by another key of that name)"
         case .olderRelease(let path, let release, let minimum):
             return "\(path): release \(release) is older than release \(minimum), the lowest accepted (a replayed older version)"
         case .otherOrigin(let path, let origin, let expected):
@@ -67,6 +68,22 @@ public enum SignatureError: Error, Sendable, Equatable, CustomStringConvertible 
         case .metadata(let archive, let signed, let actual):
             return "\(archive): the tiles are the signed ones but the metadata is not (signed identity \(signed), the archive's \(actual))"
         case .cannotSign(let path, let reason): return "\(path): \(reason)"
+        }
+    }
+}
+
+/// The tiles a check found wrong: every one counted, the first
+/// ``SignatureError/maximumNamedTiles`` named (by the tile id's coordinate).
+package struct TileProblems {
+    package private(set) var named: [SignatureError.TileProblem] = []
+    package private(set) var count = 0
+
+    package init() {}
+
+    package mutating func note(_ id: UInt64, _ kind: SignatureError.TileProblem.Kind) {
+        count += 1
+        if named.count < SignatureError.maximumNamedTiles, let tile = PMTilesFormat.tile(ofID: id) {
+            named.append(SignatureError.TileProblem(tile: tile, kind: kind))
         }
     }
 }
