@@ -1,6 +1,6 @@
 import Foundation
-import TilepackCore
 @_spi(TilepackInternal) internal import TilepackCompression
+import TilepackCore
 
 /// A PMTiles v3 archive opened for reading (see `Specs/pmtiles.md`), from a local file or any
 /// ``ByteSource`` (a remote object through `TilepackRemote`).
@@ -230,6 +230,14 @@ public struct PMTilesArchive: TileArchive {
         throw TileArchiveError(path: path, fault: .corrupt("directories nest deeper than \(PMTilesFormat.maximumDirectoryDepth) levels"))
     }
 
+    /// Refuses a directory nested deeper than PMTiles allows (a hostile file's cycle of leaves).
+    func checkDepth(_ depth: Int) throws(TileArchiveError) {
+        guard depth < PMTilesFormat.maximumDirectoryDepth else {
+            throw TileArchiveError(
+                path: path, fault: .corrupt("directories nest deeper than \(PMTilesFormat.maximumDirectoryDepth) levels"))
+        }
+    }
+
     /// Calls `body` with every tile entry in tile-id order (runs not expanded), following the leaves.
     /// Throws when the ids of the whole tree are not strictly ascending, leaves nest too deep, a run
     /// reaches a zoom outside the header's zooms, or the runs address more tiles than the header's
@@ -240,10 +248,7 @@ public struct PMTilesArchive: TileArchive {
         let lowest = min(Int(header.minZoom), TileCoordinate.maximumZoom), highest = min(Int(header.maxZoom), TileCoordinate.maximumZoom)
         let zoomIDs = PMTilesFormat.firstID(ofZoom: lowest)..<PMTilesFormat.firstID(ofZoom: highest + 1)
         func walk(_ directory: PMTilesDirectory, depth: Int, end: UInt64) throws {
-            guard depth < PMTilesFormat.maximumDirectoryDepth else {
-                throw TileArchiveError(
-                    path: path, fault: .corrupt("directories nest deeper than \(PMTilesFormat.maximumDirectoryDepth) levels"))
-            }
+            try checkDepth(depth)
             for i in 0..<directory.count {
                 let entry = directory[i]
                 guard entry.tileID >= next, entry.tileID < end else {

@@ -5,7 +5,8 @@ extension PMTilesArchive: TileSizeReading {
     public func zoomRange() throws -> ClosedRange<Int>? {
         guard header.addressedTiles > 0 || root.count > 0 else { return nil }
         guard header.minZoom <= header.maxZoom, Int(header.maxZoom) <= TileCoordinate.maximumZoom else {
-            throw TileArchiveError(path: path, fault: .corrupt("the header's zooms \(header.minZoom)...\(header.maxZoom) are not a range of zooms"))
+            throw TileArchiveError(
+                path: path, fault: .corrupt("the header's zooms \(header.minZoom)...\(header.maxZoom) are not a range of zooms"))
         }
         return Int(header.minZoom)...Int(header.maxZoom)
     }
@@ -26,10 +27,7 @@ extension PMTilesArchive: TileSizeReading {
             }
         }
         func walk(_ directory: PMTilesDirectory, depth: Int, end: UInt64) throws {
-            guard depth < PMTilesFormat.maximumDirectoryDepth else {
-                throw TileArchiveError(
-                    path: path, fault: .corrupt("directories nest deeper than \(PMTilesFormat.maximumDirectoryDepth) levels"))
-            }
+            try checkDepth(depth)
             for i in 0..<directory.count {
                 let entry = directory[i]
                 let next = i + 1 < directory.count ? directory[i + 1].tileID : end
