@@ -61,17 +61,7 @@ if (r["changed"], r["added"], r["deleted"]) != (int(sys.argv[1]), 0, 0):
         [ -f "r-$n.tppatch" ] || "$tilepack" diff "$v2.mbtiles" "$v1.mbtiles" "r-$n.tppatch" --force >/dev/null
         [ -f "m-$n.mbtiles" ] || "$tilepack" diff "$v1.mbtiles" "$v2.mbtiles" "m-$n.mbtiles" --force >/dev/null
         [ -f "mr-$n.mbtiles" ] || "$tilepack" diff "$v2.mbtiles" "$v1.mbtiles" "mr-$n.mbtiles" --force >/dev/null
-        for p in m mr; do
-            cat > "$p-$n.sql" <<SQL
-PRAGMA synchronous = FULL;
-ATTACH '$p-$n.mbtiles' AS p;
-BEGIN IMMEDIATE;
-DELETE FROM tiles WHERE rowid IN (SELECT t.rowid FROM tiles t JOIN p.tiles d ON t.zoom_level = d.zoom_level
-    AND t.tile_column = d.tile_column AND t.tile_row = d.tile_row WHERE d.tile_data IS NULL);
-INSERT OR REPLACE INTO tiles SELECT zoom_level, tile_column, tile_row, tile_data FROM p.tiles WHERE tile_data IS NOT NULL;
-COMMIT;
-SQL
-        done
+        for p in m mr; do mbtiles_floor_sql "$p-$n.mbtiles" "$p-$n.sql"; done
         # tilepack's base: v1 given an empty patch (it then stores its identity); the floor's: v1.
         cp "$v1.mbtiles" "A-$n.mbtiles" && cp "$v1.mbtiles" "F-$n.mbtiles"
         "$tilepack" diff "$v1.mbtiles" "$v1.mbtiles" noop.tppatch --force >/dev/null

@@ -21,6 +21,20 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source tools/bench-lib.sh
+
+# The floor of an in-place MBTiles patch: the sqlite3 shell applying martin's patch layout ($1)
+# in one transaction, checking nothing; written to $2.
+mbtiles_floor_sql() {
+    cat > "$2" <<SQL
+PRAGMA synchronous = FULL;
+ATTACH '$1' AS p;
+BEGIN IMMEDIATE;
+DELETE FROM tiles WHERE rowid IN (SELECT t.rowid FROM tiles t JOIN p.tiles d ON t.zoom_level = d.zoom_level
+    AND t.tile_column = d.tile_column AND t.tile_row = d.tile_row WHERE d.tile_data IS NULL);
+INSERT OR REPLACE INTO tiles SELECT zoom_level, tile_column, tile_row, tile_data FROM p.tiles WHERE tile_data IS NOT NULL;
+COMMIT;
+SQL
+}
 work="${BENCH_WORK:-/tmp/tilepack-bench}/update"
 tiles=50000
 apply_only=0
@@ -141,15 +155,7 @@ convert_command() { echo "$tp convert v2.$1 out.$1 --force --quiet"; }
 "$tilepack" diff v1.mbtiles v1.mbtiles noop.tppatch --force >/dev/null
 cp v1.mbtiles v1-stamped.mbtiles && "$tilepack" patch v1-stamped.mbtiles noop.tppatch >/dev/null
 "$tilepack" diff v1.mbtiles v2.mbtiles p-martin.mbtiles --force >/dev/null
-cat > floor.sql <<'SQL'
-PRAGMA synchronous = FULL;
-ATTACH 'p-martin.mbtiles' AS p;
-BEGIN IMMEDIATE;
-DELETE FROM tiles WHERE rowid IN (SELECT t.rowid FROM tiles t JOIN p.tiles d ON t.zoom_level = d.zoom_level
-    AND t.tile_column = d.tile_column AND t.tile_row = d.tile_row WHERE d.tile_data IS NULL);
-INSERT OR REPLACE INTO tiles SELECT zoom_level, tile_column, tile_row, tile_data FROM p.tiles WHERE tile_data IS NOT NULL;
-COMMIT;
-SQL
+mbtiles_floor_sql p-martin.mbtiles floor.sql
 stamped="cp v1-stamped.mbtiles base.mbtiles && sync base.mbtiles"
 read -r p c f <<<"$(medians "$stamped" "$tp patch base.mbtiles p-mbtiles.tppatch" \
     "$(convert_setup mbtiles)" "$(convert_command mbtiles)" "$stamped" "sqlite3 base.mbtiles < floor.sql")"
